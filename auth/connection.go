@@ -1,0 +1,133 @@
+package auth
+
+import (
+	"errors"
+	"fmt"
+	"net"
+	"net/url"
+	"strings"
+)
+
+// DefaultRealm is the realm used when a Connection names none (the spec's path
+// uses "master").
+const DefaultRealm = "master"
+
+// Connection says where a realm is and which client speaks to it. The token
+// URL is {AuthURL}/auth/realms/{Realm}/protocol/openid-connect/token unless
+// TokenURL overrides it, or Issuer is set and OIDC discovery names it.
+type Connection struct {
+	AuthURL  string   `toml:"auth_url" json:"auth_url"`
+	Realm    string   `toml:"realm,omitempty" json:"realm,omitempty"`
+	ClientID string   `toml:"client_id" json:"client_id"`
+	TokenURL string   `toml:"token_url,omitempty" json:"token_url,omitempty"`
+	Issuer   string   `toml:"issuer,omitempty" json:"issuer,omitempty"`
+	Scopes   []string `toml:"scopes,omitempty" json:"scopes,omitempty"`
+	// BasicAuth sends the client credentials with HTTP Basic instead of in the
+	// form body (the spec's default).
+	BasicAuth bool `toml:"basic_auth,omitempty" json:"basic_auth,omitempty"`
+}
+
+// RealmName returns the realm, or DefaultRealm when none is set.
+func (c Connection) RealmName() string {
+	if c.Realm == "" {
+		return DefaultRealm
+	}
+	return c.Realm
+}
+
+// RealmURL is Keycloak's base URL of the realm: {auth_url}/auth/realms/{realm}.
+// It is empty when the connection has no AuthURL.
+func (c Connection) RealmURL() string {
+	if c.AuthURL == "" {
+		return ""
+	}
+	return strings.TrimRight(c.AuthURL, "/") + "/auth/realms/" + url.PathEscape(c.RealmName())
+}
+
+// IssuerURL is the issuer the realm's tokens carry in "iss": Issuer when set,
+// else the Keycloak realm URL.
+func (c Connection) IssuerURL() string {
+	if c.Issuer != "" {
+		return strings.TrimRight(c.Issuer, "/")
+	}
+	return c.RealmURL()
+}
+
+// KeycloakEndpoints returns the realm's endpoints at Keycloak's fixed paths,
+// with TokenURL applied when set. Discovery (Client.Endpoints) is preferred
+// where the server offers it.
+func (c Connection) KeycloakEndpoints() Endpoints {
+	base := c.RealmURL()
+	e := Endpoints{Issuer: c.IssuerURL()}
+	if base != "" {
+		oidc := base + "/protocol/openid-connect"
+		e.Token = oidc + "/token"
+		e.JWKS = oidc + "/certs"
+		e.Logout = oidc + "/logout"
+		e.Userinfo = oidc + "/userinfo"
+		e.Introspection = oidc + "/token/introspect"
+		e.Revocation = oidc + "/revoke"
+	}
+	if c.TokenURL != "" {
+		e.Token = c.TokenURL
+	}
+	return e
+}
+
+// Validate checks the shape of the connection before anything is sent: a
+// client id, an auth URL (or token URL or issuer), absolute http(s) URLs, and
+// plain http only for loopback hosts. Its errors are *Error of KindConfig.
+func (c Connection) Validate() error {
+	if strings.TrimSpace(c.ClientID) == "" {
+		return configError("client id is empty", "pass --client-id (the client registered in the realm)")
+	}
+	if c.AuthURL == "" && c.TokenURL == "" && c.Issuer == "" {
+		return configError("no auth URL", "pass --auth-url (for example https://auth.example.com)")
+	}
+	for _, u := range []struct{ name, v string }{{"auth URL", c.AuthURL}, {"token URL", c.TokenURL}, {"issuer", c.Issuer}} {
+		if u.v == "" {
+			continue
+		}
+		if err := CheckURL(u.v); err != nil {
+			return configError(fmt.Sprintf("%s %s", u.name, err.Error()), "use an https:// URL (http:// is allowed only for localhost)")
+		}
+	}
+	return nil
+}
+
+// CheckURL reports whether raw is an absolute http(s) URL that shipkey may
+// send credentials to: https anywhere, http only to a loopback host.
+func CheckURL(raw string) error {
+	u, err := url.Parse(raw)
+	if err != nil || u.Host == "" || (u.Scheme != "http" && u.Scheme != "https") {
+		return errors.New("is not an absolute http(s) URL")
+	}
+	if u.User != nil {
+		return errors.New("must not carry a user name or password")
+	}
+	if u.Scheme == "http" && !IsLoopback(u.Hostname()) {
+		return errors.New("uses plain http to a host that is not loopback")
+	}
+	return nil
+}
+
+// IsLoopback reports whether host is localhost or a loopback IP address.
+func IsLoopback(host string) bool {
+	if strings.EqualFold(host, "localhost") || strings.HasSuffix(strings.ToLower(host), ".localhost") {
+		return true
+	}
+	ip := net.ParseIP(host)
+	return ip != nil && ip.IsLoopback()
+}
+
+// Endpoints are a realm's URLs. An empty field means the server offers no such
+// endpoint.
+type Endpoints struct {
+	Issuer        string `json:"issuer"`
+	Token         string `json:"token_endpoint"`
+	JWKS          string `json:"jwks_uri"`
+	Logout        string `json:"end_session_endpoint"`
+	Userinfo      string `json:"userinfo_endpoint"`
+	Introspection string `json:"introspection_endpoint"`
+	Revocation    string `json:"revocation_endpoint"`
+}

@@ -1,0 +1,112 @@
+package auth
+
+import (
+	"errors"
+	"strings"
+)
+
+// ErrorKind says what went wrong, in terms of what the person must do next.
+type ErrorKind int
+
+// The kinds of failure auth reports. Match them with errors.As and (*Error).Kind,
+// never with message text.
+const (
+	KindUnknown             ErrorKind = iota
+	KindConfig                        // the connection itself is unusable (bad URL, plain http to a remote host)
+	KindInvalidCredentials            // wrong username or password
+	KindInvalidClient                 // wrong client id or client secret
+	KindAccountDisabled               // the user is disabled
+	KindAccountNotSetUp               // required actions pending in the account
+	KindDirectGrantDisabled           // the client does not allow the password grant
+	KindInvalidScope                  // a requested scope is not allowed
+	KindLoginRequired                 // refresh token expired, revoked or its session ended: log in again
+	KindServer                        // the server failed or answered with an unexpected status
+	KindNetwork                       // the server could not be reached
+	KindTimeout                       // no answer in time
+	KindTLS                           // the TLS handshake or certificate check failed
+	KindMalformedResponse             // the answer was not a token response (bad JSON, missing fields, too big)
+)
+
+var kindNames = [...]string{
+	KindUnknown:             "unknown",
+	KindConfig:              "config",
+	KindInvalidCredentials:  "invalid_credentials",
+	KindInvalidClient:       "invalid_client",
+	KindAccountDisabled:     "account_disabled",
+	KindAccountNotSetUp:     "account_not_set_up",
+	KindDirectGrantDisabled: "direct_grant_disabled",
+	KindInvalidScope:        "invalid_scope",
+	KindLoginRequired:       "login_required",
+	KindServer:              "server",
+	KindNetwork:             "network",
+	KindTimeout:             "timeout",
+	KindTLS:                 "tls",
+	KindMalformedResponse:   "malformed_response",
+}
+
+func (k ErrorKind) String() string {
+	if int(k) < len(kindNames) {
+		return kindNames[k]
+	}
+	return "unknown"
+}
+
+// Error is every failure auth returns. Its message is one line: what happened
+// and what to do. Code and Description are the server's "error" and
+// "error_description", verbatim but sanitized of control characters; Excerpt is
+// a short sanitized piece of an unexpected body. None of its fields ever holds
+// a password, client secret or token.
+type Error struct {
+	Kind        ErrorKind
+	Op          string // "login", "refresh", "logout", "revoke", "discovery", "introspect", "userinfo", "jwks"
+	Status      int    // HTTP status, 0 when no answer came
+	Code        string // server's "error", sanitized
+	Description string // server's "error_description", sanitized
+	Excerpt     string // start of an unexpected body, sanitized
+	Msg         string // what happened, in words
+	Hint        string // what to do
+	Err         error  // the cause (transport errors; never holds a secret)
+}
+
+func (e *Error) Error() string {
+	var b strings.Builder
+	if e.Op != "" {
+		b.WriteString(e.Op)
+		b.WriteString(": ")
+	}
+	b.WriteString(e.Msg)
+	if e.Code != "" || e.Description != "" {
+		b.WriteString(" (server said: ")
+		b.WriteString(e.Code)
+		if e.Description != "" {
+			if e.Code != "" {
+				b.WriteString(": ")
+			}
+			b.WriteString(e.Description)
+		}
+		b.WriteString(")")
+	}
+	if e.Hint != "" {
+		b.WriteString("; ")
+		b.WriteString(e.Hint)
+	}
+	return Sanitize(b.String())
+}
+
+func (e *Error) Unwrap() error { return e.Err }
+
+// KindOf returns the kind of err's *Error, or KindUnknown.
+func KindOf(err error) ErrorKind {
+	var ae *Error
+	if errors.As(err, &ae) {
+		return ae.Kind
+	}
+	return KindUnknown
+}
+
+// IsLoginRequired reports whether only a new login (password grant) can help.
+func IsLoginRequired(err error) bool { return KindOf(err) == KindLoginRequired }
+
+func configError(msg, hint string) *Error {
+	return &Error{Kind: KindConfig, Msg: msg, Hint: hint}
+}

@@ -1,0 +1,78 @@
+package auth
+
+import (
+	"strings"
+	"unicode"
+	"unicode/utf8"
+)
+
+// Sanitize makes untrusted text (claims, labels, server messages) safe to put
+// on a terminal: control characters, including ESC, C1 controls, DEL, and
+// Unicode bidi overrides, are replaced by a visible escape such as \x1b or
+// \u202e; newlines and tabs become spaces; invalid UTF-8 becomes U+FFFD. What
+// it returns can never start a terminal control sequence.
+func Sanitize(s string) string {
+	clean := true
+	for _, r := range s {
+		if r == utf8.RuneError || unsafeRune(r) || r == '\n' || r == '\t' || r == '\r' {
+			clean = false
+			break
+		}
+	}
+	if clean {
+		return s
+	}
+	var b strings.Builder
+	b.Grow(len(s) + 8)
+	for i := 0; i < len(s); {
+		r, size := utf8.DecodeRuneInString(s[i:])
+		i += size
+		switch {
+		case r == utf8.RuneError && size <= 1:
+			b.WriteRune('\uFFFD')
+		case r == '\n' || r == '\t' || r == '\r':
+			b.WriteByte(' ')
+		case r < 0x80 && unsafeRune(r):
+			b.WriteString(`\x`)
+			b.WriteString(hex2(byte(r)))
+		case unsafeRune(r):
+			b.WriteString(`\u`)
+			b.WriteString(hex4(r))
+		default:
+			b.WriteRune(r)
+		}
+	}
+	return b.String()
+}
+
+// SanitizeLines is Sanitize for text where newlines are meaningful (a pretty
+// printed JSON body): every line is sanitized and newlines are kept.
+func SanitizeLines(s string) string {
+	lines := strings.Split(strings.ReplaceAll(s, "\r\n", "\n"), "\n")
+	for i, l := range lines {
+		lines[i] = Sanitize(l)
+	}
+	return strings.Join(lines, "\n")
+}
+
+func unsafeRune(r rune) bool {
+	switch {
+	case r < 0x20 || r == 0x7f:
+		return true
+	case r >= 0x80 && r < 0xa0: // C1 controls, CSI among them
+		return true
+	case r >= 0x202a && r <= 0x202e, r >= 0x2066 && r <= 0x2069, r == 0x200e, r == 0x200f, r == 0x061c:
+		return true // bidi overrides and marks
+	case r == 0xfeff:
+		return true
+	}
+	return unicode.Is(unicode.Cc, r)
+}
+
+const hexdigits = "0123456789abcdef"
+
+func hex2(c byte) string { return string([]byte{hexdigits[c>>4], hexdigits[c&0xf]}) }
+
+func hex4(r rune) string {
+	return string([]byte{hexdigits[r>>12&0xf], hexdigits[r>>8&0xf], hexdigits[r>>4&0xf], hexdigits[r&0xf]})
+}

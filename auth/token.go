@@ -1,0 +1,129 @@
+package auth
+
+import (
+	"time"
+
+	"golang.org/x/oauth2"
+)
+
+// ExpiryMargin is how long before its stated expiry a token is treated as
+// expired, so that it is never presented at the boundary (x/oauth2 uses 10 s;
+// Keycloak rejects at the exact second).
+const ExpiryMargin = 30 * time.Second
+
+// SkewTolerance is how far a JWT's exp may differ from ObtainedAt+ExpiresIn
+// before the difference is reported as clock skew.
+const SkewTolerance = time.Minute
+
+// TokenSet is one token response, with every field the server sent and the
+// absolute times derived from it. Lifetimes are seconds. A zero
+// RefreshExpiresAt means the refresh token has no stated expiry (Keycloak
+// offline tokens, or refresh_expires_in 0 or absent). Nothing here assumes the
+// access token expires before the refresh token: the Shipping Service issues
+// 15-day access tokens and 30-minute refresh tokens.
+type TokenSet struct {
+	AccessToken      string `json:"access_token"`
+	TokenType        string `json:"token_type"`
+	RefreshToken     string `json:"refresh_token,omitempty"`
+	IDToken          string `json:"id_token,omitempty"`
+	ExpiresIn        int64  `json:"expires_in"`
+	RefreshExpiresIn int64  `json:"refresh_expires_in"`
+	NotBeforePolicy  int64  `json:"not-before-policy"`
+	SessionState     string `json:"session_state,omitempty"`
+	Scope            string `json:"scope,omitempty"`
+
+	// ObtainedAt is when the response arrived, by the client's clock.
+	ObtainedAt time.Time `json:"obtained_at"`
+	// AccessExpiresAt is ObtainedAt+ExpiresIn; zero when the server stated no
+	// lifetime and the token is not a JWT with exp.
+	AccessExpiresAt time.Time `json:"access_expires_at,omitzero"`
+	// RefreshExpiresAt is ObtainedAt+RefreshExpiresIn; zero means no stated
+	// expiry.
+	RefreshExpiresAt time.Time `json:"refresh_expires_at,omitzero"`
+	// JWTExpiresAt is the access token's exp claim when it is a JWT.
+	JWTExpiresAt time.Time `json:"jwt_expires_at,omitzero"`
+}
+
+// AccessValid reports whether the access token can still be presented at now,
+// keeping ExpiryMargin in hand. A token with no known expiry is valid.
+func (t *TokenSet) AccessValid(now time.Time) bool {
+	if t == nil || t.AccessToken == "" {
+		return false
+	}
+	exp := t.AccessExpiry()
+	return exp.IsZero() || now.Add(ExpiryMargin).Before(exp)
+}
+
+// RefreshValid reports whether the refresh token can still be redeemed at now
+// as far as the client can tell (the server may have ended the session).
+func (t *TokenSet) RefreshValid(now time.Time) bool {
+	if t == nil || t.RefreshToken == "" {
+		return false
+	}
+	return t.RefreshExpiresAt.IsZero() || now.Add(ExpiryMargin).Before(t.RefreshExpiresAt)
+}
+
+// AccessExpiry is the earliest known expiry of the access token: the stated
+// lifetime, or the JWT exp when that is earlier or the only one known.
+func (t *TokenSet) AccessExpiry() time.Time {
+	switch {
+	case t.AccessExpiresAt.IsZero():
+		return t.JWTExpiresAt
+	case t.JWTExpiresAt.IsZero() || t.AccessExpiresAt.Before(t.JWTExpiresAt):
+		return t.AccessExpiresAt
+	default:
+		return t.JWTExpiresAt
+	}
+}
+
+// Skew is the difference between the JWT's exp and ObtainedAt+ExpiresIn, and
+// whether it exceeds SkewTolerance (a sign the clocks disagree). It is zero and
+// false when either is unknown.
+func (t *TokenSet) Skew() (time.Duration, bool) {
+	if t.AccessExpiresAt.IsZero() || t.JWTExpiresAt.IsZero() {
+		return 0, false
+	}
+	d := t.JWTExpiresAt.Sub(t.AccessExpiresAt)
+	return d, d > SkewTolerance || d < -SkewTolerance
+}
+
+// Redacted returns a copy with every secret (access, refresh and ID token)
+// removed: what may be written as plain metadata.
+func (t TokenSet) Redacted() TokenSet {
+	t.AccessToken, t.RefreshToken, t.IDToken = "", "", ""
+	return t
+}
+
+// OAuth2 converts the set for use with golang.org/x/oauth2 clients.
+func (t *TokenSet) OAuth2() *oauth2.Token {
+	tok := &oauth2.Token{
+		AccessToken:  t.AccessToken,
+		TokenType:    t.TokenType,
+		RefreshToken: t.RefreshToken,
+		Expiry:       t.AccessExpiry(),
+		ExpiresIn:    t.ExpiresIn,
+	}
+	return tok.WithExtra(map[string]any{
+		"refresh_expires_in": t.RefreshExpiresIn,
+		"not-before-policy":  t.NotBeforePolicy,
+		"session_state":      t.SessionState,
+		"scope":              t.Scope,
+	})
+}
+
+// Header is the value of the Authorization header that carries the token.
+func (t *TokenSet) Header() string { return "Bearer " + t.AccessToken }
+
+// Mask shows the first and last few characters of a secret, enough to tell
+// two apart and never enough to use one.
+func Mask(s string) string {
+	const keep = 6
+	if s == "" {
+		return ""
+	}
+	r := []rune(s)
+	if len(r) <= 2*keep+3 {
+		return "••••••"
+	}
+	return Sanitize(string(r[:keep])) + "…" + Sanitize(string(r[len(r)-keep:]))
+}
