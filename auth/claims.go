@@ -1,7 +1,15 @@
 package auth
 
 import (
+	"bytes"
 	"context"
+	"encoding/base64"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"sort"
+	"strings"
 	"time"
 )
 
@@ -54,12 +62,327 @@ type Decoded struct {
 	SymmetricSigned bool           // HS* alg: a client can never verify it (Keycloak refresh tokens)
 }
 
+// ClaimOrder is the order of the well-known payload claims in
+// Decoded.Payload; claims not listed here follow, sorted by name.
+// realm_access and resource_access expand in place into their role entries.
+var ClaimOrder = []string{"iss", "sub", "aud", "azp", "typ", "exp", "iat", "nbf", "auth_time", "jti", "sid", "session_state", "acr", "scope", "preferred_username", "email", "email_verified", "name", "given_name", "family_name", "allowed-origins", "realm_access", "resource_access"}
+
+// MaxTokenSize is the largest token Decode and Verify accept.
+const MaxTokenSize = 64 << 10
+
+// TimeLayout is how Decode shows the absolute part of a time claim.
+const TimeLayout = "2006-01-02 15:04:05 UTC"
+
+// headerOrder is the order of the well-known JOSE header fields.
+var headerOrder = []string{"alg", "typ", "kid"}
+
+// timeClaims are the payload claims shown as times.
+var timeClaims = map[string]bool{"exp": true, "iat": true, "nbf": true, "auth_time": true}
+
 // Decode parses token as a JWT (header.payload.signature, base64url JSON) and
 // returns its claims humanized against now. A token that is not a JWT is
 // returned as FormatOpaque with a nil error; an error means it looked like a
 // JWT but its parts do not decode.
+//
+// Surrounding white space and a leading "Bearer " are ignored; base64 padding
+// is tolerated. Tokens over MaxTokenSize are refused with an error. Errors are
+// one line and never contain any part of the token. Nothing is verified: see
+// Client.Verify.
 func Decode(token string, now time.Time) (*Decoded, error) {
-	panic("unimplemented")
+	parts, err := splitJWT(token)
+	if err != nil {
+		return nil, err
+	}
+	if parts == nil {
+		return &Decoded{Format: FormatOpaque}, nil
+	}
+	header, err := decodeSegment(parts[0], "header")
+	if err != nil {
+		return nil, err
+	}
+	payload, err := decodeSegment(parts[1], "payload")
+	if err != nil {
+		return nil, err
+	}
+	d := &Decoded{Format: FormatJWT, Raw: payload}
+	d.Header = headerClaims(header)
+	d.Payload = payloadClaims(payload, now)
+
+	d.Alg = textOf(header["alg"])
+	d.Kid = textOf(header["kid"])
+	d.SymmetricSigned = strings.HasPrefix(strings.ToUpper(d.Alg), "HS")
+	d.Typ = textOf(payload["typ"])
+	d.Issuer = textOf(payload["iss"])
+	d.Subject = textOf(payload["sub"])
+	d.Username = textOf(payload["preferred_username"])
+	d.Email = textOf(payload["email"])
+	d.Scope = textOf(payload["scope"])
+	d.ExpiresAt, _ = timeOf(payload["exp"])
+	d.IssuedAt, _ = timeOf(payload["iat"])
+	d.NotBefore, _ = timeOf(payload["nbf"])
+	if ra, ok := payload["realm_access"].(map[string]any); ok {
+		if roles, ok := ra["roles"].([]any); ok {
+			d.RealmRoles = itemsOf(roles)
+		}
+	}
+	if ra, ok := payload["resource_access"].(map[string]any); ok {
+		for client, v := range ra {
+			if obj, ok := v.(map[string]any); ok {
+				if roles, ok := obj["roles"].([]any); ok {
+					if d.ClientRoles == nil {
+						d.ClientRoles = make(map[string][]string)
+					}
+					d.ClientRoles[Sanitize(client)] = itemsOf(roles)
+				}
+			}
+		}
+	}
+	return d, nil
+}
+
+// Claim returns the payload claim named name (as displayed, for example
+// "realm_access.roles"), or false.
+func (d *Decoded) Claim(name string) (Claim, bool) {
+	for _, c := range d.Payload {
+		if c.Name == name {
+			return c, true
+		}
+	}
+	return Claim{}, false
+}
+
+// splitJWT returns the three parts of a compact JWS, or nil when token does
+// not have that shape (an opaque token). It fails only for oversized input.
+func splitJWT(token string) ([]string, error) {
+	if len(token) > MaxTokenSize {
+		return nil, fmt.Errorf("decode: the token is too large (%d bytes; the limit is %d KiB)", len(token), MaxTokenSize>>10)
+	}
+	token = strings.TrimSpace(token)
+	if len(token) > 7 && strings.EqualFold(token[:7], "bearer ") {
+		token = strings.TrimSpace(token[7:])
+	}
+	parts := strings.Split(token, ".")
+	if len(parts) != 3 || parts[0] == "" || parts[1] == "" {
+		return nil, nil
+	}
+	for _, p := range parts {
+		if !isBase64URL(p) {
+			return nil, nil
+		}
+	}
+	return parts, nil
+}
+
+// isBase64URL reports whether s uses only the base64url alphabet, with
+// optional trailing '=' padding.
+func isBase64URL(s string) bool {
+	s = strings.TrimRight(s, "=")
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		switch {
+		case c >= 'A' && c <= 'Z', c >= 'a' && c <= 'z', c >= '0' && c <= '9', c == '-', c == '_':
+		default:
+			return false
+		}
+	}
+	return true
+}
+
+// decodeSegment decodes one base64url JSON object segment. Its errors name
+// the part but never quote it.
+func decodeSegment(seg, what string) (map[string]any, error) {
+	raw, err := base64.RawURLEncoding.DecodeString(strings.TrimRight(seg, "="))
+	if err != nil {
+		return nil, fmt.Errorf("decode: the token looks like a JWT but its %s is not valid base64url", what)
+	}
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	dec.UseNumber()
+	var m map[string]any
+	if err := dec.Decode(&m); err != nil || m == nil {
+		return nil, fmt.Errorf("decode: the token looks like a JWT but its %s is not a JSON object", what)
+	}
+	if _, err := dec.Token(); !errors.Is(err, io.EOF) {
+		return nil, fmt.Errorf("decode: the token looks like a JWT but its %s has data after the JSON object", what)
+	}
+	return m, nil
+}
+
+func headerClaims(h map[string]any) []Claim {
+	out := make([]Claim, 0, len(h))
+	for _, name := range orderedKeys(h, headerOrder) {
+		out = append(out, genericClaim(name, h[name]))
+	}
+	return out
+}
+
+func payloadClaims(p map[string]any, now time.Time) []Claim {
+	out := make([]Claim, 0, len(p)+2)
+	for _, name := range orderedKeys(p, ClaimOrder) {
+		v := p[name]
+		switch {
+		case timeClaims[name]:
+			if t, ok := timeOf(v); ok {
+				out = append(out, Claim{
+					Name:    name,
+					Kind:    ClaimTime,
+					Value:   v,
+					Time:    t,
+					Display: t.UTC().Format(TimeLayout) + " (" + Until(t, now) + ")",
+				})
+				continue
+			}
+		case name == "realm_access":
+			if obj, ok := v.(map[string]any); ok {
+				out = append(out, accessClaims("realm_access", obj)...)
+				continue
+			}
+		case name == "resource_access":
+			if obj, ok := v.(map[string]any); ok {
+				for _, client := range orderedKeys(obj, nil) {
+					cv := obj[client]
+					prefix := "resource_access." + client
+					if cobj, ok := cv.(map[string]any); ok {
+						out = append(out, accessClaims(prefix, cobj)...)
+					} else {
+						out = append(out, genericClaim(prefix, cv))
+					}
+				}
+				continue
+			}
+		}
+		out = append(out, genericClaim(name, v))
+	}
+	return out
+}
+
+// accessClaims expands a Keycloak access object ({"roles": [...]}) into a
+// ClaimRoles entry named prefix+".roles", and any other member into its own
+// entry.
+func accessClaims(prefix string, obj map[string]any) []Claim {
+	var out []Claim
+	for _, k := range orderedKeys(obj, []string{"roles"}) {
+		v := obj[k]
+		name := prefix + "." + k
+		if roles, ok := v.([]any); ok && k == "roles" {
+			items := itemsOf(roles)
+			out = append(out, Claim{
+				Name:    Sanitize(name),
+				Kind:    ClaimRoles,
+				Value:   v,
+				Items:   items,
+				Display: strings.Join(items, ", "),
+			})
+			continue
+		}
+		out = append(out, genericClaim(name, v))
+	}
+	return out
+}
+
+// genericClaim classifies any JSON value: arrays are lists, objects compact
+// JSON, everything else text.
+func genericClaim(name string, v any) Claim {
+	c := Claim{Name: Sanitize(name), Value: v}
+	switch x := v.(type) {
+	case []any:
+		c.Kind = ClaimList
+		c.Items = itemsOf(x)
+		c.Display = strings.Join(c.Items, ", ")
+	case map[string]any:
+		c.Kind = ClaimObject
+		c.Display = Sanitize(compactJSON(x))
+	default:
+		c.Kind = ClaimText
+		c.Display = textOf(v)
+	}
+	return c
+}
+
+// textOf renders a scalar JSON value, sanitized; other values as compact JSON.
+func textOf(v any) string {
+	switch x := v.(type) {
+	case nil:
+		return ""
+	case string:
+		return Sanitize(x)
+	case json.Number:
+		return Sanitize(x.String())
+	case bool:
+		if x {
+			return "true"
+		}
+		return "false"
+	default:
+		return Sanitize(compactJSON(x))
+	}
+}
+
+func itemsOf(a []any) []string {
+	items := make([]string, len(a))
+	for i, v := range a {
+		if v == nil {
+			items[i] = "null"
+			continue
+		}
+		items[i] = textOf(v)
+	}
+	return items
+}
+
+// compactJSON encodes v without HTML escaping; json.Number keeps its literal
+// form, so numbers carry no float noise.
+func compactJSON(v any) string {
+	var b bytes.Buffer
+	enc := json.NewEncoder(&b)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(v); err != nil {
+		return "?"
+	}
+	return strings.TrimSuffix(b.String(), "\n")
+}
+
+// maxUnix is 9999-12-31T23:59:59Z: later "times" are shown as plain numbers.
+const maxUnix = 253402300799
+
+// timeOf reads a NumericDate (seconds since the epoch, possibly fractional).
+func timeOf(v any) (time.Time, bool) {
+	n, ok := v.(json.Number)
+	if !ok {
+		return time.Time{}, false
+	}
+	if i, err := n.Int64(); err == nil {
+		if i < -maxUnix || i > maxUnix {
+			return time.Time{}, false
+		}
+		return time.Unix(i, 0).UTC(), true
+	}
+	f, err := n.Float64()
+	if err != nil || f < -maxUnix || f > maxUnix || f != f {
+		return time.Time{}, false
+	}
+	sec := int64(f)
+	return time.Unix(sec, int64((f-float64(sec))*1e9)).UTC(), true
+}
+
+// orderedKeys returns m's keys: those in first (in that order) when present,
+// then the rest sorted.
+func orderedKeys(m map[string]any, first []string) []string {
+	keys := make([]string, 0, len(m))
+	seen := make(map[string]bool, len(first))
+	for _, k := range first {
+		if _, ok := m[k]; ok && !seen[k] {
+			keys = append(keys, k)
+			seen[k] = true
+		}
+	}
+	rest := make([]string, 0, len(m)-len(keys))
+	for k := range m {
+		if !seen[k] {
+			rest = append(rest, k)
+		}
+	}
+	sort.Strings(rest)
+	return append(keys, rest...)
 }
 
 // SigState is the outcome of a signature check.
@@ -90,14 +413,5 @@ type Verification struct {
 // with the realm's secret; a client cannot check it". Expiry is reported by
 // Decode, not here.
 func (c *Client) Verify(ctx context.Context, conns []Connection, token string) Verification {
-	panic("unimplemented")
+	return c.verify(ctx, conns, token)
 }
-
-// Until humanizes the time from now to t: "in 14d 23h", "in 12m 30s",
-// "3m ago", "now".
-func Until(t, now time.Time) string { panic("unimplemented") }
-
-// Countdown formats a remaining duration for a live display: "14d 23h 59m"
-// when long, "29:59" under an hour, "0:05" under a minute, "expired" at or
-// below zero.
-func Countdown(d time.Duration) string { panic("unimplemented") }

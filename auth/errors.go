@@ -85,6 +85,10 @@ func (e *Error) Error() string {
 			b.WriteString(e.Description)
 		}
 		b.WriteString(")")
+	} else if e.Excerpt != "" {
+		b.WriteString(" (server said: ")
+		b.WriteString(e.Excerpt)
+		b.WriteString(")")
 	}
 	if e.Hint != "" {
 		b.WriteString("; ")

@@ -5,10 +5,12 @@
 // status codes and JSON error bodies (see ../shared/notes/keycloak.md), signs
 // access tokens RS256 with realistic Keycloak claims, issues HS512 JWT refresh
 // tokens, and can be told to fail in every way a real server can. It never
-// listens on anything but 127.0.0.1.
+// listens on anything but a loopback address, never logs a password, secret
+// or token, and never imports other shipkey packages (auth's tests use it).
 package authtest
 
 import (
+	"crypto/rsa"
 	"time"
 )
 
@@ -16,6 +18,7 @@ import (
 type User struct {
 	Username, Password         string
 	Email, FirstName, LastName string
+	EmailVerified              bool                // email_verified
 	Disabled                   bool                // "Account disabled"
 	RequiredActions            bool                // "Account is not fully set up"
 	RealmRoles                 []string            // realm_access.roles
@@ -42,6 +45,11 @@ type Config struct {
 	RevokeRefreshToken bool
 	Scope              string           // granted scope, default "email profile"
 	Now                func() time.Time // default time.Now
+	// SigningKey signs access and ID tokens (RS256). Nil uses one 2048-bit
+	// key generated once per process and shared by every Server, which keeps
+	// tests fast; set it (or call Server.RotateKey) when a test needs tokens
+	// that another server's JWKS must not verify.
+	SigningKey *rsa.PrivateKey
 }
 
 // Fault makes the next Times requests to an endpoint misbehave.

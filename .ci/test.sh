@@ -1,0 +1,62 @@
+#!/usr/bin/env bash
+# Runs every shipkey test. On a fresh Debian machine it first installs what the
+# tests need and is missing (tmux, Node.js + npm, D-Bus and gnome-keyring for
+# the real Secret Service test, the oauth2-mock-server npm package,
+# staticcheck), then runs go vet, staticcheck and go test -race over the module,
+# and the keyring tests again against a real Secret Service.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+log() { printf '\n== %s\n' "$*"; }
+
+export PATH="$PATH:$(go env GOPATH)/bin"
+
+# 1. Debian packages, only those missing.
+pkgs=()
+command -v tmux >/dev/null || pkgs+=(tmux)
+command -v node >/dev/null || pkgs+=(nodejs)
+command -v npm >/dev/null || pkgs+=(npm)
+command -v dbus-run-session >/dev/null || pkgs+=(dbus dbus-daemon)
+command -v gnome-keyring-daemon >/dev/null || pkgs+=(gnome-keyring)
+if [ "${#pkgs[@]}" -gt 0 ]; then
+  log "installing ${pkgs[*]}"
+  SUDO=""
+  [ "$(id -u)" -ne 0 ] && SUDO="sudo"
+  $SUDO apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends "${pkgs[@]}"
+fi
+
+# 2. The real third-party OAuth 2.0 server (npm oauth2-mock-server), pinned by the lock file.
+srv=auth/testdata/oauth2server
+if [ ! -d "$srv/node_modules/oauth2-mock-server" ]; then
+  log "installing $srv (npm ci)"
+  npm ci --prefix "$srv" --no-audit --no-fund --loglevel=error
+fi
+
+# 3. Linters.
+if ! command -v staticcheck >/dev/null; then
+  log "installing staticcheck"
+  go install honnef.co/go/tools/cmd/staticcheck@v0.8.2
+fi
+
+log "go vet"
+go vet ./...
+log "staticcheck"
+staticcheck ./...
+
+# 4. Every test, with the race detector. CI=true makes the real-server and
+#    tmux tests fail instead of skip when their tools are missing.
+log "go test -race ./..."
+go test -race -count=1 -timeout 20m ./...
+
+# 5. The keyring backend against a real Secret Service (gnome-keyring) on a
+#    private D-Bus session, in a scratch home.
+log "store: real Secret Service keyring"
+scratch=$(mktemp -d)
+trap 'rm -rf "$scratch"' EXIT
+mkdir -p "$scratch/run" && chmod 700 "$scratch/run"
+# Keep Go's caches where they are while HOME points at the scratch folder.
+export GOPATH="$(go env GOPATH)" GOCACHE="$(go env GOCACHE)" GOMODCACHE="$(go env GOMODCACHE)"
+HOME="$scratch" XDG_DATA_HOME="$scratch/data" XDG_RUNTIME_DIR="$scratch/run" SHIPKEY_TEST_REAL_KEYRING=1 \
+  dbus-run-session -- sh -c 'eval "$(echo shipkey-ci | gnome-keyring-daemon --unlock --components=secrets)";
+    export GNOME_KEYRING_CONTROL; go test -count=1 -run RealKeyring -v ./store/'

@@ -1,0 +1,580 @@
+package authtest
+
+import (
+	"crypto/subtle"
+	"encoding/base64"
+	"encoding/json"
+	"mime"
+	"net/http"
+	"net/url"
+	"slices"
+	"strings"
+)
+
+// maxForm bounds a request body the server reads.
+const maxForm = 1 << 20
+
+// builtinScopes are the client scopes the realm knows besides Config.Scope.
+var builtinScopes = []string{"openid", "email", "profile", "write", "offline_access", "roles"}
+
+// oauthError is an error answer: status plus Keycloak's JSON body. An empty
+// code means no body (a bare challenge).
+type oauthError struct {
+	status          int
+	code, desc      string
+	wwwAuthenticate string
+}
+
+func (s *Server) routes() *http.ServeMux {
+	mux := http.NewServeMux()
+	const base = "/auth/realms/{realm}"
+	const oidc = base + "/protocol/openid-connect"
+	get, post := http.MethodGet, http.MethodPost
+	mux.Handle(base+"/.well-known/openid-configuration", s.endpoint("discovery", s.discovery, get))
+	mux.Handle(oidc+"/token", s.endpoint("token", s.token, post))
+	mux.Handle(oidc+"/token/introspect", s.endpoint("introspect", s.introspect, post))
+	mux.Handle(oidc+"/certs", s.endpoint("certs", s.certs, get))
+	mux.Handle(oidc+"/logout", s.endpoint("logout", s.logout, post))
+	mux.Handle(oidc+"/userinfo", s.endpoint("userinfo", s.userinfo, get, post))
+	mux.Handle(oidc+"/revoke", s.endpoint("revoke", s.revoke, post))
+	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
+		writeJSON(w, http.StatusNotFound, map[string]string{
+			"error":             "Unable to find matching target resource method",
+			"error_description": "For more on this error consult the server log.",
+		})
+	})
+	return mux
+}
+
+// endpoint wraps a handler with counting, faults, the realm check and the
+// method check. h gets the issuer as seen from the request's Host.
+func (s *Server) endpoint(name string, h func(http.ResponseWriter, *http.Request, string), methods ...string) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		r.Body = http.MaxBytesReader(w, r.Body, maxForm)
+		grant := ""
+		if name == "token" && r.Method == http.MethodPost && isForm(r) && r.ParseForm() == nil {
+			grant = r.PostForm.Get("grant_type")
+		}
+		s.count(name, grant)
+		if f, ok := s.nextFault(name); ok && applyFault(w, r, f) {
+			return
+		}
+		if r.PathValue("realm") != s.realm {
+			writeJSON(w, http.StatusNotFound, map[string]string{"error": "Realm does not exist"})
+			return
+		}
+		if !slices.Contains(methods, r.Method) {
+			w.Header().Set("Allow", strings.Join(methods, ", "))
+			writeJSON(w, http.StatusMethodNotAllowed, map[string]string{"error": "HTTP 405 Method Not Allowed"})
+			return
+		}
+		scheme := "http"
+		if r.TLS != nil {
+			scheme = "https"
+		}
+		h(w, r, scheme+"://"+r.Host+"/auth/realms/"+s.realm)
+	})
+}
+
+func isForm(r *http.Request) bool {
+	mt, _, err := mime.ParseMediaType(r.Header.Get("Content-Type"))
+	return err == nil && mt == "application/x-www-form-urlencoded"
+}
+
+func writeJSON(w http.ResponseWriter, status int, v any) {
+	b, err := json.Marshal(v)
+	if err != nil {
+		status, b = http.StatusInternalServerError, []byte(`{"error":"server_error"}`)
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Cache-Control", "no-store")
+	w.Header().Set("Pragma", "no-cache")
+	w.WriteHeader(status)
+	_, _ = w.Write(b)
+}
+
+func writeError(w http.ResponseWriter, e *oauthError) {
+	if e.wwwAuthenticate != "" {
+		w.Header().Set("WWW-Authenticate", e.wwwAuthenticate)
+	}
+	if e.code == "" {
+		w.WriteHeader(e.status)
+		return
+	}
+	body := map[string]string{"error": e.code}
+	if e.desc != "" {
+		body["error_description"] = e.desc
+	}
+	writeJSON(w, e.status, body)
+}
+
+func errf(status int, code, desc string) *oauthError {
+	return &oauthError{status: status, code: code, desc: desc}
+}
+
+// readForm returns the POST form, refusing other content types and
+// duplicated parameters as Keycloak does.
+func readForm(r *http.Request) (url.Values, *oauthError) {
+	if !isForm(r) {
+		return nil, errf(http.StatusBadRequest, "invalid_request", "Content-Type must be application/x-www-form-urlencoded")
+	}
+	if err := r.ParseForm(); err != nil {
+		return nil, errf(http.StatusBadRequest, "invalid_request", "Malformed form body")
+	}
+	for k, v := range r.PostForm {
+		if len(v) > 1 {
+			return nil, errf(http.StatusBadRequest, "invalid_request", "duplicated parameter: "+k)
+		}
+	}
+	return r.PostForm, nil
+}
+
+// authenticateClient follows Keycloak's client-secret authenticator: HTTP
+// Basic (RFC 6749 form-encoded) or client_id/client_secret in the form, the
+// form winning when both are present.
+func (s *Server) authenticateClient(r *http.Request, form url.Values) (Client, *oauthError) {
+	var id, secret string
+	haveID, haveSecret := false, false
+	if h := r.Header.Get("Authorization"); h != "" {
+		if u, p, ok := parseBasic(h); ok {
+			id, secret, haveID, haveSecret = u, p, true, true
+		} else if !form.Has("client_id") {
+			return Client{}, &oauthError{status: http.StatusUnauthorized, wwwAuthenticate: `Basic realm="` + s.realm + `"`}
+		}
+	}
+	if form.Has("client_id") {
+		id, haveID = form.Get("client_id"), true
+	}
+	if form.Has("client_secret") {
+		secret, haveSecret = form.Get("client_secret"), true
+	}
+	if !haveID {
+		return Client{}, errf(http.StatusBadRequest, "invalid_client", "Missing client_id parameter")
+	}
+	s.mu.Lock()
+	c, ok := s.clients[id]
+	s.mu.Unlock()
+	if !ok || c.Disabled {
+		return Client{}, errf(http.StatusUnauthorized, "invalid_client", "Invalid client or Invalid client credentials")
+	}
+	if c.Secret == "" { // public client
+		return c, nil
+	}
+	if !haveSecret || subtle.ConstantTimeCompare([]byte(secret), []byte(c.Secret)) != 1 {
+		return Client{}, errf(http.StatusUnauthorized, "unauthorized_client", "Invalid client or Invalid client credentials")
+	}
+	return c, nil
+}
+
+func parseBasic(h string) (user, pass string, ok bool) {
+	const prefix = "basic "
+	if len(h) < len(prefix) || !strings.EqualFold(h[:len(prefix)], prefix) {
+		return "", "", false
+	}
+	raw, err := base64.StdEncoding.DecodeString(strings.TrimSpace(h[len(prefix):]))
+	if err != nil {
+		return "", "", false
+	}
+	u, p, found := strings.Cut(string(raw), ":")
+	if !found {
+		return "", "", false
+	}
+	if user, err = url.QueryUnescape(u); err != nil {
+		return "", "", false
+	}
+	if pass, err = url.QueryUnescape(p); err != nil {
+		return "", "", false
+	}
+	return user, pass, true
+}
+
+func (s *Server) token(w http.ResponseWriter, r *http.Request, issuer string) {
+	form, e := readForm(r)
+	if e != nil {
+		writeError(w, e)
+		return
+	}
+	grant := form.Get("grant_type")
+	switch grant {
+	case "":
+		writeError(w, errf(http.StatusBadRequest, "invalid_request", "Missing form parameter: grant_type"))
+		return
+	case "password", "refresh_token":
+	default:
+		writeError(w, errf(http.StatusBadRequest, "unsupported_grant_type", "Unsupported grant_type"))
+		return
+	}
+	client, e := s.authenticateClient(r, form)
+	if e != nil {
+		writeError(w, e)
+		return
+	}
+	var resp tokenResponse
+	if grant == "password" {
+		resp, e = s.passwordGrant(form, client, issuer)
+	} else {
+		resp, e = s.refreshGrant(form, client, issuer)
+	}
+	if e != nil {
+		writeError(w, e)
+		return
+	}
+	writeJSON(w, http.StatusOK, resp)
+}
+
+// grantedScope checks a requested scope and returns what is granted: openid
+// first when requested, the realm's default scopes, then the other requested
+// scopes ("roles" is never listed, as in Keycloak).
+func (s *Server) grantedScope(requested string) (string, bool, *oauthError) {
+	words := strings.Fields(requested)
+	for _, w := range words {
+		if !slices.Contains(builtinScopes, w) && !slices.Contains(s.defaultScope, w) {
+			return "", false, errf(http.StatusBadRequest, "invalid_scope", "Invalid scopes: "+requested)
+		}
+	}
+	var granted []string
+	if slices.Contains(words, "openid") {
+		granted = append(granted, "openid")
+	}
+	for _, w := range append(slices.Clone(s.defaultScope), words...) {
+		if w != "roles" && !slices.Contains(granted, w) {
+			granted = append(granted, w)
+		}
+	}
+	return strings.Join(granted, " "), slices.Contains(words, "offline_access"), nil
+}
+
+func (s *Server) passwordGrant(form url.Values, client Client, issuer string) (tokenResponse, *oauthError) {
+	if client.NoDirectAccessGrant {
+		return tokenResponse{}, errf(http.StatusBadRequest, "unauthorized_client", "Client not allowed for direct access grants")
+	}
+	scope, offline, e := s.grantedScope(form.Get("scope"))
+	if e != nil {
+		return tokenResponse{}, e
+	}
+	username := form.Get("username")
+	if username == "" {
+		return tokenResponse{}, errf(http.StatusUnauthorized, "invalid_request", "Missing parameter: username")
+	}
+	invalidCreds := "Invalid user credentials"
+	now := s.now().Unix()
+
+	s.mu.Lock()
+	rec := s.lookupUser(username)
+	var u userRecord
+	if rec != nil {
+		u = *rec
+	}
+	s.mu.Unlock()
+	switch {
+	case rec == nil:
+		return tokenResponse{}, errf(http.StatusBadRequest, "invalid_grant", invalidCreds)
+	case u.Disabled:
+		return tokenResponse{}, errf(http.StatusBadRequest, "invalid_grant", "Account disabled")
+	case !form.Has("password") || subtle.ConstantTimeCompare([]byte(form.Get("password")), []byte(u.Password)) != 1:
+		return tokenResponse{}, errf(http.StatusUnauthorized, "invalid_grant", invalidCreds)
+	case u.RequiredActions:
+		return tokenResponse{}, errf(http.StatusBadRequest, "invalid_grant", "Account is not fully set up")
+	case offline && !slices.Contains(u.RealmRoles, "offline_access"):
+		return tokenResponse{}, errf(http.StatusBadRequest, "not_allowed", "Offline tokens not allowed for the user or client")
+	}
+
+	ss := &session{
+		id: newUUID(), username: u.Username, clientID: client.ID, scope: scope, offline: offline,
+		started: now, lastRefresh: now, redeemed: map[string]bool{},
+	}
+	s.mu.Lock()
+	s.sessions[ss.id] = ss
+	s.mu.Unlock()
+	resp, err := s.issue(issuer, u, *ss, now)
+	if err != nil {
+		return tokenResponse{}, errf(http.StatusInternalServerError, "server_error", "could not sign the token")
+	}
+	return resp, nil
+}
+
+// lookupUser finds a user by username or, like Keycloak, by email. s.mu held.
+func (s *Server) lookupUser(name string) *userRecord {
+	name = strings.ToLower(name)
+	if u, ok := s.users[name]; ok {
+		return u
+	}
+	for _, u := range s.users {
+		if u.Email != "" && strings.EqualFold(u.Email, name) {
+			return u
+		}
+	}
+	return nil
+}
+
+// aliveLocked reports whether ss is alive at unix second now: not ended and,
+// unless offline or without expiry, refreshed within the idle timeout. s.mu held.
+func (s *Server) aliveLocked(ss *session, now int64) bool {
+	if ss == nil {
+		return false
+	}
+	if ss.offline || s.refreshSecs <= 0 {
+		return true
+	}
+	return now <= ss.lastRefresh+s.refreshSecs
+}
+
+func (s *Server) refreshGrant(form url.Values, client Client, issuer string) (tokenResponse, *oauthError) {
+	raw := form.Get("refresh_token")
+	if raw == "" {
+		return tokenResponse{}, errf(http.StatusBadRequest, "invalid_request", "Missing form parameter: refresh_token")
+	}
+	p, err := s.parseRefresh(raw)
+	if err != nil {
+		return tokenResponse{}, errf(http.StatusBadRequest, "invalid_grant", "Invalid refresh token")
+	}
+	now := s.now().Unix()
+	if p.expiredAt(now) {
+		return tokenResponse{}, errf(http.StatusBadRequest, "invalid_grant", "Token is not active")
+	}
+	if p.Azp != client.ID {
+		return tokenResponse{}, errf(http.StatusBadRequest, "invalid_grant", "Invalid refresh token. Token client and authorized client don't match")
+	}
+	if form.Has("scope") {
+		if _, _, e := s.grantedScope(form.Get("scope")); e != nil {
+			return tokenResponse{}, e
+		}
+	}
+
+	s.mu.Lock()
+	ss := s.sessions[p.Sid]
+	if !s.aliveLocked(ss, now) {
+		delete(s.sessions, p.Sid)
+		s.mu.Unlock()
+		desc := "Session not active"
+		if p.Typ == "Offline" {
+			desc = "Offline session not active"
+		}
+		return tokenResponse{}, errf(http.StatusBadRequest, "invalid_grant", desc)
+	}
+	rec := s.users[ss.username]
+	if rec == nil || rec.Disabled {
+		s.mu.Unlock()
+		return tokenResponse{}, errf(http.StatusBadRequest, "invalid_grant", "User disabled")
+	}
+	if s.rotate {
+		if ss.redeemed[p.Jti] {
+			delete(s.sessions, ss.id)
+			s.mu.Unlock()
+			return tokenResponse{}, errf(http.StatusBadRequest, "invalid_grant", "Maximum allowed refresh token reuse exceeded")
+		}
+		ss.redeemed[p.Jti] = true
+	}
+	ss.lastRefresh = now
+	u, sc := *rec, *ss
+	s.mu.Unlock()
+
+	resp, err := s.issue(issuer, u, sc, now)
+	if err != nil {
+		return tokenResponse{}, errf(http.StatusInternalServerError, "server_error", "could not sign the token")
+	}
+	return resp, nil
+}
+
+func (s *Server) logout(w http.ResponseWriter, r *http.Request, _ string) {
+	form, e := readForm(r)
+	if e != nil {
+		writeError(w, e)
+		return
+	}
+	client, e := s.authenticateClient(r, form)
+	if e != nil {
+		writeError(w, e)
+		return
+	}
+	raw := form.Get("refresh_token")
+	if raw == "" {
+		writeError(w, errf(http.StatusBadRequest, "invalid_request", "No refresh token"))
+		return
+	}
+	p, err := s.parseRefresh(raw) // expiry is not checked here, as in Keycloak
+	if err != nil {
+		writeError(w, errf(http.StatusBadRequest, "invalid_grant", "Invalid refresh token"))
+		return
+	}
+	if p.Azp != client.ID {
+		writeError(w, errf(http.StatusBadRequest, "invalid_grant", "Invalid refresh token. Token client and authorized client don't match"))
+		return
+	}
+	s.mu.Lock()
+	delete(s.sessions, p.Sid)
+	s.mu.Unlock()
+	w.WriteHeader(http.StatusNoContent)
+}
+
+func (s *Server) revoke(w http.ResponseWriter, r *http.Request, _ string) {
+	form, e := readForm(r)
+	if e != nil {
+		writeError(w, e)
+		return
+	}
+	client, e := s.authenticateClient(r, form)
+	if e != nil {
+		writeError(w, e)
+		return
+	}
+	tok := form.Get("token")
+	if tok == "" {
+		writeError(w, errf(http.StatusBadRequest, "invalid_request", "Token not provided"))
+		return
+	}
+	if p, err := s.parseRefresh(tok); err == nil {
+		if p.Azp == client.ID {
+			s.mu.Lock()
+			delete(s.sessions, p.Sid)
+			s.mu.Unlock()
+		}
+	} else if p, err := s.parseAccess(tok); err == nil && p.Azp == client.ID {
+		s.mu.Lock()
+		s.revoked[p.Jti] = true
+		s.mu.Unlock()
+	}
+	w.WriteHeader(http.StatusOK)
+}
+
+// liveToken verifies tok (access or refresh) and reports whether the realm
+// still accepts it at the current time, with the user it belongs to.
+func (s *Server) liveToken(tok string) (*parsedToken, *userRecord, bool) {
+	p, err := s.parseAccess(tok)
+	if err != nil {
+		if p, err = s.parseRefresh(tok); err != nil {
+			return nil, nil, false
+		}
+	}
+	now := s.now().Unix()
+	if p.expiredAt(now) {
+		return p, nil, false
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	ss := s.sessions[p.Sid]
+	if !s.aliveLocked(ss, now) || s.revoked[p.Jti] {
+		return p, nil, false
+	}
+	rec := s.users[ss.username]
+	if rec == nil || rec.Disabled {
+		return p, nil, false
+	}
+	u := *rec
+	return p, &u, true
+}
+
+func (s *Server) introspect(w http.ResponseWriter, r *http.Request, _ string) {
+	form, e := readForm(r)
+	if e != nil {
+		writeError(w, e)
+		return
+	}
+	if _, e := s.authenticateClient(r, form); e != nil {
+		writeError(w, e)
+		return
+	}
+	tok := form.Get("token")
+	if tok == "" {
+		writeError(w, errf(http.StatusBadRequest, "invalid_request", "Token not provided."))
+		return
+	}
+	p, u, ok := s.liveToken(tok)
+	if !ok {
+		writeJSON(w, http.StatusOK, map[string]any{"active": false})
+		return
+	}
+	out := make(map[string]any, len(p.raw)+4)
+	for k, v := range p.raw {
+		out[k] = v
+	}
+	out["client_id"] = p.Azp
+	out["username"] = u.Username
+	out["token_type"] = p.Typ
+	out["active"] = true
+	writeJSON(w, http.StatusOK, out)
+}
+
+func (s *Server) userinfo(w http.ResponseWriter, r *http.Request, _ string) {
+	tok := ""
+	if h := r.Header.Get("Authorization"); len(h) > 7 && strings.EqualFold(h[:7], "bearer ") {
+		tok = strings.TrimSpace(h[7:])
+	}
+	if tok == "" && r.Method == http.MethodPost && isForm(r) && r.ParseForm() == nil {
+		tok = r.PostForm.Get("access_token")
+	}
+	challenge := func(code, desc string) *oauthError {
+		return &oauthError{status: http.StatusUnauthorized, code: code, desc: desc,
+			wwwAuthenticate: `Bearer realm="` + s.realm + `", error="` + code + `", error_description="` + desc + `"`}
+	}
+	if tok == "" {
+		writeError(w, errf(http.StatusBadRequest, "invalid_request", "Token not provided"))
+		return
+	}
+	p, err := s.parseAccess(tok)
+	if err != nil || p.Typ != "Bearer" || p.expiredAt(s.now().Unix()) {
+		writeError(w, challenge("invalid_token", "Token verification failed"))
+		return
+	}
+	_, u, ok := s.liveToken(tok)
+	if !ok {
+		writeError(w, challenge("invalid_token", "Session expired"))
+		return
+	}
+	scopes := strings.Fields(p.Scope)
+	out := map[string]any{"sub": p.Sub}
+	if slices.Contains(scopes, "email") && u.Email != "" {
+		out["email"] = u.Email
+		out["email_verified"] = u.EmailVerified
+	}
+	if slices.Contains(scopes, "profile") {
+		out["preferred_username"] = u.Username
+		if name := strings.TrimSpace(u.FirstName + " " + u.LastName); name != "" {
+			out["name"] = name
+		}
+		if u.FirstName != "" {
+			out["given_name"] = u.FirstName
+		}
+		if u.LastName != "" {
+			out["family_name"] = u.LastName
+		}
+	}
+	writeJSON(w, http.StatusOK, out)
+}
+
+func (s *Server) certs(w http.ResponseWriter, _ *http.Request, _ string) {
+	writeJSON(w, http.StatusOK, s.jwks())
+}
+
+func (s *Server) discovery(w http.ResponseWriter, _ *http.Request, issuer string) {
+	oidc := issuer + "/protocol/openid-connect"
+	authMethods := []string{"client_secret_basic", "client_secret_post"}
+	scopes := slices.Clone(builtinScopes)
+	for _, sc := range s.defaultScope {
+		if !slices.Contains(scopes, sc) {
+			scopes = append(scopes, sc)
+		}
+	}
+	writeJSON(w, http.StatusOK, map[string]any{
+		"issuer":                                        issuer,
+		"authorization_endpoint":                        oidc + "/auth",
+		"token_endpoint":                                oidc + "/token",
+		"introspection_endpoint":                        oidc + "/token/introspect",
+		"userinfo_endpoint":                             oidc + "/userinfo",
+		"end_session_endpoint":                          oidc + "/logout",
+		"jwks_uri":                                      oidc + "/certs",
+		"revocation_endpoint":                           oidc + "/revoke",
+		"grant_types_supported":                         []string{"password", "refresh_token"},
+		"response_types_supported":                      []string{"code", "none", "id_token", "token", "id_token token", "code id_token", "code token", "code id_token token"},
+		"subject_types_supported":                       []string{"public", "pairwise"},
+		"id_token_signing_alg_values_supported":         []string{"RS256"},
+		"token_endpoint_auth_methods_supported":         authMethods,
+		"introspection_endpoint_auth_methods_supported": authMethods,
+		"revocation_endpoint_auth_methods_supported":    authMethods,
+		"scopes_supported":                              scopes,
+		"claims_supported": []string{"aud", "sub", "iss", "auth_time", "name", "given_name", "family_name",
+			"preferred_username", "email", "email_verified", "acr", "azp", "sid"},
+		"backchannel_logout_supported":  true,
+		"frontchannel_logout_supported": true,
+	})
+}

@@ -1,0 +1,402 @@
+package authtest
+
+import (
+	"crypto/rand"
+	"crypto/sha256"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+)
+
+// Server is a running Keycloak-compatible realm on loopback. All its methods
+// are safe for concurrent use.
+type Server struct {
+	realm        string
+	accessSecs   int64 // access token lifetime, whole seconds (>= 1)
+	refreshSecs  int64 // refresh token lifetime and session idle timeout; <= 0: none
+	rotate       bool
+	defaultScope []string
+	now          func() time.Time
+	hmacKey      []byte
+	hmacKid      string
+	mux          *http.ServeMux
+
+	ln   net.Listener
+	srv  *http.Server
+	url  string
+	once sync.Once
+
+	mu       sync.Mutex
+	users    map[string]*userRecord // by lower-cased username
+	clients  map[string]Client
+	sessions map[string]*session // by sid
+	revoked  map[string]bool     // jti of revoked access tokens
+	keys     []*signingKey       // keys[0] signs; all are published
+	faults   map[string][]Fault
+	counts   map[string]int
+}
+
+type userRecord struct {
+	User
+	id string // stable UUID derived from the username
+}
+
+// session is a Keycloak user session bound to the client that created it.
+type session struct {
+	id, username, clientID string
+	scope                  string
+	offline                bool
+	started, lastRefresh   int64           // unix seconds
+	redeemed               map[string]bool // refresh token jtis already used (rotation)
+}
+
+// DemoConfig is the realm `shipkey demo` serves and tests use as a default:
+// realm master, user demo/demo-password (Dana Demo, demo@example.com) with
+// realm roles offline_access, uma_authorization, shipper and client roles
+// shipping-api: write, read; client shipping-api/demo-client-secret; 15-day
+// access tokens and 30-minute refresh tokens like the Shipping Service; no
+// refresh token rotation.
+func DemoConfig() Config {
+	return Config{
+		Realm: DemoRealm,
+		Users: []User{{
+			Username:      DemoUsername,
+			Password:      DemoPassword,
+			Email:         "demo@example.com",
+			EmailVerified: true,
+			FirstName:     "Dana",
+			LastName:      "Demo",
+			RealmRoles:    []string{"offline_access", "uma_authorization", "shipper"},
+			ClientRoles:   map[string][]string{DemoClientID: {"write", "read"}},
+		}},
+		Clients:            []Client{{ID: DemoClientID, Secret: DemoClientSecret}},
+		AccessTTL:          1314000 * time.Second,
+		RefreshTTL:         30 * time.Minute,
+		RevokeRefreshToken: false,
+		Scope:              "email profile",
+	}
+}
+
+// NewServer starts a server for cfg on 127.0.0.1 with a random port. It
+// panics if it cannot listen, like httptest.NewServer. Close it when done.
+func NewServer(cfg Config) *Server {
+	s, err := Start("127.0.0.1:0", cfg)
+	if err != nil {
+		panic("authtest: " + err.Error())
+	}
+	return s
+}
+
+// Start starts a server for cfg on addr, which must be a loopback address:
+// "127.0.0.1:0", "[::1]:8080", "localhost:8080", or a bare port ("8080" or
+// ":8080") meaning 127.0.0.1. It never listens on other interfaces.
+func Start(addr string, cfg Config) (*Server, error) {
+	hostport, err := loopbackAddr(addr)
+	if err != nil {
+		return nil, err
+	}
+	s, err := newServer(cfg)
+	if err != nil {
+		return nil, err
+	}
+	ln, err := net.Listen("tcp", hostport)
+	if err != nil {
+		return nil, fmt.Errorf("listen on %s: %w", hostport, err)
+	}
+	s.ln = ln
+	s.url = "http://" + ln.Addr().String()
+	s.srv = &http.Server{
+		Handler:           s.mux,
+		ReadHeaderTimeout: 10 * time.Second,
+		ErrorLog:          nil,
+	}
+	go func() { _ = s.srv.Serve(ln) }()
+	return s, nil
+}
+
+func loopbackAddr(addr string) (string, error) {
+	if _, err := strconv.Atoi(addr); err == nil {
+		addr = ":" + addr
+	}
+	host, port, err := net.SplitHostPort(addr)
+	if err != nil {
+		return "", fmt.Errorf("address %q: %w", addr, err)
+	}
+	switch {
+	case host == "":
+		host = "127.0.0.1"
+	case strings.EqualFold(host, "localhost"):
+		host = "127.0.0.1"
+	default:
+		ip := net.ParseIP(host)
+		if ip == nil || !ip.IsLoopback() {
+			return "", fmt.Errorf("address %q is not a loopback address: the test server only listens on 127.0.0.1 or ::1", addr)
+		}
+	}
+	return net.JoinHostPort(host, port), nil
+}
+
+func newServer(cfg Config) (*Server, error) {
+	s := &Server{
+		realm:    cfg.Realm,
+		rotate:   cfg.RevokeRefreshToken,
+		now:      cfg.Now,
+		users:    map[string]*userRecord{},
+		clients:  map[string]Client{},
+		sessions: map[string]*session{},
+		revoked:  map[string]bool{},
+		faults:   map[string][]Fault{},
+		counts:   map[string]int{},
+	}
+	if s.realm == "" {
+		s.realm = DemoRealm
+	}
+	if s.now == nil {
+		s.now = time.Now
+	}
+	access := cfg.AccessTTL
+	if access <= 0 {
+		access = 5 * time.Minute
+	}
+	s.accessSecs = wholeSeconds(access)
+	switch {
+	case cfg.RefreshTTL < 0:
+		s.refreshSecs = 0
+	case cfg.RefreshTTL == 0:
+		s.refreshSecs = 30 * 60
+	default:
+		s.refreshSecs = wholeSeconds(cfg.RefreshTTL)
+	}
+	scope := cfg.Scope
+	if strings.TrimSpace(scope) == "" {
+		scope = "email profile"
+	}
+	s.defaultScope = strings.Fields(scope)
+	for _, u := range cfg.Users {
+		s.setUser(u)
+	}
+	for _, c := range cfg.Clients {
+		s.clients[c.ID] = c
+	}
+	var key *signingKey
+	var err error
+	if cfg.SigningKey != nil {
+		key, err = newSigningKey(cfg.SigningKey)
+	} else {
+		key, err = sharedSigningKey()
+	}
+	if err != nil {
+		return nil, err
+	}
+	s.keys = []*signingKey{key}
+	s.hmacKey = make([]byte, 64)
+	if _, err := rand.Read(s.hmacKey); err != nil {
+		return nil, err
+	}
+	s.hmacKid = newUUID()
+	s.mux = s.routes()
+	return s, nil
+}
+
+func wholeSeconds(d time.Duration) int64 {
+	if n := int64(d / time.Second); n > 0 {
+		return n
+	}
+	return 1
+}
+
+// URL is the auth_url of the server, e.g. "http://127.0.0.1:41234". The realm
+// lives at URL()+"/auth/realms/"+Realm().
+func (s *Server) URL() string { return s.url }
+
+// Realm is the name of the served realm.
+func (s *Server) Realm() string { return s.realm }
+
+// Issuer is the "iss" of tokens obtained through URL():
+// URL()+"/auth/realms/"+Realm(). Like Keycloak, the server derives the issuer
+// from the Host a request was sent to, so a client that calls it as
+// "localhost" sees a different issuer.
+func (s *Server) Issuer() string { return s.url + "/auth/realms/" + s.realm }
+
+// Close stops the server and closes every connection. Safe to call twice.
+func (s *Server) Close() {
+	s.once.Do(func() {
+		if s.srv != nil {
+			_ = s.srv.Close()
+		}
+	})
+}
+
+// Handler is the server's whole mux, for embedding in another http.Server.
+func (s *Server) Handler() http.Handler { return s.mux }
+
+// Count is the number of requests seen so far, by endpoint ("token", "logout",
+// "userinfo", "introspect", "revoke", "certs", "discovery") or by grant type
+// of token requests ("password", "refresh_token"). Requests answered by an
+// injected fault are counted too.
+func (s *Server) Count(name string) int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.counts[name]
+}
+
+// Inject queues f for its endpoint: the next f.Times requests to it (1 when
+// Times is 0) misbehave as f says. Faults for one endpoint apply in the order
+// they were injected. It panics on an Endpoint name the server does not
+// serve, so that a typo cannot make a fault test pass silently.
+func (s *Server) Inject(f Fault) {
+	switch f.Endpoint {
+	case "token", "certs", "logout", "userinfo", "introspect", "revoke", "discovery":
+	default:
+		panic(fmt.Sprintf("authtest: Inject: unknown endpoint %q", f.Endpoint))
+	}
+	if f.Times <= 0 {
+		f.Times = 1
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.faults[f.Endpoint] = append(s.faults[f.Endpoint], f)
+}
+
+// EndSessions ends every session, as an admin logout or an idle timeout
+// would: refresh then fails with "Session not active", introspection answers
+// {"active": false} and userinfo 401, even for access tokens whose exp is far
+// away.
+func (s *Server) EndSessions() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	clear(s.sessions)
+}
+
+// SetUser adds u or replaces the user of the same username (case-insensitive),
+// e.g. to disable an account mid-test. Existing sessions stay, but refresh,
+// introspection and userinfo refuse a disabled user's tokens.
+func (s *Server) SetUser(u User) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.setUser(u)
+}
+
+func (s *Server) setUser(u User) {
+	name := strings.ToLower(u.Username)
+	u.Username = name
+	sum := sha256.Sum256([]byte("authtest-user:" + name))
+	s.users[name] = &userRecord{User: u, id: uuidFrom(sum[:16])}
+}
+
+// RotateKey generates a new RSA signing key, as a Keycloak admin rotating the
+// realm keys: new tokens carry its kid; the JWKS publishes the new key first
+// and keeps the old ones, so earlier tokens still verify. Generating a key
+// takes a moment (RSA 2048).
+func (s *Server) RotateKey() error {
+	k, err := generateSigningKey()
+	if err != nil {
+		return err
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.keys = append([]*signingKey{k}, s.keys...)
+	return nil
+}
+
+// nextFault takes one use of the first queued fault for endpoint.
+func (s *Server) nextFault(endpoint string) (Fault, bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	q := s.faults[endpoint]
+	if len(q) == 0 {
+		return Fault{}, false
+	}
+	f := q[0]
+	q[0].Times--
+	if q[0].Times <= 0 {
+		s.faults[endpoint] = q[1:]
+	}
+	return f, true
+}
+
+func (s *Server) count(names ...string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for _, n := range names {
+		if n != "" {
+			s.counts[n]++
+		}
+	}
+}
+
+// hugeSize is the size of a Huge fault's body: over 2 MiB.
+const hugeSize = 2<<20 + 4096
+
+// applyFault answers the request as f says. It reports whether the request
+// is done (false: a pure Delay, the normal handler answers next).
+func applyFault(w http.ResponseWriter, r *http.Request, f Fault) bool {
+	if f.Delay > 0 {
+		t := time.NewTimer(f.Delay)
+		select {
+		case <-t.C:
+		case <-r.Context().Done():
+			t.Stop()
+			return true
+		}
+	}
+	switch {
+	case f.Drop:
+		if hj, ok := w.(http.Hijacker); ok {
+			if conn, _, err := hj.Hijack(); err == nil {
+				_ = conn.Close()
+				return true
+			}
+		}
+		panic(http.ErrAbortHandler) // aborts the response without an answer
+	case f.Malformed:
+		w.Header().Set("Content-Type", "application/json")
+		w.WriteHeader(http.StatusOK)
+		_, _ = w.Write([]byte(`{not json`))
+		return true
+	case f.Huge:
+		w.Header().Set("Content-Type", "application/json")
+		w.WriteHeader(http.StatusOK)
+		_, _ = w.Write([]byte(`{"access_token":"`))
+		chunk := []byte(strings.Repeat("A", 64<<10))
+		for n := 0; n < hugeSize; n += len(chunk) {
+			if _, err := w.Write(chunk); err != nil {
+				return true
+			}
+		}
+		_, _ = w.Write([]byte(`","token_type":"Bearer"}`))
+		return true
+	case f.Status != 0:
+		ct := "text/html;charset=utf-8"
+		if b := strings.TrimSpace(f.Body); strings.HasPrefix(b, "{") || strings.HasPrefix(b, "[") {
+			ct = "application/json"
+		}
+		w.Header().Set("Content-Type", ct)
+		w.WriteHeader(f.Status)
+		_, _ = w.Write([]byte(f.Body))
+		return true
+	}
+	return false
+}
+
+func newUUID() string {
+	var b [16]byte
+	if _, err := rand.Read(b[:]); err != nil {
+		panic(errors.New("authtest: no randomness"))
+	}
+	return uuidFrom(b[:])
+}
+
+// uuidFrom formats 16 bytes as a version-4-shaped UUID.
+func uuidFrom(b []byte) string {
+	var u [16]byte
+	copy(u[:], b)
+	u[6] = u[6]&0x0f | 0x40
+	u[8] = u[8]&0x3f | 0x80
+	return fmt.Sprintf("%x-%x-%x-%x-%x", u[0:4], u[4:6], u[6:8], u[8:10], u[10:16])
+}

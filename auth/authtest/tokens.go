@@ -1,0 +1,318 @@
+package authtest
+
+import (
+	"crypto"
+	"crypto/rand"
+	"crypto/rsa"
+	"crypto/sha256"
+	"encoding/base64"
+	"encoding/json"
+	"errors"
+	"slices"
+	"strings"
+	"sync"
+
+	jose "github.com/go-jose/go-jose/v4"
+)
+
+// signingKey is one RSA realm key with its published public half.
+type signingKey struct {
+	priv *rsa.PrivateKey
+	kid  string
+	pub  jose.JSONWebKey
+}
+
+var shared struct {
+	once sync.Once
+	key  *signingKey
+	err  error
+}
+
+// sharedSigningKey is the process-wide key NewServer uses by default:
+// generating RSA 2048 per server would dominate test time.
+func sharedSigningKey() (*signingKey, error) {
+	shared.once.Do(func() { shared.key, shared.err = generateSigningKey() })
+	return shared.key, shared.err
+}
+
+func generateSigningKey() (*signingKey, error) {
+	priv, err := rsa.GenerateKey(rand.Reader, 2048)
+	if err != nil {
+		return nil, err
+	}
+	return newSigningKey(priv)
+}
+
+func newSigningKey(priv *rsa.PrivateKey) (*signingKey, error) {
+	pub := jose.JSONWebKey{Key: &priv.PublicKey, Algorithm: string(jose.RS256), Use: "sig"}
+	tp, err := pub.Thumbprint(crypto.SHA256)
+	if err != nil {
+		return nil, err
+	}
+	pub.KeyID = base64.RawURLEncoding.EncodeToString(tp)
+	return &signingKey{priv: priv, kid: pub.KeyID, pub: pub}, nil
+}
+
+// sign serializes claims as a compact JWS with typ "JWT" and the key's kid.
+func sign(alg jose.SignatureAlgorithm, key any, kid string, claims map[string]any) (string, error) {
+	payload, err := json.Marshal(claims)
+	if err != nil {
+		return "", err
+	}
+	signer, err := jose.NewSigner(
+		jose.SigningKey{Algorithm: alg, Key: jose.JSONWebKey{Key: key, KeyID: kid}},
+		(&jose.SignerOptions{}).WithType("JWT"),
+	)
+	if err != nil {
+		return "", err
+	}
+	obj, err := signer.Sign(payload)
+	if err != nil {
+		return "", err
+	}
+	return obj.CompactSerialize()
+}
+
+// tokenClaims are the claims the server itself checks on tokens it gets back.
+type tokenClaims struct {
+	Exp   *int64 `json:"exp"`
+	Iat   int64  `json:"iat"`
+	Jti   string `json:"jti"`
+	Sub   string `json:"sub"`
+	Typ   string `json:"typ"`
+	Azp   string `json:"azp"`
+	Sid   string `json:"sid"`
+	Scope string `json:"scope"`
+}
+
+// parsedToken is a token whose signature this server verified.
+type parsedToken struct {
+	tokenClaims
+	raw map[string]any
+}
+
+var errBadToken = errors.New("token verification failed")
+
+// expiredAt reports whether the token is expired at unix second now. Like
+// Keycloak, a token is active through the second its exp names.
+func (t *parsedToken) expiredAt(now int64) bool {
+	return t.Exp != nil && *t.Exp != 0 && now > *t.Exp
+}
+
+func decodeVerified(payload []byte) (*parsedToken, error) {
+	var p parsedToken
+	if err := json.Unmarshal(payload, &p.tokenClaims); err != nil {
+		return nil, errBadToken
+	}
+	if err := json.Unmarshal(payload, &p.raw); err != nil {
+		return nil, errBadToken
+	}
+	return &p, nil
+}
+
+// parseAccess verifies an RS256 token signed by one of the realm keys.
+func (s *Server) parseAccess(tok string) (*parsedToken, error) {
+	jws, err := jose.ParseSignedCompact(strings.TrimSpace(tok), []jose.SignatureAlgorithm{jose.RS256})
+	if err != nil || len(jws.Signatures) != 1 {
+		return nil, errBadToken
+	}
+	set := s.jwks()
+	payload, err := jws.Verify(&set)
+	if err != nil {
+		return nil, errBadToken
+	}
+	return decodeVerified(payload)
+}
+
+// parseRefresh verifies an HS512 token signed with the realm secret.
+func (s *Server) parseRefresh(tok string) (*parsedToken, error) {
+	jws, err := jose.ParseSignedCompact(strings.TrimSpace(tok), []jose.SignatureAlgorithm{jose.HS512})
+	if err != nil || len(jws.Signatures) != 1 {
+		return nil, errBadToken
+	}
+	payload, err := jws.Verify(s.hmacKey)
+	if err != nil {
+		return nil, errBadToken
+	}
+	p, err := decodeVerified(payload)
+	if err != nil {
+		return nil, err
+	}
+	if p.Typ != "Refresh" && p.Typ != "Offline" {
+		return nil, errBadToken
+	}
+	return p, nil
+}
+
+// tokenResponse is Keycloak's token endpoint answer, field for field.
+type tokenResponse struct {
+	AccessToken      string `json:"access_token"`
+	ExpiresIn        int64  `json:"expires_in"`
+	RefreshExpiresIn int64  `json:"refresh_expires_in"`
+	RefreshToken     string `json:"refresh_token"`
+	TokenType        string `json:"token_type"`
+	IDToken          string `json:"id_token,omitempty"`
+	NotBeforePolicy  int64  `json:"not-before-policy"`
+	SessionState     string `json:"session_state"`
+	Scope            string `json:"scope"`
+}
+
+// accountRoles are the roles Keycloak's default roles give on the account
+// client, present in every access token.
+var accountRoles = []string{"manage-account", "manage-account-links", "view-profile"}
+
+// issue mints access, refresh and (for openid) ID tokens for ss at unix
+// second now. The caller holds no lock; u and ss are copies.
+func (s *Server) issue(issuer string, u userRecord, ss session, now int64) (tokenResponse, error) {
+	scopes := strings.Fields(ss.scope)
+	has := func(sc string) bool { return slices.Contains(scopes, sc) }
+	key := s.currentKey()
+
+	resource := map[string]any{}
+	var aud []string
+	clientNames := make([]string, 0, len(u.ClientRoles))
+	for c := range u.ClientRoles {
+		clientNames = append(clientNames, c)
+	}
+	slices.Sort(clientNames)
+	for _, c := range clientNames {
+		if len(u.ClientRoles[c]) == 0 {
+			continue
+		}
+		resource[c] = map[string]any{"roles": slices.Clone(u.ClientRoles[c])}
+		if c != ss.clientID && c != "account" {
+			aud = append(aud, c)
+		}
+	}
+	if _, ok := resource["account"]; !ok {
+		resource["account"] = map[string]any{"roles": accountRoles}
+	}
+	aud = append(aud, "account")
+
+	userClaims := map[string]any{}
+	if has("email") && u.Email != "" {
+		userClaims["email"] = u.Email
+		userClaims["email_verified"] = u.EmailVerified
+	}
+	if has("profile") {
+		userClaims["preferred_username"] = u.Username
+		if name := strings.TrimSpace(u.FirstName + " " + u.LastName); name != "" {
+			userClaims["name"] = name
+		}
+		if u.FirstName != "" {
+			userClaims["given_name"] = u.FirstName
+		}
+		if u.LastName != "" {
+			userClaims["family_name"] = u.LastName
+		}
+	}
+
+	access := map[string]any{
+		"exp":             now + s.accessSecs,
+		"iat":             now,
+		"jti":             "onrtro:" + newUUID(),
+		"iss":             issuer,
+		"sub":             u.id,
+		"typ":             "Bearer",
+		"azp":             ss.clientID,
+		"sid":             ss.id,
+		"acr":             "1",
+		"allowed-origins": []string{"/*"},
+		"realm_access":    map[string]any{"roles": nonNil(u.RealmRoles)},
+		"resource_access": resource,
+		"scope":           ss.scope,
+	}
+	if len(aud) == 1 {
+		access["aud"] = aud[0]
+	} else {
+		access["aud"] = aud
+	}
+	for k, v := range userClaims {
+		access[k] = v
+	}
+	accessToken, err := sign(jose.RS256, key.priv, key.kid, access)
+	if err != nil {
+		return tokenResponse{}, err
+	}
+
+	refresh := map[string]any{
+		"iat":   now,
+		"jti":   newUUID(),
+		"iss":   issuer,
+		"aud":   issuer,
+		"sub":   u.id,
+		"typ":   "Refresh",
+		"azp":   ss.clientID,
+		"sid":   ss.id,
+		"scope": ss.scope,
+	}
+	var refreshIn int64
+	if ss.offline {
+		refresh["typ"] = "Offline"
+	} else if s.refreshSecs > 0 {
+		refreshIn = s.refreshSecs
+		refresh["exp"] = now + refreshIn
+	}
+	refreshToken, err := sign(jose.HS512, s.hmacKey, s.hmacKid, refresh)
+	if err != nil {
+		return tokenResponse{}, err
+	}
+
+	resp := tokenResponse{
+		AccessToken:      accessToken,
+		ExpiresIn:        s.accessSecs,
+		RefreshExpiresIn: refreshIn,
+		RefreshToken:     refreshToken,
+		TokenType:        "Bearer",
+		SessionState:     ss.id,
+		Scope:            ss.scope,
+	}
+	if has("openid") {
+		sum := sha256.Sum256([]byte(accessToken))
+		id := map[string]any{
+			"exp":       now + s.accessSecs,
+			"iat":       now,
+			"auth_time": ss.started,
+			"jti":       newUUID(),
+			"iss":       issuer,
+			"aud":       ss.clientID,
+			"sub":       u.id,
+			"typ":       "ID",
+			"azp":       ss.clientID,
+			"sid":       ss.id,
+			"at_hash":   base64.RawURLEncoding.EncodeToString(sum[:16]),
+			"acr":       "1",
+		}
+		for k, v := range userClaims {
+			id[k] = v
+		}
+		if resp.IDToken, err = sign(jose.RS256, key.priv, key.kid, id); err != nil {
+			return tokenResponse{}, err
+		}
+	}
+	return resp, nil
+}
+
+func nonNil(s []string) []string {
+	if s == nil {
+		return []string{}
+	}
+	return s
+}
+
+func (s *Server) currentKey() *signingKey {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.keys[0]
+}
+
+// jwks is the published key set, newest key first.
+func (s *Server) jwks() jose.JSONWebKeySet {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	set := jose.JSONWebKeySet{}
+	for _, k := range s.keys {
+		set.Keys = append(set.Keys, k.pub)
+	}
+	return set
+}

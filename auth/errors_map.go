@@ -1,0 +1,272 @@
+package auth
+
+import (
+	"context"
+	"crypto/tls"
+	"crypto/x509"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/url"
+	"regexp"
+	"strings"
+	"syscall"
+
+	"golang.org/x/oauth2"
+)
+
+// ErrNotSupported is returned when the server offers no endpoint for the
+// operation asked (Revoke without a revocation endpoint).
+var ErrNotSupported = errors.New("the server does not offer this operation")
+
+// excerptSize bounds Excerpt and Description.
+const excerptSize = 200
+
+// tokenLike matches runs that could be a token or another secret: long
+// base64/base64url/JWT-alphabet strings.
+var tokenLike = regexp.MustCompile(`[A-Za-z0-9._~+=-]{32,}`)
+
+// scrub prepares server-provided text for an *Error: every known secret and
+// every token-looking run is replaced, then it is cut to excerptSize bytes (on
+// a rune boundary) and sanitized for the terminal.
+func scrub(s string, secrets []string) string {
+	for _, sec := range secrets {
+		if len(sec) >= 3 {
+			s = strings.ReplaceAll(s, sec, "[redacted]")
+		}
+	}
+	s = tokenLike.ReplaceAllString(s, "[redacted]")
+	s = strings.TrimSpace(s)
+	if len(s) > excerptSize {
+		cut := excerptSize
+		for cut > 0 && (s[cut]&0xC0) == 0x80 {
+			cut--
+		}
+		s = s[:cut] + "…"
+	}
+	return Sanitize(s)
+}
+
+// host is the host:port of a URL, for messages.
+func host(raw string) string {
+	if u, err := url.Parse(raw); err == nil && u.Host != "" {
+		return u.Host
+	}
+	return "the server"
+}
+
+// serverError is the JSON error body of RFC 6749 §5.2 (also used by Keycloak
+// on logout, userinfo, introspection and revocation).
+type serverError struct {
+	Code        string `json:"error"`
+	Description string `json:"error_description"`
+}
+
+func parseServerError(body []byte) serverError {
+	var se serverError
+	if json.Unmarshal(body, &se) != nil {
+		return serverError{}
+	}
+	return se
+}
+
+// mapStatus builds the *Error for a non-success answer of an auth endpoint,
+// from its status and the RFC 6749 error code; the description is used only
+// to tell apart the invalid_grant answers of the password grant.
+func mapStatus(op string, status int, code, desc string, body []byte, secrets []string) *Error {
+	e := &Error{
+		Op:          op,
+		Status:      status,
+		Code:        scrub(code, secrets),
+		Description: scrub(desc, secrets),
+	}
+	lowDesc := strings.ToLower(desc)
+	switch {
+	case status >= 300 && status < 400:
+		e.Kind = KindServer
+		e.Msg = fmt.Sprintf("the server redirected (status %d)", status)
+		e.Hint = "check the auth URL (redirects are never followed when credentials are sent)"
+	case status >= 500:
+		e.Kind = KindServer
+		e.Msg = fmt.Sprintf("the server failed (status %d)", status)
+		e.Hint = "try again later; if it persists, tell the realm's administrators"
+	case code == "invalid_grant" && op == "login":
+		switch {
+		case strings.Contains(lowDesc, "disabled"):
+			e.Kind = KindAccountDisabled
+		case strings.Contains(lowDesc, "not fully set up"):
+			e.Kind = KindAccountNotSetUp
+		default: // 401 "Invalid user credentials"; 400 for unknown users and brute-force lockouts
+			e.Kind = KindInvalidCredentials
+		}
+	case code == "invalid_grant":
+		e.Kind = KindLoginRequired
+	case code == "invalid_client":
+		e.Kind = KindInvalidClient
+	case code == "unauthorized_client":
+		if strings.Contains(lowDesc, "direct access grant") || (op == "login" && status == 400) {
+			e.Kind = KindDirectGrantDisabled
+		} else {
+			e.Kind = KindInvalidClient
+		}
+	case code == "unsupported_grant_type" && op == "login":
+		e.Kind = KindDirectGrantDisabled
+	case code == "invalid_scope":
+		e.Kind = KindInvalidScope
+	case code == "invalid_token" && op == "logout":
+		e.Kind = KindLoginRequired
+	default:
+		e.Kind = KindServer
+		e.Msg = fmt.Sprintf("the server refused the request (status %d)", status)
+		e.Hint = "check the connection settings; if they are right, try again later"
+	}
+	if e.Msg == "" {
+		e.Msg, e.Hint = kindText(e.Kind, op)
+	}
+	if e.Code == "" && len(body) > 0 {
+		e.Excerpt = scrub(string(body), secrets)
+	}
+	return e
+}
+
+// kindText is the message and hint of the kinds that come from the server's
+// error code.
+func kindText(k ErrorKind, op string) (msg, hint string) {
+	switch k {
+	case KindInvalidCredentials:
+		return "wrong username or password", "check them and try again"
+	case KindInvalidClient:
+		return "the client id or client secret was refused", "check the client id and the client secret registered in the realm"
+	case KindAccountDisabled:
+		return "the user account is disabled", "ask a realm administrator to enable it"
+	case KindAccountNotSetUp:
+		return "the user account is not fully set up (required actions pending)", "log in once in the developer portal to finish the setup, then try again"
+	case KindDirectGrantDisabled:
+		return "the client does not allow the password grant", "ask a realm administrator to enable Direct Access Grants for the client"
+	case KindInvalidScope:
+		return "a requested scope is not allowed for this client", "check the scopes of the connection"
+	case KindLoginRequired:
+		if op == "logout" {
+			return "the session had already ended", "nothing to do; log in again with `shipkey login` when needed"
+		}
+		return "the refresh token has expired or its session ended", "log in again with `shipkey login`"
+	}
+	return "the request failed", "try again"
+}
+
+// mapTokenError turns what x/oauth2 returned for a grant into an *Error.
+// RetrieveError.Error() holds the raw body and is never used.
+func mapTokenError(ctx context.Context, op, endpoint string, err error, tr *bodyTracker, secrets []string) *Error {
+	if tr != nil && tr.Over() {
+		return tooLarge(op)
+	}
+	var re *oauth2.RetrieveError
+	if errors.As(err, &re) {
+		status := 0
+		if re.Response != nil {
+			status = re.Response.StatusCode
+		}
+		return mapStatus(op, status, re.ErrorCode, re.ErrorDescription, re.Body, secrets)
+	}
+	var ue *url.Error
+	if errors.As(err, &ue) || errors.Is(err, context.DeadlineExceeded) || errors.Is(err, context.Canceled) {
+		return mapTransportError(ctx, op, endpoint, err)
+	}
+	// x/oauth2 formats body read failures with %v: recover what we can.
+	msg := err.Error()
+	switch {
+	case ctx.Err() != nil:
+		return mapTransportError(ctx, op, endpoint, ctx.Err())
+	case strings.Contains(msg, "Client.Timeout") || strings.Contains(msg, "timeout"):
+		return &Error{Kind: KindTimeout, Op: op, Msg: "no complete answer from " + host(endpoint) + " in time", Hint: "try again; raise the timeout if the server is slow"}
+	case strings.HasPrefix(msg, "oauth2: cannot fetch token"):
+		return &Error{Kind: KindNetwork, Op: op, Msg: "the connection to " + host(endpoint) + " broke while reading the answer", Hint: "try again; check your network or proxy"}
+	}
+	// A 2xx body may hold tokens of any shape: it is never excerpted.
+	e := &Error{Kind: KindMalformedResponse, Op: op, Hint: "check that the auth URL points at the realm (…/auth/realms/<realm>)"}
+	switch {
+	case strings.Contains(msg, "missing access_token"):
+		e.Msg = "the answer carried no access token"
+	default:
+		e.Msg = "the answer was not a token response"
+	}
+	if ct := tr.ContentType(); ct != "" {
+		e.Msg += " (content type " + Sanitize(ct) + ")"
+	}
+	return e
+}
+
+func tooLarge(op string) *Error {
+	return &Error{Kind: KindMalformedResponse, Op: op, Msg: fmt.Sprintf("the answer was larger than %d MiB", MaxBodySize>>20), Hint: "check that the auth URL points at the realm, not another service", Err: errBodyTooLarge}
+}
+
+// mapTransportError classifies a failure to get an answer at all: refused
+// before sending (KindConfig), body too large, timeout, TLS, network.
+func mapTransportError(ctx context.Context, op, endpoint string, err error) *Error {
+	h := host(endpoint)
+	e := &Error{Op: op, Err: err}
+	var (
+		netErr     net.Error
+		unknownCA  x509.UnknownAuthorityError
+		hostErr    x509.HostnameError
+		invalidErr x509.CertificateInvalidError
+		verifyErr  *tls.CertificateVerificationError
+		recordErr  tls.RecordHeaderError
+		alertErr   tls.AlertError
+		dnsErr     *net.DNSError
+		opErr      *net.OpError
+	)
+	switch {
+	case errors.Is(err, errInsecureURL):
+		e.Kind, e.Msg, e.Hint = KindConfig, "refusing to send credentials over plain http to "+h, "use an https:// URL (http:// is allowed only for localhost)"
+	case errors.Is(err, errBodyTooLarge):
+		return tooLarge(op)
+	case errors.Is(err, context.Canceled):
+		e.Kind, e.Msg, e.Hint = KindUnknown, "cancelled before "+h+" answered", "run the command again"
+	case errors.Is(err, context.DeadlineExceeded), errors.As(err, &netErr) && netErr.Timeout(), ctx.Err() == context.DeadlineExceeded:
+		e.Kind, e.Msg, e.Hint = KindTimeout, "no answer from "+h+" in time", "try again; raise the timeout if the server is slow"
+	case errors.As(err, &unknownCA), errors.As(err, &hostErr), errors.As(err, &invalidErr), errors.As(err, &verifyErr),
+		errors.As(err, &recordErr), errors.As(err, &alertErr):
+		e.Kind = KindTLS
+		e.Msg = "the TLS check of " + h + " failed: " + Sanitize(tlsCause(err))
+		e.Hint = "check the auth URL; for a private CA, pass its PEM bundle as the CA file"
+	case strings.Contains(err.Error(), "server gave HTTP response to HTTPS client"):
+		e.Kind = KindTLS
+		e.Msg = "the TLS check of " + h + " failed: the server does not speak TLS"
+		e.Hint = "check the auth URL (http:// or https://)"
+	case errors.As(err, &dnsErr):
+		e.Kind, e.Msg, e.Hint = KindNetwork, "cannot resolve "+h, "check the auth URL and your DNS or proxy settings"
+	case errors.Is(err, syscall.ECONNREFUSED):
+		e.Kind, e.Msg, e.Hint = KindNetwork, "cannot reach "+h+": connection refused", "check the auth URL and that the server is running"
+	case errors.Is(err, io.EOF), errors.Is(err, io.ErrUnexpectedEOF), errors.Is(err, syscall.ECONNRESET):
+		e.Kind, e.Msg, e.Hint = KindNetwork, "the connection to "+h+" closed before an answer came", "try again; check your network or proxy"
+	case errors.As(err, &opErr):
+		e.Kind, e.Msg, e.Hint = KindNetwork, "cannot reach "+h+": "+Sanitize(opErr.Err.Error()), "check the auth URL and your network or proxy settings"
+	default:
+		e.Kind, e.Msg, e.Hint = KindNetwork, "the request to "+h+" failed", "check the auth URL and your network or proxy settings"
+	}
+	return e
+}
+
+// tlsCause is a short description of a TLS failure (never holds a secret).
+func tlsCause(err error) string {
+	var (
+		unknownCA x509.UnknownAuthorityError
+		hostErr   x509.HostnameError
+		invalid   x509.CertificateInvalidError
+		recordErr tls.RecordHeaderError
+	)
+	switch {
+	case errors.As(err, &unknownCA):
+		return "certificate signed by an unknown authority"
+	case errors.As(err, &hostErr):
+		return "certificate is not valid for this host name"
+	case errors.As(err, &invalid):
+		return "certificate is not valid (" + invalid.Error() + ")"
+	case errors.As(err, &recordErr):
+		return "the server does not speak TLS"
+	}
+	return "handshake failed"
+}

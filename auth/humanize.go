@@ -1,0 +1,79 @@
+package auth
+
+import (
+	"fmt"
+	"time"
+)
+
+const day = 24 * time.Hour
+
+// Until humanizes the time from now to t: "in 14d 23h", "in 12m 30s",
+// "3m ago", "now".
+//
+// The forms are stable (golden files depend on them): the magnitude is
+// truncated to whole seconds and shown as its largest unit among d, h, m, s,
+// followed by the next unit when that is not zero ("in 14d 23h", "in 2h 5m",
+// "in 45s", "3m ago", "2d 4h ago"); smaller units are dropped. Less than one
+// second either way is "now". A zero t gives "".
+func Until(t, now time.Time) string {
+	if t.IsZero() {
+		return ""
+	}
+	d := t.Sub(now)
+	if d > -time.Second && d < time.Second {
+		return "now"
+	}
+	if d > 0 {
+		return "in " + spanWords(d)
+	}
+	return spanWords(-d) + " ago"
+}
+
+// spanWords renders a positive duration as one or two units, truncated.
+func spanWords(d time.Duration) string {
+	d = d.Truncate(time.Second)
+	units := []struct {
+		size time.Duration
+		name string
+	}{{day, "d"}, {time.Hour, "h"}, {time.Minute, "m"}, {time.Second, "s"}}
+	for i, u := range units {
+		if d < u.size && i < len(units)-1 {
+			continue
+		}
+		s := fmt.Sprintf("%d%s", d/u.size, u.name)
+		if i+1 < len(units) {
+			next := units[i+1]
+			if n := (d % u.size) / next.size; n > 0 {
+				s += fmt.Sprintf(" %d%s", n, next.name)
+			}
+		}
+		return s
+	}
+	return "0s"
+}
+
+// Countdown formats a remaining duration for a live display: "14d 23h 59m"
+// when long, "29:59" under an hour, "0:05" under a minute, "expired" at or
+// below zero.
+//
+// The forms are stable (golden files depend on them), truncated to whole
+// seconds:
+//
+//	d >= 24h      "14d 23h 59m", "1d 02h 03m" (hours and minutes two digits)
+//	1h <= d < 24h "3h 04m 05s" (minutes and seconds two digits)
+//	0 < d < 1h    "29:59", "0:05", and "0:00" for less than a second
+//	d <= 0        "expired"
+func Countdown(d time.Duration) string {
+	if d <= 0 {
+		return "expired"
+	}
+	d = d.Truncate(time.Second)
+	switch {
+	case d >= day:
+		return fmt.Sprintf("%dd %02dh %02dm", d/day, (d%day)/time.Hour, (d%time.Hour)/time.Minute)
+	case d >= time.Hour:
+		return fmt.Sprintf("%dh %02dm %02ds", d/time.Hour, (d%time.Hour)/time.Minute, (d%time.Minute)/time.Second)
+	default:
+		return fmt.Sprintf("%d:%02d", d/time.Minute, (d%time.Minute)/time.Second)
+	}
+}
