@@ -157,11 +157,7 @@ func splitJWT(token string) ([]string, error) {
 	if len(token) > MaxTokenSize {
 		return nil, fmt.Errorf("decode: the token is too large (%d bytes; the limit is %d KiB)", len(token), MaxTokenSize>>10)
 	}
-	token = strings.TrimSpace(token)
-	if len(token) > 7 && strings.EqualFold(token[:7], "bearer ") {
-		token = strings.TrimSpace(token[7:])
-	}
-	parts := strings.Split(token, ".")
+	parts := strings.Split(bearerless(token), ".")
 	if len(parts) != 3 || parts[0] == "" || parts[1] == "" {
 		return nil, nil
 	}

@@ -53,6 +53,7 @@ type Client struct {
 
 	mu         sync.Mutex           // guards discovered
 	discovered map[string]Endpoints // discovery documents by issuer
+	jwks       jwksCache            // fetched key sets by JWKS URL
 }
 
 // NewClient builds a Client. It fails only when CAFile cannot be read.

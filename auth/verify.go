@@ -6,11 +6,9 @@ import (
 	"fmt"
 	"io"
 	"net/http"
-	"runtime"
 	"strings"
 	"sync"
 	"time"
-	"weak"
 
 	jose "github.com/go-jose/go-jose/v4"
 )
@@ -63,7 +61,7 @@ func (c *Client) verify(ctx context.Context, conns []Connection, token string) V
 		v.Reason = Sanitize("the realm's JWKS URL " + err.Error())
 		return v
 	}
-	state, reason := c.verifyWithJWKS(ctx, eps.JWKS, strings.TrimSpace(bearerless(token)), d.Kid)
+	state, reason := c.verifyWithJWKS(ctx, eps.JWKS, bearerless(token))
 	v.State, v.Reason = state, reason
 	return v
 }
@@ -82,10 +80,11 @@ func matchIssuer(conns []Connection, iss string) (Connection, bool) {
 	return Connection{}, false
 }
 
+// bearerless drops surrounding space and a leading "Bearer ", as Decode does.
 func bearerless(token string) string {
 	token = strings.TrimSpace(token)
 	if len(token) > 7 && strings.EqualFold(token[:7], "bearer ") {
-		return token[7:]
+		return strings.TrimSpace(token[7:])
 	}
 	return token
 }
@@ -93,7 +92,7 @@ func bearerless(token string) string {
 // verifyWithJWKS checks a compact JWS against the key set served at jwksURL
 // (a URL from the connection, never from the token). Fetch failures are
 // SigNotChecked; a mismatch is SigFailed.
-func (c *Client) verifyWithJWKS(ctx context.Context, jwksURL, token, kid string) (SigState, string) {
+func (c *Client) verifyWithJWKS(ctx context.Context, jwksURL, token string) (SigState, string) {
 	jws, err := jose.ParseSignedCompact(token, verifyAlgs)
 	if err != nil {
 		return SigFailed, "the token is not a signed JWT with an accepted algorithm (RS256/384/512, PS256, ES256/384, EdDSA)"
@@ -102,8 +101,8 @@ func (c *Client) verifyWithJWKS(ctx context.Context, jwksURL, token, kid string)
 		return SigFailed, "the token does not carry exactly one signature"
 	}
 	sig := jws.Signatures[0]
-	alg := sig.Header.Algorithm
-	cache := c.jwksCache()
+	alg, kid := sig.Header.Algorithm, sig.Header.KeyID // raw, for matching; sanitized when shown
+	cache := &c.jwks
 	keys, fresh, err := cache.get(ctx, c, jwksURL, false)
 	if err != nil {
 		return SigNotChecked, Sanitize("cannot fetch the realm's keys: " + err.Error())
@@ -182,22 +181,6 @@ type jwksEntry struct {
 	fetchedAt time.Time
 }
 
-// jwksCaches maps a Client (weakly) to its cache, so Client's fields stay as
-// declared; an entry goes away when its Client is collected.
-var jwksCaches sync.Map // weak.Pointer[Client] -> *jwksCache
-
-func (c *Client) jwksCache() *jwksCache {
-	wp := weak.Make(c)
-	if v, ok := jwksCaches.Load(wp); ok {
-		return v.(*jwksCache)
-	}
-	v, loaded := jwksCaches.LoadOrStore(wp, &jwksCache{entries: make(map[string]jwksEntry)})
-	if !loaded {
-		runtime.AddCleanup(c, func(wp weak.Pointer[Client]) { jwksCaches.Delete(wp) }, wp)
-	}
-	return v.(*jwksCache)
-}
-
 // get returns the keys at url and whether they were fetched by this call:
 // it fetches when they are not cached, older than JWKSCacheTTL, or when
 // force is set. Concurrent callers may fetch twice; the last answer wins.
@@ -214,6 +197,9 @@ func (jc *jwksCache) get(ctx context.Context, c *Client, url string, force bool)
 		return nil, false, err
 	}
 	jc.mu.Lock()
+	if jc.entries == nil {
+		jc.entries = map[string]jwksEntry{}
+	}
 	jc.entries[url] = jwksEntry{keys: keys, fetchedAt: now}
 	jc.mu.Unlock()
 	return keys, true, nil
