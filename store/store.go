@@ -4,18 +4,32 @@
 // result, shared by the CLI and the TUI.
 //
 // Non-secret configuration lives in config.toml under the config directory;
-// volatile metadata (last used, token expiries) in state.json under the state
-// directory; secrets in a Secrets backend (OS keyring, age-encrypted file, or
-// plaintext only when chosen explicitly). Files are 0600, directories 0700;
-// writes are atomic and guarded by a file lock.
+// volatile metadata (last used, token expiries, the masked token, the
+// logged-out flag) in state.json under the state directory; secrets (client
+// secret, remembered password, tokens) in a secrets backend: the OS keyring
+// (every call bounded by a timeout), an age-encrypted file (secrets.age,
+// encrypted to a per-store X25519 identity that the passphrase unwraps once
+// per process and that is cached in the Linux kernel keyring for ten
+// minutes), plaintext only when chosen explicitly, or process memory for the
+// demo. "auto" uses the keyring when it answers and says plainly when it
+// falls back to the file. Files are 0600, directories 0700; writes are atomic
+// (temporary file, fsync, rename) and every read-modify-write happens under
+// the file lock store.lock, re-reading the files once it is held. A corrupted
+// file is reported with its name and is never overwritten.
+//
+// Token hands out a key's access token, refreshing it under a per-key file
+// lock (<id>.refresh.lock) so that across processes exactly one refreshes
+// and the others use its result; Keycloak's rotated refresh token replaces
+// the old one. Nothing assumes which of the access and refresh tokens
+// expires first.
 //
 // What it must never do: write a password, client secret or token in plaintext
-// (unless the user chose the plaintext backend), put one into an error, or
-// let two processes refresh the same key at once.
+// (unless the user chose the plaintext backend), put one into an error, touch
+// the secrets backend to list keys, or let two processes refresh the same key
+// at once.
 package store
 
 import (
-	"context"
 	"errors"
 	"io"
 	"time"
@@ -75,6 +89,17 @@ var (
 	ErrLoginNeeded    = errors.New("login needed")
 	ErrBackendMissing = errors.New("secret backend unavailable")
 	ErrBackendLocked  = errors.New("secret backend locked")
+	// ErrSecretsMissing: the key exists but its secrets backend no longer
+	// holds its secrets (an emptied keyring); remove the key and add it again.
+	ErrSecretsMissing = errors.New("secrets missing")
+)
+
+// Environment variables the store reads.
+const (
+	EnvConfigDir = "SHIPKEY_CONFIG_DIR"
+	EnvStateDir  = "SHIPKEY_STATE_DIR"
+	EnvSecrets   = "SHIPKEY_SECRETS"
+	EnvKey       = "SHIPKEY_KEY"
 )
 
 // Options configure Open. Zero fields take defaults from the environment.
@@ -82,7 +107,9 @@ type Options struct {
 	ConfigDir string // default SHIPKEY_CONFIG_DIR, else XDG config dir + /shipkey
 	StateDir  string // default SHIPKEY_STATE_DIR, else XDG state dir + /shipkey
 	// Backend: "auto", "keyring", "file", "plaintext"; default SHIPKEY_SECRETS,
-	// else the config file's secrets setting, else "auto".
+	// else the config file's secrets setting, else "auto". "memory" (secrets
+	// kept in this process only) is accepted here and nowhere else: it is for
+	// `shipkey demo`'s throwaway store.
 	Backend string
 	// Passphrase supplies the file backend's passphrase when SHIPKEY_PASSPHRASE
 	// is unset (a hidden prompt on a terminal); nil means none can be asked.
@@ -94,16 +121,14 @@ type Options struct {
 }
 
 // Keyring is the small slice of an OS keyring the store uses; injected so
-// tests need no D-Bus.
+// tests need no D-Bus. Get reports a missing entry with an error matching
+// ErrNotFound (or go-keyring's keyring.ErrNotFound). Implementations may block;
+// the store bounds every call with a timeout.
 type Keyring interface {
 	Get(service, user string) (string, error)
 	Set(service, user, secret string) error
 	Delete(service, user string) error
 }
-
-// Store is an opened shipkey store. Safe for concurrent use by goroutines;
-// other processes are kept in step by file locks.
-type Store struct{}
 
 // NewKey is what "Get API Key" takes.
 type NewKey struct {
@@ -115,88 +140,9 @@ type NewKey struct {
 	RememberPassword bool
 }
 
-func Open(opts Options) (*Store, error) { panic("unimplemented") }
-
-// Close releases what Open took.
-func (s *Store) Close() error { panic("unimplemented") }
-
-// Backend names the secrets backend in use ("keyring", "file", "plaintext").
-func (s *Store) Backend() string { panic("unimplemented") }
-
-// Keys lists every key, sorted by label, with fresh metadata.
-func (s *Store) Keys() ([]Key, error) { panic("unimplemented") }
-
-// Key returns the key labelled label (ErrNotFound).
-func (s *Store) Key(label string) (Key, error) { panic("unimplemented") }
-
-// Resolve picks a key: label if given, else SHIPKEY_KEY, else the default key,
-// else the only key (ErrNoKeys, ErrAmbiguous).
-func (s *Store) Resolve(label string) (Key, error) { panic("unimplemented") }
-
-// Create is "Get API Key": it validates, runs the password grant, and stores
-// the key with its secrets and tokens. Nothing is stored when the grant fails.
-func (s *Store) Create(ctx context.Context, nk NewKey) (Key, error) { panic("unimplemented") }
-
-// Login gets a new token set for an existing key by the password grant. An
-// empty password uses the remembered one (ErrLoginNeeded when there is none).
-func (s *Store) Login(ctx context.Context, label, password string) (Key, error) {
-	panic("unimplemented")
-}
-
-// Token hands out the key's access token: the cached one while valid (with
-// auth.ExpiryMargin), else a refreshed one (persisted), else a new login with
-// the remembered password, else an error wrapping ErrLoginNeeded. At most one
-// process refreshes a key at a time; the others wait and use its result. When
-// markUsed, Last Used is set to now.
-func (s *Store) Token(ctx context.Context, label string, markUsed bool) (*auth.TokenSet, error) {
-	panic("unimplemented")
-}
-
-// Refresh forces a refresh now (the TUI's "refresh now"), persisting the result.
-func (s *Store) Refresh(ctx context.Context, label string) (Key, error) { panic("unimplemented") }
-
-// Current returns the key's stored token set (with secrets) without refreshing
-// or marking use: for display and inspection.
-func (s *Store) Current(label string) (*auth.TokenSet, error) { panic("unimplemented") }
-
-// MarkUsed sets the key's Last Used to now (the token was copied or printed).
-func (s *Store) MarkUsed(label string) error { panic("unimplemented") }
-
-// Logout ends the key's session at the server and drops its tokens; the key
-// stays. Local tokens are dropped even when the server refuses; that refusal
-// is returned.
-func (s *Store) Logout(ctx context.Context, label string) error { panic("unimplemented") }
-
-// Remove deletes the key and its secrets.
-func (s *Store) Remove(label string) error { panic("unimplemented") }
-
-// Rename changes a key's label (ErrLabelTaken).
-func (s *Store) Rename(label, newLabel string) error { panic("unimplemented") }
-
-// SetDefault makes label the default key.
-func (s *Store) SetDefault(label string) error { panic("unimplemented") }
-
-// Connections lists the distinct connections of all keys: the issuers whose
-// signatures shipkey may verify.
-func (s *Store) Connections() []auth.Connection { panic("unimplemented") }
-
-// ClientSecret returns a key's client secret (for liveness checks).
-func (s *Store) ClientSecret(label string) (string, error) { panic("unimplemented") }
-
-// Liveness asks the server whether it still accepts the key's access token.
-func (s *Store) Liveness(ctx context.Context, label string) (auth.Liveness, error) {
-	panic("unimplemented")
-}
-
 // Settings are user preferences from config.toml.
 type Settings struct {
 	Secrets        string        // backend choice
 	ClipboardClear time.Duration // 0 = never; default 30 s
 	AutoRefresh    bool          // TUI refresh-ahead default on
 }
-
-// Settings returns the preferences.
-func (s *Store) Settings() Settings { panic("unimplemented") }
-
-// Paths returns the config and state directories in use.
-func (s *Store) Paths() (configDir, stateDir string) { panic("unimplemented") }

@@ -1,3 +1,13 @@
-// Package tui is shipkey's Bubble Tea v2 face. See README.md in this folder
-// for the house rules.
+// Package tui is shipkey's Bubble Tea v2 face: the full-screen app that gets
+// API keys through the credentials walk-through, shows a key's token response
+// with live countdowns, lists and manages keys, and inspects token claims.
+//
+// It works only through package store (the Backend interface, satisfied by
+// *store.Store) and auth's pure helpers; it never speaks HTTP or touches files
+// itself, and every store call runs in a tea.Cmd, so the UI never blocks.
+//
+// What it must never do: put a password, client secret or token into a view
+// unmasked (a token is shown whole only after the explicit reveal), into an
+// error or a log line; or render untrusted text (labels, claims, server error
+// descriptions) without auth.Sanitize. See README.md for the house rules.
 package tui

@@ -1,0 +1,173 @@
+package store
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/pelletier/go-toml/v2"
+
+	"github.com/shipkey/shipkey/auth"
+)
+
+const (
+	configFileName = "config.toml"
+	stateFileName  = "state.json"
+	lockFileName   = "store.lock"
+
+	defaultClipboardClear = 30 * time.Second
+)
+
+// configFile is config.toml: non-secret, human-readable, hand-editable.
+type configFile struct {
+	Default        string     `toml:"default,omitempty"`
+	Secrets        string     `toml:"secrets,omitempty"`
+	ClipboardClear string     `toml:"clipboard_clear,omitempty"`
+	AutoRefresh    *bool      `toml:"auto_refresh,omitempty"`
+	Keys           []keyEntry `toml:"keys,omitempty"`
+}
+
+// keyEntry is one [[keys]] table.
+type keyEntry struct {
+	ID    string `toml:"id"`
+	Label string `toml:"label"`
+	auth.Connection
+	Username         string    `toml:"username"`
+	RememberPassword bool      `toml:"remember_password"`
+	CreatedAt        time.Time `toml:"created_at"`
+}
+
+// newConfigFile is what a store without config.toml starts from.
+func newConfigFile() *configFile {
+	t := true
+	return &configFile{Secrets: "auto", ClipboardClear: defaultClipboardClear.String(), AutoRefresh: &t}
+}
+
+// corruptError is the one-line message for a file shipkey cannot read; the
+// file is never overwritten after it.
+func corruptError(path string, line int, what string) error {
+	where := displayPath(path)
+	if line > 0 {
+		where += fmt.Sprintf(": line %d", line)
+	}
+	return fmt.Errorf("%s: %s; fix or move it away", where, auth.Sanitize(what))
+}
+
+// loadConfig reads config.toml; a missing file is an empty configuration.
+func loadConfig(path string) (*configFile, error) {
+	data, err := os.ReadFile(path)
+	if errors.Is(err, os.ErrNotExist) {
+		return newConfigFile(), nil
+	}
+	if err != nil {
+		return nil, fileError("read", path, err)
+	}
+	var c configFile
+	if err := toml.NewDecoder(bytes.NewReader(data)).Decode(&c); err != nil {
+		var de *toml.DecodeError
+		if errors.As(err, &de) {
+			row, _ := de.Position()
+			return nil, corruptError(path, row, strings.TrimPrefix(de.Error(), "toml: "))
+		}
+		return nil, corruptError(path, 0, strings.TrimPrefix(err.Error(), "toml: "))
+	}
+	if err := c.validate(); err != nil {
+		return nil, corruptError(path, 0, err.Error())
+	}
+	return &c, nil
+}
+
+// validate checks what the TOML decoder cannot: settings' values and the
+// uniqueness of key ids and labels.
+func (c *configFile) validate() error {
+	if c.Secrets != "" && !userBackend(c.Secrets) {
+		return fmt.Errorf("secrets = %q is not one of auto, keyring, file, plaintext", c.Secrets)
+	}
+	if _, err := parseClipboardClear(c.ClipboardClear); err != nil {
+		return err
+	}
+	ids := map[string]bool{}
+	labels := map[string]bool{}
+	for i, k := range c.Keys {
+		switch {
+		case k.ID == "":
+			return fmt.Errorf("key #%d has no id", i+1)
+		case k.Label == "":
+			return fmt.Errorf("key #%d has no label", i+1)
+		case ids[k.ID]:
+			return fmt.Errorf("key id %q appears twice", k.ID)
+		case labels[k.Label]:
+			return fmt.Errorf("label %q appears twice", k.Label)
+		}
+		ids[k.ID], labels[k.Label] = true, true
+	}
+	if c.Default != "" && !labels[c.Default] {
+		// A dangling default is harmless: Resolve ignores it.
+		c.Default = ""
+	}
+	return nil
+}
+
+func parseClipboardClear(s string) (time.Duration, error) {
+	switch strings.ToLower(strings.TrimSpace(s)) {
+	case "":
+		return defaultClipboardClear, nil
+	case "0", "never", "off":
+		return 0, nil
+	}
+	d, err := time.ParseDuration(strings.TrimSpace(s))
+	if err != nil || d < 0 {
+		return 0, fmt.Errorf("clipboard_clear = %q is not a duration such as \"30s\" (or \"never\")", s)
+	}
+	return d, nil
+}
+
+func (c *configFile) settings() Settings {
+	st := Settings{Secrets: c.Secrets, ClipboardClear: defaultClipboardClear, AutoRefresh: true}
+	if st.Secrets == "" {
+		st.Secrets = "auto"
+	}
+	if d, err := parseClipboardClear(c.ClipboardClear); err == nil {
+		st.ClipboardClear = d
+	}
+	if c.AutoRefresh != nil {
+		st.AutoRefresh = *c.AutoRefresh
+	}
+	return st
+}
+
+func (c *configFile) byLabel(label string) (int, bool) {
+	for i, k := range c.Keys {
+		if k.Label == label {
+			return i, true
+		}
+	}
+	return -1, false
+}
+
+func (c *configFile) byID(id string) (int, bool) {
+	for i, k := range c.Keys {
+		if k.ID == id {
+			return i, true
+		}
+	}
+	return -1, false
+}
+
+// saveConfig writes config.toml atomically (caller holds store.lock).
+func saveConfig(path string, c *configFile) error {
+	var buf bytes.Buffer
+	buf.WriteString("# shipkey configuration: no secrets are kept in this file.\n")
+	enc := toml.NewEncoder(&buf)
+	enc.SetIndentTables(false)
+	if err := enc.Encode(c); err != nil {
+		return fmt.Errorf("encode %s: %w", displayPath(path), err)
+	}
+	return writeFileAtomic(path, buf.Bytes())
+}
+
+func configPath(dir string) string { return filepath.Join(dir, configFileName) }

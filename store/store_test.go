@@ -1,0 +1,996 @@
+package store
+
+import (
+	"context"
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"filippo.io/age"
+
+	"github.com/shipkey/shipkey/auth"
+	"github.com/shipkey/shipkey/auth/authtest"
+)
+
+func TestCreateListResolveRenameDefaultRemove(t *testing.T) {
+	e := newEnv(t, nil)
+	s := e.open(Options{})
+	ctx := context.Background()
+
+	if _, err := s.Resolve(""); !errors.Is(err, ErrNoKeys) || !strings.Contains(err.Error(), "shipkey keys new") {
+		t.Fatalf("Resolve on empty store: %v", err)
+	}
+
+	a := e.create(s, "alpha", false)
+	if !a.Default || a.ID == "" || a.Masked == "" || a.Token.ObtainedAt.IsZero() || a.Token.AccessToken != "" {
+		t.Fatalf("first key: %+v", a)
+	}
+	if a.StatusAt(e.clk.Now()) != StatusValid {
+		t.Fatalf("status = %v", a.StatusAt(e.clk.Now()))
+	}
+	b := e.create(s, "  beta  ", true)
+	if b.Label != "beta" || b.Default {
+		t.Fatalf("second key: %+v", b)
+	}
+
+	keys, err := s.Keys()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(keys) != 2 || keys[0].Label != "alpha" || keys[1].Label != "beta" {
+		t.Fatalf("Keys = %+v", keys)
+	}
+
+	// Labels: taken, empty, too long, control characters; no grant is sent.
+	before := e.srv.Count("password")
+	for _, bad := range []string{"alpha", "", "   ", strings.Repeat("x", 65), "evil\x1b[31m", "bidi\u202e"} {
+		_, err := s.Create(ctx, e.newKey(bad, false))
+		if err == nil {
+			t.Fatalf("Create(%q) succeeded", bad)
+		}
+		e.noSecretIn(err)
+		if bad == "alpha" && !errors.Is(err, ErrLabelTaken) {
+			t.Fatalf("Create(alpha) = %v, want ErrLabelTaken", err)
+		}
+	}
+	if _, err := s.Create(ctx, e.newKey(strings.Repeat("é", 64), false)); err != nil {
+		t.Fatalf("64-rune label: %v", err)
+	}
+	if err := s.Remove(strings.Repeat("é", 64)); err != nil {
+		t.Fatal(err)
+	}
+	if got := e.srv.Count("password"); got != before+1 {
+		t.Fatalf("password grants = %d, want %d", got, before+1)
+	}
+
+	// Resolve: label, SHIPKEY_KEY, default.
+	if k, err := s.Resolve(""); err != nil || k.Label != "alpha" {
+		t.Fatalf("Resolve default = %v, %v", k.Label, err)
+	}
+	t.Setenv(EnvKey, "beta")
+	if k, err := s.Resolve(""); err != nil || k.Label != "beta" {
+		t.Fatalf("Resolve SHIPKEY_KEY = %v, %v", k.Label, err)
+	}
+	t.Setenv(EnvKey, "nope")
+	if _, err := s.Resolve(""); !errors.Is(err, ErrNotFound) || !strings.Contains(err.Error(), EnvKey) {
+		t.Fatalf("Resolve bad SHIPKEY_KEY = %v", err)
+	}
+	t.Setenv(EnvKey, "")
+	_, err = s.Resolve("nope")
+	if !errors.Is(err, ErrNotFound) || err.Error() != `no key labelled "nope"; see: shipkey keys list` {
+		t.Fatalf("Resolve(nope) = %v", err)
+	}
+	_, err = s.Key("bad\x1b]52;c;x\x07")
+	if !errors.Is(err, ErrNotFound) || strings.ContainsAny(err.Error(), "\x1b\x07") {
+		t.Fatalf("Key(control) = %q", err)
+	}
+
+	// Rename keeps the ID and the secrets.
+	if err := s.Rename("beta", "gamma"); err != nil {
+		t.Fatal(err)
+	}
+	g := mustKey(t, s, "gamma")
+	if g.ID != b.ID {
+		t.Fatalf("rename changed the id: %s -> %s", b.ID, g.ID)
+	}
+	if cs, err := s.ClientSecret("gamma"); err != nil || cs != testClientSecret {
+		t.Fatalf("ClientSecret after rename: %v", err)
+	}
+	if err := s.Rename("gamma", "alpha"); !errors.Is(err, ErrLabelTaken) {
+		t.Fatalf("Rename onto alpha = %v", err)
+	}
+	if err := s.Rename("nope", "x"); !errors.Is(err, ErrNotFound) {
+		t.Fatalf("Rename(nope) = %v", err)
+	}
+	e.check(s)
+
+	// Default moves, follows a rename, is cleared by remove.
+	if err := s.SetDefault("gamma"); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Rename("gamma", "delta"); err != nil {
+		t.Fatal(err)
+	}
+	if k, _ := s.Resolve(""); k.Label != "delta" {
+		t.Fatalf("default after rename = %q", k.Label)
+	}
+	if err := s.SetDefault("nope"); !errors.Is(err, ErrNotFound) {
+		t.Fatalf("SetDefault(nope) = %v", err)
+	}
+	e.create(s, "epsilon", false)
+	if err := s.Remove("delta"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.Resolve(""); !errors.Is(err, ErrAmbiguous) || !strings.Contains(err.Error(), "shipkey keys default") {
+		t.Fatalf("Resolve with two keys and no default = %v", err)
+	}
+	if _, err := s.ClientSecret("delta"); !errors.Is(err, ErrNotFound) {
+		t.Fatalf("removed key still there: %v", err)
+	}
+	if err := s.Remove("epsilon"); err != nil {
+		t.Fatal(err)
+	}
+	if k, err := s.Resolve(""); err != nil || k.Label != "alpha" {
+		t.Fatalf("Resolve only key = %v, %v", k.Label, err)
+	}
+	if err := s.Remove("alpha"); err != nil {
+		t.Fatal(err)
+	}
+	if vals := e.kr.values(); len(vals) != 0 {
+		t.Fatalf("keyring still holds %d entries after removing every key", len(vals))
+	}
+	if _, err := s.Resolve(""); !errors.Is(err, ErrNoKeys) {
+		t.Fatalf("Resolve after removing all = %v", err)
+	}
+	e.check(s)
+
+	// config.toml is readable TOML with the documented fields.
+	data, err := os.ReadFile(filepath.Join(e.cfgDir, "config.toml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"secrets = 'auto'", "clipboard_clear = '30s'", "auto_refresh = true"} {
+		if !strings.Contains(string(data), want) {
+			t.Errorf("config.toml lacks %q:\n%s", want, data)
+		}
+	}
+}
+
+func TestConfigFileFields(t *testing.T) {
+	e := newEnv(t, nil)
+	s := e.open(Options{})
+	nk := e.newKey("prod", true)
+	nk.Conn.Realm = "master"
+	nk.Conn.Scopes = []string{"email"}
+	if _, err := s.Create(context.Background(), nk); err != nil {
+		t.Fatal(err)
+	}
+	data, err := os.ReadFile(filepath.Join(e.cfgDir, "config.toml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"default = 'prod'", "[[keys]]", "id = '", "label = 'prod'", "auth_url = '" + e.srv.URL() + "'",
+		"realm = 'master'", "client_id = 'shipping-api'", "scopes = ['email']", "username = 'demo'", "remember_password = true", "created_at = 2026-03-01T12:00:00Z"} {
+		if !strings.Contains(string(data), want) {
+			t.Errorf("config.toml lacks %q:\n%s", want, data)
+		}
+	}
+	if conns := s.Connections(); len(conns) != 1 || conns[0].AuthURL != e.srv.URL() {
+		t.Fatalf("Connections = %+v", conns)
+	}
+	e.check(s)
+}
+
+func TestSettings(t *testing.T) {
+	e := newEnv(t, nil)
+	s := e.open(Options{})
+	if got := s.Settings(); got.ClipboardClear != 30*time.Second || !got.AutoRefresh || got.Secrets != "auto" {
+		t.Fatalf("defaults = %+v", got)
+	}
+	if err := os.MkdirAll(e.cfgDir, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(e.cfgDir, "config.toml"), []byte("clipboard_clear = \"never\"\nauto_refresh = false\nsecrets = \"file\"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if got := s.Settings(); got.ClipboardClear != 0 || got.AutoRefresh || got.Secrets != "file" {
+		t.Fatalf("custom = %+v", got)
+	}
+	// The config's secrets setting chooses the backend unless overridden.
+	if s3, err := Open(Options{ConfigDir: e.cfgDir, StateDir: e.stateDir}); err != nil || s3.choice != BackendFile {
+		t.Fatalf("config secrets=file: %v", err)
+	}
+	t.Setenv(EnvSecrets, "plaintext")
+	if s4, err := Open(Options{ConfigDir: e.cfgDir, StateDir: e.stateDir}); err != nil || s4.choice != BackendPlaintext {
+		t.Fatalf("SHIPKEY_SECRETS=plaintext: %v", err)
+	}
+	t.Setenv(EnvSecrets, "memory")
+	if _, err := Open(Options{ConfigDir: e.cfgDir, StateDir: e.stateDir}); err == nil {
+		t.Fatal("SHIPKEY_SECRETS=memory accepted: memory is for the demo only")
+	}
+	t.Setenv(EnvSecrets, "")
+
+	if err := os.WriteFile(filepath.Join(e.cfgDir, "config.toml"), []byte("clipboard_clear = \"soon\"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e.tryOpen(Options{}); err == nil || !strings.Contains(err.Error(), "config.toml") || !strings.Contains(err.Error(), "clipboard_clear") {
+		t.Fatalf("bad clipboard_clear: %v", err)
+	}
+	if err := os.WriteFile(filepath.Join(e.cfgDir, "config.toml"), []byte("secrets = \"memory\"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e.tryOpen(Options{}); err == nil || !strings.Contains(err.Error(), "secrets") {
+		t.Fatalf("secrets = memory in config accepted: %v", err)
+	}
+}
+
+func TestDirectoriesFromEnvironment(t *testing.T) {
+	e := newEnv(t, nil)
+	t.Setenv(EnvConfigDir, e.cfgDir)
+	t.Setenv(EnvStateDir, e.stateDir)
+	s, err := Open(Options{Backend: BackendKeyring, Keyring: e.kr, Auth: e.client, Now: e.clk.Now, Warn: e.warn})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c, st := s.Paths(); c != e.cfgDir || st != e.stateDir {
+		t.Fatalf("Paths = %s, %s", c, st)
+	}
+	e.create(s, "k", false)
+	for _, p := range []string{filepath.Join(e.cfgDir, "config.toml"), filepath.Join(e.stateDir, "state.json")} {
+		if _, err := os.Stat(p); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+func TestKeysDoesNotTouchKeyring(t *testing.T) {
+	e := newEnv(t, nil)
+	s := e.open(Options{})
+	e.create(s, "one", false)
+	e.create(s, "two", false)
+	for _, backend := range []string{BackendKeyring, BackendAuto} {
+		s2 := e.open(Options{Backend: backend})
+		e.kr.calls.Store(0)
+		keys, err := s2.Keys()
+		if err != nil || len(keys) != 2 || keys[0].Masked == "" {
+			t.Fatalf("Keys = %+v, %v", keys, err)
+		}
+		if _, err := s2.Key("one"); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := s2.Resolve(""); err != nil {
+			t.Fatal(err)
+		}
+		_ = s2.Settings()
+		_ = s2.Connections()
+		if n := e.kr.calls.Load(); n != 0 {
+			t.Fatalf("%s: listing made %d keyring calls", backend, n)
+		}
+	}
+}
+
+func TestTokenCachedThenRefreshed(t *testing.T) {
+	e := newEnv(t, nil) // access 5m, refresh 30m
+	s := e.open(Options{})
+	e.create(s, "k", false)
+
+	t1 := e.token(s, "k")
+	t2 := e.token(s, "k")
+	if t1.AccessToken != t2.AccessToken || e.srv.Count("refresh_token") != 0 {
+		t.Fatalf("a valid token was not reused (refreshes: %d)", e.srv.Count("refresh_token"))
+	}
+	if k := mustKey(t, s, "k"); !k.LastUsed.Equal(e.clk.Now()) {
+		t.Fatalf("LastUsed = %v", k.LastUsed)
+	}
+
+	e.clk.Advance(5*time.Minute - auth.ExpiryMargin + time.Second) // inside the margin
+	t3 := e.token(s, "k")
+	if t3.AccessToken == t1.AccessToken || e.srv.Count("refresh_token") != 1 {
+		t.Fatalf("no refresh inside the expiry margin (refreshes: %d)", e.srv.Count("refresh_token"))
+	}
+	t4 := e.token(s, "k")
+	if t4.AccessToken != t3.AccessToken || e.srv.Count("refresh_token") != 1 {
+		t.Fatal("the refreshed token was not reused")
+	}
+	k := mustKey(t, s, "k")
+	if k.Masked != auth.Mask(t3.AccessToken) || !k.Token.ObtainedAt.Equal(e.clk.Now()) {
+		t.Fatalf("metadata not updated: %+v", k)
+	}
+	cur, err := s.Current("k")
+	if err != nil || cur.AccessToken != t3.AccessToken {
+		t.Fatalf("Current = %v", err)
+	}
+	// Refresh forces one.
+	k2, err := s.Refresh(context.Background(), "k")
+	if err != nil || e.srv.Count("refresh_token") != 2 || k2.Masked == k.Masked {
+		t.Fatalf("Refresh: %v (refreshes %d)", err, e.srv.Count("refresh_token"))
+	}
+	e.check(s)
+}
+
+func TestLongAccessShortRefresh(t *testing.T) {
+	// The Shipping Service: 15-day access tokens, 30-minute refresh tokens.
+	e := newEnv(t, func(c *authtest.Config) {
+		c.AccessTTL = 1314000 * time.Second
+		c.RefreshTTL = 30 * time.Minute
+	})
+	s := e.open(Options{})
+	e.create(s, "k", false)
+	t1 := e.token(s, "k")
+	e.clk.Advance(2 * time.Hour) // refresh token long dead, access token fine
+	if k := mustKey(t, s, "k"); k.StatusAt(e.clk.Now()) != StatusValid {
+		t.Fatalf("status = %v", k.StatusAt(e.clk.Now()))
+	}
+	t2 := e.token(s, "k")
+	if t2.AccessToken != t1.AccessToken || e.srv.Count("refresh_token") != 0 {
+		t.Fatal("a valid 15-day access token was not used")
+	}
+	// A forced refresh now needs a login, but keeps the working token.
+	_, err := s.Refresh(context.Background(), "k")
+	if !errors.Is(err, ErrLoginNeeded) {
+		t.Fatalf("Refresh with a dead refresh token = %v", err)
+	}
+	e.noSecretIn(err)
+	if t3 := e.token(s, "k"); t3.AccessToken != t1.AccessToken {
+		t.Fatal("the access token was dropped")
+	}
+	e.clk.Advance(16 * 24 * time.Hour)
+	_, err = s.Token(context.Background(), "k", false)
+	if !errors.Is(err, ErrLoginNeeded) || auth.KindOf(err) != auth.KindLoginRequired {
+		t.Fatalf("both expired: %v", err)
+	}
+}
+
+func TestRotationPersisted(t *testing.T) {
+	e := newEnv(t, func(c *authtest.Config) { c.RevokeRefreshToken = true })
+	s := e.open(Options{})
+	e.create(s, "k", false)
+	old, err := s.Current("k")
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.remember(old)
+	for i := 0; i < 3; i++ {
+		e.clk.Advance(6 * time.Minute)
+		ts := e.token(s, "k")
+		if ts.RefreshToken == old.RefreshToken {
+			t.Fatal("the refresh token was not replaced")
+		}
+		for _, v := range e.kr.values() {
+			if strings.Contains(v, old.RefreshToken) {
+				t.Fatal("the old refresh token is still stored")
+			}
+		}
+		old = ts
+	}
+	if n := e.srv.Count("refresh_token"); n != 3 {
+		t.Fatalf("refreshes = %d", n)
+	}
+}
+
+func TestRefreshExpiredNeedsLogin(t *testing.T) {
+	e := newEnv(t, func(c *authtest.Config) { c.RefreshTTL = 10 * time.Minute })
+	s := e.open(Options{})
+	e.create(s, "my key", false)
+	e.clk.Advance(11 * time.Minute)
+	if k := mustKey(t, s, "my key"); k.StatusAt(e.clk.Now()) != StatusLoginNeeded {
+		t.Fatalf("status = %v", k.StatusAt(e.clk.Now()))
+	}
+	_, err := s.Token(context.Background(), "my key", true)
+	if !errors.Is(err, ErrLoginNeeded) {
+		t.Fatalf("err = %v, want ErrLoginNeeded", err)
+	}
+	if auth.KindOf(err) != auth.KindLoginRequired {
+		t.Fatalf("auth.KindOf = %v", auth.KindOf(err))
+	}
+	want := "key my key: login needed (the refresh token expired at 2026-03-01 12:10:00 UTC); run: shipkey login 'my key'"
+	if err.Error() != want {
+		t.Fatalf("message:\n got %s\nwant %s", err, want)
+	}
+	e.noSecretIn(err)
+	if e.srv.Count("refresh_token") != 0 {
+		t.Fatal("a locally expired refresh token was sent")
+	}
+	k := mustKey(t, s, "my key")
+	if !k.LoggedOut || !k.LastUsed.IsZero() {
+		t.Fatalf("key after login needed: %+v", k)
+	}
+	// Logging in again brings it back.
+	if _, err := s.Login(context.Background(), "my key", ""); !errors.Is(err, ErrLoginNeeded) {
+		t.Fatalf("Login without a remembered password = %v", err)
+	}
+	if _, err := s.Login(context.Background(), "my key", "wrong"); auth.KindOf(err) != auth.KindInvalidCredentials {
+		t.Fatalf("Login wrong password = %v", err)
+	} else {
+		e.noSecretIn(err)
+	}
+	k, err = s.Login(context.Background(), "my key", authtest.DemoPassword)
+	if err != nil || k.LoggedOut || k.StatusAt(e.clk.Now()) != StatusValid {
+		t.Fatalf("Login: %v %+v", err, k)
+	}
+	e.token(s, "my key")
+}
+
+func TestSessionEndedAtServer(t *testing.T) {
+	e := newEnv(t, nil)
+	s := e.open(Options{})
+	e.create(s, "k", false)
+	e.srv.EndSessions()
+	e.clk.Advance(6 * time.Minute)
+	_, err := s.Token(context.Background(), "k", false)
+	if !errors.Is(err, ErrLoginNeeded) || auth.KindOf(err) != auth.KindLoginRequired {
+		t.Fatalf("err = %v", err)
+	}
+	if e.srv.Count("refresh_token") != 1 || !strings.Contains(err.Error(), "run: shipkey login k") {
+		t.Fatalf("refreshes = %d, err = %v", e.srv.Count("refresh_token"), err)
+	}
+	e.noSecretIn(err)
+	// Known dead: no second refresh is sent.
+	if _, err := s.Token(context.Background(), "k", false); !errors.Is(err, ErrLoginNeeded) || e.srv.Count("refresh_token") != 1 {
+		t.Fatalf("second call: %v (refreshes %d)", err, e.srv.Count("refresh_token"))
+	}
+}
+
+func TestRememberedPasswordRelogin(t *testing.T) {
+	e := newEnv(t, func(c *authtest.Config) { c.RefreshTTL = 10 * time.Minute })
+	s := e.open(Options{})
+	e.create(s, "k", true)
+	e.clk.Advance(11 * time.Minute)
+	ts := e.token(s, "k")
+	if e.srv.Count("password") != 2 || e.srv.Count("refresh_token") != 0 {
+		t.Fatalf("password grants %d, refreshes %d", e.srv.Count("password"), e.srv.Count("refresh_token"))
+	}
+	if !ts.AccessValid(e.clk.Now()) {
+		t.Fatal("re-login gave no valid token")
+	}
+	// Server ended the session: the refresh fails, the remembered password works.
+	e.srv.EndSessions()
+	e.clk.Advance(6 * time.Minute)
+	e.token(s, "k")
+	if e.srv.Count("password") != 3 || e.srv.Count("refresh_token") != 1 {
+		t.Fatalf("password grants %d, refreshes %d", e.srv.Count("password"), e.srv.Count("refresh_token"))
+	}
+	// Empty password on Login uses the remembered one.
+	if _, err := s.Login(context.Background(), "k", ""); err != nil {
+		t.Fatal(err)
+	}
+	// A remembered password the server now refuses: login needed.
+	e.srv.SetUser(authtest.User{Username: authtest.DemoUsername, Password: "changed"})
+	e.clk.Advance(11 * time.Minute)
+	_, err := s.Token(context.Background(), "k", false)
+	if !errors.Is(err, ErrLoginNeeded) || !strings.Contains(err.Error(), "remembered password") {
+		t.Fatalf("refused remembered password: %v", err)
+	}
+	e.noSecretIn(err)
+	e.check(s)
+}
+
+func TestNetworkErrorKeepsKey(t *testing.T) {
+	e := newEnv(t, nil)
+	s := e.open(Options{})
+	e.create(s, "k", false)
+	e.clk.Advance(6 * time.Minute)
+	e.srv.Inject(authtest.Fault{Endpoint: "token", Status: 503, Body: "down"})
+	_, err := s.Token(context.Background(), "k", false)
+	if err == nil || errors.Is(err, ErrLoginNeeded) {
+		t.Fatalf("err = %v", err)
+	}
+	e.noSecretIn(err)
+	if k := mustKey(t, s, "k"); k.LoggedOut {
+		t.Fatal("a server failure marked the key dead")
+	}
+	e.token(s, "k")
+}
+
+func TestLogoutDropsTokens(t *testing.T) {
+	e := newEnv(t, nil)
+	s := e.open(Options{})
+	e.create(s, "ok", false)
+	e.create(s, "refused", false)
+
+	if err := s.Logout(context.Background(), "ok"); err != nil {
+		t.Fatal(err)
+	}
+	if e.srv.Count("logout") != 1 {
+		t.Fatalf("logouts = %d", e.srv.Count("logout"))
+	}
+
+	e.srv.Inject(authtest.Fault{Endpoint: "logout", Status: 400, Body: `{"error":"invalid_grant","error_description":"Session not active"}`})
+	err := s.Logout(context.Background(), "refused")
+	if err == nil {
+		t.Fatal("the server's refusal was not returned")
+	}
+	e.noSecretIn(err)
+
+	for _, label := range []string{"ok", "refused"} {
+		k := mustKey(t, s, label)
+		if !k.LoggedOut || k.Masked != "" || k.StatusAt(e.clk.Now()) != StatusNoToken {
+			t.Fatalf("%s after logout: %+v", label, k)
+		}
+		if _, err := s.Current(label); !errors.Is(err, ErrLoginNeeded) {
+			t.Fatalf("Current after logout = %v", err)
+		}
+		if _, err := s.Token(context.Background(), label, false); !errors.Is(err, ErrLoginNeeded) || !strings.Contains(err.Error(), "logged out") {
+			t.Fatalf("Token after logout = %v", err)
+		}
+		if cs, err := s.ClientSecret(label); err != nil || cs != testClientSecret {
+			t.Fatalf("the client secret went with the tokens: %v", err)
+		}
+	}
+	for _, v := range e.kr.values() {
+		if strings.Contains(v, "access_token") || strings.Contains(v, "refresh_token") {
+			t.Fatal("tokens kept in the keyring after logout")
+		}
+	}
+	e.check(s)
+	if _, err := s.Login(context.Background(), "ok", authtest.DemoPassword); err != nil {
+		t.Fatal(err)
+	}
+	e.token(s, "ok")
+}
+
+func TestLiveness(t *testing.T) {
+	e := newEnv(t, nil)
+	s := e.open(Options{})
+	e.create(s, "k", false)
+	lv, err := s.Liveness(context.Background(), "k")
+	if err != nil || lv.State != auth.LiveActive {
+		t.Fatalf("Liveness = %+v, %v", lv, err)
+	}
+	e.srv.EndSessions()
+	if lv, err := s.Liveness(context.Background(), "k"); err != nil || lv.State != auth.LiveInactive {
+		t.Fatalf("Liveness after end = %+v, %v", lv, err)
+	}
+}
+
+func TestTokenSource(t *testing.T) {
+	e := newEnv(t, nil)
+	s := e.open(Options{})
+	e.create(s, "k", false)
+	src := s.TokenSource(context.Background(), "k")
+	tok, err := src.Token()
+	if err != nil || tok.AccessToken == "" || tok.TokenType != "Bearer" {
+		t.Fatalf("Token = %+v, %v", tok, err)
+	}
+	e.remember(&auth.TokenSet{AccessToken: tok.AccessToken})
+	if _, err := src.Token(); err != nil || e.srv.Count("refresh_token") != 0 {
+		t.Fatalf("second Token: %v", err)
+	}
+	if _, err := s.TokenSource(context.Background(), "nope").Token(); !errors.Is(err, ErrNotFound) {
+		t.Fatalf("unknown key: %v", err)
+	}
+}
+
+func TestConcurrentRefreshOnce(t *testing.T) {
+	e := newEnv(t, func(c *authtest.Config) { c.RevokeRefreshToken = true })
+	// Two stores on the same files stand for two processes; each has its
+	// own goroutines. The file lock must let exactly one refresh.
+	s1 := e.open(Options{})
+	s2 := e.open(Options{})
+	e.create(s1, "k", false)
+	e.clk.Advance(6 * time.Minute)
+
+	const n = 8
+	var wg sync.WaitGroup
+	toks := make([]string, 2*n)
+	errs := make([]error, 2*n)
+	for i := 0; i < 2*n; i++ {
+		s := s1
+		if i%2 == 1 {
+			s = s2
+		}
+		wg.Add(1)
+		go func(i int, s *Store) {
+			defer wg.Done()
+			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+			defer cancel()
+			ts, err := s.Token(ctx, "k", true)
+			errs[i] = err
+			if err == nil {
+				toks[i] = ts.AccessToken
+			}
+		}(i, s)
+	}
+	wg.Wait()
+	for i, err := range errs {
+		if err != nil {
+			t.Fatalf("goroutine %d: %v", i, err)
+		}
+		if toks[i] != toks[0] {
+			t.Fatalf("goroutine %d got another token", i)
+		}
+	}
+	if got := e.srv.Count("refresh_token"); got != 1 {
+		t.Fatalf("refreshes = %d, want exactly 1", got)
+	}
+	e.check(s1)
+}
+
+func TestConcurrentWritersKeepEachOthersChanges(t *testing.T) {
+	e := newEnv(t, nil)
+	s1 := e.open(Options{})
+	s2 := e.open(Options{})
+	for _, l := range []string{"a", "b", "c"} {
+		e.create(s1, l, false)
+	}
+	e.clk.Advance(time.Minute)
+	var wg sync.WaitGroup
+	errs := make(chan error, 32)
+	for i := 0; i < 5; i++ {
+		for _, l := range []string{"a", "b", "c"} {
+			wg.Add(1)
+			go func(s *Store, l string) {
+				defer wg.Done()
+				errs <- s.MarkUsed(l)
+			}([]*Store{s1, s2}[i%2], l)
+		}
+	}
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		_, err := s2.Create(context.Background(), e.newKey("d", false))
+		errs <- err
+	}()
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	keys, err := s1.Keys()
+	if err != nil || len(keys) != 4 {
+		t.Fatalf("Keys = %d, %v", len(keys), err)
+	}
+	for _, k := range keys[:3] {
+		if !k.LastUsed.Equal(e.clk.Now()) {
+			t.Fatalf("%s lost its Last Used", k.Label)
+		}
+	}
+	e.check(s1)
+}
+
+func TestCorruptedFilesAreNeverOverwritten(t *testing.T) {
+	e := newEnv(t, nil)
+	s := e.open(Options{})
+	e.create(s, "k", false)
+	cfgPath := filepath.Join(e.cfgDir, "config.toml")
+	statePath := filepath.Join(e.stateDir, "state.json")
+
+	badConfig := []byte("default = \"k\"\n\n[[keys]\nid = 1\n")
+	if err := os.WriteFile(cfgPath, badConfig, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e.tryOpen(Options{}); err == nil || !strings.Contains(err.Error(), cfgPath+": line 3: ") || !strings.HasSuffix(err.Error(), "; fix or move it away") {
+		t.Fatalf("Open on a corrupted config = %v", err)
+	}
+	ops := map[string]func() error{
+		"Keys":     func() error { _, err := s.Keys(); return err },
+		"MarkUsed": func() error { return s.MarkUsed("k") },
+		"Create":   func() error { _, err := s.Create(context.Background(), e.newKey("new", false)); return err },
+		"Token":    func() error { _, err := s.Token(context.Background(), "k", true); return err },
+		"Rename":   func() error { return s.Rename("k", "j") },
+		"Remove":   func() error { return s.Remove("k") },
+		"Default":  func() error { return s.SetDefault("k") },
+		"Logout":   func() error { return s.Logout(context.Background(), "k") },
+	}
+	for name, op := range ops {
+		err := op()
+		if err == nil || !strings.Contains(err.Error(), "config.toml") {
+			t.Fatalf("%s on a corrupted config = %v", name, err)
+		}
+		e.noSecretIn(err)
+		if got, _ := os.ReadFile(cfgPath); string(got) != string(badConfig) {
+			t.Fatalf("%s rewrote the corrupted config.toml", name)
+		}
+	}
+	// Wrong types are reported too.
+	if err := os.WriteFile(cfgPath, []byte("auto_refresh = \"yes\"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.Keys(); err == nil || !strings.Contains(err.Error(), "config.toml: line 1") {
+		t.Fatalf("type error = %v", err)
+	}
+
+	// Restore a good config; break state.json.
+	if err := os.WriteFile(cfgPath, []byte{}, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	badState := []byte("{\"version\": 1,\n \"keys\": [\n")
+	if err := os.WriteFile(statePath, badState, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for name, op := range map[string]func() error{
+		"Keys":     func() error { _, err := s.Keys(); return err },
+		"MarkUsed": func() error { return s.MarkUsed("k") },
+		"Create":   func() error { _, err := s.Create(context.Background(), e.newKey("new", false)); return err },
+	} {
+		err := op()
+		if err == nil || !strings.Contains(err.Error(), "state.json") || !strings.HasSuffix(err.Error(), "fix or move it away") {
+			t.Fatalf("%s on a corrupted state = %v", name, err)
+		}
+		if got, _ := os.ReadFile(statePath); string(got) != string(badState) {
+			t.Fatalf("%s rewrote the corrupted state.json", name)
+		}
+	}
+	// A leftover temporary file from a crash is harmless.
+	if err := os.WriteFile(statePath, []byte(`{"version":1,"keys":{}}`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(e.stateDir, ".state.json.tmp-123"), []byte("garbage"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.Keys(); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestKeyringFailures(t *testing.T) {
+	e := newEnv(t, nil)
+
+	// No D-Bus: a clear error wrapping ErrBackendMissing, nothing stored.
+	s := e.open(Options{Keyring: failKeyring{}})
+	_, err := s.Create(context.Background(), e.newKey("k", false))
+	if !errors.Is(err, ErrBackendMissing) || !strings.Contains(err.Error(), "dbus-launch") {
+		t.Fatalf("Create with no keyring = %v", err)
+	}
+	e.noSecretIn(err)
+	if keys, _ := s.Keys(); len(keys) != 0 {
+		t.Fatal("a key was stored although its secrets were not")
+	}
+
+	// A keyring that never answers: bounded by the timeout.
+	s = e.open(Options{Keyring: newHangKeyring(t)})
+	s.keyring.timeout = 50 * time.Millisecond
+	_, err = s.Create(context.Background(), e.newKey("k", false))
+	var be *BackendError
+	if !errors.Is(err, ErrBackendMissing) || !errors.As(err, &be) || !strings.Contains(err.Error(), "did not answer") {
+		t.Fatalf("Create with a hanging keyring = %v", err)
+	}
+	if keys, _ := s.Keys(); len(keys) != 0 {
+		t.Fatal("a key was stored although its secrets were not")
+	}
+	// The keyring is probed before the grant: no session was opened.
+	if e.srv.Count("password") != 0 {
+		t.Fatalf("password grants = %d", e.srv.Count("password"))
+	}
+
+	// The keyring fails after the grant: the session is ended again.
+	fk := &flakyKeyring{fakeKeyring: newFakeKeyring()}
+	s = e.open(Options{Keyring: fk})
+	_, err = s.Create(context.Background(), e.newKey("k", false))
+	if !errors.Is(err, ErrBackendMissing) || e.srv.Count("logout") != 1 {
+		t.Fatalf("Create with a failing Set = %v (logouts %d)", err, e.srv.Count("logout"))
+	}
+	if keys, _ := s.Keys(); len(keys) != 0 {
+		t.Fatal("a key was stored although its secrets were not")
+	}
+
+	// A locked keyring.
+	if !errors.Is(keyringError("read", errors.New("Cannot create an item in a locked collection")), ErrBackendLocked) {
+		t.Fatal("locked collection not classified as locked")
+	}
+	e.check(nil)
+}
+
+// flakyKeyring answers reads but cannot write.
+type flakyKeyring struct{ *fakeKeyring }
+
+func (f *flakyKeyring) Set(string, string, string) error { return errNoDBus }
+
+func TestAutoFallsBackToFile(t *testing.T) {
+	e := newEnv(t, nil)
+	t.Setenv(EnvPassphrase, "correct horse battery staple")
+
+	// The probe of a hanging keyring is bounded too.
+	hs := e.open(Options{Backend: BackendAuto, Keyring: newHangKeyring(t)})
+	hs.probeTimeout = 50 * time.Millisecond
+	if b := hs.Backend(); b != BackendFile {
+		t.Fatalf("Backend = %s", b)
+	}
+	if w := e.warn.String(); !strings.Contains(w, "no OS keyring available (") || !strings.Contains(w, "did not answer") {
+		t.Fatalf("warning = %q", w)
+	}
+
+	e2 := newEnv(t, nil)
+	t.Setenv(EnvPassphrase, "correct horse battery staple")
+	s := e2.open(Options{Backend: BackendAuto, Keyring: failKeyring{}})
+	e2.create(s, "k", false)
+	if s.Backend() != BackendFile {
+		t.Fatalf("Backend = %s", s.Backend())
+	}
+	want := "shipkey: no OS keyring available (" + errNoDBus.Error() + "); keeping secrets in the encrypted file " + filepath.Join(e2.stateDir, "secrets.age") + "\n"
+	if w := e2.warn.String(); w != want {
+		t.Fatalf("warning:\n got %q\nwant %q", w, want)
+	}
+	e2.token(s, "k")
+	// Once per process: a second store says nothing more.
+	s2 := e2.open(Options{Backend: BackendAuto, Keyring: failKeyring{}})
+	s2.file.identity = s.file.identity // skip a second scrypt derivation
+	e2.token(s2, "k")
+	if strings.Count(e2.warn.String(), "no OS keyring") != 1 {
+		t.Fatalf("warned again: %q", e2.warn.String())
+	}
+	for _, f := range []string{"secrets.age", "secrets.key.age"} {
+		if _, err := os.Stat(filepath.Join(e2.stateDir, f)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	e2.check(s)
+
+	// A working keyring is used by auto.
+	e3 := newEnv(t, nil)
+	s3 := e3.open(Options{Backend: BackendAuto})
+	e3.create(s3, "k", false)
+	if s3.Backend() != BackendKeyring || len(e3.kr.values()) != 1 || e3.warn.String() != "" {
+		t.Fatalf("auto with a keyring: %s, %d entries, warn %q", s3.Backend(), len(e3.kr.values()), e3.warn.String())
+	}
+}
+
+func TestFileBackend(t *testing.T) {
+	e := newEnv(t, nil)
+	prompts := 0
+	pass := func(prompt string) (string, error) {
+		prompts++
+		return "s3cret passphrase", nil
+	}
+	s := e.open(Options{Backend: BackendFile, Passphrase: pass})
+	e.create(s, "k", true)
+	e.create(s, "j", false)
+	e.clk.Advance(6 * time.Minute)
+	e.token(s, "k")
+	if err := s.Logout(context.Background(), "j"); err != nil {
+		t.Fatal(err)
+	}
+	e.check(s)
+	if prompts != 1 {
+		t.Fatalf("prompted %d times, want once per process", prompts)
+	}
+
+	// Another process, no passphrase anywhere: locked, clearly.
+	locked := e.open(Options{Backend: BackendFile})
+	_, err := locked.Token(context.Background(), "k", false)
+	if !errors.Is(err, ErrBackendLocked) || !strings.Contains(err.Error(), "set SHIPKEY_PASSPHRASE or run in a terminal") {
+		t.Fatalf("no passphrase = %v", err)
+	}
+	if keys, err := locked.Keys(); err != nil || len(keys) != 2 {
+		t.Fatalf("listing needs no passphrase: %v", err)
+	}
+
+	// Another process, wrong passphrase.
+	t.Setenv(EnvPassphrase, "not it")
+	wrong := e.open(Options{Backend: BackendFile, Passphrase: pass})
+	_, err = wrong.Token(context.Background(), "k", false)
+	if !errors.Is(err, ErrBackendLocked) || !strings.Contains(err.Error(), "wrong passphrase for "+filepath.Join(e.stateDir, "secrets.key.age")) {
+		t.Fatalf("wrong passphrase = %v", err)
+	}
+	e.noSecretIn(err)
+	if strings.Contains(err.Error(), "not it") {
+		t.Fatal("the passphrase is in the error")
+	}
+	if prompts != 1 {
+		t.Fatal("SHIPKEY_PASSPHRASE did not take precedence over the prompt")
+	}
+
+	// Another process with the right passphrase: the kernel keyring cache
+	// (where it works) spares it the derivation.
+	t.Setenv(EnvPassphrase, "s3cret passphrase")
+	right := e.open(Options{Backend: BackendFile})
+	n0 := scryptUnwraps.Load()
+	if _, err := right.Token(context.Background(), "k", false); err != nil {
+		t.Fatal(err)
+	}
+	want := n0 + 1
+	if kernelCacheWorks(t) {
+		want = n0
+	}
+	if got := scryptUnwraps.Load(); got != want {
+		t.Fatalf("derivations = %d, want %d", got-n0, want-n0)
+	}
+
+	// Remove deletes the secrets from the file.
+	if err := s.Remove("k"); err != nil {
+		t.Fatal(err)
+	}
+	m, err := s.file.readAll(s.file.identity)
+	if err != nil || len(m) != 1 {
+		t.Fatalf("secrets after remove: %d, %v", len(m), err)
+	}
+	e.check(s)
+}
+
+func TestPlaintextBackend(t *testing.T) {
+	e := newEnv(t, nil)
+	s := e.open(Options{Backend: BackendPlaintext})
+	e.create(s, "k", false)
+	e.clk.Advance(6 * time.Minute)
+	e.token(s, "k")
+	if n := strings.Count(e.warn.String(), "stored unencrypted in "+filepath.Join(e.stateDir, "secrets.json")); n != 2 {
+		t.Fatalf("warned %d times, want one per write:\n%s", n, e.warn.String())
+	}
+	data, err := os.ReadFile(filepath.Join(e.stateDir, "secrets.json"))
+	if err != nil || !strings.Contains(string(data), testClientSecret) {
+		t.Fatalf("secrets.json: %v", err)
+	}
+	e.check(s) // permissions, and nothing but secrets.json holds a secret
+}
+
+func TestMemoryBackend(t *testing.T) {
+	e := newEnv(t, nil)
+	s := e.open(Options{Backend: BackendMemory})
+	e.create(s, "demo", false)
+	e.token(s, "demo")
+	if s.Backend() != BackendMemory {
+		t.Fatal(s.Backend())
+	}
+	for _, f := range []string{"secrets.age", "secrets.json"} {
+		if _, err := os.Stat(filepath.Join(e.stateDir, f)); err == nil {
+			t.Fatalf("%s written by the memory backend", f)
+		}
+	}
+	e.check(s)
+}
+
+func TestCreateFailureStoresNothing(t *testing.T) {
+	e := newEnv(t, nil)
+	s := e.open(Options{})
+	nk := e.newKey("k", false)
+	nk.Password = "wrong"
+	_, err := s.Create(context.Background(), nk)
+	if auth.KindOf(err) != auth.KindInvalidCredentials {
+		t.Fatalf("err = %v", err)
+	}
+	e.noSecretIn(err)
+	nk = e.newKey("k", false)
+	nk.ClientSecret = "wrong-secret"
+	_, err = s.Create(context.Background(), nk)
+	if auth.KindOf(err) != auth.KindInvalidClient {
+		t.Fatalf("err = %v", err)
+	}
+	nk = e.newKey("k", false)
+	nk.Conn.AuthURL = "http://example.com"
+	if _, err := s.Create(context.Background(), nk); auth.KindOf(err) != auth.KindConfig {
+		t.Fatalf("plain http to a remote host = %v", err)
+	}
+	if keys, _ := s.Keys(); len(keys) != 0 || len(e.kr.values()) != 0 {
+		t.Fatal("something was stored")
+	}
+	if _, err := os.Stat(filepath.Join(e.cfgDir, "config.toml")); err == nil {
+		t.Fatal("config.toml written although nothing was created")
+	}
+}
+
+func TestLoginNeededErrorShape(t *testing.T) {
+	cause := &auth.Error{Kind: auth.KindLoginRequired, Msg: "x"}
+	err := error(&LoginNeededError{Label: "a\x1bb", Why: "why\nnot", Err: cause})
+	if !errors.Is(err, ErrLoginNeeded) || !errors.Is(err, cause) || auth.KindOf(err) != auth.KindLoginRequired {
+		t.Fatal("unwrap")
+	}
+	if strings.ContainsAny(err.Error(), "\x1b\n") {
+		t.Fatalf("unsafe message %q", err)
+	}
+	if got := shellQuote("it's"); got != `'it'\''s'` {
+		t.Fatalf("shellQuote = %s", got)
+	}
+}
+
+// kernelCacheWorks reports whether this machine lets the identity cache use
+// the kernel keyring.
+func kernelCacheWorks(t *testing.T) bool {
+	id, err := age.GenerateX25519Identity()
+	if err != nil {
+		t.Fatal(err)
+	}
+	desc := "shipkey:test-probe:" + t.Name()
+	kernelCacheStore(desc, "p", id)
+	defer kernelCacheForget(desc)
+	got, ok := kernelCacheLoad(desc, "p")
+	if _, wrong := kernelCacheLoad(desc, "q"); wrong {
+		t.Fatal("the cache answered a wrong passphrase")
+	}
+	return ok && got.String() == id.String()
+}

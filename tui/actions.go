@@ -1,0 +1,141 @@
+package tui
+
+import (
+	"fmt"
+
+	tea "charm.land/bubbletea/v2"
+	"github.com/shipkey/shipkey/auth"
+	"github.com/shipkey/shipkey/store"
+)
+
+// apply turns a screen's intent into state changes and commands.
+func (m *Model) apply(a action) tea.Cmd {
+	switch a := a.(type) {
+	case nil:
+		return nil
+	case actBack:
+		return m.back()
+	case actQuit:
+		return m.quit()
+	case actToggleHelp:
+		m.showHelp = !m.showHelp
+		return nil
+	case actOpenForm:
+		return m.openForm()
+	case actOpenKeys:
+		return m.goTo(screenKeys)
+	case actOpenDetails:
+		return m.openDetails(a.label)
+	case actSubmitKey:
+		m.createSeq = m.nextSeq()
+		return tea.Batch(m.startOp(), m.createCmd(m.createSeq, a.nk))
+	case actRefresh:
+		m.opSeq = m.nextSeq()
+		return tea.Batch(m.startOp(), m.refreshCmd(m.opSeq, a.label, a.auto))
+	case actLogin:
+		m.opSeq = m.nextSeq()
+		return tea.Batch(m.startOp(), m.loginCmd(m.opSeq, a.label, a.password))
+	case actLogout:
+		m.opSeq = m.nextSeq()
+		return tea.Batch(m.startOp(), m.logoutCmd(m.opSeq, a.label))
+	case actCopy:
+		if a.tokens != nil {
+			return m.copyToken(a.label, a.tokens, a.header)
+		}
+		return tea.Batch(m.startOp(), m.fetchForCopyCmd(m.nextSeq(), a.label, a.header))
+	case actDelete:
+		return tea.Batch(m.startOp(), m.simpleCmd(m.nextSeq(), "delete", a.label, "", func(b Backend) error { return b.Remove(a.label) }))
+	case actRename:
+		return tea.Batch(m.startOp(), m.simpleCmd(m.nextSeq(), "rename", a.label, a.newLabel, func(b Backend) error { return b.Rename(a.label, a.newLabel) }))
+	case actSetDefault:
+		return tea.Batch(m.startOp(), m.simpleCmd(m.nextSeq(), "default", a.label, "", func(b Backend) error { return b.SetDefault(a.label) }))
+	case actInspectKey:
+		return m.inspectKey(a.label)
+	case actInspectPaste:
+		return tea.Batch(m.goTo(screenInspector), m.inspector.startPaste())
+	case actInspectToken:
+		return m.loadInspector("pasted token", []token{{"Pasted token", a.raw}})
+	}
+	return nil
+}
+
+// openDetails shows a key's token details at once from its metadata and
+// fetches its token set.
+func (m *Model) openDetails(label string) tea.Cmd {
+	k, ok := m.findKey(label)
+	if !ok {
+		m.toast, m.toastOK = fmt.Sprintf("No key labelled %q.", auth.Sanitize(label)), false
+		return nil
+	}
+	m.current = label
+	if m.details.key.ID == k.ID && m.details.busy() {
+		return m.goTo(screenDetails) // its operation's answer is on the way
+	}
+	if m.details.key.ID != k.ID || m.details.tokens == nil {
+		m.details.open(k, nil)
+	}
+	m.opSeq = m.nextSeq()
+	return tea.Batch(m.goTo(screenDetails), m.startOp(), m.openCmd(m.opSeq, label))
+}
+
+// inspectKey opens the inspector on a key's access and refresh tokens.
+func (m *Model) inspectKey(label string) tea.Cmd {
+	if m.details.key.Label == label && m.details.tokens != nil {
+		return m.loadInspector("key "+label, keyTokens(m.details.tokens))
+	}
+	m.inspSeq = m.nextSeq()
+	return tea.Batch(m.startOp(), m.currentCmd(m.inspSeq, "inspect", label))
+}
+
+func keyTokens(t *auth.TokenSet) []token {
+	return []token{{"Access token", t.AccessToken}, {"Refresh token", t.RefreshToken}, {"ID token", t.IDToken}}
+}
+
+// loadInspector decodes toks into the inspector and starts the signature
+// checks.
+func (m *Model) loadInspector(source string, toks []token) tea.Cmd {
+	m.inspSeq = m.nextSeq()
+	verify := m.inspector.load(source, toks, m.c.now, m.inspSeq)
+	cmds := []tea.Cmd{m.goTo(screenInspector)}
+	for _, i := range verify {
+		cmds = append(cmds, m.startOp(), m.verifyCmd(m.inspSeq, i, m.inspector.tokens[i].raw))
+	}
+	return tea.Batch(cmds...)
+}
+
+func (m *Model) findKey(label string) (store.Key, bool) {
+	for _, k := range m.keys {
+		if k.Label == label {
+			return k, true
+		}
+	}
+	return store.Key{}, false
+}
+
+// startOp counts an operation in flight and starts the spinner if it is
+// not running.
+func (m *Model) startOp() tea.Cmd {
+	m.inflight++
+	if m.spinning {
+		return nil
+	}
+	m.spinning = true
+	return m.spinner.Tick
+}
+
+// endOp counts an operation done; the spinner stops at its next frame.
+func (m *Model) endOp() {
+	if m.inflight > 0 {
+		m.inflight--
+	}
+}
+
+func (m *Model) handleSpinner(msg tea.Msg) tea.Cmd {
+	if m.inflight == 0 {
+		m.spinning = false
+		return nil
+	}
+	var cmd tea.Cmd
+	m.spinner, cmd = m.spinner.Update(msg)
+	return cmd
+}

@@ -1,0 +1,36 @@
+package tui
+
+import (
+	"context"
+
+	"github.com/shipkey/shipkey/auth"
+	"github.com/shipkey/shipkey/store"
+)
+
+// Backend is the slice of *store.Store the TUI uses. Every call is made from
+// a tea.Cmd, never from Update or View. Tests pass a fake.
+type Backend interface {
+	Keys() ([]store.Key, error)
+	Resolve(label string) (store.Key, error)
+	Create(ctx context.Context, nk store.NewKey) (store.Key, error)
+	Login(ctx context.Context, label, password string) (store.Key, error)
+	Refresh(ctx context.Context, label string) (store.Key, error)
+	Current(label string) (*auth.TokenSet, error)
+	MarkUsed(label string) error
+	Logout(ctx context.Context, label string) error
+	Remove(label string) error
+	Rename(label, newLabel string) error
+	SetDefault(label string) error
+	Connections() []auth.Connection
+	Settings() store.Settings
+}
+
+// Verifier checks a token's signature; *auth.Client is one.
+type Verifier interface {
+	Verify(ctx context.Context, conns []auth.Connection, token string) auth.Verification
+}
+
+var (
+	_ Backend  = (*store.Store)(nil)
+	_ Verifier = (*auth.Client)(nil)
+)

@@ -1,0 +1,66 @@
+package tui
+
+import (
+	"crypto/sha256"
+	"fmt"
+	"time"
+
+	tea "charm.land/bubbletea/v2"
+	"github.com/shipkey/shipkey/auth"
+)
+
+// copyToken puts the key's access token (or the Authorization header) on the
+// clipboard: OSC 52 through the terminal and the native clipboard when there
+// is one. Copying counts as use (MarkUsed). When the settings say so, the
+// clipboard is cleared later, but only if shipkey copied nothing else since
+// and, for the native clipboard, only if it still holds what shipkey put there.
+func (m *Model) copyToken(label string, ts *auth.TokenSet, header bool) tea.Cmd {
+	if ts == nil || ts.AccessToken == "" {
+		m.toast, m.toastOK = "Nothing to copy: log in first.", false
+		return nil
+	}
+	if !ts.AccessValid(m.c.now) {
+		m.toast, m.toastOK = "The access token has expired: refresh it first (r).", false
+		return nil
+	}
+	text, what := ts.AccessToken, "access token"
+	if header {
+		text, what = "Authorization: "+ts.Header(), "Authorization header"
+	}
+	m.clipGen++
+	cmds := []tea.Cmd{tea.SetClipboard(text), m.markUsedCmd(label)}
+	if w := m.cfg.clipWrite; w != nil {
+		cmds = append(cmds, func() tea.Msg { _ = w(text); return nil })
+	}
+	clear := m.settings.ClipboardClear
+	note := "the clipboard is not cleared (clipboard_clear = 0)"
+	if clear > 0 {
+		gen := m.clipGen
+		cmds = append(cmds, m.cfg.after(clear, func(time.Time) tea.Msg { return clipClearMsg{gen: gen} }))
+		note = fmt.Sprintf("the clipboard will be cleared in %s", clear.Round(time.Second))
+	}
+	m.toast, m.toastOK = fmt.Sprintf("Copied the %s of %q; %s.", what, auth.Sanitize(label), note), true
+	sum := sha256.Sum256([]byte(text))
+	m.clipSum = sum
+	return tea.Batch(cmds...)
+}
+
+// handleClipClear empties the clipboard if what shipkey copied is still the
+// latest thing it copied; the native clipboard only if it still holds it.
+func (m *Model) handleClipClear(msg clipClearMsg) tea.Cmd {
+	if msg.gen != m.clipGen {
+		return nil
+	}
+	sum := m.clipSum
+	m.clipSum = [32]byte{}
+	cmds := []tea.Cmd{tea.SetClipboard("")}
+	if w, r := m.cfg.clipWrite, m.cfg.clipRead; w != nil && r != nil {
+		cmds = append(cmds, func() tea.Msg {
+			if cur, err := r(); err == nil && sha256.Sum256([]byte(cur)) == sum {
+				_ = w("")
+			}
+			return nil
+		})
+	}
+	return tea.Batch(cmds...)
+}

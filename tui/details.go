@@ -1,0 +1,414 @@
+package tui
+
+import (
+	"errors"
+	"fmt"
+	"image/color"
+	"strings"
+	"time"
+
+	"charm.land/bubbles/v2/key"
+	"charm.land/bubbles/v2/progress"
+	"charm.land/bubbles/v2/textinput"
+	tea "charm.land/bubbletea/v2"
+	"github.com/shipkey/shipkey/auth"
+	"github.com/shipkey/shipkey/store"
+)
+
+// detailsState is the token details flow.
+type detailsState int
+
+const (
+	detailsIdle       detailsState = iota
+	detailsRefreshing              // a refresh is in flight
+	detailsPassword                // asking the password to log in again
+	detailsLoggingIn               // a login is in flight
+	detailsLoggingOut              // a logout is in flight
+)
+
+// RefreshAhead is how long before the access token's expiry auto-refresh
+// fires (at most half the token's lifetime).
+const RefreshAhead = time.Minute
+
+// details shows one key's token response with live countdowns.
+type details struct {
+	c             *common
+	width, height int
+	key           store.Key
+	tokens        *auth.TokenSet // with secrets; nil when the key has none
+	state         detailsState
+	reveal        bool
+	auto          bool
+	ended         bool      // the session is known to have ended: only a login helps
+	autoFailedFor time.Time // the expiry an automatic refresh already failed for
+	errMsg        string
+	password      textinput.Model
+	spinner       func() string
+}
+
+func newDetails(c *common, spinner func() string) *details {
+	d := &details{c: c, spinner: spinner}
+	d.password = c.styles.newTextInput("")
+	d.password.EchoMode = textinput.EchoPassword
+	d.password.EchoCharacter = '•'
+	d.password.Placeholder = "password"
+	return d
+}
+
+func (d *details) restyle() { d.password.SetStyles(d.c.styles.TextInput) }
+
+// open shows k with tokens; a different key resets the view.
+func (d *details) open(k store.Key, tokens *auth.TokenSet) {
+	if k.Label != d.key.Label || k.ID != d.key.ID {
+		d.reveal = false
+		d.autoFailedFor = time.Time{}
+	}
+	d.key, d.tokens = k, tokens
+	d.state = detailsIdle
+	d.ended = k.LoggedOut || k.StatusAt(d.c.now) == store.StatusLoginNeeded
+	d.errMsg = ""
+	d.password.Blur()
+	d.password.SetValue("")
+}
+
+func (d *details) SetSize(width, height int) {
+	d.width, d.height = width, height
+	d.password.SetWidth(min(40, max(10, width-24)))
+}
+
+func (d *details) Capturing() bool { return d.state == detailsPassword }
+
+// busy reports whether an operation on the key is in flight.
+func (d *details) busy() bool {
+	return d.state == detailsRefreshing || d.state == detailsLoggingIn || d.state == detailsLoggingOut
+}
+
+// token returns what the screen shows: the full set, else the metadata.
+func (d *details) token() *auth.TokenSet {
+	if d.tokens != nil {
+		return d.tokens
+	}
+	t := d.key.Token
+	return &t
+}
+
+func (d *details) Update(msg tea.Msg) (action, tea.Cmd) {
+	k, ok := msg.(tea.KeyPressMsg)
+	if !ok {
+		if d.state == detailsPassword {
+			var cmd tea.Cmd
+			d.password, cmd = d.password.Update(msg)
+			return nil, cmd
+		}
+		return nil, nil
+	}
+	km := d.c.keys
+	if d.state == detailsPassword {
+		switch {
+		case key.Matches(k, km.Back):
+			d.state = detailsIdle
+			d.password.Blur()
+			d.password.SetValue("")
+			return nil, nil
+		case key.Matches(k, km.Enter):
+			pw := d.password.Value()
+			if pw == "" {
+				d.errMsg = "the password is required"
+				return nil, nil
+			}
+			d.password.SetValue("")
+			d.password.Blur()
+			d.state = detailsLoggingIn
+			d.errMsg = ""
+			return actLogin{label: d.key.Label, password: pw}, nil
+		}
+		var cmd tea.Cmd
+		d.password, cmd = d.password.Update(msg)
+		return nil, cmd
+	}
+	label := d.key.Label
+	switch {
+	case key.Matches(k, km.Back):
+		return actBack{}, nil
+	case key.Matches(k, km.Reveal):
+		d.reveal = !d.reveal
+	case key.Matches(k, km.AutoRefresh):
+		d.auto = !d.auto
+		d.autoFailedFor = time.Time{}
+	case key.Matches(k, km.Inspect):
+		return actInspectKey{label: label}, nil
+	case key.Matches(k, km.Copy), key.Matches(k, km.CopyHeader):
+		if d.tokens == nil || d.tokens.AccessToken == "" {
+			d.errMsg = "no token to copy: log in first (l)"
+			return nil, nil
+		}
+		return actCopy{label: label, header: key.Matches(k, km.CopyHeader), tokens: d.tokens}, nil
+	case d.busy():
+		return nil, nil
+	case key.Matches(k, km.Refresh):
+		if d.tokens == nil || d.tokens.RefreshToken == "" || d.ended {
+			d.errMsg = "nothing to refresh: log in again (l)"
+			return nil, nil
+		}
+		d.state, d.errMsg = detailsRefreshing, ""
+		return actRefresh{label: label}, nil
+	case key.Matches(k, km.Login):
+		if k.String() == "enter" && !d.ended && d.tokens != nil {
+			return nil, nil // enter logs in again only once the session has ended
+		}
+		d.errMsg = ""
+		if d.key.RememberPassword {
+			d.state = detailsLoggingIn
+			return actLogin{label: label}, nil
+		}
+		d.state = detailsPassword
+		return nil, d.password.Focus()
+	case key.Matches(k, km.Logout):
+		if d.tokens == nil && d.key.LoggedOut {
+			return nil, nil
+		}
+		d.state, d.errMsg = detailsLoggingOut, ""
+		return actLogout{label: label}, nil
+	}
+	return nil, nil
+}
+
+// wantsAutoRefresh reports whether refresh-ahead should fire now.
+func (d *details) wantsAutoRefresh(now time.Time) bool {
+	t := d.tokens
+	if !d.auto || d.state != detailsIdle || d.ended || t == nil || t.RefreshToken == "" || !t.RefreshValid(now) {
+		return false
+	}
+	exp := t.AccessExpiry()
+	if exp.IsZero() || exp.Equal(d.autoFailedFor) {
+		return false
+	}
+	ahead := RefreshAhead
+	if life := exp.Sub(t.ObtainedAt); life > 0 && life/2 < ahead {
+		ahead = life / 2
+	}
+	return !now.Add(ahead).Before(exp)
+}
+
+// startAutoRefresh marks the screen as refreshing on its own.
+func (d *details) startAutoRefresh() action {
+	d.state = detailsRefreshing
+	return actRefresh{label: d.key.Label, auto: true}
+}
+
+// result applies the answer of a login, refresh or open for this key.
+func (d *details) result(msg keyTokensMsg) {
+	if msg.err == nil {
+		d.open(msg.key, msg.tokens)
+		return
+	}
+	d.state = detailsIdle
+	switch {
+	case auth.IsLoginRequired(msg.err), errors.Is(msg.err, store.ErrLoginNeeded):
+		d.ended = true
+		d.errMsg = "session ended — log in again (l)"
+	default:
+		d.errMsg = auth.Sanitize(msg.op + " failed: " + msg.err.Error())
+	}
+	if msg.auto && d.tokens != nil {
+		d.autoFailedFor = d.tokens.AccessExpiry()
+	}
+}
+
+// loggedOut applies the answer of a logout.
+func (d *details) loggedOut(err error) {
+	d.state = detailsIdle
+	d.tokens = nil
+	d.key.LoggedOut = true
+	d.ended = true
+	d.reveal = false
+	if err != nil {
+		d.errMsg = "logged out here; the server refused: " + auth.Sanitize(err.Error())
+	}
+}
+
+// status says where the token stands, in words.
+func (d *details) status(now time.Time) (string, bool) {
+	t := d.token()
+	switch {
+	case d.state == detailsRefreshing:
+		return d.spinner() + " refreshing…", true
+	case d.state == detailsLoggingIn:
+		return d.spinner() + " logging in…", true
+	case d.state == detailsLoggingOut:
+		return d.spinner() + " logging out…", true
+	case d.key.LoggedOut || t.ObtainedAt.IsZero():
+		return "logged out — press l to log in", false
+	case t.AccessValid(now) && !d.ended:
+		return "valid", true
+	case t.AccessValid(now):
+		return "valid, but the session ended — log in again", false
+	case d.ended || !refreshAlive(t, d.tokens != nil, now):
+		return "expired — session ended — log in again", false
+	default:
+		return "expired — refresh with r", false
+	}
+}
+
+func (d *details) View() string {
+	s := d.c.styles
+	now := d.c.now
+	t := d.token()
+	const nameW = 20
+	var b strings.Builder
+	line := func(str string) { b.WriteString("  " + str + "\n") }
+
+	line(s.Value.Render(auth.Sanitize(d.key.Label)) + s.Subtle.Render("  "+auth.Sanitize(d.key.Username)+" @ "+auth.Sanitize(d.key.Conn.RealmURL())+"  ·  client "+auth.Sanitize(d.key.Conn.ClientID)))
+	b.WriteString("\n")
+
+	access := d.key.Masked
+	if d.tokens != nil {
+		access = auth.Mask(d.tokens.AccessToken)
+	}
+	switch {
+	case access == "":
+		line(s.row("Access token", nameW, s.Subtle.Render("none")))
+	case d.reveal && d.tokens != nil:
+		w := max(20, d.width-nameW-4)
+		parts := hardWrap(auth.Sanitize(d.tokens.AccessToken), w)
+		line(s.row("Access token", nameW, s.Secret.Render(parts[0])))
+		for _, p := range parts[1:] {
+			line(strings.Repeat(" ", nameW) + s.Secret.Render(p))
+		}
+		line(strings.Repeat(" ", nameW) + s.Subtle.Render("(v hides)"))
+	default:
+		line(s.row("Access token", nameW, s.Secret.Render(access)+s.Subtle.Render("  (v reveals)")))
+	}
+	tokType := t.TokenType
+	if tokType == "" {
+		tokType = "—"
+	}
+	line(s.row("Token type", nameW, s.Value.Render(auth.Sanitize(tokType))))
+	line(s.row("Scope", nameW, s.Value.Render(orDash(auth.Sanitize(t.Scope)))))
+	line(s.row("Session state", nameW, s.Value.Render(orDash(auth.Sanitize(t.SessionState)))))
+	nbp := fmt.Sprint(t.NotBeforePolicy)
+	if t.NotBeforePolicy > 0 {
+		nbp += " (" + stamp(time.Unix(t.NotBeforePolicy, 0)) + ")"
+	}
+	line(s.row("Not-before policy", nameW, s.Value.Render(nbp)))
+	obtained := stamp(t.ObtainedAt)
+	if !t.ObtainedAt.IsZero() {
+		obtained += s.Subtle.Render("  (" + auth.Until(t.ObtainedAt, now) + ")")
+	}
+	line(s.row("Obtained at", nameW, s.Value.Render(obtained)))
+	b.WriteString("\n")
+
+	line(d.expiryRow("Access expires", t.AccessExpiry(), time.Duration(t.ExpiresIn)*time.Second, "no stated expiry"))
+	refreshNone := "no stated expiry"
+	if t.RefreshToken == "" && d.tokens != nil {
+		refreshNone = "no refresh token"
+	}
+	line(d.expiryRow("Refresh expires", t.RefreshExpiresAt, time.Duration(t.RefreshExpiresIn)*time.Second, refreshNone))
+	if skew, bad := t.Skew(); bad {
+		line(s.Warn.Render(fmt.Sprintf("⚠ clock skew: the JWT's exp is %s off expires_in; check this machine's clock", skew.Round(time.Second))))
+	}
+	b.WriteString("\n")
+
+	st, good := d.status(now)
+	stStyle := s.OK
+	if !good {
+		stStyle = s.Warn
+	}
+	autoText := "auto-refresh off"
+	if d.auto {
+		autoText = "auto-refresh on"
+	}
+	line(s.row("State", nameW, stStyle.Render(st)+s.Subtle.Render("  ·  "+autoText)))
+	if d.state == detailsPassword {
+		line(s.row("Password", nameW, d.password.View()))
+		line(strings.Repeat(" ", nameW) + s.Subtle.Render("enter logs in · esc cancels"))
+	}
+	if d.errMsg != "" {
+		line(s.Error.Render("✗ " + d.errMsg))
+	}
+	return fitBlock(b.String(), d.width, d.height)
+}
+
+// expiryRow renders one expiry with its live countdown and, from 60 columns
+// up, a progress bar of the lifetime left.
+func (d *details) expiryRow(name string, exp time.Time, life time.Duration, none string) string {
+	s := d.c.styles
+	now := d.c.now
+	if exp.IsZero() {
+		return s.row(name, 20, s.Subtle.Render(none))
+	}
+	left := exp.Sub(now)
+	cd := auth.Countdown(left)
+	cdStyle := s.OK
+	frac := 0.0
+	if life <= 0 {
+		life = exp.Sub(d.token().ObtainedAt)
+	}
+	if life > 0 {
+		frac = min(1, max(0, float64(left)/float64(life)))
+	}
+	switch {
+	case left <= 0:
+		cdStyle = s.Error
+	case frac < 0.2:
+		cdStyle = s.Warn
+	}
+	if left > 0 {
+		cd = "in " + cd
+	}
+	text := s.Value.Render(stamp(exp)) + "  " + cdStyle.Render(fmt.Sprintf("%-15s", cd))
+	out := s.row(name, 20, text)
+	// Indent, name, stamp, gap, countdown, gap: 2+20+23+2+15+2 = 64 columns.
+	if d.width >= 60 {
+		if barW := min(30, d.width-64); barW >= 6 {
+			out += "  " + d.bar(frac, barW)
+		}
+	}
+	return out
+}
+
+// bar renders a bubbles progress bar whose colour follows the time left.
+func (d *details) bar(frac float64, width int) string {
+	s := d.c.styles
+	opts := []progress.Option{progress.WithoutPercentage(), progress.WithWidth(width), progress.WithFillCharacters('█', '░')}
+	if col := s.barColor(frac); col != nil {
+		opts = append(opts, progress.WithColorFunc(func(total, _ float64) color.Color { return s.barColor(total) }))
+	}
+	p := progress.New(opts...)
+	if s.barColor(frac) == nil {
+		p.FullColor, p.EmptyColor = nil, nil
+	}
+	return p.ViewAs(frac)
+}
+
+// refreshAlive reports whether the refresh token may still be redeemed, as
+// far as the client can tell; withSecrets says t carries the token itself.
+func refreshAlive(t *auth.TokenSet, withSecrets bool, now time.Time) bool {
+	if withSecrets {
+		return t.RefreshValid(now)
+	}
+	return t.RefreshExpiresAt.IsZero() || now.Add(auth.ExpiryMargin).Before(t.RefreshExpiresAt)
+}
+
+func orDash(s string) string {
+	if s == "" {
+		return "—"
+	}
+	return s
+}
+
+func (d *details) ShortHelp() []key.Binding {
+	k := d.c.keys
+	if d.state == detailsPassword {
+		return []key.Binding{k.Enter, k.Back, k.ForceQuit}
+	}
+	if d.ended || d.tokens == nil {
+		return []key.Binding{k.Login, k.Inspect, k.Back, k.Help, k.Quit}
+	}
+	return []key.Binding{k.Copy, k.CopyHeader, k.Reveal, k.Refresh, k.AutoRefresh, k.Inspect, k.Logout, k.Back, k.Help}
+}
+
+func (d *details) FullHelp() [][]key.Binding {
+	k := d.c.keys
+	return [][]key.Binding{{k.Copy, k.CopyHeader, k.Reveal}, {k.Refresh, k.AutoRefresh, k.Login, k.Logout}, {k.Inspect, k.Back}}
+}

@@ -1,0 +1,337 @@
+package tui
+
+import (
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/charmbracelet/x/exp/golden"
+	"github.com/shipkey/shipkey/auth"
+	"github.com/shipkey/shipkey/store"
+)
+
+// openDemoDetails returns a harness showing the token details of "demo".
+func openDemoDetails(t *testing.T, setup func(*fakeStore)) *harness {
+	t.Helper()
+	h := newHarness(t, func(f *fakeStore) {
+		f.add("demo", "demo", time.Time{})
+		if setup != nil {
+			setup(f)
+		}
+	})
+	h.press("1")
+	if h.m.active != screenDetails || h.m.details.tokens == nil {
+		t.Fatalf("active %v, tokens %v", h.m.active, h.m.details.tokens != nil)
+	}
+	return h
+}
+
+func TestDetailsShowsEveryField(t *testing.T) {
+	h := openDemoDetails(t, nil)
+	h.mustShow("Access token", auth.Mask(h.m.details.tokens.AccessToken), "Token type", "Bearer",
+		"Scope", "email profile", "Session state", "5f3c-session", "Not-before policy", "Obtained at", "2026-11-21 12:00:00 UTC",
+		"Access expires", "2026-11-21 12:05:00 UTC", "in 5:00", "Refresh expires", "2026-11-21 12:30:00 UTC", "in 30:00",
+		"valid", "auto-refresh on", "█")
+	h.mustNotShow(h.m.details.tokens.AccessToken)
+	golden.RequireEqual(t, []byte(h.view()))
+}
+
+func TestDetailsCountdownMovesWithTheTick(t *testing.T) {
+	h := openDemoDetails(t, nil)
+	h.mustShow("in 5:00", "in 30:00")
+	h.clock.Advance(time.Second)
+	if n := fire[tickMsg](h); n != 1 {
+		t.Fatalf("%d ticks pending, want exactly one", n)
+	}
+	h.mustShow("in 4:59", "in 29:59")
+	// The next tick is scheduled, and only one.
+	if n := fire[tickMsg](h); n != 1 {
+		t.Fatalf("%d ticks pending after a tick, want one", n)
+	}
+}
+
+func TestTickStopsOffCountdownScreens(t *testing.T) {
+	h := openDemoDetails(t, nil)
+	h.press("i") // the inspector has no countdowns
+	if n := fire[tickMsg](h); n != 1 {
+		t.Fatalf("%d ticks pending", n)
+	}
+	if n := fire[tickMsg](h); n != 0 || h.m.ticking {
+		t.Fatalf("the tick kept running on the inspector (%d pending)", n)
+	}
+	h.press("esc")
+	if n := fire[tickMsg](h); n != 1 {
+		t.Fatalf("back on details: %d ticks pending, want one", n)
+	}
+}
+
+func TestDetailsProgressBarsDropBelow60Columns(t *testing.T) {
+	h := openDemoDetails(t, nil)
+	h.send(windowSize(50, 20))
+	v := h.view()
+	if strings.Contains(v, "█") || strings.Contains(v, "░") {
+		t.Fatalf("progress bars at 50 columns:\n%s", v)
+	}
+	for _, l := range strings.Split(v, "\n") {
+		if w := len([]rune(l)); w > 50 {
+			t.Fatalf("line wider than 50: %q", l)
+		}
+	}
+	if n := strings.Count(v, "\n") + 1; n != 20 {
+		t.Fatalf("%d lines, want 20", n)
+	}
+}
+
+func TestDetailsRevealToggle(t *testing.T) {
+	h := openDemoDetails(t, nil)
+	tok := h.m.details.tokens.AccessToken
+	h.press("v")
+	if !strings.Contains(strings.ReplaceAll(flatten(h.view()), " ", ""), tok) {
+		t.Fatalf("revealed view lacks the token:\n%s", h.view())
+	}
+	h.press("v")
+	h.mustNotShow(tok[:40])
+}
+
+// flatten joins the lines of the token as wrapped by the details view.
+func flatten(v string) string {
+	var b strings.Builder
+	for _, l := range strings.Split(v, "\n") {
+		b.WriteString(strings.TrimSpace(strings.TrimPrefix(strings.TrimSpace(l), "Access token")))
+	}
+	return b.String()
+}
+
+func TestDetailsCopyTokenAndHeader(t *testing.T) {
+	h := openDemoDetails(t, nil)
+	tok := h.m.details.tokens.AccessToken
+	h.press("c")
+	if len(h.clipboard) != 1 || h.clipboard[0] != tok {
+		t.Fatalf("OSC 52 writes = %d, want the token", len(h.clipboard))
+	}
+	if len(h.native) != 1 || h.native[0] != tok {
+		t.Fatal("the native clipboard did not get the token")
+	}
+	if !contains(h.st.Calls(), "markused demo") {
+		t.Fatalf("copy did not mark the key used: %v", h.st.Calls())
+	}
+	h.mustShow("Copied the access token", "cleared in 30s")
+	h.press("C")
+	if got := h.clipboard[len(h.clipboard)-1]; got != "Authorization: Bearer "+tok {
+		t.Fatal("C did not copy the Authorization header")
+	}
+	// Two clear timers: the first is stale (something newer was copied).
+	if n := fire[clipClearMsg](h); n != 2 {
+		t.Fatalf("%d clear timers, want 2", n)
+	}
+	if got := h.clipboard[len(h.clipboard)-1]; got != "" || len(h.clipboard) != 3 {
+		t.Fatalf("clipboard writes %d, last %q: want one clear", len(h.clipboard), got)
+	}
+	if h.nativeCur != "" {
+		t.Fatal("the native clipboard still holds the header")
+	}
+}
+
+func TestClipboardClearLeavesOthersCopy(t *testing.T) {
+	h := openDemoDetails(t, nil)
+	h.press("c")
+	h.nativeCur = "something the user copied since"
+	fire[clipClearMsg](h)
+	if h.nativeCur != "something the user copied since" {
+		t.Fatal("shipkey cleared a clipboard that no longer held its token")
+	}
+}
+
+func TestClipboardNeverClearedWhenSettingIsZero(t *testing.T) {
+	h := openDemoDetails(t, func(f *fakeStore) { f.settings.ClipboardClear = 0 })
+	h.press("c")
+	if n := fire[clipClearMsg](h); n != 0 {
+		t.Fatalf("%d clear timers with clipboard_clear = 0", n)
+	}
+	h.mustShow("not cleared")
+}
+
+func TestDetailsRefreshNow(t *testing.T) {
+	h := openDemoDetails(t, nil)
+	old := h.m.details.tokens.AccessToken
+	h.clock.Advance(time.Minute)
+	h.press("r")
+	if !contains(h.st.Calls(), "refresh demo") {
+		t.Fatalf("r did not refresh: %v", h.st.Calls())
+	}
+	if h.m.details.tokens.AccessToken == old || h.m.details.state != detailsIdle {
+		t.Fatal("the refreshed token set is not shown")
+	}
+	h.mustShow("2026-11-21 12:06:00 UTC", "in 5:00")
+}
+
+func TestDetailsRefreshingState(t *testing.T) {
+	h := openDemoDetails(t, nil)
+	act, _ := h.m.details.Update(keyMsg("r"))
+	if a, ok := act.(actRefresh); !ok || a.label != "demo" || a.auto {
+		t.Fatalf("r returned %#v", act)
+	}
+	h.mustShow("refreshing…")
+	// A stale answer (an older request) is dropped.
+	h.send(keyTokensMsg{seq: h.m.opSeq - 1, op: "refresh", label: "demo", err: &auth.Error{Kind: auth.KindLoginRequired}})
+	if h.m.details.ended || h.m.details.state != detailsRefreshing {
+		t.Fatal("a stale refresh result was applied")
+	}
+}
+
+func TestAutoRefreshAheadOfExpiry(t *testing.T) {
+	h := openDemoDetails(t, nil)
+	h.clock.Advance(3*time.Minute + 59*time.Second)
+	fire[tickMsg](h)
+	if contains(h.st.Calls(), "refresh demo") {
+		t.Fatal("refreshed more than a minute ahead")
+	}
+	h.clock.Advance(time.Second)
+	fire[tickMsg](h)
+	if !contains(h.st.Calls(), "refresh demo") {
+		t.Fatalf("no refresh a minute before expiry: %v", h.st.Calls())
+	}
+	h.mustShow("in 5:00")
+}
+
+func TestAutoRefreshToggle(t *testing.T) {
+	h := openDemoDetails(t, nil)
+	h.press("a")
+	h.mustShow("auto-refresh off")
+	h.clock.Advance(4*time.Minute + 30*time.Second)
+	fire[tickMsg](h)
+	if contains(h.st.Calls(), "refresh demo") {
+		t.Fatal("auto-refresh fired while off")
+	}
+	h.press("a")
+	fire[tickMsg](h)
+	if !contains(h.st.Calls(), "refresh demo") {
+		t.Fatal("auto-refresh did not fire once on again")
+	}
+}
+
+func TestAutoRefreshOffBySettings(t *testing.T) {
+	h := openDemoDetails(t, func(f *fakeStore) { f.settings.AutoRefresh = false })
+	h.mustShow("auto-refresh off")
+}
+
+func TestAutoRefreshFailureDoesNotLoop(t *testing.T) {
+	h := openDemoDetails(t, func(f *fakeStore) {
+		f.refreshErr = &auth.Error{Kind: auth.KindServer, Op: "refresh", Msg: "server error"}
+	})
+	h.clock.Advance(4*time.Minute + 30*time.Second)
+	for range 3 {
+		fire[tickMsg](h)
+		h.clock.Advance(time.Second)
+	}
+	n := 0
+	for _, c := range h.st.Calls() {
+		if c == "refresh demo" {
+			n++
+		}
+	}
+	if n != 1 {
+		t.Fatalf("%d automatic refreshes after a failure, want 1", n)
+	}
+	h.mustShow("refresh failed")
+}
+
+func TestSessionEndedThenLoginAgain(t *testing.T) {
+	h := openDemoDetails(t, func(f *fakeStore) {
+		f.refreshErr = &auth.Error{Kind: auth.KindLoginRequired, Op: "refresh", Code: "invalid_grant", Description: "Session not active", Msg: "the session ended"}
+	})
+	h.press("r")
+	h.mustShow("session ended — log in again")
+	h.press("l")
+	if h.m.details.state != detailsPassword || !h.m.details.Capturing() {
+		t.Fatal("l did not ask the password (it is not remembered)")
+	}
+	h.typeText(testPassword)
+	h.mustNotShow(testPassword)
+	h.press("enter")
+	if !contains(h.st.Calls(), "login demo") {
+		t.Fatalf("no login: %v", h.st.Calls())
+	}
+	if h.m.details.ended || h.m.details.state != detailsIdle {
+		t.Fatal("still ended after a successful login")
+	}
+	h.mustShow("valid")
+	h.mustNotShow(testPassword)
+}
+
+func TestLoginWithRememberedPassword(t *testing.T) {
+	h := openDemoDetails(t, func(f *fakeStore) {
+		k := f.keys["demo"]
+		k.RememberPassword = true
+		k.LoggedOut = true
+		f.keys["demo"] = k
+	})
+	h.press("enter")
+	if !contains(h.st.Calls(), "login demo") {
+		t.Fatalf("enter did not log in with the remembered password: %v", h.st.Calls())
+	}
+}
+
+func TestExpiredStates(t *testing.T) {
+	h := openDemoDetails(t, func(f *fakeStore) { f.refreshErr = store.ErrLoginNeeded })
+	h.press("a") // keep auto-refresh out of the way
+	h.clock.Advance(6 * time.Minute)
+	fire[tickMsg](h)
+	h.mustShow("expired — refresh with r", "Access expires", "expired")
+	h.clock.Advance(30 * time.Minute)
+	fire[tickMsg](h)
+	h.mustShow("session ended — log in again")
+	h.press("c")
+	if len(h.clipboard) != 0 {
+		t.Fatal("an expired token was copied")
+	}
+}
+
+func TestNoStatedRefreshExpiryAndSkew(t *testing.T) {
+	h := openDemoDetails(t, func(f *fakeStore) {
+		ts := f.tokens["demo"]
+		ts.RefreshExpiresAt, ts.RefreshExpiresIn = time.Time{}, 0
+		ts.JWTExpiresAt = ts.AccessExpiresAt.Add(10 * time.Minute)
+	})
+	h.mustShow("no stated expiry", "clock skew: the JWT's exp is 10m0s off expires_in")
+}
+
+func TestLogout(t *testing.T) {
+	h := openDemoDetails(t, nil)
+	h.press("L")
+	if !contains(h.st.Calls(), "logout demo") {
+		t.Fatalf("L did not log out: %v", h.st.Calls())
+	}
+	if h.m.details.tokens != nil {
+		t.Fatal("tokens still shown after logout")
+	}
+	h.mustShow("logged out")
+}
+
+func contains(list []string, s string) bool {
+	for _, x := range list {
+		if x == s {
+			return true
+		}
+	}
+	return false
+}
+
+func TestReopenWhileRefreshingKeepsTheAnswer(t *testing.T) {
+	h := openDemoDetails(t, nil)
+	act, _ := h.m.details.Update(keyMsg("r"))
+	cmd := h.m.apply(act) // the refresh is in flight; its answer not delivered yet
+	h.press("2", "1")
+	h.run(cmd)
+	if h.m.details.state != detailsIdle || !contains(h.st.Calls(), "refresh demo") {
+		t.Fatalf("state %v after the refresh answered", h.m.details.state)
+	}
+}
+
+func TestEnterDoesNotLogInWhileValid(t *testing.T) {
+	h := openDemoDetails(t, nil)
+	h.press("enter")
+	if h.m.details.state != detailsIdle || contains(h.st.Calls(), "login demo") {
+		t.Fatal("enter started a login on a valid session")
+	}
+}

@@ -1,0 +1,464 @@
+package tui
+
+import (
+	"context"
+	"encoding/base64"
+	"encoding/json"
+	"fmt"
+	"reflect"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"charm.land/bubbles/v2/spinner"
+	tea "charm.land/bubbletea/v2"
+	"charm.land/lipgloss/v2"
+	"github.com/shipkey/shipkey/auth"
+	"github.com/shipkey/shipkey/store"
+)
+
+// t0 is the fixed clock of the model tests.
+var t0 = time.Date(2026, 11, 21, 12, 0, 0, 0, time.UTC)
+
+// clock is an injectable clock.
+type clock struct {
+	mu sync.Mutex
+	t  time.Time
+}
+
+func (c *clock) Now() time.Time { c.mu.Lock(); defer c.mu.Unlock(); return c.t }
+func (c *clock) Advance(d time.Duration) {
+	c.mu.Lock()
+	c.t = c.t.Add(d)
+	c.mu.Unlock()
+}
+
+// fakeJWT builds an unsigned-looking JWT with the given claims.
+func fakeJWT(header, claims map[string]any) string {
+	enc := func(v any) string {
+		b, _ := json.Marshal(v)
+		return base64.RawURLEncoding.EncodeToString(b)
+	}
+	return enc(header) + "." + enc(claims) + "." + base64.RawURLEncoding.EncodeToString([]byte("not-a-real-signature"))
+}
+
+// fakeTokens is a token set like the demo server's: 5 min access, 30 min
+// refresh.
+func fakeTokens(now time.Time, user string, n int) *auth.TokenSet {
+	access := fakeJWT(map[string]any{"alg": "RS256", "typ": "JWT", "kid": "key-1"}, map[string]any{
+		"exp": now.Add(5 * time.Minute).Unix(), "iat": now.Unix(), "jti": fmt.Sprintf("jti-%d", n),
+		"iss": "http://127.0.0.1:8080/auth/realms/master", "sub": "user-1", "typ": "Bearer", "azp": "shipping-api",
+		"preferred_username": user, "scope": "email profile",
+		"realm_access": map[string]any{"roles": []any{"offline_access", "uma_authorization"}},
+	})
+	refresh := fakeJWT(map[string]any{"alg": "HS512", "typ": "JWT"}, map[string]any{
+		"exp": now.Add(30 * time.Minute).Unix(), "iat": now.Unix(), "typ": "Refresh", "n": n,
+	})
+	return &auth.TokenSet{
+		AccessToken: access, TokenType: "Bearer", RefreshToken: refresh,
+		ExpiresIn: 300, RefreshExpiresIn: 1800, NotBeforePolicy: 0, SessionState: "5f3c-session", Scope: "email profile",
+		ObtainedAt: now, AccessExpiresAt: now.Add(5 * time.Minute), RefreshExpiresAt: now.Add(30 * time.Minute),
+		JWTExpiresAt: now.Add(5 * time.Minute),
+	}
+}
+
+// fakeStore is an in-memory Backend.
+type fakeStore struct {
+	mu       sync.Mutex
+	clock    *clock
+	keys     map[string]store.Key
+	tokens   map[string]*auth.TokenSet
+	def      string
+	settings store.Settings
+	n        int
+
+	createErr, refreshErr, loginErr, logoutErr error
+	calls                                      []string
+}
+
+var _ Backend = (*fakeStore)(nil)
+
+func newFakeStore(c *clock) *fakeStore {
+	return &fakeStore{clock: c, keys: map[string]store.Key{}, tokens: map[string]*auth.TokenSet{},
+		settings: store.Settings{ClipboardClear: 30 * time.Second, AutoRefresh: true}}
+}
+
+func (f *fakeStore) call(s string) { f.calls = append(f.calls, s) }
+
+func (f *fakeStore) Calls() []string {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return append([]string(nil), f.calls...)
+}
+
+// add puts a key with a fresh token set (obtained at the clock's now).
+func (f *fakeStore) add(label, user string, lastUsed time.Time) store.Key {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.addLocked(label, user, lastUsed)
+}
+
+func (f *fakeStore) addLocked(label, user string, lastUsed time.Time) store.Key {
+	f.n++
+	now := f.clock.Now()
+	ts := fakeTokens(now, user, f.n)
+	k := store.Key{
+		ID: fmt.Sprintf("id-%d", f.n), Label: label, Username: user,
+		Conn:      auth.Connection{AuthURL: "http://127.0.0.1:8080", Realm: "master", ClientID: "shipping-api"},
+		CreatedAt: now.Add(time.Duration(f.n) * time.Second), LastUsed: lastUsed,
+		Token: ts.Redacted(), Masked: auth.Mask(ts.AccessToken),
+	}
+	if len(f.keys) == 0 {
+		f.def = label
+	}
+	k.Default = f.def == label
+	f.keys[label] = k
+	f.tokens[label] = ts
+	return k
+}
+
+func (f *fakeStore) Keys() ([]store.Key, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	var out []store.Key
+	for _, k := range f.keys {
+		k.Default = k.Label == f.def
+		out = append(out, k)
+	}
+	sortKeys(out)
+	return out, nil
+}
+
+func sortKeys(ks []store.Key) {
+	for i := range ks {
+		for j := i + 1; j < len(ks); j++ {
+			if ks[j].Label < ks[i].Label {
+				ks[i], ks[j] = ks[j], ks[i]
+			}
+		}
+	}
+}
+
+func (f *fakeStore) Resolve(label string) (store.Key, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if label == "" {
+		label = f.def
+	}
+	k, ok := f.keys[label]
+	if !ok {
+		return store.Key{}, store.ErrNotFound
+	}
+	k.Default = k.Label == f.def
+	return k, nil
+}
+
+func (f *fakeStore) Create(_ context.Context, nk store.NewKey) (store.Key, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.call("create " + nk.Label)
+	if f.createErr != nil {
+		return store.Key{}, f.createErr
+	}
+	if _, ok := f.keys[nk.Label]; ok {
+		return store.Key{}, store.ErrLabelTaken
+	}
+	k := f.addLocked(nk.Label, nk.Username, time.Time{})
+	k.Conn = nk.Conn
+	f.keys[nk.Label] = k
+	return k, nil
+}
+
+func (f *fakeStore) renew(label string) (store.Key, error) {
+	k, ok := f.keys[label]
+	if !ok {
+		return store.Key{}, store.ErrNotFound
+	}
+	f.n++
+	ts := fakeTokens(f.clock.Now(), k.Username, f.n)
+	k.Token, k.Masked, k.LoggedOut = ts.Redacted(), auth.Mask(ts.AccessToken), false
+	f.keys[label] = k
+	f.tokens[label] = ts
+	return k, nil
+}
+
+func (f *fakeStore) Login(_ context.Context, label, password string) (store.Key, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.call("login " + label)
+	if f.loginErr != nil {
+		return store.Key{}, f.loginErr
+	}
+	return f.renew(label)
+}
+
+func (f *fakeStore) Refresh(_ context.Context, label string) (store.Key, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.call("refresh " + label)
+	if f.refreshErr != nil {
+		return store.Key{}, f.refreshErr
+	}
+	return f.renew(label)
+}
+
+func (f *fakeStore) Current(label string) (*auth.TokenSet, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	ts, ok := f.tokens[label]
+	if !ok {
+		return nil, store.ErrLoginNeeded
+	}
+	c := *ts
+	return &c, nil
+}
+
+func (f *fakeStore) MarkUsed(label string) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.call("markused " + label)
+	k := f.keys[label]
+	k.LastUsed = f.clock.Now()
+	f.keys[label] = k
+	return nil
+}
+
+func (f *fakeStore) Logout(_ context.Context, label string) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.call("logout " + label)
+	k := f.keys[label]
+	k.LoggedOut, k.Masked = true, ""
+	f.keys[label] = k
+	delete(f.tokens, label)
+	return f.logoutErr
+}
+
+func (f *fakeStore) Remove(label string) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.call("remove " + label)
+	delete(f.keys, label)
+	delete(f.tokens, label)
+	return nil
+}
+
+func (f *fakeStore) Rename(label, newLabel string) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.call("rename " + label + " " + newLabel)
+	if _, ok := f.keys[newLabel]; ok {
+		return store.ErrLabelTaken
+	}
+	k := f.keys[label]
+	delete(f.keys, label)
+	k.Label = newLabel
+	f.keys[newLabel] = k
+	f.tokens[newLabel] = f.tokens[label]
+	delete(f.tokens, label)
+	if f.def == label {
+		f.def = newLabel
+	}
+	return nil
+}
+
+func (f *fakeStore) SetDefault(label string) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.call("default " + label)
+	f.def = label
+	return nil
+}
+
+func (f *fakeStore) Connections() []auth.Connection {
+	return []auth.Connection{{AuthURL: "http://127.0.0.1:8080", Realm: "master", ClientID: "shipping-api"}}
+}
+
+func (f *fakeStore) Settings() store.Settings { return f.settings }
+
+// fakeVerifier answers every check with v.
+type fakeVerifier struct{ v auth.Verification }
+
+func (f fakeVerifier) Verify(context.Context, []auth.Connection, string) auth.Verification {
+	return f.v
+}
+
+// harness drives a model without a terminal: it delivers messages, runs the
+// commands they return (timers are recorded, not waited for; spinner frames
+// are dropped), and records what was sent to the clipboard.
+type harness struct {
+	t         *testing.T
+	m         *Model
+	st        *fakeStore
+	clock     *clock
+	timers    []tea.Msg // messages of the timers scheduled, in order
+	clipboard []string  // OSC 52 writes (tea.SetClipboard)
+	native    []string  // native clipboard writes
+	nativeCur string
+}
+
+func newHarness(t *testing.T, setup func(*fakeStore)) *harness {
+	t.Helper()
+	h := &harness{t: t, clock: &clock{t: t0}}
+	h.st = newFakeStore(h.clock)
+	if setup != nil {
+		setup(h.st)
+	}
+	cfg := config{
+		backend:  h.st,
+		verifier: fakeVerifier{auth.Verification{State: auth.SigVerified, KeyID: "key-1"}},
+		now:      h.clock.Now,
+		theme:    Theme{Plain: true},
+		clipWrite: func(s string) error {
+			h.native = append(h.native, s)
+			h.nativeCur = s
+			return nil
+		},
+		clipRead: func() (string, error) { return h.nativeCur, nil },
+		after: func(_ time.Duration, fn func(time.Time) tea.Msg) tea.Cmd {
+			return func() tea.Msg { return timerMsg{fn(h.clock.Now())} }
+		},
+	}
+	h.m = newModel(cfg)
+	h.send(tea.WindowSizeMsg{Width: 100, Height: 30})
+	h.run(h.m.Init())
+	return h
+}
+
+// timerMsg wraps the message of a timer so the harness can hold it back.
+type timerMsg struct{ msg tea.Msg }
+
+var setClipboardType = reflect.TypeOf(tea.SetClipboard("x")())
+
+// send delivers msg and runs what it returns.
+func (h *harness) send(msg tea.Msg) {
+	h.t.Helper()
+	_, cmd := h.m.Update(msg)
+	h.run(cmd)
+}
+
+// run executes cmd and delivers its messages, depth-first, bounded.
+func (h *harness) run(cmd tea.Cmd) {
+	h.t.Helper()
+	queue := []tea.Cmd{cmd}
+	for steps := 0; len(queue) > 0; steps++ {
+		if steps > 500 {
+			h.t.Fatal("too many commands: a loop?")
+		}
+		c := queue[0]
+		queue = queue[1:]
+		if c == nil {
+			continue
+		}
+		msg := c()
+		switch msg := msg.(type) {
+		case nil:
+		case tea.BatchMsg:
+			queue = append(queue, msg...)
+		case timerMsg:
+			h.timers = append(h.timers, msg.msg)
+		case spinner.TickMsg:
+			// frames are not delivered: the spinner stays at frame 0
+		default:
+			if reflect.TypeOf(msg) == setClipboardType {
+				h.clipboard = append(h.clipboard, reflect.ValueOf(msg).String())
+				continue
+			}
+			if reflect.TypeOf(msg).PkgPath() != reflect.TypeOf(keysLoadedMsg{}).PkgPath() {
+				continue // terminal requests (background colour, …)
+			}
+			_, next := h.m.Update(msg)
+			queue = append(queue, next)
+		}
+	}
+}
+
+// fire delivers the pending timers of type T and forgets them.
+func fire[T tea.Msg](h *harness) int {
+	h.t.Helper()
+	var keep, due []tea.Msg
+	for _, m := range h.timers {
+		if _, ok := m.(T); ok {
+			due = append(due, m)
+		} else {
+			keep = append(keep, m)
+		}
+	}
+	h.timers = keep
+	for _, m := range due {
+		h.send(m)
+	}
+	return len(due)
+}
+
+// press sends keys: "enter", "esc", "tab", "ctrl+c", or a single printable
+// character.
+func (h *harness) press(keys ...string) {
+	h.t.Helper()
+	for _, k := range keys {
+		h.send(keyMsg(k))
+	}
+}
+
+// typeText types s character by character.
+func (h *harness) typeText(s string) {
+	h.t.Helper()
+	for _, r := range s {
+		h.send(tea.KeyPressMsg{Code: r, Text: string(r)})
+	}
+}
+
+func keyMsg(k string) tea.KeyPressMsg {
+	switch k {
+	case "enter":
+		return tea.KeyPressMsg{Code: tea.KeyEnter}
+	case "esc":
+		return tea.KeyPressMsg{Code: tea.KeyEscape}
+	case "tab":
+		return tea.KeyPressMsg{Code: tea.KeyTab}
+	case "shift+tab":
+		return tea.KeyPressMsg{Code: tea.KeyTab, Mod: tea.ModShift}
+	case "up":
+		return tea.KeyPressMsg{Code: tea.KeyUp}
+	case "down":
+		return tea.KeyPressMsg{Code: tea.KeyDown}
+	case "backspace":
+		return tea.KeyPressMsg{Code: tea.KeyBackspace}
+	case "ctrl+c":
+		return tea.KeyPressMsg{Code: 'c', Mod: tea.ModCtrl}
+	case "ctrl+s":
+		return tea.KeyPressMsg{Code: 's', Mod: tea.ModCtrl}
+	case "ctrl+u":
+		return tea.KeyPressMsg{Code: 'u', Mod: tea.ModCtrl}
+	}
+	r := []rune(k)
+	return tea.KeyPressMsg{Code: r[0], Text: k}
+}
+
+// view is the rendered screen.
+func (h *harness) view() string { return h.m.View().Content }
+
+func (h *harness) mustShow(subs ...string) {
+	h.t.Helper()
+	v := h.view()
+	for _, s := range subs {
+		if !strings.Contains(v, s) {
+			h.t.Fatalf("view lacks %q:\n%s", s, v)
+		}
+	}
+}
+
+func (h *harness) mustNotShow(subs ...string) {
+	h.t.Helper()
+	v := h.view()
+	for _, s := range subs {
+		if strings.Contains(v, s) {
+			h.t.Fatalf("view shows %q:\n%s", s, v)
+		}
+	}
+}
+
+func windowSize(w, h int) tea.WindowSizeMsg { return tea.WindowSizeMsg{Width: w, Height: h} }
+
+func lipglossWidth(s string) int { return lipgloss.Width(s) }

@@ -1,0 +1,194 @@
+package tui
+
+import (
+	"errors"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/charmbracelet/x/exp/golden"
+	"github.com/shipkey/shipkey/auth"
+	"github.com/shipkey/shipkey/store"
+)
+
+const (
+	testSecret   = "s3cr3t-client-value"
+	testPassword = "hunter2-very-secret"
+)
+
+var demoPrefill = Prefill{
+	AuthURL: "http://127.0.0.1:8080", Realm: "master", ClientID: "shipping-api",
+	ClientSecret: testSecret, Username: "demo", Password: testPassword, Label: "demo", Scope: "email profile",
+}
+
+// newFormHarness opens Get API Key on a store without keys.
+func newFormHarness(t *testing.T, p Prefill, setup func(*fakeStore)) *harness {
+	t.Helper()
+	h := &harness{}
+	hh := newHarness(t, setup)
+	*h = *hh
+	h.m.cfg.prefill = p
+	h.press("esc")
+	h.press("n")
+	if h.m.active != screenForm {
+		t.Fatalf("active = %v, want the form", h.m.active)
+	}
+	return h
+}
+
+func TestFormValidationBeforeSending(t *testing.T) {
+	h := newFormHarness(t, Prefill{}, nil)
+	h.press("ctrl+s")
+	if h.m.form.state != formEditing {
+		t.Fatalf("state = %v, want editing", h.m.form.state)
+	}
+	if len(h.st.Calls()) != 0 {
+		t.Fatalf("something was sent: %v", h.st.Calls())
+	}
+	for _, f := range []int{fieldAuthURL, fieldClientID, fieldClientSecret, fieldUsername, fieldPassword, fieldLabel} {
+		if h.m.form.errs[f] != "required" {
+			t.Errorf("%s: error %q, want required", fieldNames[f], h.m.form.errs[f])
+		}
+	}
+	if h.m.form.errs[fieldRealm] != "" || h.m.form.errs[fieldScope] != "" {
+		t.Error("realm (default master) and scope (optional) must not be required")
+	}
+	if h.m.form.focus != fieldAuthURL {
+		t.Fatalf("focus = %s, want the first field at fault", fieldNames[h.m.form.focus])
+	}
+	golden.RequireEqual(t, []byte(h.view()))
+}
+
+func TestFormURLShapeAndUniqueLabel(t *testing.T) {
+	h := newFormHarness(t, Prefill{}, func(f *fakeStore) { f.add("taken", "x", time.Time{}) })
+	// From the last key: everything but secrets and label.
+	if got := h.m.form.inputs[fieldAuthURL].Value(); got != "http://127.0.0.1:8080" {
+		t.Fatalf("auth URL prefill = %q", got)
+	}
+	if got := h.m.form.inputs[fieldClientSecret].Value(); got != "" {
+		t.Fatal("a stored key's secret must never be prefilled")
+	}
+	if h.m.form.focus != fieldClientSecret {
+		t.Fatalf("focus = %s, want the first empty field", fieldNames[h.m.form.focus])
+	}
+	for h.m.form.focus != fieldAuthURL {
+		h.press("shift+tab")
+	}
+	h.press("ctrl+u")
+	h.typeText("http://auth.example.com")
+	for h.m.form.focus != fieldLabel {
+		h.press("tab")
+	}
+	h.typeText("taken")
+	h.press("enter")
+	if !strings.Contains(h.m.form.errs[fieldAuthURL], "plain http") {
+		t.Errorf("auth URL error = %q, want the plain-http refusal", h.m.form.errs[fieldAuthURL])
+	}
+	if !strings.Contains(h.m.form.errs[fieldLabel], "exists") {
+		t.Errorf("label error = %q, want not unique", h.m.form.errs[fieldLabel])
+	}
+	h.mustShow("plain http", "exists")
+}
+
+func TestFormFieldNavigation(t *testing.T) {
+	h := newFormHarness(t, demoPrefill, nil)
+	start := h.m.form.focus
+	h.press("tab")
+	if h.m.form.focus != (start+1)%fieldCount {
+		t.Fatalf("tab: focus %d", h.m.form.focus)
+	}
+	h.press("shift+tab", "shift+tab")
+	if h.m.form.focus != (start+fieldCount-1)%fieldCount {
+		t.Fatalf("shift+tab: focus %d", h.m.form.focus)
+	}
+	h.press("down", "up", "up")
+	if h.m.form.focus != (start+fieldCount-2)%fieldCount {
+		t.Fatalf("up/down: focus %d", h.m.form.focus)
+	}
+}
+
+func TestFormFailureKeepsValuesAndFocusesTheField(t *testing.T) {
+	cases := []struct {
+		err  error
+		want int
+	}{
+		{&auth.Error{Kind: auth.KindInvalidCredentials, Op: "login", Status: 401, Code: "invalid_grant", Description: "Invalid user credentials", Msg: "wrong username or password"}, fieldPassword},
+		{&auth.Error{Kind: auth.KindInvalidClient, Op: "login", Status: 401, Code: "unauthorized_client", Msg: "the client secret is wrong"}, fieldClientSecret},
+		{&auth.Error{Kind: auth.KindNetwork, Op: "login", Msg: "cannot reach the server"}, fieldAuthURL},
+		{&auth.Error{Kind: auth.KindTimeout, Op: "login", Msg: "no answer in time"}, fieldAuthURL},
+		{&auth.Error{Kind: auth.KindTLS, Op: "login", Msg: "certificate check failed"}, fieldAuthURL},
+		{&auth.Error{Kind: auth.KindConfig, Msg: "bad URL"}, fieldAuthURL},
+		{fmt.Errorf("create: %w", store.ErrLabelTaken), fieldLabel},
+	}
+	for _, c := range cases {
+		t.Run(fmt.Sprint(fieldNames[c.want], " ", auth.KindOf(c.err)), func(t *testing.T) {
+			h := newFormHarness(t, demoPrefill, func(f *fakeStore) { f.createErr = c.err })
+			h.press("enter")
+			if calls := h.st.Calls(); len(calls) != 1 || calls[0] != "create demo" {
+				t.Fatalf("calls = %v", calls)
+			}
+			f := h.m.form
+			if f.state != formEditing || h.m.active != screenForm {
+				t.Fatalf("state %v on %v, want editing the form", f.state, h.m.active)
+			}
+			if f.focus != c.want {
+				t.Fatalf("focus = %s, want %s", fieldNames[f.focus], fieldNames[c.want])
+			}
+			vals := [fieldCount]string{demoPrefill.AuthURL, demoPrefill.Realm, demoPrefill.ClientID, demoPrefill.ClientSecret,
+				demoPrefill.Username, demoPrefill.Password, demoPrefill.Label, demoPrefill.Scope}
+			for i, v := range vals {
+				if f.inputs[i].Value() != v {
+					t.Errorf("%s = %q after failure, want %q kept", fieldNames[i], f.inputs[i].Value(), v)
+				}
+			}
+			if f.errs[c.want] == "" {
+				t.Fatal("no error beside the field")
+			}
+			h.mustShow("✗ ")
+			h.mustNotShow(testPassword, testSecret)
+		})
+	}
+}
+
+func TestFormUnknownFailureShowsGeneralError(t *testing.T) {
+	h := newFormHarness(t, demoPrefill, func(f *fakeStore) { f.createErr = errors.New("secret backend locked") })
+	h.press("enter")
+	if h.m.form.general == "" {
+		t.Fatal("an error of no field must be shown below the form")
+	}
+	h.mustShow("secret backend locked")
+}
+
+func TestFormSuccessOpensTokenDetails(t *testing.T) {
+	h := newFormHarness(t, demoPrefill, nil)
+	h.press("enter")
+	if h.m.active != screenDetails {
+		t.Fatalf("active = %v, want token details", h.m.active)
+	}
+	if h.m.details.key.Label != "demo" || h.m.details.tokens == nil {
+		t.Fatalf("details show %q (tokens %v)", h.m.details.key.Label, h.m.details.tokens != nil)
+	}
+	h.mustShow("demo", "Bearer", "email profile", "5f3c-session", "in 5:00")
+	h.mustNotShow(testPassword, testSecret)
+	// esc goes back past the finished form.
+	h.press("esc")
+	if h.m.active == screenForm {
+		t.Fatal("esc went back to the finished form")
+	}
+}
+
+func TestFormSubmittingShowsSpinnerAndIgnoresKeys(t *testing.T) {
+	h := newFormHarness(t, demoPrefill, nil)
+	act, _ := h.m.form.Update(keyMsg("enter"))
+	if _, ok := act.(actSubmitKey); !ok {
+		t.Fatalf("enter returned %T, want actSubmitKey", act)
+	}
+	if h.m.form.state != formSubmitting || h.m.form.Capturing() {
+		t.Fatal("form must be submitting and not take text")
+	}
+	if a, _ := h.m.form.Update(keyMsg("x")); a != nil {
+		t.Fatalf("a key while submitting returned %T", a)
+	}
+	h.mustShow("Requesting a token")
+}

@@ -1,0 +1,107 @@
+package tui
+
+import (
+	"fmt"
+	"strings"
+	"time"
+
+	"charm.land/lipgloss/v2"
+	"github.com/charmbracelet/x/ansi"
+	"github.com/shipkey/shipkey/auth"
+	"github.com/shipkey/shipkey/store"
+)
+
+// keyState says in words where a key's token stands at now: "valid for
+// 14d 23h 59m", "refresh expires in 12:30", "login needed".
+func keyState(k store.Key, now time.Time) string {
+	switch k.StatusAt(now) {
+	case store.StatusValid:
+		exp := k.Token.AccessExpiry()
+		if exp.IsZero() {
+			return "valid (no stated expiry)"
+		}
+		return "valid for " + auth.Countdown(exp.Sub(now))
+	case store.StatusRefreshable:
+		if k.Token.RefreshExpiresAt.IsZero() {
+			return "access expired, refreshable"
+		}
+		return "refresh expires in " + auth.Countdown(k.Token.RefreshExpiresAt.Sub(now))
+	case store.StatusLoginNeeded:
+		return "login needed"
+	default:
+		if k.LoggedOut {
+			return "logged out, login needed"
+		}
+		return "login needed"
+	}
+}
+
+// ago humanizes a past moment for the Last Used column: "never", "just now",
+// "3 min ago", "5 h ago", "2 d ago".
+func ago(t, now time.Time) string {
+	if t.IsZero() {
+		return "never"
+	}
+	d := now.Sub(t)
+	switch {
+	case d < time.Minute:
+		return "just now"
+	case d < time.Hour:
+		return fmt.Sprintf("%d min ago", int(d/time.Minute))
+	case d < 48*time.Hour:
+		return fmt.Sprintf("%d h ago", int(d/time.Hour))
+	default:
+		return fmt.Sprintf("%d d ago", int(d/(24*time.Hour)))
+	}
+}
+
+// stamp formats an absolute time the same way everywhere.
+func stamp(t time.Time) string {
+	if t.IsZero() {
+		return "—"
+	}
+	return t.UTC().Format("2006-01-02 15:04:05 UTC")
+}
+
+// fitBlock clips or pads s to exactly height lines, each cut to width cells.
+func fitBlock(s string, width, height int) string {
+	if height <= 0 {
+		return ""
+	}
+	lines := strings.Split(s, "\n")
+	if len(lines) > height {
+		lines = lines[:height]
+	}
+	for i, l := range lines {
+		if width > 0 && lipgloss.Width(l) > width {
+			lines[i] = ansi.Truncate(l, width, "…")
+		}
+	}
+	for len(lines) < height {
+		lines = append(lines, "")
+	}
+	return strings.Join(lines, "\n")
+}
+
+// hardWrap cuts s (a token: no spaces) into lines of at most width runes.
+func hardWrap(s string, width int) []string {
+	if width < 1 {
+		width = 1
+	}
+	r := []rune(s)
+	var out []string
+	for len(r) > width {
+		out = append(out, string(r[:width]))
+		r = r[width:]
+	}
+	return append(out, string(r))
+}
+
+// row renders "name   value" with the name padded to w cells.
+func (s *Styles) row(name string, w int, value string) string {
+	pad := w - lipgloss.Width(name)
+	if pad < 1 {
+		pad = 1
+	}
+	return s.FieldName.Render(name) + strings.Repeat(" ", pad) + value
+}

@@ -1,0 +1,176 @@
+package tui
+
+import (
+	"strings"
+	"testing"
+	"time"
+
+	tea "charm.land/bubbletea/v2"
+	"github.com/charmbracelet/x/exp/golden"
+)
+
+func openKeyList(t *testing.T) *harness {
+	t.Helper()
+	h := newHarness(t, func(f *fakeStore) {
+		f.add("demo", "demo", t0.Add(-3*time.Minute))
+		f.add("ci-bot", "bot", time.Time{})
+		f.add("staging", "stage", t0.Add(-2*time.Hour))
+	})
+	h.press("2")
+	if h.m.active != screenKeys {
+		t.Fatalf("active = %v", h.m.active)
+	}
+	return h
+}
+
+func visibleLabels(h *harness) []string {
+	var out []string
+	for _, k := range h.m.keyList.visible {
+		out = append(out, k.Label)
+	}
+	return out
+}
+
+func TestKeyListColumnsAndRows(t *testing.T) {
+	h := openKeyList(t)
+	h.mustShow("API Key", "Label", "Last Used", "Access expires", "* demo", "3 min ago", "never", "2 h ago", "in 5:00")
+	golden.RequireEqual(t, []byte(h.view()))
+}
+
+func TestKeyListCountdownColumnTicks(t *testing.T) {
+	h := openKeyList(t)
+	h.clock.Advance(61 * time.Second)
+	fire[tickMsg](h)
+	h.mustShow("in 3:59", "4 min ago")
+}
+
+func TestKeyListSort(t *testing.T) {
+	h := openKeyList(t)
+	if got := strings.Join(visibleLabels(h), ","); got != "ci-bot,demo,staging" {
+		t.Fatalf("by label: %s", got)
+	}
+	h.press("s")
+	if got := strings.Join(visibleLabels(h), ","); got != "demo,staging,ci-bot" {
+		t.Fatalf("by last used: %s", got)
+	}
+	h.mustShow("sorted by last used")
+}
+
+func TestKeyListFilterAsYouType(t *testing.T) {
+	h := openKeyList(t)
+	h.press("/")
+	if !h.m.keyList.Capturing() {
+		t.Fatal("/ did not focus the filter")
+	}
+	h.typeText("st")
+	if got := strings.Join(visibleLabels(h), ","); got != "staging" {
+		t.Fatalf("substring filter: %s", got)
+	}
+	h.press("backspace", "backspace")
+	h.typeText("cbt") // fuzzy: c…b…t
+	if got := strings.Join(visibleLabels(h), ","); got != "ci-bot" {
+		t.Fatalf("fuzzy filter: %s", got)
+	}
+	// Keys are text while the filter has focus: q does not quit, 2 does not navigate.
+	h.press("q", "2")
+	if h.m.quitting || h.m.active != screenKeys {
+		t.Fatal("a printable key acted while the filter had focus")
+	}
+	h.press("backspace", "backspace", "enter")
+	if h.m.keyList.Capturing() || h.m.keyList.filter.Value() != "cbt" {
+		t.Fatal("enter must keep the filter and leave the field")
+	}
+	h.press("enter")
+	if h.m.active != screenDetails || h.m.details.key.Label != "ci-bot" {
+		t.Fatalf("enter opened %v %q", h.m.active, h.m.details.key.Label)
+	}
+	h.press("esc")
+	h.press("esc") // clears the filter
+	if len(h.m.keyList.visible) != 3 {
+		t.Fatal("esc did not clear the filter")
+	}
+}
+
+func TestKeyListDeleteNeedsConfirmation(t *testing.T) {
+	h := openKeyList(t)
+	h.press("d")
+	h.mustShow(`Delete key "ci-bot" and its secrets? (y/n)`)
+	golden.RequireEqual(t, []byte(h.view()))
+	h.press("n")
+	if contains(h.st.Calls(), "remove ci-bot") || h.m.keyList.mode != listBrowsing {
+		t.Fatal("n must cancel")
+	}
+	h.press("d", "q") // modal: q neither quits nor deletes
+	if h.m.quitting || contains(h.st.Calls(), "remove ci-bot") {
+		t.Fatal("q acted in the confirmation")
+	}
+	h.press("y")
+	if !contains(h.st.Calls(), "remove ci-bot") {
+		t.Fatalf("y did not delete: %v", h.st.Calls())
+	}
+	if got := strings.Join(visibleLabels(h), ","); got != "demo,staging" {
+		t.Fatalf("after delete: %s", got)
+	}
+}
+
+func TestKeyListRenameInline(t *testing.T) {
+	h := openKeyList(t)
+	h.press("e")
+	if !h.m.keyList.Capturing() {
+		t.Fatal("e did not open the rename field")
+	}
+	h.press("ctrl+u")
+	h.typeText("demo")
+	h.press("enter")
+	h.mustShow("exists")
+	h.press("ctrl+u")
+	h.typeText("robot")
+	h.press("enter")
+	if !contains(h.st.Calls(), "rename ci-bot robot") {
+		t.Fatalf("no rename: %v", h.st.Calls())
+	}
+	if got := strings.Join(visibleLabels(h), ","); got != "demo,robot,staging" {
+		t.Fatalf("after rename: %s", got)
+	}
+}
+
+func TestKeyListSetDefaultAndCopy(t *testing.T) {
+	h := openKeyList(t)
+	h.press("j", "j", "*") // staging
+	if !contains(h.st.Calls(), "default staging") {
+		t.Fatalf("* did not set the default: %v", h.st.Calls())
+	}
+	h.mustShow("* staging")
+	if h.m.current != "staging" {
+		t.Fatalf("current = %q", h.m.current)
+	}
+	h.press("c")
+	if len(h.clipboard) != 1 || h.clipboard[0] != h.st.tokens["staging"].AccessToken {
+		t.Fatal("c in the list did not copy the selected key's token")
+	}
+	if !contains(h.st.Calls(), "markused staging") {
+		t.Fatal("copy did not mark the key used")
+	}
+	h.mustShow("just now")
+}
+
+func TestKeyListMouseWheel(t *testing.T) {
+	h := openKeyList(t)
+	h.send(tea.MouseWheelMsg{Button: tea.MouseWheelDown})
+	if h.m.keyList.table.Cursor() != 1 {
+		t.Fatalf("wheel down: cursor %d", h.m.keyList.table.Cursor())
+	}
+	h.send(tea.MouseWheelMsg{Button: tea.MouseWheelUp})
+	if h.m.keyList.table.Cursor() != 0 {
+		t.Fatalf("wheel up: cursor %d", h.m.keyList.table.Cursor())
+	}
+}
+
+func TestKeyListHostileLabel(t *testing.T) {
+	h := newHarness(t, func(f *fakeStore) { f.add("evil\x1b]52;c;aGk=\x07\x1b[2J", "x", time.Time{}) })
+	h.press("2")
+	if v := h.view(); strings.Contains(v, "\x1b") || strings.Contains(v, "\x07") {
+		t.Fatalf("a control character reached the view: %q", v)
+	}
+	h.mustShow(`evil\x1b]52;c;aGk=\x07\x1b[2J`)
+}

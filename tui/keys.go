@@ -1,0 +1,68 @@
+package tui
+
+import "charm.land/bubbles/v2/key"
+
+// KeyMap is every key binding of the app, with its help text. Screens pick
+// the bindings they honour; the help is built from the same values, so what
+// the footer shows is what works.
+type KeyMap struct {
+	// Global (not while a text field has focus, except Quit on ctrl+c).
+	Help, Quit, ForceQuit, Back key.Binding
+	Details, Keys, Inspector    key.Binding
+	NewKey                      key.Binding
+
+	// Lists and forms.
+	Up, Down, Enter, NextField, PrevField, Submit key.Binding
+
+	// Token details and API keys.
+	Inspect, Refresh, AutoRefresh, Copy, CopyHeader, Reveal key.Binding
+	Login, Logout                                           key.Binding
+	Filter, Delete, Rename, Sort, SetDefault, Yes, No       key.Binding
+
+	// Inspector.
+	Paste, ScrollUp, ScrollDown key.Binding
+}
+
+// DefaultKeyMap is shipkey's key map.
+func DefaultKeyMap() KeyMap {
+	b := func(keys []string, k, desc string) key.Binding {
+		return key.NewBinding(key.WithKeys(keys...), key.WithHelp(k, desc))
+	}
+	return KeyMap{
+		Help:      b([]string{"?"}, "?", "help"),
+		Quit:      b([]string{"q", "ctrl+c"}, "q", "quit"),
+		ForceQuit: b([]string{"ctrl+c"}, "ctrl+c", "quit"),
+		Back:      b([]string{"esc"}, "esc", "back"),
+		Details:   b([]string{"1"}, "1", "token details"),
+		Keys:      b([]string{"2"}, "2", "API keys"),
+		Inspector: b([]string{"3"}, "3", "inspector"),
+		NewKey:    b([]string{"n"}, "n", "get API key"),
+
+		Up:        b([]string{"up", "k"}, "↑/k", "up"),
+		Down:      b([]string{"down", "j"}, "↓/j", "down"),
+		Enter:     b([]string{"enter"}, "enter", "open"),
+		NextField: b([]string{"tab", "down"}, "tab/↓", "next field"),
+		PrevField: b([]string{"shift+tab", "up"}, "shift+tab/↑", "previous field"),
+		Submit:    b([]string{"ctrl+s"}, "enter/ctrl+s", "submit"),
+
+		Inspect:     b([]string{"i"}, "i", "inspect"),
+		Refresh:     b([]string{"r"}, "r", "refresh"),
+		AutoRefresh: b([]string{"a"}, "a", "auto-refresh"),
+		Copy:        b([]string{"c"}, "c", "copy"),
+		CopyHeader:  b([]string{"C"}, "C", "copy header"),
+		Reveal:      b([]string{"v"}, "v", "reveal"),
+		Login:       b([]string{"l", "enter"}, "l/enter", "log in again"),
+		Logout:      b([]string{"L"}, "L", "log out"),
+		Filter:      b([]string{"/"}, "/", "filter"),
+		Delete:      b([]string{"d"}, "d", "delete"),
+		Rename:      b([]string{"e"}, "e", "rename"),
+		Sort:        b([]string{"s"}, "s", "sort"),
+		SetDefault:  b([]string{"*"}, "*", "default"),
+		Yes:         b([]string{"y", "Y"}, "y", "yes"),
+		No:          b([]string{"n", "N", "esc"}, "n", "no"),
+
+		Paste:      b([]string{"p"}, "p", "paste a token"),
+		ScrollUp:   b([]string{"up", "k", "pgup"}, "↑/k", "scroll"),
+		ScrollDown: b([]string{"down", "j", "pgdown"}, "↓/j", "scroll"),
+	}
+}

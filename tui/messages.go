@@ -1,0 +1,118 @@
+package tui
+
+import (
+	"time"
+
+	"github.com/shipkey/shipkey/auth"
+	"github.com/shipkey/shipkey/store"
+)
+
+// Result messages: what a command reports back. Each carries the id (seq) of
+// the request, and the key label where one is concerned, so that a result
+// that lands after the user moved on is recognised and dropped.
+
+// keysLoadedMsg answers loadKeys.
+type keysLoadedMsg struct {
+	seq     int
+	keys    []store.Key
+	current string // the resolved default key, "" when none
+	err     error
+}
+
+// keyTokensMsg answers the operations that end with a key and its token set:
+// create, login, refresh, open.
+type keyTokensMsg struct {
+	seq    int
+	op     string // "create", "login", "refresh", "open"
+	label  string
+	auto   bool // an automatic refresh-ahead
+	key    store.Key
+	tokens *auth.TokenSet // with secrets; nil when there is none
+	err    error
+}
+
+// opDoneMsg answers operations that only succeed or fail: logout, delete,
+// rename, set default, mark used.
+type opDoneMsg struct {
+	seq   int
+	op    string
+	label string
+	to    string // rename: the new label
+	err   error
+}
+
+// copyReadyMsg carries a token fetched for copying from the key list.
+type copyReadyMsg struct {
+	seq    int
+	label  string
+	header bool
+	tokens *auth.TokenSet
+	err    error
+}
+
+// verifiedMsg answers a signature check in the inspector.
+type verifiedMsg struct {
+	seq   int
+	which int // index of the token in the inspector
+	v     auth.Verification
+}
+
+// tickMsg is the once-a-second countdown tick.
+type tickMsg struct {
+	gen int
+	at  time.Time
+}
+
+// clipClearMsg fires when the copied token should leave the clipboard.
+type clipClearMsg struct{ gen int }
+
+// Actions: the intent a screen returns from its Update; the root applies it.
+type action interface{ isAction() }
+
+type (
+	actBack         struct{}
+	actQuit         struct{}
+	actOpenForm     struct{}
+	actOpenKeys     struct{}
+	actToggleHelp   struct{}
+	actOpenDetails  struct{ label string }
+	actInspectKey   struct{ label string }
+	actInspectPaste struct{}
+	actSubmitKey    struct{ nk store.NewKey }
+	actRefresh      struct {
+		label string
+		auto  bool
+	}
+	actLogin  struct{ label, password string }
+	actLogout struct{ label string }
+	actCopy   struct {
+		label  string
+		header bool
+		tokens *auth.TokenSet // nil: fetch it first
+	}
+	actDelete     struct{ label string }
+	actRename     struct{ label, newLabel string }
+	actSetDefault struct{ label string }
+)
+
+func (actBack) isAction()         {}
+func (actQuit) isAction()         {}
+func (actOpenForm) isAction()     {}
+func (actOpenKeys) isAction()     {}
+func (actToggleHelp) isAction()   {}
+func (actOpenDetails) isAction()  {}
+func (actInspectKey) isAction()   {}
+func (actInspectPaste) isAction() {}
+func (actSubmitKey) isAction()    {}
+func (actRefresh) isAction()      {}
+func (actLogin) isAction()        {}
+func (actLogout) isAction()       {}
+func (actCopy) isAction()         {}
+func (actDelete) isAction()       {}
+func (actRename) isAction()       {}
+func (actSetDefault) isAction()   {}
+
+// actInspectToken asks to inspect a pasted token.
+type actInspectToken struct{ raw string }
+
+func (actInspectToken) isAction() {}

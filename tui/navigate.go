@@ -1,0 +1,133 @@
+package tui
+
+import (
+	"charm.land/bubbles/v2/key"
+	tea "charm.land/bubbletea/v2"
+)
+
+// handleKey routes a key press: ctrl+c always quits; the help overlay and
+// screens whose text field has focus come first; then the global keys; then
+// the active screen.
+func (m *Model) handleKey(k tea.KeyPressMsg) tea.Cmd {
+	km := m.c.keys
+	m.toast = ""
+	if key.Matches(k, km.ForceQuit) {
+		return m.quit()
+	}
+	if m.showHelp {
+		switch {
+		case key.Matches(k, km.Help), key.Matches(k, km.Back):
+			m.showHelp = false
+		case key.Matches(k, km.Quit):
+			return m.quit()
+		}
+		return nil
+	}
+	if m.screen().Capturing() {
+		return m.forward(k)
+	}
+	switch {
+	case key.Matches(k, km.Quit):
+		return m.quit()
+	case key.Matches(k, km.Help):
+		m.showHelp = true
+		return nil
+	case key.Matches(k, km.Details):
+		return m.openCurrent()
+	case key.Matches(k, km.Keys):
+		return m.goTo(screenKeys)
+	case key.Matches(k, km.Inspector):
+		return m.apply(m.inspectCurrent())
+	case key.Matches(k, km.NewKey) && m.active != screenForm:
+		return m.openForm()
+	}
+	return m.forward(k)
+}
+
+func (m *Model) quit() tea.Cmd {
+	m.quitting = true
+	return tea.Quit
+}
+
+// goTo shows screen id, remembering where to go back to.
+func (m *Model) goTo(id screenID) tea.Cmd {
+	if id != m.active {
+		m.history = append(m.history, m.active)
+		if len(m.history) > 32 {
+			m.history = m.history[1:]
+		}
+		m.active = id
+	}
+	if id == screenKeys {
+		m.keyList.refreshRows()
+	}
+	return m.ensureTick()
+}
+
+// back returns to the previous screen (the welcome screen at the bottom).
+func (m *Model) back() tea.Cmd {
+	prev := screenWelcome
+	for len(m.history) > 0 {
+		prev = m.history[len(m.history)-1]
+		m.history = m.history[:len(m.history)-1]
+		if prev != m.active {
+			break
+		}
+	}
+	m.active = prev
+	return m.ensureTick()
+}
+
+// replace shows id instead of the active screen (a finished form).
+func (m *Model) replace(id screenID) tea.Cmd {
+	m.active = id
+	return m.ensureTick()
+}
+
+// openForm shows Get API Key, prefilled from Options.Prefill, else from the
+// most recent key (never its secrets).
+func (m *Model) openForm() tea.Cmd {
+	p := m.cfg.prefill
+	if p.empty() && len(m.keys) > 0 {
+		last := m.keys[0]
+		for _, k := range m.keys[1:] {
+			if k.CreatedAt.After(last.CreatedAt) {
+				last = k
+			}
+		}
+		p = Prefill{AuthURL: last.Conn.AuthURL, Realm: last.Conn.Realm, ClientID: last.Conn.ClientID, Username: last.Username}
+		for i, sc := range last.Conn.Scopes {
+			if i > 0 {
+				p.Scope += " "
+			}
+			p.Scope += sc
+		}
+	}
+	labels := make([]string, len(m.keys))
+	for i, k := range m.keys {
+		labels[i] = k.Label
+	}
+	return tea.Batch(m.form.reset(p, labels), m.goTo(screenForm))
+}
+
+// openCurrent shows the token details of the current key; without one, the
+// key list or, with no keys at all, Get API Key.
+func (m *Model) openCurrent() tea.Cmd {
+	switch {
+	case m.current != "":
+		return m.openDetails(m.current)
+	case len(m.keys) > 0:
+		m.toast, m.toastOK = "No default key: pick one (enter opens, * makes it the default).", false
+		return m.goTo(screenKeys)
+	default:
+		return m.openForm()
+	}
+}
+
+// inspectCurrent is "3": the current key's tokens, else the paste field.
+func (m *Model) inspectCurrent() action {
+	if m.current != "" {
+		return actInspectKey{label: m.current}
+	}
+	return actInspectPaste{}
+}

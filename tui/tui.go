@@ -1,0 +1,355 @@
+package tui
+
+import (
+	"context"
+	"os"
+	"strings"
+	"time"
+
+	"charm.land/bubbles/v2/help"
+	"charm.land/bubbles/v2/key"
+	"charm.land/bubbles/v2/spinner"
+	tea "charm.land/bubbletea/v2"
+	"charm.land/lipgloss/v2"
+	"github.com/atotto/clipboard"
+	"github.com/shipkey/shipkey/auth"
+	"github.com/shipkey/shipkey/store"
+)
+
+// Prefill fills the Get API Key form (the demo fills it all). Secrets given
+// here are used as typed; the form never prefills secrets from a stored key.
+type Prefill struct{ AuthURL, Realm, ClientID, ClientSecret, Username, Password, Label, Scope string }
+
+func (p Prefill) empty() bool { return p == Prefill{} }
+
+// Options configure the TUI.
+type Options struct {
+	Store *store.Store // required
+	Auth  *auth.Client // checks signatures in the inspector; nil: not checked
+	// Now is the clock for countdowns and expiries (default time.Now).
+	Now func() time.Time
+	// Prefill fills the Get API Key form.
+	Prefill Prefill
+	// Demo shows a "demo server" badge.
+	Demo bool
+	// Clipboard writes the native clipboard; nil uses github.com/atotto/clipboard
+	// when the system has one. Copies also go out by OSC 52 (tea.SetClipboard),
+	// which works over SSH and in tmux.
+	Clipboard func(string) error
+	// ClipboardRead reads the native clipboard back, so that shipkey clears it
+	// only while it still holds what shipkey put there. Nil with Clipboard
+	// set: the native clipboard is never cleared (OSC 52 still is).
+	ClipboardRead func() (string, error)
+}
+
+// config is what newModel needs; New builds it from Options, tests directly.
+type config struct {
+	backend   Backend
+	verifier  Verifier
+	now       func() time.Time
+	prefill   Prefill
+	demo      bool
+	clipWrite func(string) error
+	clipRead  func() (string, error)
+	theme     Theme
+	// after schedules a timer (tea.Tick); tests record timers instead.
+	after func(time.Duration, func(time.Time) tea.Msg) tea.Cmd
+}
+
+// Model is the root tea.Model: it owns the screens, the store and every side
+// effect. Screens return intent; the root applies it.
+type Model struct {
+	c        *common
+	cfg      config
+	backend  Backend
+	ctx      context.Context
+	settings store.Settings
+
+	width, height int
+	active        screenID
+	history       []screenID
+	showHelp      bool
+	help          help.Model
+
+	welcome   *welcome
+	form      *form
+	details   *details
+	keyList   *keyList
+	inspector *inspector
+
+	keys      []store.Key
+	current   string // the key "1" opens: the default, else the last opened
+	loaded    bool   // the first key list has arrived
+	loadSeq   int    // the latest keys request
+	createSeq int    // the latest create request
+	opSeq     int    // the latest operation on the details key
+	inspSeq   int    // the latest inspector load
+	seq       int    // source of ids
+
+	spinner  spinner.Model
+	inflight int
+	spinning bool
+
+	tickGen int
+	ticking bool
+
+	clipGen int
+	clipSum [32]byte // sha256 of what shipkey last copied (never the text)
+	toast   string
+	toastOK bool
+
+	quitting bool
+}
+
+// New builds the root model from opts.
+func New(opts Options) *Model {
+	cfg := config{
+		now:       opts.Now,
+		prefill:   opts.Prefill,
+		demo:      opts.Demo,
+		clipWrite: opts.Clipboard,
+		clipRead:  opts.ClipboardRead,
+		theme:     Theme{Dark: true, NoColor: os.Getenv("NO_COLOR") != ""},
+	}
+	if opts.Store != nil {
+		cfg.backend = opts.Store
+	}
+	if opts.Auth != nil {
+		cfg.verifier = opts.Auth
+	}
+	if cfg.clipWrite == nil && !clipboard.Unsupported {
+		cfg.clipWrite, cfg.clipRead = clipboard.WriteAll, clipboard.ReadAll
+	}
+	return newModel(cfg)
+}
+
+// Run runs the TUI until the user quits or ctx ends.
+func Run(ctx context.Context, opts Options) error {
+	m := New(opts)
+	m.ctx = ctx
+	_, err := tea.NewProgram(m, tea.WithContext(ctx)).Run()
+	return err
+}
+
+func newModel(cfg config) *Model {
+	if cfg.now == nil {
+		cfg.now = time.Now
+	}
+	if cfg.after == nil {
+		cfg.after = tea.Tick
+	}
+	m := &Model{
+		cfg:      cfg,
+		backend:  cfg.backend,
+		ctx:      context.Background(),
+		settings: store.Settings{ClipboardClear: 30 * time.Second, AutoRefresh: true},
+	}
+	if m.backend != nil {
+		m.settings = m.backend.Settings()
+	}
+	m.c = &common{styles: NewStyles(cfg.theme), keys: DefaultKeyMap(), now: cfg.now()}
+	m.help = help.New()
+	m.help.Styles = m.c.styles.Help
+	m.spinner = spinner.New(spinner.WithSpinner(spinner.MiniDot), spinner.WithStyle(m.c.styles.Spinner))
+	spin := func() string { return m.spinner.View() }
+	m.welcome = newWelcome(m.c)
+	m.form = newForm(m.c, spin)
+	m.details = newDetails(m.c, spin)
+	m.details.auto = m.settings.AutoRefresh
+	m.keyList = newKeyList(m.c)
+	m.inspector = newInspector(m.c, spin)
+	m.setSize(80, 24)
+	return m
+}
+
+// Init asks the terminal's background colour, loads the keys and starts the
+// countdown tick of the welcome screen.
+func (m *Model) Init() tea.Cmd {
+	return tea.Batch(tea.RequestBackgroundColor, m.loadKeys(), m.ensureTick())
+}
+
+// Update is a dispatcher: each kind of message has its handler.
+func (m *Model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
+	m.c.now = m.cfg.now()
+	switch msg := msg.(type) {
+	case tea.WindowSizeMsg:
+		m.setSize(msg.Width, msg.Height)
+		return m, nil
+	case tea.BackgroundColorMsg:
+		m.handleBackground(msg.IsDark())
+		return m, nil
+	case tea.KeyPressMsg:
+		return m, m.handleKey(msg)
+	case tea.MouseWheelMsg:
+		return m, m.forward(msg)
+	case spinner.TickMsg:
+		return m, m.handleSpinner(msg)
+	case tickMsg:
+		return m, m.handleTick(msg)
+	case clipClearMsg:
+		return m, m.handleClipClear(msg)
+	case keysLoadedMsg:
+		return m, m.handleKeysLoaded(msg)
+	case keyTokensMsg:
+		return m, m.handleKeyTokens(msg)
+	case opDoneMsg:
+		return m, m.handleOpDone(msg)
+	case copyReadyMsg:
+		return m, m.handleCopyReady(msg)
+	case verifiedMsg:
+		m.endOp()
+		m.inspector.verified(msg)
+		return m, nil
+	}
+	return m, m.forward(msg)
+}
+
+// View renders the header, the active screen (or the full help), a status
+// line and the short help.
+func (m *Model) View() tea.View {
+	v := tea.NewView(m.render())
+	v.AltScreen = true
+	v.MouseMode = tea.MouseModeCellMotion
+	v.WindowTitle = "shipkey"
+	return v
+}
+
+// render is the view's text.
+func (m *Model) render() string {
+	if m.quitting {
+		return ""
+	}
+	s := m.c.styles
+	w := m.width
+	head := s.Title.Render("shipkey") + s.Crumb.Render(" › "+m.active.String())
+	if m.showHelp {
+		head += s.Crumb.Render(" › Help")
+	}
+	var right []string
+	if m.inflight > 0 {
+		right = append(right, m.spinner.View())
+	}
+	if m.cfg.demo {
+		right = append(right, s.Badge.Render("[demo server]"))
+	}
+	if len(right) > 0 {
+		r := strings.Join(right, " ")
+		gap := w - lipgloss.Width(head) - lipgloss.Width(r) - 1
+		if gap >= 1 {
+			head += strings.Repeat(" ", gap) + r
+		}
+	}
+	bodyH := m.bodyHeight()
+	var body string
+	if m.showHelp {
+		h := m.help
+		h.SetWidth(w)
+		body = fitBlock("\n"+h.FullHelpView(m.FullHelp()), w, bodyH)
+	} else {
+		body = m.screen().View()
+	}
+	status := ""
+	if m.toast != "" {
+		st := s.Toast
+		if !m.toastOK {
+			st = s.Error
+		}
+		status = st.Render(m.toast)
+	}
+	foot := m.footer()
+	return fitBlock(strings.Join([]string{head, "", body, status, foot}, "\n"), w, m.height)
+}
+
+// footer is the short help of the focused screen; "? help" always stays
+// visible at its end, whatever gets cut for width.
+func (m *Model) footer() string {
+	h := m.help
+	k := m.c.keys
+	if m.showHelp {
+		h.SetWidth(m.width)
+		return h.ShortHelpView(m.ShortHelp())
+	}
+	var rest []key.Binding
+	for _, b := range m.ShortHelp() {
+		if b.Help() != k.Help.Help() {
+			rest = append(rest, b)
+		}
+	}
+	if m.screen().Capturing() {
+		h.SetWidth(m.width)
+		return h.ShortHelpView(rest)
+	}
+	tail := h.ShortHelpView([]key.Binding{k.Help})
+	sep := h.Styles.ShortSeparator.Render(h.ShortSeparator)
+	h.SetWidth(max(1, m.width-lipgloss.Width(tail)-lipgloss.Width(sep)))
+	return h.ShortHelpView(rest) + sep + tail
+}
+
+// ShortHelp is the focused screen's short help (help.KeyMap).
+func (m *Model) ShortHelp() []key.Binding {
+	if m.showHelp {
+		return []key.Binding{m.c.keys.Help, m.c.keys.Back, m.c.keys.Quit}
+	}
+	return m.screen().ShortHelp()
+}
+
+// FullHelp is the focused screen's bindings plus the global ones (help.KeyMap).
+func (m *Model) FullHelp() [][]key.Binding {
+	k := m.c.keys
+	groups := m.screen().FullHelp()
+	return append(groups, []key.Binding{k.Details, k.Keys, k.Inspector, k.NewKey}, []key.Binding{k.Help, k.Back, k.Quit})
+}
+
+func (m *Model) screen() screen {
+	switch m.active {
+	case screenForm:
+		return m.form
+	case screenDetails:
+		return m.details
+	case screenKeys:
+		return m.keyList
+	case screenInspector:
+		return m.inspector
+	default:
+		return m.welcome
+	}
+}
+
+func (m *Model) bodyHeight() int { return max(1, m.height-4) }
+
+// setSize lays the screens out once per resize.
+func (m *Model) setSize(w, h int) {
+	m.width, m.height = max(w, 1), max(h, 1)
+	m.c.width = m.width
+	m.help.SetWidth(m.width)
+	bh := m.bodyHeight()
+	for _, s := range []screen{m.welcome, m.form, m.details, m.keyList, m.inspector} {
+		s.SetSize(m.width, bh)
+	}
+}
+
+// handleBackground rebuilds the styles for the terminal's background.
+func (m *Model) handleBackground(dark bool) {
+	t := m.cfg.theme
+	if t.Plain || t.Dark == dark {
+		return
+	}
+	t.Dark = dark
+	m.cfg.theme = t
+	*m.c.styles = *NewStyles(t)
+	m.help.Styles = m.c.styles.Help
+	m.spinner.Style = m.c.styles.Spinner
+	m.form.restyle()
+	m.details.restyle()
+	m.keyList.restyle()
+	m.inspector.restyle()
+}
+
+// forward hands a message to the active screen and applies its intent.
+func (m *Model) forward(msg tea.Msg) tea.Cmd {
+	act, cmd := m.screen().Update(msg)
+	return tea.Batch(cmd, m.apply(act))
+}
+
+// nextSeq returns a fresh request id.
+func (m *Model) nextSeq() int { m.seq++; return m.seq }

@@ -1,0 +1,128 @@
+package tui
+
+import (
+	"fmt"
+	"strconv"
+	"strings"
+
+	"charm.land/bubbles/v2/key"
+	tea "charm.land/bubbletea/v2"
+	"github.com/shipkey/shipkey/auth"
+	"github.com/shipkey/shipkey/store"
+)
+
+// welcome is the start screen: the product name, the default key with its
+// state, and a small menu of the ways on.
+type welcome struct {
+	c             *common
+	width, height int
+	cursor        int
+	keys          []store.Key
+	current       string // the default (or current) key's label
+	loaded        bool
+	loadErr       string
+}
+
+type menuItem struct {
+	title, hint string
+	act         action
+}
+
+func (w *welcome) menu() []menuItem {
+	return []menuItem{
+		{"Get API Key", "n", actOpenForm{}},
+		{"API keys", "2", actOpenKeys{}},
+		{"Inspect a token", "3", actInspectPaste{}},
+		{"Help", "?", actToggleHelp{}},
+		{"Quit", "q", actQuit{}},
+	}
+}
+
+func newWelcome(c *common) *welcome { return &welcome{c: c} }
+
+func (w *welcome) SetSize(width, height int) { w.width, w.height = width, height }
+func (w *welcome) Capturing() bool           { return false }
+
+// setKeys records the loaded keys and which one is current.
+func (w *welcome) setKeys(keys []store.Key, current string, err error) {
+	w.keys, w.current, w.loaded = keys, current, true
+	w.loadErr = ""
+	if err != nil {
+		w.loadErr = auth.Sanitize(err.Error())
+	}
+}
+
+func (w *welcome) Update(msg tea.Msg) (action, tea.Cmd) {
+	k, ok := msg.(tea.KeyPressMsg)
+	if !ok {
+		return nil, nil
+	}
+	items := w.menu()
+	switch {
+	case key.Matches(k, w.c.keys.Up):
+		w.cursor = (w.cursor + len(items) - 1) % len(items)
+	case key.Matches(k, w.c.keys.Down):
+		w.cursor = (w.cursor + 1) % len(items)
+	case key.Matches(k, w.c.keys.Enter):
+		return items[w.cursor].act, nil
+	}
+	return nil, nil
+}
+
+func (w *welcome) View() string {
+	s := w.c.styles
+	var b strings.Builder
+	b.WriteString("\n")
+	b.WriteString("  " + s.Title.Render("shipkey") + s.Subtle.Render(" · OAuth 2.0 tokens and API keys for the Shipping Service API") + "\n\n")
+	switch {
+	case w.loadErr != "":
+		b.WriteString("  " + s.Error.Render("Cannot read the keys: "+w.loadErr) + "\n")
+	case !w.loaded:
+		b.WriteString("  " + s.Subtle.Render("Loading keys…") + "\n")
+	case len(w.keys) == 0:
+		b.WriteString("  " + s.Subtle.Render("No API keys yet. Get one to start.") + "\n")
+	default:
+		var cur *store.Key
+		for i := range w.keys {
+			if w.keys[i].Label == w.current {
+				cur = &w.keys[i]
+			}
+		}
+		if cur == nil {
+			b.WriteString("  " + s.Subtle.Render("No default key; pick one in API keys (*).") + "\n")
+		} else {
+			state := keyState(*cur, w.c.now)
+			st := s.OK
+			if cur.StatusAt(w.c.now) != store.StatusValid {
+				st = s.Warn
+			}
+			name := "Current key"
+			if cur.Default {
+				name = "Default key"
+			}
+			b.WriteString("  " + s.row(name, 14, s.Value.Render(auth.Sanitize(cur.Label))+"  "+st.Render(state)) + "\n")
+			b.WriteString("  " + s.row("User", 14, s.Value.Render(auth.Sanitize(cur.Username))+s.Subtle.Render(" @ "+auth.Sanitize(cur.Conn.RealmURL()))) + "\n")
+		}
+		b.WriteString("  " + s.row("Keys", 14, s.Value.Render(strconv.Itoa(len(w.keys)))) + "\n")
+	}
+	b.WriteString("\n")
+	for i, it := range w.menu() {
+		title := fmt.Sprintf("%-16s", it.title)
+		line := "   " + title
+		if i == w.cursor {
+			line = s.Selected.Render(" › " + title)
+		}
+		b.WriteString("  " + line + s.Subtle.Render("  "+it.hint) + "\n")
+	}
+	return fitBlock(b.String(), w.width, w.height)
+}
+
+func (w *welcome) ShortHelp() []key.Binding {
+	k := w.c.keys
+	return []key.Binding{k.Enter, k.NewKey, k.Details, k.Keys, k.Inspector, k.Help, k.Quit}
+}
+
+func (w *welcome) FullHelp() [][]key.Binding {
+	k := w.c.keys
+	return [][]key.Binding{{k.Up, k.Down, k.Enter}, {k.NewKey, k.Details, k.Keys, k.Inspector}}
+}
