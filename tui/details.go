@@ -26,7 +26,8 @@ const (
 	detailsLoggingOut              // a logout is in flight
 )
 
-// RefreshAhead is how long before the access token's expiry auto-refresh
+// RefreshAhead is how long before the access token's expiry (or the end of
+// the refresh window, whichever comes first) auto-refresh
 // fires (at most half the token's lifetime).
 const RefreshAhead = time.Minute
 
@@ -179,7 +180,7 @@ func (d *details) wantsAutoRefresh(now time.Time) bool {
 	if !d.auto || d.state != detailsIdle || d.ended || t == nil || t.RefreshToken == "" || !t.RefreshValid(now) {
 		return false
 	}
-	exp := t.AccessExpiry()
+	exp := refreshDeadline(t)
 	if exp.IsZero() || exp.Equal(d.autoFailedFor) {
 		return false
 	}
@@ -188,6 +189,18 @@ func (d *details) wantsAutoRefresh(now time.Time) bool {
 		ahead = life / 2
 	}
 	return !now.Add(ahead).Before(exp)
+}
+
+// refreshDeadline is what auto-refresh runs ahead of: whichever ends first,
+// the access token or the refresh window. The real service's 30-minute
+// refresh token ends long before its 15-day access token, and refreshing
+// inside the window is what keeps the session alive.
+func refreshDeadline(t *auth.TokenSet) time.Time {
+	exp := t.AccessExpiry()
+	if r := t.RefreshExpiresAt; !r.IsZero() && (exp.IsZero() || r.Before(exp)) {
+		exp = r
+	}
+	return exp
 }
 
 // startAutoRefresh marks the screen as refreshing on its own.
@@ -211,7 +224,7 @@ func (d *details) result(msg keyTokensMsg) {
 		d.errMsg = auth.Sanitize(msg.op + " failed: " + msg.err.Error())
 	}
 	if msg.auto && d.tokens != nil {
-		d.autoFailedFor = d.tokens.AccessExpiry()
+		d.autoFailedFor = refreshDeadline(d.tokens)
 	}
 }
 

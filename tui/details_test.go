@@ -194,6 +194,28 @@ func TestAutoRefreshAheadOfExpiry(t *testing.T) {
 	h.mustShow("in 5:00")
 }
 
+// The real service's shape: a 15-day access token and a 30-minute refresh
+// token. Auto-refresh must run ahead of the refresh window, not wait for the
+// access token, or the session dies after 30 idle minutes.
+func TestAutoRefreshAheadOfRefreshWindow(t *testing.T) {
+	h := openDemoDetails(t, func(f *fakeStore) {
+		ts := f.tokens["demo"]
+		ts.ExpiresIn = 1314000
+		ts.AccessExpiresAt = ts.ObtainedAt.Add(1314000 * time.Second)
+		ts.JWTExpiresAt = ts.AccessExpiresAt
+	})
+	h.clock.Advance(28*time.Minute + 59*time.Second)
+	fire[tickMsg](h)
+	if contains(h.st.Calls(), "refresh demo") {
+		t.Fatal("refreshed more than a minute ahead of the refresh window's end")
+	}
+	h.clock.Advance(time.Second)
+	fire[tickMsg](h)
+	if !contains(h.st.Calls(), "refresh demo") {
+		t.Fatalf("no refresh a minute before the refresh token expires: %v", h.st.Calls())
+	}
+}
+
 func TestAutoRefreshToggle(t *testing.T) {
 	h := openDemoDetails(t, nil)
 	h.press("a")
