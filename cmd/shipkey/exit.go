@@ -1,0 +1,53 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+	"strings"
+
+	"github.com/shipkey/shipkey/auth"
+	"github.com/shipkey/shipkey/store"
+)
+
+// Exit codes scripts rely on.
+const (
+	exitOK          = 0
+	exitFailure     = 1
+	exitUsage       = 2 // bad flags or arguments, or no way to get a needed secret
+	exitLoginNeeded = 3 // only a new login can help
+)
+
+// usageError marks a mistake in how shipkey was called (exit 2).
+type usageError struct{ err error }
+
+func (e *usageError) Error() string { return e.err.Error() }
+func (e *usageError) Unwrap() error { return e.err }
+
+func usageErrorf(format string, args ...any) error {
+	return &usageError{fmt.Errorf(format, args...)}
+}
+
+// exitCode maps an error returned by a command to the process exit code.
+func exitCode(err error) int {
+	var ue *usageError
+	switch {
+	case err == nil:
+		return exitOK
+	case errors.As(err, &ue):
+		return exitUsage
+	case errors.Is(err, store.ErrLoginNeeded) || auth.IsLoginRequired(err):
+		return exitLoginNeeded
+	default:
+		return exitFailure
+	}
+}
+
+// errorLine is the one line printed for err: "shipkey: <message>", with any
+// control characters in the message made visible.
+func errorLine(err error) string {
+	msg := err.Error()
+	if errors.Is(err, store.ErrBackendMissing) && !strings.Contains(msg, "SHIPKEY_SECRETS") {
+		msg += "; to keep secrets in an encrypted file instead, set SHIPKEY_SECRETS=file"
+	}
+	return "shipkey: " + auth.Sanitize(msg)
+}

@@ -1,0 +1,106 @@
+package main
+
+import (
+	"log/slog"
+	"sync"
+	"time"
+
+	"github.com/shipkey/shipkey/auth"
+	"github.com/shipkey/shipkey/store"
+)
+
+// factory builds, in one place and only on demand, what commands need: the
+// streams, the environment, the clock, the auth client and the store.
+// Nothing is opened until a command asks for it, so `shipkey version` and
+// `shipkey completion` never touch the disk or the keyring.
+type factory struct {
+	IO     *iostreams
+	Getenv func(string) string
+	Now    func() time.Time
+
+	// Debug turns on the redacting debug log (set by --debug).
+	Debug bool
+	// Secrets are the secrets this process has handled; the debug log hides
+	// them.
+	Secrets *secretSet
+
+	// openStore is store.Open, replaceable in tests.
+	openStore func(store.Options) (*store.Store, error)
+
+	authOnce sync.Once
+	auth     *auth.Client
+	authErr  error
+
+	storeOnce sync.Once
+	store     *store.Store
+	storeErr  error
+}
+
+func newFactory(ios *iostreams, getenv func(string) string) *factory {
+	return &factory{
+		IO:        ios,
+		Getenv:    getenv,
+		Now:       time.Now,
+		Secrets:   &secretSet{},
+		openStore: store.Open,
+	}
+}
+
+// Logger is the debug logger: a redacting text handler on stderr with --debug,
+// nil (discard) otherwise.
+func (f *factory) Logger() *slog.Logger {
+	if !f.Debug {
+		return nil
+	}
+	h := slog.NewTextHandler(f.IO.ErrOut, &slog.HandlerOptions{Level: slog.LevelDebug})
+	return slog.New(newRedactingHandler(h, f.Secrets))
+}
+
+// Auth returns the auth client, built once. SHIPKEY_CA_FILE names a PEM
+// bundle of extra roots for a private CA.
+func (f *factory) Auth() (*auth.Client, error) {
+	f.authOnce.Do(func() {
+		f.auth, f.authErr = auth.NewClient(auth.Options{
+			CAFile: f.Getenv("SHIPKEY_CA_FILE"),
+			Now:    f.Now,
+			Logger: f.Logger(),
+		})
+	})
+	return f.auth, f.authErr
+}
+
+// Store opens the user's store once. Directories and backend come from the
+// environment (SHIPKEY_CONFIG_DIR, SHIPKEY_STATE_DIR, SHIPKEY_SECRETS); the
+// file backend's passphrase comes from SHIPKEY_PASSPHRASE or, on a terminal,
+// a hidden prompt.
+func (f *factory) Store() (*store.Store, error) {
+	f.storeOnce.Do(func() {
+		client, err := f.Auth()
+		if err != nil {
+			f.storeErr = err
+			return
+		}
+		opts := store.Options{
+			Auth: client,
+			Now:  f.Now,
+			Warn: f.IO.ErrOut,
+		}
+		if f.IO.ReadSecret != nil {
+			opts.Passphrase = func(prompt string) (string, error) {
+				p, err := f.IO.ReadSecret(prompt)
+				f.Secrets.Add(p)
+				return p, err
+			}
+		}
+		f.store, f.storeErr = f.openStore(opts)
+	})
+	return f.store, f.storeErr
+}
+
+// Close releases the store if one was opened.
+func (f *factory) Close() error {
+	if f.store != nil {
+		return f.store.Close()
+	}
+	return nil
+}

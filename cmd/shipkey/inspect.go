@@ -1,0 +1,332 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/shipkey/shipkey/auth"
+	"github.com/shipkey/shipkey/store"
+	"github.com/spf13/cobra"
+)
+
+// inspectOptions decodes a token's claims.
+type inspectOptions struct {
+	IO    *iostreams
+	Now   func() time.Time
+	Store func() (*store.Store, error)
+	Auth  func() (*auth.Client, error)
+
+	Token  string // the argument: a token, "-" for stdin, or "" for a key's token
+	Key    string // --key
+	JSON   bool
+	Verify bool
+}
+
+func newCmdInspect(f *factory, runF func(context.Context, *inspectOptions) error) *cobra.Command {
+	opts := &inspectOptions{IO: f.IO, Now: f.Now, Store: f.Store, Auth: f.Auth}
+	cmd := &cobra.Command{
+		Use:   "inspect [TOKEN | -]",
+		Short: "Decode a token's claims (and check its signature with --verify)",
+		Long: `Decode a token's header and claims without trusting it: times shown absolute
+and relative, roles listed, the signature checked against the realm's keys with
+--verify (only for issuers of your own keys; no URL named by the token is
+fetched).
+
+Without TOKEN it inspects the current access token of a key (--key, else
+SHIPKEY_KEY, else the default key, else the only key) and asks the server
+whether it still accepts it.
+
+Prefer "-" to read the token from stdin: a token given as an argument is
+visible to other users in the process list and stays in your shell history.`,
+		Example: `  shipkey inspect
+  shipkey token other | shipkey inspect - --verify
+  pbpaste | shipkey inspect - --json`,
+		Args: usageArgs(cobra.MaximumNArgs(1)),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			opts.Token = labelArg(args)
+			if opts.Token != "" && opts.Key != "" {
+				return usageErrorf("give either a token or --key, not both (see: %s --help)", cmd.CommandPath())
+			}
+			if runF != nil {
+				return runF(cmd.Context(), opts)
+			}
+			return inspectRun(cmd.Context(), opts)
+		},
+	}
+	cmd.Flags().BoolVar(&opts.JSON, "json", false, "print JSON")
+	cmd.Flags().BoolVar(&opts.Verify, "verify", false, "check the signature against the realm's published keys")
+	cmd.Flags().StringVar(&opts.Key, "key", "", "inspect this key's current access token")
+	return cmd
+}
+
+// inspection is what inspect found out.
+type inspection struct {
+	Label    string // the key whose token it is, or ""
+	Decoded  *auth.Decoded
+	Verified *auth.Verification
+	Live     *auth.Liveness
+}
+
+func inspectRun(ctx context.Context, opts *inspectOptions) error {
+	var in inspection
+	token, err := inspectToken(opts, &in)
+	if err != nil {
+		return err
+	}
+	now := opts.Now()
+	in.Decoded, err = auth.Decode(token, now)
+	if err != nil {
+		return fmt.Errorf("cannot decode the token: %w", err)
+	}
+	if opts.Verify && in.Decoded.Format == auth.FormatJWT {
+		st, err := opts.Store()
+		if err != nil {
+			return err
+		}
+		client, err := opts.Auth()
+		if err != nil {
+			return err
+		}
+		v := client.Verify(ctx, st.Connections(), token)
+		in.Verified = &v
+	}
+	if in.Label != "" {
+		st, err := opts.Store()
+		if err != nil {
+			return err
+		}
+		l, err := st.Liveness(ctx, in.Label)
+		if err != nil {
+			l = auth.Liveness{State: auth.LiveUnknown, Reason: err.Error()}
+		}
+		in.Live = &l
+	}
+	if opts.JSON {
+		return writeInspectionJSON(opts.IO.Out, in, opts.Verify)
+	}
+	return writeInspection(opts.IO.Out, in, opts.Verify, now)
+}
+
+// inspectToken finds the token to inspect: the argument, stdin for "-", or
+// the resolved key's current access token (recording its label in in).
+func inspectToken(opts *inspectOptions, in *inspection) (string, error) {
+	switch opts.Token {
+	case "-":
+		line, err := opts.IO.ReadLine()
+		if errors.Is(err, io.EOF) || strings.TrimSpace(line) == "" {
+			return "", usageErrorf("no token on stdin")
+		}
+		if err != nil {
+			return "", fmt.Errorf("reading the token from stdin: %w", err)
+		}
+		return trimBearer(line), nil
+	case "":
+		st, err := opts.Store()
+		if err != nil {
+			return "", err
+		}
+		key, err := st.Resolve(opts.Key)
+		if err != nil {
+			return "", err
+		}
+		label := auth.Sanitize(key.Label)
+		ts, err := st.Current(key.Label)
+		if err != nil {
+			return "", err
+		}
+		if ts == nil || ts.AccessToken == "" {
+			return "", fmt.Errorf("API key %s has no token: %w; run: shipkey login %s", label, store.ErrLoginNeeded, label)
+		}
+		in.Label = key.Label
+		return ts.AccessToken, nil
+	default:
+		return trimBearer(opts.Token), nil
+	}
+}
+
+// trimBearer accepts a pasted "Authorization: Bearer <token>" or
+// "Bearer <token>" as well as the bare token.
+func trimBearer(s string) string {
+	s = strings.TrimSpace(s)
+	if rest, ok := cutPrefixFold(s, "authorization:"); ok {
+		s = strings.TrimSpace(rest)
+	}
+	if rest, ok := cutPrefixFold(s, "bearer "); ok {
+		s = strings.TrimSpace(rest)
+	}
+	return s
+}
+
+func cutPrefixFold(s, prefix string) (string, bool) {
+	if len(s) >= len(prefix) && strings.EqualFold(s[:len(prefix)], prefix) {
+		return s[len(prefix):], true
+	}
+	return s, false
+}
+
+// writeInspection prints the human form. Claim names and displays come
+// sanitized from auth.Decode; everything else untrusted is sanitized here.
+func writeInspection(w io.Writer, in inspection, verifyAsked bool, now time.Time) error {
+	d := in.Decoded
+	if in.Label != "" {
+		fmt.Fprintf(w, "Key:       %s\n", auth.Sanitize(in.Label))
+	}
+	if d.Format == auth.FormatOpaque {
+		fmt.Fprintln(w, "Token:     opaque (not a JWT; there are no claims to decode)")
+	} else {
+		kind := "JWT"
+		if d.Typ != "" {
+			kind += ", " + d.Typ + " token"
+		}
+		fmt.Fprintf(w, "Token:     %s\n", kind)
+		if !d.ExpiresAt.IsZero() {
+			state := "valid"
+			if !now.Before(d.ExpiresAt) {
+				state = "expired"
+			}
+			fmt.Fprintf(w, "Expiry:    %s (%s)\n", state, auth.Until(d.ExpiresAt, now))
+		}
+		fmt.Fprintln(w)
+		writeClaims(w, "Header", d.Header)
+		fmt.Fprintln(w)
+		writeClaims(w, "Payload", d.Payload)
+		fmt.Fprintln(w)
+		fmt.Fprintf(w, "Signature: %s\n", signatureLine(d, in.Verified, verifyAsked))
+	}
+	if in.Live != nil {
+		fmt.Fprintf(w, "Server:    %s\n", livenessLine(d, *in.Live, now))
+	}
+	return nil
+}
+
+func writeClaims(w io.Writer, title string, claims []auth.Claim) {
+	fmt.Fprintln(w, title)
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	for _, c := range claims {
+		value := c.Display
+		if value == "" && len(c.Items) > 0 {
+			value = strings.Join(c.Items, ", ")
+		}
+		fmt.Fprintf(tw, "  %s\t%s\n", auth.Sanitize(c.Name), auth.Sanitize(value))
+	}
+	tw.Flush()
+}
+
+func signatureLine(d *auth.Decoded, v *auth.Verification, asked bool) string {
+	switch {
+	case v != nil:
+		line := v.State.String()
+		if v.State == auth.SigVerified && v.KeyID != "" {
+			line += " (key " + auth.Sanitize(v.KeyID) + ")"
+		}
+		if v.Reason != "" {
+			line += ": " + auth.Sanitize(v.Reason)
+		}
+		return line
+	case d.SymmetricSigned:
+		return "not verified: signed with the realm's secret; a client cannot check it"
+	case asked:
+		return "not verified"
+	default:
+		return "not checked (pass --verify)"
+	}
+}
+
+func livenessLine(d *auth.Decoded, l auth.Liveness, now time.Time) string {
+	reason := ""
+	if l.Reason != "" {
+		reason = " (" + auth.Sanitize(l.Reason) + ")"
+	}
+	switch l.State {
+	case auth.LiveActive:
+		return "the server accepts this token (" + auth.Sanitize(l.Via) + ")"
+	case auth.LiveInactive:
+		if d.Format == auth.FormatJWT && now.Before(d.ExpiresAt) {
+			return "valid until " + d.ExpiresAt.UTC().Format("2006-01-02 15:04:05 UTC") +
+				", but the server no longer accepts it" + reason + "; log in again with: shipkey login"
+		}
+		return "the server no longer accepts this token" + reason
+	default:
+		return "cannot tell whether the server accepts it" + reason
+	}
+}
+
+// inspectionJSON is `inspect --json`.
+type inspectionJSON struct {
+	Format    string         `json:"format"`
+	Key       string         `json:"key,omitempty"`
+	Header    map[string]any `json:"header,omitempty"`
+	Payload   any            `json:"payload,omitempty"`
+	ExpiresAt *string        `json:"expires_at,omitempty"`
+	Signature *signatureJSON `json:"signature,omitempty"`
+	Liveness  *livenessJSON  `json:"liveness,omitempty"`
+}
+
+type signatureJSON struct {
+	State  string `json:"state"`
+	Reason string `json:"reason,omitempty"`
+	KeyID  string `json:"key_id,omitempty"`
+	Issuer string `json:"issuer,omitempty"`
+}
+
+type livenessJSON struct {
+	State  string `json:"state"`
+	Via    string `json:"via,omitempty"`
+	Reason string `json:"reason,omitempty"`
+}
+
+func writeInspectionJSON(w io.Writer, in inspection, verifyAsked bool) error {
+	d := in.Decoded
+	out := inspectionJSON{Format: "opaque", Key: in.Label}
+	if d.Format == auth.FormatJWT {
+		out.Format = "jwt"
+		out.Header = make(map[string]any, len(d.Header))
+		for _, c := range d.Header {
+			out.Header[c.Name] = sanitizeJSON(c.Value)
+		}
+		out.Payload = sanitizeJSON(map[string]any(d.Raw))
+		out.ExpiresAt = rfc3339OrNil(d.ExpiresAt)
+		switch {
+		case in.Verified != nil:
+			out.Signature = &signatureJSON{State: in.Verified.State.String(), Reason: auth.Sanitize(in.Verified.Reason),
+				KeyID: auth.Sanitize(in.Verified.KeyID), Issuer: auth.Sanitize(in.Verified.Issuer)}
+		case verifyAsked || d.SymmetricSigned:
+			out.Signature = &signatureJSON{State: auth.SigNotChecked.String()}
+		}
+	}
+	if in.Live != nil {
+		out.Liveness = &livenessJSON{State: in.Live.State.String(), Via: auth.Sanitize(in.Live.Via), Reason: auth.Sanitize(in.Live.Reason)}
+	}
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	return enc.Encode(out)
+}
+
+// sanitizeJSON returns v with every string and object key passed through
+// auth.Sanitize, so untrusted claims cannot carry terminal controls.
+func sanitizeJSON(v any) any {
+	switch x := v.(type) {
+	case string:
+		return auth.Sanitize(x)
+	case map[string]any:
+		m := make(map[string]any, len(x))
+		for k, e := range x {
+			m[auth.Sanitize(k)] = sanitizeJSON(e)
+		}
+		return m
+	case []any:
+		l := make([]any, len(x))
+		for i, e := range x {
+			l[i] = sanitizeJSON(e)
+		}
+		return l
+	default:
+		return v
+	}
+}

@@ -1,0 +1,395 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/shipkey/shipkey/auth"
+	"github.com/shipkey/shipkey/store"
+	"github.com/spf13/cobra"
+)
+
+func newCmdKeys(f *factory) *cobra.Command {
+	cmd := groupCommand(&cobra.Command{
+		Use:   "keys",
+		Short: "Get, list, rename and remove API keys",
+	})
+	cmd.AddCommand(
+		newCmdKeysNew(f, nil),
+		newCmdKeysList(f, nil),
+		newCmdKeysRm(f, nil),
+		newCmdKeysRename(f, nil),
+		newCmdKeysDefault(f, nil),
+	)
+	return cmd
+}
+
+// keysNewOptions is "Get API Key".
+type keysNewOptions struct {
+	IO      *iostreams
+	Getenv  func(string) string
+	Now     func() time.Time
+	Store   func() (*store.Store, error)
+	Secrets *secretSet
+
+	Label            string
+	AuthURL          string
+	Realm            string
+	TokenURL         string
+	Issuer           string
+	ClientID         string
+	Username         string
+	Scopes           []string
+	BasicAuth        bool
+	RememberPassword bool
+	PasswordStdin    bool
+}
+
+func newCmdKeysNew(f *factory, runF func(context.Context, *keysNewOptions) error) *cobra.Command {
+	opts := &keysNewOptions{IO: f.IO, Getenv: f.Getenv, Now: f.Now, Store: f.Store, Secrets: f.Secrets}
+	cmd := &cobra.Command{
+		Use:   "new --label L --auth-url URL --client-id ID --username U",
+		Short: "Get an API key (log in with the password grant and keep the key)",
+		Long: `Get an API key: log in to the realm with the password grant and keep the
+key under a label.
+
+The client secret comes from SHIPKEY_CLIENT_SECRET or a hidden prompt; the
+password from SHIPKEY_PASSWORD, --password-stdin (one line) or a hidden
+prompt. No flag takes a secret.`,
+		Example: `  SHIPKEY_CLIENT_SECRET=… shipkey keys new --label prod \
+    --auth-url https://auth.example.com --client-id shipping-api --username me
+  pass show shipping | shipkey keys new --label prod --password-stdin …`,
+		Args: usageArgs(cobra.NoArgs),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if err := requireFlags(cmd, "label", "client-id", "username"); err != nil {
+				return err
+			}
+			if opts.AuthURL == "" && opts.TokenURL == "" && opts.Issuer == "" {
+				return usageErrorf("missing --auth-url (or --token-url or --issuer) (see: %s --help)", cmd.CommandPath())
+			}
+			if opts.TokenURL != "" && opts.Issuer != "" {
+				return usageErrorf("--token-url and --issuer exclude each other (see: %s --help)", cmd.CommandPath())
+			}
+			if runF != nil {
+				return runF(cmd.Context(), opts)
+			}
+			return keysNewRun(cmd.Context(), opts)
+		},
+	}
+	fl := cmd.Flags()
+	fl.StringVar(&opts.Label, "label", "", "label of the new key (unique)")
+	fl.StringVar(&opts.AuthURL, "auth-url", "", "base URL of the authorization server, e.g. https://auth.example.com")
+	fl.StringVar(&opts.Realm, "realm", "", "Keycloak realm (default \"master\")")
+	fl.StringVar(&opts.TokenURL, "token-url", "", "token endpoint, overriding the realm's")
+	fl.StringVar(&opts.Issuer, "issuer", "", "OIDC issuer; endpoints come from its discovery document")
+	fl.StringVar(&opts.ClientID, "client-id", "", "client id of the registered client application")
+	fl.StringVar(&opts.Username, "username", "", "user of the client application")
+	fl.StringArrayVar(&opts.Scopes, "scope", nil, "scope to request (repeatable, or space-separated)")
+	fl.BoolVar(&opts.BasicAuth, "basic-auth", false, "send the client credentials with HTTP Basic instead of in the form")
+	fl.BoolVar(&opts.RememberPassword, "remember-password", false, "keep the password with the key's secrets to log in again unattended")
+	fl.BoolVar(&opts.PasswordStdin, "password-stdin", false, "read the password from stdin (one line)")
+	return cmd
+}
+
+func keysNewRun(ctx context.Context, opts *keysNewOptions) error {
+	var scopes []string
+	for _, s := range opts.Scopes {
+		scopes = append(scopes, strings.Fields(s)...)
+	}
+	conn := auth.Connection{
+		AuthURL:   opts.AuthURL,
+		Realm:     opts.Realm,
+		ClientID:  opts.ClientID,
+		TokenURL:  opts.TokenURL,
+		Issuer:    opts.Issuer,
+		Scopes:    scopes,
+		BasicAuth: opts.BasicAuth,
+	}
+	// Check the shape before asking for anything secret.
+	if err := conn.Validate(); err != nil {
+		return err
+	}
+	clientSecret, err := readSecret(opts.IO, opts.Getenv, secretSource{
+		What:   "client secret",
+		Env:    envClientSecret,
+		Prompt: "Client secret: ",
+		Hint:   "set " + envClientSecret,
+	})
+	if err != nil {
+		return err
+	}
+	opts.Secrets.Add(clientSecret)
+	password, err := readSecret(opts.IO, opts.Getenv, secretSource{
+		What:      "password",
+		Env:       envPassword,
+		FromStdin: opts.PasswordStdin,
+		Prompt:    "Password for " + auth.Sanitize(opts.Username) + ": ",
+		Hint:      "set " + envPassword + " or pass --password-stdin",
+	})
+	if err != nil {
+		return err
+	}
+	opts.Secrets.Add(password)
+
+	st, err := opts.Store()
+	if err != nil {
+		return err
+	}
+	key, err := st.Create(ctx, store.NewKey{
+		Label:            opts.Label,
+		Conn:             conn,
+		Username:         opts.Username,
+		ClientSecret:     clientSecret,
+		Password:         password,
+		RememberPassword: opts.RememberPassword,
+	})
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(opts.IO.ErrOut, "Got API key %s (%s)\n", auth.Sanitize(key.Label), lifetimes(key, opts.Now()))
+	return nil
+}
+
+// keysListOptions lists keys.
+type keysListOptions struct {
+	IO    *iostreams
+	Now   func() time.Time
+	Store func() (*store.Store, error)
+	JSON  bool
+}
+
+func newCmdKeysList(f *factory, runF func(*keysListOptions) error) *cobra.Command {
+	opts := &keysListOptions{IO: f.IO, Now: f.Now, Store: f.Store}
+	cmd := &cobra.Command{
+		Use:     "list",
+		Aliases: []string{"ls"},
+		Short:   "List API keys (the default key is marked *)",
+		Args:    usageArgs(cobra.NoArgs),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if runF != nil {
+				return runF(opts)
+			}
+			return keysListRun(opts)
+		},
+	}
+	cmd.Flags().BoolVar(&opts.JSON, "json", false, "print a JSON array")
+	return cmd
+}
+
+// keyJSON is one key in `keys list --json`.
+type keyJSON struct {
+	Label            string  `json:"label"`
+	APIKey           string  `json:"api_key"`
+	LastUsed         *string `json:"last_used"`
+	AccessExpiresAt  *string `json:"access_expires_at"`
+	RefreshExpiresAt *string `json:"refresh_expires_at"`
+	AuthURL          string  `json:"auth_url"`
+	Realm            string  `json:"realm"`
+	ClientID         string  `json:"client_id"`
+	Username         string  `json:"username"`
+	Default          bool    `json:"default"`
+	Status           string  `json:"status"`
+}
+
+func keysListRun(opts *keysListOptions) error {
+	st, err := opts.Store()
+	if err != nil {
+		return err
+	}
+	keys, err := st.Keys()
+	if err != nil {
+		return err
+	}
+	now := opts.Now()
+	if opts.JSON {
+		out := make([]keyJSON, 0, len(keys))
+		for _, k := range keys {
+			status := k.StatusAt(now)
+			j := keyJSON{
+				Label:    k.Label,
+				APIKey:   k.Masked,
+				LastUsed: rfc3339OrNil(k.LastUsed),
+				AuthURL:  k.Conn.AuthURL,
+				Realm:    k.Conn.RealmName(),
+				ClientID: k.Conn.ClientID,
+				Username: k.Username,
+				Default:  k.Default,
+				Status:   statusName(status),
+			}
+			if status != store.StatusNoToken {
+				j.AccessExpiresAt = rfc3339OrNil(k.Token.AccessExpiry())
+				j.RefreshExpiresAt = rfc3339OrNil(k.Token.RefreshExpiresAt)
+			}
+			out = append(out, j)
+		}
+		enc := json.NewEncoder(opts.IO.Out)
+		enc.SetIndent("", "  ")
+		return enc.Encode(out)
+	}
+	if len(keys) == 0 {
+		fmt.Fprintln(opts.IO.ErrOut, "No API keys yet. Get one with: shipkey keys new (see: shipkey keys new --help)")
+		return nil
+	}
+	tw := tabwriter.NewWriter(opts.IO.Out, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "\tAPI KEY\tLABEL\tLAST USED\tACCESS EXPIRES\tREFRESH EXPIRES")
+	for _, k := range keys {
+		mark := " "
+		if k.Default {
+			mark = "*"
+		}
+		apiKey, access, refresh := "-", "-", "-"
+		if k.Masked != "" {
+			apiKey = auth.Sanitize(k.Masked)
+		}
+		switch k.StatusAt(now) {
+		case store.StatusNoToken:
+			access, refresh = "logged out", "logged out"
+			if k.Token.ObtainedAt.IsZero() {
+				access, refresh = "-", "-"
+			}
+		default:
+			access = expiresIn(k.Token.AccessExpiry(), now)
+			refresh = expiresIn(k.Token.RefreshExpiresAt, now)
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", mark, apiKey, auth.Sanitize(k.Label), ago(k.LastUsed, now), access, refresh)
+	}
+	return tw.Flush()
+}
+
+// keysRmOptions removes a key.
+type keysRmOptions struct {
+	IO    *iostreams
+	Store func() (*store.Store, error)
+	Label string
+	Yes   bool
+}
+
+func newCmdKeysRm(f *factory, runF func(*keysRmOptions) error) *cobra.Command {
+	opts := &keysRmOptions{IO: f.IO, Store: f.Store}
+	cmd := &cobra.Command{
+		Use:     "rm LABEL",
+		Aliases: []string{"remove"},
+		Short:   "Remove an API key and its secrets",
+		Long: `Remove an API key and its secrets. On a terminal it asks first unless --yes;
+without a terminal --yes is required.`,
+		Args: usageArgs(cobra.ExactArgs(1)),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			opts.Label = args[0]
+			if runF != nil {
+				return runF(opts)
+			}
+			return keysRmRun(opts)
+		},
+	}
+	cmd.Flags().BoolVarP(&opts.Yes, "yes", "y", false, "do not ask for confirmation")
+	return cmd
+}
+
+func keysRmRun(opts *keysRmOptions) error {
+	st, err := opts.Store()
+	if err != nil {
+		return err
+	}
+	key, err := st.Key(opts.Label)
+	if err != nil {
+		return err
+	}
+	label := auth.Sanitize(key.Label)
+	if !opts.Yes {
+		if !opts.IO.StdinTTY {
+			return usageErrorf("not removing API key %s without confirmation: no terminal to ask on; pass --yes", label)
+		}
+		fmt.Fprintf(opts.IO.ErrOut, "Remove API key %s and its secrets? [y/N] ", label)
+		answer, err := opts.IO.ReadLine()
+		if err != nil {
+			answer = ""
+		}
+		switch strings.ToLower(strings.TrimSpace(answer)) {
+		case "y", "yes":
+		default:
+			fmt.Fprintln(opts.IO.ErrOut, "Kept API key "+label)
+			return nil
+		}
+	}
+	if err := st.Remove(key.Label); err != nil {
+		return err
+	}
+	fmt.Fprintln(opts.IO.ErrOut, "Removed API key "+label)
+	return nil
+}
+
+// keysRenameOptions renames a key.
+type keysRenameOptions struct {
+	IO       *iostreams
+	Store    func() (*store.Store, error)
+	Label    string
+	NewLabel string
+}
+
+func newCmdKeysRename(f *factory, runF func(*keysRenameOptions) error) *cobra.Command {
+	opts := &keysRenameOptions{IO: f.IO, Store: f.Store}
+	return &cobra.Command{
+		Use:     "rename LABEL NEW-LABEL",
+		Aliases: []string{"mv"},
+		Short:   "Change an API key's label",
+		Args:    usageArgs(cobra.ExactArgs(2)),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			opts.Label, opts.NewLabel = args[0], args[1]
+			if runF != nil {
+				return runF(opts)
+			}
+			return keysRenameRun(opts)
+		},
+	}
+}
+
+func keysRenameRun(opts *keysRenameOptions) error {
+	st, err := opts.Store()
+	if err != nil {
+		return err
+	}
+	if err := st.Rename(opts.Label, opts.NewLabel); err != nil {
+		return err
+	}
+	fmt.Fprintf(opts.IO.ErrOut, "Renamed API key %s to %s\n", auth.Sanitize(opts.Label), auth.Sanitize(opts.NewLabel))
+	return nil
+}
+
+// keysDefaultOptions sets the default key.
+type keysDefaultOptions struct {
+	IO    *iostreams
+	Store func() (*store.Store, error)
+	Label string
+}
+
+func newCmdKeysDefault(f *factory, runF func(*keysDefaultOptions) error) *cobra.Command {
+	opts := &keysDefaultOptions{IO: f.IO, Store: f.Store}
+	return &cobra.Command{
+		Use:   "default LABEL",
+		Short: "Make an API key the default (used when no label is given)",
+		Args:  usageArgs(cobra.ExactArgs(1)),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			opts.Label = args[0]
+			if runF != nil {
+				return runF(opts)
+			}
+			return keysDefaultRun(opts)
+		},
+	}
+}
+
+func keysDefaultRun(opts *keysDefaultOptions) error {
+	st, err := opts.Store()
+	if err != nil {
+		return err
+	}
+	if err := st.SetDefault(opts.Label); err != nil {
+		return err
+	}
+	fmt.Fprintf(opts.IO.ErrOut, "API key %s is now the default\n", auth.Sanitize(opts.Label))
+	return nil
+}

@@ -1,0 +1,151 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"os/signal"
+	"strings"
+	"syscall"
+
+	"github.com/spf13/cobra"
+)
+
+// run is the whole program: it parses os.Args, runs the command and returns
+// the exit code.
+func run() int {
+	return runWith(os.Args[1:], systemIO(), os.Getenv)
+}
+
+// runWith runs shipkey with explicit arguments, streams and environment.
+func runWith(args []string, ios *iostreams, getenv func(string) string) int {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+
+	f := newFactory(ios, getenv)
+	defer f.Close()
+
+	root := newCmdRoot(f)
+	if args == nil {
+		args = []string{}
+	}
+	root.SetArgs(args)
+	root.SetIn(ios.In)
+	root.SetOut(ios.Out)
+	root.SetErr(ios.ErrOut)
+
+	err := root.ExecuteContext(ctx)
+	if err == nil {
+		return exitOK
+	}
+	fmt.Fprintln(ios.ErrOut, errorLine(err))
+	return exitCode(err)
+}
+
+// newCmdRoot builds the command tree.
+func newCmdRoot(f *factory) *cobra.Command {
+	root := &cobra.Command{
+		Use:   "shipkey",
+		Short: "Manage OAuth 2.0 tokens and API keys for the Shipping Service API",
+		Long: `shipkey gets API keys for the Shipping Service API (OAuth 2.0 password grant
+against its Keycloak realm), keeps their secrets in the OS keyring or an
+encrypted file, and hands out fresh access tokens to scripts.
+
+Run it without arguments in a terminal for the interactive app.
+
+Environment:
+  SHIPKEY_KEY            label of the key to use when none is given
+  SHIPKEY_CLIENT_SECRET  client secret for "keys new" (else a hidden prompt)
+  SHIPKEY_PASSWORD       password for "keys new" and "login" (else --password-stdin or a prompt)
+  SHIPKEY_SECRETS        secrets backend: auto, keyring, file, plaintext
+  SHIPKEY_PASSPHRASE     passphrase of the encrypted secrets file
+  SHIPKEY_CONFIG_DIR     where config.toml lives
+  SHIPKEY_STATE_DIR      where state.json, locks and the encrypted secrets live
+  SHIPKEY_CA_FILE        PEM bundle of extra CA roots for a private CA
+
+Exit codes: 0 success, 1 failure, 2 usage error, 3 login needed.`,
+		Args:          usageArgs(cobra.NoArgs),
+		SilenceErrors: true,
+		SilenceUsage:  true,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if !f.IO.IsInteractive() {
+				fmt.Fprint(f.IO.ErrOut, cmd.UsageString())
+				return usageErrorf("not a terminal: run a command (see above), or run shipkey in a terminal for the interactive app")
+			}
+			st, err := f.Store()
+			if err != nil {
+				return err
+			}
+			client, err := f.Auth()
+			if err != nil {
+				return err
+			}
+			return runTUI(cmd.Context(), uiOptions{Store: st, Auth: client, Now: f.Now})
+		},
+	}
+	root.PersistentFlags().BoolVar(&f.Debug, "debug", false, "log HTTP requests to stderr (secrets redacted)")
+	root.SetFlagErrorFunc(func(cmd *cobra.Command, err error) error {
+		return &usageError{fmt.Errorf("%w (see: %s --help)", err, cmd.CommandPath())}
+	})
+	root.CompletionOptions.HiddenDefaultCmd = false
+
+	root.AddCommand(
+		newCmdKeys(f),
+		newCmdLogin(f, nil),
+		newCmdToken(f, nil),
+		newCmdHeader(f, nil),
+		newCmdInspect(f, nil),
+		newCmdLogout(f, nil),
+		newCmdDemo(f, nil),
+		newCmdVersion(f),
+	)
+	return root
+}
+
+// usageArgs wraps an argument validator so its errors are usage errors.
+func usageArgs(v cobra.PositionalArgs) cobra.PositionalArgs {
+	return func(cmd *cobra.Command, args []string) error {
+		if err := v(cmd, args); err != nil {
+			if cmd.HasSubCommands() && len(args) > 0 {
+				return usageErrorf("unknown command %q for %q (see: %s --help)", args[0], cmd.CommandPath(), cmd.CommandPath())
+			}
+			return &usageError{fmt.Errorf("%w (see: %s --help)", err, cmd.CommandPath())}
+		}
+		return nil
+	}
+}
+
+// groupCommand makes cmd a pure group: help without arguments, a usage error
+// for an unknown subcommand.
+func groupCommand(cmd *cobra.Command) *cobra.Command {
+	cmd.Args = usageArgs(cobra.NoArgs)
+	cmd.RunE = func(c *cobra.Command, args []string) error {
+		return c.Help()
+	}
+	return cmd
+}
+
+// labelArg returns the optional label argument, or "".
+func labelArg(args []string) string {
+	if len(args) > 0 {
+		return args[0]
+	}
+	return ""
+}
+
+// requireFlags returns a usage error naming the first required flag that is
+// empty.
+func requireFlags(cmd *cobra.Command, names ...string) error {
+	var missing []string
+	for _, n := range names {
+		fl := cmd.Flags().Lookup(n)
+		if fl == nil || strings.TrimSpace(fl.Value.String()) == "" {
+			missing = append(missing, "--"+n)
+		}
+	}
+	if len(missing) > 0 {
+		return &usageError{errors.New("missing " + strings.Join(missing, ", ") + " (see: " + cmd.CommandPath() + " --help)")}
+	}
+	return nil
+}

@@ -1,0 +1,410 @@
+package main
+
+import (
+	"bytes"
+	"crypto/rand"
+	"encoding/base64"
+	"encoding/hex"
+	"errors"
+	"flag"
+	"fmt"
+	"io/fs"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/rogpeppe/go-internal/testscript"
+	"github.com/shipkey/shipkey/auth/authtest"
+)
+
+func TestMain(m *testing.M) {
+	testscript.Main(m, map[string]func(){
+		"shipkey": func() { os.Exit(run()) },
+	})
+}
+
+var updateScripts = flag.Bool("update-scripts", false, "update testscript cmp files")
+
+// TestScripts runs the CLI as a user types it: testdata/script/*.txtar, each
+// against its own authtest realm and its own config and state directories.
+func TestScripts(t *testing.T) {
+	testscript.Run(t, testscript.Params{
+		Dir:                 "testdata/script",
+		Setup:               setupScript,
+		RequireExplicitExec: true,
+		UpdateScripts:       *updateScripts,
+		Cmds: map[string]func(*testscript.TestScript, bool, []string){
+			"authserver":    cmdAuthServer,
+			"nosecrets":     cmdNoSecrets,
+			"exits":         cmdExits,
+			"waitport":      cmdWaitPort,
+			"hostiletoken":  cmdHostileToken,
+			"corruptconfig": cmdCorruptConfig,
+			"writeenv":      cmdWriteEnv,
+		},
+	})
+}
+
+// scriptKey is the Env.Values key of a script's *realm.
+type scriptKey struct{}
+
+// testClock is the realm's clock: real time plus an offset the script moves
+// with `authserver advance`.
+type testClock struct{ offset atomic.Int64 }
+
+func (c *testClock) Now() time.Time { return time.Now().Add(time.Duration(c.offset.Load())) }
+
+// realm is one script's authorization server and the secrets it knows.
+type realm struct {
+	mu           sync.Mutex
+	srv          *authtest.Server
+	clock        *testClock
+	password     string
+	clientSecret string
+	passphrase   string
+}
+
+const (
+	scriptUser   = "alice"
+	scriptClient = "shipping-api"
+)
+
+func randomHex(n int) string {
+	b := make([]byte, n)
+	if _, err := rand.Read(b); err != nil {
+		panic(err)
+	}
+	return hex.EncodeToString(b)
+}
+
+// realmConfig is the script realm: the Shipping Service's lifetimes unless
+// overridden.
+func (r *realm) config(access, refresh time.Duration, rotate bool) authtest.Config {
+	return authtest.Config{
+		Users: []authtest.User{{
+			Username: scriptUser, Password: r.password, Email: "alice@example.com",
+			FirstName: "Alice", LastName: "Shipper",
+			RealmRoles:  []string{"offline_access", "shipper"},
+			ClientRoles: map[string][]string{scriptClient: {"write"}},
+		}},
+		Clients:            []authtest.Client{{ID: scriptClient, Secret: r.clientSecret}},
+		AccessTTL:          access,
+		RefreshTTL:         refresh,
+		RevokeRefreshToken: rotate,
+		Now:                r.clock.Now,
+	}
+}
+
+func setupScript(env *testscript.Env) error {
+	r := &realm{
+		clock:        &testClock{},
+		password:     "pw-" + randomHex(10),
+		clientSecret: "cs-" + randomHex(10),
+		passphrase:   "pp-" + randomHex(10),
+	}
+	r.srv = authtest.NewServer(r.config(1314000*time.Second, 30*time.Minute, false))
+	env.Values[scriptKey{}] = r
+	env.Defer(func() {
+		r.mu.Lock()
+		defer r.mu.Unlock()
+		r.srv.Close()
+	})
+
+	closed, err := closedURL()
+	if err != nil {
+		return err
+	}
+	port, err := freePort()
+	if err != nil {
+		return err
+	}
+	work := env.WorkDir
+	home := filepath.Join(work, "home")
+	vars := map[string]string{
+		"AUTH_URL":           r.srv.URL(),
+		"REALM":              r.srv.Realm(),
+		"ISSUER":             r.srv.Issuer(),
+		"CLIENT_ID":          scriptClient,
+		"USERNAME":           scriptUser,
+		"PASSWORD":           r.password,
+		"CLIENT_SECRET":      r.clientSecret,
+		"CLOSED_URL":         closed,
+		"FREE_PORT":          strconv.Itoa(port),
+		"HOME":               home,
+		"XDG_CONFIG_HOME":    filepath.Join(home, ".config"),
+		"XDG_STATE_HOME":     filepath.Join(home, ".local", "state"),
+		"XDG_DATA_HOME":      filepath.Join(home, ".local", "share"),
+		"XDG_RUNTIME_DIR":    filepath.Join(home, "run"),
+		"SHIPKEY_CONFIG_DIR": filepath.Join(work, "config"),
+		"SHIPKEY_STATE_DIR":  filepath.Join(work, "state"),
+		"SHIPKEY_SECRETS":    "file",
+		"SHIPKEY_PASSPHRASE": r.passphrase,
+		"NO_COLOR":           "1",
+	}
+	for k, v := range vars {
+		env.Setenv(k, v)
+	}
+	// After every script, whatever it did: no secret in any file shipkey wrote.
+	env.Defer(func() {
+		if err := findSecrets(r, []string{vars["SHIPKEY_CONFIG_DIR"], vars["SHIPKEY_STATE_DIR"], home}, nil); err != nil {
+			env.T().Fatal(err)
+		}
+	})
+	return nil
+}
+
+// closedURL returns an http URL on 127.0.0.1 where nothing listens.
+func closedURL() (string, error) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return "", err
+	}
+	addr := ln.Addr().String()
+	ln.Close()
+	return "http://" + addr, nil
+}
+
+func freePort() (int, error) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return 0, err
+	}
+	defer ln.Close()
+	return ln.Addr().(*net.TCPAddr).Port, nil
+}
+
+func scriptRealm(ts *testscript.TestScript) *realm {
+	return ts.Value(scriptKey{}).(*realm)
+}
+
+// cmdAuthServer controls the script's realm:
+//
+//	authserver start [-access D] [-refresh D] [-rotate]  replace it (new URL in $AUTH_URL)
+//	authserver endsessions                               end every session
+//	authserver advance D                                 move the realm's clock
+//	authserver count NAME N                              assert a request count
+//	authserver fail ENDPOINT STATUS [hostile]            next request answers STATUS
+//	authserver stop                                      close it ($AUTH_URL unreachable)
+func cmdAuthServer(ts *testscript.TestScript, neg bool, args []string) {
+	if neg {
+		ts.Fatalf("unsupported: ! authserver")
+	}
+	if len(args) == 0 {
+		ts.Fatalf("usage: authserver start|endsessions|advance|count|fail|stop ...")
+	}
+	r := scriptRealm(ts)
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	switch args[0] {
+	case "start":
+		fs := flag.NewFlagSet("authserver start", flag.ContinueOnError)
+		access := fs.Duration("access", 1314000*time.Second, "access token lifetime")
+		refresh := fs.Duration("refresh", 30*time.Minute, "refresh token lifetime")
+		rotate := fs.Bool("rotate", false, "refresh token rotation with reuse detection")
+		ts.Check(fs.Parse(args[1:]))
+		r.srv.Close()
+		r.srv = authtest.NewServer(r.config(*access, *refresh, *rotate))
+		ts.Setenv("AUTH_URL", r.srv.URL())
+		ts.Setenv("ISSUER", r.srv.Issuer())
+	case "endsessions":
+		r.srv.EndSessions()
+	case "advance":
+		if len(args) != 2 {
+			ts.Fatalf("usage: authserver advance DURATION")
+		}
+		d, err := time.ParseDuration(args[1])
+		ts.Check(err)
+		r.clock.offset.Add(int64(d))
+	case "count":
+		if len(args) != 3 {
+			ts.Fatalf("usage: authserver count NAME N")
+		}
+		want, err := strconv.Atoi(args[2])
+		ts.Check(err)
+		if got := r.srv.Count(args[1]); got != want {
+			ts.Fatalf("authserver count %s = %d, want %d", args[1], got, want)
+		}
+	case "fail":
+		if len(args) < 3 {
+			ts.Fatalf("usage: authserver fail ENDPOINT STATUS [hostile]")
+		}
+		status, err := strconv.Atoi(args[2])
+		ts.Check(err)
+		body := `{"error":"temporarily_unavailable","error_description":"try later"}`
+		if len(args) > 3 && args[3] == "hostile" {
+			body = `{"error":"invalid_grant\u001b[2J","error_description":"Invalid user credentials\u001b]52;c;ZXZpbA==\u0007\u009b31m\u202e"}`
+		}
+		r.srv.Inject(authtest.Fault{Endpoint: args[1], Status: status, Body: body})
+	case "stop":
+		r.srv.Close()
+	default:
+		ts.Fatalf("authserver: unknown subcommand %q", args[0])
+	}
+}
+
+// cmdNoSecrets fails when any file under the config and state directories
+// (and $HOME) holds the realm's password or client secret, the passphrase,
+// anything shaped like a JWT, or the trimmed contents of the files named as
+// arguments (tokens a script captured).
+func cmdNoSecrets(ts *testscript.TestScript, neg bool, args []string) {
+	if neg {
+		ts.Fatalf("unsupported: ! nosecrets")
+	}
+	var extra []string
+	for _, a := range args {
+		if s := strings.TrimSpace(ts.ReadFile(a)); s != "" {
+			extra = append(extra, s)
+		}
+	}
+	dirs := []string{ts.Getenv("SHIPKEY_CONFIG_DIR"), ts.Getenv("SHIPKEY_STATE_DIR"), ts.Getenv("HOME")}
+	ts.Check(findSecrets(scriptRealm(ts), dirs, extra))
+}
+
+func findSecrets(r *realm, dirs []string, extra []string) error {
+	secrets := map[string]string{
+		"password":      r.password,
+		"client secret": r.clientSecret,
+		"passphrase":    r.passphrase,
+	}
+	for i, s := range extra {
+		secrets[fmt.Sprintf("captured secret #%d", i+1)] = s
+	}
+	for _, dir := range dirs {
+		err := filepath.WalkDir(dir, func(path string, d fs.DirEntry, err error) error {
+			if errors.Is(err, fs.ErrNotExist) {
+				return nil
+			}
+			if err != nil || d.IsDir() {
+				return err
+			}
+			data, err := os.ReadFile(path)
+			if err != nil {
+				return err
+			}
+			for what, s := range secrets {
+				if s != "" && bytes.Contains(data, []byte(s)) {
+					return fmt.Errorf("%s holds the %s in plaintext", path, what)
+				}
+			}
+			if loc := jwtPattern.FindIndex(data); loc != nil {
+				return fmt.Errorf("%s holds a JWT in plaintext at byte %d", path, loc[0])
+			}
+			return nil
+		})
+		if err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// cmdExits runs a program like exec and asserts its exit code; for a
+// non-zero code it also asserts that the last line on stderr is the one
+// "shipkey: <message>" line, free of control characters.
+//
+//	exits N program [args...]
+func cmdExits(ts *testscript.TestScript, neg bool, args []string) {
+	if neg {
+		ts.Fatalf("unsupported: ! exits")
+	}
+	if len(args) < 2 {
+		ts.Fatalf("usage: exits CODE program [args...]")
+	}
+	want, err := strconv.Atoi(args[0])
+	ts.Check(err)
+	err = ts.Exec(args[1], args[2:]...)
+	got := 0
+	if err != nil {
+		var ee *exec.ExitError
+		if !errors.As(err, &ee) {
+			ts.Fatalf("running %s: %v", args[1], err)
+		}
+		got = ee.ExitCode()
+	}
+	if got != want {
+		ts.Fatalf("exit code %d, want %d", got, want)
+	}
+	if want == 0 {
+		return
+	}
+	stderr := strings.TrimRight(ts.ReadFile("stderr"), "\n")
+	last := stderr[strings.LastIndex(stderr, "\n")+1:]
+	if !strings.HasPrefix(last, "shipkey: ") {
+		ts.Fatalf("last stderr line %q does not start with \"shipkey: \"", last)
+	}
+	for _, c := range last {
+		if c < 0x20 || c == 0x7f || (c >= 0x80 && c < 0xa0) {
+			ts.Fatalf("error line holds control character %U: %q", c, last)
+		}
+	}
+}
+
+// cmdWaitPort waits (at most 10 s) until something listens on 127.0.0.1:PORT.
+func cmdWaitPort(ts *testscript.TestScript, neg bool, args []string) {
+	if neg || len(args) != 1 {
+		ts.Fatalf("usage: waitport PORT")
+	}
+	addr := net.JoinHostPort("127.0.0.1", args[0])
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		c, err := net.DialTimeout("tcp", addr, time.Second)
+		if err == nil {
+			c.Close()
+			return
+		}
+		if time.Now().After(deadline) {
+			ts.Fatalf("nothing listens on %s: %v", addr, err)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+// cmdHostileToken writes to FILE an unsigned JWT whose claim names and values
+// carry terminal control sequences.
+func cmdHostileToken(ts *testscript.TestScript, neg bool, args []string) {
+	if neg || len(args) != 1 {
+		ts.Fatalf("usage: hostiletoken FILE")
+	}
+	enc := base64.RawURLEncoding
+	header := `{"alg":"RS256","typ":"JWT","kid":"k\u001b[2J"}`
+	payload := `{"iss":"https://evil.example/\u001b]52;c;ZXZpbA==\u0007","sub":"x","exp":4102444800,` +
+		`"preferred_username":"mallory\u001b[2J\u009b31m\u202e","evil\u001b[1mclaim":"v",` +
+		`"realm_access":{"roles":["admin\u001b]0;pwned\u0007"]}}`
+	tok := enc.EncodeToString([]byte(header)) + "." + enc.EncodeToString([]byte(payload)) + "." + enc.EncodeToString([]byte("sig"))
+	ts.Check(os.WriteFile(ts.MkAbs(args[0]), []byte(tok+"\n"), 0o600))
+}
+
+// cmdCorruptConfig appends a line that is not TOML to config.toml.
+func cmdCorruptConfig(ts *testscript.TestScript, neg bool, args []string) {
+	if neg || len(args) != 0 {
+		ts.Fatalf("usage: corruptconfig")
+	}
+	path := filepath.Join(ts.Getenv("SHIPKEY_CONFIG_DIR"), "config.toml")
+	f, err := os.OpenFile(path, os.O_APPEND|os.O_WRONLY, 0)
+	ts.Check(err)
+	_, err = f.WriteString("this is = = not toml [[\n")
+	ts.Check(err)
+	ts.Check(f.Close())
+}
+
+// cmdWriteEnv writes the values of environment variables to FILE, one a
+// line: secrets for stdin or a terminal without putting them in the script.
+//
+//	writeenv FILE VAR...
+func cmdWriteEnv(ts *testscript.TestScript, neg bool, args []string) {
+	if neg || len(args) < 2 {
+		ts.Fatalf("usage: writeenv FILE VAR...")
+	}
+	var b strings.Builder
+	for _, v := range args[1:] {
+		b.WriteString(ts.Getenv(v) + "\n")
+	}
+	ts.Check(os.WriteFile(ts.MkAbs(args[0]), []byte(b.String()), 0o600))
+}

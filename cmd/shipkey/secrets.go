@@ -1,0 +1,55 @@
+package main
+
+import (
+	"errors"
+	"io"
+)
+
+// Where secrets come from. No flag ever carries a secret: argv is visible to
+// every user of the machine.
+const (
+	envClientSecret = "SHIPKEY_CLIENT_SECRET"
+	envPassword     = "SHIPKEY_PASSWORD"
+)
+
+// secretSource says how one secret may be obtained.
+type secretSource struct {
+	What      string // "client secret", "password"
+	Env       string // environment variable, checked first unless FromStdin
+	FromStdin bool   // read one line from stdin (--password-stdin)
+	Prompt    string // hidden prompt text on a terminal
+	Hint      string // what to do when there is no source: "set X or pass --password-stdin"
+}
+
+// readSecret gets a secret from --password-stdin, the environment or a hidden
+// prompt, in that order. With none available it returns a usage error that
+// says which variable or flag to use. An empty secret is an error.
+func readSecret(ios *iostreams, getenv func(string) string, src secretSource) (string, error) {
+	var (
+		s   string
+		err error
+	)
+	switch {
+	case src.FromStdin:
+		s, err = ios.ReadLine()
+		if errors.Is(err, io.EOF) {
+			return "", usageErrorf("no %s on stdin (--password-stdin expects one line)", src.What)
+		}
+		if err != nil {
+			return "", usageErrorf("reading the %s from stdin: %v", src.What, err)
+		}
+	case src.Env != "" && getenv(src.Env) != "":
+		return getenv(src.Env), nil
+	case ios.ReadSecret != nil:
+		s, err = ios.ReadSecret(src.Prompt)
+		if err != nil {
+			return "", err
+		}
+	default:
+		return "", usageErrorf("no %s and no terminal to ask on: %s", src.What, src.Hint)
+	}
+	if s == "" {
+		return "", usageErrorf("the %s is empty", src.What)
+	}
+	return s, nil
+}

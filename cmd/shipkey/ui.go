@@ -1,0 +1,30 @@
+package main
+
+import (
+	"context"
+	"time"
+
+	"github.com/shipkey/shipkey/auth"
+	"github.com/shipkey/shipkey/store"
+	"github.com/shipkey/shipkey/tui"
+)
+
+// uiOptions is what the CLI hands the interactive app.
+type uiOptions struct {
+	Store   *store.Store
+	Auth    *auth.Client
+	Now     func() time.Time
+	Prefill tui.Prefill
+	Demo    bool
+}
+
+// runTUI opens the full-screen app; the only place the CLI calls package tui.
+func runTUI(ctx context.Context, o uiOptions) error {
+	return tui.Run(ctx, tui.Options{Store: o.Store, Auth: o.Auth, Now: o.Now, Prefill: o.Prefill, Demo: o.Demo})
+}
+
+// demoPrefill fills the Get API Key form with the demo server's credentials.
+func demoPrefill(authURL, realm, clientID, clientSecret, username, password string) tui.Prefill {
+	return tui.Prefill{AuthURL: authURL, Realm: realm, ClientID: clientID, ClientSecret: clientSecret,
+		Username: username, Password: password, Label: "demo"}
+}

@@ -1,0 +1,303 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/shipkey/shipkey/auth"
+	"github.com/shipkey/shipkey/auth/authtest"
+	"github.com/shipkey/shipkey/store"
+)
+
+const testJWT = "eyJhbGciOiJSUzI1NiJ9.eyJzdWIiOiJ4In0.c2lnbmF0dXJl"
+
+func TestRedactingHandler(t *testing.T) {
+	var buf bytes.Buffer
+	secrets := &secretSet{}
+	secrets.Add("hunter2-secret", "")
+	log := slog.New(newRedactingHandler(slog.NewTextHandler(&buf, &slog.HandlerOptions{Level: slog.LevelDebug}), secrets))
+
+	log.Debug("request", "url", "http://127.0.0.1/token", "status", 200,
+		"password", "hunter2-secret", "body", "x=1&client_secret=hunter2-secret", "token", testJWT,
+		slog.Group("g", slog.String("inner", "Bearer "+testJWT)), "err", errors.New("bad "+testJWT))
+	log.With("pre", "hunter2-secret").WithGroup("grp").Debug("token " + testJWT)
+
+	out := buf.String()
+	for _, leak := range []string{"hunter2-secret", "eyJ"} {
+		if strings.Contains(out, leak) {
+			t.Errorf("debug output leaks %q:\n%s", leak, out)
+		}
+	}
+	for _, want := range []string{"url=http://127.0.0.1/token", "status=200", "password=[redacted]", "g.inner=[redacted]", "err=[redacted]", "pre=[redacted]", "msg=[redacted]"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("debug output lacks %q:\n%s", want, out)
+		}
+	}
+}
+
+func TestExitCode(t *testing.T) {
+	loginNeeded := fmt.Errorf("key k: %w", store.ErrLoginNeeded)
+	for _, tc := range []struct {
+		err  error
+		want int
+	}{
+		{nil, 0},
+		{errors.New("boom"), 1},
+		{usageErrorf("bad flag"), 2},
+		{fmt.Errorf("wrapped: %w", usageErrorf("bad flag")), 2},
+		{loginNeeded, 3},
+		{&auth.Error{Kind: auth.KindLoginRequired, Msg: "session ended"}, 3},
+		{&auth.Error{Kind: auth.KindInvalidCredentials, Msg: "wrong password"}, 1},
+		{store.ErrNotFound, 1},
+	} {
+		if got := exitCode(tc.err); got != tc.want {
+			t.Errorf("exitCode(%v) = %d, want %d", tc.err, got, tc.want)
+		}
+	}
+	if got := errorLine(errors.New("a\nb\x1b[2J")); got != `shipkey: a b\x1b[2J` {
+		t.Errorf("errorLine = %q", got)
+	}
+}
+
+func TestFormats(t *testing.T) {
+	now := time.Date(2026, 11, 21, 12, 0, 0, 0, time.UTC)
+	for d, want := range map[time.Duration]string{
+		1314000*time.Second - time.Millisecond: "15d 4h",
+		14*24*time.Hour + 23*time.Hour:         "14d 23h",
+		3*time.Hour + 5*time.Minute:            "3h 5m",
+		30*time.Minute - time.Second:           "29m",
+		45 * time.Second:                       "45s",
+		-time.Second:                           "0s",
+	} {
+		if got := approxDuration(d); got != want {
+			t.Errorf("approxDuration(%v) = %q, want %q", d, got, want)
+		}
+	}
+	for ago_, want := range map[time.Duration]string{
+		10 * time.Second: "just now", 3 * time.Minute: "3 min ago", 2 * time.Hour: "2 h ago", 50 * time.Hour: "2 d ago",
+	} {
+		if got := ago(now.Add(-ago_), now); got != want {
+			t.Errorf("ago(-%v) = %q, want %q", ago_, got, want)
+		}
+	}
+	if got := ago(time.Time{}, now); got != "never" {
+		t.Errorf("ago(zero) = %q", got)
+	}
+	if got := expiresIn(time.Time{}, now); got != "no expiry" {
+		t.Errorf("expiresIn(zero) = %q", got)
+	}
+	if got := expiresIn(now.Add(-time.Second), now); got != "expired" {
+		t.Errorf("expiresIn(past) = %q", got)
+	}
+	if got := expiresIn(now.Add(time.Hour), now); !strings.HasPrefix(got, "in ") {
+		t.Errorf("expiresIn(future) = %q", got)
+	}
+	for in, want := range map[string]string{
+		testJWT:                              testJWT,
+		"  Bearer " + testJWT + "\n":         testJWT,
+		"Authorization: Bearer " + testJWT:   testJWT,
+		"authorization:   bearer " + testJWT: testJWT,
+		"opaque":                             "opaque",
+	} {
+		if got := trimBearer(in); got != want {
+			t.Errorf("trimBearer(%q) = %q", in, got)
+		}
+	}
+}
+
+func testIO(stdin string) (*iostreams, *bytes.Buffer, *bytes.Buffer) {
+	var out, errOut bytes.Buffer
+	return &iostreams{In: strings.NewReader(stdin), Out: &out, ErrOut: &errOut}, &out, &errOut
+}
+
+func TestReadSecret(t *testing.T) {
+	env := map[string]string{"SHIPKEY_PASSWORD": "from-env"}
+	getenv := func(k string) string { return env[k] }
+	src := secretSource{What: "password", Env: envPassword, Prompt: "Password: ", Hint: "set SHIPKEY_PASSWORD or pass --password-stdin"}
+
+	ios, _, _ := testIO("")
+	if s, err := readSecret(ios, getenv, src); err != nil || s != "from-env" {
+		t.Errorf("env: %q, %v", s, err)
+	}
+
+	ios, _, _ = testIO("from-stdin\r\nsecond line\n")
+	stdinSrc := src
+	stdinSrc.FromStdin = true
+	if s, err := readSecret(ios, getenv, stdinSrc); err != nil || s != "from-stdin" {
+		t.Errorf("stdin wins over env: %q, %v", s, err)
+	}
+
+	ios, _, _ = testIO("")
+	if _, err := readSecret(ios, getenv, stdinSrc); exitCode(err) != exitUsage {
+		t.Errorf("empty stdin: %v", err)
+	}
+
+	ios, _, _ = testIO("")
+	var asked string
+	ios.ReadSecret = func(p string) (string, error) { asked = p; return "from-prompt", nil }
+	if s, err := readSecret(ios, func(string) string { return "" }, src); err != nil || s != "from-prompt" || asked != "Password: " {
+		t.Errorf("prompt: %q, %v (asked %q)", s, err, asked)
+	}
+
+	ios, _, _ = testIO("")
+	_, err := readSecret(ios, func(string) string { return "" }, src)
+	if exitCode(err) != exitUsage || !strings.Contains(err.Error(), "SHIPKEY_PASSWORD") || !strings.Contains(err.Error(), "--password-stdin") {
+		t.Errorf("no source: %v", err)
+	}
+}
+
+// testStore opens a throwaway store (memory secrets) with one key created
+// against an authtest realm.
+func testStore(t *testing.T, now func() time.Time) (*store.Store, *authtest.Server) {
+	t.Helper()
+	srv := authtest.NewServer(authtest.DemoConfig())
+	t.Cleanup(srv.Close)
+	client, err := auth.NewClient(auth.Options{Now: now})
+	if err != nil {
+		t.Fatal(err)
+	}
+	st, err := store.Open(store.Options{ConfigDir: t.TempDir(), StateDir: t.TempDir(), Backend: "memory",
+		Auth: client, Now: now, Warn: &bytes.Buffer{}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { st.Close() })
+	_, err = st.Create(context.Background(), store.NewKey{
+		Label:        "demo",
+		Conn:         auth.Connection{AuthURL: srv.URL(), ClientID: authtest.DemoClientID},
+		Username:     authtest.DemoUsername,
+		ClientSecret: authtest.DemoClientSecret,
+		Password:     authtest.DemoPassword,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return st, srv
+}
+
+func TestRunsWithoutCobra(t *testing.T) {
+	st, srv := testStore(t, time.Now)
+	openStore := func() (*store.Store, error) { return st, nil }
+
+	ios, out, _ := testIO("")
+	if err := tokenRun(context.Background(), &tokenOptions{IO: ios, Store: openStore, Secrets: &secretSet{}}); err != nil {
+		t.Fatal(err)
+	}
+	token := strings.TrimSuffix(out.String(), "\n")
+	if !jwtPattern.MatchString(token) {
+		t.Fatalf("token printed %q", out.String())
+	}
+
+	ios, out, _ = testIO("")
+	if err := tokenRun(context.Background(), &tokenOptions{IO: ios, Store: openStore, Secrets: &secretSet{}, Header: true, Label: "demo"}); err != nil {
+		t.Fatal(err)
+	}
+	if out.String() != "Authorization: Bearer "+token+"\n" {
+		t.Errorf("header printed %q", out.String())
+	}
+
+	// Last Used is set, the table masks the key.
+	later := func() time.Time { return time.Now().Add(3 * time.Minute) }
+	ios, out, _ = testIO("")
+	if err := keysListRun(&keysListOptions{IO: ios, Store: openStore, Now: later}); err != nil {
+		t.Fatal(err)
+	}
+	if s := out.String(); !strings.Contains(s, "3 min ago") || !strings.Contains(s, "*") || strings.Contains(s, token) {
+		t.Errorf("table:\n%s", s)
+	}
+	ios, out, _ = testIO("")
+	if err := keysListRun(&keysListOptions{IO: ios, Store: openStore, Now: time.Now, JSON: true}); err != nil {
+		t.Fatal(err)
+	}
+	var keys []map[string]any
+	if err := json.Unmarshal(out.Bytes(), &keys); err != nil || len(keys) != 1 {
+		t.Fatalf("json %q: %v", out.String(), err)
+	}
+	for _, field := range []string{"label", "api_key", "last_used", "access_expires_at", "refresh_expires_at", "auth_url", "realm", "client_id", "username", "default", "status"} {
+		if _, ok := keys[0][field]; !ok {
+			t.Errorf("json lacks %q: %v", field, keys[0])
+		}
+	}
+
+	// inspect of the key's token, then after the session ended.
+	inspect := func(o *inspectOptions) string {
+		t.Helper()
+		ios, out, _ := testIO("")
+		o.IO, o.Store, o.Now = ios, openStore, time.Now
+		o.Auth = func() (*auth.Client, error) { return auth.NewClient(auth.Options{}) }
+		if err := inspectRun(context.Background(), o); err != nil {
+			t.Fatal(err)
+		}
+		return out.String()
+	}
+	if s := inspect(&inspectOptions{Verify: true}); !strings.Contains(s, "preferred_username") || !strings.Contains(s, "Signature: verified") {
+		t.Errorf("inspect:\n%s", s)
+	}
+	srv.EndSessions()
+	if s := inspect(&inspectOptions{}); !strings.Contains(s, "but the server no longer accepts it") {
+		t.Errorf("inspect after EndSessions:\n%s", s)
+	}
+
+	// rm without a terminal needs --yes.
+	ios, _, _ = testIO("")
+	if err := keysRmRun(&keysRmOptions{IO: ios, Store: openStore, Label: "demo"}); exitCode(err) != exitUsage {
+		t.Errorf("rm without --yes: %v", err)
+	}
+	ios, _, errOut := testIO("yes\n")
+	ios.StdinTTY = true
+	if err := keysRmRun(&keysRmOptions{IO: ios, Store: openStore, Label: "demo"}); err != nil || !strings.Contains(errOut.String(), "Removed") {
+		t.Errorf("rm confirmed: %v %q", err, errOut.String())
+	}
+}
+
+func TestRunWithUsageErrors(t *testing.T) {
+	for _, args := range [][]string{{"frobnicate"}, {"token", "--nope"}, {"keys", "rm"}, {}} {
+		ios, out, errOut := testIO("")
+		code := runWith(args, ios, func(string) string { return "" })
+		if code != exitUsage {
+			t.Errorf("%q: exit %d, want 2", args, code)
+		}
+		lines := strings.Split(strings.TrimRight(errOut.String(), "\n"), "\n")
+		if last := lines[len(lines)-1]; !strings.HasPrefix(last, "shipkey: ") {
+			t.Errorf("%q: last stderr line %q", args, last)
+		}
+		if len(args) > 0 && (len(lines) != 1 || out.Len() != 0) {
+			t.Errorf("%q: want exactly one stderr line and no stdout, got %q / %q", args, errOut.String(), out.String())
+		}
+	}
+}
+
+func TestFindSecretsCatchesLeaks(t *testing.T) {
+	r := &realm{password: "pw-leak", clientSecret: "cs-leak", passphrase: "pp-leak"}
+	for name, content := range map[string]string{
+		"password":      "x pw-leak y",
+		"client secret": "cs-leak",
+		"passphrase":    `{"p":"pp-leak"}`,
+		"a JWT":         "token = " + testJWT,
+		"captured":      "captured-opaque-token",
+	} {
+		dir := t.TempDir()
+		if err := os.WriteFile(filepath.Join(dir, "f"), []byte(content), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		if err := findSecrets(r, []string{dir}, []string{"captured-opaque-token"}); err == nil {
+			t.Errorf("%s in a file went unnoticed", name)
+		}
+	}
+	clean := t.TempDir()
+	if err := os.WriteFile(filepath.Join(clean, "f"), []byte("masked eyJhbG…AwXY3Q"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := findSecrets(r, []string{clean, filepath.Join(clean, "missing")}, nil); err != nil {
+		t.Errorf("clean tree: %v", err)
+	}
+}
