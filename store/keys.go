@@ -40,14 +40,32 @@ type Store struct {
 	mem          *memoryBackend
 	probeTimeout time.Duration
 
-	mu       sync.Mutex     // guards resolved
-	resolved secretsBackend // the auto choice, once probed
-	settings Settings       // as read by Open, the fallback of Settings
+	mu          sync.Mutex     // guards resolved and fallbackWhy
+	resolved    secretsBackend // the auto choice, once probed
+	fallbackWhy string         // why auto fell back to the file, when it did
+	settings    Settings       // as read by Open, the fallback of Settings
 }
 
 // fallbackWarned remembers, per state directory, that the auto backend's
-// fallback was announced: once per process.
+// fallback was announced: at most once per process.
 var fallbackWarned sync.Map
+
+// warnFallback says plainly, once per process, that auto keeps secrets in the
+// encrypted file and why. It is said when a secret is written there because of
+// the fallback (a new key, or one moving from the keyring), not on every read:
+// scripts that call shipkey token in a loop get a clean stderr.
+func (s *Store) warnFallback() {
+	s.mu.Lock()
+	why := s.fallbackWhy
+	s.mu.Unlock()
+	if why == "" {
+		return
+	}
+	if _, done := fallbackWarned.LoadOrStore(s.stateDir, true); !done {
+		fmt.Fprintf(s.warn, "shipkey: no OS keyring available (%s); keeping secrets in the encrypted file %s\n",
+			why, displayPath(s.file.dataPath()))
+	}
+}
 
 // Open opens the store at the configured directories. It reads config.toml
 // (a corrupted file is an error naming it; nothing is written) but touches
@@ -140,8 +158,8 @@ func (s *Store) Close() error {
 func (s *Store) Backend() string { return s.backend().Name() }
 
 // backend resolves the configured choice to a backend; "auto" probes the
-// keyring once per Store and says plainly, once per process, when it falls
-// back to the encrypted file.
+// keyring once per Store and falls back to the encrypted file (see
+// warnFallback for when that is said).
 func (s *Store) backend() secretsBackend {
 	switch s.choice {
 	case BackendKeyring:
@@ -159,10 +177,7 @@ func (s *Store) backend() secretsBackend {
 		return s.resolved
 	}
 	if err := s.keyring.probe(s.probeTimeout); err != nil {
-		if _, done := fallbackWarned.LoadOrStore(s.stateDir, true); !done {
-			fmt.Fprintf(s.warn, "shipkey: no OS keyring available (%s); keeping secrets in the encrypted file %s\n",
-				fallbackReason(err), displayPath(s.file.dataPath()))
-		}
+		s.fallbackWhy = fallbackReason(err)
 		s.resolved = s.file
 	} else {
 		s.resolved = s.keyring
@@ -233,6 +248,9 @@ func (s *Store) putSecrets(id string, ks *keyState, sec keySecrets) error {
 	b := s.backend()
 	if err := b.Set(id, sec); err != nil {
 		return err
+	}
+	if ks.Secrets != b.Name() && b == secretsBackend(s.file) {
+		s.warnFallback()
 	}
 	if ks.Secrets != "" && ks.Secrets != b.Name() {
 		if old := s.backendByName(ks.Secrets); old != nil {

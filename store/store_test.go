@@ -792,6 +792,10 @@ func TestAutoFallsBackToFile(t *testing.T) {
 	if b := hs.Backend(); b != BackendFile {
 		t.Fatalf("Backend = %s", b)
 	}
+	if w := e.warn.String(); w != "" {
+		t.Fatalf("warned before any secret was written: %q", w)
+	}
+	e.create(hs, "h", false)
 	if w := e.warn.String(); !strings.Contains(w, "no OS keyring available (") || !strings.Contains(w, "did not answer") {
 		t.Fatalf("warning = %q", w)
 	}
