@@ -2,7 +2,6 @@ package auth
 
 import (
 	"strings"
-	"unicode"
 	"unicode/utf8"
 )
 
@@ -57,6 +56,8 @@ func SanitizeLines(s string) string {
 
 func unsafeRune(r rune) bool {
 	switch {
+	case r >= 0x20 && r < 0x7f: // printable ASCII: the common case
+		return false
 	case r < 0x20 || r == 0x7f:
 		return true
 	case r >= 0x80 && r < 0xa0: // C1 controls, CSI among them
@@ -66,7 +67,7 @@ func unsafeRune(r rune) bool {
 	case r == 0xfeff:
 		return true
 	}
-	return unicode.Is(unicode.Cc, r)
+	return false // unicode.Cc is exactly C0, DEL and C1, all covered above
 }
 
 const hexdigits = "0123456789abcdef"

@@ -1,0 +1,6 @@
+//go:build !linux
+
+package main
+
+// forgetIdentityCache is a no-op: the identity cache is Linux-only.
+func forgetIdentityCache(string) {}
