@@ -49,6 +49,8 @@ func (m *Model) apply(a action) tea.Cmd {
 		return tea.Batch(m.startOp(), m.simpleCmd(m.nextSeq(), "rename", a.label, a.newLabel, func(b Backend) error { return b.Rename(a.label, a.newLabel) }))
 	case actSetDefault:
 		return tea.Batch(m.startOp(), m.simpleCmd(m.nextSeq(), "default", a.label, "", func(b Backend) error { return b.SetDefault(a.label) }))
+	case actCheckLive:
+		return m.checkLive(a.label)
 	case actInspectKey:
 		return m.inspectKey(a.label)
 	case actInspectPaste:
@@ -75,7 +77,15 @@ func (m *Model) openDetails(label string) tea.Cmd {
 		m.details.open(k, nil)
 	}
 	m.opSeq = m.nextSeq()
-	return tea.Batch(m.goTo(screenDetails), m.startOp(), m.openCmd(m.opSeq, label))
+	return tea.Batch(m.goTo(screenDetails), m.startOp(), m.openCmd(m.opSeq, label), m.checkLive(label))
+}
+
+// checkLive asks the server whether it still accepts the details key's
+// access token; the answer of an earlier check is dropped.
+func (m *Model) checkLive(label string) tea.Cmd {
+	m.liveSeq = m.nextSeq()
+	m.details.startLiveCheck()
+	return tea.Batch(m.startOp(), m.livenessCmd(m.liveSeq, label))
 }
 
 // inspectKey opens the inspector on a key's access and refresh tokens.

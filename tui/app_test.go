@@ -169,9 +169,11 @@ func TestModelWithRealStore(t *testing.T) {
 	if h.m.details.tokens.AccessToken == first || h.m.details.errMsg != "" {
 		t.Fatalf("refresh did not bring a new token (%q)", h.m.details.errMsg)
 	}
+	h.mustShow("Server", "accepts this token (introspection)")
 	h.press("i")
-	h.mustShow("preferred_username", "demo", "shipper")
-	h.mustShow("verified")
+	h.mustShow("preferred_username", "demo", "Access token: JWT RS256 · signature verified · expires in")
+	h.press("j", "j", "j")
+	h.mustShow("shipper", "verified")
 	h.press("2")
 	h.mustShow("demo", "never")
 }

@@ -16,6 +16,9 @@ type Backend interface {
 	Login(ctx context.Context, label, password string) (store.Key, error)
 	Refresh(ctx context.Context, label string) (store.Key, error)
 	Current(label string) (*auth.TokenSet, error)
+	// Liveness asks the server whether it still accepts the key's access
+	// token (a locally valid token may belong to a session that ended).
+	Liveness(ctx context.Context, label string) (auth.Liveness, error)
 	MarkUsed(label string) error
 	Logout(ctx context.Context, label string) error
 	Remove(label string) error

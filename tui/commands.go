@@ -139,6 +139,20 @@ func (m *Model) fetchForCopyCmd(seq int, label string, header bool) tea.Cmd {
 	}
 }
 
+// livenessCmd asks the server whether it still accepts label's access token.
+func (m *Model) livenessCmd(seq int, label string) tea.Cmd {
+	st, ctx := m.backend, m.ctx
+	return func() tea.Msg {
+		if st == nil {
+			return livenessMsg{seq: seq, label: label, err: errNoStore}
+		}
+		ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+		defer cancel()
+		live, err := st.Liveness(ctx, label)
+		return livenessMsg{seq: seq, label: label, live: live, err: err}
+	}
+}
+
 func (m *Model) verifyCmd(seq, which int, raw string) tea.Cmd {
 	st, ver, ctx := m.backend, m.cfg.verifier, m.ctx
 	return func() tea.Msg {

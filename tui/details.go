@@ -11,6 +11,7 @@ import (
 	"charm.land/bubbles/v2/progress"
 	"charm.land/bubbles/v2/textinput"
 	tea "charm.land/bubbletea/v2"
+	"charm.land/lipgloss/v2"
 	"github.com/shipkey/shipkey/auth"
 	"github.com/shipkey/shipkey/store"
 )
@@ -24,6 +25,17 @@ const (
 	detailsPassword                // asking the password to log in again
 	detailsLoggingIn               // a login is in flight
 	detailsLoggingOut              // a logout is in flight
+)
+
+// liveState is the server check of the access token ("does the server
+// still accept it?"), which runs beside the details flow.
+type liveState int
+
+const (
+	liveNone     liveState = iota // not asked: no token, or nothing to ask with
+	liveChecking                  // a check is in flight
+	liveAnswered                  // live holds the server's answer
+	liveFailed                    // the check could not be made: liveErr says why
 )
 
 // RefreshAhead is how long before the access token's expiry (or the end of
@@ -40,8 +52,11 @@ type details struct {
 	state         detailsState
 	reveal        bool
 	auto          bool
-	ended         bool      // the session is known to have ended: only a login helps
-	autoFailedFor time.Time // the expiry an automatic refresh already failed for
+	ended         bool // the session is known to have ended: only a login helps
+	liveState     liveState
+	live          auth.Liveness // the server's answer (liveAnswered)
+	liveErr       string        // sanitized (liveFailed)
+	autoFailedFor time.Time     // the expiry an automatic refresh already failed for
 	errMsg        string
 	password      textinput.Model
 	spinner       func() string
@@ -63,6 +78,7 @@ func (d *details) open(k store.Key, tokens *auth.TokenSet) {
 	if k.Label != d.key.Label || k.ID != d.key.ID {
 		d.reveal = false
 		d.autoFailedFor = time.Time{}
+		d.liveState = liveNone
 	}
 	d.key, d.tokens = k, tokens
 	d.state = detailsIdle
@@ -78,6 +94,35 @@ func (d *details) SetSize(width, height int) {
 }
 
 func (d *details) Capturing() bool { return d.state == detailsPassword }
+
+// sessionEnded reports whether only a login helps: the session is known to
+// have ended here, or the server no longer accepts the access token.
+func (d *details) sessionEnded() bool {
+	return d.ended || d.serverRejects()
+}
+
+// serverRejects reports whether the server said it no longer accepts the
+// access token shown.
+func (d *details) serverRejects() bool {
+	return d.liveState == liveAnswered && d.live.State == auth.LiveInactive
+}
+
+// startLiveCheck marks a server check as in flight.
+func (d *details) startLiveCheck() {
+	d.liveState, d.live, d.liveErr = liveChecking, auth.Liveness{}, ""
+}
+
+// liveResult applies the answer of a server check for this key.
+func (d *details) liveResult(msg livenessMsg) {
+	switch {
+	case msg.err == nil:
+		d.liveState, d.live = liveAnswered, msg.live
+	case errors.Is(msg.err, store.ErrLoginNeeded):
+		d.liveState = liveNone // no token to ask about: the State line says so
+	default:
+		d.liveState, d.liveErr = liveFailed, auth.Sanitize(msg.err.Error())
+	}
+}
 
 // busy reports whether an operation on the key is in flight.
 func (d *details) busy() bool {
@@ -146,15 +191,22 @@ func (d *details) Update(msg tea.Msg) (action, tea.Cmd) {
 		return actCopy{label: label, header: key.Matches(k, km.CopyHeader), tokens: d.tokens}, nil
 	case d.busy():
 		return nil, nil
+	case key.Matches(k, km.CheckServer):
+		if d.tokens == nil || d.tokens.AccessToken == "" {
+			d.errMsg = "no token to check: log in first (l)"
+			return nil, nil
+		}
+		d.errMsg = ""
+		return actCheckLive{label: label}, nil
 	case key.Matches(k, km.Refresh):
-		if d.tokens == nil || d.tokens.RefreshToken == "" || d.ended {
+		if d.tokens == nil || d.tokens.RefreshToken == "" || d.sessionEnded() {
 			d.errMsg = "nothing to refresh: log in again (l)"
 			return nil, nil
 		}
 		d.state, d.errMsg = detailsRefreshing, ""
 		return actRefresh{label: label}, nil
 	case key.Matches(k, km.Login):
-		if k.String() == "enter" && !d.ended && d.tokens != nil {
+		if k.String() == "enter" && !d.sessionEnded() && d.tokens != nil {
 			return nil, nil // enter logs in again only once the session has ended
 		}
 		d.errMsg = ""
@@ -177,7 +229,7 @@ func (d *details) Update(msg tea.Msg) (action, tea.Cmd) {
 // wantsAutoRefresh reports whether refresh-ahead should fire now.
 func (d *details) wantsAutoRefresh(now time.Time) bool {
 	t := d.tokens
-	if !d.auto || d.state != detailsIdle || d.ended || t == nil || t.RefreshToken == "" || !t.RefreshValid(now) {
+	if !d.auto || d.state != detailsIdle || d.sessionEnded() || t == nil || t.RefreshToken == "" || !t.RefreshValid(now) {
 		return false
 	}
 	exp := refreshDeadline(t)
@@ -252,11 +304,11 @@ func (d *details) status(now time.Time) (string, bool) {
 		return d.spinner() + " logging out…", true
 	case d.key.LoggedOut || t.ObtainedAt.IsZero():
 		return "logged out — press l to log in", false
-	case t.AccessValid(now) && !d.ended:
+	case t.AccessValid(now) && !d.sessionEnded():
 		return "valid", true
 	case t.AccessValid(now):
 		return "valid, but the session ended — log in again", false
-	case d.ended || !refreshAlive(t, d.tokens != nil, now):
+	case d.sessionEnded() || !refreshAlive(t, d.tokens != nil, now):
 		return "expired — session ended — log in again", false
 	default:
 		return "expired — refresh with r", false
@@ -271,7 +323,19 @@ func (d *details) View() string {
 	var b strings.Builder
 	line := func(str string) { b.WriteString("  " + str + "\n") }
 
-	line(s.Value.Render(auth.Sanitize(d.key.Label)) + s.Subtle.Render("  "+auth.Sanitize(d.key.Username)+" @ "+auth.Sanitize(d.key.Conn.RealmURL())+"  ·  client "+auth.Sanitize(d.key.Conn.ClientID)))
+	label := auth.Sanitize(d.key.Label)
+	for i, l := range flow([]piece{
+		{"", label},
+		{"  ", auth.Sanitize(d.key.Username) + " @"},
+		{" ", auth.Sanitize(d.key.Conn.RealmURL())},
+		{"  ·  ", "client " + auth.Sanitize(d.key.Conn.ClientID)},
+	}, d.width-2) {
+		if rest, ok := strings.CutPrefix(l, label); i == 0 && ok {
+			line(s.Value.Render(label) + s.Subtle.Render(rest))
+		} else {
+			line(s.Subtle.Render(l))
+		}
+	}
 	b.WriteString("\n")
 
 	access := d.key.Masked
@@ -331,7 +395,24 @@ func (d *details) View() string {
 	if d.auto {
 		autoText = "auto-refresh on"
 	}
-	line(s.row("State", nameW, stStyle.Render(st)+s.Subtle.Render("  ·  "+autoText)))
+	stateRow := s.row("State", nameW, stStyle.Render(st)+s.Subtle.Render("  ·  "+autoText))
+	if lipgloss.Width(stateRow) > d.width-2 {
+		stateRow = s.row("State", nameW, stStyle.Render(st)) // the auto-refresh note goes first
+	}
+	line(stateRow)
+	if parts, style, ok := d.serverLine(now); ok {
+		pieces := make([]piece, len(parts))
+		for i, p := range parts {
+			pieces[i] = piece{" ", p}
+		}
+		for i, l := range flow(pieces, max(20, d.width-nameW-2)) {
+			if i == 0 {
+				line(s.row("Server", nameW, style.Render(l)))
+			} else {
+				line(strings.Repeat(" ", nameW) + style.Render(l))
+			}
+		}
+	}
 	if d.state == detailsPassword {
 		line(s.row("Password", nameW, d.password.View()))
 		line(strings.Repeat(" ", nameW) + s.Subtle.Render("enter logs in · esc cancels"))
@@ -340,6 +421,43 @@ func (d *details) View() string {
 		line(s.Error.Render("✗ " + d.errMsg))
 	}
 	return fitBlock(b.String(), d.width, d.height)
+}
+
+// serverLine says what the server thinks of the access token, in parts
+// that wrap as units when the line is narrow, and in which style; ok is
+// false when there is nothing to say (no token).
+func (d *details) serverLine(now time.Time) (parts []string, style lipgloss.Style, ok bool) {
+	s := d.c.styles
+	if d.tokens == nil || d.key.LoggedOut {
+		return nil, s.Subtle, false
+	}
+	switch d.liveState {
+	case liveChecking:
+		return []string{d.spinner() + " checking…"}, s.Subtle, true
+	case liveFailed:
+		return []string{"cannot tell: " + d.liveErr}, s.Subtle, true
+	case liveAnswered:
+	default:
+		return []string{"not checked (s checks)"}, s.Subtle, true
+	}
+	switch d.live.State {
+	case auth.LiveActive:
+		if via := auth.Sanitize(d.live.Via); via != "" {
+			return []string{"accepts this token (" + via + ")"}, s.OK, true
+		}
+		return []string{"accepts this token"}, s.OK, true
+	case auth.LiveInactive:
+		if exp := d.tokens.AccessExpiry(); d.tokens.AccessValid(now) && !exp.IsZero() {
+			return []string{"valid until " + stamp(exp) + ",", "but the server no longer accepts it", "— log in again (l)"}, s.Warn, true
+		}
+		return []string{"the server no longer accepts this token", "— log in again (l)"}, s.Warn, true
+	default:
+		reason := auth.Sanitize(d.live.Reason)
+		if reason == "" {
+			reason = "no answer"
+		}
+		return []string{"cannot tell: " + reason}, s.Subtle, true
+	}
 }
 
 // expiryRow renders one expiry with its live countdown and, from 60 columns
@@ -415,13 +533,13 @@ func (d *details) ShortHelp() []key.Binding {
 	if d.state == detailsPassword {
 		return []key.Binding{k.Enter, k.Back, k.ForceQuit}
 	}
-	if d.ended || d.tokens == nil {
-		return []key.Binding{k.Login, k.Inspect, k.Back, k.Help, k.Quit}
+	if d.sessionEnded() || d.tokens == nil {
+		return []key.Binding{k.Login, k.CheckServer, k.Inspect, k.Back, k.Help, k.Quit}
 	}
-	return []key.Binding{k.Copy, k.CopyHeader, k.Reveal, k.Refresh, k.AutoRefresh, k.Inspect, k.Logout, k.Back, k.Help}
+	return []key.Binding{k.Copy, k.CopyHeader, k.Reveal, k.Refresh, k.AutoRefresh, k.CheckServer, k.Inspect, k.Logout, k.Back, k.Help}
 }
 
 func (d *details) FullHelp() [][]key.Binding {
 	k := d.c.keys
-	return [][]key.Binding{{k.Copy, k.CopyHeader, k.Reveal}, {k.Refresh, k.AutoRefresh, k.Login, k.Logout}, {k.Inspect, k.Back}}
+	return [][]key.Binding{{k.Copy, k.CopyHeader, k.Reveal}, {k.Refresh, k.AutoRefresh, k.Login, k.Logout}, {k.CheckServer, k.Inspect, k.Back}}
 }

@@ -75,13 +75,19 @@ type fakeStore struct {
 
 	createErr, refreshErr, loginErr, logoutErr error
 	calls                                      []string
+
+	// live answers Liveness (default: active, by introspection); liveErr
+	// fails it.
+	live    auth.Liveness
+	liveErr error
 }
 
 var _ Backend = (*fakeStore)(nil)
 
 func newFakeStore(c *clock) *fakeStore {
 	return &fakeStore{clock: c, keys: map[string]store.Key{}, tokens: map[string]*auth.TokenSet{},
-		settings: store.Settings{ClipboardClear: 30 * time.Second, AutoRefresh: true}}
+		settings: store.Settings{ClipboardClear: 30 * time.Second, AutoRefresh: true},
+		live:     auth.Liveness{State: auth.LiveActive, Via: "introspection"}}
 }
 
 func (f *fakeStore) call(s string) { f.calls = append(f.calls, s) }
@@ -212,6 +218,19 @@ func (f *fakeStore) Current(label string) (*auth.TokenSet, error) {
 	}
 	c := *ts
 	return &c, nil
+}
+
+func (f *fakeStore) Liveness(_ context.Context, label string) (auth.Liveness, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.call("liveness " + label)
+	if _, ok := f.tokens[label]; !ok {
+		return auth.Liveness{}, store.ErrLoginNeeded
+	}
+	if f.liveErr != nil {
+		return auth.Liveness{}, f.liveErr
+	}
+	return f.live, nil
 }
 
 func (f *fakeStore) MarkUsed(label string) error {

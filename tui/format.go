@@ -97,6 +97,32 @@ func hardWrap(s string, width int) []string {
 	return append(out, string(r))
 }
 
+// piece is a unit of plain text for flow, with the separator that goes
+// before it when it shares a line with the previous piece.
+type piece struct{ sep, text string }
+
+// flow lays pieces out on lines of at most width cells: a piece goes on the
+// current line when it fits, else it starts a new one; a piece wider than a
+// line wraps at spaces, and a word wider than a line is cut.
+func flow(pieces []piece, width int) []string {
+	width = max(1, width)
+	var lines []string
+	cur := ""
+	for i, p := range pieces {
+		if i > 0 && ansi.StringWidth(cur+p.sep+p.text) <= width {
+			cur += p.sep + p.text
+			continue
+		}
+		if i > 0 {
+			lines = append(lines, cur)
+		}
+		wrapped := strings.Split(ansi.Wrap(p.text, width, ""), "\n")
+		lines = append(lines, wrapped[:len(wrapped)-1]...)
+		cur = wrapped[len(wrapped)-1]
+	}
+	return append(lines, cur)
+}
+
 // row renders "name   value" with the name padded to w cells.
 func (s *Styles) row(name string, w int, value string) string {
 	pad := w - lipgloss.Width(name)

@@ -8,6 +8,8 @@ import (
 	"charm.land/bubbles/v2/textinput"
 	"charm.land/bubbles/v2/viewport"
 	tea "charm.land/bubbletea/v2"
+	"charm.land/lipgloss/v2"
+	"github.com/charmbracelet/x/ansi"
 	"github.com/shipkey/shipkey/auth"
 )
 
@@ -40,6 +42,7 @@ type inspector struct {
 	vp            viewport.Model
 	paste         textinput.Model
 	errMsg        string
+	sum           []string // the summary lines above the viewport (see summarize)
 	spinner       func() string
 }
 
@@ -58,7 +61,6 @@ func (in *inspector) restyle() { in.paste.SetStyles(in.c.styles.TextInput); in.r
 func (in *inspector) SetSize(width, height int) {
 	in.width, in.height = width, height
 	in.vp.SetWidth(max(1, width))
-	in.vp.SetHeight(max(1, height-1))
 	in.paste.SetWidth(max(10, width-12))
 	in.render()
 }
@@ -139,8 +141,7 @@ func (in *inspector) Update(msg tea.Msg) (action, tea.Cmd) {
 				}
 				return nil, nil
 			case key.Matches(k, in.c.keys.Enter):
-				raw := strings.TrimSpace(in.paste.Value())
-				raw = strings.TrimPrefix(strings.TrimPrefix(raw, "Authorization: "), "Bearer ")
+				raw := pastedToken(in.paste.Value())
 				if raw == "" {
 					in.errMsg = "paste a token first"
 					return nil, nil
@@ -153,17 +154,43 @@ func (in *inspector) Update(msg tea.Msg) (action, tea.Cmd) {
 		in.paste, cmd = in.paste.Update(msg)
 		return nil, cmd
 	}
-	if k, ok := msg.(tea.KeyPressMsg); ok {
+	switch msg := msg.(type) {
+	case tea.KeyPressMsg:
 		switch {
-		case key.Matches(k, in.c.keys.Back):
+		case key.Matches(msg, in.c.keys.Back):
 			return actBack{}, nil
-		case key.Matches(k, in.c.keys.Paste):
+		case key.Matches(msg, in.c.keys.Paste):
 			return nil, in.startPaste()
 		}
+	case tea.PasteMsg:
+		// A paste needs no p first: it lands in the paste field, for
+		// enter to inspect.
+		focus := in.startPaste()
+		var cmd tea.Cmd
+		in.paste, cmd = in.paste.Update(msg)
+		return nil, tea.Batch(focus, cmd)
 	}
 	var cmd tea.Cmd
 	in.vp, cmd = in.vp.Update(msg)
 	return nil, cmd
+}
+
+// pastedToken finds the token in pasted text: surrounding whitespace and
+// quotes, an "Authorization:" header name and the "Bearer" scheme (any
+// case) go; whitespace inside is dropped, since a token has none and a
+// terminal may have wrapped it over lines (the paste field turns newlines
+// into spaces).
+func pastedToken(s string) string {
+	f := strings.Fields(strings.Trim(strings.TrimSpace(s), `"'`))
+	if len(f) > 0 && strings.EqualFold(f[0], "Authorization:") {
+		f = f[1:]
+	} else if len(f) > 0 && len(f[0]) > len("Authorization:") && strings.EqualFold(f[0][:len("Authorization:")], "Authorization:") {
+		f[0] = f[0][len("Authorization:"):] // "Authorization:Bearer"
+	}
+	if len(f) > 1 && strings.EqualFold(f[0], "Bearer") {
+		f = f[1:]
+	}
+	return strings.Trim(strings.Join(f, ""), `"'`)
 }
 
 // render rebuilds the viewport content; called when the tokens, their
@@ -188,12 +215,21 @@ func (in *inspector) render() {
 		in.claims(&b, t.dec.Header)
 		b.WriteString(s.Subtle.Render("  payload") + "\n")
 		in.claims(&b, t.dec.Payload)
-		b.WriteString("  " + s.FieldName.Render("signature") + "  " + in.signature(t) + "\n")
+		sigW := max(16, in.width-13)
+		for i, l := range strings.Split(ansi.Wrap(in.signature(t), sigW, ""), "\n") {
+			if i == 0 {
+				b.WriteString("  " + s.FieldName.Render("signature") + "  " + l + "\n")
+			} else {
+				b.WriteString(strings.Repeat(" ", 13) + l + "\n")
+			}
+		}
 	}
 	if len(in.tokens) == 0 {
 		b.WriteString(s.Subtle.Render("No token to inspect: press p to paste one.") + "\n")
 	}
 	in.vp.SetContent(b.String())
+	in.sum = in.summarize()
+	in.vp.SetHeight(max(1, in.height-1-len(in.sum))) // under the source and summary lines
 }
 
 // claims writes name: value lines, aligned, coloured by kind.
@@ -223,7 +259,15 @@ func (in *inspector) claims(b *strings.Builder, cs []auth.Claim) {
 		default:
 			val = s.Value.Render(auth.Sanitize(c.Display))
 		}
-		b.WriteString("    " + s.ClaimName.Render(name) + pad + val + "\n")
+		// Long values wrap under themselves rather than off the edge.
+		valW := in.width - 4 - lipgloss.Width(name) - len(pad)
+		for i, l := range strings.Split(ansi.Wrap(val, max(16, valW), ", "), "\n") {
+			if i == 0 {
+				b.WriteString("    " + s.ClaimName.Render(name) + pad + l + "\n")
+			} else {
+				b.WriteString(strings.Repeat(" ", in.width-max(16, valW)) + l + "\n")
+			}
+		}
 	}
 }
 
@@ -267,7 +311,83 @@ func (in *inspector) View() string {
 		}
 		top = s.Subtle.Render("Source: " + auth.Sanitize(src) + "  ·  p pastes another token")
 	}
-	return fitBlock(top+"\n"+in.vp.View(), in.width, in.height)
+	return fitBlock(top+"\n"+strings.Join(in.sum, "\n")+"\n"+in.vp.View(), in.width, in.height)
+}
+
+// summarize is the summary on the first token (the access token of a key,
+// or the pasted one), always in sight above the scrolling claims: its kind,
+// signature and expiry on one line, and the reason the signature was not
+// verified beside it when it fits, else on a second line.
+func (in *inspector) summarize() []string {
+	if len(in.tokens) == 0 {
+		return []string{""}
+	}
+	s := in.c.styles
+	t := in.tokens[0]
+	title := s.FieldName.Render(t.title + ":")
+	switch {
+	case t.decodeErr != "":
+		return []string{title + " " + s.Error.Render("cannot decode: "+t.decodeErr)}
+	case t.dec == nil || t.dec.Format != auth.FormatJWT:
+		return []string{title + " " + s.Subtle.Render("opaque (not a JWT): no claims, no signature to check")}
+	}
+	sep := s.Subtle.Render(" · ")
+	kind := s.Value.Render("JWT " + orDash(auth.Sanitize(t.dec.Alg)))
+	exp, expStyle := "no expiry", s.Value
+	if e := t.dec.ExpiresAt; !e.IsZero() {
+		if e.After(in.c.now) {
+			exp = "expires " + auth.Until(e, in.c.now)
+		} else {
+			exp, expStyle = "expired "+auth.Until(e, in.c.now), s.Error
+		}
+	}
+	var sig, reason string
+	sigStyle := s.Warn
+	switch {
+	case t.verifying:
+		sig, sigStyle = "checking signature…", s.Subtle
+	case t.ver.State == auth.SigVerified:
+		sig, sigStyle = "signature verified", s.OK
+	case t.ver.State == auth.SigFailed:
+		sig, sigStyle = "signature failed", s.Error
+		reason = auth.Sanitize(t.ver.Reason)
+	default:
+		sig = "signature not verified"
+		// "issuer X is not one of your connections; not fetching its keys"
+		reason, _, _ = strings.Cut(auth.Sanitize(t.ver.Reason), ";")
+		reason = strings.TrimSpace(reason)
+	}
+	if reason != "" {
+		if one := title + " " + kind + sep + sigStyle.Render(sig+": "+reason) + sep + expStyle.Render(exp); lipgloss.Width(one) <= in.width {
+			return []string{one}
+		}
+	}
+	lines := []string{title + " " + kind + sep + sigStyle.Render(sig) + sep + expStyle.Render(exp)}
+	if reason != "" {
+		iss := t.ver.Issuer
+		if iss == "" {
+			iss = t.dec.Issuer
+		}
+		lines = append(lines, "  "+sigStyle.Render(fitReason(reason, auth.Sanitize(iss), in.width-2)))
+	}
+	return lines
+}
+
+// fitReason fits reason to width cells by eliding the issuer it names
+// ("issuer https://… is not one of your connections") before its end.
+func fitReason(reason, issuer string, width int) string {
+	over := ansi.StringWidth(reason) - width
+	if over <= 0 {
+		return reason
+	}
+	if issuer != "" && strings.Contains(reason, issuer) {
+		short := "…"
+		if keep := ansi.StringWidth(issuer) - over - 1; keep >= 12 {
+			short = ansi.Truncate(issuer, keep+1, "…")
+		}
+		reason = strings.Replace(reason, issuer, short, 1)
+	}
+	return ansi.Truncate(reason, max(1, width), "…")
 }
 
 func (in *inspector) ShortHelp() []key.Binding {

@@ -129,3 +129,121 @@ func TestInspectorScrolls(t *testing.T) {
 		t.Fatal("k did not scroll back up")
 	}
 }
+
+// longLivedToken is a Shipping Service access token: 15 days, from an
+// issuer that none of the connections knows.
+func longLivedToken() string {
+	return fakeJWT(map[string]any{"alg": "RS256", "typ": "JWT", "kid": "k-9"}, map[string]any{
+		"exp": t0.Add(15*24*time.Hour + 4*time.Hour).Unix(), "iat": t0.Unix(), "iss": "https://sso.elsewhere.example/realms/shipping",
+		"sub": "user-9", "typ": "Bearer", "preferred_username": "ops", "email": "ops@shipping.example", "name": "Ops Robot",
+		"sid": "5f3c-session", "jti": "onrtro:9f1e", "acr": "1", "azp": "shipping-api", "aud": "account", "scope": "openid email profile shipping:read shipping:write",
+		"realm_access": map[string]any{"roles": []any{"offline_access", "uma_authorization", "shipper", "auditor"}},
+		"resource_access": map[string]any{"shipping-api": map[string]any{"roles": []any{"read", "write", "admin"}},
+			"account": map[string]any{"roles": []any{"manage-account", "view-profile"}}},
+	})
+}
+
+func TestInspectorSummaryOnTop(t *testing.T) {
+	h := newHarness(t, func(f *fakeStore) { f.add("demo", "demo", time.Time{}) })
+	h.press("3")
+	lines := strings.Split(h.view(), "\n")
+	if want := "Access token: JWT RS256 · signature verified · expires in 5m"; lines[3] != want {
+		t.Fatalf("line 4 = %q, want %q", lines[3], want)
+	}
+
+	// A pasted token from an unknown issuer, on a 24-line screen: the
+	// per-section signature line is scrolled out of sight, the summary is
+	// not, and its reason is shortened rather than the expiry.
+	h = newHarness(t, nil)
+	h.m.cfg.verifier = fakeVerifier{auth.Verification{State: auth.SigNotChecked, KeyID: "k-9",
+		Reason: "issuer https://sso.elsewhere.example/realms/shipping is not one of your connections; not fetching its keys"}}
+	h.send(windowSize(80, 24))
+	h.press("esc", "3")
+	h.send(tea.PasteMsg{Content: longLivedToken()})
+	h.press("enter")
+	v := h.view()
+	lines = strings.Split(v, "\n")
+	if want := "Pasted token: JWT RS256 · signature not verified · expires in 15d 4h"; lines[3] != want {
+		t.Fatalf("line 4 = %q, want %q", lines[3], want)
+	}
+	if want := "  issuer https://sso.elsewhere.example/realms/sh… is not one of your connections"; lines[4] != want {
+		t.Fatalf("line 5 = %q, want %q", lines[4], want)
+	}
+	if strings.Contains(v, "signature  not verified") {
+		t.Fatal("the per-section signature line fits on screen: the test shows nothing")
+	}
+	for range 40 {
+		h.press("j")
+	}
+	h.mustShow("signature  not verified (key k-9): issuer", // the section's own line stays
+		"auditor", "shipping:write", "read, write, admin") // long values wrap, not cut
+	requireFits(t, h.view(), 80, 24)
+
+	// Wide enough: one line.
+	h.send(windowSize(160, 24))
+	lines = strings.Split(h.view(), "\n")
+	if want := "Pasted token: JWT RS256 · signature not verified: issuer https://sso.elsewhere.example/realms/shipping is not one of your connections · expires in 15d 4h"; lines[3] != want {
+		t.Fatalf("line 4 at 160 columns = %q, want %q", lines[3], want)
+	}
+	if strings.TrimSpace(lines[4]) == "" || strings.HasPrefix(lines[4], "  issuer") {
+		t.Fatalf("line 5 at 160 columns = %q, want the claims", lines[4])
+	}
+}
+
+func TestInspectorSummaryWhileChecking(t *testing.T) {
+	h := newHarness(t, func(f *fakeStore) { f.add("demo", "demo", time.Time{}) })
+	in := h.m.inspector
+	in.load("x", []token{{"Access token", h.st.tokens["demo"].AccessToken}}, t0, h.m.nextSeq())
+	if s := strings.Join(in.sum, "\n"); !strings.Contains(s, "checking signature…") || !strings.Contains(s, "expires in 5m") {
+		t.Fatalf("summary while verifying: %q", s)
+	}
+	in.load("x", []token{{"Pasted token", "opaque-token-value"}}, t0, h.m.nextSeq())
+	if s := strings.Join(in.sum, "\n"); !strings.Contains(s, "Pasted token: opaque (not a JWT)") {
+		t.Fatalf("summary of an opaque token: %q", s)
+	}
+}
+
+// A bracketed paste arrives as one tea.PasteMsg: the header name, the
+// scheme, quotes, surrounding whitespace and line breaks (a token wrapped
+// by the terminal) must not end up in the token.
+func TestInspectorBracketedPaste(t *testing.T) {
+	jwt := fakeTokens(t0, "demo", 1).AccessToken
+	for _, in := range []string{
+		jwt,
+		"\n  Authorization: Bearer " + jwt + "\r\n",
+		"authorization: bearer " + jwt,
+		"Authorization:Bearer " + jwt,
+		"\tBearer   " + jwt + "\n\n",
+		`"Authorization: Bearer ` + jwt + `"`,
+		jwt[:50] + "\n" + jwt[50:120] + "\r\n" + jwt[120:],
+	} {
+		h := newHarness(t, nil)
+		h.press("esc", "3")
+		h.send(tea.PasteMsg{Content: in})
+		h.press("enter")
+		if h.m.inspector.Capturing() || len(h.m.inspector.tokens) != 1 {
+			t.Fatalf("paste %q was not inspected", in)
+		}
+		if got := h.m.inspector.tokens[0].raw; got != jwt {
+			t.Fatalf("paste %q gave %q", in, got)
+		}
+		h.mustShow("Pasted token: JWT RS256", "preferred_username")
+	}
+}
+
+func TestInspectorPasteWithoutP(t *testing.T) {
+	h := newHarness(t, func(f *fakeStore) { f.add("demo", "demo", time.Time{}) })
+	h.press("3")
+	if h.m.inspector.Capturing() {
+		t.Fatal("the inspector of a key opened on the paste field")
+	}
+	h.send(tea.PasteMsg{Content: "Bearer opaque-token-value-1234567890\n"})
+	if !h.m.inspector.Capturing() {
+		t.Fatal("a paste did not open the paste field")
+	}
+	h.press("enter")
+	if got := h.m.inspector.tokens[0].raw; got != "opaque-token-value-1234567890" {
+		t.Fatalf("inspected %q", got)
+	}
+	h.mustShow("Source: pasted token", "not a JWT")
+}

@@ -16,7 +16,7 @@ type KeyMap struct {
 
 	// Token details and API keys.
 	Inspect, Refresh, AutoRefresh, Copy, CopyHeader, Reveal key.Binding
-	Login, Logout                                           key.Binding
+	Login, Logout, CheckServer                              key.Binding
 	Filter, Delete, Rename, Sort, SetDefault, Yes, No       key.Binding
 
 	// Inspector.
@@ -53,6 +53,7 @@ func DefaultKeyMap() KeyMap {
 		Reveal:      b([]string{"v"}, "v", "reveal"),
 		Login:       b([]string{"l", "enter"}, "l/enter", "log in again"),
 		Logout:      b([]string{"L"}, "L", "log out"),
+		CheckServer: b([]string{"s"}, "s", "check with server"),
 		Filter:      b([]string{"/"}, "/", "filter"),
 		Delete:      b([]string{"d"}, "d", "delete"),
 		Rename:      b([]string{"e"}, "e", "rename"),

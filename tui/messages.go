@@ -57,6 +57,14 @@ type verifiedMsg struct {
 	v     auth.Verification
 }
 
+// livenessMsg answers a server check of the details key's access token.
+type livenessMsg struct {
+	seq   int
+	label string
+	live  auth.Liveness
+	err   error
+}
+
 // tickMsg is the once-a-second countdown tick.
 type tickMsg struct {
 	gen int
@@ -93,6 +101,7 @@ type (
 	actDelete     struct{ label string }
 	actRename     struct{ label, newLabel string }
 	actSetDefault struct{ label string }
+	actCheckLive  struct{ label string }
 )
 
 func (actBack) isAction()         {}
@@ -111,6 +120,7 @@ func (actCopy) isAction()         {}
 func (actDelete) isAction()       {}
 func (actRename) isAction()       {}
 func (actSetDefault) isAction()   {}
+func (actCheckLive) isAction()    {}
 
 // actInspectToken asks to inspect a pasted token.
 type actInspectToken struct{ raw string }

@@ -50,7 +50,7 @@ func (m *Model) handleKeyTokens(msg keyTokensMsg) tea.Cmd {
 		m.keys = append(m.keys, msg.key)
 		m.details.open(msg.key, msg.tokens)
 		m.toast, m.toastOK = fmt.Sprintf("API key %q created.", auth.Sanitize(msg.key.Label)), true
-		return tea.Batch(m.replace(screenDetails), m.loadKeys())
+		return tea.Batch(m.replace(screenDetails), m.loadKeys(), m.checkLive(msg.key.Label))
 	case "inspect":
 		if msg.seq != m.inspSeq {
 			return nil
@@ -78,8 +78,20 @@ func (m *Model) handleKeyTokens(msg keyTokensMsg) tea.Cmd {
 	}
 	m.details.result(msg)
 	if msg.err == nil && msg.op != "open" {
-		return m.loadKeys()
+		// A new token: ask the server about it, not about the old one.
+		return tea.Batch(m.loadKeys(), m.checkLive(msg.label))
 	}
+	return nil
+}
+
+// handleLiveness applies a server check of the details key; the answer of
+// an older check, or one about another key, is dropped.
+func (m *Model) handleLiveness(msg livenessMsg) tea.Cmd {
+	m.endOp()
+	if msg.seq != m.liveSeq || msg.label != m.details.key.Label {
+		return nil
+	}
+	m.details.liveResult(msg)
 	return nil
 }
 

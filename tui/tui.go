@@ -84,6 +84,7 @@ type Model struct {
 	createSeq int    // the latest create request
 	opSeq     int    // the latest operation on the details key
 	inspSeq   int    // the latest inspector load
+	liveSeq   int    // the latest server check of the details key
 	seq       int    // source of ids
 
 	spinner  spinner.Model
@@ -196,6 +197,8 @@ func (m *Model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 		return m, m.handleOpDone(msg)
 	case copyReadyMsg:
 		return m, m.handleCopyReady(msg)
+	case livenessMsg:
+		return m, m.handleLiveness(msg)
 	case verifiedMsg:
 		m.endOp()
 		m.inspector.verified(msg)
@@ -266,8 +269,7 @@ func (m *Model) footer() string {
 	h := m.help
 	k := m.c.keys
 	if m.showHelp {
-		h.SetWidth(m.width)
-		return h.ShortHelpView(m.ShortHelp())
+		return m.shortHelp(m.ShortHelp(), m.width)
 	}
 	var rest []key.Binding
 	for _, b := range m.ShortHelp() {
@@ -276,13 +278,34 @@ func (m *Model) footer() string {
 		}
 	}
 	if m.screen().Capturing() {
-		h.SetWidth(m.width)
-		return h.ShortHelpView(rest)
+		return m.shortHelp(rest, m.width)
 	}
+	h.SetWidth(0)
 	tail := h.ShortHelpView([]key.Binding{k.Help})
-	sep := h.Styles.ShortSeparator.Render(h.ShortSeparator)
-	h.SetWidth(max(1, m.width-lipgloss.Width(tail)-lipgloss.Width(sep)))
-	return h.ShortHelpView(rest) + sep + tail
+	sep := h.Styles.ShortSeparator.Inline(true).Render(h.ShortSeparator)
+	head := m.shortHelp(rest, m.width-lipgloss.Width(tail)-lipgloss.Width(sep))
+	if head == "" {
+		return tail
+	}
+	return head + sep + tail
+}
+
+// shortHelp renders the bindings that fit on one line of width cells, and
+// " …" when some had to go. (help.ShortHelpView alone may overflow: when the
+// ellipsis does not fit either, it adds the next binding anyway.)
+func (m *Model) shortHelp(bindings []key.Binding, width int) string {
+	h := m.help
+	h.SetWidth(0) // no cutting: measured here
+	if full := h.ShortHelpView(bindings); lipgloss.Width(full) <= width {
+		return full
+	}
+	ellipsis := " " + h.Styles.Ellipsis.Inline(true).Render(h.Ellipsis)
+	for n := len(bindings) - 1; n > 0; n-- {
+		if out := h.ShortHelpView(bindings[:n]) + ellipsis; lipgloss.Width(out) <= width {
+			return out
+		}
+	}
+	return ""
 }
 
 // ShortHelp is the focused screen's short help (help.KeyMap).

@@ -1,0 +1,134 @@
+package tui
+
+import (
+	"errors"
+	"testing"
+
+	"github.com/shipkey/shipkey/auth"
+)
+
+// inactive is the server's answer for a token of a session that ended.
+var inactive = auth.Liveness{State: auth.LiveInactive, Via: "introspection", Reason: "the server no longer accepts the token (session ended or token revoked)"}
+
+func count(list []string, s string) int {
+	n := 0
+	for _, x := range list {
+		if x == s {
+			n++
+		}
+	}
+	return n
+}
+
+func TestDetailsAsksTheServerOnOpen(t *testing.T) {
+	h := openDemoDetails(t, nil)
+	if n := count(h.st.Calls(), "liveness demo"); n != 1 {
+		t.Fatalf("%d server checks on open, want 1: %v", n, h.st.Calls())
+	}
+	h.mustShow("Server", "accepts this token (introspection)")
+	h.mustNotShow("checking…")
+}
+
+// The Shipping Service's idle session ends long before its 15-day access
+// token: the token looks valid here, but the server no longer takes it.
+func TestDetailsServerNoLongerAcceptsAValidToken(t *testing.T) {
+	h := openDemoDetails(t, func(f *fakeStore) { f.live = inactive })
+	h.mustShow("Server              valid until 2026-11-21 12:05:00 UTC, but the server no longer accepts it\n",
+		"— log in again (l)", "valid, but the session ended — log in again")
+	if !h.m.details.sessionEnded() {
+		t.Fatal("an inactive token is not treated as an ended session")
+	}
+	h.press("r")
+	if contains(h.st.Calls(), "refresh demo") {
+		t.Fatal("r refreshed a session the server ended")
+	}
+	h.mustShow("log in again (l)")
+	// enter logs in, as it does once a session has ended.
+	h.st.mu.Lock()
+	h.st.live = auth.Liveness{State: auth.LiveActive, Via: "userinfo"}
+	h.st.mu.Unlock()
+	h.press("enter")
+	if h.m.details.state != detailsPassword {
+		t.Fatalf("enter did not ask the password: state %v", h.m.details.state)
+	}
+	h.typeText(testPassword)
+	h.press("enter")
+	if !contains(h.st.Calls(), "login demo") {
+		t.Fatalf("no login: %v", h.st.Calls())
+	}
+	if n := count(h.st.Calls(), "liveness demo"); n != 2 {
+		t.Fatalf("%d server checks, want one more after the login: %v", n, h.st.Calls())
+	}
+	h.mustShow("accepts this token (userinfo)")
+	h.mustNotShow("no longer accepts")
+	if h.m.details.sessionEnded() {
+		t.Fatal("still ended after a login the server accepts")
+	}
+}
+
+func TestDetailsServerCannotTell(t *testing.T) {
+	h := openDemoDetails(t, func(f *fakeStore) {
+		f.live = auth.Liveness{State: auth.LiveUnknown, Reason: "the server offers neither token introspection nor userinfo\x1b[2J"}
+	})
+	h.mustShow("cannot tell: the server offers neither token introspection nor userinfo", `\x1b[2J`, "State               valid  ")
+	if h.m.details.sessionEnded() {
+		t.Fatal("cannot tell is not an ended session")
+	}
+
+	h = openDemoDetails(t, func(f *fakeStore) { f.liveErr = errors.New("keyring locked") })
+	h.mustShow("cannot tell: keyring locked")
+}
+
+func TestDetailsCheckWithServerKeyAndStaleAnswers(t *testing.T) {
+	h := openDemoDetails(t, nil)
+	act, _ := h.m.details.Update(keyMsg("s"))
+	if a, ok := act.(actCheckLive); !ok || a.label != "demo" {
+		t.Fatalf("s returned %#v", act)
+	}
+	cmd := h.m.apply(act) // in flight, not answered yet
+	h.mustShow("Server", "checking…")
+	seq := h.m.liveSeq
+	h.send(livenessMsg{seq: seq - 1, label: "demo", live: inactive})
+	h.send(livenessMsg{seq: seq, label: "other", live: inactive})
+	if h.m.details.liveState != liveChecking {
+		t.Fatal("a stale or foreign answer was applied")
+	}
+	// A second check overtakes the first: the first one's answer is stale.
+	act, _ = h.m.details.Update(keyMsg("s"))
+	cmd2 := h.m.apply(act)
+	h.run(cmd)
+	if h.m.details.liveState != liveChecking {
+		t.Fatal("the answer of an overtaken check was applied")
+	}
+	h.st.mu.Lock()
+	h.st.live = inactive
+	h.st.mu.Unlock()
+	h.run(cmd2)
+	h.mustShow("no longer accepts it")
+	if n := count(h.st.Calls(), "liveness demo"); n != 3 {
+		t.Fatalf("%d server checks, want 3 (open and s twice): %v", n, h.st.Calls())
+	}
+}
+
+func TestDetailsServerCheckAfterRefresh(t *testing.T) {
+	h := openDemoDetails(t, nil)
+	h.press("r")
+	calls := h.st.Calls()
+	if calls[len(calls)-1] != "liveness demo" || count(calls, "liveness demo") != 2 {
+		t.Fatalf("no server check after the refresh: %v", calls)
+	}
+}
+
+func TestDetailsNoServerLineWhenLoggedOut(t *testing.T) {
+	h := openDemoDetails(t, nil)
+	h.press("L")
+	h.mustNotShow("Server")
+	h.press("s")
+	h.mustShow("no token to check: log in first (l)")
+}
+
+func TestCheckWithServerInHelp(t *testing.T) {
+	h := openDemoDetails(t, nil)
+	h.press("?")
+	h.mustShow("s", "check with server")
+}
