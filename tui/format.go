@@ -1,7 +1,6 @@
 package tui
 
 import (
-	"fmt"
 	"strings"
 	"time"
 
@@ -33,25 +32,6 @@ func keyState(k store.Key, now time.Time) string {
 			return "logged out, login needed"
 		}
 		return "login needed"
-	}
-}
-
-// ago humanizes a past moment for the Last Used column: "never", "just now",
-// "3 min ago", "5 h ago", "2 d ago".
-func ago(t, now time.Time) string {
-	if t.IsZero() {
-		return "never"
-	}
-	d := now.Sub(t)
-	switch {
-	case d < time.Minute:
-		return "just now"
-	case d < time.Hour:
-		return fmt.Sprintf("%d min ago", int(d/time.Minute))
-	case d < 48*time.Hour:
-		return fmt.Sprintf("%d h ago", int(d/time.Hour))
-	default:
-		return fmt.Sprintf("%d d ago", int(d/(24*time.Hour)))
 	}
 }
 

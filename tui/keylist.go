@@ -143,7 +143,7 @@ func (l *keyList) refreshRows() {
 		if masked == "" {
 			masked = "—"
 		}
-		rows[i] = table.Row{auth.Sanitize(masked), label, ago(k.LastUsed, now), accessExpires(k, now)}
+		rows[i] = table.Row{auth.Sanitize(masked), label, k.LastUsedAgo(now), accessExpires(k, now)}
 	}
 	l.table.SetRows(rows)
 	if c := l.table.Cursor(); c < 0 || c >= len(rows) {

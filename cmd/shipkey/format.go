@@ -26,25 +26,6 @@ func approxDuration(d time.Duration) string {
 	}
 }
 
-// ago renders how long ago t was, for Last Used: "just now", "3 min ago",
-// "2 h ago", "5 d ago"; "never" for the zero time.
-func ago(t, now time.Time) string {
-	if t.IsZero() {
-		return "never"
-	}
-	d := now.Sub(t)
-	switch {
-	case d < time.Minute:
-		return "just now"
-	case d < time.Hour:
-		return fmt.Sprintf("%d min ago", d/time.Minute)
-	case d < 24*time.Hour:
-		return fmt.Sprintf("%d h ago", d/time.Hour)
-	default:
-		return fmt.Sprintf("%d d ago", d/(24*time.Hour))
-	}
-}
-
 // expiresIn renders an expiry relative to now: "in 14d 23h", "expired", or
 // "no expiry" for the zero time.
 func expiresIn(t, now time.Time) string {
@@ -70,20 +51,6 @@ func lifetimes(k store.Key, now time.Time) string {
 		refresh = "refresh token for " + approxDuration(exp.Sub(now))
 	}
 	return access + ", " + refresh
-}
-
-// statusName is the machine-readable name of a key's status.
-func statusName(s store.Status) string {
-	switch s {
-	case store.StatusValid:
-		return "valid"
-	case store.StatusRefreshable:
-		return "refreshable"
-	case store.StatusLoginNeeded:
-		return "login_needed"
-	default:
-		return "no_token"
-	}
 }
 
 // rfc3339OrNil renders t for JSON: nil for the zero time.

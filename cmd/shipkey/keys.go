@@ -218,7 +218,7 @@ func keysListRun(opts *keysListOptions) error {
 				ClientID: k.Conn.ClientID,
 				Username: k.Username,
 				Default:  k.Default,
-				Status:   statusName(status),
+				Status:   status.String(),
 			}
 			if status != store.StatusNoToken {
 				j.AccessExpiresAt = rfc3339OrNil(k.Token.AccessExpiry())
@@ -255,7 +255,7 @@ func keysListRun(opts *keysListOptions) error {
 			access = expiresIn(k.Token.AccessExpiry(), now)
 			refresh = expiresIn(k.Token.RefreshExpiresAt, now)
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", mark, apiKey, auth.Sanitize(k.Label), ago(k.LastUsed, now), access, refresh)
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", mark, apiKey, auth.Sanitize(k.Label), k.LastUsedAgo(now), access, refresh)
 	}
 	return tw.Flush()
 }
