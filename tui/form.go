@@ -279,7 +279,7 @@ func (f *form) View() string {
 		line := marker + nameStyle.Render(name) + strings.Repeat(" ", max(pad, 1)) + f.inputs[i].View()
 		b.WriteString(line + "\n")
 		if e := f.errs[i]; e != "" {
-			b.WriteString(strings.Repeat(" ", 20) + s.Error.Render("✗ "+e) + "\n")
+			b.WriteString(indentWrapped("✗ "+e, 20, f.width, s.Error.Render))
 		}
 	}
 	b.WriteString("\n")
@@ -287,7 +287,7 @@ func (f *form) View() string {
 	case f.state == formSubmitting:
 		b.WriteString("  " + f.spinner() + " " + s.Subtle.Render("Requesting a token…") + "\n")
 	case f.general != "":
-		b.WriteString("  " + s.Error.Render("✗ "+f.general) + "\n")
+		b.WriteString(indentWrapped("✗ "+f.general, 2, f.width, s.Error.Render))
 	default:
 		b.WriteString(s.Subtle.Render("  enter or ctrl+s requests the token; nothing is stored unless it succeeds") + "\n")
 	}

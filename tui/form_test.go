@@ -7,6 +7,8 @@ import (
 	"testing"
 	"time"
 
+	tea "charm.land/bubbletea/v2"
+	"charm.land/lipgloss/v2"
 	"github.com/charmbracelet/x/exp/golden"
 	"github.com/shipkey/shipkey/auth"
 	"github.com/shipkey/shipkey/store"
@@ -191,4 +193,25 @@ func TestFormSubmittingShowsSpinnerAndIgnoresKeys(t *testing.T) {
 		t.Fatalf("a key while submitting returned %T", a)
 	}
 	h.mustShow("Requesting a token")
+}
+
+// At 80 columns a long error wraps under its field instead of losing its
+// "what to do" part to truncation.
+func TestFormErrorWrapsAt80Columns(t *testing.T) {
+	h := newFormHarness(t, demoPrefill, func(f *fakeStore) {
+		f.createErr = &auth.Error{Kind: auth.KindInvalidCredentials, Op: "login", Status: 401, Code: "invalid_grant",
+			Description: "Invalid user credentials", Msg: "wrong username or password", Hint: "check them and try again"}
+	})
+	h.send(tea.WindowSizeMsg{Width: 80, Height: 24})
+	h.press("enter")
+	view := h.view()
+	for _, l := range strings.Split(view, "\n") {
+		if w := lipgloss.Width(l); w > 80 {
+			t.Fatalf("line of width %d: %q", w, l)
+		}
+	}
+	flat := strings.Join(strings.Fields(view), " ")
+	if !strings.Contains(flat, "check them and try again") {
+		t.Fatalf("the hint was cut off:\n%s", view)
+	}
 }

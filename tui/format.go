@@ -63,6 +63,21 @@ func fitBlock(s string, width, height int) string {
 	return strings.Join(lines, "\n")
 }
 
+// indentWrapped word-wraps plain text to fit width after an indent, renders
+// each line with style, and returns the lines indented, each ending in a
+// newline: an error message keeps its "what to do" part on a narrow screen.
+func indentWrapped(text string, indent, width int, style func(...string) string) string {
+	w := max(20, width-indent)
+	if width <= 0 { // not sized yet: no wrapping
+		w = len(text)
+	}
+	var b strings.Builder
+	for _, l := range strings.Split(ansi.Wrap(text, w, ""), "\n") {
+		b.WriteString(strings.Repeat(" ", indent) + style(l) + "\n")
+	}
+	return b.String()
+}
+
 // hardWrap cuts s (a token: no spaces) into lines of at most width runes.
 func hardWrap(s string, width int) []string {
 	if width < 1 {
