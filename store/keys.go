@@ -220,6 +220,18 @@ func (s *Store) prepare() (secretsBackend, error) {
 	return b, nil
 }
 
+// Unlock resolves the secrets backend and unlocks it now: the file backend's
+// passphrase is asked for (and derived) here, and a fallback from the keyring
+// is said here. The interactive app calls it before it takes the terminal, so
+// no prompt or warning ever lands on its screen.
+func (s *Store) Unlock() error {
+	if _, err := s.prepare(); err != nil {
+		return err
+	}
+	s.warnFallback()
+	return nil
+}
+
 // getSecrets reads a key's secrets from the backend that holds them.
 func (s *Store) getSecrets(label, id string, ks keyState) (keySecrets, error) {
 	b := s.backend()

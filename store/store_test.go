@@ -998,3 +998,37 @@ func kernelCacheWorks(t *testing.T) bool {
 	}
 	return ok && got.String() == id.String()
 }
+
+// Unlock asks for the passphrase and says the keyring fallback up front, so
+// the interactive app never has a prompt or a warning land on its screen.
+func TestUnlockBeforeTheApp(t *testing.T) {
+	e := newEnv(t, nil)
+	t.Setenv(EnvPassphrase, "")
+	asked := 0
+	s := e.open(Options{Backend: BackendAuto, Keyring: failKeyring{}, Passphrase: func(string) (string, error) {
+		asked++
+		return "correct horse battery staple", nil
+	}})
+	if err := s.Unlock(); err != nil {
+		t.Fatal(err)
+	}
+	if asked != 1 {
+		t.Fatalf("passphrase asked %d times by Unlock, want 1", asked)
+	}
+	if w := e.warn.String(); !strings.Contains(w, "no OS keyring available (") {
+		t.Fatalf("Unlock did not say the fallback: %q", w)
+	}
+	before := e.warn.String()
+	e.create(s, "k", false)
+	e.token(s, "k")
+	if asked != 1 || e.warn.String() != before {
+		t.Fatalf("after Unlock: asked %d times, warnings %q", asked, e.warn.String())
+	}
+
+	locked := newEnv(t, nil)
+	t.Setenv(EnvPassphrase, "")
+	ls := locked.open(Options{Backend: BackendFile})
+	if err := ls.Unlock(); !errors.Is(err, ErrBackendLocked) {
+		t.Fatalf("Unlock without a passphrase = %v, want ErrBackendLocked", err)
+	}
+}

@@ -10,7 +10,7 @@ import (
 // the active screen.
 func (m *Model) handleKey(k tea.KeyPressMsg) tea.Cmd {
 	km := m.c.keys
-	m.toast = ""
+	m.toast, m.notice = "", ""
 	if key.Matches(k, km.ForceQuit) {
 		return m.quit()
 	}

@@ -40,6 +40,9 @@ type Options struct {
 	// only while it still holds what shipkey put there. Nil with Clipboard
 	// set: the native clipboard is never cleared (OSC 52 still is).
 	ClipboardRead func() (string, error)
+	// Notices, when set, shows on the status line what is written to it
+	// while the app runs (pass the same value as the store's Warn writer).
+	Notices *Notices
 }
 
 // config is what newModel needs; New builds it from Options, tests directly.
@@ -98,6 +101,7 @@ type Model struct {
 	clipSum [32]byte // sha256 of what shipkey last copied (never the text)
 	toast   string
 	toastOK bool
+	notice  string // a warning from below (Notices), until the next screen change
 
 	quitting bool
 }
@@ -128,7 +132,13 @@ func New(opts Options) *Model {
 func Run(ctx context.Context, opts Options) error {
 	m := New(opts)
 	m.ctx = ctx
-	_, err := tea.NewProgram(m, tea.WithContext(ctx)).Run()
+	p := tea.NewProgram(m, tea.WithContext(ctx))
+	if opts.Notices != nil {
+		// Send blocks until the program's loop runs; deliver from a goroutine.
+		opts.Notices.attach(func(msg tea.Msg) { go p.Send(msg) })
+		defer opts.Notices.detach()
+	}
+	_, err := p.Run()
 	return err
 }
 
@@ -199,6 +209,9 @@ func (m *Model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 		return m, m.handleCopyReady(msg)
 	case livenessMsg:
 		return m, m.handleLiveness(msg)
+	case noticeMsg:
+		m.notice = msg.text
+		return m, nil
 	case verifiedMsg:
 		m.endOp()
 		m.inspector.verified(msg)
@@ -258,6 +271,12 @@ func (m *Model) render() string {
 			st = s.Error
 		}
 		status = st.Render(m.toast)
+	}
+	if m.notice != "" {
+		if status != "" {
+			status += "  "
+		}
+		status += s.Error.Render("⚠ " + m.notice)
 	}
 	foot := m.footer()
 	return fitBlock(strings.Join([]string{head, "", body, status, foot}, "\n"), w, m.height)

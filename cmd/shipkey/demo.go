@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"time"
@@ -20,12 +21,13 @@ type demoOptions struct {
 	Auth   func() (*auth.Client, error)
 	Open   func(store.Options) (*store.Store, error) // the throwaway store
 	RunTUI func(context.Context, uiOptions) error
+	Diag   *switchWriter // warnings and debug lines; the app's status line while it runs
 	Serve  bool
 	Addr   string
 }
 
 func newCmdDemo(f *factory, runF func(context.Context, *demoOptions) error) *cobra.Command {
-	opts := &demoOptions{IO: f.IO, Now: f.Now, Auth: f.Auth, Open: f.openStore, RunTUI: runTUI}
+	opts := &demoOptions{IO: f.IO, Now: f.Now, Auth: f.Auth, Open: f.openStore, RunTUI: runTUI, Diag: f.Diag}
 	cmd := &cobra.Command{
 		Use:   "demo",
 		Short: "Try shipkey against a built-in demo server (nothing is kept)",
@@ -80,13 +82,17 @@ func demoRun(ctx context.Context, opts *demoOptions) error {
 	if err != nil {
 		return err
 	}
+	var warn io.Writer = opts.IO.ErrOut
+	if opts.Diag != nil {
+		warn = opts.Diag
+	}
 	st, err := opts.Open(store.Options{
 		ConfigDir: filepath.Join(dir, "config"),
 		StateDir:  filepath.Join(dir, "state"),
 		Backend:   "memory",
 		Auth:      client,
 		Now:       opts.Now,
-		Warn:      opts.IO.ErrOut,
+		Warn:      warn,
 	})
 	if err != nil {
 		return err
@@ -101,5 +107,6 @@ func demoRun(ctx context.Context, opts *demoOptions) error {
 		Prefill: demoPrefill(srv.URL(), srv.Realm(), authtest.DemoClientID, authtest.DemoClientSecret,
 			authtest.DemoUsername, authtest.DemoPassword),
 		Demo: true,
+		Diag: opts.Diag,
 	})
 }

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"io"
 	"log/slog"
 	"sync"
 	"time"
@@ -18,6 +19,9 @@ type factory struct {
 	Getenv func(string) string
 	Now    func() time.Time
 
+	// Diag is where the store's warnings and the debug log go: stderr, or
+	// the interactive app's status line while it owns the terminal.
+	Diag *switchWriter
 	// Debug turns on the redacting debug log (set by --debug).
 	Debug bool
 	// Secrets are the secrets this process has handled; the debug log hides
@@ -43,6 +47,33 @@ func newFactory(ios *iostreams, getenv func(string) string) *factory {
 		Now:       time.Now,
 		Secrets:   &secretSet{},
 		openStore: store.Open,
+		Diag:      &switchWriter{w: ios.ErrOut},
+	}
+}
+
+// switchWriter writes to one writer at a time; Set swaps it.
+type switchWriter struct {
+	mu sync.Mutex
+	w  io.Writer
+}
+
+func (s *switchWriter) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.w.Write(p)
+}
+
+// Set makes w the destination and returns a function that puts the previous
+// one back.
+func (s *switchWriter) Set(w io.Writer) (restore func()) {
+	s.mu.Lock()
+	prev := s.w
+	s.w = w
+	s.mu.Unlock()
+	return func() {
+		s.mu.Lock()
+		s.w = prev
+		s.mu.Unlock()
 	}
 }
 
@@ -52,7 +83,7 @@ func (f *factory) Logger() *slog.Logger {
 	if !f.Debug {
 		return nil
 	}
-	h := slog.NewTextHandler(f.IO.ErrOut, &slog.HandlerOptions{Level: slog.LevelDebug})
+	h := slog.NewTextHandler(f.Diag, &slog.HandlerOptions{Level: slog.LevelDebug})
 	return slog.New(newRedactingHandler(h, f.Secrets))
 }
 
@@ -83,7 +114,7 @@ func (f *factory) Store() (*store.Store, error) {
 		opts := store.Options{
 			Auth: client,
 			Now:  f.Now,
-			Warn: f.IO.ErrOut,
+			Warn: f.Diag,
 		}
 		if f.IO.ReadSecret != nil {
 			opts.Passphrase = func(prompt string) (string, error) {

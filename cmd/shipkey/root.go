@@ -81,7 +81,12 @@ Exit codes: 0 success, 1 failure, 2 usage error, 3 login needed.`,
 			if err != nil {
 				return err
 			}
-			return runTUI(cmd.Context(), uiOptions{Store: st, Auth: client, Now: f.Now})
+			// Ask for the passphrase and say any keyring fallback now, while
+			// the terminal is still a terminal.
+			if err := st.Unlock(); err != nil {
+				return err
+			}
+			return runTUI(cmd.Context(), uiOptions{Store: st, Auth: client, Now: f.Now, Diag: f.Diag})
 		},
 	}
 	root.PersistentFlags().BoolVar(&f.Debug, "debug", false, "log HTTP requests to stderr (secrets redacted)")

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/shipkey/shipkey/auth"
+	"github.com/shipkey/shipkey/auth/authtest"
 )
 
 // tmuxSession is the app running in a private tmux server.
@@ -70,10 +71,11 @@ func (s *tmuxSession) keys(keys ...string) {
 	}
 }
 
-// TestTmuxDemo runs `shipkey demo` in a real terminal (tmux): gets a key
-// through the walk-through, watches the countdown move, copies the token by
-// OSC 52 into tmux's buffer, and visits the key list and the inspector.
-func TestTmuxDemo(t *testing.T) {
+// startTmuxApp builds shipkey and runs it with args in a private tmux server
+// at 100x30, with its config, state and home in a temporary folder and env
+// added to its environment.
+func startTmuxApp(t *testing.T, env []string, args ...string) *tmuxSession {
+	t.Helper()
 	if _, err := exec.LookPath("tmux"); err != nil {
 		if os.Getenv("CI") == "true" {
 			t.Fatal("tmux is required in CI: apt-get install -y tmux")
@@ -93,22 +95,29 @@ func TestTmuxDemo(t *testing.T) {
 	s := &tmuxSession{t: t, socket: fmt.Sprintf("shipkey-test-%d-%d", os.Getpid(), time.Now().UnixNano())}
 	t.Cleanup(func() { _, _ = s.tmux("kill-server") })
 
-	app := strings.Join([]string{
+	app := append([]string{
 		"env",
 		"HOME=" + filepath.Join(dir, "home"),
 		"SHIPKEY_CONFIG_DIR=" + filepath.Join(dir, "config"),
 		"SHIPKEY_STATE_DIR=" + filepath.Join(dir, "state"),
-		"SHIPKEY_SECRETS=memory",
 		"DISPLAY=", "WAYLAND_DISPLAY=", // no native clipboard: OSC 52 only
-		bin, "demo",
-	}, " ")
+	}, env...)
+	app = append(append(app, bin), args...)
 	if out, err := s.tmux("start-server", ";",
 		"set", "-g", "set-clipboard", "on", ";",
 		"set", "-g", "escape-time", "0", ";",
 		"set", "-g", "remain-on-exit", "on", ";",
-		"new-session", "-d", "-s", "t", "-x", "100", "-y", "30", app); err != nil {
+		"new-session", "-d", "-s", "t", "-x", "100", "-y", "30", strings.Join(app, " ")); err != nil {
 		t.Fatalf("tmux: %v: %s", err, out)
 	}
+	return s
+}
+
+// TestTmuxDemo runs `shipkey demo` in a real terminal (tmux): gets a key
+// through the walk-through, watches the countdown move, copies the token by
+// OSC 52 into tmux's buffer, and visits the key list and the inspector.
+func TestTmuxDemo(t *testing.T) {
+	s := startTmuxApp(t, []string{"SHIPKEY_SECRETS=memory"}, "demo")
 
 	// No keys yet: the app opens Get API Key, filled in by the demo.
 	s.waitText(10*time.Second, "Get API Key", "Client Secret", "Password")
@@ -174,4 +183,37 @@ func TestTmuxDemo(t *testing.T) {
 		out, _ := s.tmux("display-message", "-p", "-t", "t", "#{pane_dead}")
 		return strings.TrimSpace(out) == "1"
 	})
+}
+
+// TestTmuxAppKeepsItsFrame runs `shipkey` on the user's own store with the
+// plaintext backend, which warns on every write: the warning must show on the
+// app's status line, never as a stray stderr line that tears the frame.
+func TestTmuxAppKeepsItsFrame(t *testing.T) {
+	srv := authtest.NewServer(authtest.DemoConfig())
+	t.Cleanup(srv.Close)
+	s := startTmuxApp(t, []string{"SHIPKEY_SECRETS=plaintext"})
+
+	s.waitText(10*time.Second, "Get API Key", "Auth URL")
+	for _, v := range []string{srv.URL(), "", authtest.DemoClientID, authtest.DemoClientSecret,
+		authtest.DemoUsername, authtest.DemoPassword, "mine"} {
+		if v != "" {
+			s.keys("-l", v)
+		}
+		s.keys("Tab")
+	}
+	s.keys("Enter")
+	screen := s.waitText(10*time.Second, "Token details", "Access expires", "unencrypted")
+	lines := strings.Split(screen, "\n")
+	if !strings.HasPrefix(lines[0], "shipkey › Token details") {
+		t.Fatalf("the header is not on the first line:\n%s", screen)
+	}
+	for _, l := range lines {
+		if strings.HasPrefix(strings.TrimSpace(l), "shipkey: ") {
+			t.Fatalf("a stderr line tore the frame: %q\n%s", l, screen)
+		}
+	}
+	if !strings.Contains(screen, "⚠") {
+		t.Fatalf("the warning is not on the status line:\n%s", screen)
+	}
+	s.keys("q")
 }

@@ -16,11 +16,19 @@ type uiOptions struct {
 	Now     func() time.Time
 	Prefill tui.Prefill
 	Demo    bool
+	// Diag, when set, is pointed at the app's status line while it runs, so
+	// warnings and debug lines never tear its frame.
+	Diag *switchWriter
 }
 
 // runTUI opens the full-screen app; the only place the CLI calls package tui.
 func runTUI(ctx context.Context, o uiOptions) error {
-	return tui.Run(ctx, tui.Options{Store: o.Store, Auth: o.Auth, Now: o.Now, Prefill: o.Prefill, Demo: o.Demo})
+	opts := tui.Options{Store: o.Store, Auth: o.Auth, Now: o.Now, Prefill: o.Prefill, Demo: o.Demo}
+	if o.Diag != nil {
+		opts.Notices = &tui.Notices{}
+		defer o.Diag.Set(opts.Notices)()
+	}
+	return tui.Run(ctx, opts)
 }
 
 // demoPrefill fills the Get API Key form with the demo server's credentials.

@@ -1,0 +1,35 @@
+package tui
+
+import (
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	tea "charm.land/bubbletea/v2"
+)
+
+func TestNoticesQueueUntilTheAppRunsThenFlow(t *testing.T) {
+	var n Notices
+	fmt.Fprintf(&n, "shipkey: warning: secrets are stored unencrypted in /x/secrets.json\n")
+	var got []string
+	n.attach(func(m tea.Msg) { got = append(got, m.(noticeMsg).text) })
+	fmt.Fprintf(&n, "shipkey: second \x1b]52;c;ZXZpbA==\x07 line\n\n")
+	n.detach()
+	fmt.Fprintf(&n, "after\n")
+	want := []string{"warning: secrets are stored unencrypted in /x/secrets.json", `second \x1b]52;c;ZXZpbA==\x07 line`}
+	if strings.Join(got, "|") != strings.Join(want, "|") {
+		t.Fatalf("delivered %q, want %q", got, want)
+	}
+	if len(n.pending) != 1 || n.pending[0] != "after" {
+		t.Fatalf("pending after detach = %q", n.pending)
+	}
+}
+
+func TestNoticeShowsOnTheStatusLineUntilTheNextKey(t *testing.T) {
+	h := newHarness(t, func(f *fakeStore) { f.add("demo", "demo", time.Time{}) })
+	h.send(noticeMsg{text: "warning: secrets are stored unencrypted in /x/secrets.json"})
+	h.mustShow("⚠ warning: secrets are stored unencrypted")
+	h.press("2")
+	h.mustNotShow("secrets are stored unencrypted")
+}
