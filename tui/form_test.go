@@ -215,3 +215,19 @@ func TestFormErrorWrapsAt80Columns(t *testing.T) {
 		t.Fatalf("the hint was cut off:\n%s", view)
 	}
 }
+
+// The demo prefills the label "demo"; once a key has it, the form proposes
+// the next free one instead of a label its own validation would refuse.
+func TestFormPrefillsAFreeLabel(t *testing.T) {
+	h := newFormHarness(t, demoPrefill, func(f *fakeStore) {
+		f.add(demoPrefill.Label, "demo", time.Time{})
+		f.add(demoPrefill.Label+"-2", "demo", time.Time{})
+	})
+	if got, want := h.m.form.inputs[fieldLabel].Value(), demoPrefill.Label+"-3"; got != want {
+		t.Fatalf("label prefilled %q, want %q", got, want)
+	}
+	h.press("enter")
+	if calls := h.st.Calls(); len(calls) == 0 || calls[0] != "create "+demoPrefill.Label+"-3" {
+		t.Fatalf("calls = %v", calls)
+	}
+}

@@ -1,6 +1,9 @@
 package tui
 
 import (
+	"fmt"
+	"slices"
+
 	"charm.land/bubbles/v2/key"
 	tea "charm.land/bubbletea/v2"
 )
@@ -107,7 +110,22 @@ func (m *Model) openForm() tea.Cmd {
 	for i, k := range m.keys {
 		labels[i] = k.Label
 	}
+	p.Label = freeLabel(p.Label, labels)
 	return tea.Batch(m.form.reset(p, labels), m.goTo(screenForm))
+}
+
+// freeLabel returns label, or when a key has it already, the first of
+// label-2, label-3, … that none has: a prefilled form must not propose a
+// label the validation would refuse.
+func freeLabel(label string, taken []string) string {
+	if label == "" || !slices.Contains(taken, label) {
+		return label
+	}
+	for n := 2; ; n++ {
+		if c := fmt.Sprintf("%s-%d", label, n); !slices.Contains(taken, c) {
+			return c
+		}
+	}
 }
 
 // openCurrent shows the token details of the current key; without one, the
