@@ -71,6 +71,9 @@ type inspection struct {
 	Decoded  *auth.Decoded
 	Verified *auth.Verification
 	Live     *auth.Liveness
+	// Skew is how far the JWT's exp is from obtained-at + expires_in, for a
+	// key's token, when that exceeds auth.SkewTolerance (zero otherwise).
+	Skew time.Duration
 }
 
 func inspectRun(ctx context.Context, opts *inspectOptions) error {
@@ -144,6 +147,9 @@ func inspectToken(opts *inspectOptions, in *inspection) (string, error) {
 			return "", fmt.Errorf("API key %s has no token: %w; run: shipkey login %s", label, store.ErrLoginNeeded, label)
 		}
 		in.Label = key.Label
+		if skew, bad := ts.Skew(); bad {
+			in.Skew = skew
+		}
 		return ts.AccessToken, nil
 	default:
 		return trimBearer(opts.Token), nil
@@ -191,6 +197,9 @@ func writeInspection(w io.Writer, in inspection, verifyAsked bool, now time.Time
 				state = "expired"
 			}
 			fmt.Fprintf(w, "Expiry:    %s (%s)\n", state, auth.Until(d.ExpiresAt, now))
+		}
+		if in.Skew != 0 {
+			fmt.Fprintf(w, "Clock:     exp and expires_in disagree by %s: this machine's clock or the server's is off\n", in.Skew.Round(time.Second))
 		}
 		fmt.Fprintln(w)
 		writeClaims(w, "Header", d.Header)
@@ -266,6 +275,8 @@ type inspectionJSON struct {
 	ExpiresAt *string        `json:"expires_at,omitempty"`
 	Signature *signatureJSON `json:"signature,omitempty"`
 	Liveness  *livenessJSON  `json:"liveness,omitempty"`
+	// ClockSkewSeconds is exp minus obtained-at + expires_in, when over a minute.
+	ClockSkewSeconds int64 `json:"clock_skew_seconds,omitempty"`
 }
 
 type signatureJSON struct {
@@ -283,7 +294,7 @@ type livenessJSON struct {
 
 func writeInspectionJSON(w io.Writer, in inspection, verifyAsked bool) error {
 	d := in.Decoded
-	out := inspectionJSON{Format: "opaque", Key: in.Label}
+	out := inspectionJSON{Format: "opaque", Key: in.Label, ClockSkewSeconds: int64(in.Skew / time.Second)}
 	if d.Format == auth.FormatJWT {
 		out.Format = "jwt"
 		out.Header = make(map[string]any, len(d.Header))

@@ -291,3 +291,30 @@ func TestFindSecretsCatchesLeaks(t *testing.T) {
 		t.Errorf("clean tree: %v", err)
 	}
 }
+
+// A client clock five minutes behind the server's: inspect of the key's token
+// says the clocks disagree instead of hiding it.
+func TestInspectReportsClockSkew(t *testing.T) {
+	behind := func() time.Time { return time.Now().Add(-5 * time.Minute) }
+	st, _ := testStore(t, behind)
+	ios, out, _ := testIO("")
+	o := &inspectOptions{IO: ios, Store: func() (*store.Store, error) { return st, nil }, Now: behind,
+		Auth: func() (*auth.Client, error) { return auth.NewClient(auth.Options{}) }}
+	if err := inspectRun(context.Background(), o); err != nil {
+		t.Fatal(err)
+	}
+	if s := out.String(); !strings.Contains(s, "Clock:     exp and expires_in disagree by 5m0s") {
+		t.Fatalf("no skew line:\n%s", s)
+	}
+
+	synced, _ := testStore(t, time.Now)
+	ios, out, _ = testIO("")
+	o = &inspectOptions{IO: ios, Store: func() (*store.Store, error) { return synced, nil }, Now: time.Now,
+		Auth: func() (*auth.Client, error) { return auth.NewClient(auth.Options{}) }}
+	if err := inspectRun(context.Background(), o); err != nil {
+		t.Fatal(err)
+	}
+	if strings.Contains(out.String(), "Clock:") {
+		t.Fatalf("skew reported for synced clocks:\n%s", out.String())
+	}
+}
