@@ -1,6 +1,7 @@
 package tui
 
 import (
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -117,8 +118,14 @@ func (l *keyList) selected() *store.Key {
 	return &k
 }
 
-// refreshRows recomputes the visible rows (filter, sort, the clock).
+// refreshRows recomputes the visible rows (filter, sort, the clock). The
+// cursor stays on the key it was on while that key is visible: clearing a
+// filter or changing the sort never moves it to another key.
 func (l *keyList) refreshRows() {
+	var was string
+	if sel := l.selected(); sel != nil {
+		was = sel.Label
+	}
 	q := strings.ToLower(strings.TrimSpace(l.filter.Value()))
 	l.visible = l.visible[:0]
 	for _, k := range l.keys {
@@ -146,7 +153,9 @@ func (l *keyList) refreshRows() {
 		rows[i] = table.Row{auth.Sanitize(masked), label, k.LastUsedAgo(now), accessExpires(k, now)}
 	}
 	l.table.SetRows(rows)
-	if c := l.table.Cursor(); c < 0 || c >= len(rows) {
+	if i := slices.IndexFunc(l.visible, func(k store.Key) bool { return k.Label == was }); was != "" && i >= 0 {
+		l.table.SetCursor(i)
+	} else if c := l.table.Cursor(); c < 0 || c >= len(rows) {
 		l.table.SetCursor(max(0, min(c, len(rows)-1)))
 	}
 }

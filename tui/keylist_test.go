@@ -174,3 +174,28 @@ func TestKeyListHostileLabel(t *testing.T) {
 	}
 	h.mustShow(`evil\x1b]52;c;aGk=\x07\x1b[2J`)
 }
+
+// Clearing a filter or changing the sort keeps the cursor on the key the
+// user found, so the next action (rename, delete) hits that key.
+func TestKeyListCursorFollowsTheKey(t *testing.T) {
+	h := openKeyList(t)
+	h.press("/", "s", "t", "a", "g", "enter")
+	if sel := h.m.keyList.selected(); sel == nil || sel.Label != "staging" {
+		t.Fatalf("selected %v after filtering", sel)
+	}
+	h.press("esc") // clears the filter: every key is back
+	if got := visibleLabels(h); len(got) != 3 {
+		t.Fatalf("visible = %v", got)
+	}
+	if sel := h.m.keyList.selected(); sel == nil || sel.Label != "staging" {
+		t.Fatalf("selected %v after clearing the filter, want staging", sel)
+	}
+	h.press("s") // sort by last used
+	if sel := h.m.keyList.selected(); sel == nil || sel.Label != "staging" {
+		t.Fatalf("selected %v after sorting, want staging", sel)
+	}
+	h.press("e")
+	if h.m.keyList.target != "staging" {
+		t.Fatalf("rename targets %q, want staging", h.m.keyList.target)
+	}
+}
