@@ -134,6 +134,9 @@ func (d *details) token() *auth.TokenSet {
 	if d.tokens != nil {
 		return d.tokens
 	}
+	if d.key.LoggedOut { // its tokens are gone or dead: show none
+		return &auth.TokenSet{}
+	}
 	t := d.key.Token
 	return &t
 }
@@ -375,11 +378,14 @@ func (d *details) View() string {
 	line(s.row("Obtained at", nameW, s.Value.Render(obtained)))
 	b.WriteString("\n")
 
-	line(d.expiryRow("Access expires", t.AccessExpiry(), time.Duration(t.ExpiresIn)*time.Second, "no stated expiry"))
-	refreshNone := "no stated expiry"
-	if t.RefreshToken == "" && d.tokens != nil {
+	accessNone, refreshNone := "no stated expiry", "no stated expiry"
+	switch {
+	case access == "": // logged out or never logged in: nothing expires
+		accessNone, refreshNone = "—", "—"
+	case t.RefreshToken == "" && d.tokens != nil:
 		refreshNone = "no refresh token"
 	}
+	line(d.expiryRow("Access expires", t.AccessExpiry(), time.Duration(t.ExpiresIn)*time.Second, accessNone))
 	line(d.expiryRow("Refresh expires", t.RefreshExpiresAt, time.Duration(t.RefreshExpiresIn)*time.Second, refreshNone))
 	if skew, bad := t.Skew(); bad {
 		line(s.Warn.Render(fmt.Sprintf("⚠ clock skew: the JWT's exp is %s off expires_in; check this machine's clock", skew.Round(time.Second))))

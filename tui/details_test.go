@@ -1,6 +1,7 @@
 package tui
 
 import (
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -328,6 +329,11 @@ func TestLogout(t *testing.T) {
 		t.Fatal("tokens still shown after logout")
 	}
 	h.mustShow("logged out")
+	// Nothing expires when there is no token: no "no stated expiry" claims.
+	h.mustNotShow("no stated expiry", "in 5:00", "in 30:00")
+	if !regexp.MustCompile(`Access expires +—`).MatchString(h.view()) || !regexp.MustCompile(`Refresh expires +—`).MatchString(h.view()) {
+		t.Fatalf("expiry rows after logout:\n%s", h.view())
+	}
 }
 
 func contains(list []string, s string) bool {
