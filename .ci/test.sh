@@ -12,19 +12,22 @@ log() { printf '\n== %s\n' "$*"; }
 export PATH="$PATH:$(go env GOPATH)/bin"
 
 # 1. Debian packages, only those missing.
+updated=""
+apt_install() {
+  local sudo=""
+  [ "$(id -u)" -ne 0 ] && sudo="sudo"
+  log "installing $*"
+  [ -n "$updated" ] || { $sudo apt-get update -qq; updated=1; }
+  DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends "$@"
+}
 pkgs=()
 command -v tmux >/dev/null || pkgs+=(tmux)
 command -v node >/dev/null || pkgs+=(nodejs)
-command -v npm >/dev/null || pkgs+=(npm)
 command -v dbus-run-session >/dev/null || pkgs+=(dbus dbus-daemon)
 command -v gnome-keyring-daemon >/dev/null || pkgs+=(gnome-keyring)
-if [ "${#pkgs[@]}" -gt 0 ]; then
-  log "installing ${pkgs[*]}"
-  SUDO=""
-  [ "$(id -u)" -ne 0 ] && SUDO="sudo"
-  $SUDO apt-get update -qq
-  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends "${pkgs[@]}"
-fi
+[ "${#pkgs[@]}" -eq 0 ] || apt_install "${pkgs[@]}"
+# NodeSource's nodejs carries npm; Debian's needs its own package.
+command -v npm >/dev/null || apt_install npm
 
 # 2. The real third-party OAuth 2.0 server (npm oauth2-mock-server), pinned by the lock file.
 srv=auth/testdata/oauth2server
