@@ -342,7 +342,7 @@ func (l *keyList) View() string {
 	if l.order == sortByLastUsed {
 		orderName = "last used"
 	}
-	top := s.Subtle.Render("  " + strconv.Itoa(len(l.visible)) + " of " + strconv.Itoa(len(l.keys)) + " keys · sorted by " + orderName)
+	top := s.Subtle.Render("  " + strconv.Itoa(len(l.visible)) + " of " + plural(len(l.keys), "key") + " · sorted by " + orderName)
 	if l.mode == listFiltering || l.filter.Value() != "" {
 		top += "   " + l.filter.View()
 	}
@@ -386,4 +386,12 @@ func (l *keyList) FullHelp() [][]key.Binding {
 		{k.Copy, k.CopyHeader, k.Inspect},
 		{k.Rename, k.Delete, k.SetDefault, k.NewKey},
 	}
+}
+
+// plural is "1 key", "3 keys".
+func plural(n int, noun string) string {
+	if n == 1 {
+		return "1 " + noun
+	}
+	return strconv.Itoa(n) + " " + noun + "s"
 }

@@ -199,3 +199,21 @@ func TestKeyListCursorFollowsTheKey(t *testing.T) {
 		t.Fatalf("rename targets %q, want staging", h.m.keyList.target)
 	}
 }
+
+// Every key appears once in the full help, and one key is "1 key".
+func TestHelpListsEachKeyOnceAndCountsGrammatically(t *testing.T) {
+	h := openDemoDetails(t, nil)
+	seen := map[string]int{}
+	for _, g := range h.m.FullHelp() {
+		for _, b := range g {
+			seen[b.Help().Key]++
+		}
+	}
+	for k, n := range seen {
+		if n > 1 {
+			t.Errorf("%q listed %d times in the full help", k, n)
+		}
+	}
+	h.press("2")
+	h.mustShow("1 of 1 key ·")
+}

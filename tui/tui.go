@@ -346,7 +346,26 @@ func (m *Model) ShortHelp() []key.Binding {
 func (m *Model) FullHelp() [][]key.Binding {
 	k := m.c.keys
 	groups := m.screen().FullHelp()
-	return append(groups, []key.Binding{k.Details, k.Keys, k.Inspector, k.NewKey}, []key.Binding{k.Help, k.Back, k.Quit})
+	shown := map[string]bool{}
+	for _, g := range groups {
+		for _, b := range g {
+			shown[b.Help().Key] = true
+		}
+	}
+	// The global bindings, less those the screen already lists (each key
+	// appears once in the help).
+	for _, g := range [][]key.Binding{{k.Details, k.Keys, k.Inspector, k.NewKey}, {k.Help, k.Back, k.Quit}} {
+		var rest []key.Binding
+		for _, b := range g {
+			if !shown[b.Help().Key] {
+				rest = append(rest, b)
+			}
+		}
+		if len(rest) > 0 {
+			groups = append(groups, rest)
+		}
+	}
+	return groups
 }
 
 func (m *Model) screen() screen {
