@@ -369,15 +369,7 @@ func (s *Store) Keys() ([]Key, error) {
 
 // Key returns the key labelled label (ErrNotFound).
 func (s *Store) Key(label string) (Key, error) {
-	cfg, st, err := s.load()
-	if err != nil {
-		return Key{}, err
-	}
-	i, ok := cfg.byLabel(label)
-	if !ok {
-		return Key{}, notFoundError(label)
-	}
-	return makeKey(cfg, st, cfg.Keys[i]), nil
+	return s.keyWhere(label, func(cfg *configFile) (int, bool) { return cfg.byLabel(label) })
 }
 
 // find returns the entry and state of the key labelled label.
@@ -578,11 +570,17 @@ func (s *Store) Login(ctx context.Context, label, password string) (Key, error) 
 }
 
 func (s *Store) keyByID(id, label string) (Key, error) {
+	return s.keyWhere(label, func(cfg *configFile) (int, bool) { return cfg.byID(id) })
+}
+
+// keyWhere loads the files and returns the key that find picks; label names
+// it in the not-found error.
+func (s *Store) keyWhere(label string, find func(*configFile) (int, bool)) (Key, error) {
 	cfg, st, err := s.load()
 	if err != nil {
 		return Key{}, err
 	}
-	i, ok := cfg.byID(id)
+	i, ok := find(cfg)
 	if !ok {
 		return Key{}, notFoundError(label)
 	}
