@@ -132,6 +132,20 @@ func readForm(r *http.Request) (url.Values, *oauthError) {
 // authenticateClient follows Keycloak's client-secret authenticator: HTTP
 // Basic (RFC 6749 form-encoded) or client_id/client_secret in the form, the
 // form winning when both are present.
+// clientForm reads a form POST and authenticates its client: the start of
+// every endpoint but the token grants, which check grant_type in between.
+func (s *Server) clientForm(r *http.Request) (url.Values, Client, *oauthError) {
+	form, e := readForm(r)
+	if e != nil {
+		return nil, Client{}, e
+	}
+	client, e := s.authenticateClient(r, form)
+	if e != nil {
+		return nil, Client{}, e
+	}
+	return form, client, nil
+}
+
 func (s *Server) authenticateClient(r *http.Request, form url.Values) (Client, *oauthError) {
 	var id, secret string
 	haveID, haveSecret := false, false
@@ -377,12 +391,7 @@ func (s *Server) refreshGrant(form url.Values, client Client, issuer string) (to
 }
 
 func (s *Server) logout(w http.ResponseWriter, r *http.Request, _ string) {
-	form, e := readForm(r)
-	if e != nil {
-		writeError(w, e)
-		return
-	}
-	client, e := s.authenticateClient(r, form)
+	form, client, e := s.clientForm(r)
 	if e != nil {
 		writeError(w, e)
 		return
@@ -408,12 +417,7 @@ func (s *Server) logout(w http.ResponseWriter, r *http.Request, _ string) {
 }
 
 func (s *Server) revoke(w http.ResponseWriter, r *http.Request, _ string) {
-	form, e := readForm(r)
-	if e != nil {
-		writeError(w, e)
-		return
-	}
-	client, e := s.authenticateClient(r, form)
+	form, client, e := s.clientForm(r)
 	if e != nil {
 		writeError(w, e)
 		return
@@ -465,12 +469,8 @@ func (s *Server) liveToken(tok string) (*parsedToken, *userRecord, bool) {
 }
 
 func (s *Server) introspect(w http.ResponseWriter, r *http.Request, _ string) {
-	form, e := readForm(r)
+	form, _, e := s.clientForm(r)
 	if e != nil {
-		writeError(w, e)
-		return
-	}
-	if _, e := s.authenticateClient(r, form); e != nil {
 		writeError(w, e)
 		return
 	}
