@@ -8,6 +8,7 @@ import (
 
 	"github.com/shipkey/shipkey/auth"
 	"github.com/shipkey/shipkey/auth/authtest"
+	"github.com/shipkey/shipkey/internal/text"
 )
 
 // benchAccessToken logs in to a throwaway demo realm on 127.0.0.1 once and
@@ -72,7 +73,7 @@ func BenchmarkSanitize(b *testing.B) {
 			b.SetBytes(int64(len(tc.s)))
 			b.ReportAllocs()
 			for b.Loop() {
-				_ = auth.Sanitize(tc.s)
+				_ = text.Safe(tc.s)
 			}
 		})
 	}
@@ -91,7 +92,7 @@ func BenchmarkCountdown(b *testing.B) {
 		b.Run(tc.name, func(b *testing.B) {
 			b.ReportAllocs()
 			for b.Loop() {
-				_ = auth.Countdown(tc.d)
+				_ = text.Countdown(tc.d)
 			}
 		})
 	}
@@ -110,7 +111,7 @@ func BenchmarkUntil(b *testing.B) {
 		b.Run(tc.name, func(b *testing.B) {
 			b.ReportAllocs()
 			for b.Loop() {
-				_ = auth.Until(tc.t, now)
+				_ = text.Relative(tc.t, now)
 			}
 		})
 	}

@@ -11,6 +11,8 @@ import (
 	"sort"
 	"strings"
 	"time"
+
+	"github.com/shipkey/shipkey/internal/text"
 )
 
 // Kind of a decoded token.
@@ -69,9 +71,6 @@ var ClaimOrder = []string{"iss", "sub", "aud", "azp", "typ", "exp", "iat", "nbf"
 
 // MaxTokenSize is the largest token Decode and Verify accept.
 const MaxTokenSize = 64 << 10
-
-// TimeLayout is how Decode shows the absolute part of a time claim.
-const TimeLayout = "2006-01-02 15:04:05 UTC"
 
 // headerOrder is the order of the well-known JOSE header fields.
 var headerOrder = []string{"alg", "typ", "kid"}
@@ -132,7 +131,7 @@ func Decode(token string, now time.Time) (*Decoded, error) {
 					if d.ClientRoles == nil {
 						d.ClientRoles = make(map[string][]string)
 					}
-					d.ClientRoles[Sanitize(client)] = itemsOf(roles)
+					d.ClientRoles[text.Safe(client)] = itemsOf(roles)
 				}
 			}
 		}
@@ -157,7 +156,7 @@ func splitJWT(token string) ([]string, error) {
 	if len(token) > MaxTokenSize {
 		return nil, fmt.Errorf("decode: the token is too large (%d bytes; the limit is %d KiB)", len(token), MaxTokenSize>>10)
 	}
-	parts := strings.Split(bearerless(token), ".")
+	parts := strings.Split(text.BearerToken(token), ".")
 	if len(parts) != 3 || parts[0] == "" || parts[1] == "" {
 		return nil, nil
 	}
@@ -223,7 +222,7 @@ func payloadClaims(p map[string]any, now time.Time) []Claim {
 					Kind:    ClaimTime,
 					Value:   v,
 					Time:    t,
-					Display: t.UTC().Format(TimeLayout) + " (" + Until(t, now) + ")",
+					Display: t.UTC().Format(text.TimeLayout) + " (" + text.Relative(t, now) + ")",
 				})
 				continue
 			}
@@ -262,7 +261,7 @@ func accessClaims(prefix string, obj map[string]any) []Claim {
 		if roles, ok := v.([]any); ok && k == "roles" {
 			items := itemsOf(roles)
 			out = append(out, Claim{
-				Name:    Sanitize(name),
+				Name:    text.Safe(name),
 				Kind:    ClaimRoles,
 				Value:   v,
 				Items:   items,
@@ -278,7 +277,7 @@ func accessClaims(prefix string, obj map[string]any) []Claim {
 // genericClaim classifies any JSON value: arrays are lists, objects compact
 // JSON, everything else text.
 func genericClaim(name string, v any) Claim {
-	c := Claim{Name: Sanitize(name), Value: v}
+	c := Claim{Name: text.Safe(name), Value: v}
 	switch x := v.(type) {
 	case []any:
 		c.Kind = ClaimList
@@ -286,7 +285,7 @@ func genericClaim(name string, v any) Claim {
 		c.Display = strings.Join(c.Items, ", ")
 	case map[string]any:
 		c.Kind = ClaimObject
-		c.Display = Sanitize(compactJSON(x))
+		c.Display = text.Safe(compactJSON(x))
 	default:
 		c.Kind = ClaimText
 		c.Display = textOf(v)
@@ -300,16 +299,16 @@ func textOf(v any) string {
 	case nil:
 		return ""
 	case string:
-		return Sanitize(x)
+		return text.Safe(x)
 	case json.Number:
-		return Sanitize(x.String())
+		return text.Safe(x.String())
 	case bool:
 		if x {
 			return "true"
 		}
 		return "false"
 	default:
-		return Sanitize(compactJSON(x))
+		return text.Safe(compactJSON(x))
 	}
 }
 

@@ -11,6 +11,7 @@ import (
 
 	"github.com/shipkey/shipkey/auth"
 	"github.com/shipkey/shipkey/auth/authtest"
+	"github.com/shipkey/shipkey/internal/text/texttest"
 )
 
 // claimsNow is the fixed clock of the claims and verify tests.
@@ -348,7 +349,7 @@ func TestDecodeSanitizesEverything(t *testing.T) {
 	if len(d.Payload) < 12 || len(d.Header) != 4 {
 		t.Fatalf("got %d payload and %d header claims", len(d.Payload), len(d.Header))
 	}
-	check := func(where, s string) { requireTerminalSafe(t, where, s) }
+	check := func(where, s string) { texttest.RequireSafe(t, where, s) }
 	for _, cs := range [][]auth.Claim{d.Header, d.Payload} {
 		for _, c := range cs {
 			check("name", c.Name)

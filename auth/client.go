@@ -16,6 +16,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/shipkey/shipkey/internal/text"
 	"golang.org/x/oauth2"
 )
 
@@ -123,7 +124,7 @@ func checkConnURLs(conn Connection) error {
 			continue
 		}
 		if err := CheckURL(u.v); err != nil {
-			return configError(u.name+" "+Sanitize(u.v)+" "+err.Error(), "use an https:// URL (http:// is allowed only for localhost)")
+			return configError(u.name+" "+text.Safe(u.v)+" "+err.Error(), "use an https:// URL (http:// is allowed only for localhost)")
 		}
 	}
 	return nil
@@ -141,7 +142,7 @@ func (c *Client) discover(ctx context.Context, issuer string) (Endpoints, error)
 	wellKnown := issuer + "/.well-known/openid-configuration"
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, wellKnown, nil)
 	if err != nil {
-		return Endpoints{}, configError("issuer "+Sanitize(issuer)+" does not make a valid URL", "check the issuer")
+		return Endpoints{}, configError("issuer "+text.Safe(issuer)+" does not make a valid URL", "check the issuer")
 	}
 	req.Header.Set("Accept", "application/json")
 	resp, err := c.http.Do(req)
@@ -156,7 +157,7 @@ func (c *Client) discover(ctx context.Context, issuer string) (Endpoints, error)
 		se := parseServerError(body)
 		e := mapStatus(op, resp.StatusCode, se.Code, se.Description, body, nil)
 		e.Kind = KindServer
-		e.Msg = fmt.Sprintf("no discovery document at %s (status %d)", Sanitize(wellKnown), resp.StatusCode)
+		e.Msg = fmt.Sprintf("no discovery document at %s (status %d)", text.Safe(wellKnown), resp.StatusCode)
 		e.Hint = "check the issuer URL"
 		return Endpoints{}, e
 	}
@@ -166,19 +167,19 @@ func (c *Client) discover(ctx context.Context, issuer string) (Endpoints, error)
 	}
 	if doc.Token != "" {
 		if err := CheckURL(doc.Token); err != nil {
-			return Endpoints{}, &Error{Kind: KindConfig, Op: op, Msg: "the discovered token endpoint " + Sanitize(doc.Token) + " " + err.Error(), Hint: "set an https token URL on the connection"}
+			return Endpoints{}, &Error{Kind: KindConfig, Op: op, Msg: "the discovered token endpoint " + text.Safe(doc.Token) + " " + err.Error(), Hint: "set an https token URL on the connection"}
 		}
 	}
 	for _, f := range []*string{&doc.JWKS, &doc.Logout, &doc.Userinfo, &doc.Introspection, &doc.Revocation} {
 		if *f != "" && CheckURL(*f) != nil {
-			c.logger.Debug("dropping a discovered endpoint that fails the URL check", "url", Sanitize(*f))
+			c.logger.Debug("dropping a discovered endpoint that fails the URL check", "url", text.Safe(*f))
 			*f = ""
 		}
 	}
 	if doc.Issuer == "" {
 		doc.Issuer = issuer
 	}
-	doc.Issuer = Sanitize(doc.Issuer)
+	doc.Issuer = text.Safe(doc.Issuer)
 	c.mu.Lock()
 	c.discovered[issuer] = doc
 	c.mu.Unlock()
@@ -296,14 +297,14 @@ func (c *Client) tokenSet(tok *oauth2.Token) *TokenSet {
 	now := c.now()
 	ts := &TokenSet{
 		AccessToken:      tok.AccessToken,
-		TokenType:        Sanitize(tok.TokenType),
+		TokenType:        text.Safe(tok.TokenType),
 		RefreshToken:     tok.RefreshToken,
 		IDToken:          extraString(tok, "id_token"),
 		ExpiresIn:        extraInt(tok, "expires_in"),
 		RefreshExpiresIn: extraInt(tok, "refresh_expires_in"),
 		NotBeforePolicy:  extraInt(tok, "not-before-policy"),
-		SessionState:     Sanitize(extraString(tok, "session_state")),
-		Scope:            Sanitize(extraString(tok, "scope")),
+		SessionState:     text.Safe(extraString(tok, "session_state")),
+		Scope:            text.Safe(extraString(tok, "scope")),
 		ObtainedAt:       now,
 	}
 	if ts.ExpiresIn == 0 {

@@ -3,6 +3,8 @@ package auth
 import (
 	"errors"
 	"strings"
+
+	"github.com/shipkey/shipkey/internal/text"
 )
 
 // ErrorKind says what went wrong, in terms of what the person must do next.
@@ -94,7 +96,7 @@ func (e *Error) Error() string {
 		b.WriteString("; ")
 		b.WriteString(e.Hint)
 	}
-	return Sanitize(b.String())
+	return text.Safe(b.String())
 }
 
 func (e *Error) Unwrap() error { return e.Err }

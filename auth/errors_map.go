@@ -14,6 +14,7 @@ import (
 	"strings"
 	"syscall"
 
+	"github.com/shipkey/shipkey/internal/text"
 	"golang.org/x/oauth2"
 )
 
@@ -46,7 +47,7 @@ func scrub(s string, secrets []string) string {
 		}
 		s = s[:cut] + "…"
 	}
-	return Sanitize(s)
+	return text.Safe(s)
 }
 
 // host is the host:port of a URL, for messages.
@@ -193,7 +194,7 @@ func mapTokenError(ctx context.Context, op, endpoint string, err error, tr *body
 		e.Msg = "the answer was not a token response"
 	}
 	if ct := tr.ContentType(); ct != "" {
-		e.Msg += " (content type " + Sanitize(ct) + ")"
+		e.Msg += " (content type " + text.Safe(ct) + ")"
 	}
 	return e
 }
@@ -230,7 +231,7 @@ func mapTransportError(ctx context.Context, op, endpoint string, err error) *Err
 	case errors.As(err, &unknownCA), errors.As(err, &hostErr), errors.As(err, &invalidErr), errors.As(err, &verifyErr),
 		errors.As(err, &recordErr), errors.As(err, &alertErr):
 		e.Kind = KindTLS
-		e.Msg = "the TLS check of " + h + " failed: " + Sanitize(tlsCause(err))
+		e.Msg = "the TLS check of " + h + " failed: " + text.Safe(tlsCause(err))
 		e.Hint = "check the auth URL; for a private CA, pass its PEM bundle as the CA file"
 	case strings.Contains(err.Error(), "server gave HTTP response to HTTPS client"):
 		e.Kind = KindTLS
@@ -243,7 +244,7 @@ func mapTransportError(ctx context.Context, op, endpoint string, err error) *Err
 	case errors.Is(err, io.EOF), errors.Is(err, io.ErrUnexpectedEOF), errors.Is(err, syscall.ECONNRESET):
 		e.Kind, e.Msg, e.Hint = KindNetwork, "the connection to "+h+" closed before an answer came", "try again; check your network or proxy"
 	case errors.As(err, &opErr):
-		e.Kind, e.Msg, e.Hint = KindNetwork, "cannot reach "+h+": "+Sanitize(opErr.Err.Error()), "check the auth URL and your network or proxy settings"
+		e.Kind, e.Msg, e.Hint = KindNetwork, "cannot reach "+h+": "+text.Safe(opErr.Err.Error()), "check the auth URL and your network or proxy settings"
 	default:
 		e.Kind, e.Msg, e.Hint = KindNetwork, "the request to "+h+" failed", "check the auth URL and your network or proxy settings"
 	}

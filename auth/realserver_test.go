@@ -25,6 +25,7 @@ import (
 	"time"
 
 	"github.com/shipkey/shipkey/auth"
+	"github.com/shipkey/shipkey/internal/text/texttest"
 )
 
 // mockOAuth2 is a running oauth2-mock-server with its one client and user.
@@ -157,7 +158,7 @@ func assertNoSecrets(t *testing.T, err error, secrets ...string) {
 			t.Errorf("error %q contains a secret", msg)
 		}
 	}
-	requireTerminalSafe(t, "error", msg)
+	texttest.RequireSafe(t, "error", msg)
 }
 
 func TestRealOAuth2Server(t *testing.T) {

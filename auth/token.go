@@ -6,11 +6,6 @@ import (
 	"golang.org/x/oauth2"
 )
 
-// ExpiryMargin is how long before its stated expiry a token is treated as
-// expired, so that it is never presented at the boundary (x/oauth2 uses 10 s;
-// Keycloak rejects at the exact second).
-const ExpiryMargin = 30 * time.Second
-
 // SkewTolerance is how far a JWT's exp may differ from ObtainedAt+ExpiresIn
 // before the difference is reported as clock skew.
 const SkewTolerance = time.Minute
@@ -44,23 +39,27 @@ type TokenSet struct {
 	JWTExpiresAt time.Time `json:"jwt_expires_at,omitzero"`
 }
 
-// AccessValid reports whether the access token can still be presented at now,
-// keeping ExpiryMargin in hand. A token with no known expiry is valid.
+// Access is the access token's timing (see Expiry for the policy).
+func (t *TokenSet) Access() Expiry {
+	return Expiry{ObtainedAt: t.ObtainedAt, At: t.AccessExpiry()}
+}
+
+// Refresh is the refresh token's timing; a zero At means no stated expiry.
+func (t *TokenSet) Refresh() Expiry {
+	return Expiry{ObtainedAt: t.ObtainedAt, At: t.RefreshExpiresAt}
+}
+
+// AccessValid reports whether the access token may be handed out at now
+// without renewal: present and not due (Expiry.RenewDue).
 func (t *TokenSet) AccessValid(now time.Time) bool {
-	if t == nil || t.AccessToken == "" {
-		return false
-	}
-	exp := t.AccessExpiry()
-	return exp.IsZero() || now.Add(ExpiryMargin).Before(exp)
+	return t != nil && t.AccessToken != "" && !t.Access().RenewDue(now)
 }
 
 // RefreshValid reports whether the refresh token can still be redeemed at now
-// as far as the client can tell (the server may have ended the session).
+// as far as the client can tell: present and not past its stated expiry (the
+// server may still have ended the session).
 func (t *TokenSet) RefreshValid(now time.Time) bool {
-	if t == nil || t.RefreshToken == "" {
-		return false
-	}
-	return t.RefreshExpiresAt.IsZero() || now.Add(ExpiryMargin).Before(t.RefreshExpiresAt)
+	return t != nil && t.RefreshToken != "" && !t.Refresh().Expired(now)
 }
 
 // AccessExpiry is the earliest known expiry of the access token: the stated
@@ -100,7 +99,7 @@ func (t *TokenSet) OAuth2() *oauth2.Token {
 		AccessToken:  t.AccessToken,
 		TokenType:    t.TokenType,
 		RefreshToken: t.RefreshToken,
-		Expiry:       t.AccessExpiry(),
+		Expiry:       t.Access().RenewAt(),
 		ExpiresIn:    t.ExpiresIn,
 	}
 	return tok.WithExtra(map[string]any{
@@ -113,17 +112,3 @@ func (t *TokenSet) OAuth2() *oauth2.Token {
 
 // Header is the value of the Authorization header that carries the token.
 func (t *TokenSet) Header() string { return "Bearer " + t.AccessToken }
-
-// Mask shows the first and last few characters of a secret, enough to tell
-// two apart and never enough to use one.
-func Mask(s string) string {
-	const keep = 6
-	if s == "" {
-		return ""
-	}
-	r := []rune(s)
-	if len(r) <= 2*keep+3 {
-		return "••••••"
-	}
-	return Sanitize(string(r[:keep])) + "…" + Sanitize(string(r[len(r)-keep:]))
-}

@@ -6,11 +6,11 @@ import (
 	"fmt"
 	"io"
 	"net/http"
-	"strings"
 	"sync"
 	"time"
 
 	jose "github.com/go-jose/go-jose/v4"
+	"github.com/shipkey/shipkey/internal/text"
 )
 
 // JWKSCacheTTL is how long Verify reuses a realm's keys before fetching them
@@ -29,7 +29,7 @@ func (c *Client) verify(ctx context.Context, conns []Connection, token string) V
 	d, err := Decode(token, c.clock())
 	switch {
 	case err != nil:
-		return Verification{State: SigFailed, Reason: Sanitize(err.Error())}
+		return Verification{State: SigFailed, Reason: text.Safe(err.Error())}
 	case d.Format == FormatOpaque:
 		return Verification{State: SigNotChecked, Reason: "not a JWT: an opaque token has no signature to check"}
 	}
@@ -45,12 +45,12 @@ func (c *Client) verify(ctx context.Context, conns []Connection, token string) V
 	}
 	conn, ok := matchIssuer(conns, iss)
 	if !ok {
-		v.Reason = Sanitize(fmt.Sprintf("issuer %s is not one of your connections; not fetching its keys", iss))
+		v.Reason = text.Safe(fmt.Sprintf("issuer %s is not one of your connections; not fetching its keys", iss))
 		return v
 	}
 	eps, err := c.Endpoints(ctx, conn)
 	if err != nil {
-		v.Reason = Sanitize("cannot find the realm's keys: " + err.Error())
+		v.Reason = text.Safe("cannot find the realm's keys: " + err.Error())
 		return v
 	}
 	if eps.JWKS == "" {
@@ -58,10 +58,10 @@ func (c *Client) verify(ctx context.Context, conns []Connection, token string) V
 		return v
 	}
 	if err := CheckURL(eps.JWKS); err != nil {
-		v.Reason = Sanitize("the realm's JWKS URL " + err.Error())
+		v.Reason = text.Safe("the realm's JWKS URL " + err.Error())
 		return v
 	}
-	state, reason := c.verifyWithJWKS(ctx, eps.JWKS, bearerless(token))
+	state, reason := c.verifyWithJWKS(ctx, eps.JWKS, text.BearerToken(token))
 	v.State, v.Reason = state, reason
 	return v
 }
@@ -80,15 +80,6 @@ func matchIssuer(conns []Connection, iss string) (Connection, bool) {
 	return Connection{}, false
 }
 
-// bearerless drops surrounding space and a leading "Bearer ", as Decode does.
-func bearerless(token string) string {
-	token = strings.TrimSpace(token)
-	if len(token) > 7 && strings.EqualFold(token[:7], "bearer ") {
-		return strings.TrimSpace(token[7:])
-	}
-	return token
-}
-
 // verifyWithJWKS checks a compact JWS against the key set served at jwksURL
 // (a URL from the connection, never from the token). Fetch failures are
 // SigNotChecked; a mismatch is SigFailed.
@@ -105,20 +96,20 @@ func (c *Client) verifyWithJWKS(ctx context.Context, jwksURL, token string) (Sig
 	cache := &c.jwks
 	keys, fresh, err := cache.get(ctx, c, jwksURL, false)
 	if err != nil {
-		return SigNotChecked, Sanitize("cannot fetch the realm's keys: " + err.Error())
+		return SigNotChecked, text.Safe("cannot fetch the realm's keys: " + err.Error())
 	}
 	candidates := signingKeys(keys, kid, alg)
 	if len(candidates) == 0 && !fresh {
 		if keys, _, err = cache.get(ctx, c, jwksURL, true); err != nil {
-			return SigNotChecked, Sanitize("cannot fetch the realm's keys: " + err.Error())
+			return SigNotChecked, text.Safe("cannot fetch the realm's keys: " + err.Error())
 		}
 		candidates = signingKeys(keys, kid, alg)
 	}
 	if len(candidates) == 0 {
 		if kid == "" {
-			return SigFailed, Sanitize(fmt.Sprintf("the token names no kid and no %s key in the realm's JWKS fits", alg))
+			return SigFailed, text.Safe(fmt.Sprintf("the token names no kid and no %s key in the realm's JWKS fits", alg))
 		}
-		return SigFailed, Sanitize(fmt.Sprintf("no key with kid %s in the realm's JWKS", kid))
+		return SigFailed, text.Safe(fmt.Sprintf("no key with kid %s in the realm's JWKS", kid))
 	}
 	for _, k := range candidates {
 		if _, err := jws.Verify(k.Key); err == nil {
@@ -128,7 +119,7 @@ func (c *Client) verifyWithJWKS(ctx context.Context, jwksURL, token string) (Sig
 	if kid == "" {
 		return SigFailed, "signature does not match any of the realm's keys"
 	}
-	return SigFailed, Sanitize(fmt.Sprintf("signature does not match the realm's key kid=%s", kid))
+	return SigFailed, text.Safe(fmt.Sprintf("signature does not match the realm's key kid=%s", kid))
 }
 
 // signingKeys picks the public signing keys for kid (all keys when the token

@@ -13,6 +13,7 @@ import (
 
 	"github.com/shipkey/shipkey/auth"
 	"github.com/shipkey/shipkey/auth/authtest"
+	"github.com/shipkey/shipkey/internal/text/texttest"
 )
 
 func verifyCtx(t *testing.T) context.Context {
@@ -61,9 +62,9 @@ func wantVerification(t *testing.T, got auth.Verification, state auth.SigState, 
 	if got.State != state || !strings.Contains(got.Reason, reason) {
 		t.Errorf("Verify = %v %q, want %v with reason containing %q", got.State, got.Reason, state, reason)
 	}
-	requireTerminalSafe(t, "reason", got.Reason)
-	requireTerminalSafe(t, "issuer", got.Issuer)
-	requireTerminalSafe(t, "kid", got.KeyID)
+	texttest.RequireSafe(t, "reason", got.Reason)
+	texttest.RequireSafe(t, "issuer", got.Issuer)
+	texttest.RequireSafe(t, "kid", got.KeyID)
 }
 
 func TestVerifyKeycloak(t *testing.T) {

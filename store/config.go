@@ -12,6 +12,7 @@ import (
 	"github.com/pelletier/go-toml/v2"
 
 	"github.com/shipkey/shipkey/auth"
+	"github.com/shipkey/shipkey/internal/text"
 )
 
 const (
@@ -54,7 +55,7 @@ func corruptError(path string, line int, what string) error {
 	if line > 0 {
 		where += fmt.Sprintf(": line %d", line)
 	}
-	return fmt.Errorf("%s: %s; fix or move it away", where, auth.Sanitize(what))
+	return fmt.Errorf("%s: %s; fix or move it away", where, text.Safe(what))
 }
 
 // loadConfig reads config.toml; a missing file is an empty configuration.

@@ -11,8 +11,7 @@ import (
 	"time"
 
 	"github.com/gofrs/flock"
-
-	"github.com/shipkey/shipkey/auth"
+	"github.com/shipkey/shipkey/internal/text"
 )
 
 const (
@@ -109,10 +108,10 @@ func displayPath(p string) string {
 			return "~"
 		}
 		if rest, ok := strings.CutPrefix(p, home+string(filepath.Separator)); ok {
-			return auth.Sanitize("~" + string(filepath.Separator) + rest)
+			return text.Safe("~" + string(filepath.Separator) + rest)
 		}
 	}
-	return auth.Sanitize(p)
+	return text.Safe(p)
 }
 
 // inProcess serializes goroutines of this process on one lock path before

@@ -16,6 +16,7 @@ import (
 
 	"github.com/shipkey/shipkey/auth"
 	"github.com/shipkey/shipkey/auth/authtest"
+	"github.com/shipkey/shipkey/internal/text"
 )
 
 // clock is a settable clock shared by the server, the auth client and the
@@ -260,7 +261,7 @@ func (e *env) create(s *Store, label string, remember bool) Key {
 // token calls Token and records the secrets it saw.
 func (e *env) token(s *Store, label string) *auth.TokenSet {
 	e.t.Helper()
-	ts, err := s.Token(context.Background(), label, true)
+	ts, err := s.Token(context.Background(), label, TokenOptions{MarkUsed: true})
 	if err != nil {
 		e.t.Fatalf("Token(%q): %v", label, err)
 	}
@@ -356,7 +357,7 @@ func (e *env) check(s *Store) {
 			}
 			for _, sec := range secrets {
 				if bytes.Contains(data, []byte(sec)) {
-					e.t.Errorf("%s holds a secret in plaintext (%s)", path, auth.Mask(sec))
+					e.t.Errorf("%s holds a secret in plaintext (%s)", path, text.Mask(sec))
 				}
 			}
 			return nil
@@ -378,7 +379,7 @@ func (e *env) noSecretIn(err error) {
 	defer e.mu.Unlock()
 	for sec := range e.secrets {
 		if strings.Contains(msg, sec) {
-			e.t.Errorf("error message holds a secret (%s): %s", auth.Mask(sec), auth.Mask(msg))
+			e.t.Errorf("error message holds a secret (%s): %s", text.Mask(sec), text.Mask(msg))
 		}
 	}
 	if strings.ContainsAny(msg, "\n\x1b") {

@@ -20,6 +20,7 @@ import (
 	"github.com/adrg/xdg"
 
 	"github.com/shipkey/shipkey/auth"
+	"github.com/shipkey/shipkey/internal/text"
 )
 
 // MaxLabelLen is the longest label, in runes.
@@ -88,12 +89,12 @@ func Open(opts Options) (*Store, error) {
 	switch {
 	case choice != "":
 		if !userBackend(choice) && choice != BackendMemory {
-			return nil, fmt.Errorf("unknown secrets backend %q; use auto, keyring, file or plaintext", auth.Sanitize(choice))
+			return nil, fmt.Errorf("unknown secrets backend %q; use auto, keyring, file or plaintext", text.Safe(choice))
 		}
 	case os.Getenv(EnvSecrets) != "":
 		choice = os.Getenv(EnvSecrets)
 		if !userBackend(choice) {
-			return nil, fmt.Errorf("%s=%q is not a secrets backend; use auto, keyring, file or plaintext", EnvSecrets, auth.Sanitize(choice))
+			return nil, fmt.Errorf("%s=%q is not a secrets backend; use auto, keyring, file or plaintext", EnvSecrets, text.Safe(choice))
 		}
 	case cfg.Secrets != "":
 		choice = cfg.Secrets
@@ -140,7 +141,7 @@ func resolveDir(opt, env, base string) (string, error) {
 	}
 	abs, err := filepath.Abs(dir)
 	if err != nil {
-		return "", fmt.Errorf("%s: %w", auth.Sanitize(dir), err)
+		return "", fmt.Errorf("%s: %w", text.Safe(dir), err)
 	}
 	return abs, nil
 }
@@ -188,9 +189,9 @@ func (s *Store) backend() secretsBackend {
 func fallbackReason(err error) string {
 	var be *BackendError
 	if errors.As(err, &be) && be.Err != nil && !errors.Is(be.Err, errKeyringTimeout) {
-		return auth.Sanitize(be.Err.Error())
+		return text.Safe(be.Err.Error())
 	}
-	return auth.Sanitize(err.Error())
+	return text.Safe(err.Error())
 }
 
 func (s *Store) backendByName(name string) secretsBackend {
@@ -491,7 +492,7 @@ func (s *Store) Create(ctx context.Context, nk NewKey) (Key, error) {
 		if _, taken := cfg.byLabel(label); taken {
 			return 0, labelTakenError(label)
 		}
-		ks := keyState{Token: ts.Redacted(), Masked: auth.Mask(ts.AccessToken)}
+		ks := keyState{Token: ts.Redacted(), Masked: text.Mask(ts.AccessToken)}
 		if err := s.putSecrets(id, &ks, sec); err != nil {
 			return 0, err
 		}
@@ -600,7 +601,7 @@ func (s *Store) persist(ctx context.Context, e keyEntry, ts *auth.TokenSet, sec 
 			return 0, err
 		}
 		ks.Token = ts.Redacted()
-		ks.Masked = auth.Mask(ts.AccessToken)
+		ks.Masked = text.Mask(ts.AccessToken)
 		ks.LoggedOut = false
 		if markUsed {
 			ks.LastUsed = s.now()
@@ -625,34 +626,32 @@ func (s *Store) MarkUsed(label string) error {
 	})
 }
 
-// Logout ends the key's session at the server and drops its tokens; the key
-// stays. Local tokens are dropped even when the server refuses; that refusal
-// is returned.
-func (s *Store) Logout(ctx context.Context, label string) error {
+// Logout ends the key's session at the server (auth.Client.EndSession:
+// logout, else revocation) and drops its tokens; the key stays. The local
+// tokens are dropped whatever the server answered; its refusal, or a failure
+// to reach it, is returned beside what it did.
+func (s *Store) Logout(ctx context.Context, label string) (auth.EndResult, error) {
 	if _, err := s.prepare(); err != nil {
-		return err
+		return auth.EndResult{}, err
 	}
 	e, _, err := s.find(label)
 	if err != nil {
-		return err
+		return auth.EndResult{}, err
 	}
 	lk, err := acquireLock(ctx, s.refreshLockPath(e.ID))
 	if err != nil {
-		return err
+		return auth.EndResult{}, err
 	}
 	defer lk.release()
 	e, ks, err := s.findID(e.ID, label)
 	if err != nil {
-		return err
+		return auth.EndResult{}, err
 	}
 	sec, err := s.getSecrets(e.Label, e.ID, ks)
 	if err != nil {
-		return err
+		return auth.EndResult{}, err
 	}
-	var serverErr error
-	if sec.RefreshToken != "" && s.auth != nil {
-		serverErr = s.auth.Logout(ctx, e.Connection, sec.ClientSecret, sec.RefreshToken)
-	}
+	res, serverErr := s.endSession(ctx, e, ks, sec)
 	sec.setTokens(nil)
 	err = s.update(context.WithoutCancel(ctx), func(cfg *configFile, st *stateFile) (dirty, error) {
 		if _, ok := cfg.byID(e.ID); !ok {
@@ -669,18 +668,28 @@ func (s *Store) Logout(ctx context.Context, label string) error {
 		return dirtyState, nil
 	})
 	if err != nil {
-		return err
+		return res, err
 	}
-	return serverErr
+	return res, serverErr
 }
 
-// Remove deletes the key and its secrets. When the backend holding the
+// endSession ends the key's session at the server when it has tokens.
+func (s *Store) endSession(ctx context.Context, e keyEntry, ks keyState, sec keySecrets) (auth.EndResult, error) {
+	if s.auth == nil || ks.LoggedOut || (sec.RefreshToken == "" && sec.AccessToken == "") {
+		return auth.EndResult{}, nil
+	}
+	return s.auth.EndSession(ctx, e.Connection, sec.ClientSecret, mergeToken(ks.Token, sec))
+}
+
+// Remove ends the key's session at the server (as Logout does), then deletes
+// the key and its secrets. The key is removed whatever the server answered;
+// its refusal is returned beside what it did. When the backend holding the
 // secrets is gone (ErrBackendMissing) the key is removed anyway and a warning
 // says so; a locked backend is an error and nothing is removed.
-func (s *Store) Remove(label string) error {
+func (s *Store) Remove(ctx context.Context, label string) (auth.EndResult, error) {
 	e, ks, err := s.find(label)
 	if err != nil {
-		return err
+		return auth.EndResult{}, err
 	}
 	b := s.backend()
 	if ks.Secrets != "" {
@@ -691,11 +700,16 @@ func (s *Store) Remove(label string) error {
 	if fb, ok := b.(*fileBackend); ok {
 		if _, err := os.Stat(fb.dataPath()); err == nil {
 			if _, err := fb.unlock(); err != nil {
-				return err
+				return auth.EndResult{}, err
 			}
 		}
 	}
-	err = s.update(context.Background(), func(cfg *configFile, st *stateFile) (dirty, error) {
+	var res auth.EndResult
+	var serverErr error
+	if sec, ok, err := b.Get(e.ID); err == nil && ok {
+		res, serverErr = s.endSession(ctx, e, ks, sec)
+	}
+	err = s.update(context.WithoutCancel(ctx), func(cfg *configFile, st *stateFile) (dirty, error) {
 		i, ok := cfg.byID(e.ID)
 		if !ok {
 			return 0, notFoundError(label)
@@ -715,10 +729,10 @@ func (s *Store) Remove(label string) error {
 		return dirtyState | dirtyConfig, nil
 	})
 	if err != nil {
-		return err
+		return res, err
 	}
 	_ = removeFile(s.refreshLockPath(e.ID))
-	return nil
+	return res, serverErr
 }
 
 // Rename changes a key's label (ErrLabelTaken). The ID, and so the secrets,
@@ -818,7 +832,7 @@ func cleanLabel(l string) (string, error) {
 	switch {
 	case l == "":
 		return "", errors.New("the label is empty; choose a name for the key")
-	case !utf8.ValidString(l) || auth.Sanitize(l) != l:
+	case !utf8.ValidString(l) || text.Safe(l) != l:
 		return "", fmt.Errorf("the label %s contains control characters; choose another", quoteLabel(l))
 	case utf8.RuneCountInString(l) > MaxLabelLen:
 		return "", fmt.Errorf("the label is longer than %d characters; choose a shorter one", MaxLabelLen)
@@ -853,11 +867,11 @@ func labelTakenError(label string) error {
 
 // quoteLabel quotes untrusted label text for a message: Go-quoted, so that
 // control characters show as escapes, and sanitized.
-func quoteLabel(l string) string { return auth.Sanitize(strconv.Quote(l)) }
+func quoteLabel(l string) string { return text.Safe(strconv.Quote(l)) }
 
 // shellQuote makes a sanitized label pasteable into a POSIX shell command.
 func shellQuote(l string) string {
-	l = auth.Sanitize(l)
+	l = text.Safe(l)
 	if l != "" && strings.IndexFunc(l, func(r rune) bool {
 		return !(r == '-' || r == '_' || r == '.' || r == '/' || r == '@' || r == ':' || r == '+' || r == ',' ||
 			(r >= 'a' && r <= 'z') || (r >= 'A' && r <= 'Z') || (r >= '0' && r <= '9'))
@@ -879,7 +893,7 @@ type LoginNeededError struct {
 
 func (e *LoginNeededError) Error() string {
 	return fmt.Sprintf("key %s: login needed (%s); run: shipkey login %s",
-		auth.Sanitize(e.Label), auth.Sanitize(e.Why), shellQuote(e.Label))
+		text.Safe(e.Label), text.Safe(e.Why), shellQuote(e.Label))
 }
 
 // Unwrap returns ErrLoginNeeded and the cause.

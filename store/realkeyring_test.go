@@ -35,11 +35,11 @@ func TestRealKeyring(t *testing.T) {
 		t.Fatalf("keyring entry: %v", err)
 	}
 	e.token(s, "real-keyring-test")
-	if err := s.Logout(context.Background(), "real-keyring-test"); err != nil {
+	if _, err := s.Logout(context.Background(), "real-keyring-test"); err != nil {
 		t.Fatal(err)
 	}
 	e.check(s)
-	if err := s.Remove("real-keyring-test"); err != nil {
+	if _, err := s.Remove(context.Background(), "real-keyring-test"); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := gokeyring.Get(keyringService, k.ID); !errors.Is(err, gokeyring.ErrNotFound) {

@@ -66,14 +66,16 @@ const (
 	StatusLoginNeeded               // both expired (or session known ended)
 )
 
-// StatusAt tells the key's state at now from its metadata alone (no I/O).
+// StatusAt tells the key's state at now from its metadata alone (no I/O),
+// by the lifecycle policy of auth.Expiry: a token is valid until it expires
+// (renewal ahead of that is the token source's business, not a state).
 func (k Key) StatusAt(now time.Time) Status {
 	switch {
 	case k.LoggedOut || k.Token.ObtainedAt.IsZero():
 		return StatusNoToken
-	case k.Token.AccessExpiry().IsZero() || now.Add(auth.ExpiryMargin).Before(k.Token.AccessExpiry()):
+	case !k.Token.Access().Expired(now):
 		return StatusValid
-	case k.Token.RefreshExpiresAt.IsZero() || now.Add(auth.ExpiryMargin).Before(k.Token.RefreshExpiresAt):
+	case !k.Token.Refresh().Expired(now):
 		return StatusRefreshable
 	default:
 		return StatusLoginNeeded

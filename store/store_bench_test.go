@@ -123,7 +123,7 @@ func BenchmarkToken(b *testing.B) {
 				b.Run(fmt.Sprintf("markUsed=%v", markUsed), func(b *testing.B) {
 					b.ReportAllocs()
 					for b.Loop() {
-						if _, err := s.Token(ctx, "prod", markUsed); err != nil {
+						if _, err := s.Token(ctx, "prod", TokenOptions{MarkUsed: markUsed}); err != nil {
 							b.Fatal(err)
 						}
 					}
@@ -137,7 +137,7 @@ func BenchmarkToken(b *testing.B) {
 					if err != nil {
 						b.Fatal(err)
 					}
-					if _, err := s.Token(ctx, "prod", true); err != nil {
+					if _, err := s.Token(ctx, "prod", TokenOptions{MarkUsed: true}); err != nil {
 						b.Fatal(err)
 					}
 					_ = s.Close()

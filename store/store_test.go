@@ -14,6 +14,7 @@ import (
 
 	"github.com/shipkey/shipkey/auth"
 	"github.com/shipkey/shipkey/auth/authtest"
+	"github.com/shipkey/shipkey/internal/text"
 )
 
 func TestCreateListResolveRenameDefaultRemove(t *testing.T) {
@@ -60,7 +61,7 @@ func TestCreateListResolveRenameDefaultRemove(t *testing.T) {
 	if _, err := s.Create(ctx, e.newKey(strings.Repeat("é", 64), false)); err != nil {
 		t.Fatalf("64-rune label: %v", err)
 	}
-	if err := s.Remove(strings.Repeat("é", 64)); err != nil {
+	if _, err := s.Remove(context.Background(), strings.Repeat("é", 64)); err != nil {
 		t.Fatal(err)
 	}
 	if got := e.srv.Count("password"); got != before+1 {
@@ -122,7 +123,7 @@ func TestCreateListResolveRenameDefaultRemove(t *testing.T) {
 		t.Fatalf("SetDefault(nope) = %v", err)
 	}
 	e.create(s, "epsilon", false)
-	if err := s.Remove("delta"); err != nil {
+	if _, err := s.Remove(context.Background(), "delta"); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := s.Resolve(""); !errors.Is(err, ErrAmbiguous) || !strings.Contains(err.Error(), "shipkey keys default") {
@@ -131,13 +132,13 @@ func TestCreateListResolveRenameDefaultRemove(t *testing.T) {
 	if _, err := s.ClientSecret("delta"); !errors.Is(err, ErrNotFound) {
 		t.Fatalf("removed key still there: %v", err)
 	}
-	if err := s.Remove("epsilon"); err != nil {
+	if _, err := s.Remove(context.Background(), "epsilon"); err != nil {
 		t.Fatal(err)
 	}
 	if k, err := s.Resolve(""); err != nil || k.Label != "alpha" {
 		t.Fatalf("Resolve only key = %v, %v", k.Label, err)
 	}
-	if err := s.Remove("alpha"); err != nil {
+	if _, err := s.Remove(context.Background(), "alpha"); err != nil {
 		t.Fatal(err)
 	}
 	if vals := e.kr.values(); len(vals) != 0 {
@@ -287,7 +288,7 @@ func TestTokenCachedThenRefreshed(t *testing.T) {
 		t.Fatalf("LastUsed = %v", k.LastUsed)
 	}
 
-	e.clk.Advance(5*time.Minute - auth.ExpiryMargin + time.Second) // inside the margin
+	e.clk.Advance(5*time.Minute - auth.MaxMargin + time.Second) // inside the margin (30 s for a 5-minute token)
 	t3 := e.token(s, "k")
 	if t3.AccessToken == t1.AccessToken || e.srv.Count("refresh_token") != 1 {
 		t.Fatalf("no refresh inside the expiry margin (refreshes: %d)", e.srv.Count("refresh_token"))
@@ -297,7 +298,7 @@ func TestTokenCachedThenRefreshed(t *testing.T) {
 		t.Fatal("the refreshed token was not reused")
 	}
 	k := mustKey(t, s, "k")
-	if k.Masked != auth.Mask(t3.AccessToken) || !k.Token.ObtainedAt.Equal(e.clk.Now()) {
+	if k.Masked != text.Mask(t3.AccessToken) || !k.Token.ObtainedAt.Equal(e.clk.Now()) {
 		t.Fatalf("metadata not updated: %+v", k)
 	}
 	cur, err := s.Current("k")
@@ -339,7 +340,7 @@ func TestLongAccessShortRefresh(t *testing.T) {
 		t.Fatal("the access token was dropped")
 	}
 	e.clk.Advance(16 * 24 * time.Hour)
-	_, err = s.Token(context.Background(), "k", false)
+	_, err = s.Token(context.Background(), "k", TokenOptions{})
 	if !errors.Is(err, ErrLoginNeeded) || auth.KindOf(err) != auth.KindLoginRequired {
 		t.Fatalf("both expired: %v", err)
 	}
@@ -380,7 +381,7 @@ func TestRefreshExpiredNeedsLogin(t *testing.T) {
 	if k := mustKey(t, s, "my key"); k.StatusAt(e.clk.Now()) != StatusLoginNeeded {
 		t.Fatalf("status = %v", k.StatusAt(e.clk.Now()))
 	}
-	_, err := s.Token(context.Background(), "my key", true)
+	_, err := s.Token(context.Background(), "my key", TokenOptions{MarkUsed: true})
 	if !errors.Is(err, ErrLoginNeeded) {
 		t.Fatalf("err = %v, want ErrLoginNeeded", err)
 	}
@@ -421,7 +422,7 @@ func TestSessionEndedAtServer(t *testing.T) {
 	e.create(s, "k", false)
 	e.srv.EndSessions()
 	e.clk.Advance(6 * time.Minute)
-	_, err := s.Token(context.Background(), "k", false)
+	_, err := s.Token(context.Background(), "k", TokenOptions{})
 	if !errors.Is(err, ErrLoginNeeded) || auth.KindOf(err) != auth.KindLoginRequired {
 		t.Fatalf("err = %v", err)
 	}
@@ -430,7 +431,7 @@ func TestSessionEndedAtServer(t *testing.T) {
 	}
 	e.noSecretIn(err)
 	// Known dead: no second refresh is sent.
-	if _, err := s.Token(context.Background(), "k", false); !errors.Is(err, ErrLoginNeeded) || e.srv.Count("refresh_token") != 1 {
+	if _, err := s.Token(context.Background(), "k", TokenOptions{}); !errors.Is(err, ErrLoginNeeded) || e.srv.Count("refresh_token") != 1 {
 		t.Fatalf("second call: %v (refreshes %d)", err, e.srv.Count("refresh_token"))
 	}
 }
@@ -461,7 +462,7 @@ func TestRememberedPasswordRelogin(t *testing.T) {
 	// A remembered password the server now refuses: login needed.
 	e.srv.SetUser(authtest.User{Username: authtest.DemoUsername, Password: "changed"})
 	e.clk.Advance(11 * time.Minute)
-	_, err := s.Token(context.Background(), "k", false)
+	_, err := s.Token(context.Background(), "k", TokenOptions{})
 	if !errors.Is(err, ErrLoginNeeded) || !strings.Contains(err.Error(), "remembered password") {
 		t.Fatalf("refused remembered password: %v", err)
 	}
@@ -475,7 +476,7 @@ func TestNetworkErrorKeepsKey(t *testing.T) {
 	e.create(s, "k", false)
 	e.clk.Advance(6 * time.Minute)
 	e.srv.Inject(authtest.Fault{Endpoint: "token", Status: 503, Body: "down"})
-	_, err := s.Token(context.Background(), "k", false)
+	_, err := s.Token(context.Background(), "k", TokenOptions{})
 	if err == nil || errors.Is(err, ErrLoginNeeded) {
 		t.Fatalf("err = %v", err)
 	}
@@ -492,21 +493,27 @@ func TestLogoutDropsTokens(t *testing.T) {
 	e.create(s, "ok", false)
 	e.create(s, "refused", false)
 
-	if err := s.Logout(context.Background(), "ok"); err != nil {
+	if _, err := s.Logout(context.Background(), "ok"); err != nil {
 		t.Fatal(err)
 	}
 	if e.srv.Count("logout") != 1 {
 		t.Fatalf("logouts = %d", e.srv.Count("logout"))
 	}
 
+	e.create(s, "ended", false)
 	e.srv.Inject(authtest.Fault{Endpoint: "logout", Status: 400, Body: `{"error":"invalid_grant","error_description":"Session not active"}`})
-	err := s.Logout(context.Background(), "refused")
+	if res, err := s.Logout(context.Background(), "ended"); err != nil || !res.Ended() || !res.AlreadyEnded {
+		t.Fatalf("a session that had already ended: %+v, %v", res, err)
+	}
+
+	e.srv.Inject(authtest.Fault{Endpoint: "logout", Status: 401, Body: `{"error":"invalid_client","error_description":"Invalid client credentials"}`})
+	_, err := s.Logout(context.Background(), "refused")
 	if err == nil {
 		t.Fatal("the server's refusal was not returned")
 	}
 	e.noSecretIn(err)
 
-	for _, label := range []string{"ok", "refused"} {
+	for _, label := range []string{"ok", "ended", "refused"} {
 		k := mustKey(t, s, label)
 		if !k.LoggedOut || k.Masked != "" || k.StatusAt(e.clk.Now()) != StatusNoToken {
 			t.Fatalf("%s after logout: %+v", label, k)
@@ -514,7 +521,7 @@ func TestLogoutDropsTokens(t *testing.T) {
 		if _, err := s.Current(label); !errors.Is(err, ErrLoginNeeded) {
 			t.Fatalf("Current after logout = %v", err)
 		}
-		if _, err := s.Token(context.Background(), label, false); !errors.Is(err, ErrLoginNeeded) || !strings.Contains(err.Error(), "logged out") {
+		if _, err := s.Token(context.Background(), label, TokenOptions{}); !errors.Is(err, ErrLoginNeeded) || !strings.Contains(err.Error(), "logged out") {
 			t.Fatalf("Token after logout = %v", err)
 		}
 		if cs, err := s.ClientSecret(label); err != nil || cs != testClientSecret {
@@ -588,7 +595,7 @@ func TestConcurrentRefreshOnce(t *testing.T) {
 			defer wg.Done()
 			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 			defer cancel()
-			ts, err := s.Token(ctx, "k", true)
+			ts, err := s.Token(ctx, "k", TokenOptions{MarkUsed: true})
 			errs[i] = err
 			if err == nil {
 				toks[i] = ts.AccessToken
@@ -672,11 +679,11 @@ func TestCorruptedFilesAreNeverOverwritten(t *testing.T) {
 		"Keys":     func() error { _, err := s.Keys(); return err },
 		"MarkUsed": func() error { return s.MarkUsed("k") },
 		"Create":   func() error { _, err := s.Create(context.Background(), e.newKey("new", false)); return err },
-		"Token":    func() error { _, err := s.Token(context.Background(), "k", true); return err },
+		"Token":    func() error { _, err := s.Token(context.Background(), "k", TokenOptions{MarkUsed: true}); return err },
 		"Rename":   func() error { return s.Rename("k", "j") },
-		"Remove":   func() error { return s.Remove("k") },
+		"Remove":   func() error { _, err := s.Remove(context.Background(), "k"); return err },
 		"Default":  func() error { return s.SetDefault("k") },
-		"Logout":   func() error { return s.Logout(context.Background(), "k") },
+		"Logout":   func() error { _, err := s.Logout(context.Background(), "k"); return err },
 	}
 	for name, op := range ops {
 		err := op()
@@ -847,7 +854,7 @@ func TestFileBackend(t *testing.T) {
 	e.create(s, "j", false)
 	e.clk.Advance(6 * time.Minute)
 	e.token(s, "k")
-	if err := s.Logout(context.Background(), "j"); err != nil {
+	if _, err := s.Logout(context.Background(), "j"); err != nil {
 		t.Fatal(err)
 	}
 	e.check(s)
@@ -857,7 +864,7 @@ func TestFileBackend(t *testing.T) {
 
 	// Another process, no passphrase anywhere: locked, clearly.
 	locked := e.open(Options{Backend: BackendFile})
-	_, err := locked.Token(context.Background(), "k", false)
+	_, err := locked.Token(context.Background(), "k", TokenOptions{})
 	if !errors.Is(err, ErrBackendLocked) || !strings.Contains(err.Error(), "set SHIPKEY_PASSPHRASE or run in a terminal") {
 		t.Fatalf("no passphrase = %v", err)
 	}
@@ -868,7 +875,7 @@ func TestFileBackend(t *testing.T) {
 	// Another process, wrong passphrase.
 	t.Setenv(EnvPassphrase, "not it")
 	wrong := e.open(Options{Backend: BackendFile, Passphrase: pass})
-	_, err = wrong.Token(context.Background(), "k", false)
+	_, err = wrong.Token(context.Background(), "k", TokenOptions{})
 	if !errors.Is(err, ErrBackendLocked) || !strings.Contains(err.Error(), "wrong passphrase for "+filepath.Join(e.stateDir, "secrets.key.age")) {
 		t.Fatalf("wrong passphrase = %v", err)
 	}
@@ -885,7 +892,7 @@ func TestFileBackend(t *testing.T) {
 	t.Setenv(EnvPassphrase, "s3cret passphrase")
 	right := e.open(Options{Backend: BackendFile})
 	n0 := scryptUnwraps.Load()
-	if _, err := right.Token(context.Background(), "k", false); err != nil {
+	if _, err := right.Token(context.Background(), "k", TokenOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	want := n0 + 1
@@ -897,7 +904,7 @@ func TestFileBackend(t *testing.T) {
 	}
 
 	// Remove deletes the secrets from the file.
-	if err := s.Remove("k"); err != nil {
+	if _, err := s.Remove(context.Background(), "k"); err != nil {
 		t.Fatal(err)
 	}
 	m, err := s.file.readAll(s.file.identity)

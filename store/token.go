@@ -3,11 +3,12 @@ package store
 import (
 	"context"
 	"errors"
-	"fmt"
+	"time"
 
 	"golang.org/x/oauth2"
 
 	"github.com/shipkey/shipkey/auth"
+	"github.com/shipkey/shipkey/internal/text"
 )
 
 // mergeToken joins a key's token metadata with its secret tokens.
@@ -17,15 +18,21 @@ func mergeToken(meta auth.TokenSet, sec keySecrets) *auth.TokenSet {
 	return &ts
 }
 
-// Token hands out the key's access token: the cached one while valid (with
-// auth.ExpiryMargin), else a refreshed one (persisted), else a new login with
-// the remembered password, else an error wrapping ErrLoginNeeded. At most one
-// process refreshes a key at a time; the others wait and use its result. When
-// markUsed, Last Used is set to now.
-//
-// The wait for another process's refresh is bounded by ctx. Network and
-// server failures are returned as they are and leave the key untouched.
-func (s *Store) Token(ctx context.Context, label string, markUsed bool) (*auth.TokenSet, error) {
+// TokenOptions say what a caller of Token needs.
+type TokenOptions struct {
+	// MarkUsed sets the key's Last Used: the token is handed out.
+	MarkUsed bool
+	// MinValid asks for a token valid for at least this long: one that expires
+	// sooner is renewed first (token --min-valid, exec). Zero means the
+	// lifecycle margin alone (auth.Expiry).
+	MinValid time.Duration
+}
+
+// Token hands out the key's access token by the one lifecycle policy
+// (auth.Expiry): the stored token while it is valid for opts.MinValid and not
+// due, else a renewed one (see renew). Network and server failures are
+// returned as they are and leave the key untouched.
+func (s *Store) Token(ctx context.Context, label string, opts TokenOptions) (*auth.TokenSet, error) {
 	if _, err := s.prepare(); err != nil {
 		return nil, err
 	}
@@ -33,15 +40,15 @@ func (s *Store) Token(ctx context.Context, label string, markUsed bool) (*auth.T
 	if err != nil {
 		return nil, err
 	}
-	if exp := ks.Token.AccessExpiry(); !ks.LoggedOut && (exp.IsZero() || s.now().Add(auth.ExpiryMargin).Before(exp)) {
-		// The metadata says the cached token may still be good: only then is
-		// the secrets backend asked for it.
+	if !ks.LoggedOut && ks.Token.Access().ValidFor(s.now(), opts.MinValid) {
+		// The metadata says the stored token will do: only then is the
+		// secrets backend asked for it.
 		sec, err := s.getSecrets(e.Label, e.ID, ks)
 		if err != nil {
 			return nil, err
 		}
-		if ts := mergeToken(ks.Token, sec); ts.AccessValid(s.now()) {
-			if markUsed {
+		if ts := mergeToken(ks.Token, sec); ts.AccessToken != "" {
+			if opts.MarkUsed {
 				if err := s.markUsedID(ctx, e); err != nil {
 					return nil, err
 				}
@@ -49,7 +56,7 @@ func (s *Store) Token(ctx context.Context, label string, markUsed bool) (*auth.T
 			return ts, nil
 		}
 	}
-	return s.renew(ctx, e, markUsed, false)
+	return s.renew(ctx, e, renewOptions{TokenOptions: opts})
 }
 
 // Refresh forces a refresh now (the TUI's "refresh now"), persisting the
@@ -63,7 +70,7 @@ func (s *Store) Refresh(ctx context.Context, label string) (Key, error) {
 	if err != nil {
 		return Key{}, err
 	}
-	if _, err := s.renew(ctx, e, false, true); err != nil {
+	if _, err := s.renew(ctx, e, renewOptions{force: true}); err != nil {
 		return Key{}, err
 	}
 	return s.keyByID(e.ID, label)
@@ -81,10 +88,38 @@ func (s *Store) markUsedID(ctx context.Context, e keyEntry) error {
 	})
 }
 
+// renewOptions: what Token asked, and whether renewal is forced (refresh
+// now) even when the stored token would do.
+type renewOptions struct {
+	TokenOptions
+	force bool
+}
+
+// renewal is one renewal of a key under its refresh lock: what was read
+// after the lock was taken, and why only a login can help once a step found
+// the session dead.
+type renewal struct {
+	e    keyEntry
+	ks   keyState
+	sec  keySecrets
+	cur  *auth.TokenSet // the stored token set with its secrets (empty after logout)
+	now  time.Time
+	opts renewOptions
+
+	dead error  // the auth error that showed only a login can help
+	why  string // the same, in a few words
+}
+
+// renewStep is one link of the renewal chain: it returns a token set to hand
+// out (fresh reports whether it is new and must be persisted), or nil to pass
+// on to the next link; an error ends the chain.
+type renewStep func(ctx context.Context, r *renewal) (ts *auth.TokenSet, fresh bool, err error)
+
 // renew takes the key's refresh lock, re-reads its state and secrets, and
-// only then decides: use a token another process just got, refresh, or log
-// in again with the remembered password.
-func (s *Store) renew(ctx context.Context, e keyEntry, markUsed, force bool) (*auth.TokenSet, error) {
+// runs the chain: reuse a token another process just got, refresh grant,
+// remembered-password login; when every link passes, a login is needed. A
+// new token set is persisted before it is handed out.
+func (s *Store) renew(ctx context.Context, e keyEntry, opts renewOptions) (*auth.TokenSet, error) {
 	if s.auth == nil {
 		return nil, errNoAuth
 	}
@@ -102,93 +137,123 @@ func (s *Store) renew(ctx context.Context, e keyEntry, markUsed, force bool) (*a
 	if err != nil {
 		return nil, err
 	}
-	cur := mergeToken(ks.Token, sec)
+	r := &renewal{e: e, ks: ks, sec: sec, cur: mergeToken(ks.Token, sec), now: s.now(), opts: opts}
 	if ks.LoggedOut {
-		cur = &auth.TokenSet{}
+		r.cur = &auth.TokenSet{}
 	}
-	now := s.now()
-	if !force && cur.AccessValid(now) {
-		if markUsed {
+	for _, step := range []renewStep{s.reuseStored, s.refreshGrant, s.rememberedLogin} {
+		ts, fresh, err := step(ctx, r)
+		if err != nil {
+			return nil, err
+		}
+		if ts == nil {
+			continue
+		}
+		if fresh {
+			if err := s.persist(ctx, e, ts, r.sec, opts.MarkUsed); err != nil {
+				return nil, err
+			}
+		} else if opts.MarkUsed {
 			if err := s.markUsedID(ctx, e); err != nil {
 				return nil, err
 			}
 		}
-		return cur, nil
+		return ts, nil
 	}
+	return nil, s.loginNeeded(ctx, r)
+}
 
-	var dead error // why only a login can help, as an auth error
-	var why string
+// reuseStored hands out the stored token when it will do: another process
+// may have renewed it while this one waited for the lock.
+func (s *Store) reuseStored(_ context.Context, r *renewal) (*auth.TokenSet, bool, error) {
+	if r.opts.force || r.cur.AccessToken == "" || !r.cur.Access().ValidFor(r.now, r.opts.MinValid) {
+		return nil, false, nil
+	}
+	return r.cur, false, nil
+}
+
+// refreshGrant redeems the refresh token. A refusal that means the session is
+// over (auth.KindLoginRequired) passes on to the next link; any other
+// failure ends the chain.
+func (s *Store) refreshGrant(ctx context.Context, r *renewal) (*auth.TokenSet, bool, error) {
 	switch {
-	case cur.RefreshValid(now):
-		ts, err := s.auth.Refresh(ctx, e.Connection, sec.ClientSecret, cur)
-		if err == nil {
-			if err := s.persist(ctx, e, ts, sec, markUsed); err != nil {
-				return nil, err
-			}
-			return ts, nil
-		}
-		if !auth.IsLoginRequired(err) {
-			return nil, err
-		}
-		dead, why = err, "the server refused the refresh token"
-		var ae *auth.Error
-		if errors.As(err, &ae) && ae.Description != "" {
-			why += ": " + ae.Description
-		}
-	case ks.LoggedOut:
-		why = "logged out"
-	case cur.RefreshToken == "" && cur.AccessToken == "":
-		why = "no token yet"
-	case cur.RefreshToken == "":
-		why = "the access token expired and there is no refresh token"
+	case r.cur.RefreshValid(r.now):
+	case r.ks.LoggedOut:
+		r.why = "logged out"
+		return nil, false, nil
+	case r.cur.RefreshToken == "" && r.cur.AccessToken == "":
+		r.why = "no token yet"
+		return nil, false, nil
+	case r.cur.RefreshToken == "":
+		r.why = "the access token expired and there is no refresh token"
+		return nil, false, nil
 	default:
-		why = fmt.Sprintf("the refresh token expired at %s", cur.RefreshExpiresAt.UTC().Format("2006-01-02 15:04:05 UTC"))
+		r.why = "the refresh token expired at " + text.Stamp(r.cur.RefreshExpiresAt)
+		return nil, false, nil
 	}
+	ts, err := s.auth.Refresh(ctx, r.e.Connection, r.sec.ClientSecret, r.cur)
+	if err == nil {
+		return ts, true, nil
+	}
+	if !auth.IsLoginRequired(err) {
+		return nil, false, err
+	}
+	r.dead, r.why = err, "the server refused the refresh token"
+	var ae *auth.Error
+	if errors.As(err, &ae) && ae.Description != "" {
+		r.why += ": " + ae.Description
+	}
+	return nil, false, nil
+}
+
+// rememberedLogin logs in again with the remembered password, when there is
+// one. A refused password passes on (a login is needed); any other failure
+// ends the chain.
+func (s *Store) rememberedLogin(ctx context.Context, r *renewal) (*auth.TokenSet, bool, error) {
+	if !r.e.RememberPassword || r.sec.Password == "" {
+		return nil, false, nil
+	}
+	ts, err := s.auth.Login(ctx, r.e.Connection, r.sec.ClientSecret, r.e.Username, r.sec.Password)
+	if err == nil {
+		return ts, true, nil
+	}
+	switch auth.KindOf(err) {
+	case auth.KindInvalidCredentials, auth.KindAccountDisabled, auth.KindAccountNotSetUp, auth.KindLoginRequired:
+		r.dead, r.why = errors.Join(r.dead, err), "the remembered password was refused"
+		return nil, false, nil
+	}
+	return nil, false, err
+}
+
+// loginNeeded is the end of the chain: the key is marked logged out (unless a
+// forced refresh failed while its access token still works) and the error
+// says a login is needed and why.
+func (s *Store) loginNeeded(ctx context.Context, r *renewal) error {
+	dead := r.dead
 	if dead == nil {
-		dead = &auth.Error{
-			Kind: auth.KindLoginRequired,
-			Op:   "refresh",
-			Msg:  why,
-			Hint: "log in again",
-		}
+		dead = &auth.Error{Kind: auth.KindLoginRequired, Op: "refresh", Msg: r.why, Hint: "log in again"}
 	}
-
-	if e.RememberPassword && sec.Password != "" {
-		ts, err := s.auth.Login(ctx, e.Connection, sec.ClientSecret, e.Username, sec.Password)
-		if err == nil {
-			if err := s.persist(ctx, e, ts, sec, markUsed); err != nil {
-				return nil, err
-			}
-			return ts, nil
-		}
-		switch auth.KindOf(err) {
-		case auth.KindInvalidCredentials, auth.KindAccountDisabled, auth.KindAccountNotSetUp, auth.KindLoginRequired:
-			dead, why = errors.Join(dead, err), "the remembered password was refused"
-		default:
-			return nil, err
-		}
-	}
-
-	lne := &LoginNeededError{Label: e.Label, Why: why, Err: dead}
-	if force && cur.AccessValid(now) {
+	lne := &LoginNeededError{Label: r.e.Label, Why: r.why, Err: dead}
+	if r.opts.force && r.cur.AccessToken != "" && !r.cur.Access().Expired(r.now) {
 		// The access token still works: keep it, only say a login is due.
-		return nil, lne
+		return lne
 	}
-	if !ks.LoggedOut {
-		err := s.update(context.WithoutCancel(ctx), func(cfg *configFile, st *stateFile) (dirty, error) {
-			if _, ok := cfg.byID(e.ID); !ok {
-				return 0, nil
-			}
-			k := st.Keys[e.ID]
-			k.LoggedOut = true
-			st.Keys[e.ID] = k
-			return dirtyState, nil
-		})
-		if err != nil {
-			return nil, errors.Join(lne, err)
+	if r.ks.LoggedOut {
+		return lne
+	}
+	err := s.update(context.WithoutCancel(ctx), func(cfg *configFile, st *stateFile) (dirty, error) {
+		if _, ok := cfg.byID(r.e.ID); !ok {
+			return 0, nil
 		}
+		k := st.Keys[r.e.ID]
+		k.LoggedOut = true
+		st.Keys[r.e.ID] = k
+		return dirtyState, nil
+	})
+	if err != nil {
+		return errors.Join(lne, err)
 	}
-	return nil, lne
+	return lne
 }
 
 // Current returns the key's stored token set (with secrets) without refreshing
@@ -243,10 +308,11 @@ func (s *Store) Liveness(ctx context.Context, label string) (auth.Liveness, erro
 
 // TokenSource returns an oauth2.TokenSource for the key: every token it
 // hands out comes from Token (cached, refreshed and persisted by the store,
-// so other processes see it), reused in memory until auth.ExpiryMargin
-// before its expiry. ctx bounds the refreshes it triggers.
+// so other processes see it), reused in memory until its margin (auth.Expiry). ctx bounds the refreshes it triggers.
 func (s *Store) TokenSource(ctx context.Context, label string) oauth2.TokenSource {
-	return oauth2.ReuseTokenSourceWithExpiry(nil, &storeTokenSource{ctx: ctx, s: s, label: label}, auth.ExpiryMargin)
+	// The token handed to x/oauth2 carries Expiry = RenewAt, so its own early
+	// expiry is a nanosecond (0 would mean its 10 s default).
+	return oauth2.ReuseTokenSourceWithExpiry(nil, &storeTokenSource{ctx: ctx, s: s, label: label}, time.Nanosecond)
 }
 
 // storeTokenSource is the store's token source as an oauth2.TokenSource.
@@ -257,7 +323,7 @@ type storeTokenSource struct {
 }
 
 func (ts *storeTokenSource) Token() (*oauth2.Token, error) {
-	set, err := ts.s.Token(ts.ctx, ts.label, false)
+	set, err := ts.s.Token(ts.ctx, ts.label, TokenOptions{})
 	if err != nil {
 		return nil, err
 	}

@@ -1,10 +1,12 @@
 package tui
 
 import (
+	"context"
 	"fmt"
 
 	tea "charm.land/bubbletea/v2"
 	"github.com/shipkey/shipkey/auth"
+	"github.com/shipkey/shipkey/internal/text"
 	"github.com/shipkey/shipkey/store"
 )
 
@@ -44,7 +46,12 @@ func (m *Model) apply(a action) tea.Cmd {
 		}
 		return tea.Batch(m.startOp(), m.fetchForCopyCmd(m.nextSeq(), a.label, a.header))
 	case actDelete:
-		return tea.Batch(m.startOp(), m.simpleCmd(m.nextSeq(), "delete", a.label, "", func(b Backend) error { return b.Remove(a.label) }))
+		return tea.Batch(m.startOp(), m.simpleCmd(m.nextSeq(), "delete", a.label, "", func(b Backend) error {
+			ctx, cancel := context.WithTimeout(m.ctx, opTimeout)
+			defer cancel()
+			_, err := b.Remove(ctx, a.label)
+			return err
+		}))
 	case actRename:
 		return tea.Batch(m.startOp(), m.simpleCmd(m.nextSeq(), "rename", a.label, a.newLabel, func(b Backend) error { return b.Rename(a.label, a.newLabel) }))
 	case actSetDefault:
@@ -66,7 +73,7 @@ func (m *Model) apply(a action) tea.Cmd {
 func (m *Model) openDetails(label string) tea.Cmd {
 	k, ok := m.findKey(label)
 	if !ok {
-		m.toast, m.toastOK = fmt.Sprintf("No key labelled %q.", auth.Sanitize(label)), false
+		m.toast, m.toastOK = fmt.Sprintf("No key labelled %q.", text.Safe(label)), false
 		return nil
 	}
 	m.current = label

@@ -20,8 +20,8 @@ type Backend interface {
 	// token (a locally valid token may belong to a session that ended).
 	Liveness(ctx context.Context, label string) (auth.Liveness, error)
 	MarkUsed(label string) error
-	Logout(ctx context.Context, label string) error
-	Remove(label string) error
+	Logout(ctx context.Context, label string) (auth.EndResult, error)
+	Remove(ctx context.Context, label string) (auth.EndResult, error)
 	Rename(label, newLabel string) error
 	SetDefault(label string) error
 	Connections() []auth.Connection

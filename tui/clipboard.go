@@ -7,6 +7,7 @@ import (
 
 	tea "charm.land/bubbletea/v2"
 	"github.com/shipkey/shipkey/auth"
+	"github.com/shipkey/shipkey/internal/text"
 )
 
 // copyToken puts the key's access token (or the Authorization header) on the
@@ -23,14 +24,14 @@ func (m *Model) copyToken(label string, ts *auth.TokenSet, header bool) tea.Cmd 
 		m.toast, m.toastOK = "The access token has expired: refresh it first (r).", false
 		return nil
 	}
-	text, what := ts.AccessToken, "access token"
+	payload, what := ts.AccessToken, "access token"
 	if header {
-		text, what = "Authorization: "+ts.Header(), "Authorization header"
+		payload, what = "Authorization: "+ts.Header(), "Authorization header"
 	}
 	m.clipGen++
-	cmds := []tea.Cmd{tea.SetClipboard(text), m.markUsedCmd(label)}
+	cmds := []tea.Cmd{tea.SetClipboard(payload), m.markUsedCmd(label)}
 	if w := m.cfg.clipWrite; w != nil {
-		cmds = append(cmds, func() tea.Msg { _ = w(text); return nil })
+		cmds = append(cmds, func() tea.Msg { _ = w(payload); return nil })
 	}
 	clear := m.settings.ClipboardClear
 	note := "the clipboard is not cleared (clipboard_clear = 0)"
@@ -39,8 +40,8 @@ func (m *Model) copyToken(label string, ts *auth.TokenSet, header bool) tea.Cmd 
 		cmds = append(cmds, m.cfg.after(clear, func(time.Time) tea.Msg { return clipClearMsg{gen: gen} }))
 		note = fmt.Sprintf("the clipboard will be cleared in %s", clear.Round(time.Second))
 	}
-	m.toast, m.toastOK = fmt.Sprintf("Copied the %s of %q; %s.", what, auth.Sanitize(label), note), true
-	sum := sha256.Sum256([]byte(text))
+	m.toast, m.toastOK = fmt.Sprintf("Copied the %s of %q; %s.", what, text.Safe(label), note), true
+	sum := sha256.Sum256([]byte(payload))
 	m.clipSum = sum
 	return tea.Batch(cmds...)
 }

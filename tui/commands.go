@@ -111,7 +111,8 @@ func (m *Model) logoutCmd(seq int, label string) tea.Cmd {
 	return func() tea.Msg {
 		ctx, cancel := context.WithTimeout(ctx, opTimeout)
 		defer cancel()
-		return opDoneMsg{seq: seq, op: "logout", label: label, err: st.Logout(ctx, label)}
+		_, err := st.Logout(ctx, label)
+		return opDoneMsg{seq: seq, op: "logout", label: label, err: err}
 	}
 }
 

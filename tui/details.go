@@ -13,6 +13,7 @@ import (
 	tea "charm.land/bubbletea/v2"
 	"charm.land/lipgloss/v2"
 	"github.com/shipkey/shipkey/auth"
+	"github.com/shipkey/shipkey/internal/text"
 	"github.com/shipkey/shipkey/store"
 )
 
@@ -120,7 +121,7 @@ func (d *details) liveResult(msg livenessMsg) {
 	case errors.Is(msg.err, store.ErrLoginNeeded):
 		d.liveState = liveNone // no token to ask about: the State line says so
 	default:
-		d.liveState, d.liveErr = liveFailed, auth.Sanitize(msg.err.Error())
+		d.liveState, d.liveErr = liveFailed, text.Safe(msg.err.Error())
 	}
 }
 
@@ -276,7 +277,7 @@ func (d *details) result(msg keyTokensMsg) {
 		d.ended = true
 		d.errMsg = "session ended — log in again (l)"
 	default:
-		d.errMsg = auth.Sanitize(msg.op + " failed: " + msg.err.Error())
+		d.errMsg = text.Safe(msg.op + " failed: " + msg.err.Error())
 	}
 	if msg.auto && d.tokens != nil {
 		d.autoFailedFor = refreshDeadline(d.tokens)
@@ -291,7 +292,7 @@ func (d *details) loggedOut(err error) {
 	d.ended = true
 	d.reveal = false
 	if err != nil {
-		d.errMsg = "logged out here; the server refused: " + auth.Sanitize(err.Error())
+		d.errMsg = "logged out here; the server refused: " + text.Safe(err.Error())
 	}
 }
 
@@ -326,12 +327,12 @@ func (d *details) View() string {
 	var b strings.Builder
 	line := func(str string) { b.WriteString("  " + str + "\n") }
 
-	label := auth.Sanitize(d.key.Label)
+	label := text.Safe(d.key.Label)
 	for i, l := range flow([]piece{
 		{"", label},
-		{"  ", auth.Sanitize(d.key.Username) + " @"},
-		{" ", auth.Sanitize(d.key.Conn.RealmURL())},
-		{"  ·  ", "client " + auth.Sanitize(d.key.Conn.ClientID)},
+		{"  ", text.Safe(d.key.Username) + " @"},
+		{" ", text.Safe(d.key.Conn.RealmURL())},
+		{"  ·  ", "client " + text.Safe(d.key.Conn.ClientID)},
 	}, d.width-2) {
 		if rest, ok := strings.CutPrefix(l, label); i == 0 && ok {
 			line(s.Value.Render(label) + s.Subtle.Render(rest))
@@ -343,14 +344,14 @@ func (d *details) View() string {
 
 	access := d.key.Masked
 	if d.tokens != nil {
-		access = auth.Mask(d.tokens.AccessToken)
+		access = text.Mask(d.tokens.AccessToken)
 	}
 	switch {
 	case access == "":
 		line(s.row("Access token", nameW, s.Subtle.Render("none")))
 	case d.reveal && d.tokens != nil:
 		w := max(20, d.width-nameW-4)
-		parts := hardWrap(auth.Sanitize(d.tokens.AccessToken), w)
+		parts := hardWrap(text.Safe(d.tokens.AccessToken), w)
 		line(s.row("Access token", nameW, s.Secret.Render(parts[0])))
 		for _, p := range parts[1:] {
 			line(strings.Repeat(" ", nameW) + s.Secret.Render(p))
@@ -363,17 +364,17 @@ func (d *details) View() string {
 	if tokType == "" {
 		tokType = "—"
 	}
-	line(s.row("Token type", nameW, s.Value.Render(auth.Sanitize(tokType))))
-	line(s.row("Scope", nameW, s.Value.Render(orDash(auth.Sanitize(t.Scope)))))
-	line(s.row("Session state", nameW, s.Value.Render(orDash(auth.Sanitize(t.SessionState)))))
+	line(s.row("Token type", nameW, s.Value.Render(text.Safe(tokType))))
+	line(s.row("Scope", nameW, s.Value.Render(orDash(text.Safe(t.Scope)))))
+	line(s.row("Session state", nameW, s.Value.Render(orDash(text.Safe(t.SessionState)))))
 	nbp := fmt.Sprint(t.NotBeforePolicy)
 	if t.NotBeforePolicy > 0 {
-		nbp += " (" + stamp(time.Unix(t.NotBeforePolicy, 0)) + ")"
+		nbp += " (" + text.Stamp(time.Unix(t.NotBeforePolicy, 0)) + ")"
 	}
 	line(s.row("Not-before policy", nameW, s.Value.Render(nbp)))
-	obtained := stamp(t.ObtainedAt)
+	obtained := text.Stamp(t.ObtainedAt)
 	if !t.ObtainedAt.IsZero() {
-		obtained += s.Subtle.Render("  (" + auth.Until(t.ObtainedAt, now) + ")")
+		obtained += s.Subtle.Render("  (" + text.Relative(t.ObtainedAt, now) + ")")
 	}
 	line(s.row("Obtained at", nameW, s.Value.Render(obtained)))
 	b.WriteString("\n")
@@ -448,17 +449,17 @@ func (d *details) serverLine(now time.Time) (parts []string, style lipgloss.Styl
 	}
 	switch d.live.State {
 	case auth.LiveActive:
-		if via := auth.Sanitize(d.live.Via); via != "" {
+		if via := text.Safe(d.live.Via); via != "" {
 			return []string{"accepts this token (" + via + ")"}, s.OK, true
 		}
 		return []string{"accepts this token"}, s.OK, true
 	case auth.LiveInactive:
 		if exp := d.tokens.AccessExpiry(); d.tokens.AccessValid(now) && !exp.IsZero() {
-			return []string{"valid until " + stamp(exp) + ",", "but the server no longer accepts it", "— log in again (l)"}, s.Warn, true
+			return []string{"valid until " + text.Stamp(exp) + ",", "but the server no longer accepts it", "— log in again (l)"}, s.Warn, true
 		}
 		return []string{"the server no longer accepts this token", "— log in again (l)"}, s.Warn, true
 	default:
-		reason := auth.Sanitize(d.live.Reason)
+		reason := text.Safe(d.live.Reason)
 		if reason == "" {
 			reason = "no answer"
 		}
@@ -475,7 +476,7 @@ func (d *details) expiryRow(name string, exp time.Time, life time.Duration, none
 		return s.row(name, 20, s.Subtle.Render(none))
 	}
 	left := exp.Sub(now)
-	cd := auth.Countdown(left)
+	cd := text.Countdown(left)
 	cdStyle := s.OK
 	frac := 0.0
 	if life <= 0 {
@@ -493,7 +494,7 @@ func (d *details) expiryRow(name string, exp time.Time, life time.Duration, none
 	if left > 0 {
 		cd = "in " + cd
 	}
-	text := s.Value.Render(stamp(exp)) + "  " + cdStyle.Render(fmt.Sprintf("%-15s", cd))
+	text := s.Value.Render(text.Stamp(exp)) + "  " + cdStyle.Render(fmt.Sprintf("%-15s", cd))
 	out := s.row(name, 20, text)
 	// Indent, name, stamp, gap, countdown, gap: 2+20+23+2+15+2 = 64 columns.
 	if d.width >= 60 {
@@ -524,7 +525,7 @@ func refreshAlive(t *auth.TokenSet, withSecrets bool, now time.Time) bool {
 	if withSecrets {
 		return t.RefreshValid(now)
 	}
-	return t.RefreshExpiresAt.IsZero() || now.Add(auth.ExpiryMargin).Before(t.RefreshExpiresAt)
+	return !t.Refresh().Expired(now)
 }
 
 func orDash(s string) string {

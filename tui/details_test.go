@@ -8,6 +8,7 @@ import (
 
 	"github.com/charmbracelet/x/exp/golden"
 	"github.com/shipkey/shipkey/auth"
+	"github.com/shipkey/shipkey/internal/text"
 	"github.com/shipkey/shipkey/store"
 )
 
@@ -29,7 +30,7 @@ func openDemoDetails(t *testing.T, setup func(*fakeStore)) *harness {
 
 func TestDetailsShowsEveryField(t *testing.T) {
 	h := openDemoDetails(t, nil)
-	h.mustShow("Access token", auth.Mask(h.m.details.tokens.AccessToken), "Token type", "Bearer",
+	h.mustShow("Access token", text.Mask(h.m.details.tokens.AccessToken), "Token type", "Bearer",
 		"Scope", "email profile", "Session state", "5f3c-session", "Not-before policy", "Obtained at", "2026-11-21 12:00:00 UTC",
 		"Access expires", "2026-11-21 12:05:00 UTC", "in 5:00", "Refresh expires", "2026-11-21 12:30:00 UTC", "in 30:00",
 		"valid", "auto-refresh on", "█")

@@ -15,6 +15,7 @@ import (
 	tea "charm.land/bubbletea/v2"
 	"charm.land/lipgloss/v2"
 	"github.com/shipkey/shipkey/auth"
+	"github.com/shipkey/shipkey/internal/text"
 	"github.com/shipkey/shipkey/store"
 )
 
@@ -113,7 +114,7 @@ func (f *fakeStore) addLocked(label, user string, lastUsed time.Time) store.Key 
 		ID: fmt.Sprintf("id-%d", f.n), Label: label, Username: user,
 		Conn:      auth.Connection{AuthURL: "http://127.0.0.1:8080", Realm: "master", ClientID: "shipping-api"},
 		CreatedAt: now.Add(time.Duration(f.n) * time.Second), LastUsed: lastUsed,
-		Token: ts.Redacted(), Masked: auth.Mask(ts.AccessToken),
+		Token: ts.Redacted(), Masked: text.Mask(ts.AccessToken),
 	}
 	if len(f.keys) == 0 {
 		f.def = label
@@ -183,7 +184,7 @@ func (f *fakeStore) renew(label string) (store.Key, error) {
 	}
 	f.n++
 	ts := fakeTokens(f.clock.Now(), k.Username, f.n)
-	k.Token, k.Masked, k.LoggedOut = ts.Redacted(), auth.Mask(ts.AccessToken), false
+	k.Token, k.Masked, k.LoggedOut = ts.Redacted(), text.Mask(ts.AccessToken), false
 	f.keys[label] = k
 	f.tokens[label] = ts
 	return k, nil
@@ -243,7 +244,7 @@ func (f *fakeStore) MarkUsed(label string) error {
 	return nil
 }
 
-func (f *fakeStore) Logout(_ context.Context, label string) error {
+func (f *fakeStore) Logout(_ context.Context, label string) (auth.EndResult, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.call("logout " + label)
@@ -251,16 +252,16 @@ func (f *fakeStore) Logout(_ context.Context, label string) error {
 	k.LoggedOut, k.Masked = true, ""
 	f.keys[label] = k
 	delete(f.tokens, label)
-	return f.logoutErr
+	return auth.EndResult{Via: "logout"}, f.logoutErr
 }
 
-func (f *fakeStore) Remove(label string) error {
+func (f *fakeStore) Remove(_ context.Context, label string) (auth.EndResult, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.call("remove " + label)
 	delete(f.keys, label)
 	delete(f.tokens, label)
-	return nil
+	return auth.EndResult{}, nil
 }
 
 func (f *fakeStore) Rename(label, newLabel string) error {

@@ -8,6 +8,7 @@ import (
 	"charm.land/bubbles/v2/textinput"
 	tea "charm.land/bubbletea/v2"
 	"github.com/shipkey/shipkey/auth"
+	"github.com/shipkey/shipkey/internal/text"
 	"github.com/shipkey/shipkey/store"
 )
 
@@ -183,7 +184,7 @@ func (f *form) validate() int {
 	}
 	if l := f.value(fieldLabel); l != "" {
 		switch {
-		case auth.Sanitize(l) != l:
+		case text.Safe(l) != l:
 			f.errs[fieldLabel] = "must not contain control characters"
 		case f.labels[l]:
 			f.errs[fieldLabel] = "a key with this label exists; pick another"
@@ -229,7 +230,7 @@ func (f *form) submit() (action, tea.Cmd) {
 func (f *form) fail(err error) tea.Cmd {
 	f.state = formEditing
 	field := faultField(err)
-	msg := auth.Sanitize(err.Error())
+	msg := text.Safe(err.Error())
 	if field < 0 {
 		f.general = msg
 		return f.focusOn(f.focus)

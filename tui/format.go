@@ -6,7 +6,7 @@ import (
 
 	"charm.land/lipgloss/v2"
 	"github.com/charmbracelet/x/ansi"
-	"github.com/shipkey/shipkey/auth"
+	"github.com/shipkey/shipkey/internal/text"
 	"github.com/shipkey/shipkey/store"
 )
 
@@ -19,12 +19,12 @@ func keyState(k store.Key, now time.Time) string {
 		if exp.IsZero() {
 			return "valid (no stated expiry)"
 		}
-		return "valid for " + auth.Countdown(exp.Sub(now))
+		return "valid for " + text.Countdown(exp.Sub(now))
 	case store.StatusRefreshable:
 		if k.Token.RefreshExpiresAt.IsZero() {
 			return "access expired, refreshable"
 		}
-		return "refresh expires in " + auth.Countdown(k.Token.RefreshExpiresAt.Sub(now))
+		return "refresh expires in " + text.Countdown(k.Token.RefreshExpiresAt.Sub(now))
 	case store.StatusLoginNeeded:
 		return "login needed"
 	default:
@@ -33,14 +33,6 @@ func keyState(k store.Key, now time.Time) string {
 		}
 		return "login needed"
 	}
-}
-
-// stamp formats an absolute time the same way everywhere.
-func stamp(t time.Time) string {
-	if t.IsZero() {
-		return "—"
-	}
-	return t.UTC().Format("2006-01-02 15:04:05 UTC")
 }
 
 // fitBlock clips or pads s to exactly height lines, each cut to width cells.

@@ -11,6 +11,7 @@ import (
 	"charm.land/lipgloss/v2"
 	"github.com/charmbracelet/x/ansi"
 	"github.com/shipkey/shipkey/auth"
+	"github.com/shipkey/shipkey/internal/text"
 )
 
 // inspectorMode is what the claims inspector is doing.
@@ -94,7 +95,7 @@ func (in *inspector) load(source string, toks []token, now time.Time, seq int) [
 		dec, err := auth.Decode(t.raw, now)
 		switch {
 		case err != nil:
-			it.decodeErr = auth.Sanitize(err.Error())
+			it.decodeErr = text.Safe(err.Error())
 		case dec.Format == auth.FormatJWT:
 			it.dec = dec
 			it.verifying = true
@@ -208,7 +209,7 @@ func (in *inspector) render() {
 			b.WriteString(s.Error.Render("  cannot decode: "+t.decodeErr) + "\n")
 			continue
 		case t.dec == nil || t.dec.Format != auth.FormatJWT:
-			b.WriteString(s.Subtle.Render("  not a JWT: an opaque token has no claims to show ("+auth.Mask(t.raw)+")") + "\n")
+			b.WriteString(s.Subtle.Render("  not a JWT: an opaque token has no claims to show ("+text.Mask(t.raw)+")") + "\n")
 			continue
 		}
 		b.WriteString(s.Subtle.Render("  header") + "\n")
@@ -237,27 +238,27 @@ func (in *inspector) claims(b *strings.Builder, cs []auth.Claim) {
 	s := in.c.styles
 	w := 0
 	for _, c := range cs {
-		w = max(w, len([]rune(auth.Sanitize(c.Name))))
+		w = max(w, len([]rune(text.Safe(c.Name))))
 	}
 	w = min(w, 32)
 	for _, c := range cs {
-		name := auth.Sanitize(c.Name)
+		name := text.Safe(c.Name)
 		pad := strings.Repeat(" ", max(1, w-len([]rune(name))+2))
 		var val string
 		switch c.Kind {
 		case auth.ClaimTime:
-			val = s.ClaimTime.Render(auth.Sanitize(c.Display))
+			val = s.ClaimTime.Render(text.Safe(c.Display))
 		case auth.ClaimList, auth.ClaimRoles:
 			items := make([]string, len(c.Items))
 			for i, it := range c.Items {
-				items[i] = auth.Sanitize(it)
+				items[i] = text.Safe(it)
 			}
 			val = s.ClaimList.Render(strings.Join(items, ", "))
 			if len(items) == 0 {
 				val = s.Subtle.Render("(none)")
 			}
 		default:
-			val = s.Value.Render(auth.Sanitize(c.Display))
+			val = s.Value.Render(text.Safe(c.Display))
 		}
 		// Long values wrap under themselves rather than off the edge.
 		valW := in.width - 4 - lipgloss.Width(name) - len(pad)
@@ -278,21 +279,21 @@ func (in *inspector) signature(t inspected) string {
 		return in.spinner() + s.Subtle.Render(" checking…")
 	}
 	v := t.ver
-	text := v.State.String()
+	word := v.State.String()
 	detail := ""
 	if v.KeyID != "" {
-		detail += " (key " + auth.Sanitize(v.KeyID) + ")"
+		detail += " (key " + text.Safe(v.KeyID) + ")"
 	}
 	if v.Reason != "" {
-		detail += ": " + auth.Sanitize(v.Reason)
+		detail += ": " + text.Safe(v.Reason)
 	}
 	switch v.State {
 	case auth.SigVerified:
-		return s.OK.Render(text) + s.Subtle.Render(detail)
+		return s.OK.Render(word) + s.Subtle.Render(detail)
 	case auth.SigFailed:
-		return s.Error.Render(text) + s.Subtle.Render(detail)
+		return s.Error.Render(word) + s.Subtle.Render(detail)
 	default:
-		return s.Warn.Render(text) + s.Subtle.Render(detail)
+		return s.Warn.Render(word) + s.Subtle.Render(detail)
 	}
 }
 
@@ -309,7 +310,7 @@ func (in *inspector) View() string {
 		if src == "" {
 			src = "no token"
 		}
-		top = s.Subtle.Render("Source: " + auth.Sanitize(src) + "  ·  p pastes another token")
+		top = s.Subtle.Render("Source: " + text.Safe(src) + "  ·  p pastes another token")
 	}
 	return fitBlock(top+"\n"+strings.Join(in.sum, "\n")+"\n"+in.vp.View(), in.width, in.height)
 }
@@ -332,13 +333,13 @@ func (in *inspector) summarize() []string {
 		return []string{title + " " + s.Subtle.Render("opaque (not a JWT): no claims, no signature to check")}
 	}
 	sep := s.Subtle.Render(" · ")
-	kind := s.Value.Render("JWT " + orDash(auth.Sanitize(t.dec.Alg)))
+	kind := s.Value.Render("JWT " + orDash(text.Safe(t.dec.Alg)))
 	exp, expStyle := "no expiry", s.Value
 	if e := t.dec.ExpiresAt; !e.IsZero() {
 		if e.After(in.c.now) {
-			exp = "expires " + auth.Until(e, in.c.now)
+			exp = "expires " + text.Relative(e, in.c.now)
 		} else {
-			exp, expStyle = "expired "+auth.Until(e, in.c.now), s.Error
+			exp, expStyle = "expired "+text.Relative(e, in.c.now), s.Error
 		}
 	}
 	var sig, reason string
@@ -350,11 +351,11 @@ func (in *inspector) summarize() []string {
 		sig, sigStyle = "signature verified", s.OK
 	case t.ver.State == auth.SigFailed:
 		sig, sigStyle = "signature failed", s.Error
-		reason = auth.Sanitize(t.ver.Reason)
+		reason = text.Safe(t.ver.Reason)
 	default:
 		sig = "signature not verified"
 		// "issuer X is not one of your connections; not fetching its keys"
-		reason, _, _ = strings.Cut(auth.Sanitize(t.ver.Reason), ";")
+		reason, _, _ = strings.Cut(text.Safe(t.ver.Reason), ";")
 		reason = strings.TrimSpace(reason)
 	}
 	if reason != "" {
@@ -368,7 +369,7 @@ func (in *inspector) summarize() []string {
 		if iss == "" {
 			iss = t.dec.Issuer
 		}
-		lines = append(lines, "  "+sigStyle.Render(fitReason(reason, auth.Sanitize(iss), in.width-2)))
+		lines = append(lines, "  "+sigStyle.Render(fitReason(reason, text.Safe(iss), in.width-2)))
 	}
 	return lines
 }

@@ -11,7 +11,7 @@ import (
 	"charm.land/bubbles/v2/table"
 	"charm.land/bubbles/v2/textinput"
 	tea "charm.land/bubbletea/v2"
-	"github.com/shipkey/shipkey/auth"
+	"github.com/shipkey/shipkey/internal/text"
 	"github.com/shipkey/shipkey/store"
 )
 
@@ -142,7 +142,7 @@ func (l *keyList) refreshRows() {
 	rows := make([]table.Row, len(l.visible))
 	now := l.c.now
 	for i, k := range l.visible {
-		label := auth.Sanitize(k.Label)
+		label := text.Safe(k.Label)
 		if k.Default {
 			label = "* " + label
 		}
@@ -150,7 +150,7 @@ func (l *keyList) refreshRows() {
 		if masked == "" {
 			masked = "—"
 		}
-		rows[i] = table.Row{auth.Sanitize(masked), label, k.LastUsedAgo(now), accessExpires(k, now)}
+		rows[i] = table.Row{text.Safe(masked), label, text.Ago(k.LastUsed, now), accessExpires(k, now)}
 	}
 	l.table.SetRows(rows)
 	if i := slices.IndexFunc(l.visible, func(k store.Key) bool { return k.Label == was }); was != "" && i >= 0 {
@@ -172,7 +172,7 @@ func accessExpires(k store.Key, now time.Time) string {
 	if !exp.After(now) {
 		return "expired"
 	}
-	return "in " + auth.Countdown(exp.Sub(now))
+	return "in " + text.Countdown(exp.Sub(now))
 }
 
 // matches is a substring match, else a fuzzy (in-order subsequence) match.
@@ -300,7 +300,7 @@ func (l *keyList) handleRenameKey(k tea.KeyPressMsg) (action, tea.Cmd) {
 		case nl == "":
 			l.errMsg = "the label is required"
 			return nil, nil
-		case auth.Sanitize(nl) != nl:
+		case text.Safe(nl) != nl:
 			l.errMsg = "the label must not contain control characters"
 			return nil, nil
 		case nl == l.target:
@@ -354,7 +354,7 @@ func (l *keyList) View() string {
 	b.WriteString(l.table.View() + "\n")
 	switch l.mode {
 	case listConfirming:
-		b.WriteString("  " + s.Warn.Render("Delete key \""+auth.Sanitize(l.target)+"\" and its secrets? (y/n)") + "\n")
+		b.WriteString("  " + s.Warn.Render("Delete key \""+text.Safe(l.target)+"\" and its secrets? (y/n)") + "\n")
 	case listRenaming:
 		b.WriteString("  " + s.row("New label", 12, l.rename.View()) + s.Subtle.Render("  enter saves · esc cancels") + "\n")
 	default:

@@ -5,8 +5,7 @@ import (
 	"sync"
 
 	tea "charm.land/bubbletea/v2"
-
-	"github.com/shipkey/shipkey/auth"
+	"github.com/shipkey/shipkey/internal/text"
 )
 
 // Notices carries the warnings that layers below write (the store's
@@ -34,9 +33,9 @@ func (n *Notices) Write(p []byte) (int, error) {
 			continue
 		}
 		if n.send != nil {
-			n.send(noticeMsg{text: auth.Sanitize(line)})
+			n.send(noticeMsg{text: text.Safe(line)})
 		} else {
-			n.pending = append(n.pending, auth.Sanitize(line))
+			n.pending = append(n.pending, text.Safe(line))
 		}
 	}
 	return len(p), nil

@@ -5,7 +5,7 @@ import (
 	"fmt"
 
 	tea "charm.land/bubbletea/v2"
-	"github.com/shipkey/shipkey/auth"
+	"github.com/shipkey/shipkey/internal/text"
 	"github.com/shipkey/shipkey/store"
 )
 
@@ -49,7 +49,7 @@ func (m *Model) handleKeyTokens(msg keyTokensMsg) tea.Cmd {
 		m.current = msg.key.Label
 		m.keys = append(m.keys, msg.key)
 		m.details.open(msg.key, msg.tokens)
-		m.toast, m.toastOK = fmt.Sprintf("API key %q created.", auth.Sanitize(msg.key.Label)), true
+		m.toast, m.toastOK = fmt.Sprintf("API key %q created.", text.Safe(msg.key.Label)), true
 		return tea.Batch(m.replace(screenDetails), m.loadKeys(), m.checkLive(msg.key.Label))
 	case "inspect":
 		if msg.seq != m.inspSeq {
@@ -58,7 +58,7 @@ func (m *Model) handleKeyTokens(msg keyTokensMsg) tea.Cmd {
 		if msg.err != nil || msg.tokens == nil {
 			m.toast, m.toastOK = "No token to inspect: log in first.", false
 			if msg.err != nil {
-				m.toast = "Cannot read the token: " + auth.Sanitize(msg.err.Error())
+				m.toast = "Cannot read the token: " + text.Safe(msg.err.Error())
 			}
 			return nil
 		}
@@ -69,7 +69,7 @@ func (m *Model) handleKeyTokens(msg keyTokensMsg) tea.Cmd {
 	}
 	if msg.op == "open" {
 		if msg.err != nil {
-			m.details.errMsg = auth.Sanitize(msg.err.Error())
+			m.details.errMsg = text.Safe(msg.err.Error())
 			return nil
 		}
 		if m.details.busy() {
@@ -101,7 +101,7 @@ func (m *Model) handleOpDone(msg opDoneMsg) tea.Cmd {
 	if msg.op != "markused" {
 		m.endOp()
 	}
-	lbl := auth.Sanitize(msg.label)
+	lbl := text.Safe(msg.label)
 	switch msg.op {
 	case "logout":
 		if msg.seq == m.opSeq && msg.label == m.details.key.Label {
@@ -109,7 +109,7 @@ func (m *Model) handleOpDone(msg opDoneMsg) tea.Cmd {
 		}
 	case "delete":
 		if msg.err != nil {
-			m.keyList.errMsg = "delete failed: " + auth.Sanitize(msg.err.Error())
+			m.keyList.errMsg = "delete failed: " + text.Safe(msg.err.Error())
 			return nil
 		}
 		if m.current == msg.label {
@@ -118,7 +118,7 @@ func (m *Model) handleOpDone(msg opDoneMsg) tea.Cmd {
 		m.toast, m.toastOK = fmt.Sprintf("Deleted %q.", lbl), true
 	case "rename":
 		if msg.err != nil {
-			m.keyList.errMsg = "rename failed: " + auth.Sanitize(msg.err.Error())
+			m.keyList.errMsg = "rename failed: " + text.Safe(msg.err.Error())
 			if errors.Is(msg.err, store.ErrLabelTaken) {
 				m.keyList.errMsg = "a key with this label exists; pick another"
 			}
@@ -127,10 +127,10 @@ func (m *Model) handleOpDone(msg opDoneMsg) tea.Cmd {
 		if m.current == msg.label {
 			m.current = msg.to
 		}
-		m.toast, m.toastOK = fmt.Sprintf("Renamed to %q.", auth.Sanitize(msg.to)), true
+		m.toast, m.toastOK = fmt.Sprintf("Renamed to %q.", text.Safe(msg.to)), true
 	case "default":
 		if msg.err != nil {
-			m.keyList.errMsg = "set default failed: " + auth.Sanitize(msg.err.Error())
+			m.keyList.errMsg = "set default failed: " + text.Safe(msg.err.Error())
 			return nil
 		}
 		m.current = msg.label
@@ -149,7 +149,7 @@ func (m *Model) handleCopyReady(msg copyReadyMsg) tea.Cmd {
 	if msg.err != nil || msg.tokens == nil {
 		m.toast, m.toastOK = "Nothing to copy: log in first.", false
 		if msg.err != nil && !errors.Is(msg.err, store.ErrLoginNeeded) {
-			m.toast = "Cannot read the token: " + auth.Sanitize(msg.err.Error())
+			m.toast = "Cannot read the token: " + text.Safe(msg.err.Error())
 		}
 		return nil
 	}

@@ -7,7 +7,7 @@ import (
 
 	"charm.land/bubbles/v2/key"
 	tea "charm.land/bubbletea/v2"
-	"github.com/shipkey/shipkey/auth"
+	"github.com/shipkey/shipkey/internal/text"
 	"github.com/shipkey/shipkey/store"
 )
 
@@ -48,7 +48,7 @@ func (w *welcome) setKeys(keys []store.Key, current string, err error) {
 	w.keys, w.current, w.loaded = keys, current, true
 	w.loadErr = ""
 	if err != nil {
-		w.loadErr = auth.Sanitize(err.Error())
+		w.loadErr = text.Safe(err.Error())
 	}
 }
 
@@ -100,8 +100,8 @@ func (w *welcome) View() string {
 			if cur.Default {
 				name = "Default key"
 			}
-			b.WriteString("  " + s.row(name, 14, s.Value.Render(auth.Sanitize(cur.Label))+"  "+st.Render(state)) + "\n")
-			b.WriteString("  " + s.row("User", 14, s.Value.Render(auth.Sanitize(cur.Username))+s.Subtle.Render(" @ "+auth.Sanitize(cur.Conn.RealmURL()))) + "\n")
+			b.WriteString("  " + s.row(name, 14, s.Value.Render(text.Safe(cur.Label))+"  "+st.Render(state)) + "\n")
+			b.WriteString("  " + s.row("User", 14, s.Value.Render(text.Safe(cur.Username))+s.Subtle.Render(" @ "+text.Safe(cur.Conn.RealmURL()))) + "\n")
 		}
 		b.WriteString("  " + s.row("Keys", 14, s.Value.Render(strconv.Itoa(len(w.keys)))) + "\n")
 	}

@@ -44,7 +44,7 @@ func buildShipkey(t *testing.T) string {
 //
 // The access token is made expired by backdating the realm's clock while the
 // key is created (its JWT exp lies in the past), not by a short lifetime:
-// shipkey treats a token as expired auth.ExpiryMargin (30 s) early, so a
+// shipkey treats a token as expired auth.Expiry's margin (up to 30 s) early, so a
 // lifetime of a few seconds would make every refreshed token look expired too.
 func TestConcurrentTokenRefreshesOnce(t *testing.T) {
 	bin := buildShipkey(t)

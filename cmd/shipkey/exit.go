@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"github.com/shipkey/shipkey/auth"
+	"github.com/shipkey/shipkey/internal/text"
 	"github.com/shipkey/shipkey/store"
 )
 
@@ -49,5 +50,5 @@ func errorLine(err error) string {
 	if errors.Is(err, store.ErrBackendMissing) && !strings.Contains(msg, "SHIPKEY_SECRETS") {
 		msg += "; to keep secrets in an encrypted file instead, set SHIPKEY_SECRETS=file"
 	}
-	return "shipkey: " + auth.Sanitize(msg)
+	return "shipkey: " + text.Safe(msg)
 }

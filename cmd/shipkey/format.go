@@ -1,30 +1,11 @@
 package main
 
 import (
-	"fmt"
 	"time"
 
-	"github.com/shipkey/shipkey/auth"
+	"github.com/shipkey/shipkey/internal/text"
 	"github.com/shipkey/shipkey/store"
 )
-
-// approxDuration renders a lifetime coarsely, two units at most, truncated:
-// "14d 23h", "3h 5m", "29m", "45s".
-func approxDuration(d time.Duration) string {
-	if d < 0 {
-		d = 0
-	}
-	switch {
-	case d >= 24*time.Hour:
-		return fmt.Sprintf("%dd %dh", d/(24*time.Hour), (d%(24*time.Hour))/time.Hour)
-	case d >= time.Hour:
-		return fmt.Sprintf("%dh %dm", d/time.Hour, (d%time.Hour)/time.Minute)
-	case d >= time.Minute:
-		return fmt.Sprintf("%dm", d/time.Minute)
-	default:
-		return fmt.Sprintf("%ds", d/time.Second)
-	}
-}
 
 // expiresIn renders an expiry relative to now: "in 14d 23h", "expired", or
 // "no expiry" for the zero time.
@@ -35,7 +16,7 @@ func expiresIn(t, now time.Time) string {
 	case !now.Before(t):
 		return "expired"
 	default:
-		return auth.Until(t, now)
+		return text.Relative(t, now)
 	}
 }
 
@@ -44,11 +25,11 @@ func expiresIn(t, now time.Time) string {
 func lifetimes(k store.Key, now time.Time) string {
 	access := "access token without stated expiry"
 	if exp := k.Token.AccessExpiry(); !exp.IsZero() {
-		access = "access token valid for " + approxDuration(exp.Sub(now))
+		access = "access token valid for " + text.Span(exp.Sub(now))
 	}
 	refresh := "refresh token without stated expiry"
 	if exp := k.Token.RefreshExpiresAt; !exp.IsZero() {
-		refresh = "refresh token for " + approxDuration(exp.Sub(now))
+		refresh = "refresh token for " + text.Span(exp.Sub(now))
 	}
 	return access + ", " + refresh
 }

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/shipkey/shipkey/auth"
+	"github.com/shipkey/shipkey/internal/text"
 	"github.com/shipkey/shipkey/store"
 	"github.com/spf13/cobra"
 )
@@ -128,7 +129,7 @@ func inspectToken(opts *inspectOptions, in *inspection) (string, error) {
 		if err != nil {
 			return "", fmt.Errorf("reading the token from stdin: %w", err)
 		}
-		return trimBearer(line), nil
+		return text.BearerToken(line), nil
 	case "":
 		st, err := opts.Store()
 		if err != nil {
@@ -138,7 +139,7 @@ func inspectToken(opts *inspectOptions, in *inspection) (string, error) {
 		if err != nil {
 			return "", err
 		}
-		label := auth.Sanitize(key.Label)
+		label := text.Safe(key.Label)
 		ts, err := st.Current(key.Label)
 		if err != nil {
 			return "", err
@@ -152,28 +153,8 @@ func inspectToken(opts *inspectOptions, in *inspection) (string, error) {
 		}
 		return ts.AccessToken, nil
 	default:
-		return trimBearer(opts.Token), nil
+		return text.BearerToken(opts.Token), nil
 	}
-}
-
-// trimBearer accepts a pasted "Authorization: Bearer <token>" or
-// "Bearer <token>" as well as the bare token.
-func trimBearer(s string) string {
-	s = strings.TrimSpace(s)
-	if rest, ok := cutPrefixFold(s, "authorization:"); ok {
-		s = strings.TrimSpace(rest)
-	}
-	if rest, ok := cutPrefixFold(s, "bearer "); ok {
-		s = strings.TrimSpace(rest)
-	}
-	return s
-}
-
-func cutPrefixFold(s, prefix string) (string, bool) {
-	if len(s) >= len(prefix) && strings.EqualFold(s[:len(prefix)], prefix) {
-		return s[len(prefix):], true
-	}
-	return s, false
 }
 
 // writeInspection prints the human form. Claim names and displays come
@@ -181,7 +162,7 @@ func cutPrefixFold(s, prefix string) (string, bool) {
 func writeInspection(w io.Writer, in inspection, verifyAsked bool, now time.Time) error {
 	d := in.Decoded
 	if in.Label != "" {
-		fmt.Fprintf(w, "Key:       %s\n", auth.Sanitize(in.Label))
+		fmt.Fprintf(w, "Key:       %s\n", text.Safe(in.Label))
 	}
 	if d.Format == auth.FormatOpaque {
 		fmt.Fprintln(w, "Token:     opaque (not a JWT; there are no claims to decode)")
@@ -196,7 +177,7 @@ func writeInspection(w io.Writer, in inspection, verifyAsked bool, now time.Time
 			if !now.Before(d.ExpiresAt) {
 				state = "expired"
 			}
-			fmt.Fprintf(w, "Expiry:    %s (%s)\n", state, auth.Until(d.ExpiresAt, now))
+			fmt.Fprintf(w, "Expiry:    %s (%s)\n", state, text.Relative(d.ExpiresAt, now))
 		}
 		if in.Skew != 0 {
 			fmt.Fprintf(w, "Clock:     exp and expires_in disagree by %s: this machine's clock or the server's is off\n", in.Skew.Round(time.Second))
@@ -222,7 +203,7 @@ func writeClaims(w io.Writer, title string, claims []auth.Claim) {
 		if value == "" && len(c.Items) > 0 {
 			value = strings.Join(c.Items, ", ")
 		}
-		fmt.Fprintf(tw, "  %s\t%s\n", auth.Sanitize(c.Name), auth.Sanitize(value))
+		fmt.Fprintf(tw, "  %s\t%s\n", text.Safe(c.Name), text.Safe(value))
 	}
 	tw.Flush()
 }
@@ -232,10 +213,10 @@ func signatureLine(d *auth.Decoded, v *auth.Verification, asked bool) string {
 	case v != nil:
 		line := v.State.String()
 		if v.State == auth.SigVerified && v.KeyID != "" {
-			line += " (key " + auth.Sanitize(v.KeyID) + ")"
+			line += " (key " + text.Safe(v.KeyID) + ")"
 		}
 		if v.Reason != "" {
-			line += ": " + auth.Sanitize(v.Reason)
+			line += ": " + text.Safe(v.Reason)
 		}
 		return line
 	case d.SymmetricSigned:
@@ -250,14 +231,14 @@ func signatureLine(d *auth.Decoded, v *auth.Verification, asked bool) string {
 func livenessLine(d *auth.Decoded, l auth.Liveness, now time.Time) string {
 	reason := ""
 	if l.Reason != "" {
-		reason = " (" + auth.Sanitize(l.Reason) + ")"
+		reason = " (" + text.Safe(l.Reason) + ")"
 	}
 	switch l.State {
 	case auth.LiveActive:
-		return "the server accepts this token (" + auth.Sanitize(l.Via) + ")"
+		return "the server accepts this token (" + text.Safe(l.Via) + ")"
 	case auth.LiveInactive:
 		if d.Format == auth.FormatJWT && now.Before(d.ExpiresAt) {
-			return "valid until " + d.ExpiresAt.UTC().Format("2006-01-02 15:04:05 UTC") +
+			return "valid until " + text.Stamp(d.ExpiresAt) +
 				", but the server no longer accepts it" + reason + "; log in again with: shipkey login"
 		}
 		return "the server no longer accepts this token" + reason
@@ -305,14 +286,14 @@ func writeInspectionJSON(w io.Writer, in inspection, verifyAsked bool) error {
 		out.ExpiresAt = rfc3339OrNil(d.ExpiresAt)
 		switch {
 		case in.Verified != nil:
-			out.Signature = &signatureJSON{State: in.Verified.State.String(), Reason: auth.Sanitize(in.Verified.Reason),
-				KeyID: auth.Sanitize(in.Verified.KeyID), Issuer: auth.Sanitize(in.Verified.Issuer)}
+			out.Signature = &signatureJSON{State: in.Verified.State.String(), Reason: text.Safe(in.Verified.Reason),
+				KeyID: text.Safe(in.Verified.KeyID), Issuer: text.Safe(in.Verified.Issuer)}
 		case verifyAsked || d.SymmetricSigned:
 			out.Signature = &signatureJSON{State: auth.SigNotChecked.String()}
 		}
 	}
 	if in.Live != nil {
-		out.Liveness = &livenessJSON{State: in.Live.State.String(), Via: auth.Sanitize(in.Live.Via), Reason: auth.Sanitize(in.Live.Reason)}
+		out.Liveness = &livenessJSON{State: in.Live.State.String(), Via: text.Safe(in.Live.Via), Reason: text.Safe(in.Live.Reason)}
 	}
 	enc := json.NewEncoder(w)
 	enc.SetIndent("", "  ")
@@ -324,11 +305,11 @@ func writeInspectionJSON(w io.Writer, in inspection, verifyAsked bool) error {
 func sanitizeJSON(v any) any {
 	switch x := v.(type) {
 	case string:
-		return auth.Sanitize(x)
+		return text.Safe(x)
 	case map[string]any:
 		m := make(map[string]any, len(x))
 		for k, e := range x {
-			m[auth.Sanitize(k)] = sanitizeJSON(e)
+			m[text.Safe(k)] = sanitizeJSON(e)
 		}
 		return m
 	case []any:

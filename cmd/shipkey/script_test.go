@@ -48,6 +48,7 @@ func TestScripts(t *testing.T) {
 			"hostiletoken":  cmdHostileToken,
 			"corruptconfig": cmdCorruptConfig,
 			"writeenv":      cmdWriteEnv,
+			"sleep":         cmdSleep,
 		},
 	})
 }
@@ -407,4 +408,17 @@ func cmdWriteEnv(ts *testscript.TestScript, neg bool, args []string) {
 		b.WriteString(ts.Getenv(v) + "\n")
 	}
 	ts.Check(os.WriteFile(ts.MkAbs(args[0]), []byte(b.String()), 0o600))
+}
+
+// cmdSleep waits: "sleep DURATION", for a short token to expire on
+// shipkey's own clock (the realm's clock moves with authserver advance).
+func cmdSleep(ts *testscript.TestScript, neg bool, args []string) {
+	if neg || len(args) != 1 {
+		ts.Fatalf("usage: sleep DURATION")
+	}
+	d, err := time.ParseDuration(args[0])
+	if err != nil || d > 10*time.Second {
+		ts.Fatalf("sleep: bad duration %q (at most 10s)", args[0])
+	}
+	time.Sleep(d)
 }

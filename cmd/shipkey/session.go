@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/shipkey/shipkey/auth"
+	"github.com/shipkey/shipkey/internal/text"
 	"github.com/shipkey/shipkey/store"
 	"github.com/spf13/cobra"
 )
@@ -60,7 +61,7 @@ func loginRun(ctx context.Context, opts *loginOptions) error {
 			What:      "password",
 			Env:       envPassword,
 			FromStdin: opts.PasswordStdin,
-			Prompt:    "Password for " + auth.Sanitize(key.Username) + ": ",
+			Prompt:    "Password for " + text.Safe(key.Username) + ": ",
 			Hint:      "set " + envPassword + " or pass --password-stdin",
 		})
 		if err != nil {
@@ -72,7 +73,7 @@ func loginRun(ctx context.Context, opts *loginOptions) error {
 	if err != nil {
 		return err
 	}
-	fmt.Fprintf(opts.IO.ErrOut, "Logged in API key %s (%s)\n", auth.Sanitize(key.Label), lifetimes(key, opts.Now()))
+	fmt.Fprintf(opts.IO.ErrOut, "Logged in API key %s (%s)\n", text.Safe(key.Label), lifetimes(key, opts.Now()))
 	return nil
 }
 
@@ -138,7 +139,7 @@ func tokenRun(ctx context.Context, opts *tokenOptions) error {
 	if err != nil {
 		return err
 	}
-	ts, err := st.Token(ctx, key.Label, true)
+	ts, err := st.Token(ctx, key.Label, store.TokenOptions{MarkUsed: true})
 	if err != nil {
 		return err
 	}
@@ -183,8 +184,8 @@ func logoutRun(ctx context.Context, opts *logoutOptions) error {
 	if err != nil {
 		return err
 	}
-	label := auth.Sanitize(key.Label)
-	if err := st.Logout(ctx, key.Label); err != nil {
+	label := text.Safe(key.Label)
+	if _, err := st.Logout(ctx, key.Label); err != nil {
 		if auth.KindOf(err) == auth.KindUnknown {
 			return err
 		}

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/shipkey/shipkey/auth"
+	"github.com/shipkey/shipkey/internal/text"
 	"github.com/shipkey/shipkey/store"
 	"github.com/spf13/cobra"
 )
@@ -127,7 +128,7 @@ func keysNewRun(ctx context.Context, opts *keysNewOptions) error {
 		What:      "password",
 		Env:       envPassword,
 		FromStdin: opts.PasswordStdin,
-		Prompt:    "Password for " + auth.Sanitize(opts.Username) + ": ",
+		Prompt:    "Password for " + text.Safe(opts.Username) + ": ",
 		Hint:      "set " + envPassword + " or pass --password-stdin",
 	})
 	if err != nil {
@@ -150,7 +151,7 @@ func keysNewRun(ctx context.Context, opts *keysNewOptions) error {
 	if err != nil {
 		return err
 	}
-	fmt.Fprintf(opts.IO.ErrOut, "Got API key %s (%s)\n", auth.Sanitize(key.Label), lifetimes(key, opts.Now()))
+	fmt.Fprintf(opts.IO.ErrOut, "Got API key %s (%s)\n", text.Safe(key.Label), lifetimes(key, opts.Now()))
 	return nil
 }
 
@@ -243,7 +244,7 @@ func keysListRun(opts *keysListOptions) error {
 		}
 		apiKey, access, refresh := "-", "-", "-"
 		if k.Masked != "" {
-			apiKey = auth.Sanitize(k.Masked)
+			apiKey = text.Safe(k.Masked)
 		}
 		switch k.StatusAt(now) {
 		case store.StatusNoToken:
@@ -255,7 +256,7 @@ func keysListRun(opts *keysListOptions) error {
 			access = expiresIn(k.Token.AccessExpiry(), now)
 			refresh = expiresIn(k.Token.RefreshExpiresAt, now)
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", mark, apiKey, auth.Sanitize(k.Label), k.LastUsedAgo(now), access, refresh)
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", mark, apiKey, text.Safe(k.Label), text.Ago(k.LastUsed, now), access, refresh)
 	}
 	return tw.Flush()
 }
@@ -268,7 +269,7 @@ type keysRmOptions struct {
 	Yes   bool
 }
 
-func newCmdKeysRm(f *factory, runF func(*keysRmOptions) error) *cobra.Command {
+func newCmdKeysRm(f *factory, runF func(context.Context, *keysRmOptions) error) *cobra.Command {
 	opts := &keysRmOptions{IO: f.IO, Store: f.Store}
 	cmd := &cobra.Command{
 		Use:     "rm LABEL",
@@ -280,16 +281,16 @@ without a terminal --yes is required.`,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			opts.Label = args[0]
 			if runF != nil {
-				return runF(opts)
+				return runF(cmd.Context(), opts)
 			}
-			return keysRmRun(opts)
+			return keysRmRun(cmd.Context(), opts)
 		},
 	}
 	cmd.Flags().BoolVarP(&opts.Yes, "yes", "y", false, "do not ask for confirmation")
 	return cmd
 }
 
-func keysRmRun(opts *keysRmOptions) error {
+func keysRmRun(ctx context.Context, opts *keysRmOptions) error {
 	st, err := opts.Store()
 	if err != nil {
 		return err
@@ -298,7 +299,7 @@ func keysRmRun(opts *keysRmOptions) error {
 	if err != nil {
 		return err
 	}
-	label := auth.Sanitize(key.Label)
+	label := text.Safe(key.Label)
 	if !opts.Yes {
 		if !opts.IO.StdinTTY {
 			return usageErrorf("not removing API key %s without confirmation: no terminal to ask on; pass --yes", label)
@@ -315,7 +316,7 @@ func keysRmRun(opts *keysRmOptions) error {
 			return nil
 		}
 	}
-	if err := st.Remove(key.Label); err != nil {
+	if _, err := st.Remove(ctx, key.Label); err != nil {
 		return err
 	}
 	fmt.Fprintln(opts.IO.ErrOut, "Removed API key "+label)
@@ -355,7 +356,7 @@ func keysRenameRun(opts *keysRenameOptions) error {
 	if err := st.Rename(opts.Label, opts.NewLabel); err != nil {
 		return err
 	}
-	fmt.Fprintf(opts.IO.ErrOut, "Renamed API key %s to %s\n", auth.Sanitize(opts.Label), auth.Sanitize(opts.NewLabel))
+	fmt.Fprintf(opts.IO.ErrOut, "Renamed API key %s to %s\n", text.Safe(opts.Label), text.Safe(opts.NewLabel))
 	return nil
 }
 
@@ -390,6 +391,6 @@ func keysDefaultRun(opts *keysDefaultOptions) error {
 	if err := st.SetDefault(opts.Label); err != nil {
 		return err
 	}
-	fmt.Fprintf(opts.IO.ErrOut, "API key %s is now the default\n", auth.Sanitize(opts.Label))
+	fmt.Fprintf(opts.IO.ErrOut, "API key %s is now the default\n", text.Safe(opts.Label))
 	return nil
 }

@@ -1,4 +1,4 @@
-package auth
+package text
 
 import (
 	"fmt"
@@ -7,7 +7,7 @@ import (
 
 const day = 24 * time.Hour
 
-// Until humanizes the time from now to t: "in 14d 23h", "in 12m 30s",
+// Relative humanizes the time from now to t: "in 14d 23h", "in 12m 30s",
 // "3m ago", "now".
 //
 // The forms are stable (golden files depend on them): the magnitude is
@@ -15,7 +15,7 @@ const day = 24 * time.Hour
 // followed by the next unit when that is not zero ("in 14d 23h", "in 2h 5m",
 // "in 45s", "3m ago", "2d 4h ago"); smaller units are dropped. Less than one
 // second either way is "now". A zero t gives "".
-func Until(t, now time.Time) string {
+func Relative(t, now time.Time) string {
 	if t.IsZero() {
 		return ""
 	}
@@ -75,5 +75,46 @@ func Countdown(d time.Duration) string {
 		return fmt.Sprintf("%dh %02dm %02ds", d/time.Hour, (d%time.Hour)/time.Minute, (d%time.Minute)/time.Second)
 	default:
 		return fmt.Sprintf("%d:%02d", d/time.Minute, (d%time.Minute)/time.Second)
+	}
+}
+
+// TimeLayout is how an absolute time is written everywhere: always UTC, to
+// the second.
+const TimeLayout = "2006-01-02 15:04:05 UTC"
+
+// Stamp writes t in TimeLayout, or "—" for the zero time.
+func Stamp(t time.Time) string {
+	if t.IsZero() {
+		return "—"
+	}
+	return t.UTC().Format(TimeLayout)
+}
+
+// Span renders a positive duration as one or two units, truncated to whole
+// seconds: "14d 23h", "2h 5m", "29m", "45s"; zero or less is "0s".
+func Span(d time.Duration) string {
+	if d <= 0 {
+		return "0s"
+	}
+	return spanWords(d)
+}
+
+// Ago renders how long ago t was, coarsely, as the keys table's Last Used
+// shows it: "never" for the zero time, "just now", "3 min ago", "5 h ago",
+// "2 d ago".
+func Ago(t, now time.Time) string {
+	if t.IsZero() {
+		return "never"
+	}
+	d := now.Sub(t)
+	switch {
+	case d < time.Minute:
+		return "just now"
+	case d < time.Hour:
+		return fmt.Sprintf("%d min ago", int(d/time.Minute))
+	case d < 48*time.Hour:
+		return fmt.Sprintf("%d h ago", int(d/time.Hour))
+	default:
+		return fmt.Sprintf("%d d ago", int(d/(24*time.Hour)))
 	}
 }

@@ -1,16 +1,20 @@
-package auth
+// Package text holds shipkey's terminal text rules, used by every front end:
+// making untrusted text safe (Safe), masking secrets (Mask), and the one way
+// each kind of time is written (Countdown, Relative, Ago, Stamp). It is a leaf:
+// it imports nothing of shipkey.
+package text
 
 import (
 	"strings"
 	"unicode/utf8"
 )
 
-// Sanitize makes untrusted text (claims, labels, server messages) safe to put
+// Safe makes untrusted text (claims, labels, server messages) safe to put
 // on a terminal: control characters, including ESC, C1 controls, DEL, and
 // Unicode bidi overrides, are replaced by a visible escape such as \x1b or
 // \u202e; newlines and tabs become spaces; invalid UTF-8 becomes U+FFFD. What
 // it returns can never start a terminal control sequence.
-func Sanitize(s string) string {
+func Safe(s string) string {
 	clean := true
 	for _, r := range s {
 		if r == utf8.RuneError || unsafeRune(r) || r == '\n' || r == '\t' || r == '\r' {
@@ -44,12 +48,12 @@ func Sanitize(s string) string {
 	return b.String()
 }
 
-// SanitizeLines is Sanitize for text where newlines are meaningful (a pretty
+// SafeLines is Safe for text where newlines are meaningful (a pretty
 // printed JSON body): every line is sanitized and newlines are kept.
-func SanitizeLines(s string) string {
+func SafeLines(s string) string {
 	lines := strings.Split(strings.ReplaceAll(s, "\r\n", "\n"), "\n")
 	for i, l := range lines {
-		lines[i] = Sanitize(l)
+		lines[i] = Safe(l)
 	}
 	return strings.Join(lines, "\n")
 }

@@ -1,13 +1,13 @@
-package auth_test
+package text_test
 
 import (
 	"testing"
 	"time"
 
-	"github.com/shipkey/shipkey/auth"
+	"github.com/shipkey/shipkey/internal/text"
 )
 
-func TestUntil(t *testing.T) {
+func TestRelative(t *testing.T) {
 	now := time.Date(2026, 11, 21, 10, 0, 0, 0, time.UTC)
 	d := 24 * time.Hour
 	tests := []struct {
@@ -34,11 +34,11 @@ func TestUntil(t *testing.T) {
 		{-400 * d, "400d ago"},
 	}
 	for _, tt := range tests {
-		if got := auth.Until(now.Add(tt.offset), now); got != tt.want {
+		if got := text.Relative(now.Add(tt.offset), now); got != tt.want {
 			t.Errorf("Until(now%+v) = %q, want %q", tt.offset, got, tt.want)
 		}
 	}
-	if got := auth.Until(time.Time{}, now); got != "" {
+	if got := text.Relative(time.Time{}, now); got != "" {
 		t.Errorf("Until(zero) = %q, want empty", got)
 	}
 }
@@ -66,8 +66,42 @@ func TestCountdown(t *testing.T) {
 		{-30 * d, "expired"},
 	}
 	for _, tt := range tests {
-		if got := auth.Countdown(tt.in); got != tt.want {
+		if got := text.Countdown(tt.in); got != tt.want {
 			t.Errorf("Countdown(%v) = %q, want %q", tt.in, got, tt.want)
 		}
+	}
+}
+
+func TestAgo(t *testing.T) {
+	now := time.Date(2026, 11, 21, 12, 0, 0, 0, time.UTC)
+	for before, want := range map[time.Duration]string{
+		10 * time.Second: "just now", 3 * time.Minute: "3 min ago", 2 * time.Hour: "2 h ago",
+		47 * time.Hour: "47 h ago", 50 * time.Hour: "2 d ago",
+	} {
+		if got := text.Ago(now.Add(-before), now); got != want {
+			t.Errorf("Ago(-%v) = %q, want %q", before, got, want)
+		}
+	}
+	if got := text.Ago(time.Time{}, now); got != "never" {
+		t.Errorf("Ago(zero) = %q, want never", got)
+	}
+}
+
+func TestSpanAndStamp(t *testing.T) {
+	for d, want := range map[time.Duration]string{
+		14*24*time.Hour + 23*time.Hour: "14d 23h",
+		3*time.Hour + 5*time.Minute:    "3h 5m",
+		45 * time.Second:               "45s",
+		-time.Second:                   "0s",
+	} {
+		if got := text.Span(d); got != want {
+			t.Errorf("Span(%v) = %q, want %q", d, got, want)
+		}
+	}
+	if got := text.Stamp(time.Time{}); got != "—" {
+		t.Errorf("Stamp(zero) = %q", got)
+	}
+	if got := text.Stamp(time.Date(2026, 1, 2, 3, 4, 5, 0, time.FixedZone("X", 3600))); got != "2026-01-02 02:04:05 UTC" {
+		t.Errorf("Stamp = %q", got)
 	}
 }

@@ -1,42 +1,12 @@
-package auth_test
+package text_test
 
 import (
 	"strings"
 	"testing"
-	"unicode/utf8"
 
-	"github.com/shipkey/shipkey/auth"
+	"github.com/shipkey/shipkey/internal/text"
+	"github.com/shipkey/shipkey/internal/text/texttest"
 )
-
-// terminalUnsafe reports the first rune in s that could start or alter a
-// terminal control sequence or reorder text: C0 controls, DEL, C1 controls,
-// bidi overrides and marks, BOM; invalid UTF-8 counts too.
-func terminalUnsafe(s string) (rune, bool) {
-	if !utf8.ValidString(s) {
-		return utf8.RuneError, true
-	}
-	for i := 0; i < len(s); i++ {
-		if b := s[i]; b < 0x20 || b == 0x7f {
-			return rune(b), true
-		}
-	}
-	for _, r := range s {
-		switch {
-		case r >= 0x80 && r < 0xa0,
-			r >= 0x202a && r <= 0x202e, r >= 0x2066 && r <= 0x2069,
-			r == 0x200e, r == 0x200f, r == 0x061c, r == 0xfeff:
-			return r, true
-		}
-	}
-	return 0, false
-}
-
-func requireTerminalSafe(t *testing.T, where, s string) {
-	t.Helper()
-	if r, bad := terminalUnsafe(s); bad {
-		t.Errorf("%s: %q contains unsafe rune %U", where, s, r)
-	}
-}
 
 func TestSanitize(t *testing.T) {
 	tests := []struct{ in, want string }{
@@ -57,25 +27,25 @@ func TestSanitize(t *testing.T) {
 		{"ok \uFFFD", "ok \uFFFD"},
 	}
 	for _, tt := range tests {
-		got := auth.Sanitize(tt.in)
+		got := text.Safe(tt.in)
 		if got != tt.want {
 			t.Errorf("Sanitize(%q) = %q, want %q", tt.in, got, tt.want)
 		}
-		requireTerminalSafe(t, "Sanitize", got)
-		if again := auth.Sanitize(got); again != got {
+		texttest.RequireSafe(t, "Sanitize", got)
+		if again := text.Safe(got); again != got {
 			t.Errorf("Sanitize is not idempotent on %q: %q then %q", tt.in, got, again)
 		}
 	}
 }
 
 func TestSanitizeLines(t *testing.T) {
-	got := auth.SanitizeLines("{\r\n  \"a\": \"\x1b[31mred\"\n}")
+	got := text.SafeLines("{\r\n  \"a\": \"\x1b[31mred\"\n}")
 	want := "{\n  \"a\": \"\\x1b[31mred\"\n}"
 	if got != want {
 		t.Errorf("SanitizeLines = %q, want %q", got, want)
 	}
 	for _, line := range strings.Split(got, "\n") {
-		requireTerminalSafe(t, "SanitizeLines", line)
+		texttest.RequireSafe(t, "SanitizeLines", line)
 	}
 }
 
@@ -87,16 +57,16 @@ func FuzzSanitize(f *testing.F) {
 		f.Add(seed)
 	}
 	f.Fuzz(func(t *testing.T, in string) {
-		out := auth.Sanitize(in)
-		if r, bad := terminalUnsafe(out); bad {
+		out := text.Safe(in)
+		if r, bad := texttest.Unsafe(out); bad {
 			t.Fatalf("Sanitize(%q) = %q contains unsafe rune %U", in, out, r)
 		}
-		if auth.Sanitize(out) != out {
+		if text.Safe(out) != out {
 			t.Fatalf("Sanitize(%q) = %q is not a fixed point", in, out)
 		}
-		lines := auth.SanitizeLines(in)
+		lines := text.SafeLines(in)
 		for _, l := range strings.Split(lines, "\n") {
-			if r, bad := terminalUnsafe(l); bad {
+			if r, bad := texttest.Unsafe(l); bad {
 				t.Fatalf("SanitizeLines(%q) line %q contains unsafe rune %U", in, l, r)
 			}
 		}
