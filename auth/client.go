@@ -87,20 +87,27 @@ func (c *Client) Now() time.Time { return c.now() }
 // CheckURL: a discovered token endpoint that fails the check is an error of
 // KindConfig, any other such endpoint is dropped (left empty).
 func (c *Client) Endpoints(ctx context.Context, conn Connection) (Endpoints, error) {
+	ep, _, err := c.endpoints(ctx, conn)
+	return ep, err
+}
+
+// endpoints is Endpoints, also reporting whether discovery answered (false:
+// Keycloak's fixed paths are guesses).
+func (c *Client) endpoints(ctx context.Context, conn Connection) (Endpoints, bool, error) {
 	if err := checkConnURLs(conn); err != nil {
-		return Endpoints{}, err
+		return Endpoints{}, false, err
 	}
 	issuer := conn.IssuerURL()
 	if issuer == "" { // only a TokenURL: nothing to discover
-		return conn.KeycloakEndpoints(), nil
+		return conn.KeycloakEndpoints(), false, nil
 	}
 	ep, err := c.discover(ctx, issuer)
 	if err != nil {
 		if conn.AuthURL == "" || KindOf(err) == KindTimeout {
-			return Endpoints{}, err
+			return Endpoints{}, false, err
 		}
 		c.logger.Debug("discovery failed; using Keycloak paths", "issuer", issuer, "kind", KindOf(err).String())
-		return conn.KeycloakEndpoints(), nil
+		return conn.KeycloakEndpoints(), false, nil
 	}
 	if conn.TokenURL != "" {
 		ep.Token = conn.TokenURL
@@ -109,9 +116,9 @@ func (c *Client) Endpoints(ctx context.Context, conn Connection) (Endpoints, err
 		ep.Token = conn.KeycloakEndpoints().Token
 	}
 	if ep.Token == "" {
-		return Endpoints{}, &Error{Kind: KindConfig, Op: "discovery", Msg: "the discovery document names no token endpoint", Hint: "set the token URL of the connection"}
+		return Endpoints{}, false, &Error{Kind: KindConfig, Op: "discovery", Msg: "the discovery document names no token endpoint", Hint: "set the token URL of the connection"}
 	}
-	return ep, nil
+	return ep, true, nil
 }
 
 // checkConnURLs applies CheckURL to the connection's URLs (KindConfig).
@@ -125,6 +132,9 @@ func checkConnURLs(conn Connection) error {
 		}
 		if err := CheckURL(u.v); err != nil {
 			return configError(u.name+" "+text.Safe(u.v)+" "+err.Error(), "use an https:// URL (http:// is allowed only for localhost)")
+		}
+		if err := checkNoQuery(u.name, u.v); err != nil {
+			return err
 		}
 	}
 	return nil
@@ -249,9 +259,9 @@ func (c *Client) Login(ctx context.Context, conn Connection, clientSecret, usern
 	ctx, tr := withTracker(context.WithValue(ctx, oauth2.HTTPClient, c.http))
 	tok, err := oauthConfig(conn, clientSecret, tokenURL).PasswordCredentialsToken(ctx, username, password)
 	if err != nil {
-		return nil, mapTokenError(ctx, op, tokenURL, err, tr, []string{password, clientSecret, username})
+		return nil, mapTokenError(ctx, op, tokenURL, err, tr, secretsOf(conn, clientSecret, password, username))
 	}
-	return c.tokenSet(tok), nil
+	return c.tokenSet(op, tok)
 }
 
 // Refresh redeems prev.RefreshToken with grant_type=refresh_token and the
@@ -274,14 +284,23 @@ func (c *Client) Refresh(ctx context.Context, conn Connection, clientSecret stri
 	expired := &oauth2.Token{RefreshToken: prev.RefreshToken, Expiry: time.Unix(1, 0)}
 	tok, err := oauthConfig(conn, clientSecret, tokenURL).TokenSource(ctx, expired).Token()
 	if err != nil {
-		return nil, mapTokenError(ctx, op, tokenURL, err, tr, []string{clientSecret, prev.RefreshToken, prev.AccessToken})
+		return nil, mapTokenError(ctx, op, tokenURL, err, tr, secretsOf(conn, clientSecret, prev.RefreshToken, prev.AccessToken))
 	}
-	ts := c.tokenSet(tok)
-	if s, _ := tok.Extra("refresh_token").(string); s == "" {
-		// No rotation: x/oauth2 kept the old refresh token; keep its expiry.
+	rotated := extraString(tok, "refresh_token") != ""
+	if !rotated {
+		// No rotation: x/oauth2 put the old refresh token back; it was
+		// checked when it was stored, and its expiry stays.
+		tok.RefreshToken = ""
+	}
+	ts, err := c.tokenSet(op, tok)
+	if err != nil {
+		return nil, err
+	}
+	if !rotated {
 		ts.RefreshToken = prev.RefreshToken
 		ts.RefreshExpiresIn = prev.RefreshExpiresIn
 		ts.RefreshExpiresAt = prev.RefreshExpiresAt
+		ts.RefreshExpirySource = prev.RefreshExpirySource
 	}
 	if ts.Scope == "" {
 		ts.Scope = prev.Scope // RFC 6749 §5.1: omitted when unchanged
@@ -290,34 +309,6 @@ func (c *Client) Refresh(ctx context.Context, conn Connection, clientSecret stri
 		ts.SessionState = prev.SessionState
 	}
 	return ts, nil
-}
-
-// tokenSet builds a TokenSet from a grant's answer, stamped with c.now().
-func (c *Client) tokenSet(tok *oauth2.Token) *TokenSet {
-	now := c.now()
-	ts := &TokenSet{
-		AccessToken:      tok.AccessToken,
-		TokenType:        text.Safe(tok.TokenType),
-		RefreshToken:     tok.RefreshToken,
-		IDToken:          extraString(tok, "id_token"),
-		ExpiresIn:        extraInt(tok, "expires_in"),
-		RefreshExpiresIn: extraInt(tok, "refresh_expires_in"),
-		NotBeforePolicy:  extraInt(tok, "not-before-policy"),
-		SessionState:     text.Safe(extraString(tok, "session_state")),
-		Scope:            text.Safe(extraString(tok, "scope")),
-		ObtainedAt:       now,
-	}
-	if ts.ExpiresIn == 0 {
-		ts.ExpiresIn = tok.ExpiresIn
-	}
-	if ts.ExpiresIn > 0 {
-		ts.AccessExpiresAt = now.Add(time.Duration(ts.ExpiresIn) * time.Second)
-	}
-	if ts.RefreshExpiresIn > 0 && ts.RefreshToken != "" {
-		ts.RefreshExpiresAt = now.Add(time.Duration(ts.RefreshExpiresIn) * time.Second)
-	}
-	ts.JWTExpiresAt = jwtExpiry(ts.AccessToken)
-	return ts
 }
 
 // extraString reads a string field of the token response.
@@ -421,151 +412,4 @@ func cloneValues(v url.Values) url.Values {
 		out[k] = append([]string(nil), vv...)
 	}
 	return out
-}
-
-// Logout ends the session at the realm's logout endpoint (form client_id,
-// client_secret, refresh_token). A refusal is returned as *Error; callers drop
-// their local tokens either way. A session that had already ended is
-// KindLoginRequired.
-func (c *Client) Logout(ctx context.Context, conn Connection, clientSecret, refreshToken string) error {
-	const op = "logout"
-	if err := conn.Validate(); err != nil {
-		return withOp(err, op)
-	}
-	ep, err := c.Endpoints(ctx, conn)
-	if err != nil {
-		return withOp(err, op)
-	}
-	if ep.Logout == "" {
-		return &Error{Kind: KindConfig, Op: op, Msg: "the server offers no logout endpoint", Hint: "the session ends when the refresh token expires", Err: ErrNotSupported}
-	}
-	status, body, err := c.postForm(ctx, conn, clientSecret, ep.Logout, url.Values{"refresh_token": {refreshToken}})
-	if err != nil {
-		return mapTransportError(ctx, op, ep.Logout, err)
-	}
-	if status == http.StatusOK || status == http.StatusNoContent {
-		return nil
-	}
-	se := parseServerError(body)
-	return mapStatus(op, status, se.Code, se.Description, body, []string{clientSecret, refreshToken})
-}
-
-// Revoke revokes token by RFC 7009 where the server advertises a revocation
-// endpoint; hint is "access_token" or "refresh_token". It returns
-// ErrNotSupported when there is no such endpoint.
-func (c *Client) Revoke(ctx context.Context, conn Connection, clientSecret, token, hint string) error {
-	const op = "revoke"
-	if err := conn.Validate(); err != nil {
-		return withOp(err, op)
-	}
-	ep, err := c.Endpoints(ctx, conn)
-	if err != nil {
-		return withOp(err, op)
-	}
-	if ep.Revocation == "" {
-		return ErrNotSupported
-	}
-	form := url.Values{"token": {token}}
-	if hint != "" {
-		form.Set("token_type_hint", hint)
-	}
-	status, body, err := c.postForm(ctx, conn, clientSecret, ep.Revocation, form)
-	if err != nil {
-		return mapTransportError(ctx, op, ep.Revocation, err)
-	}
-	if status == http.StatusOK || status == http.StatusNoContent {
-		return nil
-	}
-	se := parseServerError(body)
-	return mapStatus(op, status, se.Code, se.Description, body, []string{clientSecret, token})
-}
-
-// LiveState is what the server says of a token that looks valid locally.
-type LiveState int
-
-const (
-	LiveUnknown  LiveState = iota // cannot tell (no endpoint, network failure)
-	LiveActive                    // the server accepts it
-	LiveInactive                  // the server no longer accepts it (session ended)
-)
-
-func (s LiveState) String() string {
-	return [...]string{"cannot tell", "active", "not active"}[s]
-}
-
-// Liveness is the answer of Client.Liveness.
-type Liveness struct {
-	State  LiveState
-	Via    string // "introspection" or "userinfo"
-	Reason string // sanitized, for LiveUnknown and LiveInactive
-}
-
-// Liveness asks the realm whether it still accepts accessToken: token
-// introspection with the client's credentials, else userinfo (when
-// introspection is missing or answers 401, 403 or 404). It never returns an
-// error; failures are LiveUnknown with a reason.
-func (c *Client) Liveness(ctx context.Context, conn Connection, clientSecret, accessToken string) Liveness {
-	secrets := []string{clientSecret, accessToken}
-	if err := conn.Validate(); err != nil {
-		return Liveness{State: LiveUnknown, Reason: err.Error()}
-	}
-	ep, err := c.Endpoints(ctx, conn)
-	if err != nil {
-		return Liveness{State: LiveUnknown, Reason: err.Error()}
-	}
-	if ep.Introspection != "" {
-		const via = "introspection"
-		status, body, err := c.postForm(ctx, conn, clientSecret, ep.Introspection,
-			url.Values{"token": {accessToken}, "token_type_hint": {"access_token"}})
-		switch {
-		case err != nil:
-			return Liveness{State: LiveUnknown, Via: via, Reason: mapTransportError(ctx, "introspect", ep.Introspection, err).Error()}
-		case status == http.StatusOK:
-			var ans struct {
-				Active *bool `json:"active"`
-			}
-			if json.Unmarshal(body, &ans) != nil || ans.Active == nil {
-				return Liveness{State: LiveUnknown, Via: via, Reason: "the introspection answer is not valid JSON with \"active\""}
-			}
-			if *ans.Active {
-				return Liveness{State: LiveActive, Via: via}
-			}
-			return Liveness{State: LiveInactive, Via: via, Reason: "the server no longer accepts the token (session ended or token revoked)"}
-		case status == http.StatusUnauthorized || status == http.StatusForbidden || status == http.StatusNotFound:
-			c.logger.Debug("introspection unavailable; trying userinfo", "status", status)
-		default:
-			se := parseServerError(body)
-			return Liveness{State: LiveUnknown, Via: via, Reason: mapStatus("introspect", status, se.Code, se.Description, body, secrets).Error()}
-		}
-	}
-	if ep.Userinfo == "" {
-		return Liveness{State: LiveUnknown, Reason: "the server offers neither token introspection nor userinfo"}
-	}
-	const via = "userinfo"
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, ep.Userinfo, nil)
-	if err != nil {
-		return Liveness{State: LiveUnknown, Via: via, Reason: "the userinfo URL is not valid"}
-	}
-	req.Header.Set("Authorization", "Bearer "+accessToken)
-	req.Header.Set("Accept", "application/json")
-	resp, err := c.http.Do(req)
-	if err != nil {
-		return Liveness{State: LiveUnknown, Via: via, Reason: mapTransportError(ctx, "userinfo", ep.Userinfo, err).Error()}
-	}
-	body, err := readBody(resp)
-	if err != nil {
-		return Liveness{State: LiveUnknown, Via: via, Reason: mapTransportError(ctx, "userinfo", ep.Userinfo, err).Error()}
-	}
-	switch resp.StatusCode {
-	case http.StatusOK:
-		return Liveness{State: LiveActive, Via: via}
-	case http.StatusUnauthorized:
-		reason := "the server no longer accepts the token"
-		if se := parseServerError(body); se.Description != "" {
-			reason += " (server said: " + scrub(se.Description, secrets) + ")"
-		}
-		return Liveness{State: LiveInactive, Via: via, Reason: reason}
-	}
-	se := parseServerError(body)
-	return Liveness{State: LiveUnknown, Via: via, Reason: mapStatus("userinfo", resp.StatusCode, se.Code, se.Description, body, secrets).Error()}
 }

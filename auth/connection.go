@@ -6,6 +6,8 @@ import (
 	"net"
 	"net/url"
 	"strings"
+
+	"github.com/shipkey/shipkey/internal/text"
 )
 
 // DefaultRealm is the realm used when a Connection names none (the spec's path
@@ -91,8 +93,104 @@ func (c Connection) Validate() error {
 		if err := CheckURL(u.v); err != nil {
 			return configError(fmt.Sprintf("%s %s", u.name, err.Error()), "use an https:// URL (http:// is allowed only for localhost)")
 		}
+		if err := checkNoQuery(u.name, u.v); err != nil {
+			return err
+		}
+	}
+	if c.AuthURL != "" {
+		if n, err := c.Normalize(); err != nil {
+			return err
+		} else if strings.TrimRight(n.AuthURL, "/") != strings.TrimRight(c.AuthURL, "/") {
+			return configError("the auth URL "+text.Safe(c.AuthURL)+" holds a realm path", "run it through Normalize, or set "+describe(n))
+		}
 	}
 	return nil
+}
+
+// describe says, for a message, which URL and realm n sets.
+func describe(n Connection) string {
+	if n.AuthURL != "" {
+		return "the auth URL to " + text.Safe(n.AuthURL) + " and the realm to " + text.Safe(n.Realm)
+	}
+	return "the issuer to " + text.Safe(n.Issuer) + " (and no auth URL)"
+}
+
+// checkNoQuery refuses a connection URL with a query or a fragment: the auth
+// URL is a base that paths are appended to, and a token URL or issuer with
+// one would send credentials somewhere else than meant.
+func checkNoQuery(name, raw string) error {
+	i := strings.IndexAny(raw, "?#")
+	if i < 0 {
+		return nil
+	}
+	what := "a query"
+	if raw[i] == '#' {
+		what = "a fragment"
+	}
+	return configError(fmt.Sprintf("the %s has %s (%s)", name, what, text.Safe(raw[i:])),
+		fmt.Sprintf("remove %q and everything after it: use %s", raw[i:i+1], text.Safe(raw[:i])))
+}
+
+// Normalize recognises a realm path pasted into AuthURL and splits it:
+//
+//   - https://h/auth/realms/NAME (Keycloak before 17, and later ones run with
+//     --http-relative-path=/auth, the spec's shape) becomes AuthURL
+//     https://h and Realm NAME; anything before /auth stays in AuthURL
+//     (https://h/kc/auth/realms/NAME gives https://h/kc);
+//   - https://h/realms/NAME (Keycloak 17 and later, without /auth) cannot be
+//     an AuthURL: shipkey always puts /auth/realms/ after the auth URL, as the
+//     spec's token path does. It becomes Issuer https://h/realms/NAME with
+//     Realm NAME and no AuthURL, so that every endpoint comes from OIDC
+//     discovery at that issuer;
+//
+// each with or without a trailing /, /protocol/openid-connect/... or
+// /.well-known/openid-configuration. A pasted realm that contradicts a Realm
+// already set is an error (KindConfig); so is a /realms/ path when an Issuer
+// is already set to something else. Any other connection is returned
+// unchanged (trailing slashes of AuthURL trimmed).
+func (c Connection) Normalize() (Connection, error) {
+	if c.AuthURL == "" {
+		return c, nil
+	}
+	u, err := url.Parse(c.AuthURL)
+	if err != nil || u.Host == "" || strings.ContainsAny(c.AuthURL, "?#") {
+		return c, nil // Validate says what is wrong
+	}
+	path := strings.TrimRight(u.EscapedPath(), "/")
+	for _, suffix := range []string{"/.well-known/openid-configuration", "/protocol/openid-connect"} {
+		if i := strings.Index(path, suffix); i >= 0 {
+			path = path[:i]
+		}
+	}
+	i := strings.LastIndex(path, "/realms/")
+	if i < 0 {
+		c.AuthURL = strings.TrimRight(c.AuthURL, "/")
+		return c, nil
+	}
+	rawRealm := path[i+len("/realms/"):]
+	realm, err := url.PathUnescape(rawRealm)
+	if err != nil || realm == "" || strings.Contains(rawRealm, "/") {
+		return c, configError("the auth URL "+text.Safe(c.AuthURL)+" has a realm path that shipkey cannot read",
+			"set the auth URL to the server's base URL (https://host) and the realm separately")
+	}
+	if c.Realm != "" && c.Realm != realm {
+		return c, configError(fmt.Sprintf("the auth URL names realm %s but the realm is set to %s", text.Safe(realm), text.Safe(c.Realm)),
+			"drop the realm path from the auth URL, or set the realm to the one you mean")
+	}
+	base := u.Scheme + "://" + u.Host
+	prefix := path[:i]
+	c.Realm = realm
+	if p, ok := strings.CutSuffix(prefix, "/auth"); ok {
+		c.AuthURL = base + p
+		return c, nil
+	}
+	issuer := base + prefix + "/realms/" + rawRealm
+	if c.Issuer != "" && strings.TrimRight(c.Issuer, "/") != issuer {
+		return c, configError("the auth URL "+text.Safe(c.AuthURL)+" names another realm than the issuer "+text.Safe(c.Issuer),
+			"set only the issuer")
+	}
+	c.AuthURL, c.Issuer = "", issuer
+	return c, nil
 }
 
 // CheckURL reports whether raw is an absolute http(s) URL that shipkey may

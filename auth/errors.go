@@ -27,6 +27,10 @@ const (
 	KindTimeout                       // no answer in time
 	KindTLS                           // the TLS handshake or certificate check failed
 	KindMalformedResponse             // the answer was not a token response (bad JSON, missing fields, too big)
+	// KindCredentialsRefused: a server that does not say which (no OAuth
+	// error code: an empty, plain-text or HTML 401/403) refused the password
+	// grant; the username/password or the client credentials are wrong.
+	KindCredentialsRefused
 )
 
 var kindNames = [...]string{
@@ -44,6 +48,7 @@ var kindNames = [...]string{
 	KindTimeout:             "timeout",
 	KindTLS:                 "tls",
 	KindMalformedResponse:   "malformed_response",
+	KindCredentialsRefused:  "credentials_refused",
 }
 
 func (k ErrorKind) String() string {

@@ -10,7 +10,6 @@ import (
 	"io"
 	"net"
 	"net/url"
-	"regexp"
 	"strings"
 	"syscall"
 
@@ -21,34 +20,6 @@ import (
 // ErrNotSupported is returned when the server offers no endpoint for the
 // operation asked (Revoke without a revocation endpoint).
 var ErrNotSupported = errors.New("the server does not offer this operation")
-
-// excerptSize bounds Excerpt and Description.
-const excerptSize = 200
-
-// tokenLike matches runs that could be a token or another secret: long
-// base64/base64url/JWT-alphabet strings.
-var tokenLike = regexp.MustCompile(`[A-Za-z0-9._~+=-]{32,}`)
-
-// scrub prepares server-provided text for an *Error: every known secret and
-// every token-looking run is replaced, then it is cut to excerptSize bytes (on
-// a rune boundary) and sanitized for the terminal.
-func scrub(s string, secrets []string) string {
-	for _, sec := range secrets {
-		if len(sec) >= 3 {
-			s = strings.ReplaceAll(s, sec, "[redacted]")
-		}
-	}
-	s = tokenLike.ReplaceAllString(s, "[redacted]")
-	s = strings.TrimSpace(s)
-	if len(s) > excerptSize {
-		cut := excerptSize
-		for cut > 0 && (s[cut]&0xC0) == 0x80 {
-			cut--
-		}
-		s = s[:cut] + "…"
-	}
-	return text.Safe(s)
-}
 
 // host is the host:port of a URL, for messages.
 func host(raw string) string {
@@ -93,6 +64,14 @@ func mapStatus(op string, status int, code, desc string, body []byte, secrets []
 		e.Kind = KindServer
 		e.Msg = fmt.Sprintf("the server failed (status %d)", status)
 		e.Hint = "try again later; if it persists, tell the realm's administrators"
+	case op == "login" && (status == 401 || status == 403) && !knownCode(code):
+		// Not Keycloak's JSON: an empty, plain-text or HTML refusal that does
+		// not say whether the user or the client was refused.
+		e.Kind = KindCredentialsRefused
+	case op == "refresh" && (status == 400 || status == 401) && code == "":
+		// A refusal without an OAuth error body: the refresh token is no
+		// longer accepted; only a login can help.
+		e.Kind = KindLoginRequired
 	case code == "invalid_grant" && op == "login":
 		switch {
 		case strings.Contains(lowDesc, "disabled"):
@@ -132,6 +111,16 @@ func mapStatus(op string, status int, code, desc string, body []byte, secrets []
 	return e
 }
 
+// knownCode reports whether code is an RFC 6749 §5.2 error code mapStatus
+// tells apart.
+func knownCode(code string) bool {
+	switch code {
+	case "invalid_grant", "invalid_client", "unauthorized_client", "unsupported_grant_type", "invalid_scope", "invalid_request":
+		return true
+	}
+	return false
+}
+
 // kindText is the message and hint of the kinds that come from the server's
 // error code.
 func kindText(k ErrorKind, op string) (msg, hint string) {
@@ -148,6 +137,8 @@ func kindText(k ErrorKind, op string) (msg, hint string) {
 		return "the client does not allow the password grant", "ask a realm administrator to enable Direct Access Grants for the client"
 	case KindInvalidScope:
 		return "a requested scope is not allowed for this client", "check the scopes of the connection"
+	case KindCredentialsRefused:
+		return "the server refused the username/password or the client credentials", "check both the username and password and the client id and client secret"
 	case KindLoginRequired:
 		if op == "logout" {
 			return "the session had already ended", "nothing to do; log in again with `shipkey login` when needed"

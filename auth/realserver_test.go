@@ -194,8 +194,8 @@ func TestRealOAuth2Server(t *testing.T) {
 			t.Error("the access token is a JWT with exp, JWTExpiresAt is zero")
 		}
 		// Keycloak's extras are absent: nothing is invented.
-		if ts.RefreshExpiresIn != 0 || !ts.RefreshExpiresAt.IsZero() || ts.SessionState != "" || ts.NotBeforePolicy != 0 {
-			t.Errorf("refresh_expires_in %d, refresh expires %v, session_state %q, not-before-policy %d: want none",
+		if ts.RefreshExpiresIn != 0 || !ts.RefreshExpiresAt.IsZero() || ts.SessionState != "" || ts.NotBeforePolicy != nil {
+			t.Errorf("refresh_expires_in %d, refresh expires %v, session_state %q, not-before-policy %v: want none",
 				ts.RefreshExpiresIn, ts.RefreshExpiresAt, ts.SessionState, ts.NotBeforePolicy)
 		}
 		if !ts.AccessValid(ts.ObtainedAt) || !ts.RefreshValid(ts.ObtainedAt) {

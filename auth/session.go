@@ -2,7 +2,8 @@ package auth
 
 import (
 	"context"
-	"errors"
+	"net/http"
+	"net/url"
 )
 
 // EndResult says how EndSession ended a session at the server.
@@ -18,41 +19,149 @@ type EndResult struct {
 func (r EndResult) Ended() bool { return r.Via != "" }
 
 // EndSession ends the session that ts belongs to, at the server, with
-// whatever the server offers: Keycloak's logout endpoint, else the advertised
-// revocation_endpoint, else Keycloak's revoke path; with revocation the
-// refresh token is revoked first, then the access token.
+// whatever the server offers:
+//
+//  1. the logout endpoint, with the refresh token: discovery's
+//     end_session_endpoint, or Keycloak's .../protocol/openid-connect/logout
+//     only when discovery did not answer. A 404 or 405 there (not Keycloak)
+//     falls through to revocation;
+//  2. RFC 7009 revocation: discovery's revocation_endpoint, else Keycloak's
+//     .../protocol/openid-connect/revoke (when the connection has an auth
+//     URL); the refresh token first (which ends the session), then the access
+//     token. A 404 or 405 at the guessed Keycloak path means the server offers
+//     no revocation.
 //
 // It returns a zero EndResult and a nil error when the server offers no way
-// to end a session; an error only when the server refused or could not be
-// reached. Callers drop their local tokens either way.
+// to end a session; an error (*Error) only when the server refused or could
+// not be reached. Callers drop their local tokens either way.
 func (c *Client) EndSession(ctx context.Context, conn Connection, clientSecret string, ts *TokenSet) (EndResult, error) {
+	const op = "logout"
 	if ts == nil || (ts.RefreshToken == "" && ts.AccessToken == "") {
 		return EndResult{}, nil
 	}
-	if ts.RefreshToken != "" {
-		err := c.Logout(ctx, conn, clientSecret, ts.RefreshToken)
+	if err := conn.Validate(); err != nil {
+		return EndResult{}, withOp(err, op)
+	}
+	ep, discovered, err := c.endpoints(ctx, conn)
+	if err != nil {
+		return EndResult{}, withOp(err, op)
+	}
+	if !discovered {
+		ep.Logout = conn.KeycloakEndpoints().Logout
+	}
+	if ts.RefreshToken != "" && ep.Logout != "" {
+		status, body, err := c.postForm(ctx, conn, clientSecret, ep.Logout, url.Values{"refresh_token": {ts.RefreshToken}})
 		switch {
-		case err == nil:
+		case err != nil:
+			return EndResult{}, mapTransportError(ctx, op, ep.Logout, err)
+		case status == http.StatusOK || status == http.StatusNoContent:
 			return EndResult{Via: "logout"}, nil
-		case IsLoginRequired(err):
-			return EndResult{Via: "logout", AlreadyEnded: true}, nil
-		case !errors.Is(err, ErrNotSupported):
-			return EndResult{}, err
+		case status == http.StatusNotFound || status == http.StatusMethodNotAllowed:
+			c.logger.Debug("no logout endpoint; trying revocation", "status", status)
+		default:
+			se := parseServerError(body)
+			e := mapStatus(op, status, se.Code, se.Description, body, secretsOf(conn, clientSecret, ts.RefreshToken, ts.AccessToken))
+			if e.Kind == KindLoginRequired {
+				return EndResult{Via: "logout", AlreadyEnded: true}, nil
+			}
+			return EndResult{}, e
 		}
 	}
+
+	revURL, guessed := ep.Revocation, false
+	if revURL == "" && conn.AuthURL != "" {
+		revURL, guessed = conn.KeycloakEndpoints().Revocation, true
+	}
+	if revURL == "" {
+		return EndResult{}, nil
+	}
+	const rop = "revoke"
 	var res EndResult
 	for _, t := range []struct{ token, hint string }{{ts.RefreshToken, "refresh_token"}, {ts.AccessToken, "access_token"}} {
 		if t.token == "" {
 			continue
 		}
-		err := c.Revoke(ctx, conn, clientSecret, t.token, t.hint)
-		switch {
-		case errors.Is(err, ErrNotSupported):
-			return res, nil
-		case err != nil:
-			return res, err
+		status, body, err := c.postForm(ctx, conn, clientSecret, revURL, url.Values{"token": {t.token}, "token_type_hint": {t.hint}})
+		if err != nil {
+			return res, mapTransportError(ctx, rop, revURL, err)
 		}
-		res.Via = "revocation"
+		switch {
+		case status == http.StatusOK || status == http.StatusNoContent:
+			res.Via = "revocation"
+			continue
+		case guessed && res.Via == "" && (status == http.StatusNotFound || status == http.StatusMethodNotAllowed):
+			return EndResult{}, nil // no revocation at Keycloak's path either
+		}
+		se := parseServerError(body)
+		if se.Code == "unsupported_token_type" && res.Via != "" {
+			// RFC 7009 §2.2.1: the server does not revoke access tokens; the
+			// refresh token (and with it the session) is revoked.
+			continue
+		}
+		return res, mapStatus(rop, status, se.Code, se.Description, body, secretsOf(conn, clientSecret, ts.RefreshToken, ts.AccessToken))
 	}
 	return res, nil
+}
+
+// Logout ends the session of refreshToken at the realm's logout endpoint
+// (discovery's end_session_endpoint, or Keycloak's path when discovery did
+// not answer). A refusal is returned as *Error; a session that had already
+// ended is KindLoginRequired; a server without a logout endpoint is an
+// *Error wrapping ErrNotSupported. EndSession is what callers want: it falls
+// back to revocation.
+func (c *Client) Logout(ctx context.Context, conn Connection, clientSecret, refreshToken string) error {
+	const op = "logout"
+	if err := conn.Validate(); err != nil {
+		return withOp(err, op)
+	}
+	ep, discovered, err := c.endpoints(ctx, conn)
+	if err != nil {
+		return withOp(err, op)
+	}
+	if !discovered {
+		ep.Logout = conn.KeycloakEndpoints().Logout
+	}
+	if ep.Logout == "" {
+		return &Error{Kind: KindConfig, Op: op, Msg: "the server offers no logout endpoint", Hint: "the session ends when the refresh token expires", Err: ErrNotSupported}
+	}
+	status, body, err := c.postForm(ctx, conn, clientSecret, ep.Logout, url.Values{"refresh_token": {refreshToken}})
+	if err != nil {
+		return mapTransportError(ctx, op, ep.Logout, err)
+	}
+	if status == http.StatusOK || status == http.StatusNoContent {
+		return nil
+	}
+	se := parseServerError(body)
+	return mapStatus(op, status, se.Code, se.Description, body, secretsOf(conn, clientSecret, refreshToken))
+}
+
+// Revoke revokes token by RFC 7009 where the server advertises a revocation
+// endpoint (or, when discovery did not answer, at Keycloak's path); hint is
+// "access_token" or "refresh_token". It returns ErrNotSupported when there is
+// no such endpoint.
+func (c *Client) Revoke(ctx context.Context, conn Connection, clientSecret, token, hint string) error {
+	const op = "revoke"
+	if err := conn.Validate(); err != nil {
+		return withOp(err, op)
+	}
+	ep, err := c.Endpoints(ctx, conn)
+	if err != nil {
+		return withOp(err, op)
+	}
+	if ep.Revocation == "" {
+		return ErrNotSupported
+	}
+	form := url.Values{"token": {token}}
+	if hint != "" {
+		form.Set("token_type_hint", hint)
+	}
+	status, body, err := c.postForm(ctx, conn, clientSecret, ep.Revocation, form)
+	if err != nil {
+		return mapTransportError(ctx, op, ep.Revocation, err)
+	}
+	if status == http.StatusOK || status == http.StatusNoContent {
+		return nil
+	}
+	se := parseServerError(body)
+	return mapStatus(op, status, se.Code, se.Description, body, secretsOf(conn, clientSecret, token))
 }

@@ -12,8 +12,8 @@ const SkewTolerance = time.Minute
 
 // TokenSet is one token response, with every field the server sent and the
 // absolute times derived from it. Lifetimes are seconds. A zero
-// RefreshExpiresAt means the refresh token has no stated expiry (Keycloak
-// offline tokens, or refresh_expires_in 0 or absent). Nothing here assumes the
+// RefreshExpiresAt means the refresh token has no known expiry; RefreshExpirySource
+// says why (no expiry, or not stated by the server). Nothing here assumes the
 // access token expires before the refresh token: the Shipping Service issues
 // 15-day access tokens and 30-minute refresh tokens.
 type TokenSet struct {
@@ -23,21 +23,44 @@ type TokenSet struct {
 	IDToken          string `json:"id_token,omitempty"`
 	ExpiresIn        int64  `json:"expires_in"`
 	RefreshExpiresIn int64  `json:"refresh_expires_in"`
-	NotBeforePolicy  int64  `json:"not-before-policy"`
-	SessionState     string `json:"session_state,omitempty"`
-	Scope            string `json:"scope,omitempty"`
+	// NotBeforePolicy is Keycloak's not-before-policy; nil when the server
+	// did not send it (most servers that are not Keycloak).
+	NotBeforePolicy *int64 `json:"not-before-policy,omitempty"`
+	SessionState    string `json:"session_state,omitempty"`
+	Scope           string `json:"scope,omitempty"`
 
 	// ObtainedAt is when the response arrived, by the client's clock.
 	ObtainedAt time.Time `json:"obtained_at"`
 	// AccessExpiresAt is ObtainedAt+ExpiresIn; zero when the server stated no
 	// lifetime and the token is not a JWT with exp.
 	AccessExpiresAt time.Time `json:"access_expires_at,omitzero"`
-	// RefreshExpiresAt is ObtainedAt+RefreshExpiresIn; zero means no stated
-	// expiry.
+	// RefreshExpiresAt is when the refresh token expires, by the source
+	// RefreshExpirySource names; zero means no known expiry.
 	RefreshExpiresAt time.Time `json:"refresh_expires_at,omitzero"`
+	// RefreshExpirySource says where RefreshExpiresAt comes from, so that
+	// nothing shows more than the server said:
+	//   - RefreshExpiryResponse ("response"): refresh_expires_in > 0;
+	//   - RefreshExpiryOffline ("offline"): refresh_expires_in present and 0,
+	//     Keycloak's "this refresh token does not expire" (offline tokens);
+	//     RefreshExpiresAt is zero;
+	//   - RefreshExpiryJWT ("jwt"): refresh_expires_in absent, but the refresh
+	//     token is a JWT whose exp gives RefreshExpiresAt (unverified: a hint
+	//     for display and scheduling, the server decides);
+	//   - RefreshExpiryUnstated (""): the server did not say; RefreshExpiresAt is
+	//     zero and the expiry must be shown as "not stated by the server", not
+	//     as "no expiry".
+	RefreshExpirySource string `json:"refresh_expiry_source,omitempty"`
 	// JWTExpiresAt is the access token's exp claim when it is a JWT.
 	JWTExpiresAt time.Time `json:"jwt_expires_at,omitzero"`
 }
+
+// The values of TokenSet.RefreshExpirySource.
+const (
+	RefreshExpiryUnstated = ""
+	RefreshExpiryResponse = "response"
+	RefreshExpiryOffline  = "offline"
+	RefreshExpiryJWT      = "jwt"
+)
 
 // Access is the access token's timing (see Expiry for the policy).
 func (t *TokenSet) Access() Expiry {
@@ -102,12 +125,15 @@ func (t *TokenSet) OAuth2() *oauth2.Token {
 		Expiry:       t.Access().RenewAt(),
 		ExpiresIn:    t.ExpiresIn,
 	}
-	return tok.WithExtra(map[string]any{
+	extra := map[string]any{
 		"refresh_expires_in": t.RefreshExpiresIn,
-		"not-before-policy":  t.NotBeforePolicy,
 		"session_state":      t.SessionState,
 		"scope":              t.Scope,
-	})
+	}
+	if t.NotBeforePolicy != nil {
+		extra["not-before-policy"] = *t.NotBeforePolicy
+	}
+	return tok.WithExtra(extra)
 }
 
 // Header is the value of the Authorization header that carries the token.
