@@ -367,9 +367,12 @@ func (d *details) View() string {
 	line(s.row("Token type", nameW, s.Value.Render(text.Safe(tokType))))
 	line(s.row("Scope", nameW, s.Value.Render(orDash(text.Safe(t.Scope)))))
 	line(s.row("Session state", nameW, s.Value.Render(orDash(text.Safe(t.SessionState)))))
-	nbp := fmt.Sprint(t.NotBeforePolicy)
-	if t.NotBeforePolicy > 0 {
-		nbp += " (" + text.Stamp(time.Unix(t.NotBeforePolicy, 0)) + ")"
+	nbp := "—" // not sent by the server
+	if p := t.NotBeforePolicy; p != nil {
+		nbp = fmt.Sprint(*p)
+		if *p > 0 {
+			nbp += " (" + text.Stamp(time.Unix(*p, 0)) + ")"
+		}
 	}
 	line(s.row("Not-before policy", nameW, s.Value.Render(nbp)))
 	obtained := text.Stamp(t.ObtainedAt)

@@ -58,7 +58,7 @@ func fakeTokens(now time.Time, user string, n int) *auth.TokenSet {
 	})
 	return &auth.TokenSet{
 		AccessToken: access, TokenType: "Bearer", RefreshToken: refresh,
-		ExpiresIn: 300, RefreshExpiresIn: 1800, NotBeforePolicy: 0, SessionState: "5f3c-session", Scope: "email profile",
+		ExpiresIn: 300, RefreshExpiresIn: 1800, NotBeforePolicy: new(int64), SessionState: "5f3c-session", Scope: "email profile",
 		ObtainedAt: now, AccessExpiresAt: now.Add(5 * time.Minute), RefreshExpiresAt: now.Add(30 * time.Minute),
 		JWTExpiresAt: now.Add(5 * time.Minute),
 	}
