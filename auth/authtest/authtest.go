@@ -50,6 +50,79 @@ type Config struct {
 	// tests fast; set it (or call Server.RotateKey) when a test needs tokens
 	// that another server's JWKS must not verify.
 	SigningKey *rsa.PrivateKey
+
+	// The options below make the server behave as real servers other than
+	// Keycloak do. Each is usable alone, the zero value of each keeps
+	// Keycloak's behaviour, and the discovery document reflects them.
+	// Profiles names useful sets of them.
+
+	// ErrorBodies is how error answers look: ErrorBodiesJSON (Keycloak's
+	// {"error":...,"error_description":...}), ErrorBodiesEmpty (status only)
+	// or ErrorBodiesText (text/plain "Access denied" for 401 and 403, the
+	// status text otherwise).
+	ErrorBodies ErrorBodies
+	// LowercaseTokenType answers token_type "bearer" instead of "Bearer".
+	LowercaseTokenType bool
+	// NoIntrospection removes token introspection (not in discovery, 404).
+	NoIntrospection bool
+	// UserinfoRequiresOpenID makes userinfo refuse (401 insufficient_scope)
+	// an access token without the openid scope.
+	UserinfoRequiresOpenID bool
+	// NoLogout removes the end-session (logout) endpoint: not in discovery,
+	// 404 at Keycloak's path.
+	NoLogout bool
+	// RevocationPath serves RFC 7009 revocation at Issuer()+RevocationPath
+	// (e.g. "/revoke") instead of Keycloak's path, which then answers 404;
+	// discovery advertises it.
+	RevocationPath string
+	// NoRefreshRotation answers a refresh without a refresh_token: the client
+	// keeps using the one it has (RFC 6749 §6 allows this).
+	NoRefreshRotation bool
+	// JWKSPath serves the key set at Issuer()+JWKSPath (e.g. "/jwks")
+	// instead of Keycloak's .../protocol/openid-connect/certs, which then
+	// answers 404; discovery's jwks_uri names it.
+	JWKSPath string
+	// OpaqueRefreshTokens issues refresh tokens that are random strings, not
+	// JWTs, without refresh_expires_in in the answer.
+	OpaqueRefreshTokens bool
+	// RequireScope refuses a password grant without a scope parameter
+	// (400 invalid_request).
+	RequireScope bool
+}
+
+// ErrorBodies is the shape of error answers (Config.ErrorBodies).
+type ErrorBodies int
+
+const (
+	ErrorBodiesJSON  ErrorBodies = iota // Keycloak's JSON error body
+	ErrorBodiesEmpty                    // no body
+	ErrorBodiesText                     // text/plain, e.g. "Access denied"
+)
+
+// Profile is a named set of Config options that reproduce one real server's
+// differences from Keycloak.
+type Profile struct {
+	Name  string
+	Apply func(*Config)
+}
+
+// Profiles lists one profile per difference shipkey must cope with, each
+// changing one thing (RotateRefresh and RequireScope included), for tests that
+// run the same flows against every one of them.
+func Profiles() []Profile {
+	return []Profile{
+		{"keycloak", func(*Config) {}},
+		{"empty-error-bodies", func(c *Config) { c.ErrorBodies = ErrorBodiesEmpty }},
+		{"text-error-bodies", func(c *Config) { c.ErrorBodies = ErrorBodiesText }},
+		{"lowercase-bearer", func(c *Config) { c.LowercaseTokenType = true }},
+		{"no-introspection-openid-userinfo", func(c *Config) { c.NoIntrospection, c.UserinfoRequiresOpenID = true, true }},
+		{"revocation-only", func(c *Config) { c.NoLogout, c.RevocationPath = true, "/revoke" }},
+		{"rotating-refresh", func(c *Config) { c.RevokeRefreshToken = true }},
+		{"unrotated-refresh", func(c *Config) { c.NoRefreshRotation = true }},
+		{"jwks-path", func(c *Config) { c.JWKSPath = "/jwks" }},
+		{"opaque-refresh", func(c *Config) { c.OpaqueRefreshTokens = true }},
+		{"scope-required", func(c *Config) { c.RequireScope = true }},
+	}
 }
 
 // Fault makes the next Times requests to an endpoint misbehave.

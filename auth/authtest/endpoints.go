@@ -32,11 +32,15 @@ func (s *Server) routes() *http.ServeMux {
 	get, post := http.MethodGet, http.MethodPost
 	mux.Handle(base+"/.well-known/openid-configuration", s.endpoint("discovery", s.discovery, get))
 	mux.Handle(oidc+"/token", s.endpoint("token", s.token, post))
-	mux.Handle(oidc+"/token/introspect", s.endpoint("introspect", s.introspect, post))
-	mux.Handle(oidc+"/certs", s.endpoint("certs", s.certs, get))
-	mux.Handle(oidc+"/logout", s.endpoint("logout", s.logout, post))
+	if !s.opts.NoIntrospection {
+		mux.Handle(oidc+"/token/introspect", s.endpoint("introspect", s.introspect, post))
+	}
+	mux.Handle(base+s.jwksPath(), s.endpoint("certs", s.certs, get))
+	if !s.opts.NoLogout {
+		mux.Handle(oidc+"/logout", s.endpoint("logout", s.logout, post))
+	}
 	mux.Handle(oidc+"/userinfo", s.endpoint("userinfo", s.userinfo, get, post))
-	mux.Handle(oidc+"/revoke", s.endpoint("revoke", s.revoke, post))
+	mux.Handle(base+s.revocationPath(), s.endpoint("revoke", s.revoke, post))
 	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
 		writeJSON(w, http.StatusNotFound, map[string]string{
 			"error":             "Unable to find matching target resource method",
@@ -44,6 +48,23 @@ func (s *Server) routes() *http.ServeMux {
 		})
 	})
 	return mux
+}
+
+// jwksPath is where the key set is served, below the realm's base path.
+func (s *Server) jwksPath() string {
+	if s.opts.JWKSPath != "" {
+		return "/" + strings.TrimLeft(s.opts.JWKSPath, "/")
+	}
+	return "/protocol/openid-connect/certs"
+}
+
+// revocationPath is where RFC 7009 revocation is served, below the realm's
+// base path.
+func (s *Server) revocationPath() string {
+	if s.opts.RevocationPath != "" {
+		return "/" + strings.TrimLeft(s.opts.RevocationPath, "/")
+	}
+	return "/protocol/openid-connect/revoke"
 }
 
 // endpoint wraps a handler with counting, faults, the realm check and the
@@ -93,12 +114,22 @@ func writeJSON(w http.ResponseWriter, status int, v any) {
 	_, _ = w.Write(b)
 }
 
-func writeError(w http.ResponseWriter, e *oauthError) {
+func (s *Server) writeError(w http.ResponseWriter, e *oauthError) {
 	if e.wwwAuthenticate != "" {
 		w.Header().Set("WWW-Authenticate", e.wwwAuthenticate)
 	}
-	if e.code == "" {
+	if e.code == "" || s.opts.ErrorBodies == ErrorBodiesEmpty {
 		w.WriteHeader(e.status)
+		return
+	}
+	if s.opts.ErrorBodies == ErrorBodiesText {
+		msg := http.StatusText(e.status)
+		if e.status == http.StatusUnauthorized || e.status == http.StatusForbidden {
+			msg = "Access denied"
+		}
+		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+		w.WriteHeader(e.status)
+		_, _ = w.Write([]byte(msg + "\n"))
 		return
 	}
 	body := map[string]string{"error": e.code}
@@ -205,22 +236,22 @@ func parseBasic(h string) (user, pass string, ok bool) {
 func (s *Server) token(w http.ResponseWriter, r *http.Request, issuer string) {
 	form, e := readForm(r)
 	if e != nil {
-		writeError(w, e)
+		s.writeError(w, e)
 		return
 	}
 	grant := form.Get("grant_type")
 	switch grant {
 	case "":
-		writeError(w, errf(http.StatusBadRequest, "invalid_request", "Missing form parameter: grant_type"))
+		s.writeError(w, errf(http.StatusBadRequest, "invalid_request", "Missing form parameter: grant_type"))
 		return
 	case "password", "refresh_token":
 	default:
-		writeError(w, errf(http.StatusBadRequest, "unsupported_grant_type", "Unsupported grant_type"))
+		s.writeError(w, errf(http.StatusBadRequest, "unsupported_grant_type", "Unsupported grant_type"))
 		return
 	}
 	client, e := s.authenticateClient(r, form)
 	if e != nil {
-		writeError(w, e)
+		s.writeError(w, e)
 		return
 	}
 	var resp tokenResponse
@@ -230,7 +261,7 @@ func (s *Server) token(w http.ResponseWriter, r *http.Request, issuer string) {
 		resp, e = s.refreshGrant(form, client, issuer)
 	}
 	if e != nil {
-		writeError(w, e)
+		s.writeError(w, e)
 		return
 	}
 	writeJSON(w, http.StatusOK, resp)
@@ -261,6 +292,9 @@ func (s *Server) grantedScope(requested string) (string, bool, *oauthError) {
 func (s *Server) passwordGrant(form url.Values, client Client, issuer string) (tokenResponse, *oauthError) {
 	if client.NoDirectAccessGrant {
 		return tokenResponse{}, errf(http.StatusBadRequest, "unauthorized_client", "Client not allowed for direct access grants")
+	}
+	if s.opts.RequireScope && strings.TrimSpace(form.Get("scope")) == "" {
+		return tokenResponse{}, errf(http.StatusBadRequest, "invalid_request", "Missing parameter: scope")
 	}
 	scope, offline, e := s.grantedScope(form.Get("scope"))
 	if e != nil {
@@ -387,27 +421,33 @@ func (s *Server) refreshGrant(form url.Values, client Client, issuer string) (to
 	if err != nil {
 		return tokenResponse{}, errf(http.StatusInternalServerError, "server_error", "could not sign the token")
 	}
+	if s.opts.NoRefreshRotation {
+		resp.RefreshToken, resp.RefreshExpiresIn = "", nil
+		s.mu.Lock()
+		s.lastRT = raw
+		s.mu.Unlock()
+	}
 	return resp, nil
 }
 
 func (s *Server) logout(w http.ResponseWriter, r *http.Request, _ string) {
 	form, client, e := s.clientForm(r)
 	if e != nil {
-		writeError(w, e)
+		s.writeError(w, e)
 		return
 	}
 	raw := form.Get("refresh_token")
 	if raw == "" {
-		writeError(w, errf(http.StatusBadRequest, "invalid_request", "No refresh token"))
+		s.writeError(w, errf(http.StatusBadRequest, "invalid_request", "No refresh token"))
 		return
 	}
 	p, err := s.parseRefresh(raw) // expiry is not checked here, as in Keycloak
 	if err != nil {
-		writeError(w, errf(http.StatusBadRequest, "invalid_grant", "Invalid refresh token"))
+		s.writeError(w, errf(http.StatusBadRequest, "invalid_grant", "Invalid refresh token"))
 		return
 	}
 	if p.Azp != client.ID {
-		writeError(w, errf(http.StatusBadRequest, "invalid_grant", "Invalid refresh token. Token client and authorized client don't match"))
+		s.writeError(w, errf(http.StatusBadRequest, "invalid_grant", "Invalid refresh token. Token client and authorized client don't match"))
 		return
 	}
 	s.mu.Lock()
@@ -419,12 +459,12 @@ func (s *Server) logout(w http.ResponseWriter, r *http.Request, _ string) {
 func (s *Server) revoke(w http.ResponseWriter, r *http.Request, _ string) {
 	form, client, e := s.clientForm(r)
 	if e != nil {
-		writeError(w, e)
+		s.writeError(w, e)
 		return
 	}
 	tok := form.Get("token")
 	if tok == "" {
-		writeError(w, errf(http.StatusBadRequest, "invalid_request", "Token not provided"))
+		s.writeError(w, errf(http.StatusBadRequest, "invalid_request", "Token not provided"))
 		return
 	}
 	if p, err := s.parseRefresh(tok); err == nil {
@@ -471,12 +511,12 @@ func (s *Server) liveToken(tok string) (*parsedToken, *userRecord, bool) {
 func (s *Server) introspect(w http.ResponseWriter, r *http.Request, _ string) {
 	form, _, e := s.clientForm(r)
 	if e != nil {
-		writeError(w, e)
+		s.writeError(w, e)
 		return
 	}
 	tok := form.Get("token")
 	if tok == "" {
-		writeError(w, errf(http.StatusBadRequest, "invalid_request", "Token not provided."))
+		s.writeError(w, errf(http.StatusBadRequest, "invalid_request", "Token not provided."))
 		return
 	}
 	p, u, ok := s.liveToken(tok)
@@ -508,20 +548,25 @@ func (s *Server) userinfo(w http.ResponseWriter, r *http.Request, _ string) {
 			wwwAuthenticate: `Bearer realm="` + s.realm + `", error="` + code + `", error_description="` + desc + `"`}
 	}
 	if tok == "" {
-		writeError(w, errf(http.StatusBadRequest, "invalid_request", "Token not provided"))
+		s.writeError(w, errf(http.StatusBadRequest, "invalid_request", "Token not provided"))
 		return
 	}
 	p, err := s.parseAccess(tok)
 	if err != nil || p.Typ != "Bearer" || p.expiredAt(s.now().Unix()) {
-		writeError(w, challenge("invalid_token", "Token verification failed"))
+		s.writeError(w, challenge("invalid_token", "Token verification failed"))
 		return
 	}
 	_, u, ok := s.liveToken(tok)
 	if !ok {
-		writeError(w, challenge("invalid_token", "Session expired"))
+		s.writeError(w, challenge("invalid_token", "Session expired"))
 		return
 	}
 	scopes := strings.Fields(p.Scope)
+	if s.opts.UserinfoRequiresOpenID && !slices.Contains(scopes, "openid") {
+		e := challenge("insufficient_scope", "Missing openid scope")
+		s.writeError(w, e)
+		return
+	}
 	out := map[string]any{"sub": p.Sub}
 	if slices.Contains(scopes, "email") && u.Email != "" {
 		out["email"] = u.Email
@@ -555,15 +600,15 @@ func (s *Server) discovery(w http.ResponseWriter, _ *http.Request, issuer string
 			scopes = append(scopes, sc)
 		}
 	}
-	writeJSON(w, http.StatusOK, map[string]any{
+	doc := map[string]any{
 		"issuer":                                        issuer,
 		"authorization_endpoint":                        oidc + "/auth",
 		"token_endpoint":                                oidc + "/token",
 		"introspection_endpoint":                        oidc + "/token/introspect",
 		"userinfo_endpoint":                             oidc + "/userinfo",
 		"end_session_endpoint":                          oidc + "/logout",
-		"jwks_uri":                                      oidc + "/certs",
-		"revocation_endpoint":                           oidc + "/revoke",
+		"jwks_uri":                                      issuer + s.jwksPath(),
+		"revocation_endpoint":                           issuer + s.revocationPath(),
 		"grant_types_supported":                         []string{"password", "refresh_token"},
 		"response_types_supported":                      []string{"code", "none", "id_token", "token", "id_token token", "code id_token", "code token", "code id_token token"},
 		"subject_types_supported":                       []string{"public", "pairwise"},
@@ -576,5 +621,15 @@ func (s *Server) discovery(w http.ResponseWriter, _ *http.Request, issuer string
 			"preferred_username", "email", "email_verified", "acr", "azp", "sid"},
 		"backchannel_logout_supported":  true,
 		"frontchannel_logout_supported": true,
-	})
+	}
+	if s.opts.NoIntrospection {
+		delete(doc, "introspection_endpoint")
+		delete(doc, "introspection_endpoint_auth_methods_supported")
+	}
+	if s.opts.NoLogout {
+		delete(doc, "end_session_endpoint")
+		delete(doc, "backchannel_logout_supported")
+		delete(doc, "frontchannel_logout_supported")
+	}
+	writeJSON(w, http.StatusOK, doc)
 }

@@ -25,6 +25,7 @@ type Server struct {
 	hmacKey      []byte
 	hmacKid      string
 	mux          *http.ServeMux
+	opts         Config // the profile options (ErrorBodies and after)
 
 	ln   net.Listener
 	srv  *http.Server
@@ -34,9 +35,11 @@ type Server struct {
 	mu       sync.Mutex
 	users    map[string]*userRecord // by lower-cased username
 	clients  map[string]Client
-	sessions map[string]*session // by sid
-	revoked  map[string]bool     // jti of revoked access tokens
-	keys     []*signingKey       // keys[0] signs; all are published
+	sessions map[string]*session     // by sid
+	revoked  map[string]bool         // jti of revoked access tokens
+	keys     []*signingKey           // keys[0] signs; all are published
+	opaque   map[string]*parsedToken // opaque refresh tokens (OpaqueRefreshTokens)
+	lastRT   string                  // the last refresh token issued
 	faults   map[string][]Fault
 	counts   map[string]int
 }
@@ -150,6 +153,8 @@ func newServer(cfg Config) (*Server, error) {
 		clients:  map[string]Client{},
 		sessions: map[string]*session{},
 		revoked:  map[string]bool{},
+		opaque:   map[string]*parsedToken{},
+		opts:     cfg,
 		faults:   map[string][]Fault{},
 		counts:   map[string]int{},
 	}
@@ -271,6 +276,50 @@ func (s *Server) EndSessions() {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	clear(s.sessions)
+}
+
+// Sessions is the number of sessions the server holds alive now: what a
+// logout or a revocation of the refresh token ends.
+func (s *Server) Sessions() int {
+	now := s.now().Unix()
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	n := 0
+	for _, ss := range s.sessions {
+		if s.aliveLocked(ss, now) {
+			n++
+		}
+	}
+	return n
+}
+
+// LastRefreshToken is the refresh token the server issued last ("" before
+// any), so that a test can later ask whether the server still accepts it.
+func (s *Server) LastRefreshToken() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.lastRT
+}
+
+// RefreshAccepted is the server's view of refreshToken, without redeeming it:
+// whether a refresh grant with it (by its own client) would succeed now.
+func (s *Server) RefreshAccepted(refreshToken string) bool {
+	p, err := s.parseRefresh(refreshToken)
+	if err != nil {
+		return false
+	}
+	now := s.now().Unix()
+	if p.expiredAt(now) {
+		return false
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	ss := s.sessions[p.Sid]
+	if !s.aliveLocked(ss, now) || (s.rotate && ss.redeemed[p.Jti]) {
+		return false
+	}
+	rec := s.users[ss.username]
+	return rec != nil && !rec.Disabled
 }
 
 // SetUser adds u or replaces the user of the same username (case-insensitive),

@@ -124,8 +124,18 @@ func (s *Server) parseAccess(tok string) (*parsedToken, error) {
 	return decodeVerified(payload)
 }
 
-// parseRefresh verifies an HS512 token signed with the realm secret.
+// parseRefresh verifies an HS512 token signed with the realm secret, or
+// looks up an opaque one.
 func (s *Server) parseRefresh(tok string) (*parsedToken, error) {
+	if s.opts.OpaqueRefreshTokens {
+		s.mu.Lock()
+		p, ok := s.opaque[strings.TrimSpace(tok)]
+		s.mu.Unlock()
+		if !ok {
+			return nil, errBadToken
+		}
+		return p, nil
+	}
 	jws, err := jose.ParseSignedCompact(strings.TrimSpace(tok), []jose.SignatureAlgorithm{jose.HS512})
 	if err != nil || len(jws.Signatures) != 1 {
 		return nil, errBadToken
@@ -148,8 +158,8 @@ func (s *Server) parseRefresh(tok string) (*parsedToken, error) {
 type tokenResponse struct {
 	AccessToken      string `json:"access_token"`
 	ExpiresIn        int64  `json:"expires_in"`
-	RefreshExpiresIn int64  `json:"refresh_expires_in"`
-	RefreshToken     string `json:"refresh_token"`
+	RefreshExpiresIn *int64 `json:"refresh_expires_in,omitempty"` // nil: not sent
+	RefreshToken     string `json:"refresh_token,omitempty"`
 	TokenType        string `json:"token_type"`
 	IDToken          string `json:"id_token,omitempty"`
 	NotBeforePolicy  int64  `json:"not-before-policy"`
@@ -253,17 +263,39 @@ func (s *Server) issue(issuer string, u userRecord, ss session, now int64) (toke
 		refreshIn = s.refreshSecs
 		refresh["exp"] = now + refreshIn
 	}
-	refreshToken, err := sign(jose.HS512, s.hmacKey, s.hmacKid, refresh)
-	if err != nil {
+	var refreshToken string
+	refreshInPtr := &refreshIn
+	if s.opts.OpaqueRefreshTokens {
+		payload, err := json.Marshal(refresh)
+		if err != nil {
+			return tokenResponse{}, err
+		}
+		p, err := decodeVerified(payload)
+		if err != nil {
+			return tokenResponse{}, err
+		}
+		refreshToken = strings.ReplaceAll(newUUID()+newUUID(), "-", "")
+		refreshInPtr = nil
+		s.mu.Lock()
+		s.opaque[refreshToken] = p
+		s.mu.Unlock()
+	} else if refreshToken, err = sign(jose.HS512, s.hmacKey, s.hmacKid, refresh); err != nil {
 		return tokenResponse{}, err
 	}
+	s.mu.Lock()
+	s.lastRT = refreshToken
+	s.mu.Unlock()
 
+	tokenType := "Bearer"
+	if s.opts.LowercaseTokenType {
+		tokenType = "bearer"
+	}
 	resp := tokenResponse{
 		AccessToken:      accessToken,
 		ExpiresIn:        s.accessSecs,
-		RefreshExpiresIn: refreshIn,
+		RefreshExpiresIn: refreshInPtr,
 		RefreshToken:     refreshToken,
-		TokenType:        "Bearer",
+		TokenType:        tokenType,
 		SessionState:     ss.id,
 		Scope:            ss.scope,
 	}
