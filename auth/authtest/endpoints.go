@@ -32,15 +32,26 @@ func (s *Server) routes() *http.ServeMux {
 	get, post := http.MethodGet, http.MethodPost
 	mux.Handle(base+"/.well-known/openid-configuration", s.endpoint("discovery", s.discovery, get))
 	mux.Handle(oidc+"/token", s.endpoint("token", s.token, post))
-	if !s.opts.NoIntrospection {
-		mux.Handle(oidc+"/token/introspect", s.endpoint("introspect", s.introspect, post))
+	// An endpoint a profile removes answers 404 at Keycloak's path, and
+	// requests to it are still counted under its name.
+	introspect, logout := s.introspect, s.logout
+	if s.opts.NoIntrospection {
+		introspect = notFound
 	}
+	if s.opts.NoLogout {
+		logout = notFound
+	}
+	mux.Handle(oidc+"/token/introspect", s.endpoint("introspect", introspect, post))
 	mux.Handle(base+s.jwksPath(), s.endpoint("certs", s.certs, get))
-	if !s.opts.NoLogout {
-		mux.Handle(oidc+"/logout", s.endpoint("logout", s.logout, post))
+	if s.opts.JWKSPath != "" {
+		mux.Handle(oidc+"/certs", s.endpoint("certs", notFound, get))
 	}
+	mux.Handle(oidc+"/logout", s.endpoint("logout", logout, post))
 	mux.Handle(oidc+"/userinfo", s.endpoint("userinfo", s.userinfo, get, post))
 	mux.Handle(base+s.revocationPath(), s.endpoint("revoke", s.revoke, post))
+	if s.opts.RevocationPath != "" {
+		mux.Handle(oidc+"/revoke", s.endpoint("revoke", notFound, post))
+	}
 	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
 		writeJSON(w, http.StatusNotFound, map[string]string{
 			"error":             "Unable to find matching target resource method",
@@ -48,6 +59,11 @@ func (s *Server) routes() *http.ServeMux {
 		})
 	})
 	return mux
+}
+
+// notFound is the answer of an endpoint a profile removed.
+func notFound(w http.ResponseWriter, _ *http.Request, _ string) {
+	writeJSON(w, http.StatusNotFound, map[string]string{"error": "Unable to find matching target resource method"})
 }
 
 // jwksPath is where the key set is served, below the realm's base path.
