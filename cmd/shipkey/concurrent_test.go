@@ -50,7 +50,9 @@ func TestConcurrentTokenRefreshesOnce(t *testing.T) {
 	bin := buildShipkey(t)
 
 	var offset atomic.Int64
-	offset.Store(int64(-time.Hour))
+	// Backdated so that the token's exp lies 3 s ahead when it arrives: auth
+	// refuses a token that is already expired on arrival.
+	offset.Store(int64(-(10*time.Minute - 3*time.Second)))
 	const password, clientSecret = "concurrent-password-7f3a", "concurrent-secret-91bc"
 	srv := authtest.NewServer(authtest.Config{
 		Users:      []authtest.User{{Username: "alice", Password: password}},
