@@ -345,4 +345,29 @@ func TestRealOAuth2Server(t *testing.T) {
 			t.Errorf("no connection with this issuer: %+v", v)
 		}
 	})
+
+	t.Run("refresh expiry not stated", func(t *testing.T) {
+		if ts.RefreshExpirySource != auth.RefreshExpiryUnstated {
+			t.Errorf("refresh expiry source %q: the server stated none", ts.RefreshExpirySource)
+		}
+	})
+
+	t.Run("end session", func(t *testing.T) {
+		fresh, err := c.Login(ctx, byIssuer, m.ClientSecret, m.Username, m.Password)
+		if err != nil {
+			t.Fatal(err)
+		}
+		// Its end_session_endpoint is a browser redirect (GET); a POST there
+		// is not Keycloak's logout, so revocation ends the session.
+		res, err := c.EndSession(ctx, byIssuer, m.ClientSecret, fresh)
+		if err != nil {
+			t.Fatalf("EndSession: %v", err)
+		}
+		if !res.Ended() {
+			t.Errorf("EndSession = %+v, want the session ended", res)
+		}
+		if l := c.Liveness(ctx, byIssuer, m.ClientSecret, fresh.AccessToken); l.State == auth.LiveInactive && l.Via != "introspection" {
+			t.Errorf("liveness %+v: only introspection may say 'not active'", l)
+		}
+	})
 }
