@@ -366,3 +366,22 @@ func TestConnectionNormalize(t *testing.T) {
 		t.Errorf("a trailing slash: %v", err)
 	}
 }
+
+// TestTokenSetJSONOlderState: a set stored before RefreshExpirySource existed
+// reads back with the source its numbers imply; a stored source is kept.
+func TestTokenSetJSONOlderState(t *testing.T) {
+	var ts TokenSet
+	old := `{"access_token":"","token_type":"Bearer","expires_in":300,"refresh_expires_in":1800,"not-before-policy":0,"obtained_at":"2026-03-01T10:00:00Z","refresh_expires_at":"2026-03-01T10:30:00Z"}`
+	if err := json.Unmarshal([]byte(old), &ts); err != nil {
+		t.Fatal(err)
+	}
+	if ts.RefreshExpirySource != RefreshExpiryResponse || ts.NotBeforePolicy == nil || *ts.NotBeforePolicy != 0 {
+		t.Errorf("older state: %q %v", ts.RefreshExpirySource, ts.NotBeforePolicy)
+	}
+	in := TokenSet{RefreshExpirySource: RefreshExpiryJWT, RefreshExpiresIn: 0, RefreshExpiresAt: cliT0}
+	data, _ := json.Marshal(in)
+	var back TokenSet
+	if err := json.Unmarshal(data, &back); err != nil || back.RefreshExpirySource != RefreshExpiryJWT || back.NotBeforePolicy != nil {
+		t.Errorf("round trip: %+v %v", back, err)
+	}
+}

@@ -1,6 +1,7 @@
 package auth
 
 import (
+	"encoding/json"
 	"time"
 
 	"golang.org/x/oauth2"
@@ -138,3 +139,19 @@ func (t *TokenSet) OAuth2() *oauth2.Token {
 
 // Header is the value of the Authorization header that carries the token.
 func (t *TokenSet) Header() string { return "Bearer " + t.AccessToken }
+
+// UnmarshalJSON reads a TokenSet, inferring RefreshExpirySource for sets
+// written before the field existed: a positive refresh_expires_in can only
+// have come from the response.
+func (t *TokenSet) UnmarshalJSON(data []byte) error {
+	type plain TokenSet
+	var p plain
+	if err := json.Unmarshal(data, &p); err != nil {
+		return err
+	}
+	*t = TokenSet(p)
+	if t.RefreshExpirySource == RefreshExpiryUnstated && t.RefreshExpiresIn > 0 && !t.RefreshExpiresAt.IsZero() {
+		t.RefreshExpirySource = RefreshExpiryResponse
+	}
+	return nil
+}
