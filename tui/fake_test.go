@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"reflect"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -81,6 +82,10 @@ type fakeStore struct {
 	// fails it.
 	live    auth.Liveness
 	liveErr error
+
+	writes     int // bumps the stamp
+	stampCalls int
+	keysCalls  int
 }
 
 var _ Backend = (*fakeStore)(nil)
@@ -91,7 +96,7 @@ func newFakeStore(c *clock) *fakeStore {
 		live:     auth.Liveness{State: auth.LiveActive, Via: "introspection"}}
 }
 
-func (f *fakeStore) call(s string) { f.calls = append(f.calls, s) }
+func (f *fakeStore) call(s string) { f.calls = append(f.calls, s); f.writes++ }
 
 func (f *fakeStore) Calls() []string {
 	f.mu.Lock()
@@ -108,6 +113,7 @@ func (f *fakeStore) add(label, user string, lastUsed time.Time) store.Key {
 
 func (f *fakeStore) addLocked(label, user string, lastUsed time.Time) store.Key {
 	f.n++
+	f.writes++
 	now := f.clock.Now()
 	ts := fakeTokens(now, user, f.n)
 	k := store.Key{
@@ -128,7 +134,8 @@ func (f *fakeStore) addLocked(label, user string, lastUsed time.Time) store.Key 
 func (f *fakeStore) Keys() ([]store.Key, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	var out []store.Key
+	f.keysCalls++
+	out := make([]store.Key, 0, len(f.keys))
 	for _, k := range f.keys {
 		k.Default = k.Label == f.def
 		out = append(out, k)
@@ -138,13 +145,7 @@ func (f *fakeStore) Keys() ([]store.Key, error) {
 }
 
 func sortKeys(ks []store.Key) {
-	for i := range ks {
-		for j := i + 1; j < len(ks); j++ {
-			if ks[j].Label < ks[i].Label {
-				ks[i], ks[j] = ks[j], ks[i]
-			}
-		}
-	}
+	slices.SortFunc(ks, func(a, b store.Key) int { return strings.Compare(a.Label, b.Label) })
 }
 
 func (f *fakeStore) Resolve(label string) (store.Key, error) {
@@ -482,3 +483,11 @@ func (h *harness) mustNotShow(subs ...string) {
 func windowSize(w, h int) tea.WindowSizeMsg { return tea.WindowSizeMsg{Width: w, Height: h} }
 
 func lipglossWidth(s string) int { return lipgloss.Width(s) }
+
+// Stamp changes with every write to the fake store.
+func (f *fakeStore) Stamp() (store.Stamp, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.stampCalls++
+	return store.Stamp(fmt.Sprint(f.writes)), nil
+}
