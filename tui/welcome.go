@@ -45,7 +45,7 @@ func (w *welcome) SetSize(width, height int) {
 	w.width, w.height = width, height
 	w.pane.setSize(width, height)
 }
-func (w *welcome) Capturing() bool           { return false }
+func (w *welcome) Capturing() bool { return false }
 
 // setKeys records the loaded keys and which one is current.
 func (w *welcome) setKeys(keys []store.Key, current string, err error) {
