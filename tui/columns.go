@@ -69,7 +69,7 @@ const (
 // KeyColumns are the keys table's columns.
 var KeyColumns = []KeyColumn{
 	ColAPIKey: {
-		Title: "API Key", Width: 17,
+		Title: "API Key", Width: 13,
 		Cell: func(r *KeyRow, _ time.Time, st CellStyle) string {
 			if r.Masked == "" {
 				return none(st)
@@ -89,12 +89,12 @@ var KeyColumns = []KeyColumn{
 		compare: func(a, b *KeyRow) int { return strings.Compare(a.lowerLabel, b.lowerLabel) },
 	},
 	ColLastUsed: {
-		Title: "Last Used", Width: 12, Clock: true,
+		Title: "Last Used", Width: 10, Clock: true,
 		Cell:    func(r *KeyRow, now time.Time, _ CellStyle) string { return text.Ago(r.Key.LastUsed, now) },
 		compare: func(a, b *KeyRow) int { return laterFirst(a.Key.LastUsed, b.Key.LastUsed) },
 	},
 	ColAccess: {
-		Title: "Access expires", Width: 15, Clock: true,
+		Title: "Access expires", Width: 16, Clock: true,
 		Cell: func(r *KeyRow, now time.Time, st CellStyle) string {
 			return expiryCell(r.Key, r.Key.Token.AccessExpiry(), now, st)
 		},
@@ -103,7 +103,7 @@ var KeyColumns = []KeyColumn{
 		},
 	},
 	ColRefresh: {
-		Title: "Refresh expires", Width: 15, Clock: true, optional: true,
+		Title: "Refresh expires", Width: 17, Clock: true, optional: true,
 		Cell: func(r *KeyRow, now time.Time, st CellStyle) string {
 			return expiryCell(r.Key, r.Key.Token.RefreshExpiresAt, now, st)
 		},

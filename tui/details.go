@@ -167,7 +167,7 @@ func (d *details) Update(msg tea.Msg) (action, tea.Cmd) {
 	if d.prompt {
 		return d.updatePrompt(msg)
 	}
-	if !ok || d.pane.scroll(msg, d.c.keys, d.content(), true) {
+	if d.pane.scroll(msg, d.c.keys, d.content(), true) || !ok {
 		return nil, nil
 	}
 	km := d.c.keys

@@ -96,7 +96,7 @@ func newFakeStore(c *clock) *fakeStore {
 		live:     auth.Liveness{State: auth.LiveActive, Via: "introspection"}}
 }
 
-func (f *fakeStore) call(s string) { f.calls = append(f.calls, s); f.writes++ }
+func (f *fakeStore) call(s string) { f.calls = append(f.calls, s) }
 
 func (f *fakeStore) Calls() []string {
 	f.mu.Lock()
@@ -184,6 +184,7 @@ func (f *fakeStore) renew(label string) (store.Key, error) {
 		return store.Key{}, store.ErrNotFound
 	}
 	f.n++
+	f.writes++
 	ts := fakeTokens(f.clock.Now(), k.Username, f.n)
 	k.Token, k.Masked, k.LoggedOut = ts.Redacted(), text.Mask(ts.AccessToken), false
 	f.keys[label] = k
@@ -238,6 +239,7 @@ func (f *fakeStore) Liveness(_ context.Context, label string) (auth.Liveness, er
 func (f *fakeStore) MarkUsed(label string) error {
 	f.mu.Lock()
 	defer f.mu.Unlock()
+	f.writes++
 	f.call("markused " + label)
 	k := f.keys[label]
 	k.LastUsed = f.clock.Now()
@@ -248,6 +250,7 @@ func (f *fakeStore) MarkUsed(label string) error {
 func (f *fakeStore) Logout(_ context.Context, label string) (auth.EndResult, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
+	f.writes++
 	f.call("logout " + label)
 	k := f.keys[label]
 	k.LoggedOut, k.Masked = true, ""
@@ -259,6 +262,7 @@ func (f *fakeStore) Logout(_ context.Context, label string) (auth.EndResult, err
 func (f *fakeStore) Remove(_ context.Context, label string) (auth.EndResult, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
+	f.writes++
 	f.call("remove " + label)
 	delete(f.keys, label)
 	delete(f.tokens, label)
@@ -268,6 +272,7 @@ func (f *fakeStore) Remove(_ context.Context, label string) (auth.EndResult, err
 func (f *fakeStore) Rename(label, newLabel string) error {
 	f.mu.Lock()
 	defer f.mu.Unlock()
+	f.writes++
 	f.call("rename " + label + " " + newLabel)
 	if _, ok := f.keys[newLabel]; ok {
 		return store.ErrLabelTaken
@@ -287,6 +292,7 @@ func (f *fakeStore) Rename(label, newLabel string) error {
 func (f *fakeStore) SetDefault(label string) error {
 	f.mu.Lock()
 	defer f.mu.Unlock()
+	f.writes++
 	f.call("default " + label)
 	f.def = label
 	return nil

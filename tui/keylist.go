@@ -507,11 +507,12 @@ func (l *keyList) tableView() string {
 	for i, c := range l.cols {
 		title := KeyColumns[c].Title
 		if c == l.sortCol {
+			// The arrow always shows: the title gives way.
+			arrow := " ▲"
 			if l.desc {
-				title += " ▼"
-			} else {
-				title += " ▲"
+				arrow = " ▼"
 			}
+			title = ansi.Truncate(title, max(0, l.widths[i]-2), "") + arrow
 		}
 		head.WriteString(cell(title, l.widths[i]))
 	}
