@@ -552,8 +552,13 @@ func (d *details) expiryRow(name string, exp time.Time, life time.Duration, none
 	if left > 0 {
 		cd = "in " + cd
 	}
-	text := s.Value.Render(text.Stamp(exp)) + "  " + cdStyle.Render(fmt.Sprintf("%-15s", cd))
-	out := s.row(name, 20, text)
+	stamp := text.Stamp(exp)
+	val := s.Value.Render(stamp) + "  " + cdStyle.Render(fmt.Sprintf("%-15s", cd))
+	if d.width < 2+20+23+2+15 {
+		// Narrow: the countdown first, the time after it (cut if need be).
+		val = cdStyle.Render(cd) + "  " + s.Subtle.Render(stamp)
+	}
+	out := s.row(name, 20, val)
 	// Indent, name, stamp, gap, countdown, gap: 2+20+23+2+15+2 = 64 columns.
 	if d.width >= 60 {
 		if barW := min(30, d.width-64); barW >= 6 {
