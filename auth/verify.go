@@ -35,7 +35,9 @@ func (c *Client) verify(ctx context.Context, conns []Connection, token string) V
 	}
 	v := Verification{KeyID: d.Kid, Issuer: d.Issuer}
 	if d.SymmetricSigned {
-		v.Reason = "signed with the realm's secret; a client cannot check it"
+		// HS* is an HMAC with a secret only the server knows (Keycloak signs its
+		// refresh tokens so): say what is known, no more.
+		v.Reason = "HMAC-signed (" + text.Safe(d.Alg) + "): a client cannot check it"
 		return v
 	}
 	iss, _ := d.Raw["iss"].(string)

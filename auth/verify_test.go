@@ -108,8 +108,8 @@ func TestVerifyKeycloak(t *testing.T) {
 	t.Run("HS512 refresh token", func(t *testing.T) {
 		before := srv.Count("certs")
 		v := c.Verify(ctx, conns, ts.RefreshToken)
-		wantVerification(t, v, auth.SigNotChecked, "signed with the realm's secret; a client cannot check it")
-		if v.Reason != "signed with the realm's secret; a client cannot check it" {
+		wantVerification(t, v, auth.SigNotChecked, "HMAC-signed (HS512): a client cannot check it")
+		if v.Reason != "HMAC-signed (HS512): a client cannot check it" {
 			t.Errorf("reason = %q", v.Reason)
 		}
 		if srv.Count("certs") != before {

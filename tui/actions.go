@@ -29,33 +29,29 @@ func (m *Model) apply(a action) tea.Cmd {
 	case actOpenDetails:
 		return m.openDetails(a.label)
 	case actSubmitKey:
-		m.createSeq = m.nextSeq()
-		return tea.Batch(m.startOp(), m.createCmd(m.createSeq, a.nk))
+		return tea.Batch(m.startOp(), m.createCmd(m.req.start(slotCreate), a.nk))
 	case actRefresh:
-		m.opSeq = m.nextSeq()
-		return tea.Batch(m.startOp(), m.refreshCmd(m.opSeq, a.label, a.auto))
+		return tea.Batch(m.startOp(), m.refreshCmd(m.req.start(slotOp), a.label, a.auto))
 	case actLogin:
-		m.opSeq = m.nextSeq()
-		return tea.Batch(m.startOp(), m.loginCmd(m.opSeq, a.label, a.password))
+		return tea.Batch(m.startOp(), m.loginCmd(m.req.start(slotOp), a.label, a.password))
 	case actLogout:
-		m.opSeq = m.nextSeq()
-		return tea.Batch(m.startOp(), m.logoutCmd(m.opSeq, a.label))
+		return tea.Batch(m.startOp(), m.logoutCmd(m.req.start(slotOp), a.label))
 	case actCopy:
 		if a.tokens != nil {
 			return m.copyToken(a.label, a.tokens, a.header)
 		}
-		return tea.Batch(m.startOp(), m.fetchForCopyCmd(m.nextSeq(), a.label, a.header))
+		return tea.Batch(m.startOp(), m.fetchForCopyCmd(m.req.next(), a.label, a.header))
 	case actDelete:
-		return tea.Batch(m.startOp(), m.simpleCmd(m.nextSeq(), "delete", a.label, "", func(b Backend) error {
+		return tea.Batch(m.startOp(), m.simpleCmd(m.req.next(), opDelete, a.label, "", func(b Backend) error {
 			ctx, cancel := context.WithTimeout(m.ctx, opTimeout)
 			defer cancel()
 			_, err := b.Remove(ctx, a.label)
 			return err
 		}))
 	case actRename:
-		return tea.Batch(m.startOp(), m.simpleCmd(m.nextSeq(), "rename", a.label, a.newLabel, func(b Backend) error { return b.Rename(a.label, a.newLabel) }))
+		return tea.Batch(m.startOp(), m.simpleCmd(m.req.next(), opRename, a.label, a.newLabel, func(b Backend) error { return b.Rename(a.label, a.newLabel) }))
 	case actSetDefault:
-		return tea.Batch(m.startOp(), m.simpleCmd(m.nextSeq(), "default", a.label, "", func(b Backend) error { return b.SetDefault(a.label) }))
+		return tea.Batch(m.startOp(), m.simpleCmd(m.req.next(), opSetDefault, a.label, "", func(b Backend) error { return b.SetDefault(a.label) }))
 	case actCheckLive:
 		return m.checkLive(a.label)
 	case actInspectKey:
@@ -83,16 +79,14 @@ func (m *Model) openDetails(label string) tea.Cmd {
 	if m.details.key.ID != k.ID || m.details.tokens == nil {
 		m.details.open(k, nil)
 	}
-	m.opSeq = m.nextSeq()
-	return tea.Batch(m.goTo(screenDetails), m.startOp(), m.openCmd(m.opSeq, label), m.checkLive(label))
+	return tea.Batch(m.goTo(screenDetails), m.startOp(), m.openCmd(m.req.start(slotOp), label), m.checkLive(label))
 }
 
 // checkLive asks the server whether it still accepts the details key's
 // access token; the answer of an earlier check is dropped.
 func (m *Model) checkLive(label string) tea.Cmd {
-	m.liveSeq = m.nextSeq()
 	m.details.startLiveCheck()
-	return tea.Batch(m.startOp(), m.livenessCmd(m.liveSeq, label))
+	return tea.Batch(m.startOp(), m.livenessCmd(m.req.start(slotLive), label))
 }
 
 // inspectKey opens the inspector on a key's access and refresh tokens.
@@ -100,8 +94,7 @@ func (m *Model) inspectKey(label string) tea.Cmd {
 	if m.details.key.Label == label && m.details.tokens != nil {
 		return m.loadInspector("key "+label, keyTokens(m.details.tokens))
 	}
-	m.inspSeq = m.nextSeq()
-	return tea.Batch(m.startOp(), m.currentCmd(m.inspSeq, "inspect", label))
+	return tea.Batch(m.startOp(), m.currentCmd(m.req.start(slotInspect), opInspect, label))
 }
 
 func keyTokens(t *auth.TokenSet) []token {
@@ -111,11 +104,11 @@ func keyTokens(t *auth.TokenSet) []token {
 // loadInspector decodes toks into the inspector and starts the signature
 // checks.
 func (m *Model) loadInspector(source string, toks []token) tea.Cmd {
-	m.inspSeq = m.nextSeq()
-	verify := m.inspector.load(source, toks, m.c.now, m.inspSeq)
+	seq := m.req.start(slotInspect)
+	verify := m.inspector.load(source, toks, m.c.now, seq)
 	cmds := []tea.Cmd{m.goTo(screenInspector)}
 	for _, i := range verify {
-		cmds = append(cmds, m.startOp(), m.verifyCmd(m.inspSeq, i, m.inspector.tokens[i].raw))
+		cmds = append(cmds, m.startOp(), m.verifyCmd(seq, i, m.inspector.tokens[i].raw))
 	}
 	return tea.Batch(cmds...)
 }
@@ -132,7 +125,7 @@ func (m *Model) findKey(label string) (store.Key, bool) {
 // startOp counts an operation in flight and starts the spinner if it is
 // not running.
 func (m *Model) startOp() tea.Cmd {
-	m.inflight++
+	m.req.begin()
 	if m.spinning {
 		return nil
 	}
@@ -141,14 +134,10 @@ func (m *Model) startOp() tea.Cmd {
 }
 
 // endOp counts an operation done; the spinner stops at its next frame.
-func (m *Model) endOp() {
-	if m.inflight > 0 {
-		m.inflight--
-	}
-}
+func (m *Model) endOp() { m.req.end() }
 
 func (m *Model) handleSpinner(msg tea.Msg) tea.Cmd {
-	if m.inflight == 0 {
+	if m.req.inflight == 0 {
 		m.spinning = false
 		return nil
 	}

@@ -143,7 +143,7 @@ func TestModelWithRealStore(t *testing.T) {
 	st, client, srv := openRealStore(t)
 	h := &harness{t: t, clock: &clock{t: time.Now()}}
 	h.m = newModel(config{
-		backend: st, verifier: client, now: time.Now, theme: Theme{Plain: true},
+		backend: st, verifier: client, now: h.clock.Now, theme: Theme{Plain: true},
 		prefill: Prefill{AuthURL: srv.URL(), ClientID: authtest.DemoClientID, ClientSecret: authtest.DemoClientSecret,
 			Username: authtest.DemoUsername, Password: "wrong-password", Label: "demo"},
 		after: func(time.Duration, func(time.Time) tea.Msg) tea.Cmd { return nil },

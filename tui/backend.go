@@ -26,6 +26,9 @@ type Backend interface {
 	SetDefault(label string) error
 	Connections() []auth.Connection
 	Settings() store.Settings
+	// Stamp identifies the store's content (a few stat calls): the app
+	// compares it on its 1 s tick and reloads only when it changed.
+	Stamp() (store.Stamp, error)
 }
 
 // Verifier checks a token's signature; *auth.Client is one.

@@ -20,7 +20,7 @@ func (m *Model) copyToken(label string, ts *auth.TokenSet, header bool) tea.Cmd 
 		m.toast, m.toastOK = "Nothing to copy: log in first.", false
 		return nil
 	}
-	if !ts.AccessValid(m.c.now) {
+	if ts.Access().Expired(m.c.now) {
 		m.toast, m.toastOK = "The access token has expired: refresh it first (r).", false
 		return nil
 	}
@@ -38,7 +38,7 @@ func (m *Model) copyToken(label string, ts *auth.TokenSet, header bool) tea.Cmd 
 	if clear > 0 {
 		gen := m.clipGen
 		cmds = append(cmds, m.cfg.after(clear, func(time.Time) tea.Msg { return clipClearMsg{gen: gen} }))
-		note = fmt.Sprintf("the clipboard will be cleared in %s", clear.Round(time.Second))
+		note = fmt.Sprintf("shipkey clears the clipboard in %s", clear.Round(time.Second))
 	}
 	m.toast, m.toastOK = fmt.Sprintf("Copied the %s of %q; %s.", what, text.Safe(label), note), true
 	sum := sha256.Sum256([]byte(payload))
@@ -46,15 +46,25 @@ func (m *Model) copyToken(label string, ts *auth.TokenSet, header bool) tea.Cmd 
 	return tea.Batch(cmds...)
 }
 
-// handleClipClear empties the clipboard if what shipkey copied is still the
-// latest thing it copied; the native clipboard only if it still holds it.
+// clipCleared is what the clear writes by OSC 52: a single space. An empty
+// OSC 52 is not a clear everywhere: tmux ignores it (the token stays in its
+// paste buffer, and in the outer terminal's clipboard), while xterm, kitty,
+// WezTerm and iTerm2 treat it differently from each other. Every one of
+// them replaces the clipboard with a non-empty value, and a space pasted by
+// mistake does nothing.
+const clipCleared = " "
+
+// handleClipClear overwrites the clipboard if what shipkey copied is still
+// the latest thing it copied; the native clipboard only if it still holds
+// it. The toast says what was done, and what shipkey cannot reach.
 func (m *Model) handleClipClear(msg clipClearMsg) tea.Cmd {
 	if msg.gen != m.clipGen {
 		return nil
 	}
 	sum := m.clipSum
 	m.clipSum = [32]byte{}
-	cmds := []tea.Cmd{tea.SetClipboard("")}
+	m.toast, m.toastOK = "Cleared the clipboard (a clipboard manager or history may keep its own copy).", true
+	cmds := []tea.Cmd{tea.SetClipboard(clipCleared)}
 	if w, r := m.cfg.clipWrite, m.cfg.clipRead; w != nil && r != nil {
 		cmds = append(cmds, func() tea.Msg {
 			if cur, err := r(); err == nil && sha256.Sum256([]byte(cur)) == sum {

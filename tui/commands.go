@@ -3,6 +3,7 @@ package tui
 import (
 	"context"
 	"errors"
+	"os"
 	"time"
 
 	tea "charm.land/bubbletea/v2"
@@ -20,23 +21,55 @@ const opTimeout = 2 * time.Minute
 var errNoStore = errors.New("no store")
 
 func (m *Model) loadKeys() tea.Cmd {
-	m.loadSeq = m.nextSeq()
-	seq, st := m.loadSeq, m.backend
+	seq, st := m.req.start(slotKeys), m.backend
 	return func() tea.Msg {
 		if st == nil {
 			return keysLoadedMsg{seq: seq, err: errNoStore}
 		}
+		// The stamp first: a change after it is seen by the next check.
+		stamp, _ := st.Stamp()
 		keys, err := st.Keys()
 		if err != nil {
-			return keysLoadedMsg{seq: seq, err: err}
+			return keysLoadedMsg{seq: seq, err: err, stamp: stamp}
 		}
-		cur := ""
-		if len(keys) > 0 {
-			if k, err := st.Resolve(""); err == nil {
-				cur = k.Label
+		return keysLoadedMsg{seq: seq, keys: keys, current: currentKey(keys, os.Getenv(store.EnvKey)), stamp: stamp}
+	}
+}
+
+// currentKey is the key the app opens with "1", as store.Resolve("") picks
+// it but without reading the store again: the one SHIPKEY_KEY names, else
+// the default, else the only key; "" when none.
+func currentKey(keys []store.Key, env string) string {
+	if env != "" {
+		for _, k := range keys {
+			if k.Label == env {
+				return k.Label
 			}
 		}
-		return keysLoadedMsg{seq: seq, keys: keys, current: cur}
+		return ""
+	}
+	for _, k := range keys {
+		if k.Default {
+			return k.Label
+		}
+	}
+	if len(keys) == 1 {
+		return keys[0].Label
+	}
+	return ""
+}
+
+// checkStamp reads the store's stamp (a few stat calls): the tick compares
+// it with the stamp of the last key list to see what other shipkey
+// processes changed.
+func (m *Model) checkStamp() tea.Cmd {
+	seq, st := m.req.start(slotStamp), m.backend
+	return func() tea.Msg {
+		if st == nil {
+			return stampMsg{seq: seq, err: errNoStore}
+		}
+		stamp, err := st.Stamp()
+		return stampMsg{seq: seq, stamp: stamp, err: err}
 	}
 }
 
@@ -56,7 +89,7 @@ func withTokens(st Backend, msg keyTokensMsg, k store.Key, err error) keyTokensM
 func (m *Model) createCmd(seq int, nk store.NewKey) tea.Cmd {
 	st, ctx := m.backend, m.ctx
 	return func() tea.Msg {
-		msg := keyTokensMsg{seq: seq, op: "create", label: nk.Label}
+		msg := keyTokensMsg{seq: seq, op: opCreate, label: nk.Label}
 		if st == nil {
 			msg.err = errNoStore
 			return msg
@@ -74,7 +107,7 @@ func (m *Model) refreshCmd(seq int, label string, auto bool) tea.Cmd {
 		ctx, cancel := context.WithTimeout(ctx, opTimeout)
 		defer cancel()
 		k, err := st.Refresh(ctx, label)
-		return withTokens(st, keyTokensMsg{seq: seq, op: "refresh", label: label, auto: auto}, k, err)
+		return withTokens(st, keyTokensMsg{seq: seq, op: opRefresh, label: label, auto: auto}, k, err)
 	}
 }
 
@@ -84,7 +117,7 @@ func (m *Model) loginCmd(seq int, label, password string) tea.Cmd {
 		ctx, cancel := context.WithTimeout(ctx, opTimeout)
 		defer cancel()
 		k, err := st.Login(ctx, label, password)
-		return withTokens(st, keyTokensMsg{seq: seq, op: "login", label: label}, k, err)
+		return withTokens(st, keyTokensMsg{seq: seq, op: opLogin, label: label}, k, err)
 	}
 }
 
@@ -93,12 +126,12 @@ func (m *Model) openCmd(seq int, label string) tea.Cmd {
 	st := m.backend
 	return func() tea.Msg {
 		k, err := st.Resolve(label)
-		return withTokens(st, keyTokensMsg{seq: seq, op: "open", label: label}, k, err)
+		return withTokens(st, keyTokensMsg{seq: seq, op: opOpen, label: label}, k, err)
 	}
 }
 
-// currentCmd reads a key's token set for op ("inspect").
-func (m *Model) currentCmd(seq int, op, label string) tea.Cmd {
+// currentCmd reads a key's token set for op (opInspect).
+func (m *Model) currentCmd(seq int, op opKind, label string) tea.Cmd {
 	st := m.backend
 	return func() tea.Msg {
 		ts, err := st.Current(label)
@@ -112,12 +145,12 @@ func (m *Model) logoutCmd(seq int, label string) tea.Cmd {
 		ctx, cancel := context.WithTimeout(ctx, opTimeout)
 		defer cancel()
 		_, err := st.Logout(ctx, label)
-		return opDoneMsg{seq: seq, op: "logout", label: label, err: err}
+		return opDoneMsg{seq: seq, op: opLogout, label: label, err: err}
 	}
 }
 
 // simpleCmd runs a store call that only succeeds or fails.
-func (m *Model) simpleCmd(seq int, op, label, to string, call func(Backend) error) tea.Cmd {
+func (m *Model) simpleCmd(seq int, op opKind, label, to string, call func(Backend) error) tea.Cmd {
 	st := m.backend
 	return func() tea.Msg {
 		return opDoneMsg{seq: seq, op: op, label: label, to: to, err: call(st)}
@@ -126,9 +159,9 @@ func (m *Model) simpleCmd(seq int, op, label, to string, call func(Backend) erro
 
 func (m *Model) markUsedCmd(label string) tea.Cmd {
 	st := m.backend
-	seq := m.nextSeq()
+	seq := m.req.next()
 	return func() tea.Msg {
-		return opDoneMsg{seq: seq, op: "markused", label: label, err: st.MarkUsed(label)}
+		return opDoneMsg{seq: seq, op: opMarkUsed, label: label, err: st.MarkUsed(label)}
 	}
 }
 

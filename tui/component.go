@@ -45,8 +45,9 @@ func (s screenID) String() string {
 	return [...]string{"Welcome", "Get API Key", "Token details", "API keys", "Claims inspector"}[s]
 }
 
-// hasCountdowns reports whether the screen shows live countdowns (and so
-// needs the once-a-second tick).
+// hasCountdowns reports whether the screen shows live countdowns or
+// relative times (and so needs the once-a-second tick, which also looks for
+// changes by other shipkey processes).
 func (s screenID) hasCountdowns() bool {
-	return s == screenWelcome || s == screenDetails || s == screenKeys
+	return s != screenForm
 }

@@ -60,11 +60,13 @@ type details struct {
 	autoFailedFor time.Time     // the expiry an automatic refresh already failed for
 	errMsg        string
 	password      textinput.Model
+	prompt        bool // the password prompt is open (asking, or its login in flight)
 	spinner       func() string
+	pane          pane
 }
 
 func newDetails(c *common, spinner func() string) *details {
-	d := &details{c: c, spinner: spinner}
+	d := &details{c: c, spinner: spinner, pane: newPane()}
 	d.password = c.styles.newTextInput("")
 	d.password.EchoMode = textinput.EchoPassword
 	d.password.EchoCharacter = '•'
@@ -76,15 +78,25 @@ func (d *details) restyle() { d.password.SetStyles(d.c.styles.TextInput) }
 
 // open shows k with tokens; a different key resets the view.
 func (d *details) open(k store.Key, tokens *auth.TokenSet) {
-	if k.Label != d.key.Label || k.ID != d.key.ID {
+	switch {
+	case k.Label != d.key.Label || k.ID != d.key.ID:
 		d.reveal = false
 		d.autoFailedFor = time.Time{}
 		d.liveState = liveNone
+		d.pane.vp.GotoTop()
+	case tokens != nil && d.tokens != nil && tokens.AccessToken != d.tokens.AccessToken:
+		d.liveState = liveNone // the server's word was about the old token
 	}
 	d.key, d.tokens = k, tokens
 	d.state = detailsIdle
 	d.ended = k.LoggedOut || k.StatusAt(d.c.now) == store.StatusLoginNeeded
 	d.errMsg = ""
+	d.closePrompt()
+}
+
+// closePrompt closes the password prompt and forgets what was typed.
+func (d *details) closePrompt() {
+	d.prompt = false
 	d.password.Blur()
 	d.password.SetValue("")
 }
@@ -92,20 +104,28 @@ func (d *details) open(k store.Key, tokens *auth.TokenSet) {
 func (d *details) SetSize(width, height int) {
 	d.width, d.height = width, height
 	d.password.SetWidth(min(40, max(10, width-24)))
+	d.pane.setSize(width, height)
 }
 
-func (d *details) Capturing() bool { return d.state == detailsPassword }
+// Capturing: while the password prompt is open, from the first key to the
+// answer of its login, keys are text (a retyped password never fires a
+// binding).
+func (d *details) Capturing() bool { return d.prompt }
 
-// sessionEnded reports whether only a login helps: the session is known to
-// have ended here, or the server no longer accepts the access token.
+// sessionEnded reports whether the session is known to have ended: a
+// refresh or login was refused with invalid_grant, the key was logged out,
+// or the server's introspection said active:false. It changes the words
+// shown, never what the keys do: no liveness verdict disables refresh,
+// copy or auto-refresh (a refresh that the server refuses says so itself).
 func (d *details) sessionEnded() bool {
-	return d.ended || d.serverRejects()
+	return d.ended || d.serverEnded()
 }
 
-// serverRejects reports whether the server said it no longer accepts the
-// access token shown.
-func (d *details) serverRejects() bool {
-	return d.liveState == liveAnswered && d.live.State == auth.LiveInactive
+// serverEnded reports whether token introspection answered active:false.
+// A userinfo refusal is not that verdict (the endpoint may refuse for
+// other reasons): it shows as "cannot tell".
+func (d *details) serverEnded() bool {
+	return d.liveState == liveAnswered && d.live.State == auth.LiveInactive && d.live.Via == "introspection"
 }
 
 // startLiveCheck marks a server check as in flight.
@@ -144,38 +164,13 @@ func (d *details) token() *auth.TokenSet {
 
 func (d *details) Update(msg tea.Msg) (action, tea.Cmd) {
 	k, ok := msg.(tea.KeyPressMsg)
-	if !ok {
-		if d.state == detailsPassword {
-			var cmd tea.Cmd
-			d.password, cmd = d.password.Update(msg)
-			return nil, cmd
-		}
+	if d.prompt {
+		return d.updatePrompt(msg)
+	}
+	if d.pane.scroll(msg, d.c.keys, d.content(), true) || !ok {
 		return nil, nil
 	}
 	km := d.c.keys
-	if d.state == detailsPassword {
-		switch {
-		case key.Matches(k, km.Back):
-			d.state = detailsIdle
-			d.password.Blur()
-			d.password.SetValue("")
-			return nil, nil
-		case key.Matches(k, km.Enter):
-			pw := d.password.Value()
-			if pw == "" {
-				d.errMsg = "the password is required"
-				return nil, nil
-			}
-			d.password.SetValue("")
-			d.password.Blur()
-			d.state = detailsLoggingIn
-			d.errMsg = ""
-			return actLogin{label: d.key.Label, password: pw}, nil
-		}
-		var cmd tea.Cmd
-		d.password, cmd = d.password.Update(msg)
-		return nil, cmd
-	}
 	label := d.key.Label
 	switch {
 	case key.Matches(k, km.Back):
@@ -203,7 +198,7 @@ func (d *details) Update(msg tea.Msg) (action, tea.Cmd) {
 		d.errMsg = ""
 		return actCheckLive{label: label}, nil
 	case key.Matches(k, km.Refresh):
-		if d.tokens == nil || d.tokens.RefreshToken == "" || d.sessionEnded() {
+		if d.tokens == nil || d.tokens.RefreshToken == "" || d.ended {
 			d.errMsg = "nothing to refresh: log in again (l)"
 			return nil, nil
 		}
@@ -218,7 +213,7 @@ func (d *details) Update(msg tea.Msg) (action, tea.Cmd) {
 			d.state = detailsLoggingIn
 			return actLogin{label: label}, nil
 		}
-		d.state = detailsPassword
+		d.state, d.prompt = detailsPassword, true
 		return nil, d.password.Focus()
 	case key.Matches(k, km.Logout):
 		if d.tokens == nil && d.key.LoggedOut {
@@ -230,10 +225,39 @@ func (d *details) Update(msg tea.Msg) (action, tea.Cmd) {
 	return nil, nil
 }
 
+// updatePrompt handles the password prompt: enter logs in, esc closes it;
+// while its login is in flight keys are swallowed.
+func (d *details) updatePrompt(msg tea.Msg) (action, tea.Cmd) {
+	k, ok := msg.(tea.KeyPressMsg)
+	if d.state == detailsLoggingIn {
+		return nil, nil
+	}
+	if ok {
+		switch {
+		case key.Matches(k, d.c.keys.Back):
+			d.state, d.errMsg = detailsIdle, ""
+			d.closePrompt()
+			return nil, nil
+		case key.Matches(k, d.c.keys.Enter):
+			pw := d.password.Value()
+			if pw == "" {
+				d.errMsg = "the password is required"
+				return nil, nil
+			}
+			d.password.SetValue("")
+			d.state, d.errMsg = detailsLoggingIn, ""
+			return actLogin{label: d.key.Label, password: pw}, nil
+		}
+	}
+	var cmd tea.Cmd
+	d.password, cmd = d.password.Update(msg)
+	return nil, cmd
+}
+
 // wantsAutoRefresh reports whether refresh-ahead should fire now.
 func (d *details) wantsAutoRefresh(now time.Time) bool {
 	t := d.tokens
-	if !d.auto || d.state != detailsIdle || d.sessionEnded() || t == nil || t.RefreshToken == "" || !t.RefreshValid(now) {
+	if !d.auto || d.state != detailsIdle || d.ended || t == nil || t.RefreshToken == "" || !t.RefreshValid(now) {
 		return false
 	}
 	exp := refreshDeadline(t)
@@ -265,23 +289,43 @@ func (d *details) startAutoRefresh() action {
 	return actRefresh{label: d.key.Label, auto: true}
 }
 
-// result applies the answer of a login, refresh or open for this key.
-func (d *details) result(msg keyTokensMsg) {
+// result applies the answer of a login, refresh or open for this key; it
+// reports whether a new token arrived (the key list and the server check
+// are then due).
+func (d *details) result(msg keyTokensMsg) bool {
+	if msg.op == opOpen {
+		switch {
+		case msg.err != nil:
+			d.errMsg = text.Safe(msg.err.Error())
+		case !d.busy() && !d.prompt:
+			d.open(msg.key, msg.tokens)
+		}
+		return false
+	}
 	if msg.err == nil {
 		d.open(msg.key, msg.tokens)
-		return
+		return true
 	}
 	d.state = detailsIdle
 	switch {
+	case msg.op == opLogin && d.prompt:
+		// The prompt stays open with the error under it, for another try.
+		d.state = detailsPassword
+		d.errMsg = text.Safe(msg.err.Error())
+		if auth.KindOf(msg.err) == auth.KindInvalidCredentials {
+			d.errMsg = "wrong password — try again (esc cancels)"
+		}
+		return false
 	case auth.IsLoginRequired(msg.err), errors.Is(msg.err, store.ErrLoginNeeded):
 		d.ended = true
 		d.errMsg = "session ended — log in again (l)"
 	default:
-		d.errMsg = text.Safe(msg.op + " failed: " + msg.err.Error())
+		d.errMsg = msg.op.String() + " failed: " + text.Safe(msg.err.Error())
 	}
 	if msg.auto && d.tokens != nil {
 		d.autoFailedFor = refreshDeadline(d.tokens)
 	}
+	return false
 }
 
 // loggedOut applies the answer of a logout.
@@ -296,7 +340,10 @@ func (d *details) loggedOut(err error) {
 	}
 }
 
-// status says where the token stands, in words.
+// status is the one verdict on the token, by the lifecycle policy
+// (auth.Expiry) the countdowns follow too: valid, refreshing soon,
+// refreshing…, expired or session ended (or logged out, and the login and
+// logout in flight).
 func (d *details) status(now time.Time) (string, bool) {
 	t := d.token()
 	switch {
@@ -308,18 +355,26 @@ func (d *details) status(now time.Time) (string, bool) {
 		return d.spinner() + " logging out…", true
 	case d.key.LoggedOut || t.ObtainedAt.IsZero():
 		return "logged out — press l to log in", false
-	case t.AccessValid(now) && !d.sessionEnded():
-		return "valid", true
-	case t.AccessValid(now):
-		return "valid, but the session ended — log in again", false
-	case d.sessionEnded() || !refreshAlive(t, d.tokens != nil, now):
-		return "expired — session ended — log in again", false
+	case d.sessionEnded():
+		return "session ended — log in again (l)", false
+	}
+	switch t.Access().State(now) {
+	case auth.ExpiryExpired:
+		if refreshAlive(t, d.tokens != nil, now) {
+			return "expired — refresh with r", false
+		}
+		return "expired — log in again (l)", false
+	case auth.ExpiryDue:
+		return "refreshing soon", true
 	default:
-		return "expired — refresh with r", false
+		return "valid", true
 	}
 }
 
-func (d *details) View() string {
+func (d *details) View() string { return d.pane.view(d.content()) }
+
+// content is every line of the screen; the pane shows what fits.
+func (d *details) content() string {
 	s := d.c.styles
 	now := d.c.now
 	t := d.token()
@@ -367,14 +422,9 @@ func (d *details) View() string {
 	line(s.row("Token type", nameW, s.Value.Render(text.Safe(tokType))))
 	line(s.row("Scope", nameW, s.Value.Render(orDash(text.Safe(t.Scope)))))
 	line(s.row("Session state", nameW, s.Value.Render(orDash(text.Safe(t.SessionState)))))
-	nbp := "—" // not sent by the server
-	if p := t.NotBeforePolicy; p != nil {
-		nbp = fmt.Sprint(*p)
-		if *p > 0 {
-			nbp += " (" + text.Stamp(time.Unix(*p, 0)) + ")"
-		}
+	if nbp, ok := notBeforePolicy(t); ok {
+		line(s.row("Not-before policy", nameW, s.Value.Render(nbp)))
 	}
-	line(s.row("Not-before policy", nameW, s.Value.Render(nbp)))
 	obtained := text.Stamp(t.ObtainedAt)
 	if !t.ObtainedAt.IsZero() {
 		obtained += s.Subtle.Render("  (" + text.Relative(t.ObtainedAt, now) + ")")
@@ -388,6 +438,8 @@ func (d *details) View() string {
 		accessNone, refreshNone = "—", "—"
 	case t.RefreshToken == "" && d.tokens != nil:
 		refreshNone = "no refresh token"
+	default:
+		refreshNone = refreshExpiryUnstated(t)
 	}
 	line(d.expiryRow("Access expires", t.AccessExpiry(), time.Duration(t.ExpiresIn)*time.Second, accessNone))
 	line(d.expiryRow("Refresh expires", t.RefreshExpiresAt, time.Duration(t.RefreshExpiresIn)*time.Second, refreshNone))
@@ -423,14 +475,16 @@ func (d *details) View() string {
 			}
 		}
 	}
-	if d.state == detailsPassword {
+	if d.prompt {
 		line(s.row("Password", nameW, d.password.View()))
+		if d.errMsg != "" {
+			b.WriteString(indentWrapped("✗ "+d.errMsg, nameW+2, d.width, s.Error.Render))
+		}
 		line(strings.Repeat(" ", nameW) + s.Subtle.Render("enter logs in · esc cancels"))
+	} else if d.errMsg != "" {
+		b.WriteString(indentWrapped("✗ "+d.errMsg, 2, d.width, s.Error.Render))
 	}
-	if d.errMsg != "" {
-		line(s.Error.Render("✗ " + d.errMsg))
-	}
-	return fitBlock(b.String(), d.width, d.height)
+	return b.String()
 }
 
 // serverLine says what the server thinks of the access token, in parts
@@ -457,10 +511,11 @@ func (d *details) serverLine(now time.Time) (parts []string, style lipgloss.Styl
 		}
 		return []string{"accepts this token"}, s.OK, true
 	case auth.LiveInactive:
-		if exp := d.tokens.AccessExpiry(); d.tokens.AccessValid(now) && !exp.IsZero() {
-			return []string{"valid until " + text.Stamp(exp) + ",", "but the server no longer accepts it", "— log in again (l)"}, s.Warn, true
+		if !d.serverEnded() {
+			// Only introspection's active:false is the server's verdict.
+			return []string{"cannot tell: " + orDash(text.Safe(d.live.Via)) + " refused the token", "(r refreshes, l logs in again)"}, s.Subtle, true
 		}
-		return []string{"the server no longer accepts this token", "— log in again (l)"}, s.Warn, true
+		return []string{"the server ended this session (introspection)", "— log in again (l)"}, s.Warn, true
 	default:
 		reason := text.Safe(d.live.Reason)
 		if reason == "" {
@@ -497,8 +552,13 @@ func (d *details) expiryRow(name string, exp time.Time, life time.Duration, none
 	if left > 0 {
 		cd = "in " + cd
 	}
-	text := s.Value.Render(text.Stamp(exp)) + "  " + cdStyle.Render(fmt.Sprintf("%-15s", cd))
-	out := s.row(name, 20, text)
+	stamp := text.Stamp(exp)
+	val := s.Value.Render(stamp) + "  " + cdStyle.Render(fmt.Sprintf("%-15s", cd))
+	if d.width < 2+20+23+2+15 {
+		// Narrow: the countdown first, the time after it (cut if need be).
+		val = cdStyle.Render(cd) + "  " + s.Subtle.Render(stamp)
+	}
+	out := s.row(name, 20, val)
 	// Indent, name, stamp, gap, countdown, gap: 2+20+23+2+15+2 = 64 columns.
 	if d.width >= 60 {
 		if barW := min(30, d.width-64); barW >= 6 {
@@ -522,6 +582,30 @@ func (d *details) bar(frac float64, width int) string {
 	return p.ViewAs(frac)
 }
 
+// notBeforePolicy is the not-before-policy row's value, and whether the row
+// shows. (When TokenSet.NotBeforePolicy becomes *int64, nil when the server
+// did not send it, this is the one place that changes: return false for nil.)
+func notBeforePolicy(t *auth.TokenSet) (string, bool) {
+	if t.NotBeforePolicy == nil { // not sent by the server: nothing to show
+		return "", false
+	}
+	v := *t.NotBeforePolicy
+	out := fmt.Sprint(v)
+	if v > 0 {
+		out += " (" + text.Stamp(time.Unix(v, 0)) + ")"
+	}
+	return out, true
+}
+
+// refreshExpiryUnstated says why a refresh token shows no expiry: the server
+// said none (refresh_expires_in 0, an offline token), or said nothing.
+func refreshExpiryUnstated(t *auth.TokenSet) string {
+	if t.RefreshExpirySource == auth.RefreshExpiryOffline {
+		return "no expiry (offline token)"
+	}
+	return "not stated by the server"
+}
+
 // refreshAlive reports whether the refresh token may still be redeemed, as
 // far as the client can tell; withSecrets says t carries the token itself.
 func refreshAlive(t *auth.TokenSet, withSecrets bool, now time.Time) bool {
@@ -540,10 +624,10 @@ func orDash(s string) string {
 
 func (d *details) ShortHelp() []key.Binding {
 	k := d.c.keys
-	if d.state == detailsPassword {
+	if d.prompt {
 		return []key.Binding{k.Enter, k.Back, k.ForceQuit}
 	}
-	if d.sessionEnded() || d.tokens == nil {
+	if d.ended || d.tokens == nil {
 		return []key.Binding{k.Login, k.CheckServer, k.Inspect, k.Back, k.Help, k.Quit}
 	}
 	return []key.Binding{k.Copy, k.CopyHeader, k.Reveal, k.Refresh, k.AutoRefresh, k.CheckServer, k.Inspect, k.Logout, k.Back, k.Help}
@@ -551,5 +635,5 @@ func (d *details) ShortHelp() []key.Binding {
 
 func (d *details) FullHelp() [][]key.Binding {
 	k := d.c.keys
-	return [][]key.Binding{{k.Copy, k.CopyHeader, k.Reveal}, {k.Refresh, k.AutoRefresh, k.Login, k.Logout}, {k.CheckServer, k.Inspect, k.Back}}
+	return [][]key.Binding{{k.Copy, k.CopyHeader, k.Reveal}, {k.Refresh, k.AutoRefresh, k.Login, k.Logout}, {k.CheckServer, k.Inspect, k.Top, k.Bottom}}
 }

@@ -54,12 +54,12 @@ func TestDetailsCountdownMovesWithTheTick(t *testing.T) {
 
 func TestTickStopsOffCountdownScreens(t *testing.T) {
 	h := openDemoDetails(t, nil)
-	h.press("i") // the inspector has no countdowns
+	h.press("n") // the form has no countdowns
 	if n := fire[tickMsg](h); n != 1 {
 		t.Fatalf("%d ticks pending", n)
 	}
 	if n := fire[tickMsg](h); n != 0 || h.m.ticking {
-		t.Fatalf("the tick kept running on the inspector (%d pending)", n)
+		t.Fatalf("the tick kept running on the form (%d pending)", n)
 	}
 	h.press("esc")
 	if n := fire[tickMsg](h); n != 1 {
@@ -117,7 +117,7 @@ func TestDetailsCopyTokenAndHeader(t *testing.T) {
 	if !contains(h.st.Calls(), "markused demo") {
 		t.Fatalf("copy did not mark the key used: %v", h.st.Calls())
 	}
-	h.mustShow("Copied the access token", "cleared in 30s")
+	h.mustShow("Copied the access token", "clears the clipboard in 30s")
 	h.press("C")
 	if got := h.clipboard[len(h.clipboard)-1]; got != "Authorization: Bearer "+tok {
 		t.Fatal("C did not copy the Authorization header")
@@ -126,7 +126,7 @@ func TestDetailsCopyTokenAndHeader(t *testing.T) {
 	if n := fire[clipClearMsg](h); n != 2 {
 		t.Fatalf("%d clear timers, want 2", n)
 	}
-	if got := h.clipboard[len(h.clipboard)-1]; got != "" || len(h.clipboard) != 3 {
+	if got := h.clipboard[len(h.clipboard)-1]; got != clipCleared || len(h.clipboard) != 3 {
 		t.Fatalf("clipboard writes %d, last %q: want one clear", len(h.clipboard), got)
 	}
 	if h.nativeCur != "" {
@@ -175,7 +175,7 @@ func TestDetailsRefreshingState(t *testing.T) {
 	}
 	h.mustShow("refreshing…")
 	// A stale answer (an older request) is dropped.
-	h.send(keyTokensMsg{seq: h.m.opSeq - 1, op: "refresh", label: "demo", err: &auth.Error{Kind: auth.KindLoginRequired}})
+	h.send(keyTokensMsg{seq: h.m.req.latest[slotOp] - 1, op: opRefresh, label: "demo", err: &auth.Error{Kind: auth.KindLoginRequired}})
 	if h.m.details.ended || h.m.details.state != detailsRefreshing {
 		t.Fatal("a stale refresh result was applied")
 	}
@@ -304,7 +304,8 @@ func TestExpiredStates(t *testing.T) {
 	h.mustShow("expired — refresh with r", "Access expires", "expired")
 	h.clock.Advance(30 * time.Minute)
 	fire[tickMsg](h)
-	h.mustShow("session ended — log in again")
+	h.mustShow("expired — log in again (l)")
+	h.mustNotShow("in 0:", "valid")
 	h.press("c")
 	if len(h.clipboard) != 0 {
 		t.Fatal("an expired token was copied")
@@ -315,9 +316,18 @@ func TestNoStatedRefreshExpiryAndSkew(t *testing.T) {
 	h := openDemoDetails(t, func(f *fakeStore) {
 		ts := f.tokens["demo"]
 		ts.RefreshExpiresAt, ts.RefreshExpiresIn = time.Time{}, 0
+		ts.RefreshExpirySource = auth.RefreshExpiryUnstated
 		ts.JWTExpiresAt = ts.AccessExpiresAt.Add(10 * time.Minute)
 	})
-	h.mustShow("no stated expiry", "clock skew: the JWT's exp is 10m0s off expires_in")
+	h.mustShow("not stated by the server", "clock skew: the JWT's exp is 10m0s off expires_in")
+
+	offline := openDemoDetails(t, func(f *fakeStore) {
+		ts := f.tokens["demo"]
+		ts.RefreshExpiresAt, ts.RefreshExpiresIn = time.Time{}, 0
+		ts.RefreshExpirySource = auth.RefreshExpiryOffline
+	})
+	offline.mustShow("no expiry (offline token)")
+	offline.mustNotShow("not stated by the server")
 }
 
 func TestLogout(t *testing.T) {

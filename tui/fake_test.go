@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"reflect"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -81,6 +82,10 @@ type fakeStore struct {
 	// fails it.
 	live    auth.Liveness
 	liveErr error
+
+	writes     int // bumps the stamp
+	stampCalls int
+	keysCalls  int
 }
 
 var _ Backend = (*fakeStore)(nil)
@@ -108,6 +113,7 @@ func (f *fakeStore) add(label, user string, lastUsed time.Time) store.Key {
 
 func (f *fakeStore) addLocked(label, user string, lastUsed time.Time) store.Key {
 	f.n++
+	f.writes++
 	now := f.clock.Now()
 	ts := fakeTokens(now, user, f.n)
 	k := store.Key{
@@ -128,7 +134,8 @@ func (f *fakeStore) addLocked(label, user string, lastUsed time.Time) store.Key 
 func (f *fakeStore) Keys() ([]store.Key, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	var out []store.Key
+	f.keysCalls++
+	out := make([]store.Key, 0, len(f.keys))
 	for _, k := range f.keys {
 		k.Default = k.Label == f.def
 		out = append(out, k)
@@ -138,13 +145,7 @@ func (f *fakeStore) Keys() ([]store.Key, error) {
 }
 
 func sortKeys(ks []store.Key) {
-	for i := range ks {
-		for j := i + 1; j < len(ks); j++ {
-			if ks[j].Label < ks[i].Label {
-				ks[i], ks[j] = ks[j], ks[i]
-			}
-		}
-	}
+	slices.SortFunc(ks, func(a, b store.Key) int { return strings.Compare(a.Label, b.Label) })
 }
 
 func (f *fakeStore) Resolve(label string) (store.Key, error) {
@@ -183,6 +184,7 @@ func (f *fakeStore) renew(label string) (store.Key, error) {
 		return store.Key{}, store.ErrNotFound
 	}
 	f.n++
+	f.writes++
 	ts := fakeTokens(f.clock.Now(), k.Username, f.n)
 	k.Token, k.Masked, k.LoggedOut = ts.Redacted(), text.Mask(ts.AccessToken), false
 	f.keys[label] = k
@@ -237,6 +239,7 @@ func (f *fakeStore) Liveness(_ context.Context, label string) (auth.Liveness, er
 func (f *fakeStore) MarkUsed(label string) error {
 	f.mu.Lock()
 	defer f.mu.Unlock()
+	f.writes++
 	f.call("markused " + label)
 	k := f.keys[label]
 	k.LastUsed = f.clock.Now()
@@ -247,6 +250,7 @@ func (f *fakeStore) MarkUsed(label string) error {
 func (f *fakeStore) Logout(_ context.Context, label string) (auth.EndResult, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
+	f.writes++
 	f.call("logout " + label)
 	k := f.keys[label]
 	k.LoggedOut, k.Masked = true, ""
@@ -258,6 +262,7 @@ func (f *fakeStore) Logout(_ context.Context, label string) (auth.EndResult, err
 func (f *fakeStore) Remove(_ context.Context, label string) (auth.EndResult, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
+	f.writes++
 	f.call("remove " + label)
 	delete(f.keys, label)
 	delete(f.tokens, label)
@@ -267,6 +272,7 @@ func (f *fakeStore) Remove(_ context.Context, label string) (auth.EndResult, err
 func (f *fakeStore) Rename(label, newLabel string) error {
 	f.mu.Lock()
 	defer f.mu.Unlock()
+	f.writes++
 	f.call("rename " + label + " " + newLabel)
 	if _, ok := f.keys[newLabel]; ok {
 		return store.ErrLabelTaken
@@ -286,6 +292,7 @@ func (f *fakeStore) Rename(label, newLabel string) error {
 func (f *fakeStore) SetDefault(label string) error {
 	f.mu.Lock()
 	defer f.mu.Unlock()
+	f.writes++
 	f.call("default " + label)
 	f.def = label
 	return nil
@@ -482,3 +489,11 @@ func (h *harness) mustNotShow(subs ...string) {
 func windowSize(w, h int) tea.WindowSizeMsg { return tea.WindowSizeMsg{Width: w, Height: h} }
 
 func lipglossWidth(s string) int { return lipgloss.Width(s) }
+
+// Stamp changes with every write to the fake store.
+func (f *fakeStore) Stamp() (store.Stamp, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.stampCalls++
+	return store.Stamp(fmt.Sprint(f.writes)), nil
+}

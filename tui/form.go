@@ -32,10 +32,21 @@ const (
 	fieldPassword
 	fieldLabel
 	fieldScope
+	fieldAdvanced // a toggle: shows the connection options below
+	fieldTokenURL
+	fieldIssuer
+	fieldBasicAuth // a toggle: HTTP Basic client authentication
 	fieldCount
 )
 
-var fieldNames = [fieldCount]string{"Auth URL", "Realm", "Client ID", "Client Secret", "Username", "Password", "Label", "Scope"}
+var fieldNames = [fieldCount]string{"Auth URL", "Realm", "Client ID", "Client Secret", "Username", "Password", "Label", "Scope",
+	"Advanced", "Token URL", "Issuer", "HTTP Basic auth"}
+
+// isToggle reports whether field i is a toggle (space flips it), not text.
+func isToggle(i int) bool { return i == fieldAdvanced || i == fieldBasicAuth }
+
+// isAdvanced reports whether field i shows only with the advanced options.
+func isAdvanced(i int) bool { return i > fieldAdvanced }
 
 // form is the credentials walk-through ("Get API Key").
 type form struct {
@@ -48,14 +59,18 @@ type form struct {
 	general       string             // an error that belongs to no field
 	labels        map[string]bool    // labels in use, for the uniqueness check
 	spinner       func() string      // the root's spinner frame
+	advanced      bool               // the connection options are shown
+	basicAuth     bool
+	pane          pane
 }
 
 func newForm(c *common, spinner func() string) *form {
-	f := &form{c: c, spinner: spinner, labels: map[string]bool{}}
+	f := &form{c: c, spinner: spinner, labels: map[string]bool{}, pane: newPane()}
 	placeholders := [fieldCount]string{
 		"https://auth.example.com", auth.DefaultRealm, "the registered client application",
 		"client secret", "user of the client application", "password",
-		"a name for this key", "optional, e.g. write",
+		"a name for this key", "optional, e.g. write", "",
+		"optional: the token endpoint, overriding the realm's", "optional: an OIDC issuer (discovery)", "",
 	}
 	for i := range f.inputs {
 		ti := c.styles.newTextInput("")
@@ -81,7 +96,10 @@ func (f *form) restyle() {
 // reset prepares the form for a new key: values from p (secrets included
 // only from p), errors cleared, focus on the first empty field.
 func (f *form) reset(p Prefill, labels []string) tea.Cmd {
-	vals := [fieldCount]string{p.AuthURL, p.Realm, p.ClientID, p.ClientSecret, p.Username, p.Password, p.Label, p.Scope}
+	vals := [fieldCount]string{p.AuthURL, p.Realm, p.ClientID, p.ClientSecret, p.Username, p.Password, p.Label, p.Scope,
+		"", p.TokenURL, p.Issuer, ""}
+	f.basicAuth = p.BasicAuth
+	f.advanced = p.TokenURL != "" || p.Issuer != "" || p.BasicAuth
 	if vals[fieldRealm] == "" {
 		vals[fieldRealm] = auth.DefaultRealm
 	}
@@ -97,25 +115,56 @@ func (f *form) reset(p Prefill, labels []string) tea.Cmd {
 	f.general = ""
 	f.state = formEditing
 	first := 0
-	for i := range f.inputs {
-		if f.inputs[i].Value() == "" && i != fieldScope {
+	for i := range fieldScope {
+		if f.inputs[i].Value() == "" {
 			first = i
 			break
 		}
 	}
+	f.pane.vp.GotoTop()
 	return f.focusOn(first)
 }
 
+// shown reports whether field i is on the form now.
+func (f *form) shown(i int) bool { return !isAdvanced(i) || f.advanced }
+
+// focusOn focuses field i (a hidden advanced field opens the options).
 func (f *form) focusOn(i int) tea.Cmd {
 	for j := range f.inputs {
 		f.inputs[j].Blur()
 	}
 	f.focus = (i + fieldCount) % fieldCount
+	if isAdvanced(f.focus) {
+		f.advanced = true
+	}
+	f.follow()
+	if isToggle(f.focus) {
+		return nil
+	}
 	return f.inputs[f.focus].Focus()
+}
+
+// step moves the focus by dir (+1, -1) over the fields shown.
+func (f *form) step(dir int) tea.Cmd {
+	i := f.focus
+	for range fieldCount {
+		i = (i + dir + fieldCount) % fieldCount
+		if f.shown(i) {
+			break
+		}
+	}
+	return f.focusOn(i)
+}
+
+// follow scrolls the form to its focused field.
+func (f *form) follow() {
+	content, line := f.content()
+	f.pane.follow(content, line)
 }
 
 func (f *form) SetSize(width, height int) {
 	f.width, f.height = width, height
+	f.pane.setSize(width, height)
 	w := width - 22
 	if w > 70 {
 		w = 70
@@ -146,10 +195,28 @@ func (f *form) Update(msg tea.Msg) (action, tea.Cmd) {
 		case key.Matches(k, km.Submit), key.Matches(k, km.Enter):
 			return f.submit()
 		case key.Matches(k, km.NextField):
-			return nil, f.focusOn(f.focus + 1)
+			return nil, f.step(+1)
 		case key.Matches(k, km.PrevField):
-			return nil, f.focusOn(f.focus - 1)
+			return nil, f.step(-1)
+		case isToggle(f.focus):
+			if k.String() == "space" || k.String() == "x" {
+				if f.focus == fieldAdvanced {
+					f.advanced = !f.advanced
+				} else {
+					f.basicAuth = !f.basicAuth
+				}
+				f.follow()
+			}
+			return nil, nil
 		}
+	}
+	if _, ok := msg.(tea.MouseWheelMsg); ok {
+		content, _ := f.content()
+		f.pane.scroll(msg, f.c.keys, content, false)
+		return nil, nil
+	}
+	if isToggle(f.focus) {
+		return nil, nil
 	}
 	var cmd tea.Cmd
 	f.inputs[f.focus], cmd = f.inputs[f.focus].Update(msg)
@@ -172,10 +239,27 @@ func (f *form) value(i int) string {
 func (f *form) validate() int {
 	f.errs = [fieldCount]string{}
 	f.general = ""
-	if u := f.value(fieldAuthURL); u == "" {
+	tokenURL, issuer := f.value(fieldTokenURL), f.value(fieldIssuer)
+	if !f.advanced {
+		tokenURL, issuer = "", ""
+	}
+	switch u := f.value(fieldAuthURL); {
+	case u == "" && tokenURL == "" && issuer == "":
 		f.errs[fieldAuthURL] = "required"
-	} else if err := auth.CheckURL(u); err != nil {
-		f.errs[fieldAuthURL] = "URL " + err.Error()
+	case u != "":
+		if err := auth.CheckURL(u); err != nil {
+			f.errs[fieldAuthURL] = "URL " + err.Error()
+		}
+	}
+	for _, i := range []int{fieldTokenURL, fieldIssuer} {
+		if u := f.value(i); f.advanced && u != "" {
+			if err := auth.CheckURL(u); err != nil {
+				f.errs[i] = "URL " + err.Error()
+			}
+		}
+	}
+	if tokenURL != "" && issuer != "" {
+		f.errs[fieldIssuer] = "give a token URL or an issuer, not both"
 	}
 	for _, i := range []int{fieldClientID, fieldClientSecret, fieldUsername, fieldPassword, fieldLabel} {
 		if f.value(i) == "" {
@@ -218,6 +302,11 @@ func (f *form) submit() (action, tea.Cmd) {
 		ClientSecret: f.value(fieldClientSecret),
 		Password:     f.value(fieldPassword),
 	}
+	if f.advanced {
+		nk.Conn.TokenURL = f.value(fieldTokenURL)
+		nk.Conn.Issuer = f.value(fieldIssuer)
+		nk.Conn.BasicAuth = f.basicAuth
+	}
 	f.state = formSubmitting
 	for j := range f.inputs {
 		f.inputs[j].Blur()
@@ -239,33 +328,49 @@ func (f *form) fail(err error) tea.Cmd {
 	return f.focusOn(field)
 }
 
+// faultFields maps each kind of auth failure to the form field that must
+// change. A new kind is one line here.
+var faultFields = map[auth.ErrorKind]int{
+	auth.KindInvalidCredentials:  fieldPassword,
+	auth.KindCredentialsRefused:  fieldPassword, // a server that does not say which: the user's part first
+	auth.KindInvalidClient:       fieldClientSecret,
+	auth.KindDirectGrantDisabled: fieldClientID,
+	auth.KindInvalidScope:        fieldScope,
+	auth.KindAccountDisabled:     fieldUsername,
+	auth.KindAccountNotSetUp:     fieldUsername,
+	auth.KindNetwork:             fieldAuthURL,
+	auth.KindTimeout:             fieldAuthURL,
+	auth.KindTLS:                 fieldAuthURL,
+	auth.KindConfig:              fieldAuthURL,
+	auth.KindMalformedResponse:   fieldAuthURL,
+}
+
 // faultField maps a failure to the form field that must change, or -1.
 func faultField(err error) int {
 	if errors.Is(err, store.ErrLabelTaken) {
 		return fieldLabel
 	}
-	switch auth.KindOf(err) {
-	case auth.KindInvalidCredentials:
-		return fieldPassword
-	case auth.KindInvalidClient:
-		return fieldClientSecret
-	case auth.KindDirectGrantDisabled:
-		return fieldClientID
-	case auth.KindInvalidScope:
-		return fieldScope
-	case auth.KindAccountDisabled, auth.KindAccountNotSetUp:
-		return fieldUsername
-	case auth.KindNetwork, auth.KindTimeout, auth.KindTLS, auth.KindConfig, auth.KindMalformedResponse:
-		return fieldAuthURL
+	if f, ok := faultFields[auth.KindOf(err)]; ok {
+		return f
 	}
 	return -1
 }
 
 func (f *form) View() string {
+	content, _ := f.content()
+	return f.pane.view(content)
+}
+
+// content is every line of the form, and the line of the focused field.
+func (f *form) content() (string, int) {
 	s := f.c.styles
 	var b strings.Builder
+	focusLine := 0
 	b.WriteString(s.Subtle.Render("  The password grant against a Keycloak realm: client and user credentials.") + "\n\n")
 	for i := range f.inputs {
+		if !f.shown(i) {
+			continue
+		}
 		name := fieldNames[i]
 		if i == fieldScope {
 			name += " (opt.)"
@@ -275,9 +380,23 @@ func (f *form) View() string {
 		if i == f.focus && f.state == formEditing {
 			marker = s.Focused.Render("› ")
 			nameStyle = s.Focused
+			focusLine = strings.Count(b.String(), "\n")
 		}
 		pad := 18 - len(name)
-		line := marker + nameStyle.Render(name) + strings.Repeat(" ", max(pad, 1)) + f.inputs[i].View()
+		val := f.inputs[i].View()
+		switch i {
+		case fieldAdvanced:
+			val = s.Subtle.Render("▸ token URL, issuer, HTTP Basic (space shows)")
+			if f.advanced {
+				val = s.Subtle.Render("▾ (space hides)")
+			}
+		case fieldBasicAuth:
+			val = "[ ] " + s.Subtle.Render("client credentials in the form body (space toggles)")
+			if f.basicAuth {
+				val = "[x] " + s.Subtle.Render("client credentials by HTTP Basic (space toggles)")
+			}
+		}
+		line := marker + nameStyle.Render(name) + strings.Repeat(" ", max(pad, 1)) + val
 		b.WriteString(line + "\n")
 		if e := f.errs[i]; e != "" {
 			b.WriteString(indentWrapped("✗ "+e, 20, f.width, s.Error.Render))
@@ -292,7 +411,7 @@ func (f *form) View() string {
 	default:
 		b.WriteString(s.Subtle.Render("  enter or ctrl+s requests the token; nothing is stored unless it succeeds") + "\n")
 	}
-	return fitBlock(b.String(), f.width, f.height)
+	return b.String(), focusLine
 }
 
 func (f *form) ShortHelp() []key.Binding {

@@ -92,22 +92,39 @@ func (in *inspector) load(source string, toks []token, now time.Time, seq int) [
 			continue
 		}
 		it := inspected{title: t.title, raw: t.raw}
-		dec, err := auth.Decode(t.raw, now)
-		switch {
-		case err != nil:
-			it.decodeErr = text.Safe(err.Error())
-		case dec.Format == auth.FormatJWT:
-			it.dec = dec
+		it.decode(now)
+		if it.dec != nil && it.dec.Format == auth.FormatJWT {
 			it.verifying = true
 			verify = append(verify, len(in.tokens))
-		default:
-			it.dec = dec
 		}
 		in.tokens = append(in.tokens, it)
 	}
 	in.vp.GotoTop()
 	in.render()
 	return verify
+}
+
+// decode decodes the token as of now (the claims' relative times).
+func (it *inspected) decode(now time.Time) {
+	it.dec, it.decodeErr = nil, ""
+	dec, err := auth.Decode(it.raw, now)
+	if err != nil {
+		it.decodeErr = text.Safe(err.Error())
+		return
+	}
+	it.dec = dec
+}
+
+// retime redraws the claims' relative times ("in 4m") as of now: the
+// inspector ticks like the countdowns while it is shown.
+func (in *inspector) retime(now time.Time) {
+	if len(in.tokens) == 0 {
+		return
+	}
+	for i := range in.tokens {
+		in.tokens[i].decode(now)
+	}
+	in.render()
 }
 
 // verified records a signature check; stale ones are dropped.
@@ -162,6 +179,12 @@ func (in *inspector) Update(msg tea.Msg) (action, tea.Cmd) {
 			return actBack{}, nil
 		case key.Matches(msg, in.c.keys.Paste):
 			return nil, in.startPaste()
+		case key.Matches(msg, in.c.keys.Top):
+			in.vp.GotoTop()
+			return nil, nil
+		case key.Matches(msg, in.c.keys.Bottom):
+			in.vp.GotoBottom()
+			return nil, nil
 		}
 	case tea.PasteMsg:
 		// A paste needs no p first: it lands in the paste field, for
@@ -203,33 +226,36 @@ func (in *inspector) render() {
 		if i > 0 {
 			b.WriteString("\n")
 		}
-		b.WriteString(s.Section.Render(t.title) + "\n")
+		b.WriteString("  " + s.Section.Render(t.title) + "\n")
 		switch {
 		case t.decodeErr != "":
-			b.WriteString(s.Error.Render("  cannot decode: "+t.decodeErr) + "\n")
+			b.WriteString(s.Error.Render("    cannot decode: "+t.decodeErr) + "\n")
 			continue
 		case t.dec == nil || t.dec.Format != auth.FormatJWT:
-			b.WriteString(s.Subtle.Render("  not a JWT: an opaque token has no claims to show ("+text.Mask(t.raw)+")") + "\n")
+			b.WriteString(s.Subtle.Render("    not a JWT: an opaque token has no claims to show ("+text.Mask(t.raw)+")") + "\n")
 			continue
 		}
-		b.WriteString(s.Subtle.Render("  header") + "\n")
+		b.WriteString(s.Subtle.Render("    header") + "\n")
 		in.claims(&b, t.dec.Header)
-		b.WriteString(s.Subtle.Render("  payload") + "\n")
+		b.WriteString(s.Subtle.Render("    payload") + "\n")
 		in.claims(&b, t.dec.Payload)
-		sigW := max(16, in.width-13)
+		sigW := max(16, in.width-15)
 		for i, l := range strings.Split(ansi.Wrap(in.signature(t), sigW, ""), "\n") {
 			if i == 0 {
-				b.WriteString("  " + s.FieldName.Render("signature") + "  " + l + "\n")
+				b.WriteString("    " + s.FieldName.Render("signature") + "  " + l + "\n")
 			} else {
-				b.WriteString(strings.Repeat(" ", 13) + l + "\n")
+				b.WriteString(strings.Repeat(" ", 15) + l + "\n")
 			}
 		}
 	}
 	if len(in.tokens) == 0 {
-		b.WriteString(s.Subtle.Render("No token to inspect: press p to paste one.") + "\n")
+		b.WriteString("  " + s.Subtle.Render("No token to inspect: press p to paste one.") + "\n")
 	}
 	in.vp.SetContent(b.String())
 	in.sum = in.summarize()
+	for i := range in.sum {
+		in.sum[i] = "  " + in.sum[i]
+	}
 	in.vp.SetHeight(max(1, in.height-1-len(in.sum))) // under the source and summary lines
 }
 
@@ -240,7 +266,9 @@ func (in *inspector) claims(b *strings.Builder, cs []auth.Claim) {
 	for _, c := range cs {
 		w = max(w, len([]rune(text.Safe(c.Name))))
 	}
-	w = min(w, 32)
+	// At most a quarter of the width: at 80 columns, room for
+	// "preferred_username" and no wider.
+	w = min(w, max(12, in.width/4))
 	for _, c := range cs {
 		name := text.Safe(c.Name)
 		pad := strings.Repeat(" ", max(1, w-len([]rune(name))+2))
@@ -261,12 +289,12 @@ func (in *inspector) claims(b *strings.Builder, cs []auth.Claim) {
 			val = s.Value.Render(text.Safe(c.Display))
 		}
 		// Long values wrap under themselves rather than off the edge.
-		valW := in.width - 4 - lipgloss.Width(name) - len(pad)
+		valW := in.width - 6 - lipgloss.Width(name) - len(pad)
 		for i, l := range strings.Split(ansi.Wrap(val, max(16, valW), ", "), "\n") {
 			if i == 0 {
-				b.WriteString("    " + s.ClaimName.Render(name) + pad + l + "\n")
+				b.WriteString("      " + s.ClaimName.Render(name) + pad + l + "\n")
 			} else {
-				b.WriteString(strings.Repeat(" ", in.width-max(16, valW)) + l + "\n")
+				b.WriteString(strings.Repeat(" ", max(0, in.width-max(16, valW))) + l + "\n")
 			}
 		}
 	}
@@ -284,8 +312,8 @@ func (in *inspector) signature(t inspected) string {
 	if v.KeyID != "" {
 		detail += " (key " + text.Safe(v.KeyID) + ")"
 	}
-	if v.Reason != "" {
-		detail += ": " + text.Safe(v.Reason)
+	if r := sigReason(t); r != "" {
+		detail += ": " + r
 	}
 	switch v.State {
 	case auth.SigVerified:
@@ -312,7 +340,7 @@ func (in *inspector) View() string {
 		}
 		top = s.Subtle.Render("Source: " + text.Safe(src) + "  ·  p pastes another token")
 	}
-	return fitBlock(top+"\n"+strings.Join(in.sum, "\n")+"\n"+in.vp.View(), in.width, in.height)
+	return fitBlock("  "+top+"\n"+strings.Join(in.sum, "\n")+"\n"+in.vp.View(), in.width, in.height)
 }
 
 // summarize is the summary on the first token (the access token of a key,
@@ -355,11 +383,14 @@ func (in *inspector) summarize() []string {
 	default:
 		sig = "signature not verified"
 		// "issuer X is not one of your connections; not fetching its keys"
-		reason, _, _ = strings.Cut(text.Safe(t.ver.Reason), ";")
+		reason, _, _ = strings.Cut(sigReason(t), ";")
 		reason = strings.TrimSpace(reason)
+		if hmacSigned(t) {
+			reason = sigReason(t)
+		}
 	}
 	if reason != "" {
-		if one := title + " " + kind + sep + sigStyle.Render(sig+": "+reason) + sep + expStyle.Render(exp); lipgloss.Width(one) <= in.width {
+		if one := title + " " + kind + sep + sigStyle.Render(sig+": "+reason) + sep + expStyle.Render(exp); lipgloss.Width(one) <= in.width-2 {
 			return []string{one}
 		}
 	}
@@ -369,9 +400,24 @@ func (in *inspector) summarize() []string {
 		if iss == "" {
 			iss = t.dec.Issuer
 		}
-		lines = append(lines, "  "+sigStyle.Render(fitReason(reason, text.Safe(iss), in.width-2)))
+		lines = append(lines, "  "+sigStyle.Render(fitReason(reason, text.Safe(iss), in.width-4)))
 	}
 	return lines
+}
+
+// hmacSigned reports whether the token is a JWT signed with an HMAC
+// (HS256, HS384, HS512): a shared secret, which a client never holds.
+func hmacSigned(t inspected) bool {
+	return t.dec != nil && strings.HasPrefix(t.dec.Alg, "HS") && t.ver.State != auth.SigVerified && t.ver.State != auth.SigFailed
+}
+
+// sigReason is why the signature was not verified, in words: for an HMAC
+// signature, only what is known.
+func sigReason(t inspected) string {
+	if hmacSigned(t) && !t.verifying {
+		return "HMAC-signed (" + text.Safe(t.dec.Alg) + "): a client cannot check it"
+	}
+	return text.Safe(t.ver.Reason)
 }
 
 // fitReason fits reason to width cells by eliding the issuer it names

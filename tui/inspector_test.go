@@ -40,7 +40,7 @@ func TestInspectorSignatureStates(t *testing.T) {
 func TestInspectorVerificationIsACommandAndStaleOnesDrop(t *testing.T) {
 	h := newHarness(t, func(f *fakeStore) { f.add("demo", "demo", time.Time{}) })
 	in := h.m.inspector
-	seq := h.m.nextSeq()
+	seq := h.m.req.next()
 	verify := in.load("x", []token{{"Access token", h.st.tokens["demo"].AccessToken}}, t0, seq)
 	if len(verify) != 1 || !in.busy() {
 		t.Fatal("a JWT must be queued for verification")
@@ -147,7 +147,7 @@ func TestInspectorSummaryOnTop(t *testing.T) {
 	h := newHarness(t, func(f *fakeStore) { f.add("demo", "demo", time.Time{}) })
 	h.press("3")
 	lines := strings.Split(h.view(), "\n")
-	if want := "Access token: JWT RS256 · signature verified · expires in 5m"; lines[3] != want {
+	if want := "  Access token: JWT RS256 · signature verified · expires in 5m"; lines[3] != want {
 		t.Fatalf("line 4 = %q, want %q", lines[3], want)
 	}
 
@@ -163,10 +163,10 @@ func TestInspectorSummaryOnTop(t *testing.T) {
 	h.press("enter")
 	v := h.view()
 	lines = strings.Split(v, "\n")
-	if want := "Pasted token: JWT RS256 · signature not verified · expires in 15d 4h"; lines[3] != want {
+	if want := "  Pasted token: JWT RS256 · signature not verified · expires in 15d 4h"; lines[3] != want {
 		t.Fatalf("line 4 = %q, want %q", lines[3], want)
 	}
-	if want := "  issuer https://sso.elsewhere.example/realms/sh… is not one of your connections"; lines[4] != want {
+	if want := "    issuer https://sso.elsewhere.example/realms/… is not one of your connections"; lines[4] != want {
 		t.Fatalf("line 5 = %q, want %q", lines[4], want)
 	}
 	if strings.Contains(v, "signature  not verified") {
@@ -182,7 +182,7 @@ func TestInspectorSummaryOnTop(t *testing.T) {
 	// Wide enough: one line.
 	h.send(windowSize(160, 24))
 	lines = strings.Split(h.view(), "\n")
-	if want := "Pasted token: JWT RS256 · signature not verified: issuer https://sso.elsewhere.example/realms/shipping is not one of your connections · expires in 15d 4h"; lines[3] != want {
+	if want := "  Pasted token: JWT RS256 · signature not verified: issuer https://sso.elsewhere.example/realms/shipping is not one of your connections · expires in 15d 4h"; lines[3] != want {
 		t.Fatalf("line 4 at 160 columns = %q, want %q", lines[3], want)
 	}
 	if strings.TrimSpace(lines[4]) == "" || strings.HasPrefix(lines[4], "  issuer") {
@@ -193,11 +193,11 @@ func TestInspectorSummaryOnTop(t *testing.T) {
 func TestInspectorSummaryWhileChecking(t *testing.T) {
 	h := newHarness(t, func(f *fakeStore) { f.add("demo", "demo", time.Time{}) })
 	in := h.m.inspector
-	in.load("x", []token{{"Access token", h.st.tokens["demo"].AccessToken}}, t0, h.m.nextSeq())
+	in.load("x", []token{{"Access token", h.st.tokens["demo"].AccessToken}}, t0, h.m.req.next())
 	if s := strings.Join(in.sum, "\n"); !strings.Contains(s, "checking signature…") || !strings.Contains(s, "expires in 5m") {
 		t.Fatalf("summary while verifying: %q", s)
 	}
-	in.load("x", []token{{"Pasted token", "opaque-token-value"}}, t0, h.m.nextSeq())
+	in.load("x", []token{{"Pasted token", "opaque-token-value"}}, t0, h.m.req.next())
 	if s := strings.Join(in.sum, "\n"); !strings.Contains(s, "Pasted token: opaque (not a JWT)") {
 		t.Fatalf("summary of an opaque token: %q", s)
 	}

@@ -1,16 +1,15 @@
 package tui
 
 import (
+	"errors"
 	"slices"
-	"sort"
 	"strconv"
 	"strings"
-	"time"
 
 	"charm.land/bubbles/v2/key"
-	"charm.land/bubbles/v2/table"
 	"charm.land/bubbles/v2/textinput"
 	tea "charm.land/bubbletea/v2"
+	"github.com/charmbracelet/x/ansi"
 	"github.com/shipkey/shipkey/internal/text"
 	"github.com/shipkey/shipkey/store"
 )
@@ -25,33 +24,34 @@ const (
 	listConfirming          // "delete …? (y/n)"
 )
 
-// sortOrder of the key table.
-type sortOrder int
-
-const (
-	sortByLabel sortOrder = iota
-	sortByLastUsed
-)
-
-// keyList is the API keys table.
+// keyList is the API keys table. Its cost follows what it shows, not how
+// many keys there are: rows are prepared once per key-list load (NewKeyRow),
+// sorted once per load or change of sort, filtered over that index (only
+// the rows that matched the shorter query when the query grows), and only
+// the rows in sight are formatted, by View. The 1 s tick changes nothing
+// here: View redraws the clock cells of the visible rows.
 type keyList struct {
 	c             *common
 	width, height int
-	keys          []store.Key // all keys, as loaded
-	visible       []store.Key // filtered and sorted, parallel to the table rows
-	table         table.Model
+	rows          []KeyRow // all keys, as loaded
+	sorted        []int    // indexes into rows, in sort order
+	visible       []int    // the sorted indexes that match the filter
+	query         string   // the filter the visible rows match (lower-cased)
+	cursor        int      // index into visible
+	offset        int      // the first visible row in sight
+	cols          []int    // the columns shown (indexes into KeyColumns)
+	widths        []int    // their widths
+	sortCol       int
+	desc          bool
 	filter        textinput.Model
 	rename        textinput.Model
 	mode          listMode
-	order         sortOrder
 	target        string // the key being renamed or deleted
 	errMsg        string
 }
 
 func newKeyList(c *common) *keyList {
-	l := &keyList{c: c}
-	km := table.DefaultKeyMap()
-	l.table = table.New(table.WithFocused(true), table.WithStyles(c.styles.Table), table.WithKeyMap(km), table.WithWidth(80), table.WithHeight(10))
+	l := &keyList{c: c, sortCol: ColLabel}
 	l.filter = c.styles.newTextInput("/ ")
 	l.filter.Placeholder = "filter labels"
 	l.filter.CharLimit = 200
@@ -62,7 +62,6 @@ func newKeyList(c *common) *keyList {
 }
 
 func (l *keyList) restyle() {
-	l.table.SetStyles(l.c.styles.Table)
 	l.filter.SetStyles(l.c.styles.TextInput)
 	l.rename.SetStyles(l.c.styles.TextInput)
 }
@@ -72,122 +71,193 @@ func (l *keyList) SetSize(width, height int) {
 	l.layout()
 }
 
-// layout sizes the table and its columns from the screen size.
+// layout picks the columns that fit and their widths (1 cell of padding
+// each side), once per resize.
 func (l *keyList) layout() {
 	w := max(l.width, 20)
-	l.table.SetWidth(w)
-	l.table.SetHeight(max(3, l.height-4))
 	l.filter.SetWidth(min(40, max(10, w-6)))
 	l.rename.SetWidth(min(40, max(10, w-24)))
-	// Cell padding takes 2 per column.
-	avail := w - 8
-	keyW, usedW, expW := 17, 12, 14
-	labelW := avail - keyW - usedW - expW
-	if labelW < 10 {
-		keyW = max(0, keyW-(10-labelW))
-		labelW = avail - keyW - usedW - expW
+	const minLabel = 12
+	fixed := func(cols []int) int {
+		n := 0
+		for _, c := range cols {
+			n += KeyColumns[c].Width + 2
+		}
+		return n
 	}
-	l.table.SetColumns([]table.Column{
-		{Title: "API Key", Width: keyW},
-		{Title: "Label", Width: max(labelW, 6)},
-		{Title: "Last Used", Width: usedW},
-		{Title: "Access expires", Width: expW},
-	})
-	l.refreshRows()
-}
-
-// setKeys replaces the keys, keeping the selection on the same label.
-func (l *keyList) setKeys(keys []store.Key) {
-	sel := l.selected()
-	l.keys = keys
-	l.refreshRows()
-	for i, k := range l.visible {
-		if sel != nil && k.Label == sel.Label {
-			l.table.SetCursor(i)
+	cols := []int{ColAPIKey, ColLastUsed, ColAccess, ColRefresh}
+	for len(cols) > 1 && w-fixed(cols)-2 < minLabel {
+		// Drop the optional column first, then from the right.
+		if i := slices.IndexFunc(cols, func(c int) bool { return KeyColumns[c].optional }); i >= 0 {
+			cols = slices.Delete(cols, i, i+1)
+		} else {
+			cols = cols[:len(cols)-1]
 		}
 	}
+	labelW := max(4, w-fixed(cols)-2)
+	l.cols = append([]int{cols[0], ColLabel}, cols[1:]...)
+	l.widths = l.widths[:0]
+	for _, c := range l.cols {
+		if c == ColLabel {
+			l.widths = append(l.widths, labelW)
+		} else {
+			l.widths = append(l.widths, KeyColumns[c].Width)
+		}
+	}
+	l.scrollToCursor()
+}
+
+// tableHeight is the rows in sight under the header.
+func (l *keyList) tableHeight() int { return max(1, l.height-4) }
+
+// setKeys prepares a fresh key list (once per load), keeping the cursor on
+// the same key.
+func (l *keyList) setKeys(keys []store.Key) {
+	sel := l.selectedID()
+	l.rows = make([]KeyRow, len(keys))
+	for i, k := range keys {
+		l.rows[i] = NewKeyRow(k)
+	}
+	l.sort()
+	l.applyFilter(true)
+	l.selectWhere(func(r *KeyRow) bool { return r.Key.ID == sel })
+}
+
+// sort orders the index by the sort column (once per load or change of
+// sort); the label, then the id, break ties.
+func (l *keyList) sort() {
+	l.sorted = l.sorted[:0]
+	for i := range l.rows {
+		l.sorted = append(l.sorted, i)
+	}
+	by := KeyColumns[l.sortCol].compare
+	label := KeyColumns[ColLabel].compare
+	slices.SortStableFunc(l.sorted, func(i, j int) int {
+		a, b := &l.rows[i], &l.rows[j]
+		c := by(a, b)
+		if l.desc {
+			c = -c
+		}
+		if c == 0 {
+			c = label(a, b)
+		}
+		if c == 0 {
+			c = strings.Compare(a.Key.ID, b.Key.ID)
+		}
+		return c
+	})
+}
+
+// applyFilter recomputes the visible rows for the filter field's query. A
+// query that extends the last one narrows the last result (a match of the
+// longer query always matches the shorter); all: start from every row.
+func (l *keyList) applyFilter(all bool) {
+	q := strings.ToLower(strings.TrimSpace(l.filter.Value()))
+	from := l.sorted
+	if !all && l.query != "" && strings.HasPrefix(q, l.query) {
+		from = l.visible
+	}
+	var out []int
+	if q == "" {
+		out = append(make([]int, 0, len(l.sorted)), l.sorted...)
+	} else {
+		out = make([]int, 0, len(from))
+		for _, i := range from {
+			if matches(l.rows[i].lowerLabel, q) {
+				out = append(out, i)
+			}
+		}
+	}
+	l.visible, l.query = out, q
+	l.cursor = max(0, min(l.cursor, len(l.visible)-1))
+	l.scrollToCursor()
+}
+
+// refilter applies a changed filter, keeping the cursor on its key while
+// that key is visible.
+func (l *keyList) refilter(all bool) {
+	sel := l.selectedID()
+	l.applyFilter(all)
+	l.selectWhere(func(r *KeyRow) bool { return r.Key.ID == sel })
+}
+
+// selectWhere moves the cursor to the first visible row where f holds.
+func (l *keyList) selectWhere(f func(*KeyRow) bool) bool {
+	for n, i := range l.visible {
+		if f(&l.rows[i]) {
+			l.cursor = n
+			l.scrollToCursor()
+			return true
+		}
+	}
+	return false
+}
+
+// selectLabel puts the cursor on the key labelled label, when visible.
+func (l *keyList) selectLabel(label string) {
+	if label != "" {
+		l.selectWhere(func(r *KeyRow) bool { return r.Key.Label == label })
+	}
+}
+
+// scrollToCursor keeps the cursor's row in sight.
+func (l *keyList) scrollToCursor() {
+	h := l.tableHeight()
+	switch {
+	case l.cursor < l.offset:
+		l.offset = l.cursor
+	case l.cursor >= l.offset+h:
+		l.offset = l.cursor - h + 1
+	}
+	l.offset = max(0, min(l.offset, len(l.visible)-h))
+}
+
+func (l *keyList) moveTo(n int) {
+	l.cursor = max(0, min(n, len(l.visible)-1))
+	l.scrollToCursor()
 }
 
 // selected returns the key under the cursor, or nil.
 func (l *keyList) selected() *store.Key {
-	i := l.table.Cursor()
-	if i < 0 || i >= len(l.visible) {
+	if l.cursor < 0 || l.cursor >= len(l.visible) {
 		return nil
 	}
-	k := l.visible[i]
-	return &k
+	return &l.rows[l.visible[l.cursor]].Key
 }
 
-// refreshRows recomputes the visible rows (filter, sort, the clock). The
-// cursor stays on the key it was on while that key is visible: clearing a
-// filter or changing the sort never moves it to another key.
-func (l *keyList) refreshRows() {
-	var was string
-	if sel := l.selected(); sel != nil {
-		was = sel.Label
+func (l *keyList) selectedID() string {
+	if k := l.selected(); k != nil {
+		return k.ID
 	}
-	q := strings.ToLower(strings.TrimSpace(l.filter.Value()))
-	l.visible = l.visible[:0]
-	for _, k := range l.keys {
-		if q == "" || matches(strings.ToLower(k.Label), q) {
-			l.visible = append(l.visible, k)
-		}
-	}
-	switch l.order {
-	case sortByLastUsed:
-		sort.SliceStable(l.visible, func(i, j int) bool { return l.visible[i].LastUsed.After(l.visible[j].LastUsed) })
-	default:
-		sort.SliceStable(l.visible, func(i, j int) bool { return l.visible[i].Label < l.visible[j].Label })
-	}
-	rows := make([]table.Row, len(l.visible))
-	now := l.c.now
-	for i, k := range l.visible {
-		label := text.Safe(k.Label)
-		if k.Default {
-			label = "* " + label
-		}
-		masked := k.Masked
-		if masked == "" {
-			masked = "—"
-		}
-		rows[i] = table.Row{text.Safe(masked), label, text.Ago(k.LastUsed, now), accessExpires(k, now)}
-	}
-	l.table.SetRows(rows)
-	if i := slices.IndexFunc(l.visible, func(k store.Key) bool { return k.Label == was }); was != "" && i >= 0 {
-		l.table.SetCursor(i)
-	} else if c := l.table.Cursor(); c < 0 || c >= len(rows) {
-		l.table.SetCursor(max(0, min(c, len(rows)-1)))
-	}
+	return ""
 }
 
-// accessExpires is the "Access expires" cell.
-func accessExpires(k store.Key, now time.Time) string {
-	if k.LoggedOut || k.Token.ObtainedAt.IsZero() {
-		return "no token"
+// sortBy sorts by column c; again on the same column reverses.
+func (l *keyList) sortBy(c int) {
+	if l.sortCol == c {
+		l.desc = !l.desc
+	} else {
+		l.sortCol, l.desc = c, false
 	}
-	exp := k.Token.AccessExpiry()
-	if exp.IsZero() {
-		return "no stated expiry"
-	}
-	if !exp.After(now) {
-		return "expired"
-	}
-	return "in " + text.Countdown(exp.Sub(now))
+	sel := l.selectedID()
+	l.sort()
+	l.applyFilter(true)
+	l.selectWhere(func(r *KeyRow) bool { return r.Key.ID == sel })
 }
 
-// matches is a substring match, else a fuzzy (in-order subsequence) match.
+// matches is a substring match, else a fuzzy (in-order subsequence) match;
+// both lower-cased already.
 func matches(s, q string) bool {
 	if strings.Contains(s, q) {
 		return true
 	}
-	r := []rune(q)
 	i := 0
-	for _, c := range s {
-		if i < len(r) && c == r[i] {
+	for j := 0; j < len(s) && i < len(q); j++ {
+		if s[j] == q[i] {
 			i++
 		}
 	}
-	return i == len(r)
+	return i == len(q)
 }
 
 // Capturing: the filter and rename fields take printable keys; the delete
@@ -197,10 +267,13 @@ func (l *keyList) Capturing() bool { return l.mode != listBrowsing }
 func (l *keyList) Update(msg tea.Msg) (action, tea.Cmd) {
 	switch msg := msg.(type) {
 	case tea.MouseWheelMsg:
-		if msg.Button == tea.MouseWheelUp {
-			l.table.MoveUp(1)
-		} else if msg.Button == tea.MouseWheelDown {
-			l.table.MoveDown(1)
+		if l.mode == listBrowsing || l.mode == listFiltering {
+			switch msg.Button {
+			case tea.MouseWheelUp:
+				l.moveTo(l.cursor - 1)
+			case tea.MouseWheelDown:
+				l.moveTo(l.cursor + 1)
+			}
 		}
 		return nil, nil
 	case tea.KeyPressMsg:
@@ -217,15 +290,36 @@ func (l *keyList) Update(msg tea.Msg) (action, tea.Cmd) {
 	return nil, nil
 }
 
+// move handles the cursor keys; it reports whether k was one.
+func (l *keyList) move(k tea.KeyPressMsg) bool {
+	km := l.c.keys
+	switch {
+	case key.Matches(k, km.Up):
+		l.moveTo(l.cursor - 1)
+	case key.Matches(k, km.Down):
+		l.moveTo(l.cursor + 1)
+	case key.Matches(k, km.PageUp):
+		l.moveTo(l.cursor - l.tableHeight())
+	case key.Matches(k, km.PageDown):
+		l.moveTo(l.cursor + l.tableHeight())
+	case key.Matches(k, km.Top):
+		l.moveTo(0)
+	case key.Matches(k, km.Bottom):
+		l.moveTo(len(l.visible) - 1)
+	default:
+		return false
+	}
+	return true
+}
+
 func (l *keyList) handleKey(k tea.KeyPressMsg) (action, tea.Cmd) {
 	km := l.c.keys
 	l.errMsg = ""
-	sel := l.selected()
 	switch {
 	case key.Matches(k, km.Back):
 		if l.filter.Value() != "" {
 			l.filter.SetValue("")
-			l.refreshRows()
+			l.refilter(true)
 			return nil, nil
 		}
 		return actBack{}, nil
@@ -233,14 +327,20 @@ func (l *keyList) handleKey(k tea.KeyPressMsg) (action, tea.Cmd) {
 		l.mode = listFiltering
 		return nil, l.filter.Focus()
 	case key.Matches(k, km.Sort):
-		l.order = 1 - l.order
-		l.refreshRows()
+		l.sortBy((l.sortCol + 1) % len(KeyColumns))
+		return nil, nil
+	case l.move(k):
 		return nil, nil
 	}
+	for c, b := range []key.Binding{ColAPIKey: km.SortKey, ColLabel: km.SortLabel, ColLastUsed: km.SortUsed, ColAccess: km.SortAccess, ColRefresh: km.SortRefresh} {
+		if key.Matches(k, b) {
+			l.sortBy(c)
+			return nil, nil
+		}
+	}
+	sel := l.selected()
 	if sel == nil {
-		var cmd tea.Cmd
-		l.table, cmd = l.table.Update(k)
-		return nil, cmd
+		return nil, nil
 	}
 	switch {
 	case key.Matches(k, km.Enter):
@@ -262,9 +362,7 @@ func (l *keyList) handleKey(k tea.KeyPressMsg) (action, tea.Cmd) {
 		l.rename.CursorEnd()
 		return nil, l.rename.Focus()
 	}
-	var cmd tea.Cmd
-	l.table, cmd = l.table.Update(k)
-	return nil, cmd
+	return nil, nil
 }
 
 func (l *keyList) handleFilterKey(k tea.KeyPressMsg) (action, tea.Cmd) {
@@ -274,16 +372,21 @@ func (l *keyList) handleFilterKey(k tea.KeyPressMsg) (action, tea.Cmd) {
 		l.filter.SetValue("")
 		l.filter.Blur()
 		l.mode = listBrowsing
-		l.refreshRows()
+		l.refilter(true)
 		return nil, nil
 	case key.Matches(k, km.Enter), k.String() == "tab", k.String() == "shift+tab":
 		l.filter.Blur()
 		l.mode = listBrowsing
 		return nil, nil
+	case k.String() == "up" || k.String() == "down":
+		l.move(k)
+		return nil, nil
 	}
 	var cmd tea.Cmd
 	l.filter, cmd = l.filter.Update(k)
-	l.refreshRows()
+	if strings.ToLower(strings.TrimSpace(l.filter.Value())) != l.query {
+		l.refilter(false)
+	}
 	return nil, cmd
 }
 
@@ -308,8 +411,8 @@ func (l *keyList) handleRenameKey(k tea.KeyPressMsg) (action, tea.Cmd) {
 			l.rename.Blur()
 			return nil, nil
 		}
-		for _, other := range l.keys {
-			if other.Label == nl {
+		for i := range l.rows {
+			if l.rows[i].Key.Label == nl {
 				l.errMsg = "a key with this label exists; pick another"
 				return nil, nil
 			}
@@ -335,23 +438,45 @@ func (l *keyList) handleConfirmKey(k tea.KeyPressMsg) (action, tea.Cmd) {
 	return nil, nil
 }
 
+// outcome applies the answer of a delete, rename or set default started
+// here: the toast to show, or false with the error under the table.
+func (l *keyList) outcome(msg opDoneMsg) (string, bool) {
+	lbl := text.Safe(msg.label)
+	if msg.err != nil {
+		l.errMsg = msg.op.String() + " failed: " + text.Safe(msg.err.Error())
+		if msg.op == opRename && errors.Is(msg.err, store.ErrLabelTaken) {
+			l.errMsg = "a key with this label exists; pick another"
+		}
+		return "", false
+	}
+	switch msg.op {
+	case opDelete:
+		return "Deleted \"" + lbl + "\".", true
+	case opRename:
+		return "Renamed to \"" + text.Safe(msg.to) + "\".", true
+	default:
+		return "\"" + lbl + "\" is now the default key.", true
+	}
+}
+
 func (l *keyList) View() string {
 	s := l.c.styles
 	var b strings.Builder
-	orderName := "label"
-	if l.order == sortByLastUsed {
-		orderName = "last used"
+	col := KeyColumns[l.sortCol]
+	dir := "▲"
+	if l.desc {
+		dir = "▼"
 	}
-	top := s.Subtle.Render("  " + strconv.Itoa(len(l.visible)) + " of " + plural(len(l.keys), "key") + " · sorted by " + orderName)
+	top := s.Subtle.Render("  " + strconv.Itoa(len(l.visible)) + " of " + plural(len(l.rows), "key") + " · sorted by " + strings.ToLower(col.Title) + " " + dir)
 	if l.mode == listFiltering || l.filter.Value() != "" {
 		top += "   " + l.filter.View()
 	}
 	b.WriteString(top + "\n")
-	if len(l.keys) == 0 {
+	if len(l.rows) == 0 {
 		b.WriteString("\n  " + s.Subtle.Render("No API keys yet: press n to get one.") + "\n")
 		return fitBlock(b.String(), l.width, l.height)
 	}
-	b.WriteString(l.table.View() + "\n")
+	b.WriteString(l.tableView() + "\n")
 	switch l.mode {
 	case listConfirming:
 		b.WriteString("  " + s.Warn.Render("Delete key \""+text.Safe(l.target)+"\" and its secrets? (y/n)") + "\n")
@@ -364,6 +489,52 @@ func (l *keyList) View() string {
 		b.WriteString("  " + s.Error.Render("✗ "+l.errMsg) + "\n")
 	}
 	return fitBlock(b.String(), l.width, l.height)
+}
+
+// tableView draws the header and the rows in sight: the only rows whose
+// cells are formatted.
+func (l *keyList) tableView() string {
+	s := l.c.styles
+	now := l.c.now
+	cell := func(txt string, w int) string {
+		if ansi.StringWidth(txt) > w {
+			txt = ansi.Truncate(txt, w, "…")
+		}
+		return " " + txt + strings.Repeat(" ", max(0, w-ansi.StringWidth(txt))) + " "
+	}
+	var b strings.Builder
+	var head strings.Builder
+	for i, c := range l.cols {
+		title := KeyColumns[c].Title
+		if c == l.sortCol {
+			// The arrow always shows: the title gives way.
+			arrow := " ▲"
+			if l.desc {
+				arrow = " ▼"
+			}
+			title = ansi.Truncate(title, max(0, l.widths[i]-2), "") + arrow
+		}
+		head.WriteString(cell(title, l.widths[i]))
+	}
+	b.WriteString(s.Table.Header.UnsetPadding().Render(head.String()))
+	end := min(len(l.visible), l.offset+l.tableHeight())
+	var line strings.Builder
+	for n := l.offset; n < end; n++ {
+		r := &l.rows[l.visible[n]]
+		line.Reset()
+		for i, c := range l.cols {
+			line.WriteString(cell(KeyColumns[c].Cell(r, now, Live), l.widths[i]))
+		}
+		st := s.Table.Cell.UnsetPadding()
+		if n == l.cursor {
+			st = s.Table.Selected
+		}
+		b.WriteString("\n" + st.Render(line.String()))
+	}
+	for n := end; n < l.offset+l.tableHeight(); n++ {
+		b.WriteString("\n")
+	}
+	return b.String()
 }
 
 func (l *keyList) ShortHelp() []key.Binding {
@@ -382,9 +553,9 @@ func (l *keyList) ShortHelp() []key.Binding {
 func (l *keyList) FullHelp() [][]key.Binding {
 	k := l.c.keys
 	return [][]key.Binding{
-		{k.Up, k.Down, k.Enter, k.Filter, k.Sort},
-		{k.Copy, k.CopyHeader, k.Inspect},
-		{k.Rename, k.Delete, k.SetDefault, k.NewKey},
+		{k.Up, k.Down, k.PageDown, k.Top, k.Bottom, k.Enter, k.Filter},
+		{k.Sort, k.SortKey, k.SortLabel, k.SortUsed, k.SortAccess, k.SortRefresh},
+		{k.Copy, k.CopyHeader, k.Inspect, k.Rename, k.Delete, k.SetDefault, k.NewKey},
 	}
 }
 

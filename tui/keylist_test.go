@@ -20,13 +20,18 @@ func openKeyList(t *testing.T) *harness {
 	if h.m.active != screenKeys {
 		t.Fatalf("active = %v", h.m.active)
 	}
+	// Opening the table selects the key just viewed (the default here).
+	if sel := h.m.keyList.selected(); sel == nil || sel.Label != "demo" {
+		t.Fatalf("selected %v, want demo", sel)
+	}
+	h.press("g")
 	return h
 }
 
 func visibleLabels(h *harness) []string {
 	var out []string
-	for _, k := range h.m.keyList.visible {
-		out = append(out, k.Label)
+	for _, i := range h.m.keyList.visible {
+		out = append(out, h.m.keyList.rows[i].Key.Label)
 	}
 	return out
 }
@@ -157,12 +162,12 @@ func TestKeyListSetDefaultAndCopy(t *testing.T) {
 func TestKeyListMouseWheel(t *testing.T) {
 	h := openKeyList(t)
 	h.send(tea.MouseWheelMsg{Button: tea.MouseWheelDown})
-	if h.m.keyList.table.Cursor() != 1 {
-		t.Fatalf("wheel down: cursor %d", h.m.keyList.table.Cursor())
+	if h.m.keyList.cursor != 1 {
+		t.Fatalf("wheel down: cursor %d", h.m.keyList.cursor)
 	}
 	h.send(tea.MouseWheelMsg{Button: tea.MouseWheelUp})
-	if h.m.keyList.table.Cursor() != 0 {
-		t.Fatalf("wheel up: cursor %d", h.m.keyList.table.Cursor())
+	if h.m.keyList.cursor != 0 {
+		t.Fatalf("wheel up: cursor %d", h.m.keyList.cursor)
 	}
 }
 

@@ -20,7 +20,13 @@ type KeyMap struct {
 	Filter, Delete, Rename, Sort, SetDefault, Yes, No       key.Binding
 
 	// Inspector.
-	Paste, ScrollUp, ScrollDown key.Binding
+	Paste key.Binding
+
+	// Scrolling (every screen whose content can exceed the body).
+	ScrollUp, ScrollDown, PageUp, PageDown, Top, Bottom key.Binding
+
+	// Sorting the keys table by a column; again reverses.
+	SortKey, SortLabel, SortUsed, SortAccess, SortRefresh key.Binding
 }
 
 // DefaultKeyMap is shipkey's key map.
@@ -57,13 +63,23 @@ func DefaultKeyMap() KeyMap {
 		Filter:      b([]string{"/"}, "/", "filter"),
 		Delete:      b([]string{"d"}, "d", "delete"),
 		Rename:      b([]string{"e"}, "e", "rename"),
-		Sort:        b([]string{"s"}, "s", "sort"),
+		Sort:        b([]string{"s"}, "s", "next sort column"),
 		SetDefault:  b([]string{"*"}, "*", "default"),
 		Yes:         b([]string{"y", "Y"}, "y", "yes"),
 		No:          b([]string{"n", "N", "esc"}, "n", "no"),
 
 		Paste:      b([]string{"p"}, "p", "paste a token"),
-		ScrollUp:   b([]string{"up", "k", "pgup"}, "↑/k", "scroll"),
-		ScrollDown: b([]string{"down", "j", "pgdown"}, "↓/j", "scroll"),
+		ScrollUp:   b([]string{"up", "k"}, "↑/k", "scroll up"),
+		ScrollDown: b([]string{"down", "j"}, "↓/j", "scroll down"),
+		PageUp:     b([]string{"pgup"}, "pgup", "page up"),
+		PageDown:   b([]string{"pgdown"}, "pgdn", "page down"),
+		Top:        b([]string{"g", "home"}, "g", "top"),
+		Bottom:     b([]string{"G", "end"}, "G", "bottom"),
+
+		SortKey:     b([]string{"K"}, "K", "sort by API key"),
+		SortLabel:   b([]string{"L"}, "L", "sort by label"),
+		SortUsed:    b([]string{"U"}, "U", "sort by last used"),
+		SortAccess:  b([]string{"A"}, "A", "sort by access expiry"),
+		SortRefresh: b([]string{"R"}, "R", "sort by refresh expiry"),
 	}
 }

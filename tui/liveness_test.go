@@ -30,39 +30,49 @@ func TestDetailsAsksTheServerOnOpen(t *testing.T) {
 }
 
 // The Shipping Service's idle session ends long before its 15-day access
-// token: the token looks valid here, but the server no longer takes it.
-func TestDetailsServerNoLongerAcceptsAValidToken(t *testing.T) {
+// token: the token looks valid here, but introspection says active:false.
+// That is the one verdict shown ("session ended"), and it blocks nothing:
+// r still refreshes (the server answers for itself), copy still copies.
+func TestDetailsServerEndedSessionBlocksNothing(t *testing.T) {
 	h := openDemoDetails(t, func(f *fakeStore) { f.live = inactive })
-	h.mustShow("Server              valid until 2026-11-21 12:05:00 UTC, but the server no longer accepts it\n",
-		"— log in again (l)", "valid, but the session ended — log in again")
+	h.mustShow("Server              the server ended this session (introspection) — log in again (l)",
+		"State               session ended — log in again (l)")
+	h.mustNotShow("State               valid")
 	if !h.m.details.sessionEnded() {
-		t.Fatal("an inactive token is not treated as an ended session")
+		t.Fatal("active:false is not treated as an ended session")
 	}
-	h.press("r")
-	if contains(h.st.Calls(), "refresh demo") {
-		t.Fatal("r refreshed a session the server ended")
+	h.press("c")
+	if len(h.clipboard) != 1 {
+		t.Fatal("the server's verdict blocked copy")
 	}
-	h.mustShow("log in again (l)")
-	// enter logs in, as it does once a session has ended.
+	if !h.m.details.wantsAutoRefresh(h.m.details.tokens.AccessExpiry()) {
+		t.Fatal("the server's verdict blocked auto-refresh")
+	}
 	h.st.mu.Lock()
 	h.st.live = auth.Liveness{State: auth.LiveActive, Via: "userinfo"}
 	h.st.mu.Unlock()
-	h.press("enter")
-	if h.m.details.state != detailsPassword {
-		t.Fatalf("enter did not ask the password: state %v", h.m.details.state)
-	}
-	h.typeText(testPassword)
-	h.press("enter")
-	if !contains(h.st.Calls(), "login demo") {
-		t.Fatalf("no login: %v", h.st.Calls())
+	h.press("r")
+	if !contains(h.st.Calls(), "refresh demo") {
+		t.Fatal("the server's verdict blocked r")
 	}
 	if n := count(h.st.Calls(), "liveness demo"); n != 2 {
-		t.Fatalf("%d server checks, want one more after the login: %v", n, h.st.Calls())
+		t.Fatalf("%d server checks, want one more after the refresh: %v", n, h.st.Calls())
 	}
-	h.mustShow("accepts this token (userinfo)")
-	h.mustNotShow("no longer accepts")
+	h.mustShow("accepts this token (userinfo)", "State               valid")
 	if h.m.details.sessionEnded() {
-		t.Fatal("still ended after a login the server accepts")
+		t.Fatal("still ended after a refresh the server accepts")
+	}
+}
+
+// A userinfo refusal is not the server's verdict on the session: it shows
+// as "cannot tell".
+func TestDetailsUserinfoRefusalCannotTell(t *testing.T) {
+	h := openDemoDetails(t, func(f *fakeStore) {
+		f.live = auth.Liveness{State: auth.LiveInactive, Via: "userinfo", Reason: "the server no longer accepts the token"}
+	})
+	h.mustShow("cannot tell: userinfo refused the token", "State               valid")
+	if h.m.details.sessionEnded() {
+		t.Fatal("a userinfo refusal ended the session")
 	}
 }
 
@@ -87,7 +97,7 @@ func TestDetailsCheckWithServerKeyAndStaleAnswers(t *testing.T) {
 	}
 	cmd := h.m.apply(act) // in flight, not answered yet
 	h.mustShow("Server", "checking…")
-	seq := h.m.liveSeq
+	seq := h.m.req.latest[slotLive]
 	h.send(livenessMsg{seq: seq - 1, label: "demo", live: inactive})
 	h.send(livenessMsg{seq: seq, label: "other", live: inactive})
 	if h.m.details.liveState != liveChecking {
@@ -104,7 +114,7 @@ func TestDetailsCheckWithServerKeyAndStaleAnswers(t *testing.T) {
 	h.st.live = inactive
 	h.st.mu.Unlock()
 	h.run(cmd2)
-	h.mustShow("no longer accepts it")
+	h.mustShow("the server ended this session")
 	if n := count(h.st.Calls(), "liveness demo"); n != 3 {
 		t.Fatalf("%d server checks, want 3 (open and s twice): %v", n, h.st.Calls())
 	}

@@ -14,16 +14,24 @@ import (
 // keysLoadedMsg answers loadKeys.
 type keysLoadedMsg struct {
 	seq     int
-	keys    []store.Key
-	current string // the resolved default key, "" when none
+	keys    []store.Key // labels already sanitized (sanitizeKeys)
+	current string      // the resolved default key, "" when none
+	stamp   store.Stamp // the store's stamp read before the keys
 	err     error
+}
+
+// stampMsg answers checkStamp: the store's stamp now.
+type stampMsg struct {
+	seq   int
+	stamp store.Stamp
+	err   error
 }
 
 // keyTokensMsg answers the operations that end with a key and its token set:
 // create, login, refresh, open.
 type keyTokensMsg struct {
 	seq    int
-	op     string // "create", "login", "refresh", "open"
+	op     opKind // opCreate, opLogin, opRefresh, opOpen, opInspect
 	label  string
 	auto   bool // an automatic refresh-ahead
 	key    store.Key
@@ -35,7 +43,7 @@ type keyTokensMsg struct {
 // rename, set default, mark used.
 type opDoneMsg struct {
 	seq   int
-	op    string
+	op    opKind
 	label string
 	to    string // rename: the new label
 	err   error

@@ -62,7 +62,12 @@ func (m *Model) goTo(id screenID) tea.Cmd {
 		m.active = id
 	}
 	if id == screenKeys {
-		m.keyList.refreshRows()
+		// The key just viewed is the one selected.
+		viewed := m.current
+		if m.details.key.Label != "" {
+			viewed = m.details.key.Label
+		}
+		m.keyList.selectLabel(viewed)
 	}
 	return m.ensureTick()
 }
@@ -98,7 +103,8 @@ func (m *Model) openForm() tea.Cmd {
 				last = k
 			}
 		}
-		p = Prefill{AuthURL: last.Conn.AuthURL, Realm: last.Conn.Realm, ClientID: last.Conn.ClientID, Username: last.Username}
+		p = Prefill{AuthURL: last.Conn.AuthURL, Realm: last.Conn.Realm, ClientID: last.Conn.ClientID, Username: last.Username,
+			TokenURL: last.Conn.TokenURL, Issuer: last.Conn.Issuer, BasicAuth: last.Conn.BasicAuth}
 		for i, sc := range last.Conn.Scopes {
 			if i > 0 {
 				p.Scope += " "

@@ -11,11 +11,13 @@ import (
 
 // handleKeysLoaded applies a fresh key list everywhere it shows.
 func (m *Model) handleKeysLoaded(msg keysLoadedMsg) tea.Cmd {
-	if msg.seq != m.loadSeq {
+	if !m.req.current(slotKeys, msg.seq) {
 		return nil // a newer list is on its way
 	}
+	m.req.done(slotKeys, msg.seq)
 	first := !m.loaded
 	m.loaded = true
+	m.stamp = msg.stamp
 	m.keys = msg.keys
 	if _, ok := m.findKey(m.current); !ok {
 		m.current = msg.current
@@ -33,13 +35,32 @@ func (m *Model) handleKeysLoaded(msg keysLoadedMsg) tea.Cmd {
 	return nil
 }
 
+// handleStamp reloads what other shipkey processes changed: the key list,
+// and the shown key's tokens when the details screen is idle. Nothing is
+// read when the stamp is the one of the last load.
+func (m *Model) handleStamp(msg stampMsg) tea.Cmd {
+	if !m.req.current(slotStamp, msg.seq) {
+		return nil
+	}
+	m.req.done(slotStamp, msg.seq)
+	if msg.err != nil || msg.stamp == m.stamp || m.req.pending(slotKeys) {
+		return nil
+	}
+	m.stamp = msg.stamp // one reload per change, even if the load is slow
+	cmds := []tea.Cmd{m.loadKeys()}
+	if d := m.details; d.key.Label != "" && d.state == detailsIdle && m.active == screenDetails {
+		cmds = append(cmds, m.startOp(), m.openCmd(m.req.start(slotOp), d.key.Label))
+	}
+	return tea.Batch(cmds...)
+}
+
 // handleKeyTokens applies the answer of create, login, refresh, open and
 // inspect; stale answers (an older request, another key) are dropped.
 func (m *Model) handleKeyTokens(msg keyTokensMsg) tea.Cmd {
-	m.endOp()
 	switch msg.op {
-	case "create":
-		if msg.seq != m.createSeq {
+	case opCreate:
+		m.endOp()
+		if !m.req.current(slotCreate, msg.seq) {
 			return nil
 		}
 		if msg.err != nil {
@@ -47,12 +68,12 @@ func (m *Model) handleKeyTokens(msg keyTokensMsg) tea.Cmd {
 		}
 		m.form.state = formDone
 		m.current = msg.key.Label
-		m.keys = append(m.keys, msg.key)
 		m.details.open(msg.key, msg.tokens)
 		m.toast, m.toastOK = fmt.Sprintf("API key %q created.", text.Safe(msg.key.Label)), true
 		return tea.Batch(m.replace(screenDetails), m.loadKeys(), m.checkLive(msg.key.Label))
-	case "inspect":
-		if msg.seq != m.inspSeq {
+	case opInspect:
+		m.endOp()
+		if !m.req.current(slotInspect, msg.seq) {
 			return nil
 		}
 		if msg.err != nil || msg.tokens == nil {
@@ -64,31 +85,23 @@ func (m *Model) handleKeyTokens(msg keyTokensMsg) tea.Cmd {
 		}
 		return m.loadInspector("key "+msg.label, keyTokens(msg.tokens))
 	}
-	if msg.seq != m.opSeq || msg.label != m.details.key.Label {
+	// opOpen, opLogin, opRefresh: the details key's.
+	m.endOp()
+	if !m.req.current(slotOp, msg.seq) || msg.label != m.details.key.Label {
 		return nil
 	}
-	if msg.op == "open" {
-		if msg.err != nil {
-			m.details.errMsg = text.Safe(msg.err.Error())
-			return nil
-		}
-		if m.details.busy() {
-			return nil
-		}
+	if !m.details.result(msg) {
+		return nil
 	}
-	m.details.result(msg)
-	if msg.err == nil && msg.op != "open" {
-		// A new token: ask the server about it, not about the old one.
-		return tea.Batch(m.loadKeys(), m.checkLive(msg.label))
-	}
-	return nil
+	// A new token: ask the server about it, not about the old one.
+	return tea.Batch(m.loadKeys(), m.checkLive(msg.label))
 }
 
 // handleLiveness applies a server check of the details key; the answer of
 // an older check, or one about another key, is dropped.
 func (m *Model) handleLiveness(msg livenessMsg) tea.Cmd {
 	m.endOp()
-	if msg.seq != m.liveSeq || msg.label != m.details.key.Label {
+	if !m.req.current(slotLive, msg.seq) || msg.label != m.details.key.Label {
 		return nil
 	}
 	m.details.liveResult(msg)
@@ -96,46 +109,32 @@ func (m *Model) handleLiveness(msg livenessMsg) tea.Cmd {
 }
 
 // handleOpDone applies the answer of logout, delete, rename, set default
-// and mark used.
+// and mark used: the screen the operation came from says what it means,
+// and the key list is read once.
 func (m *Model) handleOpDone(msg opDoneMsg) tea.Cmd {
-	if msg.op != "markused" {
+	if msg.op != opMarkUsed {
 		m.endOp()
 	}
-	lbl := text.Safe(msg.label)
 	switch msg.op {
-	case "logout":
-		if msg.seq == m.opSeq && msg.label == m.details.key.Label {
+	case opLogout:
+		if m.req.current(slotOp, msg.seq) && msg.label == m.details.key.Label {
 			m.details.loggedOut(msg.err)
 		}
-	case "delete":
-		if msg.err != nil {
-			m.keyList.errMsg = "delete failed: " + text.Safe(msg.err.Error())
+	case opDelete, opRename, opSetDefault:
+		toast, ok := m.keyList.outcome(msg)
+		if !ok {
 			return nil
 		}
-		if m.current == msg.label {
+		m.toast, m.toastOK = toast, true
+		switch {
+		case msg.op == opDelete && m.current == msg.label:
 			m.current = ""
-		}
-		m.toast, m.toastOK = fmt.Sprintf("Deleted %q.", lbl), true
-	case "rename":
-		if msg.err != nil {
-			m.keyList.errMsg = "rename failed: " + text.Safe(msg.err.Error())
-			if errors.Is(msg.err, store.ErrLabelTaken) {
-				m.keyList.errMsg = "a key with this label exists; pick another"
-			}
-			return nil
-		}
-		if m.current == msg.label {
+		case msg.op == opRename && m.current == msg.label:
 			m.current = msg.to
+		case msg.op == opSetDefault:
+			m.current = msg.label
 		}
-		m.toast, m.toastOK = fmt.Sprintf("Renamed to %q.", text.Safe(msg.to)), true
-	case "default":
-		if msg.err != nil {
-			m.keyList.errMsg = "set default failed: " + text.Safe(msg.err.Error())
-			return nil
-		}
-		m.current = msg.label
-		m.toast, m.toastOK = fmt.Sprintf("%q is now the default key.", lbl), true
-	case "markused":
+	case opMarkUsed:
 		if msg.err != nil {
 			return nil // copying worked; only the Last Used stamp did not
 		}

@@ -76,7 +76,7 @@ func TestDetailsLongLinesAt80x24(t *testing.T) {
 		t.Fatalf("opened %q", h.m.details.key.Label)
 	}
 	h.mustShow("shipping-prod  ops-automation @\n", "https://auth.shipping-service.example.com/auth/realms/shipping-production",
-		"client shipping-api", "valid, but the session ended — log in again\n", "but the server no longer accepts it — log in again (l)")
+		"client shipping-api", "session ended — log in again (l)", "the server ended this session (introspection)")
 	requireFits(t, h.view(), 80, 24)
 	golden.RequireEqual(t, []byte(h.view()))
 }

@@ -3,14 +3,13 @@ package tui
 import (
 	"strings"
 	"testing"
-	"time"
 
 	"charm.land/lipgloss/v2"
 )
 
 func TestNoColorDropsColours(t *testing.T) {
 	t.Setenv("NO_COLOR", "1")
-	m := New(Options{Now: func() time.Time { return t0 }})
+	m := New(Options{Now: (&clock{t: t0}).Now})
 	if !m.cfg.theme.NoColor {
 		t.Fatal("NO_COLOR was not honoured")
 	}
@@ -50,7 +49,7 @@ func TestPlainThemeHasNoEscapes(t *testing.T) {
 }
 
 func TestBackgroundColourRebuildsStyles(t *testing.T) {
-	m := newModel(config{theme: Theme{Dark: true}, now: func() time.Time { return t0 }})
+	m := newModel(config{theme: Theme{Dark: true}, now: (&clock{t: t0}).Now})
 	before := m.c.styles.Title.Render("x")
 	m.handleBackground(false)
 	if m.cfg.theme.Dark || m.c.styles.Title.Render("x") == before {

@@ -25,9 +25,10 @@ func (m *Model) tickCmd() tea.Cmd {
 	return m.cfg.after(d, func(t time.Time) tea.Msg { return tickMsg{gen: gen, at: t} })
 }
 
-// handleTick redraws countdowns (the clock was read at the top of Update),
-// fires refresh-ahead, and schedules the next tick; it lets the chain end
-// when no screen with countdowns is shown.
+// handleTick redraws countdowns (the clock was read at the top of Update;
+// views format only what they show), checks the store's stamp, fires
+// refresh-ahead, and schedules the next tick; it lets the chain end when no
+// screen with countdowns is shown.
 func (m *Model) handleTick(msg tickMsg) tea.Cmd {
 	if msg.gen != m.tickGen {
 		return nil
@@ -37,9 +38,14 @@ func (m *Model) handleTick(msg tickMsg) tea.Cmd {
 		return nil
 	}
 	var cmds []tea.Cmd
+	if !m.req.pending(slotStamp) && !m.req.pending(slotKeys) {
+		cmds = append(cmds, m.checkStamp()) // what other shipkey processes changed
+	}
 	switch m.active {
-	case screenKeys:
-		m.keyList.refreshRows()
+	case screenInspector:
+		if !m.inspector.busy() {
+			m.inspector.retime(m.c.now)
+		}
 	case screenDetails:
 		if m.details.wantsAutoRefresh(m.c.now) {
 			cmds = append(cmds, m.apply(m.details.startAutoRefresh()))

@@ -2,8 +2,11 @@ package tui
 
 import (
 	"context"
+	"errors"
 	"os"
+	"os/signal"
 	"strings"
+	"syscall"
 	"time"
 
 	"charm.land/bubbles/v2/help"
@@ -18,7 +21,12 @@ import (
 
 // Prefill fills the Get API Key form (the demo fills it all). Secrets given
 // here are used as typed; the form never prefills secrets from a stored key.
-type Prefill struct{ AuthURL, Realm, ClientID, ClientSecret, Username, Password, Label, Scope string }
+type Prefill struct {
+	AuthURL, Realm, ClientID, ClientSecret, Username, Password, Label, Scope string
+	// The advanced connection options (shown folded unless one is set).
+	TokenURL, Issuer string
+	BasicAuth        bool
+}
 
 func (p Prefill) empty() bool { return p == Prefill{} }
 
@@ -80,18 +88,13 @@ type Model struct {
 	keyList   *keyList
 	inspector *inspector
 
-	keys      []store.Key
-	current   string // the key "1" opens: the default, else the last opened
-	loaded    bool   // the first key list has arrived
-	loadSeq   int    // the latest keys request
-	createSeq int    // the latest create request
-	opSeq     int    // the latest operation on the details key
-	inspSeq   int    // the latest inspector load
-	liveSeq   int    // the latest server check of the details key
-	seq       int    // source of ids
+	keys    []store.Key
+	current string      // the key "1" opens: the default, else the last opened
+	loaded  bool        // the first key list has arrived
+	stamp   store.Stamp // the store's stamp when the key list was read
+	req     requests    // ids of the requests in flight
 
 	spinner  spinner.Model
-	inflight int
 	spinning bool
 
 	tickGen int
@@ -135,19 +138,43 @@ func New(opts Options) *Model {
 // here animates faster than the 1 s countdown or the spinner.
 const frameRate = 30
 
-// Run runs the TUI until the user quits or ctx ends.
+// Run runs the TUI until the user quits, ctx ends, or a SIGINT, SIGTERM or
+// SIGHUP arrives: each of those ends the program within a frame and restores
+// the terminal. Bubble Tea's own signal handler is off: it sends its quit
+// message on an unbuffered channel and blocks forever when the event loop
+// has already ended (for example because ctx was cancelled by the same
+// SIGTERM), so the process never exited. Ours asks the program to quit with
+// Program.Quit, which never blocks on a program that has ended.
 func Run(ctx context.Context, opts Options) error {
 	m := New(opts)
 	m.ctx = ctx
-	p := tea.NewProgram(m, tea.WithContext(ctx), tea.WithFPS(frameRate))
+	p := tea.NewProgram(m, tea.WithContext(ctx), tea.WithFPS(frameRate), tea.WithoutSignalHandler())
 	if opts.Notices != nil {
 		// Send blocks until the program's loop runs; deliver from a goroutine.
 		opts.Notices.attach(func(msg tea.Msg) { go p.Send(msg) })
 		defer opts.Notices.detach()
 	}
+	sigs := make(chan os.Signal, 1)
+	signal.Notify(sigs, quitSignals...)
+	defer signal.Stop(sigs)
+	done := make(chan struct{})
+	defer close(done)
+	go func() {
+		select {
+		case <-sigs:
+			p.Quit()
+		case <-done:
+		}
+	}()
 	_, err := p.Run()
+	if errors.Is(err, tea.ErrProgramKilled) && ctx.Err() != nil {
+		return nil // ended by ctx (a signal the caller handles): the terminal is restored
+	}
 	return err
 }
+
+// quitSignals end the app.
+var quitSignals = []os.Signal{os.Interrupt, syscall.SIGTERM, syscall.SIGHUP}
 
 func newModel(cfg config) *Model {
 	if cfg.now == nil {
@@ -219,8 +246,10 @@ func (m *Model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 	case noticeMsg:
 		m.notice = msg.text
 		return m, nil
+	case stampMsg:
+		return m, m.handleStamp(msg)
 	case verifiedMsg:
-		m.endOp()
+		m.req.end()
 		m.inspector.verified(msg)
 		return m, nil
 	}
@@ -249,7 +278,7 @@ func (m *Model) render() string {
 		head += s.Crumb.Render(" › Help")
 	}
 	var right []string
-	if m.inflight > 0 {
+	if m.req.inflight > 0 {
 		right = append(right, m.spinner.View())
 	}
 	if m.cfg.demo {
@@ -418,6 +447,3 @@ func (m *Model) forward(msg tea.Msg) tea.Cmd {
 	act, cmd := m.screen().Update(msg)
 	return tea.Batch(cmd, m.apply(act))
 }
-
-// nextSeq returns a fresh request id.
-func (m *Model) nextSeq() int { m.seq++; return m.seq }

@@ -9,6 +9,8 @@ import (
 	"charm.land/bubbles/v2/spinner"
 	tea "charm.land/bubbletea/v2"
 	"github.com/shipkey/shipkey/auth"
+	"github.com/shipkey/shipkey/internal/text"
+	"github.com/shipkey/shipkey/store"
 )
 
 // benchTimerMsg is a timer a benchmark model scheduled; it is never fired.
@@ -101,6 +103,99 @@ func BenchmarkDetailsView(b *testing.B) {
 	b.ReportAllocs()
 	for b.Loop() {
 		_ = m.View()
+	}
+}
+
+// manyKeys fills st with n keys that share one token set (cheap to make).
+func manyKeys(st *fakeStore, n int) {
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	now := st.clock.Now()
+	ts := fakeTokens(now, "u", 0)
+	red := ts.Redacted()
+	masked := text.Mask(ts.AccessToken)
+	for i := range n {
+		label := fmt.Sprintf("key-%06d", i)
+		st.keys[label] = store.Key{ID: fmt.Sprintf("id-%d", i), Label: label, Username: "u",
+			Conn:  auth.Connection{AuthURL: "http://127.0.0.1:8080", Realm: "master", ClientID: "shipping-api"},
+			Token: red, Masked: masked, LastUsed: now.Add(-time.Duration(i) * time.Second)}
+		st.tokens[label] = ts
+	}
+	st.def = "key-000000"
+}
+
+var keyCounts = []int{1, 1000, 10000, 100000}
+
+// BenchmarkKeyTableFilter is one filter keystroke on the API keys table
+// (Update and View) at 1, 1k, 10k and 100k keys: a character typed, then
+// deleted, alternately (goal: < 16 ms at 100k).
+func BenchmarkKeyTableFilter(b *testing.B) {
+	for _, n := range keyCounts {
+		b.Run(fmt.Sprintf("keys=%d", n), func(b *testing.B) {
+			c := &clock{t: t0}
+			st := newFakeStore(c)
+			manyKeys(st, n)
+			m := benchModel(b, c, st, 100, 30, "2", "/", "k", "e", "y")
+			if m.active != screenKeys || len(m.keyList.rows) != n {
+				b.Fatalf("active %v, %d rows", m.active, len(m.keyList.rows))
+			}
+			typed, del := keyMsg("1"), keyMsg("backspace")
+			b.ReportAllocs()
+			i := 0
+			for b.Loop() {
+				msg := typed
+				if i%2 == 1 {
+					msg = del
+				}
+				i++
+				m.Update(msg)
+				_ = m.View()
+			}
+		})
+	}
+}
+
+// BenchmarkKeyTableIdleTick is what the API keys table costs every second
+// while idle (the tick's Update, with its stamp check, and the redraw) at
+// 1, 1k, 10k and 100k keys.
+func BenchmarkKeyTableIdleTick(b *testing.B) {
+	for _, n := range keyCounts {
+		b.Run(fmt.Sprintf("keys=%d", n), func(b *testing.B) {
+			c := &clock{t: t0}
+			st := newFakeStore(c)
+			manyKeys(st, n)
+			m := benchModel(b, c, st, 100, 30, "2")
+			b.ReportAllocs()
+			i := 0
+			for b.Loop() {
+				i++
+				c.mu.Lock()
+				c.t = t0.Add(time.Duration(i%60) * time.Second)
+				c.mu.Unlock()
+				_, cmd := m.Update(tickMsg{gen: m.tickGen, at: c.t})
+				runBench(m, cmd)
+				_ = m.View()
+			}
+		})
+	}
+}
+
+// runBench delivers the model's own messages of cmd (the stamp check).
+func runBench(m *Model, cmd tea.Cmd) {
+	queue := []tea.Cmd{cmd}
+	for len(queue) > 0 {
+		c := queue[0]
+		queue = queue[1:]
+		if c == nil {
+			continue
+		}
+		switch msg := c().(type) {
+		case tea.BatchMsg:
+			queue = append(queue, msg...)
+		case stampMsg, keysLoadedMsg:
+			_, next := m.Update(msg)
+			queue = append(queue, next)
+		}
 	}
 }
 

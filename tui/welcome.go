@@ -21,6 +21,7 @@ type welcome struct {
 	current       string // the default (or current) key's label
 	loaded        bool
 	loadErr       string
+	pane          pane
 }
 
 type menuItem struct {
@@ -38,10 +39,13 @@ func (w *welcome) menu() []menuItem {
 	}
 }
 
-func newWelcome(c *common) *welcome { return &welcome{c: c} }
+func newWelcome(c *common) *welcome { return &welcome{c: c, pane: newPane()} }
 
-func (w *welcome) SetSize(width, height int) { w.width, w.height = width, height }
-func (w *welcome) Capturing() bool           { return false }
+func (w *welcome) SetSize(width, height int) {
+	w.width, w.height = width, height
+	w.pane.setSize(width, height)
+}
+func (w *welcome) Capturing() bool { return false }
 
 // setKeys records the loaded keys and which one is current.
 func (w *welcome) setKeys(keys []store.Key, current string, err error) {
@@ -53,6 +57,10 @@ func (w *welcome) setKeys(keys []store.Key, current string, err error) {
 }
 
 func (w *welcome) Update(msg tea.Msg) (action, tea.Cmd) {
+	content, _ := w.content()
+	if w.pane.scroll(msg, w.c.keys, content, false) {
+		return nil, nil
+	}
 	k, ok := msg.(tea.KeyPressMsg)
 	if !ok {
 		return nil, nil
@@ -65,12 +73,23 @@ func (w *welcome) Update(msg tea.Msg) (action, tea.Cmd) {
 		w.cursor = (w.cursor + 1) % len(items)
 	case key.Matches(k, w.c.keys.Enter):
 		return items[w.cursor].act, nil
+	default:
+		return nil, nil
 	}
+	content, line := w.content()
+	w.pane.follow(content, line)
 	return nil, nil
 }
 
 func (w *welcome) View() string {
+	content, _ := w.content()
+	return w.pane.view(content)
+}
+
+// content is every line of the screen, and the line of the menu cursor.
+func (w *welcome) content() (string, int) {
 	s := w.c.styles
+	cursorLine := 0
 	var b strings.Builder
 	b.WriteString("\n")
 	b.WriteString("  " + s.Title.Render("shipkey") + s.Subtle.Render(" · OAuth 2.0 tokens and API keys for the Shipping Service API") + "\n\n")
@@ -111,10 +130,11 @@ func (w *welcome) View() string {
 		line := "   " + title
 		if i == w.cursor {
 			line = s.Selected.Render(" › " + title)
+			cursorLine = strings.Count(b.String(), "\n")
 		}
 		b.WriteString("  " + line + s.Subtle.Render("  "+it.hint) + "\n")
 	}
-	return fitBlock(b.String(), w.width, w.height)
+	return b.String(), cursorLine
 }
 
 func (w *welcome) ShortHelp() []key.Binding {

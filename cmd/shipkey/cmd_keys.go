@@ -11,6 +11,7 @@ import (
 	"github.com/shipkey/shipkey/auth"
 	"github.com/shipkey/shipkey/internal/text"
 	"github.com/shipkey/shipkey/store"
+	"github.com/shipkey/shipkey/tui"
 	"github.com/spf13/cobra"
 )
 
@@ -235,28 +236,23 @@ func keysListRun(opts *keysListOptions) error {
 		fmt.Fprintln(opts.IO.ErrOut, "No API keys yet. Get one with: shipkey keys new (see: shipkey keys new --help)")
 		return nil
 	}
+	// The app's columns (tui.KeyColumns), with times in words.
 	tw := tabwriter.NewWriter(opts.IO.Out, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "\tAPI KEY\tLABEL\tLAST USED\tACCESS EXPIRES\tREFRESH EXPIRES")
+	head := []string{""}
+	for _, c := range tui.KeyColumns {
+		head = append(head, strings.ToUpper(c.Title))
+	}
+	fmt.Fprintln(tw, strings.Join(head, "\t"))
 	for _, k := range keys {
-		mark := " "
+		r := tui.NewKeyRow(k)
+		cells := []string{" "}
 		if k.Default {
-			mark = "*"
+			cells[0] = "*"
 		}
-		apiKey, access, refresh := "-", "-", "-"
-		if k.Masked != "" {
-			apiKey = text.Safe(k.Masked)
+		for _, c := range tui.KeyColumns {
+			cells = append(cells, c.Cell(&r, now, tui.Words))
 		}
-		switch k.StatusAt(now) {
-		case store.StatusNoToken:
-			access, refresh = "logged out", "logged out"
-			if k.Token.ObtainedAt.IsZero() {
-				access, refresh = "-", "-"
-			}
-		default:
-			access = expiresIn(k.Token.AccessExpiry(), now)
-			refresh = expiresIn(k.Token.RefreshExpiresAt, now)
-		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", mark, apiKey, text.Safe(k.Label), text.Ago(k.LastUsed, now), access, refresh)
+		fmt.Fprintln(tw, strings.Join(cells, "\t"))
 	}
 	return tw.Flush()
 }

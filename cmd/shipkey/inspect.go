@@ -220,7 +220,7 @@ func signatureLine(d *auth.Decoded, v *auth.Verification, asked bool) string {
 		}
 		return line
 	case d.SymmetricSigned:
-		return "not verified: signed with the realm's secret; a client cannot check it"
+		return "not verified: HMAC-signed (" + text.Safe(d.Alg) + "): a client cannot check it"
 	case asked:
 		return "not verified"
 	default:

@@ -1,12 +1,17 @@
+//go:build !windows
+
 package main
 
 import (
+	"context"
 	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -71,10 +76,17 @@ func (s *tmuxSession) keys(keys ...string) {
 	}
 }
 
-// startTmuxApp builds shipkey and runs it with args in a private tmux server
-// at 100x30, with its config, state and home in a temporary folder and env
-// added to its environment.
-func startTmuxApp(t *testing.T, env []string, args ...string) *tmuxSession {
+// tmuxHome is a built shipkey with its config, state and home in a
+// temporary folder: the app runs in tmux, the CLI beside it on the same
+// store.
+type tmuxHome struct {
+	t   *testing.T
+	dir string
+	bin string
+	env []string // added to the environment of the app and the CLI
+}
+
+func newTmuxHome(t *testing.T, env []string) *tmuxHome {
 	t.Helper()
 	if _, err := exec.LookPath("tmux"); err != nil {
 		if os.Getenv("CI") == "true" {
@@ -92,25 +104,81 @@ func startTmuxApp(t *testing.T, env []string, args ...string) *tmuxSession {
 			t.Fatal(err)
 		}
 	}
-	s := &tmuxSession{t: t, socket: fmt.Sprintf("shipkey-test-%d-%d", os.Getpid(), time.Now().UnixNano())}
-	t.Cleanup(func() { _, _ = s.tmux("kill-server") })
-
-	app := append([]string{
-		"env",
+	return &tmuxHome{t: t, dir: dir, bin: bin, env: append([]string{
 		"HOME=" + filepath.Join(dir, "home"),
 		"SHIPKEY_CONFIG_DIR=" + filepath.Join(dir, "config"),
 		"SHIPKEY_STATE_DIR=" + filepath.Join(dir, "state"),
 		"DISPLAY=", "WAYLAND_DISPLAY=", // no native clipboard: OSC 52 only
-	}, env...)
-	app = append(append(app, bin), args...)
+	}, env...)}
+}
+
+// config writes config.toml.
+func (h *tmuxHome) config(toml string) {
+	h.t.Helper()
+	if err := os.WriteFile(filepath.Join(h.dir, "config", "config.toml"), []byte(toml), 0o600); err != nil {
+		h.t.Fatal(err)
+	}
+}
+
+// cli runs the shipkey CLI on the same store, bounded.
+func (h *tmuxHome) cli(args ...string) string {
+	h.t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, h.bin, args...)
+	cmd.Env = append(os.Environ(), h.env...)
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		h.t.Fatalf("shipkey %v: %v\n%s", args, err, out)
+	}
+	return string(out)
+}
+
+// newKey adds a key through the CLI against srv.
+func (h *tmuxHome) newKey(srv *authtest.Server, label string) {
+	h.t.Helper()
+	cmd := []string{"keys", "new", "--label", label, "--auth-url", srv.URL(), "--client-id", authtest.DemoClientID,
+		"--username", authtest.DemoUsername}
+	h.env = append(h.env, "SHIPKEY_CLIENT_SECRET="+authtest.DemoClientSecret, "SHIPKEY_PASSWORD="+authtest.DemoPassword)
+	h.cli(cmd...)
+}
+
+// start runs the app with args in a private tmux server at width×height.
+func (h *tmuxHome) start(width, height int, args ...string) *tmuxSession {
+	t := h.t
+	t.Helper()
+	s := &tmuxSession{t: t, socket: fmt.Sprintf("shipkey-test-%d-%d", os.Getpid(), time.Now().UnixNano())}
+	t.Cleanup(func() { _, _ = s.tmux("kill-server") })
+	var appEnv []string
+	for _, e := range h.env {
+		if !strings.HasPrefix(e, "SHIPKEY_PASSWORD=") && !strings.HasPrefix(e, "SHIPKEY_CLIENT_SECRET=") {
+			appEnv = append(appEnv, e)
+		}
+	}
+	app := append(append([]string{"env"}, appEnv...), h.bin)
+	app = append(app, args...)
 	if out, err := s.tmux("start-server", ";",
 		"set", "-g", "set-clipboard", "on", ";",
 		"set", "-g", "escape-time", "0", ";",
 		"set", "-g", "remain-on-exit", "on", ";",
-		"new-session", "-d", "-s", "t", "-x", "100", "-y", "30", strings.Join(app, " ")); err != nil {
+		"new-session", "-d", "-s", "t", "-x", fmt.Sprint(width), "-y", fmt.Sprint(height), strings.Join(app, " ")); err != nil {
 		t.Fatalf("tmux: %v: %s", err, out)
 	}
 	return s
+}
+
+// startTmuxApp builds shipkey and runs it with args in a private tmux server
+// at 100x30, with its config, state and home in a temporary folder and env
+// added to its environment.
+func startTmuxApp(t *testing.T, env []string, args ...string) *tmuxSession {
+	t.Helper()
+	return newTmuxHome(t, env).start(100, 30, args...)
+}
+
+// dead reports whether the app has exited.
+func (s *tmuxSession) dead() bool {
+	out, _ := s.tmux("display-message", "-p", "-t", "t", "#{pane_dead}")
+	return strings.TrimSpace(out) == "1"
 }
 
 // TestTmuxDemo runs `shipkey demo` in a real terminal (tmux): gets a key
@@ -216,4 +284,160 @@ func TestTmuxAppKeepsItsFrame(t *testing.T) {
 		t.Fatalf("the warning is not on the status line:\n%s", screen)
 	}
 	s.keys("q")
+}
+
+// At 60×15 the token details do not fit: both countdowns and the state are
+// reached by scrolling; revealing the token at 100×30 does not push them
+// off for good.
+func TestTmuxDetailsScrollWhenSmall(t *testing.T) {
+	s := newTmuxHome(t, []string{"SHIPKEY_SECRETS=memory"}).start(60, 15, "demo")
+	s.waitText(10*time.Second, "Get API Key")
+	s.keys("Enter")
+	s.waitText(10*time.Second, "Token details", "Access token")
+	s.keys("G")
+	s.waitText(5*time.Second, "Refresh expires", "State")
+	if !regexp.MustCompile(`Refresh expires.*in \d+:\d\d`).MatchString(s.capture()) {
+		t.Fatalf("no refresh countdown after G:\n%s", s.capture())
+	}
+	for range 6 {
+		s.keys("Up")
+	}
+	screen := s.waitText(5*time.Second, "Access expires")
+	if !regexp.MustCompile(`Access expires.*in \d+`).MatchString(screen) {
+		t.Fatalf("no access countdown:\n%s", screen)
+	}
+	if _, err := s.tmux("resize-window", "-t", "t", "-x", "100", "-y", "30"); err != nil {
+		t.Fatal(err)
+	}
+	s.keys("g", "v")
+	s.waitText(5*time.Second, "(v hides)")
+	s.keys("G")
+	s.waitText(5*time.Second, "Access expires", "Refresh expires", "State")
+	s.keys("q")
+}
+
+// The copied token leaves tmux's paste buffer when the clipboard is
+// cleared (an empty OSC 52 does not clear it in tmux).
+func TestTmuxClipboardClearReachesTmux(t *testing.T) {
+	srv := authtest.NewServer(authtest.DemoConfig())
+	t.Cleanup(srv.Close)
+	h := newTmuxHome(t, []string{"SHIPKEY_SECRETS=plaintext"})
+	h.config("clipboard_clear = \"2s\"\n")
+	h.newKey(srv, "mine")
+	s := h.start(100, 30)
+	s.waitText(10*time.Second, "mine")
+	s.keys("1")
+	s.waitText(10*time.Second, "Token details", "Access expires")
+	s.keys("c")
+	s.waitText(5*time.Second, "Copied the access token", "clears the clipboard in 2s")
+	var buf string
+	for end := time.Now().Add(5 * time.Second); time.Now().Before(end) && buf == ""; time.Sleep(50 * time.Millisecond) {
+		if out, err := s.tmux("show-buffer"); err == nil && strings.Count(out, ".") == 2 {
+			buf = strings.TrimSpace(out)
+		}
+	}
+	if buf == "" {
+		t.Fatal("tmux show-buffer holds no token after c")
+	}
+	s.waitText(10*time.Second, "Cleared the clipboard")
+	for end := time.Now().Add(5 * time.Second); ; time.Sleep(50 * time.Millisecond) {
+		out, _ := s.tmux("show-buffer")
+		if !strings.Contains(out, buf) {
+			break
+		}
+		if time.Now().After(end) {
+			t.Fatal("tmux's buffer still holds the token after the clear")
+		}
+	}
+	s.keys("q")
+}
+
+// A wrong password keeps the log-in-again prompt open with the error, and
+// what is typed next is text: "L" and "q" neither log out nor quit.
+func TestTmuxLoginPromptSurvivesWrongPassword(t *testing.T) {
+	srv := authtest.NewServer(authtest.DemoConfig())
+	t.Cleanup(srv.Close)
+	h := newTmuxHome(t, []string{"SHIPKEY_SECRETS=plaintext"})
+	h.newKey(srv, "mine")
+	s := h.start(100, 30)
+	s.waitText(10*time.Second, "mine")
+	s.keys("1")
+	s.waitText(10*time.Second, "Token details", "Access expires")
+	s.keys("l")
+	s.waitText(5*time.Second, "Password", "enter logs in")
+	s.keys("-l", "not-the-password")
+	s.keys("Enter")
+	s.waitText(10*time.Second, "✗", "enter logs in")
+	s.keys("-l", "Lq")
+	time.Sleep(300 * time.Millisecond)
+	screen := s.waitText(5*time.Second, "Password", "enter logs in")
+	if s.dead() || strings.Contains(screen, "logged out") {
+		t.Fatalf("a retyped password fired bindings:\n%s", screen)
+	}
+	s.keys("C-u")
+	s.keys("-l", authtest.DemoPassword)
+	s.keys("Enter")
+	s.waitFor("the prompt to close", 10*time.Second, func(screen string) bool {
+		return !strings.Contains(screen, "enter logs in") && strings.Contains(screen, "valid")
+	})
+	s.keys("q")
+}
+
+// A key added by the CLI shows in the running app's table within a tick or
+// two.
+func TestTmuxAppSeesKeyAddedByCLI(t *testing.T) {
+	srv := authtest.NewServer(authtest.DemoConfig())
+	t.Cleanup(srv.Close)
+	h := newTmuxHome(t, []string{"SHIPKEY_SECRETS=plaintext"})
+	h.newKey(srv, "first")
+	s := h.start(100, 30)
+	s.waitText(10*time.Second, "first")
+	s.keys("2")
+	s.waitText(5*time.Second, "API Key", "1 of 1 key")
+	h.newKey(srv, "from-the-cli")
+	s.waitText(5*time.Second, "from-the-cli", "2 of 2 keys")
+	h.cli("keys", "rm", "first", "--yes")
+	s.waitFor("the removed key to go", 5*time.Second, func(screen string) bool {
+		return !strings.Contains(screen, "first") && strings.Contains(screen, "1 of 1 key")
+	})
+	s.keys("q")
+}
+
+// SIGTERM, SIGINT and SIGHUP each end the app and restore the terminal,
+// every time: 20 fresh starts per signal.
+func TestTmuxAlwaysQuitsOnSignals(t *testing.T) {
+	h := newTmuxHome(t, []string{"SHIPKEY_SECRETS=plaintext"})
+	s := h.start(80, 24)
+	for _, sig := range []syscall.Signal{syscall.SIGTERM, syscall.SIGINT, syscall.SIGHUP} {
+		for i := range 20 {
+			if i > 0 || sig != syscall.SIGTERM {
+				if out, err := s.tmux("respawn-pane", "-k", "-t", "t"); err != nil {
+					t.Fatalf("respawn: %v: %s", err, out)
+				}
+			}
+			s.waitText(10*time.Second, "Get API Key")
+			out, err := s.tmux("display-message", "-p", "-t", "t", "#{pane_pid}")
+			pid, perr := strconv.Atoi(strings.TrimSpace(out))
+			if err != nil || perr != nil {
+				t.Fatalf("pane pid %q: %v %v", out, err, perr)
+			}
+			if err := syscall.Kill(pid, sig); err != nil {
+				t.Fatalf("kill: %v", err)
+			}
+			ok := false
+			for end := time.Now().Add(5 * time.Second); time.Now().Before(end); time.Sleep(20 * time.Millisecond) {
+				if s.dead() {
+					ok = true
+					break
+				}
+			}
+			if !ok {
+				_ = syscall.Kill(pid, syscall.SIGKILL)
+				t.Fatalf("%v #%d: the app did not exit within 5 s", sig, i+1)
+			}
+			if out, _ := s.tmux("display-message", "-p", "-t", "t", "#{alternate_on}"); strings.TrimSpace(out) != "0" {
+				t.Fatalf("%v #%d: the terminal was left in the alternate screen", sig, i+1)
+			}
+		}
+	}
 }

@@ -21,7 +21,8 @@ type uiOptions struct {
 	Diag *switchWriter
 }
 
-// runTUI opens the full-screen app; the only place the CLI calls package tui.
+// runTUI opens the full-screen app; the only place the CLI calls package tui
+// (besides `keys list`, which draws the app's table columns, tui.KeyColumns).
 func runTUI(ctx context.Context, o uiOptions) error {
 	opts := tui.Options{Store: o.Store, Auth: o.Auth, Now: o.Now, Prefill: o.Prefill, Demo: o.Demo}
 	if o.Diag != nil {
