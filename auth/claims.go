@@ -404,8 +404,8 @@ type Verification struct {
 // Verify checks token's signature against the JWKS of the connection among
 // conns whose issuer equals the token's iss. It never fetches a URL the token
 // names: a token from an issuer no connection knows is SigNotChecked with a
-// reason. HS-signed tokens (Keycloak refresh tokens) are SigNotChecked: "signed
-// with the realm's secret; a client cannot check it". Expiry is reported by
+// reason. HS-signed tokens (Keycloak refresh tokens) are SigNotChecked: "HMAC-signed
+// (HS512): a client cannot check it". Expiry is reported by
 // Decode, not here.
 func (c *Client) Verify(ctx context.Context, conns []Connection, token string) Verification {
 	return c.verify(ctx, conns, token)
