@@ -75,7 +75,7 @@ Without LABEL: SHIPKEY_KEY, else the default key, else the only key.`,
 			}
 			return nil
 		},
-		ValidArgsFunction: completeLabels(f, 1),
+		ValidArgsFunction: completeExec(f),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			dash := cmd.ArgsLenAtDash()
 			opts.Label = labelArg(args[:dash])

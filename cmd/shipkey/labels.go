@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -66,9 +67,9 @@ func orList(words []string) string {
 }
 
 // closeLabels returns up to three labels that the mistyped label was
-// probably meant to be, closest first: the same ignoring case, labels it is
-// a prefix of, and labels within an edit distance of 2 (1 for labels of up
-// to four characters), all ignoring case.
+// probably meant to be, closest first: the one that differs only in case
+// (alone), else labels it is a prefix of and labels within an edit distance
+// of 2 (1 for labels of up to four characters), ignoring case.
 func closeLabels(typed string, labels []string) []string {
 	t := strings.ToLower(typed)
 	maxDist := 2
@@ -82,7 +83,7 @@ func closeLabels(typed string, labels []string) []string {
 	var cands []cand
 	for _, l := range labels {
 		ll := strings.ToLower(l)
-		switch d := levenshtein(t, ll); {
+		switch d := editDistance(t, ll); {
 		case ll == t:
 			cands = append(cands, cand{l, 0})
 		case strings.HasPrefix(ll, t):
@@ -99,34 +100,41 @@ func closeLabels(typed string, labels []string) []string {
 	})
 	var out []string
 	for _, c := range cands {
-		if len(out) == 3 {
-			break
+		if len(out) == 3 || (len(out) > 0 && cands[0].dist == 0 && c.dist > 0) {
+			break // a label that differs only in case is the one
 		}
 		out = append(out, c.label)
 	}
 	return out
 }
 
-// levenshtein is the edit distance between a and b, in runes.
-func levenshtein(a, b string) int {
+// editDistance is the optimal-string-alignment distance between a and b, in
+// runes: insertions, deletions, substitutions and swaps of two neighbours
+// ("prdo" for "prod") count one each.
+func editDistance(a, b string) int {
 	ra, rb := []rune(a), []rune(b)
-	prev := make([]int, len(rb)+1)
-	cur := make([]int, len(rb)+1)
-	for j := range prev {
-		prev[j] = j
+	// d[i][j] is the distance between ra[:i] and rb[:j].
+	d := make([][]int, len(ra)+1)
+	for i := range d {
+		d[i] = make([]int, len(rb)+1)
+		d[i][0] = i
+	}
+	for j := range d[0] {
+		d[0][j] = j
 	}
 	for i := 1; i <= len(ra); i++ {
-		cur[0] = i
 		for j := 1; j <= len(rb); j++ {
 			cost := 1
 			if ra[i-1] == rb[j-1] {
 				cost = 0
 			}
-			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
+			d[i][j] = min(d[i-1][j]+1, d[i][j-1]+1, d[i-1][j-1]+cost)
+			if i > 1 && j > 1 && ra[i-1] == rb[j-2] && ra[i-2] == rb[j-1] {
+				d[i][j] = min(d[i][j], d[i-2][j-2]+1)
+			}
 		}
-		prev, cur = cur, prev
 	}
-	return prev[len(rb)]
+	return d[len(ra)][len(rb)]
 }
 
 // completeLabels completes the first maxArgs positional arguments with key
@@ -136,10 +144,24 @@ func levenshtein(a, b string) int {
 // and never writes to the terminal.
 func completeLabels(f *factory, maxArgs int) cobra.CompletionFunc {
 	return func(cmd *cobra.Command, args []string, toComplete string) ([]cobra.Completion, cobra.ShellCompDirective) {
-		if len(args) >= maxArgs || cmd.ArgsLenAtDash() >= 0 {
+		if len(args) >= maxArgs {
 			return nil, cobra.ShellCompDirectiveNoFileComp
 		}
 		return labelCompletions(f, toComplete), cobra.ShellCompDirectiveNoFileComp
+	}
+}
+
+// completeExec completes exec's label, and nothing of shipkey's after "--"
+// (there the shell completes the command). cobra's ArgsLenAtDash cannot tell
+// during completion (it parses the flags twice, once with an added "--"), so
+// the command line is read as given.
+func completeExec(f *factory) cobra.CompletionFunc {
+	labels := completeLabels(f, 1)
+	return func(cmd *cobra.Command, args []string, toComplete string) ([]cobra.Completion, cobra.ShellCompDirective) {
+		if n := len(f.Args); n > 0 && slices.Contains(f.Args[:n-1], "--") {
+			return nil, cobra.ShellCompDirectiveDefault
+		}
+		return labels(cmd, args, toComplete)
 	}
 }
 

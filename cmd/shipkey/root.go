@@ -23,6 +23,7 @@ func runWith(args []string, ios *iostreams, getenv func(string) string) int {
 	defer stop()
 
 	f := newFactory(ios, getenv)
+	f.Args = args
 	defer f.Close()
 
 	root := newCmdRoot(f)
