@@ -66,7 +66,8 @@ Environment:
   SHIPKEY_STATE_DIR      where state.json, locks and the encrypted secrets live
   SHIPKEY_CA_FILE        PEM bundle of extra CA roots for a private CA
 
-Exit codes: 0 success, 1 failure, 2 usage error, 3 login needed.`,
+Exit codes: 0 success, 1 failure, 2 usage error, 3 login needed; exec exits
+with its command's code. See each command's help for its own.`,
 		Args:          usageArgs(cobra.NoArgs),
 		SilenceErrors: true,
 		SilenceUsage:  true,
