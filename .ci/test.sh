@@ -2,8 +2,10 @@
 # Runs every shipkey test. On a fresh Debian machine it first installs what the
 # tests need and is missing (tmux, Node.js + npm, D-Bus and gnome-keyring for
 # the real Secret Service test, the oauth2-mock-server npm package,
-# staticcheck), then runs go vet, staticcheck and go test -race over the module,
-# and the keyring tests again against a real Secret Service.
+# staticcheck, gotestsum), then runs go vet, staticcheck, the keyring tests
+# against a real Secret Service, and go test -race over the module through
+# gotestsum: one line per package as it finishes, then the slowest tests, then
+# the summary. It exits non-zero when anything failed.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -36,10 +38,14 @@ if [ ! -d "$srv/node_modules/oauth2-mock-server" ]; then
   npm ci --prefix "$srv" --no-audit --no-fund --loglevel=error
 fi
 
-# 3. Linters.
+# 3. Linters, and the test runner that shows progress.
 if ! command -v staticcheck >/dev/null; then
   log "installing staticcheck"
   go install honnef.co/go/tools/cmd/staticcheck@v0.8.2
+fi
+if ! command -v gotestsum >/dev/null; then
+  log "installing gotestsum"
+  go install gotest.tools/gotestsum@v1.13.0
 fi
 
 log "go vet"
@@ -47,19 +53,36 @@ go vet ./...
 log "staticcheck"
 staticcheck ./...
 
-# 4. Every test, with the race detector. CI=true makes the real-server and
-#    tmux tests fail instead of skip when their tools are missing.
-log "go test -race ./..."
-go test -race -count=1 -timeout 20m ./...
-
-# 5. The keyring backend against a real Secret Service (gnome-keyring) on a
-#    private D-Bus session, in a scratch home.
-log "store: real Secret Service keyring"
 scratch=$(mktemp -d)
 trap 'rm -rf "$scratch"' EXIT
-mkdir -p "$scratch/run" && chmod 700 "$scratch/run"
-# Keep Go's caches where they are while HOME points at the scratch folder.
-export GOPATH="$(go env GOPATH)" GOCACHE="$(go env GOCACHE)" GOMODCACHE="$(go env GOMODCACHE)"
-HOME="$scratch" XDG_DATA_HOME="$scratch/data" XDG_RUNTIME_DIR="$scratch/run" SHIPKEY_TEST_REAL_KEYRING=1 \
-  dbus-run-session -- sh -c 'eval "$(echo shipkey-ci | gnome-keyring-daemon --unlock --components=secrets)";
-    export GNOME_KEYRING_CONTROL; go test -count=1 -run RealKeyring -v ./store/'
+failed=0 keyring_failed=0
+
+# 4. The keyring backend against a real Secret Service (gnome-keyring) on a
+#    private D-Bus session, in a scratch home.
+log "store: real Secret Service keyring"
+mkdir -p "$scratch/home/run" && chmod 700 "$scratch/home/run"
+(
+  # Keep Go's caches where they are while HOME points at the scratch folder.
+  export GOPATH="$(go env GOPATH)" GOCACHE="$(go env GOCACHE)" GOMODCACHE="$(go env GOMODCACHE)"
+  HOME="$scratch/home" XDG_DATA_HOME="$scratch/home/data" XDG_RUNTIME_DIR="$scratch/home/run" SHIPKEY_TEST_REAL_KEYRING=1 \
+    dbus-run-session -- sh -c 'eval "$(echo shipkey-ci | gnome-keyring-daemon --unlock --components=secrets)";
+      export GNOME_KEYRING_CONTROL; go test -count=1 -run RealKeyring -v ./store/'
+) || { failed=1; keyring_failed=1; }
+
+# 5. Every test, with the race detector. CI=true makes the real-server and
+#    tmux tests fail instead of skip when their tools are missing. gotestsum
+#    prints each package's result as it finishes (and a failing test's output
+#    at once), keeps every event in a JSON file, and from it names the tests
+#    slower than 2 s and replays the summary as the last lines.
+log "go test -race ./... (each package as it finishes)"
+json="$scratch/go-test.json"
+gotestsum --format pkgname-and-test-fails --format-icons text --hide-summary=all --jsonfile "$json" \
+  -- -race -count=1 -timeout 20m ./... || failed=1
+
+log "slowest tests (over 2s)"
+gotestsum tool slowest --jsonfile "$json" --threshold 2s || failed=1
+
+log "summary"
+gotestsum --format standard-quiet --raw-command -- cat "$json" || failed=1
+[ "$keyring_failed" -eq 0 ] || echo "FAIL	the real Secret Service keyring step (see above)"
+exit "$failed"

@@ -247,7 +247,7 @@ func (s *Store) getSecrets(label, id string, ks keyState) (keySecrets, error) {
 	}
 	if !ok {
 		return keySecrets{}, &keyError{
-			msg:  fmt.Sprintf("key %s: its secrets are missing from the %s backend; remove it (shipkey keys rm %s) and add it again", quoteLabel(label), b.Name(), shellQuote(label)),
+			msg:  fmt.Sprintf("key %s: its secrets are missing from the %s backend; remove it (shipkey keys rm %s) and add it again", quoteLabel(label), b.Name(), text.ShellQuote(label)),
 			kind: ErrSecretsMissing,
 		}
 	}
@@ -869,18 +869,6 @@ func labelTakenError(label string) error {
 // control characters show as escapes, and sanitized.
 func quoteLabel(l string) string { return text.Safe(strconv.Quote(l)) }
 
-// shellQuote makes a sanitized label pasteable into a POSIX shell command.
-func shellQuote(l string) string {
-	l = text.Safe(l)
-	if l != "" && strings.IndexFunc(l, func(r rune) bool {
-		return !(r == '-' || r == '_' || r == '.' || r == '/' || r == '@' || r == ':' || r == '+' || r == ',' ||
-			(r >= 'a' && r <= 'z') || (r >= 'A' && r <= 'Z') || (r >= '0' && r <= '9'))
-	}) < 0 {
-		return l
-	}
-	return "'" + strings.ReplaceAll(l, "'", `'\''`) + "'"
-}
-
 // LoginNeededError says that only a new login can give the key a token. It
 // matches ErrLoginNeeded and the auth error that showed it (so
 // auth.KindOf(err) is auth.KindLoginRequired when the refresh token expired or
@@ -893,7 +881,7 @@ type LoginNeededError struct {
 
 func (e *LoginNeededError) Error() string {
 	return fmt.Sprintf("key %s: login needed (%s); run: shipkey login %s",
-		text.Safe(e.Label), text.Safe(e.Why), shellQuote(e.Label))
+		text.Safe(e.Label), text.Safe(e.Why), text.ShellQuote(e.Label))
 }
 
 // Unwrap returns ErrLoginNeeded and the cause.

@@ -984,8 +984,8 @@ func TestLoginNeededErrorShape(t *testing.T) {
 	if strings.ContainsAny(err.Error(), "\x1b\n") {
 		t.Fatalf("unsafe message %q", err)
 	}
-	if got := shellQuote("it's"); got != `'it'\''s'` {
-		t.Fatalf("shellQuote = %s", got)
+	if got := text.ShellQuote("it's"); got != `'it'\''s'` {
+		t.Fatalf("text.ShellQuote = %s", got)
 	}
 }
 

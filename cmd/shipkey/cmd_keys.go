@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"strings"
 	"text/tabwriter"
@@ -67,11 +68,17 @@ prompt. No flag takes a secret.`,
   pass show shipping | shipkey keys new --label prod --password-stdin …`,
 		Args: usageArgs(cobra.NoArgs),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			if err := requireFlags(cmd, "label", "client-id", "username"); err != nil {
-				return err
-			}
+			// Every missing flag in one message.
+			missing := missingFlags(cmd, "label")
 			if opts.AuthURL == "" && opts.TokenURL == "" && opts.Issuer == "" {
-				return usageErrorf("missing --auth-url (or --token-url or --issuer) (see: %s --help)", cmd.CommandPath())
+				missing = append(missing, "--auth-url (or --token-url or --issuer)")
+			}
+			missing = append(missing, missingFlags(cmd, "client-id", "username")...)
+			if len(missing) > 0 {
+				return usageErrorf("missing %s (see: %s --help)", strings.Join(missing, ", "), cmd.CommandPath())
+			}
+			if l := strings.TrimSpace(opts.Label); text.Safe(l) != l {
+				return usageErrorf("--label %s contains control characters; choose another", text.ShellQuote(l))
 			}
 			if opts.TokenURL != "" && opts.Issuer != "" {
 				return usageErrorf("--token-url and --issuer exclude each other (see: %s --help)", cmd.CommandPath())
@@ -111,8 +118,18 @@ func keysNewRun(ctx context.Context, opts *keysNewOptions) error {
 		Scopes:    scopes,
 		BasicAuth: opts.BasicAuth,
 	}
-	// Check the shape before asking for anything secret.
+	// Check everything that can be checked before asking for anything secret:
+	// the connection's shape, the store, and that the label is free.
 	if err := conn.Validate(); err != nil {
+		return err
+	}
+	st, err := opts.Store()
+	if err != nil {
+		return err
+	}
+	if _, err := st.Key(strings.TrimSpace(opts.Label)); err == nil {
+		return fmt.Errorf("the label %s is already in use; choose another (see: shipkey keys list)", text.ShellQuote(strings.TrimSpace(opts.Label)))
+	} else if !errors.Is(err, store.ErrNotFound) {
 		return err
 	}
 	clientSecret, err := readSecret(opts.IO, opts.Getenv, secretSource{
@@ -137,10 +154,6 @@ func keysNewRun(ctx context.Context, opts *keysNewOptions) error {
 	}
 	opts.Secrets.Add(password)
 
-	st, err := opts.Store()
-	if err != nil {
-		return err
-	}
 	key, err := st.Create(ctx, store.NewKey{
 		Label:            opts.Label,
 		Conn:             conn,
@@ -260,20 +273,26 @@ func keysListRun(opts *keysListOptions) error {
 // keysRmOptions removes a key.
 type keysRmOptions struct {
 	IO    *iostreams
+	Now   func() time.Time
 	Store func() (*store.Store, error)
 	Label string
 	Yes   bool
 }
 
 func newCmdKeysRm(f *factory, runF func(context.Context, *keysRmOptions) error) *cobra.Command {
-	opts := &keysRmOptions{IO: f.IO, Store: f.Store}
+	opts := &keysRmOptions{IO: f.IO, Now: f.Now, Store: f.Store}
 	cmd := &cobra.Command{
 		Use:     "rm LABEL",
 		Aliases: []string{"remove"},
 		Short:   "Remove an API key and its secrets",
 		Long: `Remove an API key and its secrets. On a terminal it asks first unless --yes;
-without a terminal --yes is required.`,
-		Args: usageArgs(cobra.ExactArgs(1)),
+without a terminal --yes is required.
+
+The key's session is ended at the server first, as "shipkey logout" does; the
+key is removed whatever the server answers. Exit code 1 when the server
+refused or could not be reached (the key is gone all the same).`,
+		Args:              usageArgs(cobra.ExactArgs(1)),
+		ValidArgsFunction: completeLabels(f, 1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			opts.Label = args[0]
 			if runF != nil {
@@ -293,7 +312,7 @@ func keysRmRun(ctx context.Context, opts *keysRmOptions) error {
 	}
 	key, err := st.Key(opts.Label)
 	if err != nil {
-		return err
+		return suggestLabel(st, opts.Label, err)
 	}
 	label := text.Safe(key.Label)
 	if !opts.Yes {
@@ -312,11 +331,15 @@ func keysRmRun(ctx context.Context, opts *keysRmOptions) error {
 			return nil
 		}
 	}
-	if _, err := st.Remove(ctx, key.Label); err != nil {
-		return err
+	res, err := st.Remove(ctx, key.Label)
+	if err != nil && auth.KindOf(err) == auth.KindUnknown {
+		return err // a local failure: the key is still there
 	}
-	fmt.Fprintln(opts.IO.ErrOut, "Removed API key "+label)
-	return nil
+	if key.LoggedOut && err == nil {
+		fmt.Fprintln(opts.IO.ErrOut, "Removed API key "+label+" (it had no session to end)")
+		return nil
+	}
+	return reportEnd(opts.IO.ErrOut, "Removed API key "+label, "it is gone here", "get a new one with: shipkey keys new", key, res, err, opts.Now())
 }
 
 // keysRenameOptions renames a key.
@@ -330,10 +353,11 @@ type keysRenameOptions struct {
 func newCmdKeysRename(f *factory, runF func(*keysRenameOptions) error) *cobra.Command {
 	opts := &keysRenameOptions{IO: f.IO, Store: f.Store}
 	return &cobra.Command{
-		Use:     "rename LABEL NEW-LABEL",
-		Aliases: []string{"mv"},
-		Short:   "Change an API key's label",
-		Args:    usageArgs(cobra.ExactArgs(2)),
+		Use:               "rename LABEL NEW-LABEL",
+		Aliases:           []string{"mv"},
+		Short:             "Change an API key's label",
+		Args:              usageArgs(cobra.ExactArgs(2)),
+		ValidArgsFunction: completeLabels(f, 1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			opts.Label, opts.NewLabel = args[0], args[1]
 			if runF != nil {
@@ -350,7 +374,7 @@ func keysRenameRun(opts *keysRenameOptions) error {
 		return err
 	}
 	if err := st.Rename(opts.Label, opts.NewLabel); err != nil {
-		return err
+		return suggestLabel(st, opts.Label, err)
 	}
 	fmt.Fprintf(opts.IO.ErrOut, "Renamed API key %s to %s\n", text.Safe(opts.Label), text.Safe(opts.NewLabel))
 	return nil
@@ -366,9 +390,10 @@ type keysDefaultOptions struct {
 func newCmdKeysDefault(f *factory, runF func(*keysDefaultOptions) error) *cobra.Command {
 	opts := &keysDefaultOptions{IO: f.IO, Store: f.Store}
 	return &cobra.Command{
-		Use:   "default LABEL",
-		Short: "Make an API key the default (used when no label is given)",
-		Args:  usageArgs(cobra.ExactArgs(1)),
+		Use:               "default LABEL",
+		Short:             "Make an API key the default (used when no label is given)",
+		Args:              usageArgs(cobra.ExactArgs(1)),
+		ValidArgsFunction: completeLabels(f, 1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			opts.Label = args[0]
 			if runF != nil {
@@ -385,7 +410,7 @@ func keysDefaultRun(opts *keysDefaultOptions) error {
 		return err
 	}
 	if err := st.SetDefault(opts.Label); err != nil {
-		return err
+		return suggestLabel(st, opts.Label, err)
 	}
 	fmt.Fprintf(opts.IO.ErrOut, "API key %s is now the default\n", text.Safe(opts.Label))
 	return nil

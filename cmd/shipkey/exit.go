@@ -28,12 +28,37 @@ func usageErrorf(format string, args ...any) error {
 	return &usageError{fmt.Errorf(format, args...)}
 }
 
+// exitError ends shipkey with a given exit code: a command's own status
+// (exec), or a verdict already printed (status -q, inspect --verify). With a
+// nil err nothing more is printed.
+type exitError struct {
+	code int
+	err  error
+}
+
+func (e *exitError) Error() string {
+	if e.err == nil {
+		return fmt.Sprintf("exit status %d", e.code)
+	}
+	return e.err.Error()
+}
+func (e *exitError) Unwrap() error { return e.err }
+
+// silent reports whether err asks for no error line.
+func silent(err error) bool {
+	var ee *exitError
+	return errors.As(err, &ee) && ee.err == nil
+}
+
 // exitCode maps an error returned by a command to the process exit code.
 func exitCode(err error) int {
 	var ue *usageError
+	var ee *exitError
 	switch {
 	case err == nil:
 		return exitOK
+	case errors.As(err, &ee):
+		return ee.code
 	case errors.As(err, &ue):
 		return exitUsage
 	case errors.Is(err, store.ErrLoginNeeded) || auth.IsLoginRequired(err):

@@ -18,6 +18,8 @@ type factory struct {
 	IO     *iostreams
 	Getenv func(string) string
 	Now    func() time.Time
+	// Args is the command line as given (without the program name).
+	Args []string
 
 	// Diag is where the store's warnings and the debug log go: stderr, or
 	// the interactive app's status line while it owns the terminal.

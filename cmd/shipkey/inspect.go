@@ -44,7 +44,12 @@ SHIPKEY_KEY, else the default key, else the only key) and asks the server
 whether it still accepts it.
 
 Prefer "-" to read the token from stdin: a token given as an argument is
-visible to other users in the process list and stays in your shell history.`,
+visible to other users in the process list and stays in your shell history.
+
+Exit codes: 0 when the signature was verified or --verify was not given; 1
+when --verify was given and the signature failed or could not be checked, or
+when the server no longer accepts the key's token. The report is printed
+first either way.`,
 		Example: `  shipkey inspect
   shipkey token other | shipkey inspect - --verify
   pbpaste | shipkey inspect - --json`,
@@ -63,6 +68,7 @@ visible to other users in the process list and stays in your shell history.`,
 	cmd.Flags().BoolVar(&opts.JSON, "json", false, "print JSON")
 	cmd.Flags().BoolVar(&opts.Verify, "verify", false, "check the signature against the realm's published keys")
 	cmd.Flags().StringVar(&opts.Key, "key", "", "inspect this key's current access token")
+	_ = cmd.RegisterFlagCompletionFunc("key", completeLabelFlag(f))
 	return cmd
 }
 
@@ -112,9 +118,55 @@ func inspectRun(ctx context.Context, opts *inspectOptions) error {
 		in.Live = &l
 	}
 	if opts.JSON {
-		return writeInspectionJSON(opts.IO.Out, in, opts.Verify)
+		err = writeInspectionJSON(opts.IO.Out, in, opts.Verify)
+	} else {
+		err = writeInspection(opts.IO.Out, in, opts.Verify, now)
 	}
-	return writeInspection(opts.IO.Out, in, opts.Verify, now)
+	if err != nil {
+		return err
+	}
+	return inspectVerdict(in, opts.Verify)
+}
+
+// inspectVerdict is inspect's exit, once everything is printed: 1 when
+// --verify was asked and the signature failed or could not be checked, or
+// when the server no longer accepts the key's token; nil otherwise.
+func inspectVerdict(in inspection, verifyAsked bool) error {
+	var problems []string
+	if verifyAsked {
+		switch {
+		case in.Verified == nil:
+			problems = append(problems, "the signature cannot be checked ("+unverifiableWhy(in.Decoded)+")")
+		case in.Verified.State == auth.SigFailed:
+			why := "the signature is not valid"
+			if in.Verified.Reason != "" {
+				why += ": " + text.Safe(in.Verified.Reason)
+			}
+			problems = append(problems, why)
+		case in.Verified.State != auth.SigVerified:
+			why := "the signature could not be checked"
+			if in.Verified.Reason != "" {
+				why += ": " + text.Safe(in.Verified.Reason)
+			}
+			problems = append(problems, why)
+		}
+	}
+	if in.Live != nil && in.Live.State == auth.LiveInactive {
+		problems = append(problems, "the server no longer accepts the token of API key "+text.Safe(in.Label)+
+			"; log in again with: shipkey login "+text.ShellQuote(in.Label))
+	}
+	if len(problems) == 0 {
+		return nil
+	}
+	return &exitError{code: exitFailure, err: errors.New(strings.Join(problems, "; "))}
+}
+
+// unverifiableWhy says why a token that was never checked cannot be.
+func unverifiableWhy(d *auth.Decoded) string {
+	if d.Format == auth.FormatOpaque {
+		return "an opaque token has no signature a client can check"
+	}
+	return "see Signature above"
 }
 
 // inspectToken finds the token to inspect: the argument, stdin for "-", or
@@ -135,17 +187,17 @@ func inspectToken(opts *inspectOptions, in *inspection) (string, error) {
 		if err != nil {
 			return "", err
 		}
-		key, err := st.Resolve(opts.Key)
+		key, err := resolveKey(st, opts.Key)
 		if err != nil {
 			return "", err
 		}
-		label := text.Safe(key.Label)
 		ts, err := st.Current(key.Label)
 		if err != nil {
 			return "", err
 		}
 		if ts == nil || ts.AccessToken == "" {
-			return "", fmt.Errorf("API key %s has no token: %w; run: shipkey login %s", label, store.ErrLoginNeeded, label)
+			return "", fmt.Errorf("API key %s has no token: %w; run: shipkey login %s",
+				text.Safe(key.Label), store.ErrLoginNeeded, text.ShellQuote(key.Label))
 		}
 		in.Label = key.Label
 		if skew, bad := ts.Skew(); bad {
@@ -239,7 +291,7 @@ func livenessLine(d *auth.Decoded, l auth.Liveness, now time.Time) string {
 	case auth.LiveInactive:
 		if d.Format == auth.FormatJWT && now.Before(d.ExpiresAt) {
 			return "valid until " + text.Stamp(d.ExpiresAt) +
-				", but the server no longer accepts it" + reason + "; log in again with: shipkey login"
+				", but the server no longer accepts it" + reason
 		}
 		return "the server no longer accepts this token" + reason
 	default:

@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"os"
 	"os/signal"
@@ -24,6 +23,7 @@ func runWith(args []string, ios *iostreams, getenv func(string) string) int {
 	defer stop()
 
 	f := newFactory(ios, getenv)
+	f.Args = args
 	defer f.Close()
 
 	root := newCmdRoot(f)
@@ -39,7 +39,9 @@ func runWith(args []string, ios *iostreams, getenv func(string) string) int {
 	if err == nil {
 		return exitOK
 	}
-	fmt.Fprintln(ios.ErrOut, errorLine(err))
+	if !silent(err) {
+		fmt.Fprintln(ios.ErrOut, errorLine(err))
+	}
 	return exitCode(err)
 }
 
@@ -64,7 +66,8 @@ Environment:
   SHIPKEY_STATE_DIR      where state.json, locks and the encrypted secrets live
   SHIPKEY_CA_FILE        PEM bundle of extra CA roots for a private CA
 
-Exit codes: 0 success, 1 failure, 2 usage error, 3 login needed.`,
+Exit codes: 0 success, 1 failure, 2 usage error, 3 login needed; exec exits
+with its command's code. See each command's help for its own.`,
 		Args:          usageArgs(cobra.NoArgs),
 		SilenceErrors: true,
 		SilenceUsage:  true,
@@ -98,8 +101,10 @@ Exit codes: 0 success, 1 failure, 2 usage error, 3 login needed.`,
 	root.AddCommand(
 		newCmdKeys(f),
 		newCmdLogin(f, nil),
-		newCmdToken(f, nil),
-		newCmdHeader(f, nil),
+		newCmdToken(f, false, nil),
+		newCmdToken(f, true, nil),
+		newCmdExec(f, nil),
+		newCmdStatus(f, nil),
 		newCmdInspect(f, nil),
 		newCmdLogout(f, nil),
 		newCmdDemo(f, nil),
@@ -139,9 +144,8 @@ func labelArg(args []string) string {
 	return ""
 }
 
-// requireFlags returns a usage error naming the first required flag that is
-// empty.
-func requireFlags(cmd *cobra.Command, names ...string) error {
+// missingFlags returns "--name" for each named flag that is empty.
+func missingFlags(cmd *cobra.Command, names ...string) []string {
 	var missing []string
 	for _, n := range names {
 		fl := cmd.Flags().Lookup(n)
@@ -149,8 +153,5 @@ func requireFlags(cmd *cobra.Command, names ...string) error {
 			missing = append(missing, "--"+n)
 		}
 	}
-	if len(missing) > 0 {
-		return &usageError{errors.New("missing " + strings.Join(missing, ", ") + " (see: " + cmd.CommandPath() + " --help)")}
-	}
-	return nil
+	return missing
 }

@@ -8,15 +8,18 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"io"
 	"io/fs"
 	"net"
 	"os"
 	"os/exec"
+	"os/signal"
 	"path/filepath"
 	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"testing"
 	"time"
 
@@ -27,7 +30,80 @@ import (
 func TestMain(m *testing.M) {
 	testscript.Main(m, map[string]func(){
 		"shipkey": func() { os.Exit(run()) },
+		// Commands for shipkey exec to run.
+		"showenv":  childShowEnv,
+		"exitwith": childExitWith,
+		"killself": childKillSelf,
+		"trapterm": childTrapTerm,
+		"catstdin": func() { _, _ = io.Copy(os.Stdout, os.Stdin) },
 	})
+}
+
+// childShowEnv prints NAME=VALUE, or "NAME unset", for each argument; with
+// -v first, only the values.
+//
+//	showenv [-v] NAME...
+func childShowEnv() {
+	args := os.Args[1:]
+	valuesOnly := len(args) > 0 && args[0] == "-v"
+	if valuesOnly {
+		args = args[1:]
+	}
+	for _, name := range args {
+		v, ok := os.LookupEnv(name)
+		switch {
+		case valuesOnly:
+			fmt.Println(v)
+		case ok:
+			fmt.Printf("%s=%s\n", name, v)
+		default:
+			fmt.Printf("%s unset\n", name)
+		}
+	}
+}
+
+// childExitWith exits with the code given, after a line on stderr.
+func childExitWith() {
+	code, err := strconv.Atoi(os.Args[1])
+	if err != nil {
+		os.Exit(99)
+	}
+	fmt.Fprintf(os.Stderr, "exitwith: exiting %d\n", code)
+	os.Exit(code)
+}
+
+// childKillSelf dies by the signal numbered in its argument.
+func childKillSelf() {
+	n, err := strconv.Atoi(os.Args[1])
+	if err != nil {
+		os.Exit(99)
+	}
+	_ = syscall.Kill(os.Getpid(), syscall.Signal(n))
+	time.Sleep(10 * time.Second)
+	os.Exit(98)
+}
+
+// childTrapTerm writes its parent's pid (shipkey's) to FILE, then waits at
+// most 10 s for SIGTERM: on it, it prints "got SIGTERM" and exits 0.
+//
+//	trapterm FILE
+func childTrapTerm() {
+	sigs := make(chan os.Signal, 1)
+	signal.Notify(sigs, syscall.SIGTERM)
+	if err := os.WriteFile(os.Args[1]+".tmp", []byte(strconv.Itoa(os.Getppid())), 0o600); err != nil {
+		os.Exit(97)
+	}
+	if err := os.Rename(os.Args[1]+".tmp", os.Args[1]); err != nil {
+		os.Exit(97)
+	}
+	select {
+	case <-sigs:
+		fmt.Println("got SIGTERM")
+		os.Exit(0)
+	case <-time.After(10 * time.Second):
+		fmt.Println("no SIGTERM")
+		os.Exit(1)
+	}
 }
 
 var updateScripts = flag.Bool("update-scripts", false, "update testscript cmp files")
@@ -49,6 +125,8 @@ func TestScripts(t *testing.T) {
 			"corruptconfig": cmdCorruptConfig,
 			"writeenv":      cmdWriteEnv,
 			"sleep":         cmdSleep,
+			"tamper":        cmdTamper,
+			"sigterm":       cmdSigterm,
 		},
 	})
 }
@@ -191,7 +269,7 @@ func scriptRealm(ts *testscript.TestScript) *realm {
 //	authserver endsessions                               end every session
 //	authserver advance D                                 move the realm's clock
 //	authserver count NAME N                              assert a request count
-//	authserver fail ENDPOINT STATUS [hostile]            next request answers STATUS
+//	authserver fail ENDPOINT STATUS [hostile|drop]       next request answers STATUS (or none)
 //	authserver stop                                      close it ($AUTH_URL unreachable)
 func cmdAuthServer(ts *testscript.TestScript, neg bool, args []string) {
 	if neg {
@@ -234,15 +312,23 @@ func cmdAuthServer(ts *testscript.TestScript, neg bool, args []string) {
 		}
 	case "fail":
 		if len(args) < 3 {
-			ts.Fatalf("usage: authserver fail ENDPOINT STATUS [hostile]")
+			ts.Fatalf("usage: authserver fail ENDPOINT STATUS [hostile|drop]")
 		}
 		status, err := strconv.Atoi(args[2])
 		ts.Check(err)
 		body := `{"error":"temporarily_unavailable","error_description":"try later"}`
-		if len(args) > 3 && args[3] == "hostile" {
-			body = `{"error":"invalid_grant\u001b[2J","error_description":"Invalid user credentials\u001b]52;c;ZXZpbA==\u0007\u009b31m\u202e"}`
+		f := authtest.Fault{Endpoint: args[1], Status: status, Body: body}
+		if len(args) > 3 {
+			switch args[3] {
+			case "hostile":
+				f.Body = `{"error":"invalid_grant\u001b[2J","error_description":"Invalid user credentials\u001b]52;c;ZXZpbA==\u0007\u009b31m\u202e"}`
+			case "drop":
+				f.Drop = true
+			default:
+				ts.Fatalf("authserver fail: unknown mode %q (hostile, drop)", args[3])
+			}
 		}
-		r.srv.Inject(authtest.Fault{Endpoint: args[1], Status: status, Body: body})
+		r.srv.Inject(f)
 	case "stop":
 		r.srv.Close()
 	default:
@@ -308,15 +394,21 @@ func findSecrets(r *realm, dirs []string, extra []string) error {
 
 // cmdExits runs a program like exec and asserts its exit code; for a
 // non-zero code it also asserts that the last line on stderr is the one
-// "shipkey: <message>" line, free of control characters.
+// "shipkey: <message>" line, free of control characters. With -quiet it
+// asserts instead that nothing at all was printed; with -child the code is a
+// command's that shipkey exec ran, and stderr is that command's.
 //
-//	exits N program [args...]
+//	exits [-quiet|-child] N program [args...]
 func cmdExits(ts *testscript.TestScript, neg bool, args []string) {
 	if neg {
 		ts.Fatalf("unsupported: ! exits")
 	}
+	mode := ""
+	if len(args) > 0 && (args[0] == "-quiet" || args[0] == "-child") {
+		mode, args = args[0], args[1:]
+	}
 	if len(args) < 2 {
-		ts.Fatalf("usage: exits CODE program [args...]")
+		ts.Fatalf("usage: exits [-quiet|-child] CODE program [args...]")
 	}
 	want, err := strconv.Atoi(args[0])
 	ts.Check(err)
@@ -331,6 +423,15 @@ func cmdExits(ts *testscript.TestScript, neg bool, args []string) {
 	}
 	if got != want {
 		ts.Fatalf("exit code %d, want %d", got, want)
+	}
+	switch mode {
+	case "-quiet":
+		if out, errOut := ts.ReadFile("stdout"), ts.ReadFile("stderr"); out != "" || errOut != "" {
+			ts.Fatalf("printed something: stdout %q, stderr %q", out, errOut)
+		}
+		return
+	case "-child":
+		return
 	}
 	if want == 0 {
 		return
@@ -421,4 +522,51 @@ func cmdSleep(ts *testscript.TestScript, neg bool, args []string) {
 		ts.Fatalf("sleep: bad duration %q (at most 10s)", args[0])
 	}
 	time.Sleep(d)
+}
+
+// cmdTamper copies a JWT from SRC to DST with one character of its signature
+// changed.
+//
+//	tamper SRC DST
+func cmdTamper(ts *testscript.TestScript, neg bool, args []string) {
+	if neg || len(args) != 2 {
+		ts.Fatalf("usage: tamper SRC DST")
+	}
+	tok := []byte(strings.TrimSpace(ts.ReadFile(args[0])))
+	dot := bytes.LastIndexByte(tok, '.')
+	if dot < 0 || dot+5 >= len(tok) {
+		ts.Fatalf("tamper: %s holds no JWT", args[0])
+	}
+	i := dot + 5 // inside the signature, away from the last character's padding bits
+	if tok[i] == 'A' {
+		tok[i] = 'B'
+	} else {
+		tok[i] = 'A'
+	}
+	ts.Check(os.WriteFile(ts.MkAbs(args[1]), append(tok, '\n'), 0o600))
+}
+
+// cmdSigterm waits (at most 10 s) for FILE to hold a pid, written by the
+// trapterm child of shipkey exec, and sends SIGTERM to that pid (shipkey).
+//
+//	sigterm FILE
+func cmdSigterm(ts *testscript.TestScript, neg bool, args []string) {
+	if neg || len(args) != 1 {
+		ts.Fatalf("usage: sigterm FILE")
+	}
+	path := ts.MkAbs(args[0])
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		data, err := os.ReadFile(path)
+		if err == nil {
+			pid, err := strconv.Atoi(strings.TrimSpace(string(data)))
+			ts.Check(err)
+			ts.Check(syscall.Kill(pid, syscall.SIGTERM))
+			return
+		}
+		if time.Now().After(deadline) {
+			ts.Fatalf("sigterm: %s not written in 10s", args[0])
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
 }

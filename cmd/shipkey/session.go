@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"fmt"
+	"io"
 	"time"
 
 	"github.com/shipkey/shipkey/auth"
@@ -33,7 +34,8 @@ The password comes from SHIPKEY_PASSWORD, --password-stdin (one line) or a
 hidden prompt; when the key remembers its password and none is given, the
 remembered one is used. Without LABEL: SHIPKEY_KEY, else the default key,
 else the only key.`,
-		Args: usageArgs(cobra.MaximumNArgs(1)),
+		Args:              usageArgs(cobra.MaximumNArgs(1)),
+		ValidArgsFunction: completeLabels(f, 1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			opts.Label = labelArg(args)
 			if runF != nil {
@@ -51,7 +53,7 @@ func loginRun(ctx context.Context, opts *loginOptions) error {
 	if err != nil {
 		return err
 	}
-	key, err := st.Resolve(opts.Label)
+	key, err := resolveKey(st, opts.Label)
 	if err != nil {
 		return err
 	}
@@ -77,57 +79,56 @@ func loginRun(ctx context.Context, opts *loginOptions) error {
 	return nil
 }
 
-// tokenOptions prints a key's access token or the header carrying it.
+// tokenOptions prints a key's access token, or the header carrying it.
 type tokenOptions struct {
-	IO      *iostreams
-	Store   func() (*store.Store, error)
-	Secrets *secretSet
-	Label   string
-	Header  bool // print "Authorization: Bearer <token>"
+	IO       *iostreams
+	Now      func() time.Time
+	Store    func() (*store.Store, error)
+	Secrets  *secretSet
+	Label    string
+	MinValid time.Duration // --min-valid: renew first unless valid this long
+	Header   bool          // print "Authorization: Bearer <token>" (the header command)
 }
 
-func newCmdToken(f *factory, runF func(context.Context, *tokenOptions) error) *cobra.Command {
-	opts := &tokenOptions{IO: f.IO, Store: f.Store, Secrets: f.Secrets}
-	return &cobra.Command{
+// newCmdToken builds "token", or "header" when header is set: one command
+// body, two ways to print the result.
+func newCmdToken(f *factory, header bool, runF func(context.Context, *tokenOptions) error) *cobra.Command {
+	opts := &tokenOptions{IO: f.IO, Now: f.Now, Store: f.Store, Secrets: f.Secrets, Header: header}
+	cmd := &cobra.Command{
 		Use:   "token [LABEL]",
 		Short: "Print the key's access token, refreshed first if needed",
 		Long: `Print the key's access token and a newline on stdout, refreshing it first
-when it is about to expire. Made for scripts:
+when it is about to expire, or when it would expire within --min-valid. Made
+for scripts:
 
   curl -H "Authorization: Bearer $(shipkey token)" https://api.example.com/…
 
 Without LABEL: SHIPKEY_KEY, else the default key, else the only key.
 Exit code 3 means only a new login can help (shipkey login).`,
-		Args: usageArgs(cobra.MaximumNArgs(1)),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			opts.Label = labelArg(args)
-			if runF != nil {
-				return runF(cmd.Context(), opts)
-			}
-			return tokenRun(cmd.Context(), opts)
-		},
 	}
-}
-
-func newCmdHeader(f *factory, runF func(context.Context, *tokenOptions) error) *cobra.Command {
-	opts := &tokenOptions{IO: f.IO, Store: f.Store, Secrets: f.Secrets, Header: true}
-	return &cobra.Command{
-		Use:   "header [LABEL]",
-		Short: "Print \"Authorization: Bearer <token>\" for the key",
-		Long: `Print the HTTP header that carries the key's access token:
+	if header {
+		cmd.Use = "header [LABEL]"
+		cmd.Short = "Print \"Authorization: Bearer <token>\" for the key"
+		cmd.Long = `Print the HTTP header that carries the key's access token:
 
   curl -H "$(shipkey header)" https://api.example.com/…
 
-The token is refreshed first if needed, as with "shipkey token".`,
-		Args: usageArgs(cobra.MaximumNArgs(1)),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			opts.Label = labelArg(args)
-			if runF != nil {
-				return runF(cmd.Context(), opts)
-			}
-			return tokenRun(cmd.Context(), opts)
-		},
+The token is refreshed first if needed, as with "shipkey token".`
 	}
+	cmd.Args = usageArgs(cobra.MaximumNArgs(1))
+	cmd.ValidArgsFunction = completeLabels(f, 1)
+	cmd.RunE = func(cmd *cobra.Command, args []string) error {
+		opts.Label = labelArg(args)
+		if opts.MinValid < 0 {
+			return usageErrorf("--min-valid must not be negative (see: %s --help)", cmd.CommandPath())
+		}
+		if runF != nil {
+			return runF(cmd.Context(), opts)
+		}
+		return tokenRun(cmd.Context(), opts)
+	}
+	cmd.Flags().DurationVar(&opts.MinValid, "min-valid", 0, "hand out a token valid for at least this long (e.g. 5m), renewing first")
+	return cmd
 }
 
 func tokenRun(ctx context.Context, opts *tokenOptions) error {
@@ -135,15 +136,14 @@ func tokenRun(ctx context.Context, opts *tokenOptions) error {
 	if err != nil {
 		return err
 	}
-	key, err := st.Resolve(opts.Label)
+	key, err := resolveKey(st, opts.Label)
 	if err != nil {
 		return err
 	}
-	ts, err := st.Token(ctx, key.Label, store.TokenOptions{MarkUsed: true})
+	ts, err := freshToken(ctx, st, key, opts.MinValid, opts.Secrets, opts.IO, opts.Now)
 	if err != nil {
 		return err
 	}
-	opts.Secrets.Add(ts.AccessToken, ts.RefreshToken, ts.IDToken)
 	if opts.Header {
 		_, err = fmt.Fprintln(opts.IO.Out, "Authorization: "+ts.Header())
 	} else {
@@ -152,19 +152,46 @@ func tokenRun(ctx context.Context, opts *tokenOptions) error {
 	return err
 }
 
+// freshToken hands out the key's token valid for at least minValid (renewed
+// first when needed) and counts it as used. When even a fresh token cannot
+// live that long (the server issues shorter ones), it says so on stderr and
+// hands it out anyway.
+func freshToken(ctx context.Context, st *store.Store, key store.Key, minValid time.Duration, secrets *secretSet, ios *iostreams, now func() time.Time) (*auth.TokenSet, error) {
+	ts, err := st.Token(ctx, key.Label, store.TokenOptions{MarkUsed: true, MinValid: minValid})
+	if err != nil {
+		return nil, err
+	}
+	secrets.Add(ts.AccessToken, ts.RefreshToken, ts.IDToken)
+	if minValid > 0 && !ts.Access().ValidFor(now(), minValid) {
+		fmt.Fprintf(ios.ErrOut, "shipkey: warning: API key %s: this token is valid only until %s, less than --min-valid %s: the server issues shorter-lived tokens\n",
+			text.Safe(key.Label), text.Stamp(ts.AccessExpiry()), minValid)
+	}
+	return ts, nil
+}
+
 // logoutOptions ends a key's session.
 type logoutOptions struct {
 	IO    *iostreams
+	Now   func() time.Time
 	Store func() (*store.Store, error)
 	Label string
 }
 
 func newCmdLogout(f *factory, runF func(context.Context, *logoutOptions) error) *cobra.Command {
-	opts := &logoutOptions{IO: f.IO, Store: f.Store}
+	opts := &logoutOptions{IO: f.IO, Now: f.Now, Store: f.Store}
 	return &cobra.Command{
 		Use:   "logout [LABEL]",
 		Short: "End the key's session at the server and drop its tokens (the key stays)",
-		Args:  usageArgs(cobra.MaximumNArgs(1)),
+		Long: `End the key's session at the server with whatever it offers (the realm's
+logout endpoint, else token revocation) and drop its tokens here; the key and
+its secrets stay, for "shipkey login".
+
+The tokens are dropped here whatever the server answers. Exit code 0 when the
+server ended the session or offers no way to (then the tokens stay valid at
+the server until they expire, as stderr says); 1 when the server refused or
+could not be reached.`,
+		Args:              usageArgs(cobra.MaximumNArgs(1)),
+		ValidArgsFunction: completeLabels(f, 1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			opts.Label = labelArg(args)
 			if runF != nil {
@@ -180,17 +207,49 @@ func logoutRun(ctx context.Context, opts *logoutOptions) error {
 	if err != nil {
 		return err
 	}
-	key, err := st.Resolve(opts.Label)
+	key, err := resolveKey(st, opts.Label)
 	if err != nil {
 		return err
 	}
-	label := text.Safe(key.Label)
-	if _, err := st.Logout(ctx, key.Label); err != nil {
-		if auth.KindOf(err) == auth.KindUnknown {
-			return err
-		}
-		return fmt.Errorf("API key %s: tokens dropped here, but the server refused to end the session: %w", label, err)
+	res, err := st.Logout(ctx, key.Label)
+	if err != nil && auth.KindOf(err) == auth.KindUnknown {
+		return err // a local failure: nothing was dropped
 	}
-	fmt.Fprintf(opts.IO.ErrOut, "Logged out API key %s (log in again with: shipkey login %s)\n", label, label)
+	label := text.Safe(key.Label)
+	again := "log in again with: shipkey login " + text.ShellQuote(key.Label)
+	if key.LoggedOut && err == nil {
+		fmt.Fprintf(opts.IO.ErrOut, "API key %s was already logged out; no session to end (%s)\n", label, again)
+		return nil
+	}
+	return reportEnd(opts.IO.ErrOut, "Logged out API key "+label, "dropped its tokens here", again, key, res, err, opts.Now())
+}
+
+// reportEnd says what the server did when a key's session was ended (logout,
+// keys rm), after the local cleanup done says: ended it (exit 0), offers no
+// way to (exit 0, with a warning that the tokens stay valid at the server
+// until they expire), or refused or could not be reached (exit 1).
+func reportEnd(w io.Writer, done, dropped, next string, key store.Key, res auth.EndResult, err error, now time.Time) error {
+	switch {
+	case err != nil:
+		what := "the server refused to end the session"
+		switch auth.KindOf(err) {
+		case auth.KindNetwork, auth.KindTimeout, auth.KindTLS:
+			what = "the server could not be reached to end the session"
+		}
+		return fmt.Errorf("%s: %s, but %s, so its tokens may stay valid there until they expire: %w", done, dropped, what, err)
+	case res.Ended():
+		how := "ended the session at the server (" + res.Via + ")"
+		if res.AlreadyEnded {
+			how = "the server said the session had already ended"
+		}
+		fmt.Fprintf(w, "%s: %s (%s)\n", done, how, next)
+	default:
+		until := ""
+		if exp := key.Token.AccessExpiry(); !exp.IsZero() && now.Before(exp) {
+			until = " (the access token until " + text.Stamp(exp) + ")"
+		}
+		fmt.Fprintf(w, "%s: %s; the server offers no way to end a session, so the tokens stay valid there until they expire%s (%s)\n",
+			done, dropped, until, next)
+	}
 	return nil
 }

@@ -157,7 +157,7 @@ func TestRunsWithoutCobra(t *testing.T) {
 	openStore := func() (*store.Store, error) { return st, nil }
 
 	ios, out, _ := testIO("")
-	if err := tokenRun(context.Background(), &tokenOptions{IO: ios, Store: openStore, Secrets: &secretSet{}}); err != nil {
+	if err := tokenRun(context.Background(), &tokenOptions{IO: ios, Now: time.Now, Store: openStore, Secrets: &secretSet{}}); err != nil {
 		t.Fatal(err)
 	}
 	token := strings.TrimSuffix(out.String(), "\n")
@@ -166,7 +166,7 @@ func TestRunsWithoutCobra(t *testing.T) {
 	}
 
 	ios, out, _ = testIO("")
-	if err := tokenRun(context.Background(), &tokenOptions{IO: ios, Store: openStore, Secrets: &secretSet{}, Header: true, Label: "demo"}); err != nil {
+	if err := tokenRun(context.Background(), &tokenOptions{IO: ios, Now: time.Now, Store: openStore, Secrets: &secretSet{}, Header: true, Label: "demo"}); err != nil {
 		t.Fatal(err)
 	}
 	if out.String() != "Authorization: Bearer "+token+"\n" {
@@ -197,32 +197,31 @@ func TestRunsWithoutCobra(t *testing.T) {
 	}
 
 	// inspect of the key's token, then after the session ended.
-	inspect := func(o *inspectOptions) string {
+	inspect := func(o *inspectOptions) (string, error) {
 		t.Helper()
 		ios, out, _ := testIO("")
 		o.IO, o.Store, o.Now = ios, openStore, time.Now
 		o.Auth = func() (*auth.Client, error) { return auth.NewClient(auth.Options{}) }
-		if err := inspectRun(context.Background(), o); err != nil {
-			t.Fatal(err)
-		}
-		return out.String()
+		err := inspectRun(context.Background(), o)
+		return out.String(), err
 	}
-	if s := inspect(&inspectOptions{Verify: true}); !strings.Contains(s, "preferred_username") || !strings.Contains(s, "Signature: verified") {
-		t.Errorf("inspect:\n%s", s)
+	if s, err := inspect(&inspectOptions{Verify: true}); err != nil || !strings.Contains(s, "preferred_username") || !strings.Contains(s, "Signature: verified") {
+		t.Errorf("inspect: %v\n%s", err, s)
 	}
 	srv.EndSessions()
-	if s := inspect(&inspectOptions{}); !strings.Contains(s, "but the server no longer accepts it") {
-		t.Errorf("inspect after EndSessions:\n%s", s)
+	// The report prints, then exit 1: the server no longer accepts the token.
+	if s, err := inspect(&inspectOptions{}); !strings.Contains(s, "but the server no longer accepts it") || exitCode(err) != exitFailure {
+		t.Errorf("inspect after EndSessions: %v\n%s", err, s)
 	}
 
 	// rm without a terminal needs --yes.
 	ios, _, _ = testIO("")
-	if err := keysRmRun(context.Background(), &keysRmOptions{IO: ios, Store: openStore, Label: "demo"}); exitCode(err) != exitUsage {
+	if err := keysRmRun(context.Background(), &keysRmOptions{IO: ios, Now: time.Now, Store: openStore, Label: "demo"}); exitCode(err) != exitUsage {
 		t.Errorf("rm without --yes: %v", err)
 	}
 	ios, _, errOut := testIO("yes\n")
 	ios.StdinTTY = true
-	if err := keysRmRun(context.Background(), &keysRmOptions{IO: ios, Store: openStore, Label: "demo"}); err != nil || !strings.Contains(errOut.String(), "Removed") {
+	if err := keysRmRun(context.Background(), &keysRmOptions{IO: ios, Now: time.Now, Store: openStore, Label: "demo"}); err != nil || !strings.Contains(errOut.String(), "Removed") {
 		t.Errorf("rm confirmed: %v %q", err, errOut.String())
 	}
 }

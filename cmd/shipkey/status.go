@@ -1,0 +1,228 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/shipkey/shipkey/internal/text"
+	"github.com/shipkey/shipkey/store"
+	"github.com/spf13/cobra"
+)
+
+// statusOptions reports whether keys are usable, from metadata alone.
+type statusOptions struct {
+	IO    *iostreams
+	Now   func() time.Time
+	Store func() (*store.Store, error)
+
+	Label string // "" for every key
+	JSON  bool
+	Quiet bool
+}
+
+func newCmdStatus(f *factory, runF func(context.Context, *statusOptions) error) *cobra.Command {
+	opts := &statusOptions{IO: f.IO, Now: f.Now, Store: f.Store}
+	cmd := &cobra.Command{
+		Use:   "status [LABEL]",
+		Short: "Say whether each key can hand out a token, or needs a login",
+		Long: `Print one line per key (or for the key named): "valid until" the access
+token's expiry, "refresh by" the refresh token's expiry when only the access
+token has expired, or why a login is needed ("login needed", "logged out",
+"session ended" when the server refused the refresh token).
+
+It reads only what shipkey keeps about each key: no secret is read and no
+request is made.
+
+Exit codes: 0 when every key shown is usable (valid or refreshable), 3 when
+one needs a login (run: shipkey login LABEL).`,
+		Example: `  shipkey status
+  shipkey status prod -q || shipkey login prod
+  shipkey status --json | jq -r '.[] | select(.usable | not) | .label'`,
+		Args:              usageArgs(cobra.MaximumNArgs(1)),
+		ValidArgsFunction: completeLabels(f, 1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			opts.Label = labelArg(args)
+			if opts.JSON && opts.Quiet {
+				return usageErrorf("give either --json or --quiet, not both (see: %s --help)", cmd.CommandPath())
+			}
+			if runF != nil {
+				return runF(cmd.Context(), opts)
+			}
+			return statusRun(cmd.Context(), opts)
+		},
+	}
+	cmd.Flags().BoolVar(&opts.JSON, "json", false, "print a JSON array")
+	cmd.Flags().BoolVarP(&opts.Quiet, "quiet", "q", false, "print nothing; only the exit code says")
+	return cmd
+}
+
+// What status says of a key, in --json's "state".
+const (
+	stateValid        = "valid"
+	stateRefreshable  = "refreshable"
+	stateLoginNeeded  = "login_needed"
+	stateLoggedOut    = "logged_out"
+	stateSessionEnded = "session_ended"
+)
+
+// keyVerdict is where one key stands for status.
+type keyVerdict struct {
+	State  string // one of the state words above
+	Word   string // the state in a few words, for completion descriptions
+	Detail string // the status line after the label
+	Usable bool   // shipkey token would hand out a token without a person
+}
+
+// keyStatus reads a key's state at now by the lifecycle policy (auth.Expiry
+// through Token.Access and Token.Refresh), from metadata alone.
+//
+// The store marks a key logged out both when the user logs out (its token
+// metadata is dropped) and when renewal found that only a login can help (the
+// metadata stays): then a refresh token that is still within its stated life
+// was refused by the server, "session ended"; an expired one is just expired.
+// A key that remembers its password logs in again by itself unless that
+// password was refused.
+func keyStatus(k store.Key, now time.Time) keyVerdict {
+	access, refresh := k.Token.Access(), k.Token.Refresh()
+	login := "; run: shipkey login " + text.ShellQuote(k.Label)
+	switch {
+	case k.LoggedOut && k.Token.ObtainedAt.IsZero():
+		if k.RememberPassword {
+			return keyVerdict{stateLoggedOut, "logged out", "logged out; logs in again with the remembered password", true}
+		}
+		return keyVerdict{stateLoggedOut, "logged out", "logged out" + login, false}
+	case k.LoggedOut && refresh.Stated() && !refresh.Expired(now):
+		return keyVerdict{stateSessionEnded, "session ended", "session ended (the server refused the refresh token)" + login, false}
+	case k.LoggedOut && refresh.Expired(now):
+		return keyVerdict{stateLoginNeeded, "login needed", "login needed: the refresh token expired " + when(refresh.At, now) + login, false}
+	case k.LoggedOut:
+		return keyVerdict{stateLoginNeeded, "login needed", "login needed" + login, false}
+	case k.Token.ObtainedAt.IsZero():
+		return keyVerdict{stateLoginNeeded, "login needed", "login needed: no token yet" + login, false}
+	case !access.Expired(now):
+		if !access.Stated() {
+			return keyVerdict{stateValid, "valid", "valid (the server stated no expiry)", true}
+		}
+		return keyVerdict{stateValid, "valid", "valid until " + when(access.At, now), true}
+	case !refresh.Expired(now):
+		if !refresh.Stated() {
+			return keyVerdict{stateRefreshable, "refreshable", "access token expired; refreshable (the refresh token has no stated expiry)", true}
+		}
+		return keyVerdict{stateRefreshable, "refreshable", "refresh by " + when(refresh.At, now) + " (the access token expired)", true}
+	case k.RememberPassword:
+		return keyVerdict{stateRefreshable, "login with remembered password",
+			"the refresh token expired " + when(refresh.At, now) + "; logs in again with the remembered password", true}
+	default:
+		return keyVerdict{stateLoginNeeded, "login needed", "login needed: the refresh token expired " + when(refresh.At, now) + login, false}
+	}
+}
+
+// when writes t absolute and relative: "2026-12-06 14:03:05 UTC (in 14d 23h)".
+func when(t, now time.Time) string {
+	return text.Stamp(t) + " (" + text.Relative(t, now) + ")"
+}
+
+// statusJSON is one key in `status --json`.
+type statusJSON struct {
+	Label            string  `json:"label"`
+	Default          bool    `json:"default"`
+	State            string  `json:"state"`
+	Usable           bool    `json:"usable"`
+	Detail           string  `json:"detail"`
+	AccessExpiresAt  *string `json:"access_expires_at"`
+	RefreshExpiresAt *string `json:"refresh_expires_at"`
+}
+
+func statusRun(_ context.Context, opts *statusOptions) error {
+	st, err := opts.Store()
+	if err != nil {
+		return err
+	}
+	var keys []store.Key
+	if opts.Label != "" {
+		k, err := st.Key(opts.Label)
+		if err != nil {
+			return suggestLabel(st, opts.Label, err)
+		}
+		keys = []store.Key{k}
+	} else if keys, err = st.Keys(); err != nil {
+		return err
+	}
+	if len(keys) == 0 {
+		switch {
+		case opts.Quiet:
+			return &exitError{code: exitFailure}
+		case opts.JSON:
+			fmt.Fprintln(opts.IO.Out, "[]")
+		}
+		return &exitError{code: exitFailure, err: errNoKeysYet}
+	}
+
+	now := opts.Now()
+	var needLogin []string
+	verdicts := make([]keyVerdict, len(keys))
+	for i, k := range keys {
+		verdicts[i] = keyStatus(k, now)
+		if !verdicts[i].Usable {
+			needLogin = append(needLogin, k.Label)
+		}
+	}
+
+	switch {
+	case opts.Quiet:
+	case opts.JSON:
+		out := make([]statusJSON, len(keys))
+		for i, k := range keys {
+			v := verdicts[i]
+			out[i] = statusJSON{Label: k.Label, Default: k.Default, State: v.State, Usable: v.Usable, Detail: v.Detail}
+			if !k.Token.ObtainedAt.IsZero() {
+				out[i].AccessExpiresAt = rfc3339OrNil(k.Token.AccessExpiry())
+				out[i].RefreshExpiresAt = rfc3339OrNil(k.Token.RefreshExpiresAt)
+			}
+		}
+		enc := json.NewEncoder(opts.IO.Out)
+		enc.SetIndent("", "  ")
+		if err := enc.Encode(out); err != nil {
+			return err
+		}
+	default:
+		tw := tabwriter.NewWriter(opts.IO.Out, 0, 4, 2, ' ', 0)
+		for i, k := range keys {
+			mark := " "
+			if k.Default {
+				mark = "*"
+			}
+			fmt.Fprintf(tw, "%s %s\t%s\n", mark, text.Safe(k.Label), verdicts[i].Detail)
+		}
+		if err := tw.Flush(); err != nil {
+			return err
+		}
+	}
+
+	if len(needLogin) == 0 {
+		return nil
+	}
+	if opts.Quiet {
+		return &exitError{code: exitLoginNeeded}
+	}
+	quoted := make([]string, len(needLogin))
+	for i, l := range needLogin {
+		quoted[i] = text.ShellQuote(l)
+	}
+	return &exitError{code: exitLoginNeeded, err: fmt.Errorf("login needed for %s; run: shipkey login %s",
+		plural(len(needLogin), "API key ", "API keys ")+strings.Join(quoted, ", "), quoted[0])}
+}
+
+var errNoKeysYet = errors.New("no API keys yet; get one: shipkey keys new")
+
+func plural(n int, one, many string) string {
+	if n == 1 {
+		return one
+	}
+	return many
+}

@@ -1,0 +1,18 @@
+package text
+
+import "strings"
+
+// ShellQuote makes untrusted text (a label) safe and pasteable as one word of
+// a POSIX shell command in a suggestion such as "run: shipkey login 'prod eu'".
+// The text is made Safe first; a word of only shell-inert characters is left
+// bare, anything else is single-quoted.
+func ShellQuote(s string) string {
+	s = Safe(s)
+	if s != "" && strings.IndexFunc(s, func(r rune) bool {
+		return !(r == '-' || r == '_' || r == '.' || r == '/' || r == '@' || r == ':' || r == '+' || r == ',' ||
+			(r >= 'a' && r <= 'z') || (r >= 'A' && r <= 'Z') || (r >= '0' && r <= '9'))
+	}) < 0 {
+		return s
+	}
+	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
+}
