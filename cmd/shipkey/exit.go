@@ -34,6 +34,8 @@ func exitCode(err error) int {
 	switch {
 	case err == nil:
 		return exitOK
+	case errors.Is(err, errInterrupted):
+		return exitInterrupted
 	case errors.As(err, &ue):
 		return exitUsage
 	case errors.Is(err, store.ErrLoginNeeded) || auth.IsLoginRequired(err):

@@ -104,6 +104,9 @@ Exit codes: 0 success, 1 failure, 2 usage error, 3 login needed.`,
 		newCmdLogout(f, nil),
 		newCmdDemo(f, nil),
 		newCmdVersion(f),
+		newCmdUnlock(f),
+		newCmdLock(f),
+		newCmdAgent(f),
 	)
 	return root
 }
