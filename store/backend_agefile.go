@@ -19,9 +19,9 @@ import (
 type fileBackend struct {
 	dir        string
 	passphrase func(prompt string) (string, error)
-	// kernelCache keeps the unwrapped identity in the Linux kernel keyring
-	// for identityCacheTTL (see kcache_linux.go).
-	kernelCache bool
+	// session keeps the unwrapped identity for other processes of the user
+	// until a timeout or `shipkey lock` (see session.go).
+	session *session
 
 	mu       sync.Mutex // guards identity and serializes unlocking
 	identity *age.X25519Identity

@@ -3,84 +3,118 @@
 package store
 
 import (
-	"crypto/hmac"
-	"crypto/rand"
-	"crypto/sha256"
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
 	"time"
 
 	"filippo.io/age"
 	"golang.org/x/sys/unix"
 )
 
-// The file backend's identity, once unwrapped, is kept for identityCacheTTL
-// in the Linux kernel's user keyring (keyctl), so that a script calling
-// `shipkey token` in a loop pays the scrypt derivation once, not on every
-// call. The entry is readable by this user only (kernel key permissions), is
-// named after the key file's path and content (a replaced key file is a
-// miss), and is used only when the caller presents the same passphrase: its
-// payload carries an HMAC of the passphrase under a random salt, so a wrong
-// or missing passphrase still fails exactly as without the cache. When keyctl
-// is unavailable (seccomp, old kernels) the cache is silently skipped.
+// The kernel mechanism of the session (see session.go): the unwrapped
+// identity lives in the Linux kernel's user keyring (keyctl), the kernel's
+// memory for this user, as an agent's memory would be. The entry:
+//
+//   - is named after the key file's path and content (identityCacheDesc), so
+//     a replaced key file is a miss and two stores never share an entry;
+//   - is readable by this user only: possessor all, user view, read, search
+//     and setattr (to extend its timeout), group and other nothing;
+//   - expires on its own after the idle timeout, which each use extends, but
+//     never beyond the maximum age counted from the unlock (the payload
+//     carries the unlock time);
+//   - is dropped by `shipkey lock` (KEYCTL_INVALIDATE).
+//
+// When keyctl is unavailable (seccomp in containers, old kernels) the probe
+// says so and auto uses the agent instead.
 
-const (
-	identityCacheTTL = 10 * time.Minute
-	cacheSaltLen     = 16
-	// possessor: all; user: view, read, search; group and other: nothing.
-	cachePerm = 0x3f0b0000
-)
+// cachePerm: possessor all; user view, read, search, setattr; group and
+// other nothing.
+const cachePerm = 0x3f2b0000
 
-func cacheVerifier(salt []byte, pass string) []byte {
-	m := hmac.New(sha256.New, salt)
-	m.Write([]byte(pass))
-	return m.Sum(nil)
+// kernelCacheAvailable reports whether keyctl answers: a search for an entry
+// that does not exist fails with ENOKEY where the keyring works.
+func kernelCacheAvailable() bool {
+	_, err := unix.KeyctlSearch(unix.KEY_SPEC_USER_KEYRING, "user", "shipkey:probe", 0)
+	return err == nil || errors.Is(err, unix.ENOKEY)
 }
 
-// kernelCacheLoad returns the identity cached under desc for pass.
-func kernelCacheLoad(desc, pass string) (*age.X25519Identity, bool) {
+// kernelCacheLoad returns the identity kept under desc and extends its
+// timeout to idle (bounded by maxAge from the unlock).
+func kernelCacheLoad(desc string, idle, maxAge time.Duration) (*age.X25519Identity, bool) {
 	id, err := unix.KeyctlSearch(unix.KEY_SPEC_USER_KEYRING, "user", desc, 0)
 	if err != nil {
 		return nil, false
 	}
 	buf := make([]byte, 512)
 	n, err := unix.KeyctlBuffer(unix.KEYCTL_READ, id, buf, 0)
-	if err != nil || n > len(buf) || n < cacheSaltLen+sha256.Size {
+	if err != nil || n > len(buf) {
 		return nil, false
 	}
-	buf = buf[:n]
-	salt, mac, rest := buf[:cacheSaltLen], buf[cacheSaltLen:cacheSaltLen+sha256.Size], buf[cacheSaltLen+sha256.Size:]
-	if !hmac.Equal(mac, cacheVerifier(salt, pass)) {
+	created, ident, ok := parseCachePayload(string(buf[:n]))
+	if !ok {
 		return nil, false
 	}
-	ident, err := age.ParseX25519Identity(string(rest))
-	if err != nil {
+	left := time.Until(created.Add(maxAge))
+	if left <= 0 {
+		_, _ = unix.KeyctlInt(unix.KEYCTL_INVALIDATE, id, 0, 0, 0)
 		return nil, false
 	}
+	_, _ = unix.KeyctlInt(unix.KEYCTL_SET_TIMEOUT, id, timeoutSeconds(min(idle, left)), 0, 0)
 	return ident, true
 }
 
-// kernelCacheStore keeps ident under desc for identityCacheTTL.
-func kernelCacheStore(desc, pass string, ident *age.X25519Identity) {
-	salt := make([]byte, cacheSaltLen)
-	if _, err := rand.Read(salt); err != nil {
-		return
-	}
-	payload := append(append(salt, cacheVerifier(salt, pass)...), ident.String()...)
-	id, err := unix.AddKey("user", desc, payload, unix.KEY_SPEC_USER_KEYRING)
+// kernelCacheStore keeps ident under desc for idle.
+func kernelCacheStore(desc string, ident *age.X25519Identity, idle time.Duration) error {
+	payload := cachePayload(time.Now(), ident)
+	id, err := unix.AddKey("user", desc, []byte(payload), unix.KEY_SPEC_USER_KEYRING)
 	if err != nil {
-		return
+		return fmt.Errorf("the kernel keyring refused the entry: %w", err)
 	}
 	if _, err := unix.KeyctlInt(unix.KEYCTL_SETPERM, id, cachePerm, 0, 0); err != nil {
-		kernelCacheForget(desc)
-		return
+		_, _ = unix.KeyctlInt(unix.KEYCTL_INVALIDATE, id, 0, 0, 0)
+		return fmt.Errorf("the kernel keyring refused the entry's permissions: %w", err)
 	}
-	if _, err := unix.KeyctlInt(unix.KEYCTL_SET_TIMEOUT, id, int(identityCacheTTL/time.Second), 0, 0); err != nil {
-		kernelCacheForget(desc)
+	if _, err := unix.KeyctlInt(unix.KEYCTL_SET_TIMEOUT, id, timeoutSeconds(idle), 0, 0); err != nil {
+		_, _ = unix.KeyctlInt(unix.KEYCTL_INVALIDATE, id, 0, 0, 0)
+		return fmt.Errorf("the kernel keyring refused the entry's timeout: %w", err)
 	}
+	return nil
 }
 
-// kernelCacheForget drops the entry under desc, if any.
-func kernelCacheForget(desc string) {
-	if id, err := unix.KeyctlSearch(unix.KEY_SPEC_USER_KEYRING, "user", desc, 0); err == nil {
-		_, _ = unix.KeyctlInt(unix.KEYCTL_INVALIDATE, id, 0, 0, 0)
+// kernelCacheForget drops the entry under desc and reports whether there
+// was one.
+func kernelCacheForget(desc string) bool {
+	id, err := unix.KeyctlSearch(unix.KEY_SPEC_USER_KEYRING, "user", desc, 0)
+	if err != nil {
+		return false
 	}
+	_, err = unix.KeyctlInt(unix.KEYCTL_INVALIDATE, id, 0, 0, 0)
+	return err == nil
+}
+
+func timeoutSeconds(d time.Duration) int {
+	return max(1, int((d+time.Second-1)/time.Second))
+}
+
+// cachePayload is "v1 <unlock time, unix seconds> <identity>".
+func cachePayload(created time.Time, ident *age.X25519Identity) string {
+	return "v1 " + strconv.FormatInt(created.Unix(), 10) + " " + ident.String()
+}
+
+func parseCachePayload(p string) (time.Time, *age.X25519Identity, bool) {
+	f := strings.Fields(p)
+	if len(f) != 3 || f[0] != "v1" {
+		return time.Time{}, nil, false
+	}
+	sec, err := strconv.ParseInt(f[1], 10, 64)
+	if err != nil {
+		return time.Time{}, nil, false
+	}
+	ident, err := age.ParseX25519Identity(f[2])
+	if err != nil {
+		return time.Time{}, nil, false
+	}
+	return time.Unix(sec, 0), ident, true
 }

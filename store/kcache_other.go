@@ -2,11 +2,24 @@
 
 package store
 
-import "filippo.io/age"
+import (
+	"errors"
+	"time"
 
-// Outside Linux there is no kernel keyring: every process unwraps the file
-// backend's identity once.
+	"filippo.io/age"
+)
 
-func kernelCacheLoad(desc, pass string) (*age.X25519Identity, bool) { return nil, false }
-func kernelCacheStore(desc, pass string, ident *age.X25519Identity) {}
-func kernelCacheForget(desc string)                                 {}
+// Outside Linux there is no kernel keyring: auto keeps an unlock in the agent
+// (see session.go).
+
+func kernelCacheAvailable() bool { return false }
+
+func kernelCacheLoad(desc string, idle, maxAge time.Duration) (*age.X25519Identity, bool) {
+	return nil, false
+}
+
+func kernelCacheStore(desc string, ident *age.X25519Identity, idle time.Duration) error {
+	return errors.New("no kernel keyring on this platform")
+}
+
+func kernelCacheForget(desc string) bool { return false }

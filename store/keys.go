@@ -122,7 +122,8 @@ func Open(opts Options) (*Store, error) {
 		kr = osKeyring{}
 	}
 	s.keyring = &keyringBackend{kr: kr, timeout: keyringTimeout}
-	s.file = &fileBackend{dir: stateDir, passphrase: opts.Passphrase, kernelCache: true}
+	s.file = &fileBackend{dir: stateDir, passphrase: opts.Passphrase}
+	s.file.session = newSession(s, opts.Unlock)
 	s.plain = &plaintextBackend{dir: stateDir, warn: s.warn}
 	s.mem = &memoryBackend{}
 	return s, nil

@@ -120,6 +120,9 @@ type Options struct {
 	Auth       *auth.Client // required for token operations
 	Now        func() time.Time
 	Warn       io.Writer // where fallbacks and plaintext warnings are said; nil = os.Stderr
+
+	// Unlock says how an unlock of the file backend is kept for the session.
+	Unlock UnlockOptions
 }
 
 // Keyring is the small slice of an OS keyring the store uses; injected so

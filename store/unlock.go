@@ -2,6 +2,7 @@ package store
 
 import (
 	"bytes"
+	"context"
 	"crypto/sha256"
 	"encoding/hex"
 	"errors"
@@ -15,53 +16,119 @@ import (
 	"filippo.io/age"
 )
 
-// getPassphrase asks SHIPKEY_PASSPHRASE, then the prompt.
-func (b *fileBackend) getPassphrase(prompt string) (string, error) {
-	if p, ok := os.LookupEnv(EnvPassphrase); ok && p != "" {
+// Unlocking the file backend.
+//
+// The identity in secrets.key.age is wrapped with the passphrase (age scrypt:
+// about a second and 256 MiB per derivation). It is unwrapped at most once
+// per session, not once per process:
+//
+//   - the first process that needs it and finds no session entry asks the
+//     passphrase (or takes SHIPKEY_PASSPHRASE), then takes <state>/unlock.lock,
+//     looks again, and only if still nobody published it derives it and
+//     publishes it (see session.go for where); others wait on the lock and then
+//     find it published, so at most one scrypt runs at a time per store;
+//   - every later process of the same user finds it published and asks
+//     nothing, until the unlock timeout or `shipkey lock`.
+
+// unlockLockName is the file lock under which the identity is derived and
+// published.
+const unlockLockName = "unlock.lock"
+
+// newPassphraseTries bounds how often a new passphrase and its confirmation
+// are asked when they do not match.
+const newPassphraseTries = 3
+
+// promptPassphrase asks the passphrase of an existing key file: it first says
+// why (sess.sayWhy), then asks on the terminal. Without a terminal the error
+// says what to do.
+func (b *fileBackend) promptPassphrase(sess *session) (string, error) {
+	if p := sess.envPassphrase(); p != "" {
 		return p, nil
 	}
+	keyPath := b.keyPath()
 	if b.passphrase == nil {
-		return "", b.lockedError("the secrets file is locked: set "+EnvPassphrase+" or run in a terminal", nil)
+		return "", b.lockedError(fmt.Sprintf("the secrets file %s is locked and there is no terminal to ask its passphrase on: run `shipkey unlock` in a terminal%s, or set %s",
+			displayPath(keyPath), sess.forHowLong(), EnvPassphrase), nil)
 	}
-	p, err := b.passphrase(prompt)
+	sess.sayWhy(false, b.dataPath())
+	p, err := b.passphrase(fmt.Sprintf("Passphrase for %s: ", displayPath(keyPath)))
 	if err != nil {
-		return "", b.lockedError("the secrets file is locked: no passphrase was given", err)
+		return "", b.lockedError("the secrets file stays locked: no passphrase was given ("+err.Error()+")", err)
 	}
 	if p == "" {
-		return "", b.lockedError("the secrets file is locked: the passphrase is empty", nil)
+		return "", b.lockedError("the secrets file stays locked: the passphrase is empty", nil)
 	}
 	return p, nil
 }
 
-// unlock returns the store's identity, unwrapping it (or creating it on first
-// use) once per process.
+// promptNewPassphrase asks a new passphrase twice (up to newPassphraseTries
+// times while they differ or are empty). Nothing is written until it returns.
+func (b *fileBackend) promptNewPassphrase(sess *session) (string, error) {
+	if p := sess.envPassphrase(); p != "" {
+		return p, nil
+	}
+	keyPath := b.keyPath()
+	if b.passphrase == nil {
+		return "", b.lockedError(fmt.Sprintf("no secrets file yet at %s and no terminal to ask a new passphrase on: set %s, or run `shipkey unlock` in a terminal",
+			displayPath(keyPath), EnvPassphrase), nil)
+	}
+	sess.sayWhy(true, b.dataPath())
+	aborted := func(err error) error {
+		return b.lockedError("no secrets file was made: no passphrase was given ("+err.Error()+")", err)
+	}
+	for try := 1; ; try++ {
+		var problem string
+		p, err := b.passphrase(fmt.Sprintf("New passphrase for %s: ", displayPath(keyPath)))
+		if err != nil {
+			return "", aborted(err)
+		}
+		if p == "" {
+			problem = "the passphrase is empty"
+		} else {
+			again, err := b.passphrase("Repeat the new passphrase: ")
+			if err != nil {
+				return "", aborted(err)
+			}
+			if again == p {
+				return p, nil
+			}
+			problem = "the passphrases do not match"
+		}
+		if try == newPassphraseTries {
+			return "", b.lockedError(fmt.Sprintf("no secrets file was made: %s (%d tries)", problem, try), nil)
+		}
+		fmt.Fprintf(sess.warn, "shipkey: %s; try again\n", problem)
+	}
+}
+
+// unlock returns the store's identity: from this process, else from the
+// session (kernel keyring or agent), else unwrapped with the passphrase (or
+// created on first use) under unlock.lock and published to the session.
 func (b *fileBackend) unlock() (*age.X25519Identity, error) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	if b.identity != nil {
 		return b.identity, nil
 	}
+	sess := b.sess()
+	if sess.err != nil {
+		return nil, sess.err
+	}
 	keyPath := b.keyPath()
 	wrapped, err := os.ReadFile(keyPath)
 	switch {
 	case err == nil:
-		pass, err := b.getPassphrase(fmt.Sprintf("Passphrase for %s: ", displayPath(keyPath)))
+		if id, ok := sess.load(identityCacheDesc(keyPath, wrapped)); ok {
+			b.identity = id
+			return id, nil
+		}
+		pass, err := b.promptPassphrase(sess)
 		if err != nil {
 			return nil, err
 		}
-		desc := identityCacheDesc(keyPath, wrapped)
-		if b.kernelCache {
-			if id, ok := kernelCacheLoad(desc, pass); ok {
-				b.identity = id
-				return id, nil
-			}
-		}
-		id, err := unwrapIdentity(keyPath, wrapped, pass)
+		id, err := b.deriveLocked(sess, pass)
 		if err != nil {
 			return nil, err
-		}
-		if b.kernelCache {
-			kernelCacheStore(desc, pass, id)
 		}
 		b.identity = id
 		return id, nil
@@ -71,36 +138,58 @@ func (b *fileBackend) unlock() (*age.X25519Identity, error) {
 	if _, err := os.Stat(b.dataPath()); err == nil {
 		return nil, corruptError(b.dataPath(), 0, "its key file "+secretsKeyFileName+" is missing, so it cannot be decrypted")
 	}
-	pass, err := b.getPassphrase(fmt.Sprintf("New passphrase for %s: ", displayPath(keyPath)))
+	pass, err := b.promptNewPassphrase(sess)
 	if err != nil {
 		return nil, err
 	}
-	id, err := age.GenerateX25519Identity()
+	id, err := b.deriveLocked(sess, pass)
 	if err != nil {
 		return nil, err
 	}
-	rcpt, err := age.NewScryptRecipient(pass)
-	if err != nil {
-		return nil, b.lockedError("the secrets file is locked: unusable passphrase", err)
-	}
-	var buf bytes.Buffer
-	w, err := age.Encrypt(&buf, rcpt)
-	if err != nil {
-		return nil, err
-	}
-	if _, err := io.WriteString(w, id.String()+"\n"); err != nil {
-		return nil, err
-	}
-	if err := w.Close(); err != nil {
-		return nil, err
-	}
-	created, err := createFileExclusive(keyPath, buf.Bytes())
+	b.identity = id
+	return id, nil
+}
+
+// deriveLocked runs under unlock.lock: it looks for a published identity once
+// more (another process may have derived it while this one waited), else
+// unwraps the key file with pass (or creates it when there is none yet) and
+// publishes the identity to the session.
+func (b *fileBackend) deriveLocked(sess *session, pass string) (*age.X25519Identity, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), unlockLockWait)
+	defer cancel()
+	l, err := acquireLock(ctx, filepath.Join(b.dir, unlockLockName))
 	if err != nil {
 		return nil, err
 	}
-	wrapped = buf.Bytes()
+	defer l.release()
+
+	keyPath := b.keyPath()
+	wrapped, err := os.ReadFile(keyPath)
+	if err == nil {
+		desc := identityCacheDesc(keyPath, wrapped)
+		if id, ok := sess.load(desc); ok {
+			return id, nil
+		}
+		id, err := unwrapIdentity(keyPath, wrapped, pass)
+		if err != nil {
+			return nil, err
+		}
+		sess.publish(desc, id)
+		return id, nil
+	}
+	if !errors.Is(err, os.ErrNotExist) {
+		return nil, fileError("read", keyPath, err)
+	}
+	id, wrapped, err := newWrappedIdentity(pass)
+	if err != nil {
+		return nil, b.lockedError("no secrets file was made: unusable passphrase", err)
+	}
+	created, err := createFileExclusive(keyPath, wrapped)
+	if err != nil {
+		return nil, err
+	}
 	if !created {
-		// Another process created the key first: use theirs.
+		// Made by a process that does not take unlock.lock: use theirs.
 		if wrapped, err = os.ReadFile(keyPath); err != nil {
 			return nil, fileError("read", keyPath, err)
 		}
@@ -108,15 +197,38 @@ func (b *fileBackend) unlock() (*age.X25519Identity, error) {
 			return nil, err
 		}
 	}
-	if b.kernelCache {
-		kernelCacheStore(identityCacheDesc(keyPath, wrapped), pass, id)
-	}
-	b.identity = id
+	sess.publish(identityCacheDesc(keyPath, wrapped), id)
 	return id, nil
 }
 
-// identityCacheDesc names the kernel keyring entry of a key file: its path
-// and a hash of its content, so a replaced key file never hits a stale entry.
+// newWrappedIdentity makes a new identity and wraps it with pass.
+func newWrappedIdentity(pass string) (*age.X25519Identity, []byte, error) {
+	id, err := age.GenerateX25519Identity()
+	if err != nil {
+		return nil, nil, err
+	}
+	rcpt, err := age.NewScryptRecipient(pass)
+	if err != nil {
+		return nil, nil, err
+	}
+	scryptUnwraps.Add(1)
+	var buf bytes.Buffer
+	w, err := age.Encrypt(&buf, rcpt)
+	if err != nil {
+		return nil, nil, err
+	}
+	if _, err := io.WriteString(w, id.String()+"\n"); err != nil {
+		return nil, nil, err
+	}
+	if err := w.Close(); err != nil {
+		return nil, nil, err
+	}
+	return id, buf.Bytes(), nil
+}
+
+// identityCacheDesc names the session entry of a key file: its path and a
+// hash of its content, so a replaced key file never hits a stale entry and
+// stores in other directories never share one.
 func identityCacheDesc(keyPath string, wrapped []byte) string {
 	h := sha256.New()
 	h.Write([]byte(keyPath))
@@ -125,14 +237,15 @@ func identityCacheDesc(keyPath string, wrapped []byte) string {
 	return "shipkey:file-identity:" + hex.EncodeToString(h.Sum(nil)[:16])
 }
 
-// scryptUnwraps counts passphrase derivations (tests check the cache).
+// scryptUnwraps counts passphrase derivations, wrapping included (tests
+// check that the session spares them).
 var scryptUnwraps atomic.Int64
 
 func unwrapIdentity(keyPath string, wrapped []byte, pass string) (*age.X25519Identity, error) {
 	scryptUnwraps.Add(1)
 	sid, err := age.NewScryptIdentity(pass)
 	if err != nil {
-		return nil, &BackendError{Backend: BackendFile, Msg: "the secrets file is locked: unusable passphrase", Kind: ErrBackendLocked, Err: err}
+		return nil, &BackendError{Backend: BackendFile, Msg: "the secrets file stays locked: unusable passphrase", Kind: ErrBackendLocked, Err: err}
 	}
 	r, err := age.Decrypt(bytes.NewReader(wrapped), sid)
 	if err != nil {

@@ -59,6 +59,8 @@ func exitCode(err error) int {
 		return exitOK
 	case errors.As(err, &ee):
 		return ee.code
+	case errors.Is(err, errInterrupted):
+		return exitInterrupted
 	case errors.As(err, &ue):
 		return exitUsage
 	case errors.Is(err, store.ErrLoginNeeded) || auth.IsLoginRequired(err):

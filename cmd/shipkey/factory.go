@@ -45,7 +45,7 @@ type factory struct {
 func newFactory(ios *iostreams, getenv func(string) string) *factory {
 	return &factory{
 		IO:        ios,
-		Getenv:    getenv,
+		Getenv:    withTakenEnv(getenv),
 		Now:       time.Now,
 		Secrets:   &secretSet{},
 		openStore: store.Open,
@@ -125,6 +125,7 @@ func (f *factory) Store() (*store.Store, error) {
 				return p, err
 			}
 		}
+		opts.Unlock = f.unlockOptions()
 		f.store, f.storeErr = f.openStore(opts)
 	})
 	return f.store, f.storeErr

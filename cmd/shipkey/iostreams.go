@@ -7,6 +7,7 @@ import (
 	"io"
 	"os"
 	"strings"
+	"unicode/utf8"
 
 	"golang.org/x/term"
 )
@@ -43,18 +44,93 @@ func systemIO() *iostreams {
 		StdoutTTY: term.IsTerminal(int(os.Stdout.Fd())),
 	}
 	if ios.StdinTTY {
-		fd := int(os.Stdin.Fd())
 		ios.ReadSecret = func(prompt string) (string, error) {
-			fmt.Fprint(ios.ErrOut, prompt)
-			b, err := term.ReadPassword(fd)
-			fmt.Fprintln(ios.ErrOut)
-			if err != nil {
-				return "", fmt.Errorf("reading from the terminal: %w", err)
-			}
-			return string(b), nil
+			return readHidden(os.Stdin, ios.ErrOut, prompt)
 		}
 	}
 	return ios
+}
+
+// errInterrupted is ctrl+c at a hidden prompt: the command stops with
+// exit code 130, as a shell reports SIGINT, having written nothing.
+var errInterrupted = errors.New("interrupted")
+
+// exitInterrupted is the exit code of errInterrupted.
+const exitInterrupted = 130
+
+// readHidden reads one line from the terminal in without echo, after
+// writing prompt to out. The terminal is put in raw mode for the read (and
+// always restored), so ctrl+c arrives as a key, not a signal: it returns
+// errInterrupted; ctrl+d on an empty line returns io.EOF. Backspace and
+// ctrl+u edit; other control keys and escape sequences are ignored.
+func readHidden(in *os.File, out io.Writer, prompt string) (string, error) {
+	fd := int(in.Fd())
+	fmt.Fprint(out, prompt)
+	old, err := term.MakeRaw(fd)
+	if err != nil {
+		fmt.Fprintln(out)
+		return "", fmt.Errorf("reading from the terminal: %w", err)
+	}
+	defer func() {
+		_ = term.Restore(fd, old)
+		fmt.Fprint(out, "\r\n") // raw mode: no newline translation until restored
+	}()
+	var (
+		line []rune
+		b    [1]byte
+		esc  int // 0 none, 1 after ESC, 2 inside a CSI/SS3 sequence
+		utf  []byte
+	)
+	for {
+		n, err := in.Read(b[:])
+		if n == 0 {
+			if err == nil || errors.Is(err, io.EOF) {
+				return "", io.EOF
+			}
+			return "", fmt.Errorf("reading from the terminal: %w", err)
+		}
+		c := b[0]
+		switch {
+		case esc == 1:
+			esc = 0
+			if c == '[' || c == 'O' {
+				esc = 2
+			}
+			continue
+		case esc == 2:
+			if c >= 0x40 && c <= 0x7e {
+				esc = 0
+			}
+			continue
+		}
+		switch c {
+		case 3: // ctrl+c
+			return "", errInterrupted
+		case 4: // ctrl+d
+			if len(line) == 0 {
+				return "", io.EOF
+			}
+		case '\r', '\n':
+			return string(line), nil
+		case 0x7f, 8: // backspace
+			if len(line) > 0 {
+				line = line[:len(line)-1]
+			}
+		case 0x15: // ctrl+u
+			line = line[:0]
+		case 0x1b:
+			esc = 1
+		default:
+			if c < 0x20 {
+				continue
+			}
+			utf = append(utf, c)
+			if r, size := utf8.DecodeRune(utf); r != utf8.RuneError || size > 1 || len(utf) >= utf8.UTFMax {
+				line = append(line, []rune(string(utf))...)
+				utf = utf[:0]
+			}
+		}
+	}
 }
 
 // IsInteractive reports whether both stdin and stdout are terminals: what the

@@ -12,4 +12,7 @@ package main
 
 import "os"
 
-func main() { os.Exit(run()) }
+func main() {
+	takeSecretEnv()
+	os.Exit(run())
+}

@@ -109,6 +109,9 @@ with its command's code. See each command's help for its own.`,
 		newCmdLogout(f, nil),
 		newCmdDemo(f, nil),
 		newCmdVersion(f),
+		newCmdUnlock(f),
+		newCmdLock(f),
+		newCmdAgent(f),
 	)
 	return root
 }

@@ -3,6 +3,9 @@ package main
 import (
 	"errors"
 	"io"
+	"os"
+
+	"github.com/shipkey/shipkey/store"
 )
 
 // Where secrets come from. No flag ever carries a secret: argv is visible to
@@ -52,4 +55,34 @@ func readSecret(ios *iostreams, getenv func(string) string, src secretSource) (s
 		return "", usageErrorf("the %s is empty", src.What)
 	}
 	return s, nil
+}
+
+// secretEnvNames are the variables that carry secrets. shipkey reads them
+// once at start and removes them from its environment, so that no process it
+// starts (the dbus-launch the keyring client autolaunches, clipboard helpers,
+// the agent) inherits them.
+var secretEnvNames = []string{envPassword, envClientSecret, store.EnvPassphrase}
+
+// takenEnv holds the secret variables takeSecretEnv removed.
+var takenEnv = map[string]string{}
+
+// takeSecretEnv moves the secret variables out of the process environment
+// into takenEnv.
+func takeSecretEnv() {
+	for _, name := range secretEnvNames {
+		if v, ok := os.LookupEnv(name); ok {
+			takenEnv[name] = v
+			_ = os.Unsetenv(name)
+		}
+	}
+}
+
+// withTakenEnv is getenv that also answers the variables takeSecretEnv took.
+func withTakenEnv(getenv func(string) string) func(string) string {
+	return func(name string) string {
+		if v := getenv(name); v != "" {
+			return v
+		}
+		return takenEnv[name]
+	}
 }
