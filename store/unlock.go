@@ -79,7 +79,7 @@ func (b *fileBackend) unlock() (*age.X25519Identity, error) {
 	if err != nil {
 		return nil, err
 	}
-	rcpt, err := age.NewScryptRecipient(pass)
+	rcpt, err := b.scryptRecipient(pass)
 	if err != nil {
 		return nil, b.lockedError("the secrets file is locked: unusable passphrase", err)
 	}
