@@ -413,7 +413,11 @@ func configEmptied(path string) (bool, error) {
 func (t *tx) integrity(cfgPath string) error {
 	n := 0
 	if b := t.bucket(bucketState); b != nil {
-		n = b.Stats().KeyN
+		// A cursor, not Stats: it sees this transaction's own writes too.
+		c := b.Cursor()
+		for k, _ := c.First(); k != nil; k, _ = c.Next() {
+			n++
+		}
 	}
 	other := displayPath(t.s.dbPath())
 	if t.migratingFrom != "" {
