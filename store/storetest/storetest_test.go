@@ -2,6 +2,7 @@ package storetest
 
 import (
 	"context"
+	"fmt"
 	"path/filepath"
 	"testing"
 
@@ -23,5 +24,24 @@ func TestGenerate(t *testing.T) {
 	ts, err := st.Token(context.Background(), Label(17), store.TokenOptions{MarkUsed: true})
 	if err != nil || ts.AccessToken == "" {
 		t.Fatalf("Token = %v", err)
+	}
+}
+
+// BenchmarkKeys is Store.Keys (what `keys list` and the app's key table
+// read) on stores of 1k and 100k keys (cached, see Populate).
+func BenchmarkKeys(b *testing.B) {
+	for _, n := range []int{1000, 100000} {
+		b.Run(fmt.Sprintf("keys=%d", n), func(b *testing.B) {
+			st, err := store.Open(Populate(b, n, store.BackendFile).Options())
+			if err != nil {
+				b.Fatal(err)
+			}
+			b.ReportAllocs()
+			for b.Loop() {
+				if keys, err := st.Keys(); err != nil || len(keys) != n {
+					b.Fatalf("Keys = %d, %v", len(keys), err)
+				}
+			}
+		})
 	}
 }
