@@ -56,7 +56,7 @@ func (s *Store) warnFallback() {
 		return
 	}
 	if _, done := fallbackWarned.LoadOrStore(s.stateDir, true); !done {
-		fmt.Fprintf(s.warn, "shipkey: no OS keyring available (%s); keeping secrets encrypted in %s\n",
+		fmt.Fprintf(s.warn, "shipkey: no OS keyring available (%s); keeping secrets in the encrypted files in %s\n",
 			why, displayPath(s.fileBackend().dataPath()))
 	}
 }

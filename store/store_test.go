@@ -847,7 +847,7 @@ func TestAutoFallsBackToFile(t *testing.T) {
 	if s.Backend() != BackendFile {
 		t.Fatalf("Backend = %s", s.Backend())
 	}
-	want := "shipkey: no OS keyring available (" + errNoDBus.Error() + "); keeping secrets encrypted in " + filepath.Join(e2.stateDir, "secrets.d") + "\n"
+	want := "shipkey: no OS keyring available (" + errNoDBus.Error() + "); keeping secrets in the encrypted files in " + filepath.Join(e2.stateDir, "secrets.d") + "\n"
 	if w := e2.warn.String(); w != want {
 		t.Fatalf("warning:\n got %q\nwant %q", w, want)
 	}
