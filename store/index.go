@@ -164,10 +164,10 @@ type tx struct {
 	s   *Store
 	btx *bolt.Tx // nil: an empty store with nothing on disk yet
 
-	locked        bool   // store.lock is held: config.toml may change
-	migratingFrom string // the legacy state file being migrated, for messages
-	cfg      *configFile // parsed config.toml, once needed
-	cfgDirty bool
+	locked        bool        // store.lock is held: config.toml may change
+	migratingFrom string      // the legacy state file being migrated, for messages
+	cfg           *configFile // parsed config.toml, once needed
+	cfgDirty      bool
 
 	ed entryDecoder
 	sd stateDecoder
