@@ -12,39 +12,82 @@ import (
 	"filippo.io/age"
 )
 
-// fileBackend keeps all keys' secrets in secrets.age, encrypted to a
-// per-store X25519 identity. The identity is kept in secrets.key.age,
-// wrapped with the passphrase (scrypt at age's default work factor), and is
-// unwrapped once per process: one slow derivation, then fast reads and writes.
+// fileBackend keeps each key's secrets in its own small file,
+// secrets.d/<id>.age, encrypted to a per-store X25519 identity: reading one
+// key's secrets decrypts one record, and removing a key deletes its file.
+// The identity is kept in secrets.key.age, wrapped with the passphrase
+// (scrypt at age's default work factor), and is unwrapped once per process:
+// one slow derivation, then fast reads and writes (see unlock.go).
 type fileBackend struct {
 	dir        string
 	passphrase func(prompt string) (string, error)
 	// session keeps the unwrapped identity for other processes of the user
 	// until a timeout or `shipkey lock` (see session.go).
 	session *session
+	// scryptWorkFactor, when non-zero, replaces age's default work factor for
+	// a new secrets.key.age. Tests only: users always get the default.
+	scryptWorkFactor int
 
 	mu       sync.Mutex // guards identity and serializes unlocking
 	identity *age.X25519Identity
 }
 
+func newFileBackend(e backendEnv) secretsBackend {
+	return &fileBackend{dir: e.stateDir, passphrase: e.opts.Passphrase}
+}
+
+const (
+	secretsDirName     = "secrets.d"
+	secretsKeyFileName = "secrets.key.age"
+	legacySecretsName  = "secrets.age" // every key in one file, before secrets.d
+)
+
 func (b *fileBackend) Name() string { return BackendFile }
 
-func (b *fileBackend) dataPath() string { return filepath.Join(b.dir, secretsFileName) }
-func (b *fileBackend) keyPath() string  { return filepath.Join(b.dir, secretsKeyFileName) }
+// dataPath is where the secrets are: the directory of per-key files.
+func (b *fileBackend) dataPath() string   { return filepath.Join(b.dir, secretsDirName) }
+func (b *fileBackend) keyPath() string    { return filepath.Join(b.dir, secretsKeyFileName) }
+func (b *fileBackend) legacyPath() string { return filepath.Join(b.dir, legacySecretsName) }
+func (b *fileBackend) files() keyFiles    { return keyFiles{dir: b.dataPath(), ext: ".age"} }
+
+// scryptRecipient wraps a new identity with pass.
+func (b *fileBackend) scryptRecipient(pass string) (*age.ScryptRecipient, error) {
+	r, err := age.NewScryptRecipient(pass)
+	if err == nil && b.scryptWorkFactor > 0 {
+		r.SetWorkFactor(b.scryptWorkFactor)
+	}
+	return r, err
+}
 
 func (b *fileBackend) lockedError(msg string, cause error) error {
 	return &BackendError{Backend: BackendFile, Msg: msg, Kind: ErrBackendLocked, Err: cause}
 }
 
-func (b *fileBackend) readAll(id *age.X25519Identity) (map[string]keySecrets, error) {
-	path := b.dataPath()
-	data, err := os.ReadFile(path)
-	if errors.Is(err, os.ErrNotExist) {
-		return map[string]keySecrets{}, nil
-	}
+func (b *fileBackend) encrypt(id *age.X25519Identity, ks keySecrets) ([]byte, error) {
+	plain, err := json.Marshal(ks)
 	if err != nil {
-		return nil, fileError("read", path, err)
+		return nil, err
 	}
+	return ageEncrypt(id, plain)
+}
+
+func ageEncrypt(id *age.X25519Identity, plain []byte) ([]byte, error) {
+	var buf bytes.Buffer
+	w, err := age.Encrypt(&buf, id.Recipient())
+	if err != nil {
+		return nil, err
+	}
+	if _, err := w.Write(plain); err != nil {
+		return nil, err
+	}
+	if err := w.Close(); err != nil {
+		return nil, err
+	}
+	return buf.Bytes(), nil
+}
+
+// ageDecrypt opens data (read from path) with the store identity.
+func ageDecrypt(path string, data []byte, id *age.X25519Identity) ([]byte, error) {
 	r, err := age.Decrypt(bytes.NewReader(data), id)
 	if err != nil {
 		if errors.Is(err, age.ErrIncorrectIdentity) {
@@ -56,30 +99,7 @@ func (b *fileBackend) readAll(id *age.X25519Identity) (map[string]keySecrets, er
 	if err != nil {
 		return nil, corruptError(path, 0, "damaged ("+err.Error()+")")
 	}
-	m := map[string]keySecrets{}
-	if err := json.Unmarshal(plain, &m); err != nil {
-		return nil, corruptError(path, 0, "its content is not shipkey's")
-	}
-	return m, nil
-}
-
-func (b *fileBackend) writeAll(id *age.X25519Identity, m map[string]keySecrets) error {
-	plain, err := json.Marshal(m)
-	if err != nil {
-		return err
-	}
-	var buf bytes.Buffer
-	w, err := age.Encrypt(&buf, id.Recipient())
-	if err != nil {
-		return err
-	}
-	if _, err := w.Write(plain); err != nil {
-		return err
-	}
-	if err := w.Close(); err != nil {
-		return err
-	}
-	return writeFileAtomic(b.dataPath(), buf.Bytes())
+	return plain, nil
 }
 
 func (b *fileBackend) Get(id string) (keySecrets, bool, error) {
@@ -87,12 +107,29 @@ func (b *fileBackend) Get(id string) (keySecrets, bool, error) {
 	if err != nil {
 		return keySecrets{}, false, err
 	}
-	m, err := b.readAll(ident)
+	f := b.files()
+	data, ok, err := f.read(id)
 	if err != nil {
 		return keySecrets{}, false, err
 	}
-	ks, ok := m[id]
-	return ks, ok, nil
+	if !ok {
+		// Not migrated yet (a store of the one-file layout): read the old file.
+		m, err := b.readLegacy(ident)
+		if err != nil {
+			return keySecrets{}, false, err
+		}
+		ks, ok := m[id]
+		return ks, ok, nil
+	}
+	plain, err := ageDecrypt(f.path(id), data, ident)
+	if err != nil {
+		return keySecrets{}, false, err
+	}
+	var ks keySecrets
+	if err := json.Unmarshal(plain, &ks); err != nil {
+		return keySecrets{}, false, corruptError(f.path(id), 0, "its content is not shipkey's")
+	}
+	return ks, true, nil
 }
 
 func (b *fileBackend) Set(id string, ks keySecrets) error {
@@ -100,29 +137,83 @@ func (b *fileBackend) Set(id string, ks keySecrets) error {
 	if err != nil {
 		return err
 	}
-	m, err := b.readAll(ident)
+	data, err := b.encrypt(ident, ks)
 	if err != nil {
 		return err
 	}
-	m[id] = ks
-	return b.writeAll(ident, m)
+	return b.files().write(id, data, true)
 }
 
-func (b *fileBackend) Delete(id string) error {
-	if _, err := os.Stat(b.dataPath()); errors.Is(err, os.ErrNotExist) {
-		return nil
-	}
+// setMany writes many keys' secrets with one sync of the file system (Import).
+func (b *fileBackend) setMany(items map[string]keySecrets) error {
 	ident, err := b.unlock()
 	if err != nil {
 		return err
 	}
-	m, err := b.readAll(ident)
+	return b.files().writeMany(items, func(ks keySecrets) ([]byte, error) { return b.encrypt(ident, ks) })
+}
+
+func (b *fileBackend) Delete(id string) error {
+	if fileExists(b.legacyPath()) {
+		// Never leave a copy in the old file: move it first (Remove holds
+		// store.lock and has unlocked the backend).
+		if _, err := b.migrateLegacy(); err != nil {
+			return err
+		}
+	}
+	return b.files().remove(id)
+}
+
+// readLegacy reads secrets.age; a missing file is no secrets.
+func (b *fileBackend) readLegacy(ident *age.X25519Identity) (map[string]keySecrets, error) {
+	path := b.legacyPath()
+	data, err := os.ReadFile(path)
+	if errors.Is(err, os.ErrNotExist) {
+		return map[string]keySecrets{}, nil
+	}
 	if err != nil {
-		return err
+		return nil, fileError("read", path, err)
 	}
-	if _, ok := m[id]; !ok {
-		return nil
+	plain, err := ageDecrypt(path, data, ident)
+	if err != nil {
+		return nil, err
 	}
-	delete(m, id)
-	return b.writeAll(ident, m)
+	m := map[string]keySecrets{}
+	if err := json.Unmarshal(plain, &m); err != nil {
+		return nil, corruptError(path, 0, "its content is not shipkey's")
+	}
+	return m, nil
+}
+
+// migrateLegacy splits secrets.age into secrets.d (caller holds store.lock).
+func (b *fileBackend) migrateLegacy() (string, error) {
+	if !fileExists(b.legacyPath()) {
+		return "", nil
+	}
+	ident, err := b.unlock()
+	if err != nil {
+		return "", err
+	}
+	m, err := b.readLegacy(ident)
+	if err != nil {
+		return "", err
+	}
+	f := b.files()
+	for id, ks := range m {
+		if !validID(id) {
+			continue
+		}
+		data, err := b.encrypt(ident, ks)
+		if err != nil {
+			return "", err
+		}
+		if _, err := f.writeNew(id, data); err != nil {
+			return "", err
+		}
+	}
+	if err := removeFile(b.legacyPath()); err != nil {
+		return "", err
+	}
+	syncDir(b.dir)
+	return legacySecretsName, nil
 }

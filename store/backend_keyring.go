@@ -39,6 +39,14 @@ type keyringBackend struct {
 	timeout time.Duration
 }
 
+func newKeyringBackend(e backendEnv) secretsBackend {
+	kr := e.opts.Keyring
+	if kr == nil {
+		kr = osKeyring{}
+	}
+	return &keyringBackend{kr: kr, timeout: keyringTimeout}
+}
+
 func (b *keyringBackend) Name() string { return BackendKeyring }
 
 func isKeyringNotFound(err error) bool {

@@ -10,6 +10,8 @@ type memoryBackend struct {
 	m  map[string]keySecrets
 }
 
+func newMemoryBackend(backendEnv) secretsBackend { return &memoryBackend{} }
+
 func (b *memoryBackend) Name() string { return BackendMemory }
 
 func (b *memoryBackend) Get(id string) (keySecrets, bool, error) {

@@ -9,67 +9,124 @@ import (
 	"path/filepath"
 )
 
-// plaintextBackend keeps secrets unencrypted in secrets.json (0600). Used only
-// when chosen explicitly; every write says so on the warning writer.
+// plaintextBackend keeps each key's secrets unencrypted in its own file,
+// plaintext.d/<id>.json (0600). Used only when chosen explicitly; every
+// write says so on the warning writer.
 type plaintextBackend struct {
 	dir  string
 	warn io.Writer
 }
 
-func (b *plaintextBackend) Name() string { return BackendPlaintext }
-func (b *plaintextBackend) path() string { return filepath.Join(b.dir, plaintextFileName) }
+func newPlaintextBackend(e backendEnv) secretsBackend {
+	return &plaintextBackend{dir: e.stateDir, warn: e.warn}
+}
 
-func (b *plaintextBackend) readAll() (map[string]keySecrets, error) {
-	data, err := os.ReadFile(b.path())
+const (
+	plaintextDirName    = "plaintext.d"
+	legacyPlaintextName = "secrets.json" // every key in one file, before plaintext.d
+)
+
+func (b *plaintextBackend) Name() string       { return BackendPlaintext }
+func (b *plaintextBackend) dataPath() string   { return filepath.Join(b.dir, plaintextDirName) }
+func (b *plaintextBackend) legacyPath() string { return filepath.Join(b.dir, legacyPlaintextName) }
+func (b *plaintextBackend) files() keyFiles    { return keyFiles{dir: b.dataPath(), ext: ".json"} }
+
+func (b *plaintextBackend) say() {
+	fmt.Fprintf(b.warn, "shipkey: warning: secrets are stored unencrypted in %s (secrets = %q)\n", displayPath(b.dataPath()), BackendPlaintext)
+}
+
+func (b *plaintextBackend) Get(id string) (keySecrets, bool, error) {
+	f := b.files()
+	data, ok, err := f.read(id)
+	if err != nil {
+		return keySecrets{}, false, err
+	}
+	if !ok {
+		m, err := b.readLegacy()
+		if err != nil {
+			return keySecrets{}, false, err
+		}
+		ks, ok := m[id]
+		return ks, ok, nil
+	}
+	var ks keySecrets
+	if err := json.Unmarshal(data, &ks); err != nil {
+		// The message must not quote the content: it is secret.
+		return keySecrets{}, false, corruptError(f.path(id), jsonErrorLine(data, err), "invalid JSON")
+	}
+	return ks, true, nil
+}
+
+func encodePlain(ks keySecrets) ([]byte, error) {
+	data, err := json.MarshalIndent(ks, "", "  ")
+	return append(data, '\n'), err
+}
+
+func (b *plaintextBackend) Set(id string, ks keySecrets) error {
+	data, err := encodePlain(ks)
+	if err != nil {
+		return err
+	}
+	b.say()
+	return b.files().write(id, data, true)
+}
+
+// setMany writes many keys' secrets with one sync of the file system (Import).
+func (b *plaintextBackend) setMany(items map[string]keySecrets) error {
+	b.say()
+	return b.files().writeMany(items, encodePlain)
+}
+
+func (b *plaintextBackend) Delete(id string) error {
+	if fileExists(b.legacyPath()) {
+		if _, err := b.migrateLegacy(); err != nil {
+			return err
+		}
+	}
+	return b.files().remove(id)
+}
+
+func (b *plaintextBackend) readLegacy() (map[string]keySecrets, error) {
+	path := b.legacyPath()
+	data, err := os.ReadFile(path)
 	if errors.Is(err, os.ErrNotExist) {
 		return map[string]keySecrets{}, nil
 	}
 	if err != nil {
-		return nil, fileError("read", b.path(), err)
+		return nil, fileError("read", path, err)
 	}
 	m := map[string]keySecrets{}
 	if err := json.Unmarshal(data, &m); err != nil {
-		// The message must not quote the content: it is secret.
-		return nil, corruptError(b.path(), jsonErrorLine(data, err), "invalid JSON")
+		return nil, corruptError(path, jsonErrorLine(data, err), "invalid JSON")
 	}
 	return m, nil
 }
 
-func (b *plaintextBackend) writeAll(m map[string]keySecrets) error {
-	data, err := json.MarshalIndent(m, "", "  ")
+// migrateLegacy splits secrets.json into plaintext.d (caller holds store.lock).
+func (b *plaintextBackend) migrateLegacy() (string, error) {
+	if !fileExists(b.legacyPath()) {
+		return "", nil
+	}
+	m, err := b.readLegacy()
 	if err != nil {
-		return err
+		return "", err
 	}
-	fmt.Fprintf(b.warn, "shipkey: warning: secrets are stored unencrypted in %s (secrets = %q)\n", displayPath(b.path()), BackendPlaintext)
-	return writeFileAtomic(b.path(), append(data, '\n'))
-}
-
-func (b *plaintextBackend) Get(id string) (keySecrets, bool, error) {
-	m, err := b.readAll()
-	if err != nil {
-		return keySecrets{}, false, err
+	f := b.files()
+	for id, ks := range m {
+		if !validID(id) {
+			continue
+		}
+		data, err := encodePlain(ks)
+		if err != nil {
+			return "", err
+		}
+		if _, err := f.writeNew(id, data); err != nil {
+			return "", err
+		}
 	}
-	ks, ok := m[id]
-	return ks, ok, nil
-}
-
-func (b *plaintextBackend) Set(id string, ks keySecrets) error {
-	m, err := b.readAll()
-	if err != nil {
-		return err
+	if err := removeFile(b.legacyPath()); err != nil {
+		return "", err
 	}
-	m[id] = ks
-	return b.writeAll(m)
-}
-
-func (b *plaintextBackend) Delete(id string) error {
-	m, err := b.readAll()
-	if err != nil {
-		return err
-	}
-	if _, ok := m[id]; !ok {
-		return nil
-	}
-	delete(m, id)
-	return b.writeAll(m)
+	syncDir(b.dir)
+	return legacyPlaintextName, nil
 }

@@ -17,13 +17,14 @@ import (
 
 const (
 	configFileName = "config.toml"
-	stateFileName  = "state.json"
 	lockFileName   = "store.lock"
 
 	defaultClipboardClear = 30 * time.Second
 )
 
-// configFile is config.toml: non-secret, human-readable, hand-editable.
+// configFile is config.toml: non-secret, human-readable, hand-editable, and
+// the source of truth for keys and settings (state.db indexes it, see
+// index.go).
 type configFile struct {
 	Default        string     `toml:"default,omitempty"`
 	Secrets        string     `toml:"secrets,omitempty"`
@@ -97,6 +98,8 @@ func (c *configFile) validate() error {
 		switch {
 		case k.ID == "":
 			return fmt.Errorf("key #%d has no id", i+1)
+		case !validID(k.ID):
+			return fmt.Errorf("key id %q is not made of letters, digits, - and _ (at most 64)", k.ID)
 		case k.Label == "":
 			return fmt.Errorf("key #%d has no label", i+1)
 		case ids[k.ID]:

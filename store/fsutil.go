@@ -35,13 +35,25 @@ func ensureDir(dir string) error {
 
 // writeFileAtomic replaces path with data: a temporary file in the same
 // directory is written, synced and renamed over path, then the directory is
-// synced. A crash at any point leaves either the old or the new file whole.
-func writeFileAtomic(path string, data []byte) (err error) {
+// synced. A crash at any point leaves either the old or the new file whole;
+// the temporary file is removed on every error, and one left by a killed
+// process is swept by the next holder of store.lock (sweepTemp).
+func writeFileAtomic(path string, data []byte) error {
+	if err := writeFileTemp(path, data, true); err != nil {
+		return err
+	}
+	syncDir(filepath.Dir(path))
+	return nil
+}
+
+// writeFileTemp is writeFileAtomic without the directory sync, and without
+// the file sync unless sync (a batch syncs the file system once instead).
+func writeFileTemp(path string, data []byte, sync bool) (err error) {
 	dir := filepath.Dir(path)
 	if err := ensureDir(dir); err != nil {
 		return err
 	}
-	tmp, err := os.CreateTemp(dir, "."+filepath.Base(path)+".tmp-*")
+	tmp, err := os.CreateTemp(dir, tempPattern(path))
 	if err != nil {
 		return fileError("write", path, err)
 	}
@@ -58,8 +70,10 @@ func writeFileAtomic(path string, data []byte) (err error) {
 	if _, err = tmp.Write(data); err != nil {
 		return fileError("write", path, err)
 	}
-	if err = tmp.Sync(); err != nil {
-		return fileError("write", path, err)
+	if sync {
+		if err = tmp.Sync(); err != nil {
+			return fileError("write", path, err)
+		}
 	}
 	if err = tmp.Close(); err != nil {
 		return fileError("write", path, err)
@@ -67,8 +81,207 @@ func writeFileAtomic(path string, data []byte) (err error) {
 	if err = os.Rename(tmpName, path); err != nil {
 		return fileError("write", path, err)
 	}
-	syncDir(dir)
 	return nil
+}
+
+// tempPattern names the temporary files of shipkey's atomic writes:
+// ".<name>.tmp-<random digits>" (sweepTemp knows them by it).
+func tempPattern(path string) string { return "." + filepath.Base(path) + ".tmp-*" }
+
+// staleTemp is how old a temporary file must be before sweepTemp removes
+// it: no write takes that long, so its process is gone.
+const staleTemp = time.Minute
+
+// isTempName reports whether name is one of shipkey's temporary files.
+func isTempName(name string) bool {
+	if !strings.HasPrefix(name, ".") {
+		return false
+	}
+	i := strings.LastIndex(name, ".tmp-")
+	if i < 2 {
+		return false
+	}
+	digits := name[i+len(".tmp-"):]
+	if digits == "" {
+		return false
+	}
+	for _, r := range digits {
+		if r < '0' || r > '9' {
+			return false
+		}
+	}
+	return true
+}
+
+// sweepTemp removes shipkey's temporary files older than staleTemp from
+// dirs: what a process killed in the middle of a write left behind. Some of
+// them hold secrets (encrypted, or in clear for the plaintext backend).
+func sweepTemp(dirs ...string) {
+	cutoff := time.Now().Add(-staleTemp)
+	for _, dir := range dirs {
+		f, err := os.Open(dir)
+		if err != nil {
+			continue
+		}
+		for {
+			names, err := f.Readdirnames(1024)
+			for _, name := range names {
+				if !isTempName(name) {
+					continue
+				}
+				p := filepath.Join(dir, name)
+				if fi, err := os.Lstat(p); err == nil && fi.Mode().IsRegular() && fi.ModTime().Before(cutoff) {
+					_ = os.Remove(p)
+				}
+			}
+			if err != nil {
+				break
+			}
+		}
+		_ = f.Close()
+	}
+}
+
+// keyFiles keeps one file per key: dir/<id><ext>.
+type keyFiles struct{ dir, ext string }
+
+// validID reports whether id can name a file: key ids are generated hex,
+// but config.toml is hand-editable.
+func validID(id string) bool {
+	if id == "" || len(id) > 64 {
+		return false
+	}
+	for _, r := range id {
+		if !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || r == '-' || r == '_') {
+			return false
+		}
+	}
+	return true
+}
+
+func (f keyFiles) path(id string) string { return filepath.Join(f.dir, id+f.ext) }
+
+func (f keyFiles) read(id string) ([]byte, bool, error) {
+	if !validID(id) {
+		return nil, false, nil
+	}
+	data, err := os.ReadFile(f.path(id))
+	if errors.Is(err, os.ErrNotExist) {
+		return nil, false, nil
+	}
+	if err != nil {
+		return nil, false, fileError("read", f.path(id), err)
+	}
+	return data, true, nil
+}
+
+func (f keyFiles) write(id string, data []byte, sync bool) error {
+	if !validID(id) {
+		return fmt.Errorf("key id %q cannot name a file", text.Safe(id))
+	}
+	if err := writeFileTemp(f.path(id), data, sync); err != nil {
+		return err
+	}
+	if sync {
+		syncDir(f.dir)
+	}
+	return nil
+}
+
+// writeNew writes the file only if there is none yet (a newer one wins),
+// reporting whether it did.
+func (f keyFiles) writeNew(id string, data []byte) (bool, error) {
+	if !validID(id) {
+		return false, nil
+	}
+	if err := ensureDir(f.dir); err != nil {
+		return false, err
+	}
+	path := f.path(id)
+	tmp, err := os.CreateTemp(f.dir, tempPattern(path))
+	if err != nil {
+		return false, fileError("write", path, err)
+	}
+	name := tmp.Name()
+	defer os.Remove(name)
+	_, werr := tmp.Write(data)
+	if werr == nil {
+		werr = tmp.Sync()
+	}
+	if cerr := tmp.Close(); werr == nil {
+		werr = cerr
+	}
+	if werr != nil {
+		return false, fileError("write", path, werr)
+	}
+	if err := os.Link(name, path); err != nil {
+		if errors.Is(err, os.ErrExist) {
+			return false, nil
+		}
+		if fileExists(path) {
+			return false, nil
+		}
+		if err := os.Rename(name, path); err != nil {
+			return false, fileError("write", path, err)
+		}
+	}
+	return true, nil
+}
+
+// writeMany writes one file per item and makes them durable together.
+func (f keyFiles) writeMany(items map[string]keySecrets, encode func(keySecrets) ([]byte, error)) error {
+	for id, ks := range items {
+		data, err := encode(ks)
+		if err != nil {
+			return err
+		}
+		if !validID(id) {
+			return fmt.Errorf("key id %q cannot name a file", text.Safe(id))
+		}
+		if err := writeFileTemp(f.path(id), data, !haveSyncFS); err != nil {
+			return err
+		}
+	}
+	if haveSyncFS {
+		if err := syncFS(f.dir); err != nil {
+			return fileError("sync", f.dir, err)
+		}
+	}
+	syncDir(f.dir)
+	return nil
+}
+
+// remove deletes a key's file; a missing one is not an error.
+func (f keyFiles) remove(id string) error {
+	if !validID(id) {
+		return nil
+	}
+	if err := removeFile(f.path(id)); err != nil {
+		return err
+	}
+	syncDir(f.dir)
+	return nil
+}
+
+// countSecretFiles counts the per-key files in dir (temporary files aside).
+func countSecretFiles(dir string) int {
+	f, err := os.Open(dir)
+	if err != nil {
+		return 0
+	}
+	defer f.Close()
+	n := 0
+	for {
+		names, err := f.Readdirnames(1024)
+		for _, name := range names {
+			if !strings.HasPrefix(name, ".") {
+				n++
+			}
+		}
+		if err != nil {
+			return n
+		}
+	}
 }
 
 // syncDir flushes a directory entry change to disk where the platform allows.

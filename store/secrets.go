@@ -1,6 +1,8 @@
 package store
 
 import (
+	"io"
+	"strings"
 	"time"
 
 	"github.com/shipkey/shipkey/auth"
@@ -18,6 +20,42 @@ const (
 	BackendMemory = "memory"
 )
 
+// backendEnv is what a backend is made from.
+type backendEnv struct {
+	stateDir string
+	opts     Options
+	warn     io.Writer
+}
+
+// backendTable is the one list of secrets backends, each in its own file
+// (backend_*.go). A new backend, say a team secret store such as a Vault
+// KV, is one new file with a type that implements secretsBackend, and one
+// row here.
+var backendTable = []struct {
+	name string
+	user bool // may be chosen through SHIPKEY_SECRETS or config.toml
+	open func(backendEnv) secretsBackend
+}{
+	{BackendKeyring, true, newKeyringBackend},
+	{BackendFile, true, newFileBackend},
+	{BackendPlaintext, true, newPlaintextBackend},
+	{BackendMemory, false, newMemoryBackend},
+}
+
+// autoOrder is what "auto" tries: the first backend whose probe answers
+// (one that cannot be probed always answers); the last is the fallback.
+var autoOrder = []string{BackendKeyring, BackendFile}
+
+// prober is a backend that can tell, quickly, whether it answers at all.
+type prober interface {
+	probe(timeout time.Duration) error
+}
+
+// batchSetter is a backend that writes many keys' secrets at once (Import).
+type batchSetter interface {
+	setMany(items map[string]keySecrets) error
+}
+
 const (
 	keyringService = "shipkey"
 	// keyringProbeUser is the sentinel entry the auto backend asks for to see
@@ -27,21 +65,32 @@ const (
 	keyringTimeout      = 3 * time.Second
 	keyringProbeTimeout = 2 * time.Second
 
-	secretsFileName    = "secrets.age"
-	secretsKeyFileName = "secrets.key.age"
-	plaintextFileName  = "secrets.json"
-
 	// EnvPassphrase supplies the file backend's passphrase.
 	EnvPassphrase = "SHIPKEY_PASSPHRASE"
 )
 
 // userBackend reports whether name may be chosen by users (env or config).
 func userBackend(name string) bool {
-	switch name {
-	case BackendAuto, BackendKeyring, BackendFile, BackendPlaintext:
+	if name == BackendAuto {
 		return true
 	}
+	for _, row := range backendTable {
+		if row.name == name {
+			return row.user
+		}
+	}
 	return false
+}
+
+// userBackendNames is "auto, keyring, file or plaintext", for messages.
+func userBackendNames() string {
+	names := []string{BackendAuto}
+	for _, row := range backendTable {
+		if row.user {
+			names = append(names, row.name)
+		}
+	}
+	return strings.Join(names[:len(names)-1], ", ") + " or " + names[len(names)-1]
 }
 
 // keySecrets is everything secret about one key. Only ever serialized into a
@@ -62,8 +111,8 @@ func (k *keySecrets) setTokens(ts *auth.TokenSet) {
 	k.AccessToken, k.RefreshToken, k.IDToken = ts.AccessToken, ts.RefreshToken, ts.IDToken
 }
 
-// secretsBackend stores keySecrets by key ID. Set and Delete of the file
-// backends are read-modify-write: callers hold store.lock.
+// secretsBackend stores keySecrets by key ID, one record per key: reading
+// or writing one key never touches another's.
 type secretsBackend interface {
 	Name() string
 	Get(id string) (keySecrets, bool, error)

@@ -330,7 +330,7 @@ func (b *fileBackend) keyFileDesc() (string, bool, error) {
 // process, in the kernel keyring and in the agent. It touches neither the OS
 // keyring nor the passphrase, and reports whether the session held it.
 func (s *Store) Lock() (bool, error) {
-	b := s.file
+	b := s.fileBackend()
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	b.identity = nil
@@ -347,10 +347,10 @@ func (s *Store) Lock() (bool, error) {
 func (s *Store) Session() (SessionState, error) {
 	be := s.backend()
 	st := SessionState{Backend: be.Name()}
-	if be != secretsBackend(s.file) {
+	if be != secretsBackend(s.fileBackend()) {
 		return st, nil
 	}
-	b := s.file
+	b := s.fileBackend()
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	sess := b.sess()
@@ -398,9 +398,9 @@ func (s *Store) Session() (SessionState, error) {
 // AgentSocket is the socket the store's agent serves (SHIPKEY_UNLOCK_MECH
 // agent, or auto without a kernel keyring).
 func (s *Store) AgentSocket() string {
-	s.file.mu.Lock()
-	defer s.file.mu.Unlock()
-	return s.file.sess().agentSocket()
+	s.fileBackend().mu.Lock()
+	defer s.fileBackend().mu.Unlock()
+	return s.fileBackend().sess().agentSocket()
 }
 
 // FormatTimeout words an unlock timeout: "10m", "1h30m", "45s".

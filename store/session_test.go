@@ -199,7 +199,7 @@ func TestSessionDeriveOnce(t *testing.T) {
 		t.Fatalf("%d derivations, want 1", n)
 	}
 	for _, s := range stores[1:] {
-		if s.file.identity.String() != stores[0].file.identity.String() {
+		if s.fileBackend().identity.String() != stores[0].fileBackend().identity.String() {
 			t.Fatal("the stores hold different identities")
 		}
 	}
@@ -264,7 +264,7 @@ func TestNewPassphraseConfirmed(t *testing.T) {
 			t.Fatalf("event %d = %q, want %q…", i, log.events[i], w)
 		}
 	}
-	if !strings.Contains(log.events[0], "; secrets go to "+filepath.Join(e.stateDir, "secrets.age")+", encrypted with a passphrase") {
+	if !strings.Contains(log.events[0], "; secrets go to "+filepath.Join(e.stateDir, secretsDirName)+", encrypted with a passphrase") {
 		t.Fatalf("reason = %q", log.events[0])
 	}
 	t.Setenv(EnvPassphrase, "right")

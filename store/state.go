@@ -13,13 +13,8 @@ import (
 	"github.com/shipkey/shipkey/auth"
 )
 
-// stateFile is state.json: volatile metadata, never a secret.
-type stateFile struct {
-	Version int                 `json:"version"`
-	Keys    map[string]keyState `json:"keys"` // by key ID
-}
-
-// keyState is one key's volatile metadata.
+// keyState is one key's volatile metadata, kept in state.db by key ID (see
+// index.go). Never a secret.
 type keyState struct {
 	LastUsed  time.Time     `json:"last_used,omitzero"`
 	Token     auth.TokenSet `json:"token,omitzero"` // always Redacted
@@ -31,37 +26,47 @@ type keyState struct {
 	Secrets string `json:"secrets,omitempty"`
 }
 
-const stateVersion = 1
-
-func newStateFile() *stateFile {
-	return &stateFile{Version: stateVersion, Keys: map[string]keyState{}}
+// legacyStateFile is state.json, where shipkey kept every key's metadata in
+// one file before state.db; read only to migrate it.
+type legacyStateFile struct {
+	Version int                 `json:"version"`
+	Keys    map[string]keyState `json:"keys"` // by key ID
 }
 
-// loadState reads state.json; a missing file is an empty state.
-func loadState(path string) (*stateFile, error) {
+const (
+	legacyStateFileName = "state.json"
+	legacyStateVersion  = 1
+)
+
+func legacyStatePath(dir string) string { return filepath.Join(dir, legacyStateFileName) }
+
+// loadLegacyState reads state.json; found is false when there is none. A file
+// that is empty, null or damaged is an error naming it: never an empty state.
+func loadLegacyState(path string) (st *legacyStateFile, found bool, err error) {
 	data, err := os.ReadFile(path)
 	if errors.Is(err, os.ErrNotExist) {
-		return newStateFile(), nil
+		return nil, false, nil
 	}
 	if err != nil {
-		return nil, fileError("read", path, err)
+		return nil, true, fileError("read", path, err)
 	}
-	var st stateFile
+	if bytes.Equal(bytes.TrimSpace(data), []byte("null")) {
+		return nil, true, corruptError(path, 1, "it holds null instead of the keys' metadata (a damaged write?)")
+	}
 	dec := json.NewDecoder(bytes.NewReader(data))
 	if err := dec.Decode(&st); err != nil {
-		return nil, corruptError(path, jsonErrorLine(data, err), jsonErrorText(err))
+		return nil, true, corruptError(path, jsonErrorLine(data, err), jsonErrorText(err))
 	}
 	if dec.More() {
-		return nil, corruptError(path, 0, "unexpected data after the JSON object")
+		return nil, true, corruptError(path, 0, "unexpected data after the JSON object")
 	}
-	if st.Version > stateVersion {
-		return nil, corruptError(path, 0, fmt.Sprintf("written by a newer shipkey (version %d)", st.Version))
+	if st.Version > legacyStateVersion {
+		return nil, true, corruptError(path, 0, fmt.Sprintf("written by a newer shipkey (version %d)", st.Version))
 	}
 	if st.Keys == nil {
 		st.Keys = map[string]keyState{}
 	}
-	st.Version = stateVersion
-	return &st, nil
+	return st, true, nil
 }
 
 // jsonErrorLine finds the line of a JSON syntax or type error (0 if unknown).
@@ -95,19 +100,3 @@ func jsonErrorText(err error) string {
 	}
 	return "invalid JSON: " + err.Error()
 }
-
-// saveState writes state.json atomically (caller holds store.lock). Token
-// secrets are stripped again here, whatever the caller passed.
-func saveState(path string, st *stateFile) error {
-	for id, k := range st.Keys {
-		k.Token = k.Token.Redacted()
-		st.Keys[id] = k
-	}
-	data, err := json.MarshalIndent(st, "", "  ")
-	if err != nil {
-		return fmt.Errorf("encode %s: %w", displayPath(path), err)
-	}
-	return writeFileAtomic(path, append(data, '\n'))
-}
-
-func statePath(dir string) string { return filepath.Join(dir, stateFileName) }

@@ -13,38 +13,26 @@ import (
 )
 
 // BenchmarkKeys lists 50 keys: what `shipkey keys list` and the TUI's key
-// table read. The files are written directly (no logins), and the keyring
-// counts calls: listing must never touch the secrets backend.
+// table read. The keys are imported (no logins), and the keyring counts
+// calls: listing must never touch the secrets backend.
 func BenchmarkKeys(b *testing.B) {
 	dir := b.TempDir()
 	cfgDir, stateDir := filepath.Join(dir, "config"), filepath.Join(dir, "state")
 	now := time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
-	cfg, st := newConfigFile(), newStateFile()
+	var keys []ImportKey
 	for i := range 50 {
-		id := fmt.Sprintf("%032x", i+1)
-		label := fmt.Sprintf("key-%02d", 49-i) // unsorted on disk
-		cfg.Keys = append(cfg.Keys, keyEntry{
-			ID: id, Label: label,
-			Connection: auth.Connection{AuthURL: "https://auth.example.com", Realm: "shipping", ClientID: "shipping-api", Scopes: []string{"email", "profile"}},
-			Username:   "user" + label, CreatedAt: now.Add(-time.Duration(i) * time.Hour),
-		})
+		label := fmt.Sprintf("key-%02d", 49-i) // unsorted on input
 		obtained := now.Add(-time.Duration(i) * time.Minute)
-		st.Keys[id] = keyState{
-			LastUsed: obtained,
-			Token: auth.TokenSet{
-				TokenType: "Bearer", ExpiresIn: 1314000, RefreshExpiresIn: 1800, SessionState: "5f3c-session", Scope: "email profile",
+		keys = append(keys, ImportKey{
+			Label:    label,
+			Conn:     auth.Connection{AuthURL: "https://auth.example.com", Realm: "shipping", ClientID: "shipping-api", Scopes: []string{"email", "profile"}},
+			Username: "user" + label, ClientSecret: "s", CreatedAt: now.Add(-time.Duration(i) * time.Hour), LastUsed: obtained,
+			Token: &auth.TokenSet{
+				AccessToken: fmt.Sprintf("eyJhbGciOi.%032x", i), TokenType: "Bearer", ExpiresIn: 1314000, RefreshExpiresIn: 1800,
+				SessionState: "5f3c-session", Scope: "email profile",
 				ObtainedAt: obtained, AccessExpiresAt: obtained.Add(1314000 * time.Second), RefreshExpiresAt: obtained.Add(30 * time.Minute),
 			},
-			Masked:  "eyJhbGciOi…" + id[:6],
-			Secrets: BackendKeyring,
-		}
-	}
-	cfg.Default = "key-07"
-	if err := saveConfig(configPath(cfgDir), cfg); err != nil {
-		b.Fatal(err)
-	}
-	if err := saveState(statePath(stateDir), st); err != nil {
-		b.Fatal(err)
+		})
 	}
 	kr := newFakeKeyring()
 	s, err := Open(Options{ConfigDir: cfgDir, StateDir: stateDir, Backend: BackendKeyring, Keyring: kr, Now: func() time.Time { return now }})
@@ -52,6 +40,13 @@ func BenchmarkKeys(b *testing.B) {
 		b.Fatal(err)
 	}
 	defer s.Close()
+	if err := s.Import(context.Background(), keys); err != nil {
+		b.Fatal(err)
+	}
+	if err := s.SetDefault("key-07"); err != nil {
+		b.Fatal(err)
+	}
+	kr.calls.Store(0)
 
 	b.ReportAllocs()
 	for b.Loop() {

@@ -1,6 +1,7 @@
 package store
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"os"
@@ -239,7 +240,7 @@ func TestDirectoriesFromEnvironment(t *testing.T) {
 		t.Fatalf("Paths = %s, %s", c, st)
 	}
 	e.create(s, "k", false)
-	for _, p := range []string{filepath.Join(e.cfgDir, "config.toml"), filepath.Join(e.stateDir, "state.json")} {
+	for _, p := range []string{filepath.Join(e.cfgDir, "config.toml"), filepath.Join(e.stateDir, "state.db")} {
 		if _, err := os.Stat(p); err != nil {
 			t.Fatal(err)
 		}
@@ -664,7 +665,10 @@ func TestCorruptedFilesAreNeverOverwritten(t *testing.T) {
 	s := e.open(Options{})
 	e.create(s, "k", false)
 	cfgPath := filepath.Join(e.cfgDir, "config.toml")
-	statePath := filepath.Join(e.stateDir, "state.json")
+	goodConfig, err := os.ReadFile(cfgPath)
+	if err != nil {
+		t.Fatal(err)
+	}
 
 	badConfig := []byte("default = \"k\"\n\n[[keys]\nid = 1\n")
 	if err := os.WriteFile(cfgPath, badConfig, 0o600); err != nil {
@@ -701,12 +705,41 @@ func TestCorruptedFilesAreNeverOverwritten(t *testing.T) {
 		t.Fatalf("type error = %v", err)
 	}
 
-	// Restore a good config; break state.json.
-	if err := os.WriteFile(cfgPath, []byte{}, 0o600); err != nil {
+	// An emptied config.toml beside the state of key k: an error naming
+	// both files and what to do; nothing is written.
+	for _, emptied := range []string{"", "null\n", "# shipkey configuration: no secrets are kept in this file.\n\x00\x00\x00"} {
+		if err := os.WriteFile(cfgPath, []byte(emptied), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		dbBefore, _ := os.ReadFile(filepath.Join(e.stateDir, "state.db"))
+		for name, op := range map[string]func() error{
+			"Open":     func() error { _, err := e.tryOpen(Options{}); return err },
+			"Keys":     func() error { _, err := s.Keys(); return err },
+			"MarkUsed": func() error { return s.MarkUsed("k") },
+			"Create":   func() error { _, err := s.Create(context.Background(), e.newKey("new", false)); return err },
+			"Default":  func() error { return s.SetDefault("k") },
+		} {
+			err := op()
+			if err == nil || !strings.Contains(err.Error(), cfgPath+" holds no keys, but "+filepath.Join(e.stateDir, "state.db")+" holds the data of 1 key") ||
+				!strings.Contains(err.Error(), "restore config.toml from a backup, or move "+e.stateDir+" away to start over") {
+				t.Fatalf("%s on config %q = %v", name, emptied, err)
+			}
+			if got, _ := os.ReadFile(cfgPath); string(got) != emptied {
+				t.Fatalf("%s rewrote the emptied config.toml", name)
+			}
+			if got, _ := os.ReadFile(filepath.Join(e.stateDir, "state.db")); !bytes.Equal(got, dbBefore) {
+				t.Fatalf("%s changed state.db beside an emptied config", name)
+			}
+		}
+	}
+
+	// Restore the config; break state.db.
+	if err := os.WriteFile(cfgPath, goodConfig, 0o600); err != nil {
 		t.Fatal(err)
 	}
-	badState := []byte("{\"version\": 1,\n \"keys\": [\n")
-	if err := os.WriteFile(statePath, badState, 0o600); err != nil {
+	dbPath := filepath.Join(e.stateDir, "state.db")
+	badState := bytes.Repeat([]byte("not a database "), 1000)
+	if err := os.WriteFile(dbPath, badState, 0o600); err != nil {
 		t.Fatal(err)
 	}
 	for name, op := range map[string]func() error{
@@ -715,18 +748,18 @@ func TestCorruptedFilesAreNeverOverwritten(t *testing.T) {
 		"Create":   func() error { _, err := s.Create(context.Background(), e.newKey("new", false)); return err },
 	} {
 		err := op()
-		if err == nil || !strings.Contains(err.Error(), "state.json") || !strings.HasSuffix(err.Error(), "fix or move it away") {
+		if err == nil || !strings.Contains(err.Error(), dbPath) || !strings.HasSuffix(err.Error(), "fix or move it away") {
 			t.Fatalf("%s on a corrupted state = %v", name, err)
 		}
-		if got, _ := os.ReadFile(statePath); string(got) != string(badState) {
-			t.Fatalf("%s rewrote the corrupted state.json", name)
+		if got, _ := os.ReadFile(dbPath); !bytes.Equal(got, badState) {
+			t.Fatalf("%s rewrote the corrupted state.db", name)
 		}
 	}
-	// A leftover temporary file from a crash is harmless.
-	if err := os.WriteFile(statePath, []byte(`{"version":1,"keys":{}}`), 0o600); err != nil {
+	if err := os.Remove(dbPath); err != nil {
 		t.Fatal(err)
 	}
-	if err := os.WriteFile(filepath.Join(e.stateDir, ".state.json.tmp-123"), []byte("garbage"), 0o600); err != nil {
+	// A leftover temporary file from a crash is harmless.
+	if err := os.WriteFile(filepath.Join(e.cfgDir, ".config.toml.tmp-123"), []byte("garbage"), 0o600); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := s.Keys(); err != nil {
@@ -750,7 +783,7 @@ func TestKeyringFailures(t *testing.T) {
 
 	// A keyring that never answers: bounded by the timeout.
 	s = e.open(Options{Keyring: newHangKeyring(t)})
-	s.keyring.timeout = 50 * time.Millisecond
+	s.keyringBackendForTest().timeout = 50 * time.Millisecond
 	_, err = s.Create(context.Background(), e.newKey("k", false))
 	var be *BackendError
 	if !errors.Is(err, ErrBackendMissing) || !errors.As(err, &be) || !strings.Contains(err.Error(), "did not answer") {
@@ -812,19 +845,20 @@ func TestAutoFallsBackToFile(t *testing.T) {
 	if s.Backend() != BackendFile {
 		t.Fatalf("Backend = %s", s.Backend())
 	}
-	want := "shipkey: no OS keyring available (" + errNoDBus.Error() + "); keeping secrets in the encrypted file " + filepath.Join(e2.stateDir, "secrets.age") + "\n"
+	want := "shipkey: no OS keyring available (" + errNoDBus.Error() + "); keeping secrets in the encrypted files in " + filepath.Join(e2.stateDir, "secrets.d") + "\n"
 	if w := e2.warn.String(); w != want {
 		t.Fatalf("warning:\n got %q\nwant %q", w, want)
 	}
 	e2.token(s, "k")
 	// Once per process: a second store says nothing more.
 	s2 := e2.open(Options{Backend: BackendAuto, Keyring: failKeyring{}})
-	s2.file.identity = s.file.identity // skip a second scrypt derivation
+	s2.fileBackend().identity = s.fileBackend().identity // skip a second scrypt derivation
 	e2.token(s2, "k")
 	if strings.Count(e2.warn.String(), "no OS keyring") != 1 {
 		t.Fatalf("warned again: %q", e2.warn.String())
 	}
-	for _, f := range []string{"secrets.age", "secrets.key.age"} {
+	k2 := mustKey(t, s, "k")
+	for _, f := range []string{"secrets.d/" + k2.ID + ".age", "secrets.key.age"} {
 		if _, err := os.Stat(filepath.Join(e2.stateDir, f)); err != nil {
 			t.Fatal(err)
 		}
@@ -900,13 +934,16 @@ func TestFileBackend(t *testing.T) {
 		t.Fatalf("derivations = %d, want %d", got-n0, want-n0)
 	}
 
-	// Remove deletes the secrets from the file.
+	// Remove deletes the key's secrets file.
+	kID := mustKey(t, s, "k").ID
 	if _, err := s.Remove(context.Background(), "k"); err != nil {
 		t.Fatal(err)
 	}
-	m, err := s.file.readAll(s.file.identity)
-	if err != nil || len(m) != 1 {
-		t.Fatalf("secrets after remove: %d, %v", len(m), err)
+	if n := countSecretFiles(filepath.Join(e.stateDir, "secrets.d")); n != 1 {
+		t.Fatalf("secrets files after remove: %d, want 1", n)
+	}
+	if _, err := os.Stat(filepath.Join(e.stateDir, "secrets.d", kID+".age")); !errors.Is(err, os.ErrNotExist) {
+		t.Fatalf("the removed key's secrets file: %v", err)
 	}
 	e.check(s)
 }
@@ -917,12 +954,12 @@ func TestPlaintextBackend(t *testing.T) {
 	e.create(s, "k", false)
 	e.clk.Advance(6 * time.Minute)
 	e.token(s, "k")
-	if n := strings.Count(e.warn.String(), "stored unencrypted in "+filepath.Join(e.stateDir, "secrets.json")); n != 2 {
+	if n := strings.Count(e.warn.String(), "stored unencrypted in "+filepath.Join(e.stateDir, "plaintext.d")); n != 2 {
 		t.Fatalf("warned %d times, want one per write:\n%s", n, e.warn.String())
 	}
-	data, err := os.ReadFile(filepath.Join(e.stateDir, "secrets.json"))
+	data, err := os.ReadFile(filepath.Join(e.stateDir, "plaintext.d", mustKey(t, s, "k").ID+".json"))
 	if err != nil || !strings.Contains(string(data), testClientSecret) {
-		t.Fatalf("secrets.json: %v", err)
+		t.Fatalf("plaintext.d: %v", err)
 	}
 	e.check(s) // permissions, and nothing but secrets.json holds a secret
 }
@@ -935,7 +972,7 @@ func TestMemoryBackend(t *testing.T) {
 	if s.Backend() != BackendMemory {
 		t.Fatal(s.Backend())
 	}
-	for _, f := range []string{"secrets.age", "secrets.json"} {
+	for _, f := range []string{"secrets.d", "plaintext.d", "secrets.age", "secrets.json"} {
 		if _, err := os.Stat(filepath.Join(e.stateDir, f)); err == nil {
 			t.Fatalf("%s written by the memory backend", f)
 		}

@@ -76,15 +76,11 @@ func (s *Store) Refresh(ctx context.Context, label string) (Key, error) {
 	return s.keyByID(e.ID, label)
 }
 
+// markUsedID sets the Last Used of key e: one state record is written.
 func (s *Store) markUsedID(ctx context.Context, e keyEntry) error {
-	return s.update(context.WithoutCancel(ctx), func(cfg *configFile, st *stateFile) (dirty, error) {
-		if _, ok := cfg.byID(e.ID); !ok {
-			return 0, notFoundError(e.Label)
-		}
-		ks := st.Keys[e.ID]
+	return s.changeState(ctx, e.ID, e.Label, func(ks *keyState) error {
 		ks.LastUsed = s.now()
-		st.Keys[e.ID] = ks
-		return dirtyState, nil
+		return nil
 	})
 }
 
@@ -241,15 +237,13 @@ func (s *Store) loginNeeded(ctx context.Context, r *renewal) error {
 	if r.ks.LoggedOut {
 		return lne
 	}
-	err := s.update(context.WithoutCancel(ctx), func(cfg *configFile, st *stateFile) (dirty, error) {
-		if _, ok := cfg.byID(r.e.ID); !ok {
-			return 0, nil
-		}
-		k := st.Keys[r.e.ID]
-		k.LoggedOut = true
-		st.Keys[r.e.ID] = k
-		return dirtyState, nil
+	err := s.changeState(ctx, r.e.ID, r.e.Label, func(ks *keyState) error {
+		ks.LoggedOut = true
+		return nil
 	})
+	if errors.Is(err, ErrNotFound) {
+		err = nil // removed meanwhile
+	}
 	if err != nil {
 		return errors.Join(lne, err)
 	}

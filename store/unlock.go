@@ -180,7 +180,7 @@ func (b *fileBackend) deriveLocked(sess *session, pass string) (*age.X25519Ident
 	if !errors.Is(err, os.ErrNotExist) {
 		return nil, fileError("read", keyPath, err)
 	}
-	id, wrapped, err := newWrappedIdentity(pass)
+	id, wrapped, err := b.newWrappedIdentity(pass)
 	if err != nil {
 		return nil, b.lockedError("no secrets file was made: unusable passphrase", err)
 	}
@@ -202,12 +202,12 @@ func (b *fileBackend) deriveLocked(sess *session, pass string) (*age.X25519Ident
 }
 
 // newWrappedIdentity makes a new identity and wraps it with pass.
-func newWrappedIdentity(pass string) (*age.X25519Identity, []byte, error) {
+func (b *fileBackend) newWrappedIdentity(pass string) (*age.X25519Identity, []byte, error) {
 	id, err := age.GenerateX25519Identity()
 	if err != nil {
 		return nil, nil, err
 	}
-	rcpt, err := age.NewScryptRecipient(pass)
+	rcpt, err := b.scryptRecipient(pass)
 	if err != nil {
 		return nil, nil, err
 	}

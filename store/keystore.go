@@ -2,20 +2,15 @@ package store
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"os"
 	"path/filepath"
-	"sort"
-	"strconv"
 	"strings"
 	"sync"
 	"time"
-	"unicode/utf8"
 
 	"github.com/adrg/xdg"
 
@@ -35,16 +30,14 @@ type Store struct {
 	now                 func() time.Time
 	warn                io.Writer
 
-	keyring      *keyringBackend
-	file         *fileBackend
-	plain        *plaintextBackend
-	mem          *memoryBackend
+	backends     map[string]secretsBackend // by name, made from backendTable
 	probeTimeout time.Duration
 
-	mu          sync.Mutex     // guards resolved and fallbackWhy
+	mu          sync.Mutex     // guards resolved, fallbackWhy and the settings cache
 	resolved    secretsBackend // the auto choice, once probed
 	fallbackWhy string         // why auto fell back to the file, when it did
-	settings    Settings       // as read by Open, the fallback of Settings
+	settingsFP  string         // fingerprint of the config.toml settings came from
+	settings    Settings       // as last read; the fallback of Settings
 }
 
 // fallbackWarned remembers, per state directory, that the auto backend's
@@ -52,9 +45,9 @@ type Store struct {
 var fallbackWarned sync.Map
 
 // warnFallback says plainly, once per process, that auto keeps secrets in the
-// encrypted file and why. It is said when a secret is written there because of
-// the fallback (a new key, or one moving from the keyring), not on every read:
-// scripts that call shipkey token in a loop get a clean stderr.
+// encrypted files and why. It is said when a secret is written there because
+// of the fallback (a new key, or one moving from the keyring), not on every
+// read: scripts that call shipkey token in a loop get a clean stderr.
 func (s *Store) warnFallback() {
 	s.mu.Lock()
 	why := s.fallbackWhy
@@ -63,15 +56,17 @@ func (s *Store) warnFallback() {
 		return
 	}
 	if _, done := fallbackWarned.LoadOrStore(s.stateDir, true); !done {
-		fmt.Fprintf(s.warn, "shipkey: no OS keyring available (%s); keeping secrets in the encrypted file %s\n",
-			why, displayPath(s.file.dataPath()))
+		fmt.Fprintf(s.warn, "shipkey: no OS keyring available (%s); keeping secrets in the encrypted files in %s\n",
+			why, displayPath(s.fileBackend().dataPath()))
 	}
 }
 
-// Open opens the store at the configured directories. It reads config.toml
-// (a corrupted file is an error naming it; nothing is written) but touches
-// neither the secrets backend nor the network: a keyring probe or passphrase
-// prompt happens only when a secret is first needed.
+// Open opens the store at the configured directories. It reads the
+// settings (through state.db's index of config.toml: a corrupted config is
+// an error naming it; nothing is written but the index) and touches neither
+// the secrets backend nor the network: a keyring probe or passphrase prompt
+// happens only when a secret is first needed. A store of the one-file
+// layout (state.json) is migrated here, once.
 func Open(opts Options) (*Store, error) {
 	configDir, err := resolveDir(opts.ConfigDir, EnvConfigDir, xdg.ConfigHome)
 	if err != nil {
@@ -81,35 +76,13 @@ func Open(opts Options) (*Store, error) {
 	if err != nil {
 		return nil, err
 	}
-	cfg, err := loadConfig(configPath(configDir))
-	if err != nil {
-		return nil, err
-	}
-	choice := opts.Backend
-	switch {
-	case choice != "":
-		if !userBackend(choice) && choice != BackendMemory {
-			return nil, fmt.Errorf("unknown secrets backend %q; use auto, keyring, file or plaintext", text.Safe(choice))
-		}
-	case os.Getenv(EnvSecrets) != "":
-		choice = os.Getenv(EnvSecrets)
-		if !userBackend(choice) {
-			return nil, fmt.Errorf("%s=%q is not a secrets backend; use auto, keyring, file or plaintext", EnvSecrets, text.Safe(choice))
-		}
-	case cfg.Secrets != "":
-		choice = cfg.Secrets
-	default:
-		choice = BackendAuto
-	}
 	s := &Store{
 		configDir:    configDir,
 		stateDir:     stateDir,
-		choice:       choice,
 		auth:         opts.Auth,
 		now:          opts.Now,
 		warn:         opts.Warn,
 		probeTimeout: keyringProbeTimeout,
-		settings:     cfg.settings(),
 	}
 	if s.now == nil {
 		s.now = time.Now
@@ -117,15 +90,31 @@ func Open(opts Options) (*Store, error) {
 	if s.warn == nil {
 		s.warn = os.Stderr
 	}
-	kr := opts.Keyring
-	if kr == nil {
-		kr = osKeyring{}
+	env := backendEnv{stateDir: stateDir, opts: opts, warn: s.warn}
+	s.backends = make(map[string]secretsBackend, len(backendTable))
+	for _, row := range backendTable {
+		s.backends[row.name] = row.open(env)
 	}
-	s.keyring = &keyringBackend{kr: kr, timeout: keyringTimeout}
-	s.file = &fileBackend{dir: stateDir, passphrase: opts.Passphrase}
-	s.file.session = newSession(s, opts.Unlock)
-	s.plain = &plaintextBackend{dir: stateDir, warn: s.warn}
-	s.mem = &memoryBackend{}
+	s.fileBackend().session = newSession(s, opts.Unlock)
+	set, err := s.readSettings()
+	if err != nil {
+		return nil, err
+	}
+	choice := opts.Backend
+	switch {
+	case choice != "":
+		if !userBackend(choice) && s.backends[choice] == nil {
+			return nil, fmt.Errorf("unknown secrets backend %q; use %s", text.Safe(choice), userBackendNames())
+		}
+	case os.Getenv(EnvSecrets) != "":
+		choice = os.Getenv(EnvSecrets)
+		if !userBackend(choice) {
+			return nil, fmt.Errorf("%s=%q is not a secrets backend; use %s", EnvSecrets, text.Safe(choice), userBackendNames())
+		}
+	default:
+		choice = set.Secrets // "auto" unless config.toml says otherwise
+	}
+	s.choice = choice
 	return s, nil
 }
 
@@ -147,11 +136,19 @@ func resolveDir(opt, env, base string) (string, error) {
 	return abs, nil
 }
 
+// fileBackend is the age file backend of this store.
+func (s *Store) fileBackend() *fileBackend {
+	fb, _ := s.backends[BackendFile].(*fileBackend)
+	return fb
+}
+
 // Close releases what Open took: the unwrapped file identity is forgotten.
 func (s *Store) Close() error {
-	s.file.mu.Lock()
-	s.file.identity = nil
-	s.file.mu.Unlock()
+	if fb := s.fileBackend(); fb != nil {
+		fb.mu.Lock()
+		fb.identity = nil
+		fb.mu.Unlock()
+	}
 	return nil
 }
 
@@ -159,30 +156,30 @@ func (s *Store) Close() error {
 // "memory"). For "auto" it probes the keyring once, falling back to "file".
 func (s *Store) Backend() string { return s.backend().Name() }
 
-// backend resolves the configured choice to a backend; "auto" probes the
-// keyring once per Store and falls back to the encrypted file (see
-// warnFallback for when that is said).
+// backend resolves the configured choice to a backend; "auto" tries
+// autoOrder once per Store (see warnFallback for when a fallback is said).
 func (s *Store) backend() secretsBackend {
-	switch s.choice {
-	case BackendKeyring:
-		return s.keyring
-	case BackendFile:
-		return s.file
-	case BackendPlaintext:
-		return s.plain
-	case BackendMemory:
-		return s.mem
+	if b, ok := s.backends[s.choice]; ok {
+		return b
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.resolved != nil {
 		return s.resolved
 	}
-	if err := s.keyring.probe(s.probeTimeout); err != nil {
-		s.fallbackWhy = fallbackReason(err)
-		s.resolved = s.file
-	} else {
-		s.resolved = s.keyring
+	for i, name := range autoOrder {
+		b := s.backends[name]
+		p, ok := b.(prober)
+		if i == len(autoOrder)-1 || !ok {
+			s.resolved = b
+			break
+		}
+		if err := p.probe(s.probeTimeout); err != nil {
+			s.fallbackWhy = fallbackReason(err)
+			continue
+		}
+		s.resolved = b
+		break
 	}
 	return s.resolved
 }
@@ -195,29 +192,28 @@ func fallbackReason(err error) string {
 	return text.Safe(err.Error())
 }
 
-func (s *Store) backendByName(name string) secretsBackend {
-	switch name {
-	case BackendKeyring:
-		return s.keyring
-	case BackendFile:
-		return s.file
-	case BackendPlaintext:
-		return s.plain
-	case BackendMemory:
-		return s.mem
+// holder is the backend that holds a key's secrets: the one named in its
+// state, else the one in use.
+func (s *Store) holder(ks keyState) secretsBackend {
+	if b, ok := s.backends[ks.Secrets]; ok {
+		return b
 	}
-	return nil
+	return s.backend()
 }
 
 // prepare resolves the backend and, for the file backend, unwraps its
 // identity (the passphrase prompt and the slow derivation) before any lock is
-// taken, so no lock is ever held across a prompt.
+// taken, so no lock is ever held across a prompt; then a store of the
+// one-file layout has its secrets moved into per-key files.
 func (s *Store) prepare() (secretsBackend, error) {
 	b := s.backend()
 	if fb, ok := b.(*fileBackend); ok {
 		if _, err := fb.unlock(); err != nil {
 			return nil, err
 		}
+	}
+	if err := s.migrateSecrets(context.Background(), b); err != nil {
+		return nil, err
 	}
 	return b, nil
 }
@@ -236,12 +232,7 @@ func (s *Store) Unlock() error {
 
 // getSecrets reads a key's secrets from the backend that holds them.
 func (s *Store) getSecrets(label, id string, ks keyState) (keySecrets, error) {
-	b := s.backend()
-	if ks.Secrets != "" && ks.Secrets != b.Name() {
-		if old := s.backendByName(ks.Secrets); old != nil {
-			b = old
-		}
-	}
+	b := s.holder(ks)
 	sec, ok, err := b.Get(id)
 	if err != nil {
 		return keySecrets{}, err
@@ -255,19 +246,19 @@ func (s *Store) getSecrets(label, id string, ks keyState) (keySecrets, error) {
 	return sec, nil
 }
 
-// putSecrets writes a key's secrets to the backend in use (caller holds
-// store.lock) and records the backend's name in ks; when they lived in
-// another backend before, that copy is deleted.
+// putSecrets writes a key's secrets to the backend in use and records the
+// backend's name in ks; when they lived in another backend before, that
+// copy is deleted.
 func (s *Store) putSecrets(id string, ks *keyState, sec keySecrets) error {
 	b := s.backend()
 	if err := b.Set(id, sec); err != nil {
 		return err
 	}
-	if ks.Secrets != b.Name() && b == secretsBackend(s.file) {
+	if ks.Secrets != b.Name() && b.Name() == BackendFile {
 		s.warnFallback()
 	}
 	if ks.Secrets != "" && ks.Secrets != b.Name() {
-		if old := s.backendByName(ks.Secrets); old != nil {
+		if old, ok := s.backends[ks.Secrets]; ok {
 			_ = old.Delete(id) // best effort: the new copy is in place
 		}
 	}
@@ -276,69 +267,23 @@ func (s *Store) putSecrets(id string, ks *keyState, sec keySecrets) error {
 }
 
 func (s *Store) configPath() string { return configPath(s.configDir) }
-func (s *Store) statePath() string  { return statePath(s.stateDir) }
 func (s *Store) lockPath() string   { return filepath.Join(s.stateDir, lockFileName) }
 func (s *Store) refreshLockPath(id string) string {
 	return filepath.Join(s.stateDir, id+".refresh.lock")
 }
 
-// load reads config.toml and state.json as they are now (no lock: both are
-// replaced atomically, so a reader sees a whole file).
-func (s *Store) load() (*configFile, *stateFile, error) {
-	cfg, err := loadConfig(s.configPath())
-	if err != nil {
-		return nil, nil, err
-	}
-	st, err := loadState(s.statePath())
-	if err != nil {
-		return nil, nil, err
-	}
-	return cfg, st, nil
-}
-
-// dirty says which files an update changed.
-type dirty int
-
-const (
-	dirtyState dirty = 1 << iota
-	dirtyConfig
-)
-
-// update is the read-modify-write of config and state: it takes store.lock
-// (bounded by ctx, or defaultLockWait), re-reads both files, lets fn change
-// them (and the secrets), and writes what fn reports changed: state first,
-// config last, so a key appears only once all of it is in place.
-func (s *Store) update(ctx context.Context, fn func(cfg *configFile, st *stateFile) (dirty, error)) error {
-	ctx, cancel := lockContext(ctx)
-	defer cancel()
-	lk, err := acquireLock(ctx, s.lockPath())
-	if err != nil {
-		return err
-	}
-	defer lk.release()
-	cfg, st, err := s.load()
-	if err != nil {
-		return err
-	}
-	d, err := fn(cfg, st)
-	if err != nil {
-		return err
-	}
-	if d&dirtyState != 0 {
-		if err := saveState(s.statePath(), st); err != nil {
-			return err
+// secretDirs are the directories of per-key secret files.
+func (s *Store) secretDirs() []string {
+	var dirs []string
+	for _, row := range backendTable {
+		if d, ok := s.backends[row.name].(interface{ dataPath() string }); ok {
+			dirs = append(dirs, d.dataPath())
 		}
 	}
-	if d&dirtyConfig != 0 {
-		if err := saveConfig(s.configPath(), cfg); err != nil {
-			return err
-		}
-	}
-	return nil
+	return dirs
 }
 
-func makeKey(cfg *configFile, st *stateFile, e keyEntry) Key {
-	ks := st.Keys[e.ID]
+func makeKey(e keyEntry, ks keyState, def string) Key {
 	return Key{
 		ID:               e.ID,
 		Label:            e.Label,
@@ -347,58 +292,86 @@ func makeKey(cfg *configFile, st *stateFile, e keyEntry) Key {
 		RememberPassword: e.RememberPassword,
 		CreatedAt:        e.CreatedAt,
 		LastUsed:         ks.LastUsed,
-		Default:          cfg.Default != "" && cfg.Default == e.Label,
+		Default:          def != "" && def == e.Label,
 		Token:            ks.Token.Redacted(),
 		Masked:           ks.Masked,
 		LoggedOut:        ks.LoggedOut,
 	}
 }
 
-// Keys lists every key, sorted by label, with fresh metadata. It reads only
-// config.toml and state.json, never the secrets backend.
+// Keys lists every key, sorted by label, with fresh metadata. It reads
+// state.db's index (in label order) and never the secrets backend.
 func (s *Store) Keys() ([]Key, error) {
-	cfg, st, err := s.load()
-	if err != nil {
-		return nil, err
-	}
-	keys := make([]Key, 0, len(cfg.Keys))
-	for _, e := range cfg.Keys {
-		keys = append(keys, makeKey(cfg, st, e))
-	}
-	sort.Slice(keys, func(i, j int) bool { return keys[i].Label < keys[j].Label })
-	return keys, nil
+	var keys []Key
+	err := s.view(func(t *tx) (err error) {
+		keys, err = t.keys()
+		return err
+	})
+	return keys, err
 }
 
 // Key returns the key labelled label (ErrNotFound).
 func (s *Store) Key(label string) (Key, error) {
-	return s.keyWhere(label, func(cfg *configFile) (int, bool) { return cfg.byLabel(label) })
+	var k Key
+	err := s.view(func(t *tx) error {
+		e, ok, err := t.byLabel(label)
+		if err != nil {
+			return err
+		}
+		if !ok {
+			return notFoundError(label)
+		}
+		k, err = t.key(e, t.defaultLabel())
+		return err
+	})
+	return k, err
+}
+
+func (s *Store) keyByID(id, label string) (Key, error) {
+	var k Key
+	err := s.view(func(t *tx) error {
+		e, ok, err := t.byID(id)
+		if err != nil {
+			return err
+		}
+		if !ok {
+			return notFoundError(label)
+		}
+		k, err = t.key(e, t.defaultLabel())
+		return err
+	})
+	return k, err
 }
 
 // find returns the entry and state of the key labelled label.
-func (s *Store) find(label string) (keyEntry, keyState, error) {
-	cfg, st, err := s.load()
-	if err != nil {
-		return keyEntry{}, keyState{}, err
-	}
-	i, ok := cfg.byLabel(label)
-	if !ok {
-		return keyEntry{}, keyState{}, notFoundError(label)
-	}
-	return cfg.Keys[i], st.Keys[cfg.Keys[i].ID], nil
+func (s *Store) find(label string) (e keyEntry, ks keyState, err error) {
+	err = s.view(func(t *tx) error {
+		var ok bool
+		if e, ok, err = t.byLabel(label); err != nil {
+			return err
+		} else if !ok {
+			return notFoundError(label)
+		}
+		ks, err = t.state(e.ID)
+		return err
+	})
+	return e, ks, err
 }
 
 // findID is find by ID, for re-reads under a lock (a rename may have
 // happened meanwhile; label is only for the message).
-func (s *Store) findID(id, label string) (keyEntry, keyState, error) {
-	cfg, st, err := s.load()
-	if err != nil {
-		return keyEntry{}, keyState{}, err
-	}
-	i, ok := cfg.byID(id)
-	if !ok {
-		return keyEntry{}, keyState{}, notFoundError(label)
-	}
-	return cfg.Keys[i], st.Keys[id], nil
+func (s *Store) findID(id, label string) (e keyEntry, ks keyState, err error) {
+	err = s.view(func(t *tx) error {
+		var ok bool
+		if e, ok, err = t.byID(id); err != nil {
+			return err
+		} else if !ok {
+			return notFoundError(label)
+		}
+		ks, err = t.state(e.ID)
+		return err
+	})
+	return e, ks, err
 }
 
 // Resolve picks a key: label if given, else SHIPKEY_KEY, else the default key,
@@ -417,25 +390,35 @@ func (s *Store) Resolve(label string) (Key, error) {
 		}
 		return k, err
 	}
-	keys, err := s.Keys()
-	if err != nil {
-		return Key{}, err
-	}
-	if len(keys) == 0 {
-		return Key{}, &keyError{msg: "no API keys yet; get one: shipkey keys new", kind: ErrNoKeys}
-	}
-	for _, k := range keys {
-		if k.Default {
-			return k, nil
+	var k Key
+	err := s.view(func(t *tx) error {
+		def := t.defaultLabel()
+		if def != "" {
+			e, ok, err := t.byLabel(def)
+			if err != nil {
+				return err
+			}
+			if ok {
+				k, err = t.key(e, def)
+				return err
+			}
 		}
-	}
-	if len(keys) == 1 {
-		return keys[0], nil
-	}
-	return Key{}, &keyError{
-		msg:  "several keys and no default; name one (see: shipkey keys list) or choose a default: shipkey keys default <label>",
-		kind: ErrAmbiguous,
-	}
+		switch t.count(2) {
+		case 0:
+			return &keyError{msg: "no API keys yet; get one: shipkey keys new", kind: ErrNoKeys}
+		case 1:
+			keys, err := t.keys()
+			if err == nil {
+				k = keys[0]
+			}
+			return err
+		}
+		return &keyError{
+			msg:  "several keys and no default; name one (see: shipkey keys list) or choose a default: shipkey keys default <label>",
+			kind: ErrAmbiguous,
+		}
+	})
+	return k, err
 }
 
 // Create is "Get API Key": it validates, runs the password grant, and stores
@@ -457,12 +440,10 @@ func (s *Store) Create(ctx context.Context, nk NewKey) (Key, error) {
 	if nk.Password == "" {
 		return Key{}, errors.New("the password is empty")
 	}
-	cfg, err := loadConfig(s.configPath())
-	if err != nil {
-		return Key{}, err
-	}
-	if _, taken := cfg.byLabel(label); taken {
+	if _, err := s.Key(label); err == nil {
 		return Key{}, labelTakenError(label)
+	} else if !errors.Is(err, ErrNotFound) {
+		return Key{}, err
 	}
 	// Unlock the secrets backend before the grant: a locked backend must not
 	// cost a server session.
@@ -489,17 +470,21 @@ func (s *Store) Create(ctx context.Context, nk NewKey) (Key, error) {
 	}
 	sec.setTokens(ts)
 	wroteSecrets := false
-	err = s.update(ctx, func(cfg *configFile, st *stateFile) (dirty, error) {
-		if _, taken := cfg.byLabel(label); taken {
-			return 0, labelTakenError(label)
+	err = s.update(ctx, func(t *tx) error {
+		if _, taken, err := t.byLabel(label); err != nil {
+			return err
+		} else if taken {
+			return labelTakenError(label)
 		}
 		ks := keyState{Token: ts.Redacted(), Masked: text.Mask(ts.AccessToken)}
 		if err := s.putSecrets(id, &ks, sec); err != nil {
-			return 0, err
+			return err
 		}
 		wroteSecrets = true
-		st.Keys[id] = ks
-		cfg.Keys = append(cfg.Keys, keyEntry{
+		if err := t.putState(id, ks); err != nil {
+			return err
+		}
+		return t.addKeys(keyEntry{
 			ID:               id,
 			Label:            label,
 			Connection:       nk.Conn,
@@ -507,10 +492,6 @@ func (s *Store) Create(ctx context.Context, nk NewKey) (Key, error) {
 			RememberPassword: nk.RememberPassword,
 			CreatedAt:        s.now().UTC().Truncate(time.Second),
 		})
-		if len(cfg.Keys) == 1 {
-			cfg.Default = label
-		}
-		return dirtyState | dirtyConfig, nil
 	})
 	if err != nil {
 		if wroteSecrets {
@@ -522,7 +503,7 @@ func (s *Store) Create(ctx context.Context, nk NewKey) (Key, error) {
 		}
 		return Key{}, err
 	}
-	return s.Key(label)
+	return s.keyByID(id, label)
 }
 
 // Login gets a new token set for an existing key by the password grant. An
@@ -571,35 +552,22 @@ func (s *Store) Login(ctx context.Context, label, password string) (Key, error) 
 	return s.keyByID(e.ID, label)
 }
 
-func (s *Store) keyByID(id, label string) (Key, error) {
-	return s.keyWhere(label, func(cfg *configFile) (int, bool) { return cfg.byID(id) })
-}
-
-// keyWhere loads the files and returns the key that find picks; label names
-// it in the not-found error.
-func (s *Store) keyWhere(label string, find func(*configFile) (int, bool)) (Key, error) {
-	cfg, st, err := s.load()
-	if err != nil {
-		return Key{}, err
-	}
-	i, ok := find(cfg)
-	if !ok {
-		return Key{}, notFoundError(label)
-	}
-	return makeKey(cfg, st, cfg.Keys[i]), nil
-}
-
-// persist stores a new token set for key e (its secrets and metadata) under
-// store.lock; the new refresh token replaces the old one.
+// persist stores a new token set for key e (its secrets and metadata) in one
+// state.db transaction; the new refresh token replaces the old one.
 func (s *Store) persist(ctx context.Context, e keyEntry, ts *auth.TokenSet, sec keySecrets, markUsed bool) error {
 	sec.setTokens(ts)
-	return s.update(context.WithoutCancel(ctx), func(cfg *configFile, st *stateFile) (dirty, error) {
-		if _, ok := cfg.byID(e.ID); !ok {
-			return 0, notFoundError(e.Label)
+	return s.write(context.WithoutCancel(ctx), func(t *tx) error {
+		if _, ok, err := t.byID(e.ID); err != nil {
+			return err
+		} else if !ok {
+			return notFoundError(e.Label)
 		}
-		ks := st.Keys[e.ID]
+		ks, err := t.state(e.ID)
+		if err != nil {
+			return err
+		}
 		if err := s.putSecrets(e.ID, &ks, sec); err != nil {
-			return 0, err
+			return err
 		}
 		ks.Token = ts.Redacted()
 		ks.Masked = text.Mask(ts.AccessToken)
@@ -607,24 +575,38 @@ func (s *Store) persist(ctx context.Context, e keyEntry, ts *auth.TokenSet, sec 
 		if markUsed {
 			ks.LastUsed = s.now()
 		}
-		st.Keys[e.ID] = ks
-		return dirtyState, nil
+		return t.putState(e.ID, ks)
+	})
+}
+
+// changeState changes the state record of the key with id (label for the
+// message) in one state.db transaction; a key gone meanwhile is ErrNotFound.
+func (s *Store) changeState(ctx context.Context, id, label string, fn func(ks *keyState) error) error {
+	return s.write(context.WithoutCancel(ctx), func(t *tx) error {
+		if _, ok, err := t.byID(id); err != nil {
+			return err
+		} else if !ok {
+			return notFoundError(label)
+		}
+		ks, err := t.state(id)
+		if err != nil {
+			return err
+		}
+		if err := fn(&ks); err != nil {
+			return err
+		}
+		return t.putState(id, ks)
 	})
 }
 
 // MarkUsed sets the key's Last Used to now (the token was copied or printed).
+// It writes that key's state record and nothing else.
 func (s *Store) MarkUsed(label string) error {
-	return s.update(context.Background(), func(cfg *configFile, st *stateFile) (dirty, error) {
-		i, ok := cfg.byLabel(label)
-		if !ok {
-			return 0, notFoundError(label)
-		}
-		id := cfg.Keys[i].ID
-		ks := st.Keys[id]
-		ks.LastUsed = s.now()
-		st.Keys[id] = ks
-		return dirtyState, nil
-	})
+	e, _, err := s.find(label)
+	if err != nil {
+		return err
+	}
+	return s.markUsedID(context.Background(), e)
 }
 
 // Logout ends the key's session at the server (auth.Client.EndSession:
@@ -654,19 +636,14 @@ func (s *Store) Logout(ctx context.Context, label string) (auth.EndResult, error
 	}
 	res, serverErr := s.endSession(ctx, e, ks, sec)
 	sec.setTokens(nil)
-	err = s.update(context.WithoutCancel(ctx), func(cfg *configFile, st *stateFile) (dirty, error) {
-		if _, ok := cfg.byID(e.ID); !ok {
-			return 0, notFoundError(e.Label)
-		}
-		ks := st.Keys[e.ID]
-		if err := s.putSecrets(e.ID, &ks, sec); err != nil {
-			return 0, err
+	err = s.changeState(ctx, e.ID, e.Label, func(ks *keyState) error {
+		if err := s.putSecrets(e.ID, ks, sec); err != nil {
+			return err
 		}
 		ks.Token = auth.TokenSet{}
 		ks.Masked = ""
 		ks.LoggedOut = true
-		st.Keys[e.ID] = ks
-		return dirtyState, nil
+		return nil
 	})
 	if err != nil {
 		return res, err
@@ -687,48 +664,50 @@ func (s *Store) endSession(ctx context.Context, e keyEntry, ks keyState, sec key
 // its refusal is returned beside what it did. When the backend holding the
 // secrets is gone (ErrBackendMissing) the key is removed anyway and a warning
 // says so; a locked backend is an error and nothing is removed.
+//
+// Its secrets and state go first, in one transaction; then its [[keys]]
+// table: a crash in between leaves the key listed without secrets (remove
+// it again), never a config.toml that lacks keys whose state is kept.
 func (s *Store) Remove(ctx context.Context, label string) (auth.EndResult, error) {
 	e, ks, err := s.find(label)
 	if err != nil {
 		return auth.EndResult{}, err
 	}
-	b := s.backend()
-	if ks.Secrets != "" {
-		if old := s.backendByName(ks.Secrets); old != nil {
-			b = old
-		}
-	}
+	b := s.holder(ks)
 	if fb, ok := b.(*fileBackend); ok {
-		if _, err := os.Stat(fb.dataPath()); err == nil {
+		if fileExists(fb.dataPath()) || fileExists(fb.legacyPath()) {
 			if _, err := fb.unlock(); err != nil {
 				return auth.EndResult{}, err
 			}
 		}
+	}
+	if err := s.migrateSecrets(ctx, b); err != nil {
+		return auth.EndResult{}, err
 	}
 	var res auth.EndResult
 	var serverErr error
 	if sec, ok, err := b.Get(e.ID); err == nil && ok {
 		res, serverErr = s.endSession(ctx, e, ks, sec)
 	}
-	err = s.update(context.WithoutCancel(ctx), func(cfg *configFile, st *stateFile) (dirty, error) {
-		i, ok := cfg.byID(e.ID)
-		if !ok {
-			return 0, notFoundError(label)
+	ctx = context.WithoutCancel(ctx)
+	err = s.update(ctx, func(t *tx) error {
+		if _, ok, err := t.byID(e.ID); err != nil {
+			return err
+		} else if !ok {
+			return notFoundError(label)
 		}
 		if err := b.Delete(e.ID); err != nil {
 			if !errors.Is(err, ErrBackendMissing) {
-				return 0, err
+				return err
 			}
 			fmt.Fprintf(s.warn, "shipkey: warning: the secrets of key %s could not be deleted from the %s backend: %v\n",
 				quoteLabel(label), b.Name(), err)
 		}
-		if cfg.Default == cfg.Keys[i].Label {
-			cfg.Default = ""
-		}
-		cfg.Keys = append(cfg.Keys[:i], cfg.Keys[i+1:]...)
-		delete(st.Keys, e.ID)
-		return dirtyState | dirtyConfig, nil
+		return t.deleteState(e.ID)
 	})
+	if err == nil {
+		err = s.update(ctx, func(t *tx) error { return t.removeKey(e.ID) })
+	}
 	if err != nil {
 		return res, err
 	}
@@ -743,53 +722,63 @@ func (s *Store) Rename(label, newLabel string) error {
 	if err != nil {
 		return err
 	}
-	return s.update(context.Background(), func(cfg *configFile, st *stateFile) (dirty, error) {
-		i, ok := cfg.byLabel(label)
+	return s.update(context.Background(), func(t *tx) error {
+		e, ok, err := t.byLabel(label)
+		if err != nil {
+			return err
+		}
 		if !ok {
-			return 0, notFoundError(label)
+			return notFoundError(label)
 		}
 		if nl == label {
-			return 0, nil
+			return nil
 		}
-		if _, taken := cfg.byLabel(nl); taken {
-			return 0, labelTakenError(nl)
+		if _, taken, err := t.byLabel(nl); err != nil {
+			return err
+		} else if taken {
+			return labelTakenError(nl)
 		}
-		cfg.Keys[i].Label = nl
-		if cfg.Default == label {
-			cfg.Default = nl
-		}
-		return dirtyConfig, nil
+		return t.renameKey(e.ID, nl)
 	})
 }
 
 // SetDefault makes label the default key.
 func (s *Store) SetDefault(label string) error {
-	return s.update(context.Background(), func(cfg *configFile, st *stateFile) (dirty, error) {
-		if _, ok := cfg.byLabel(label); !ok {
-			return 0, notFoundError(label)
+	return s.update(context.Background(), func(t *tx) error {
+		if _, ok, err := t.byLabel(label); err != nil {
+			return err
+		} else if !ok {
+			return notFoundError(label)
 		}
-		cfg.Default = label
-		return dirtyConfig, nil
+		return t.setDefault(label)
 	})
 }
 
 // Connections lists the distinct connections of all keys: the issuers whose
-// signatures shipkey may verify. It is empty when config.toml cannot be read.
+// signatures shipkey may verify. It is empty when the store cannot be read.
 func (s *Store) Connections() []auth.Connection {
-	cfg, err := loadConfig(s.configPath())
-	if err != nil {
-		return nil
-	}
-	seen := map[string]bool{}
 	var conns []auth.Connection
-	for _, e := range cfg.Keys {
-		id, _ := json.Marshal(e.Connection)
-		if seen[string(id)] {
-			continue
+	_ = s.view(func(t *tx) error {
+		b := t.bucket(bucketEntries)
+		if b == nil {
+			return nil
 		}
-		seen[string(id)] = true
-		conns = append(conns, e.Connection)
-	}
+		seen := map[string]bool{}
+		c := b.Cursor()
+		for k, v := c.First(); k != nil; k, v = c.Next() {
+			e, err := t.ed.decode(v)
+			if err != nil {
+				continue
+			}
+			id, _ := json.Marshal(e.Connection)
+			if seen[string(id)] {
+				continue
+			}
+			seen[string(id)] = true
+			conns = append(conns, e.Connection)
+		}
+		return nil
+	})
 	return conns
 }
 
@@ -809,86 +798,48 @@ func (s *Store) ClientSecret(label string) (string, error) {
 	return sec.ClientSecret, nil
 }
 
-// Settings returns the preferences, read afresh from config.toml (as read by
-// Open when the file cannot be read now).
+// Settings returns the preferences of config.toml as it is now. They are
+// cached by the file's fingerprint: a call costs a stat unless the file
+// changed. When it cannot be read now, the last settings read are returned.
 func (s *Store) Settings() Settings {
-	cfg, err := loadConfig(s.configPath())
+	set, err := s.readSettings()
 	if err != nil {
+		s.mu.Lock()
+		defer s.mu.Unlock()
 		return s.settings
 	}
-	return cfg.settings()
+	return set
+}
+
+func (s *Store) readSettings() (Settings, error) {
+	fp, err := configFingerprint(s.configPath())
+	if err != nil {
+		return Settings{}, err
+	}
+	s.mu.Lock()
+	if s.settingsFP == fp {
+		set := s.settings
+		s.mu.Unlock()
+		return set, nil
+	}
+	s.mu.Unlock()
+	var set Settings
+	err = s.view(func(t *tx) error {
+		if t.btx == nil {
+			set = newConfigFile().settings()
+		} else {
+			set = t.settings()
+		}
+		return nil
+	})
+	if err != nil {
+		return Settings{}, err
+	}
+	s.mu.Lock()
+	s.settingsFP, s.settings = fp, set
+	s.mu.Unlock()
+	return set, nil
 }
 
 // Paths returns the config and state directories in use.
 func (s *Store) Paths() (configDir, stateDir string) { return s.configDir, s.stateDir }
-
-// --- labels, ids and errors ----------------------------------------------------
-
-var errNoAuth = errors.New("store opened without an auth client: token operations are unavailable")
-
-// cleanLabel trims a label and checks it: non-empty, at most MaxLabelLen
-// runes, valid UTF-8, no control or bidi characters.
-func cleanLabel(l string) (string, error) {
-	l = strings.TrimSpace(l)
-	switch {
-	case l == "":
-		return "", errors.New("the label is empty; choose a name for the key")
-	case !utf8.ValidString(l) || text.Safe(l) != l:
-		return "", fmt.Errorf("the label %s contains control characters; choose another", quoteLabel(l))
-	case utf8.RuneCountInString(l) > MaxLabelLen:
-		return "", fmt.Errorf("the label is longer than %d characters; choose a shorter one", MaxLabelLen)
-	}
-	return l, nil
-}
-
-func newID() (string, error) {
-	var b [8]byte
-	if _, err := rand.Read(b[:]); err != nil {
-		return "", err
-	}
-	return hex.EncodeToString(b[:]), nil
-}
-
-// keyError is a sentinel with a message that says what to do.
-type keyError struct {
-	msg  string
-	kind error
-}
-
-func (e *keyError) Error() string { return e.msg }
-func (e *keyError) Unwrap() error { return e.kind }
-
-func notFoundError(label string) error {
-	return &keyError{msg: fmt.Sprintf("no key labelled %s; see: shipkey keys list", quoteLabel(label)), kind: ErrNotFound}
-}
-
-func labelTakenError(label string) error {
-	return &keyError{msg: fmt.Sprintf("the label %s is already in use; choose another (see: shipkey keys list)", quoteLabel(label)), kind: ErrLabelTaken}
-}
-
-// quoteLabel quotes untrusted label text for a message: Go-quoted, so that
-// control characters show as escapes, and sanitized.
-func quoteLabel(l string) string { return text.Safe(strconv.Quote(l)) }
-
-// LoginNeededError says that only a new login can give the key a token. It
-// matches ErrLoginNeeded and the auth error that showed it (so
-// auth.KindOf(err) is auth.KindLoginRequired when the refresh token expired or
-// its session ended).
-type LoginNeededError struct {
-	Label string // the key's label, raw (Error sanitizes it)
-	Why   string // short reason, e.g. "the refresh token expired"
-	Err   error  // the auth error, or nil
-}
-
-func (e *LoginNeededError) Error() string {
-	return fmt.Sprintf("key %s: login needed (%s); run: shipkey login %s",
-		text.Safe(e.Label), text.Safe(e.Why), text.ShellQuote(e.Label))
-}
-
-// Unwrap returns ErrLoginNeeded and the cause.
-func (e *LoginNeededError) Unwrap() []error {
-	if e.Err == nil {
-		return []error{ErrLoginNeeded}
-	}
-	return []error{ErrLoginNeeded, e.Err}
-}

@@ -1,0 +1,750 @@
+package store
+
+import (
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	bolt "go.etcd.io/bbolt"
+	berrors "go.etcd.io/bbolt/errors"
+)
+
+// state.db (bbolt) is the store's index and its volatile state, so that a
+// call costs the same with one key or 100,000:
+//
+//	meta     version, the fingerprint of the config.toml the index was built
+//	         from, the default label, the settings
+//	entries  label -> the key's definition (a copy of its [[keys]] table)
+//	ids      key ID -> label
+//	state    key ID -> last used, redacted token timing, masked token,
+//	         logged-out flag, secrets backend (never a secret)
+//
+// config.toml stays the human-readable, hand-editable source of truth for
+// keys and settings: entries, ids and the settings are rebuilt from it, under
+// store.lock, whenever its fingerprint (size, mtime, inode, and a hash of the
+// content while it is small) differs from the recorded one. `shipkey token`
+// thus costs a stat, a B-tree lookup and one record read, and never parses
+// a large config.toml. bbolt's file lock makes every transaction atomic
+// across processes (one writer, or many readers) and its copy-on-write pages
+// with checksummed meta pages mean a torn write never loses a key.
+//
+// No secret is ever written to state.db: deleted bbolt pages keep old bytes,
+// and secrets must be gone from the disk's files once a key is removed.
+
+const (
+	dbFileName = "state.db"
+	dbVersion  = "2" // state.json was version 1
+)
+
+var (
+	bucketMeta    = []byte("meta")
+	bucketEntries = []byte("entries")
+	bucketIDs     = []byte("ids")
+	bucketState   = []byte("state")
+
+	metaVersion  = []byte("version")
+	metaConfig   = []byte("config")
+	metaDefault  = []byte("default")
+	metaSettings = []byte("settings")
+)
+
+// errStale: the index does not match config.toml (or the store is not
+// migrated yet); the reader must rebuild it under store.lock and retry.
+var errStale = errors.New("index is stale")
+
+// fpAbsent is the fingerprint of a missing config.toml.
+const fpAbsent = "absent"
+
+// smallConfig is the size up to which the fingerprint hashes the content:
+// cheap, and it catches an edit that keeps size and mtime.
+const smallConfig = 64 << 10
+
+// configFingerprint identifies config.toml's content without parsing it.
+func configFingerprint(path string) (string, error) {
+	f, err := os.Open(path)
+	if errors.Is(err, os.ErrNotExist) {
+		return fpAbsent, nil
+	}
+	if err != nil {
+		return "", fileError("read", path, err)
+	}
+	defer f.Close()
+	fi, err := f.Stat()
+	if err != nil {
+		return "", fileError("read", path, err)
+	}
+	b := make([]byte, 0, 96)
+	b = strconv.AppendInt(b, fi.Size(), 10)
+	b = append(b, ':')
+	b = strconv.AppendInt(b, fi.ModTime().UnixNano(), 10)
+	b = append(b, ':')
+	b = strconv.AppendUint(b, fileIdentity(fi), 10)
+	if fi.Size() <= smallConfig {
+		data := make([]byte, fi.Size()+1)
+		n, _ := f.ReadAt(data, 0)
+		sum := sha256.Sum256(data[:n])
+		b = append(b, ':')
+		b = hex.AppendEncode(b, sum[:12])
+	}
+	return string(b), nil
+}
+
+func (s *Store) dbPath() string { return filepath.Join(s.stateDir, dbFileName) }
+
+// dbLocks orders this process's goroutines on one state.db before they
+// contend for its file lock (bbolt polls a held lock every 50 ms).
+var dbLocks sync.Map // path -> *sync.RWMutex
+
+// openDB opens state.db for one transaction: shared for reading, exclusive
+// for writing; the wait for another process is bounded by ctx (or
+// defaultLockWait). A missing file is os.ErrNotExist when reading.
+func (s *Store) openDB(ctx context.Context, write bool) (*bolt.DB, func(), error) {
+	path := s.dbPath()
+	v, _ := dbLocks.LoadOrStore(path, new(sync.RWMutex))
+	mu := v.(*sync.RWMutex)
+	if write {
+		if err := ensureDir(s.stateDir); err != nil {
+			return nil, nil, err
+		}
+		mu.Lock()
+	} else {
+		fi, err := os.Stat(path)
+		if err != nil {
+			if errors.Is(err, os.ErrNotExist) {
+				return nil, nil, os.ErrNotExist
+			}
+			return nil, nil, fileError("read", path, err)
+		}
+		if fi.Size() == 0 {
+			return nil, nil, os.ErrNotExist // being created: wait for its creator under store.lock
+		}
+		mu.RLock()
+	}
+	unlock := func() {
+		if write {
+			mu.Unlock()
+		} else {
+			mu.RUnlock()
+		}
+	}
+	wait := defaultLockWait
+	if d, ok := ctx.Deadline(); ok {
+		wait = max(time.Until(d), time.Millisecond)
+	}
+	db, err := bolt.Open(path, filePerm, &bolt.Options{Timeout: wait, ReadOnly: !write})
+	if err != nil {
+		unlock()
+		switch {
+		case errors.Is(err, berrors.ErrTimeout):
+			return nil, nil, lockWaitError(path, context.DeadlineExceeded)
+		case errors.Is(err, os.ErrNotExist):
+			return nil, nil, os.ErrNotExist
+		case errors.Is(err, berrors.ErrInvalid), errors.Is(err, berrors.ErrChecksum), errors.Is(err, berrors.ErrVersionMismatch):
+			return nil, nil, corruptError(path, 0, "not a shipkey state database ("+err.Error()+")")
+		}
+		return nil, nil, fileError("open", path, err)
+	}
+	return db, func() { _ = db.Close(); unlock() }, nil
+}
+
+// tx is one transaction on the store: state.db's index and state, and
+// config.toml, parsed only when a change needs it (under store.lock).
+type tx struct {
+	s   *Store
+	btx *bolt.Tx // nil: an empty store with nothing on disk yet
+
+	locked        bool        // store.lock is held: config.toml may change
+	migratingFrom string      // the legacy state file being migrated, for messages
+	cfg           *configFile // parsed config.toml, once needed
+	cfgDirty      bool
+
+	ed entryDecoder
+	sd stateDecoder
+}
+
+func (t *tx) bucket(name []byte) *bolt.Bucket {
+	if t.btx == nil {
+		return nil
+	}
+	return t.btx.Bucket(name)
+}
+
+func (t *tx) damaged(what string) error {
+	return corruptError(t.s.dbPath(), 0, "damaged record ("+what+")")
+}
+
+func (t *tx) meta(key []byte) []byte {
+	if b := t.bucket(bucketMeta); b != nil {
+		return b.Get(key)
+	}
+	return nil
+}
+
+// fresh reports whether the index was built from the config.toml with
+// fingerprint fp, by this version.
+func (t *tx) fresh(fp string) bool {
+	return string(t.meta(metaVersion)) == dbVersion && string(t.meta(metaConfig)) == fp
+}
+
+func (t *tx) byLabel(label string) (keyEntry, bool, error) {
+	b := t.bucket(bucketEntries)
+	if b == nil {
+		return keyEntry{}, false, nil
+	}
+	v := b.Get([]byte(label))
+	if v == nil {
+		return keyEntry{}, false, nil
+	}
+	e, err := t.ed.decode(v)
+	if err != nil {
+		return keyEntry{}, false, t.damaged("key " + quoteLabel(label))
+	}
+	return e, true, nil
+}
+
+func (t *tx) byID(id string) (keyEntry, bool, error) {
+	b := t.bucket(bucketIDs)
+	if b == nil {
+		return keyEntry{}, false, nil
+	}
+	label := b.Get([]byte(id))
+	if label == nil {
+		return keyEntry{}, false, nil
+	}
+	return t.byLabel(string(label))
+}
+
+func (t *tx) state(id string) (keyState, error) {
+	b := t.bucket(bucketState)
+	if b == nil {
+		return keyState{}, nil
+	}
+	v := b.Get([]byte(id))
+	if v == nil {
+		return keyState{}, nil
+	}
+	ks, err := t.sd.decode(v)
+	if err != nil {
+		return keyState{}, t.damaged("state of key id " + quoteLabel(id))
+	}
+	return ks, nil
+}
+
+func (t *tx) putState(id string, ks keyState) error {
+	ks.Token = ks.Token.Redacted()
+	b, err := t.btx.CreateBucketIfNotExists(bucketState)
+	if err != nil {
+		return err
+	}
+	return b.Put([]byte(id), encodeState(ks))
+}
+
+func (t *tx) deleteState(id string) error {
+	if b := t.bucket(bucketState); b != nil {
+		return b.Delete([]byte(id))
+	}
+	return nil
+}
+
+func (t *tx) defaultLabel() string { return string(t.meta(metaDefault)) }
+
+// key makes the Key of entry e.
+func (t *tx) key(e keyEntry, def string) (Key, error) {
+	ks, err := t.state(e.ID)
+	if err != nil {
+		return Key{}, err
+	}
+	return makeKey(e, ks, def), nil
+}
+
+// count returns the number of keys, up to limit.
+func (t *tx) count(limit int) int {
+	b := t.bucket(bucketEntries)
+	if b == nil {
+		return 0
+	}
+	n := 0
+	c := b.Cursor()
+	for k, _ := c.First(); k != nil && n < limit; k, _ = c.Next() {
+		n++
+	}
+	return n
+}
+
+// keys returns every key in label order. Entries are read in label order
+// and states in id order, each by one sequential cursor walk, and joined by
+// sorting positions by id: a B-tree search per key would cost twice as much
+// at 100,000 keys.
+func (t *tx) keys() ([]Key, error) {
+	b := t.bucket(bucketEntries)
+	if b == nil {
+		return []Key{}, nil
+	}
+	def := t.defaultLabel()
+	keys := make([]Key, 0, b.Stats().KeyN)
+	c := b.Cursor()
+	for k, v := c.First(); k != nil; k, v = c.Next() {
+		e, err := t.ed.decode(v)
+		if err != nil {
+			return nil, t.damaged("key " + quoteLabel(string(k)))
+		}
+		keys = append(keys, makeKey(e, keyState{}, def))
+	}
+	st := t.bucket(bucketState)
+	if st == nil || len(keys) == 0 {
+		return keys, nil
+	}
+	byID := make([]int32, len(keys))
+	for i := range byID {
+		byID[i] = int32(i)
+	}
+	slices.SortFunc(byID, func(a, b int32) int { return strings.Compare(keys[a].ID, keys[b].ID) })
+	sc := st.Cursor()
+	k, v := sc.First()
+	for _, i := range byID {
+		id := keys[i].ID
+		for k != nil && string(k) < id {
+			k, v = sc.Next()
+		}
+		if k == nil {
+			break
+		}
+		if string(k) != id {
+			continue
+		}
+		ks, err := t.sd.decode(v)
+		if err != nil {
+			return nil, t.damaged("state of key " + quoteLabel(keys[i].Label))
+		}
+		keys[i].LastUsed = ks.LastUsed
+		keys[i].Token = ks.Token.Redacted()
+		keys[i].Masked = ks.Masked
+		keys[i].LoggedOut = ks.LoggedOut
+	}
+	return keys, nil
+}
+
+// settingsRecord is the settings part of config.toml as the index keeps it.
+type settingsRecord struct {
+	Secrets        string `json:"secrets,omitempty"`
+	ClipboardClear string `json:"clipboard_clear,omitempty"`
+	AutoRefresh    *bool  `json:"auto_refresh,omitempty"`
+}
+
+func (t *tx) settings() Settings {
+	c := &configFile{}
+	if v := t.meta(metaSettings); v != nil {
+		var r settingsRecord
+		if json.Unmarshal(v, &r) == nil {
+			c.Secrets, c.ClipboardClear, c.AutoRefresh = r.Secrets, r.ClipboardClear, r.AutoRefresh
+		}
+	}
+	return c.settings()
+}
+
+// --- rebuilding the index from config.toml -------------------------------------
+
+// reindex rebuilds entries, ids, the default and the settings from
+// config.toml (caller holds store.lock). A config.toml without keys while
+// the store holds some keys' state or secrets is an error: it was emptied or
+// truncated, and writing anything now would orphan every key.
+func (t *tx) reindex(fp string) error {
+	path := t.s.configPath()
+	cfg, err := loadConfig(path)
+	if err != nil {
+		if emptied, _ := configEmptied(path); emptied {
+			if ierr := t.integrity(path); ierr != nil {
+				return ierr
+			}
+		}
+		return err
+	}
+	if len(cfg.Keys) == 0 {
+		if err := t.integrity(path); err != nil {
+			return err
+		}
+	}
+	for _, name := range [][]byte{bucketEntries, bucketIDs} {
+		if t.btx.Bucket(name) != nil {
+			if err := t.btx.DeleteBucket(name); err != nil {
+				return err
+			}
+		}
+	}
+	entries, err := t.btx.CreateBucket(bucketEntries)
+	if err != nil {
+		return err
+	}
+	ids, err := t.btx.CreateBucket(bucketIDs)
+	if err != nil {
+		return err
+	}
+	entries.FillPercent = 0.9 // mostly appended in label order
+	for _, e := range cfg.Keys {
+		if err := entries.Put([]byte(e.Label), encodeEntry(e)); err != nil {
+			return err
+		}
+		if err := ids.Put([]byte(e.ID), []byte(e.Label)); err != nil {
+			return err
+		}
+	}
+	t.cfg = cfg
+	return t.putConfigMeta(fp)
+}
+
+// putConfigMeta records the default, the settings and the fingerprint of
+// the config.toml that t.cfg now is.
+func (t *tx) putConfigMeta(fp string) error {
+	meta, err := t.btx.CreateBucketIfNotExists(bucketMeta)
+	if err != nil {
+		return err
+	}
+	set, err := json.Marshal(settingsRecord{Secrets: t.cfg.Secrets, ClipboardClear: t.cfg.ClipboardClear, AutoRefresh: t.cfg.AutoRefresh})
+	if err != nil {
+		return err
+	}
+	for k, v := range map[string][]byte{string(metaDefault): []byte(t.cfg.Default), string(metaSettings): set, string(metaConfig): []byte(fp)} {
+		if err := meta.Put([]byte(k), v); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// configEmptied reports whether config.toml is present but holds nothing: empty,
+// blank, comments only, or the JSON null a broken writer leaves.
+func configEmptied(path string) (bool, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return false, err
+	}
+	for _, line := range bytes.Split(data, []byte("\n")) {
+		line = bytes.TrimSpace(line)
+		if len(line) == 0 || line[0] == '#' || bytes.Equal(line, []byte("null")) || len(bytes.Trim(line, "\x00")) == 0 {
+			continue
+		}
+		return false, nil
+	}
+	return true, nil
+}
+
+// integrity is the check of a config.toml without keys: it must not sit beside
+// state or secrets of keys it lacks.
+func (t *tx) integrity(cfgPath string) error {
+	n := 0
+	if b := t.bucket(bucketState); b != nil {
+		// A cursor, not Stats: it sees this transaction's own writes too.
+		c := b.Cursor()
+		for k, _ := c.First(); k != nil; k, _ = c.Next() {
+			n++
+		}
+	}
+	other := displayPath(t.s.dbPath())
+	if t.migratingFrom != "" {
+		other = displayPath(t.migratingFrom)
+	}
+	_, statErr := os.Stat(cfgPath)
+	if n == 0 {
+		if statErr != nil {
+			return nil // no config.toml at all: a new store
+		}
+		for _, dir := range t.s.secretDirs() {
+			if c := countSecretFiles(dir); c > 0 {
+				n, other = c, displayPath(dir)
+				break
+			}
+		}
+	}
+	if n == 0 {
+		return nil
+	}
+	what := "holds no keys"
+	if statErr != nil {
+		what = "is missing"
+	}
+	return fmt.Errorf("%s %s, but %s holds the data of %d %s: the config was emptied or cut short; "+
+		"restore %s from a backup, or move %s away to start over (nothing was changed)",
+		displayPath(cfgPath), what, other, n, plural(n, "key", "keys"), configFileName, displayPath(t.s.stateDir))
+}
+
+func plural(n int, one, many string) string {
+	if n == 1 {
+		return one
+	}
+	return many
+}
+
+// --- reading and writing ------------------------------------------------------
+
+// view runs fn on a read-only transaction over an index that matches
+// config.toml, rebuilding it first (under store.lock) when it does not.
+func (s *Store) view(fn func(t *tx) error) error {
+	for attempt := 0; ; attempt++ {
+		fp, err := configFingerprint(s.configPath())
+		if err != nil {
+			return err
+		}
+		db, done, err := s.openDB(context.Background(), false)
+		if errors.Is(err, os.ErrNotExist) {
+			if fp == fpAbsent && !s.hasLegacyFiles() {
+				return fn(&tx{s: s}) // an empty store: nothing on disk yet
+			}
+			err = errStale
+		} else if err != nil {
+			return err
+		} else {
+			err = db.View(func(btx *bolt.Tx) error {
+				t := &tx{s: s, btx: btx}
+				if !t.fresh(fp) {
+					return errStale
+				}
+				return fn(t)
+			})
+			done()
+		}
+		if !errors.Is(err, errStale) {
+			return err
+		}
+		if attempt == 3 {
+			return fmt.Errorf("%s keeps changing; try again", displayPath(s.configPath()))
+		}
+		if err := s.ensure(context.Background()); err != nil {
+			return err
+		}
+	}
+}
+
+// write runs fn on a read-write transaction (state changes: Last Used,
+// tokens, logout). It does not take store.lock: bbolt's own lock orders
+// writers. When the index is stale it is rebuilt first.
+func (s *Store) write(ctx context.Context, fn func(t *tx) error) error {
+	ctx, cancel := lockContext(ctx)
+	defer cancel()
+	for attempt := 0; ; attempt++ {
+		err := s.txn(ctx, false, fn)
+		if !errors.Is(err, errStale) {
+			return err
+		}
+		if attempt == 3 {
+			return fmt.Errorf("%s keeps changing; try again", displayPath(s.configPath()))
+		}
+		if err := s.ensure(ctx); err != nil {
+			return err
+		}
+	}
+}
+
+// update is write under store.lock, for changes of config.toml (new,
+// renamed, removed keys, the default).
+func (s *Store) update(ctx context.Context, fn func(t *tx) error) error {
+	ctx, cancel := lockContext(ctx)
+	defer cancel()
+	lk, err := s.lockStore(ctx)
+	if err != nil {
+		return err
+	}
+	defer lk.release()
+	return s.txn(ctx, true, fn)
+}
+
+// lockStore takes store.lock and sweeps what killed processes left behind.
+func (s *Store) lockStore(ctx context.Context) (*fileLock, error) {
+	lk, err := acquireLock(ctx, s.lockPath())
+	if err != nil {
+		return nil, err
+	}
+	sweepTemp(append([]string{s.configDir, s.stateDir}, s.secretDirs()...)...)
+	return lk, nil
+}
+
+// ensure brings state.db in step with config.toml (and migrates a store of
+// the one-file layout) under store.lock.
+func (s *Store) ensure(ctx context.Context) error {
+	ctx, cancel := lockContext(ctx)
+	defer cancel()
+	lk, err := s.lockStore(ctx)
+	if err != nil {
+		return err
+	}
+	defer lk.release()
+	return s.txn(ctx, true, func(*tx) error { return nil })
+}
+
+// txn is one read-write transaction. With locked (store.lock held) a stale
+// index is rebuilt and a legacy store migrated in the same transaction, and
+// fn may change config.toml: it is written before the transaction commits,
+// so a crash in between leaves an index that the next process rebuilds.
+func (s *Store) txn(ctx context.Context, locked bool, fn func(t *tx) error) error {
+	fp, err := configFingerprint(s.configPath())
+	if err != nil {
+		return err
+	}
+	db, done, err := s.openDB(ctx, true)
+	if err != nil {
+		return err
+	}
+	defer done()
+	var migrated []string
+	err = db.Update(func(btx *bolt.Tx) error {
+		t := &tx{s: s, btx: btx, locked: locked}
+		if !t.fresh(fp) {
+			if !locked {
+				return errStale
+			}
+			var err error
+			if migrated, err = t.migrate(); err != nil {
+				return err
+			}
+			if string(t.meta(metaConfig)) != fp || len(migrated) > 0 {
+				if err := t.reindex(fp); err != nil {
+					return err
+				}
+			}
+		}
+		if err := fn(t); err != nil {
+			return err
+		}
+		if t.cfgDirty {
+			if err := saveConfig(s.configPath(), t.cfg); err != nil {
+				return err
+			}
+			fp, err := configFingerprint(s.configPath())
+			if err != nil {
+				return err
+			}
+			return t.putConfigMeta(fp)
+		}
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	if len(migrated) > 0 {
+		s.finishMigration(migrated)
+	}
+	return nil
+}
+
+// --- config changes -------------------------------------------------------------
+
+// config parses config.toml for a change (caller holds store.lock).
+func (t *tx) config() (*configFile, error) {
+	if !t.locked {
+		panic("store: config change without store.lock")
+	}
+	if t.cfg == nil {
+		cfg, err := loadConfig(t.s.configPath())
+		if err != nil {
+			return nil, err
+		}
+		t.cfg = cfg
+	}
+	return t.cfg, nil
+}
+
+func (t *tx) putEntry(e keyEntry) error {
+	entries, err := t.btx.CreateBucketIfNotExists(bucketEntries)
+	if err != nil {
+		return err
+	}
+	ids, err := t.btx.CreateBucketIfNotExists(bucketIDs)
+	if err != nil {
+		return err
+	}
+	if err := entries.Put([]byte(e.Label), encodeEntry(e)); err != nil {
+		return err
+	}
+	return ids.Put([]byte(e.ID), []byte(e.Label))
+}
+
+// addKeys appends keys to config.toml and the index; the first key of a
+// store becomes its default.
+func (t *tx) addKeys(es ...keyEntry) error {
+	cfg, err := t.config()
+	if err != nil {
+		return err
+	}
+	for _, e := range es {
+		if err := t.putEntry(e); err != nil {
+			return err
+		}
+		cfg.Keys = append(cfg.Keys, e)
+	}
+	if len(es) > 0 && len(cfg.Keys) == len(es) {
+		cfg.Default = es[0].Label
+	}
+	t.cfgDirty = true
+	return nil
+}
+
+func (t *tx) removeKey(id string) error {
+	cfg, err := t.config()
+	if err != nil {
+		return err
+	}
+	i, ok := cfg.byID(id)
+	if !ok {
+		return nil
+	}
+	label := cfg.Keys[i].Label
+	if cfg.Default == label {
+		cfg.Default = ""
+	}
+	cfg.Keys = append(cfg.Keys[:i], cfg.Keys[i+1:]...)
+	if b := t.bucket(bucketEntries); b != nil {
+		if err := b.Delete([]byte(label)); err != nil {
+			return err
+		}
+	}
+	if b := t.bucket(bucketIDs); b != nil {
+		if err := b.Delete([]byte(id)); err != nil {
+			return err
+		}
+	}
+	t.cfgDirty = true
+	return nil
+}
+
+func (t *tx) renameKey(id, newLabel string) error {
+	cfg, err := t.config()
+	if err != nil {
+		return err
+	}
+	i, ok := cfg.byID(id)
+	if !ok {
+		return nil
+	}
+	old := cfg.Keys[i].Label
+	cfg.Keys[i].Label = newLabel
+	if cfg.Default == old {
+		cfg.Default = newLabel
+	}
+	if b := t.bucket(bucketEntries); b != nil {
+		if err := b.Delete([]byte(old)); err != nil {
+			return err
+		}
+	}
+	t.cfgDirty = true
+	return t.putEntry(cfg.Keys[i])
+}
+
+func (t *tx) setDefault(label string) error {
+	cfg, err := t.config()
+	if err != nil {
+		return err
+	}
+	cfg.Default = label
+	t.cfgDirty = true
+	return nil
+}
