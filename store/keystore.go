@@ -431,6 +431,13 @@ func (s *Store) Create(ctx context.Context, nk NewKey) (Key, error) {
 	if err != nil {
 		return Key{}, err
 	}
+	// A pasted realm URL (…/auth/realms/NAME/…) is split into auth URL and
+	// realm before anything is checked or sent.
+	conn, err := nk.Conn.Normalize()
+	if err != nil {
+		return Key{}, err
+	}
+	nk.Conn = conn
 	if err := nk.Conn.Validate(); err != nil {
 		return Key{}, err
 	}

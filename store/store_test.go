@@ -1056,3 +1056,33 @@ func TestUnlockBeforeTheApp(t *testing.T) {
 		t.Fatalf("Unlock without a passphrase = %v, want ErrBackendLocked", err)
 	}
 }
+
+// TestCreateSplitsPastedRealmURL: a realm URL pasted as the auth URL (as
+// copied from a browser or the realm's discovery document) is split into the
+// auth URL and the realm, so credentials go to the token endpoint and the
+// key keeps the clean connection; a query is refused before anything is sent.
+func TestCreateSplitsPastedRealmURL(t *testing.T) {
+	e := newEnv(t, nil)
+	s := e.open(Options{})
+	nk := e.newKey("pasted", false)
+	base := nk.Conn.AuthURL
+	nk.Conn.AuthURL = base + "/auth/realms/" + nk.Conn.RealmName() + "/protocol/openid-connect/token"
+	nk.Conn.Realm = ""
+	k, err := s.Create(context.Background(), nk)
+	if err != nil {
+		t.Fatalf("Create with a pasted realm URL: %v", err)
+	}
+	if k.Conn.AuthURL != base || k.Conn.RealmName() != e.newKey("x", false).Conn.RealmName() {
+		t.Fatalf("connection kept = %+v, want auth URL %s", k.Conn, base)
+	}
+
+	q := e.newKey("query", false)
+	q.Conn.AuthURL += "?kc_idp_hint=x"
+	before := e.srv.Count("password")
+	if _, err := s.Create(context.Background(), q); err == nil || !strings.Contains(err.Error(), "query") {
+		t.Fatalf("an auth URL with a query: %v", err)
+	}
+	if e.srv.Count("password") != before {
+		t.Fatal("credentials were sent to an auth URL with a query")
+	}
+}
