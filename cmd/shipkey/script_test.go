@@ -225,7 +225,10 @@ func setupScript(env *testscript.Env) error {
 		"SHIPKEY_STATE_DIR":  filepath.Join(work, "state"),
 		"SHIPKEY_SECRETS":    "file",
 		"SHIPKEY_PASSPHRASE": r.passphrase,
-		"NO_COLOR":           "1",
+		// The unlocked key stays in each process: scripts leave nothing in the
+		// kernel keyring or an agent (backends.txtar turns it on to test it).
+		"SHIPKEY_UNLOCK_MECH": "none",
+		"NO_COLOR":            "1",
 	}
 	for k, v := range vars {
 		env.Setenv(k, v)
