@@ -317,12 +317,6 @@ func extraString(tok *oauth2.Token, key string) string {
 	return s
 }
 
-// extraInt reads a numeric field of the token response, which JSON decodes
-// as float64 and form bodies as int64 or string; anything else is 0.
-func extraInt(tok *oauth2.Token, key string) int64 {
-	return toInt(tok.Extra(key))
-}
-
 func toInt(v any) int64 {
 	switch n := v.(type) {
 	case float64:

@@ -144,15 +144,6 @@ func (c *configFile) settings() Settings {
 	return st
 }
 
-func (c *configFile) byLabel(label string) (int, bool) {
-	for i, k := range c.Keys {
-		if k.Label == label {
-			return i, true
-		}
-	}
-	return -1, false
-}
-
 func (c *configFile) byID(id string) (int, bool) {
 	for i, k := range c.Keys {
 		if k.ID == id {

@@ -103,8 +103,3 @@ func (p *pane) follow(content string, line int) {
 		p.vp.SetYOffset(line - p.height + 1)
 	}
 }
-
-// scrollable reports whether content is taller than the pane.
-func (p pane) scrollable(content string) bool {
-	return strings.Count(strings.TrimSuffix(content, "\n"), "\n")+1 > p.height
-}
