@@ -61,9 +61,11 @@ Environment:
   SHIPKEY_CLIENT_SECRET  client secret for "keys new" (else a hidden prompt)
   SHIPKEY_PASSWORD       password for "keys new" and "login" (else --password-stdin or a prompt)
   SHIPKEY_SECRETS        secrets backend: auto, keyring, file, plaintext
-  SHIPKEY_PASSPHRASE     passphrase of the encrypted secrets file
+  SHIPKEY_PASSPHRASE     passphrase of the encrypted secrets files
+  SHIPKEY_UNLOCK_TIMEOUT how long an unlock lasts without use (default 10m; 0 = this process only)
+  SHIPKEY_UNLOCK_MECH    where the unlocked key is kept: auto, kernel, agent, none
   SHIPKEY_CONFIG_DIR     where config.toml lives
-  SHIPKEY_STATE_DIR      where state.json, locks and the encrypted secrets live
+  SHIPKEY_STATE_DIR      where state.db, locks and the encrypted secrets live
   SHIPKEY_CA_FILE        PEM bundle of extra CA roots for a private CA
 
 Exit codes: 0 success, 1 failure, 2 usage error, 3 login needed; exec exits
