@@ -129,6 +129,7 @@ func (r *recReader) time() time.Time {
 	if n > 0 {
 		if err := t.UnmarshalBinary(r.b[1 : 1+n]); err != nil {
 			r.fail()
+			return time.Time{}
 		}
 	}
 	r.b = r.b[1+n:]

@@ -21,7 +21,7 @@ const Passphrase = "storetest passphrase"
 
 // layoutVersion names the generated stores' layout in the cache: bump it
 // when the store's on-disk layout changes.
-const layoutVersion = "v2"
+const layoutVersion = "v3" // v3: state records keep not-before-policy and the refresh expiry source
 
 // Store is a generated store.
 type Store struct {
