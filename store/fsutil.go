@@ -197,35 +197,7 @@ func (f keyFiles) writeNew(id string, data []byte) (bool, error) {
 	if err := ensureDir(f.dir); err != nil {
 		return false, err
 	}
-	path := f.path(id)
-	tmp, err := os.CreateTemp(f.dir, tempPattern(path))
-	if err != nil {
-		return false, fileError("write", path, err)
-	}
-	name := tmp.Name()
-	defer os.Remove(name)
-	_, werr := tmp.Write(data)
-	if werr == nil {
-		werr = tmp.Sync()
-	}
-	if cerr := tmp.Close(); werr == nil {
-		werr = cerr
-	}
-	if werr != nil {
-		return false, fileError("write", path, werr)
-	}
-	if err := os.Link(name, path); err != nil {
-		if errors.Is(err, os.ErrExist) {
-			return false, nil
-		}
-		if fileExists(path) {
-			return false, nil
-		}
-		if err := os.Rename(name, path); err != nil {
-			return false, fileError("write", path, err)
-		}
-	}
-	return true, nil
+	return linkNew(f.path(id), data)
 }
 
 // writeMany writes one file per item and makes them durable together.
@@ -390,4 +362,53 @@ func lockContext(ctx context.Context) (context.Context, context.CancelFunc) {
 		return ctx, func() {}
 	}
 	return context.WithTimeout(ctx, defaultLockWait)
+}
+
+// createFileExclusive writes data to path only if path does not exist yet,
+// atomically (hard link of a synced temporary file). It reports whether it
+// created the file.
+func createFileExclusive(path string, data []byte) (bool, error) {
+	created, err := linkNew(path, data)
+	if created {
+		syncDir(filepath.Dir(path))
+	}
+	return created, err
+}
+
+// linkNew is createFileExclusive without the directory sync, for callers
+// that write many files and sync their directory once.
+func linkNew(path string, data []byte) (bool, error) {
+	dir := filepath.Dir(path)
+	if err := ensureDir(dir); err != nil {
+		return false, err
+	}
+	tmp, err := os.CreateTemp(dir, tempPattern(path))
+	if err != nil {
+		return false, fileError("write", path, err)
+	}
+	name := tmp.Name()
+	defer os.Remove(name)
+	_, werr := tmp.Write(data)
+	if werr == nil {
+		werr = tmp.Sync()
+	}
+	if cerr := tmp.Close(); werr == nil {
+		werr = cerr
+	}
+	if werr != nil {
+		return false, fileError("write", path, werr)
+	}
+	if err := os.Link(name, path); err != nil {
+		if errors.Is(err, os.ErrExist) {
+			return false, nil
+		}
+		// No hard links on this file system: fall back to a checked rename.
+		if _, serr := os.Stat(path); serr == nil {
+			return false, nil
+		}
+		if err := os.Rename(name, path); err != nil {
+			return false, fileError("write", path, err)
+		}
+	}
+	return true, nil
 }
