@@ -312,25 +312,19 @@ func (s *Store) Keys() ([]Key, error) {
 
 // Key returns the key labelled label (ErrNotFound).
 func (s *Store) Key(label string) (Key, error) {
-	var k Key
-	err := s.view(func(t *tx) error {
-		e, ok, err := t.byLabel(label)
-		if err != nil {
-			return err
-		}
-		if !ok {
-			return notFoundError(label)
-		}
-		k, err = t.key(e, t.defaultLabel())
-		return err
-	})
-	return k, err
+	return s.keyWhere(label, func(t *tx) (keyEntry, bool, error) { return t.byLabel(label) })
 }
 
 func (s *Store) keyByID(id, label string) (Key, error) {
+	return s.keyWhere(label, func(t *tx) (keyEntry, bool, error) { return t.byID(id) })
+}
+
+// keyWhere returns the key that find picks in one read transaction; label
+// names it in the not-found error.
+func (s *Store) keyWhere(label string, find func(*tx) (keyEntry, bool, error)) (Key, error) {
 	var k Key
 	err := s.view(func(t *tx) error {
-		e, ok, err := t.byID(id)
+		e, ok, err := find(t)
 		if err != nil {
 			return err
 		}
