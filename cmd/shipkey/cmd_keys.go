@@ -170,11 +170,11 @@ func keysNewRun(ctx context.Context, opts *keysNewOptions) error {
 		scopes = append(scopes, strings.Fields(s)...)
 	}
 	conn := auth.Connection{
-		AuthURL:   opts.AuthURL,
-		Realm:     opts.Realm,
-		ClientID:  opts.ClientID,
-		TokenURL:  opts.TokenURL,
-		Issuer:    opts.Issuer,
+		AuthURL:      opts.AuthURL,
+		Realm:        opts.Realm,
+		ClientID:     opts.ClientID,
+		TokenURL:     opts.TokenURL,
+		Issuer:       opts.Issuer,
 		Scopes:       scopes,
 		BasicAuth:    opts.BasicAuth,
 		PublicClient: opts.PublicClient,
