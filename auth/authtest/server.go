@@ -345,6 +345,14 @@ func (s *Server) SetUser(u User) {
 	s.setUser(u)
 }
 
+// SetClient adds c or replaces the client of the same ID, e.g. to rotate
+// its secret or turn a grant off mid-test.
+func (s *Server) SetClient(c Client) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.clients[c.ID] = c
+}
+
 func (s *Server) setUser(u User) {
 	name := strings.ToLower(u.Username)
 	u.Username = name
