@@ -82,10 +82,10 @@ func TestClientCredentialsGrant(t *testing.T) {
 // answers in order (then success).
 type deviceServer struct {
 	*httptest.Server
-	deviceAuth     atomic.Value // "form:<secret>" or "basic:<header>"
-	polls          atomic.Int32
-	answers        []string // error codes for the first polls
-	pollTimes      chan time.Time
+	deviceAuth atomic.Value // "form:<secret>" or "basic:<header>"
+	polls      atomic.Int32
+	answers    []string // error codes for the first polls
+	pollTimes  chan time.Time
 }
 
 func newDeviceServer(t *testing.T, interval int, answers ...string) *deviceServer {
