@@ -127,6 +127,8 @@ func TestScripts(t *testing.T) {
 			"sleep":         cmdSleep,
 			"tamper":        cmdTamper,
 			"sigterm":       cmdSigterm,
+			"headerserver":  cmdHeaderServer,
+			"jsonfield":     cmdJSONField,
 		},
 	})
 }
