@@ -2,16 +2,21 @@ package main
 
 import (
 	"encoding/json"
+	"errors"
 	"net/http"
 	"net/http/httptest"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"slices"
 	"strings"
+	"syscall"
 	"testing"
+	"time"
 
 	"github.com/rogpeppe/go-internal/testscript"
 	"github.com/shipkey/shipkey/auth"
+	"github.com/shipkey/shipkey/auth/authtest"
 )
 
 // cmdHeaderServer starts a loopback HTTP server that writes the
@@ -102,5 +107,56 @@ func TestCurlConfigHeaderQuoting(t *testing.T) {
 	}
 	if _, err := curlConfigHeader(&auth.TokenSet{AccessToken: "a\x1bb"}); err == nil || strings.Contains(err.Error(), "a\x1bb") {
 		t.Errorf("a control character: err = %v, want one that does not echo the token", err)
+	}
+}
+
+// TestExecEarlySignal sends a signal to shipkey exec while it is still
+// getting the token (the realm holds the refresh): shipkey ends with 128+N
+// and the command never runs.
+func TestExecEarlySignal(t *testing.T) {
+	t.Parallel()
+	bin, err := exec.LookPath("shipkey") // the test binary, as testscript.Main put it on PATH
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, sig := range []syscall.Signal{syscall.SIGTERM, syscall.SIGINT, syscall.SIGHUP} {
+		t.Run(sig.String(), func(t *testing.T) {
+			t.Parallel()
+			srv := authtest.NewServer(lcConfig(nil))
+			t.Cleanup(srv.Close)
+			c := newCLIRun(t, bin, time.Minute)
+			c.newKey(srv, "k")
+			srv.Inject(authtest.Fault{Endpoint: "token", Delay: time.Minute})
+
+			marker := filepath.Join(t.TempDir(), "ran")
+			cmd := exec.CommandContext(c.ctx, bin, "exec", "--min-valid", "1000h", "--", "sh", "-c", "echo ran > "+marker)
+			cmd.Env = c.env
+			var stderr strings.Builder
+			cmd.Stderr = &stderr
+			if err := cmd.Start(); err != nil {
+				t.Fatal(err)
+			}
+			// Wait (bounded) until the refresh is at the server.
+			for i := 0; srv.Count("refresh_token") == 0; i++ {
+				if i == 1000 {
+					t.Fatal("no refresh reached the server")
+				}
+				time.Sleep(10 * time.Millisecond)
+			}
+			if err := cmd.Process.Signal(sig); err != nil {
+				t.Fatal(err)
+			}
+			err := cmd.Wait()
+			var ee *exec.ExitError
+			if !errors.As(err, &ee) || ee.ExitCode() != 128+int(sig) {
+				t.Fatalf("exit: %v, want code %d; stderr:\n%s", err, 128+int(sig), stderr.String())
+			}
+			if _, err := os.Stat(marker); !errors.Is(err, os.ErrNotExist) {
+				t.Fatalf("the command ran (%v)", err)
+			}
+			if got := strings.TrimSpace(stderr.String()); strings.Count(got, "\n") != 0 || !strings.Contains(got, "the command was not run") {
+				t.Fatalf("stderr = %q, want one line saying the command was not run", got)
+			}
+		})
 	}
 }
