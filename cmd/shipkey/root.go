@@ -112,6 +112,7 @@ with its command's code. See each command's help for its own.`,
 		newCmdUnlock(f),
 		newCmdLock(f),
 		newCmdAgent(f),
+		newCmdServe(f, nil),
 	)
 	return root
 }
