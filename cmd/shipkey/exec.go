@@ -67,7 +67,8 @@ SHIPKEY_TOKEN. A signal that arrives before COMMAND starts ends shipkey with
 128+N and COMMAND is not run.
 
 Without LABEL: SHIPKEY_KEY, else the default key, else the only key.`,
-		Example: `  shipkey exec -- sh -c 'curl -H "Authorization: Bearer $SHIPKEY_TOKEN" https://api.example.com/…'
+		Example: `  shipkey exec prod -- ./sync-shipments      # reads $SHIPKEY_TOKEN
+  shipkey exec -- sh -c 'printf "header = \"Authorization: Bearer %s\"\n" "$SHIPKEY_TOKEN" | curl -K - https://api.example.com/…'
   shipkey exec prod --min-valid 10m --env API_TOKEN -- ./long-running-job`,
 		Args: func(cmd *cobra.Command, args []string) error {
 			dash := cmd.ArgsLenAtDash()
