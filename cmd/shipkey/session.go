@@ -88,12 +88,17 @@ type tokenOptions struct {
 	Label    string
 	MinValid time.Duration // --min-valid: renew first unless valid this long
 	Header   bool          // print "Authorization: Bearer <token>" (the header command)
+	// TeamToken hands out a team key's token ("T/LABEL").
+	TeamToken func(ctx context.Context, team, label string, minValid time.Duration) (*auth.TokenSet, error)
 }
 
 // newCmdToken builds "token", or "header" when header is set: one command
 // body, two ways to print the result.
 func newCmdToken(f *factory, header bool, runF func(context.Context, *tokenOptions) error) *cobra.Command {
 	opts := &tokenOptions{IO: f.IO, Now: f.Now, Store: f.Store, Secrets: f.Secrets, Header: header}
+	opts.TeamToken = func(ctx context.Context, t, l string, minValid time.Duration) (*auth.TokenSet, error) {
+		return teamToken(ctx, f, t, l, minValid)
+	}
 	cmd := &cobra.Command{
 		Use:   "token [LABEL]",
 		Short: "Print the key's access token, refreshed first if needed",
@@ -136,11 +141,15 @@ func tokenRun(ctx context.Context, opts *tokenOptions) error {
 	if err != nil {
 		return err
 	}
-	key, err := resolveKey(st, opts.Label)
-	if err != nil {
-		return err
+	var ts *auth.TokenSet
+	if t, l, ok := teamKeyAddress(st, opts.Label); ok && opts.TeamToken != nil {
+		ts, err = opts.TeamToken(ctx, t, l, opts.MinValid)
+	} else {
+		var key store.Key
+		if key, err = resolveKey(st, opts.Label); err == nil {
+			ts, err = freshToken(ctx, st, key, opts.MinValid, opts.Secrets, opts.IO, opts.Now)
+		}
 	}
-	ts, err := freshToken(ctx, st, key, opts.MinValid, opts.Secrets, opts.IO, opts.Now)
 	if err != nil {
 		return err
 	}
