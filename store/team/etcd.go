@@ -85,5 +85,10 @@ func unavailable(err error) bool {
 		return true
 	}
 	msg := err.Error()
-	return strings.Contains(msg, "no leader") || strings.Contains(msg, "context deadline exceeded")
+	for _, transient := range []string{"no leader", "leader changed", "context deadline exceeded", "too many requests", "timed out"} {
+		if strings.Contains(msg, transient) {
+			return true
+		}
+	}
+	return false
 }

@@ -58,7 +58,7 @@ func (e *Engine) Token(ctx context.Context, team, label string, opts TokenOption
 	} else if ce != nil {
 		cached = ce
 	}
-	ts, err := h.fleetToken(ctx, label, cached, opts)
+	ts, err := h.fleetTokenRetry(ctx, label, cached, opts)
 	if err == nil {
 		return ts, nil
 	}
@@ -70,10 +70,32 @@ func (e *Engine) Token(ctx context.Context, team, label string, opts TokenOption
 	return nil, err
 }
 
-// fleetToken is the etcd part of Token, bounded by the team's timeout.
-func (h *handle) fleetToken(ctx context.Context, label string, cached *cacheEntry, opts TokenOptions) (*auth.TokenSet, error) {
+// fleetTokenRetry runs fleetToken until it succeeds, fails for a reason
+// other than etcd's availability (a leader election, a lost connection),
+// or the team's bound passes.
+func (h *handle) fleetTokenRetry(ctx context.Context, label string, cached *cacheEntry, opts TokenOptions) (*auth.TokenSet, error) {
 	ctx, cancel := h.bound(ctx)
 	defer cancel()
+	for {
+		ts, err := h.fleetToken(ctx, label, cached, opts)
+		if err == nil || !errors.Is(err, ErrUnavailable) || !pause(ctx) {
+			return ts, err
+		}
+	}
+}
+
+// pause waits a little before a retry; false when ctx ended.
+func pause(ctx context.Context) bool {
+	select {
+	case <-ctx.Done():
+		return false
+	case <-time.After(50 * time.Millisecond):
+		return true
+	}
+}
+
+// fleetToken is the etcd part of Token, bounded by ctx.
+func (h *handle) fleetToken(ctx context.Context, label string, cached *cacheEntry, opts TokenOptions) (*auth.TokenSet, error) {
 	cli, err := h.client()
 	if err != nil {
 		return nil, err
@@ -144,8 +166,14 @@ func (h *handle) fleetToken(ctx context.Context, label string, cached *cacheEntr
 	}
 	// Write for the roster as it is now, only while this machine still owns
 	// the mutex and nobody wrote the token since it was read.
-	for range 3 {
+	for attempt := 0; ; attempt++ {
+		if attempt == 10 {
+			return nil, &Error{Team: h.name(), Msg: "the team keeps changing; try again"}
+		}
 		r, err := h.readRoster(ctx)
+		if errors.Is(err, ErrUnavailable) && pause(ctx) {
+			continue
+		}
 		if err != nil {
 			return nil, err
 		}
@@ -160,7 +188,22 @@ func (h *handle) fleetToken(ctx context.Context, label string, cached *cacheEntr
 		).Then(clientv3.OpPut(tokenKey(h.name(), id), v)).
 			Else(clientv3.OpGet(tokenKey(h.name(), id))).Commit()
 		if err != nil {
-			return nil, h.etcdErr(err)
+			// The write may or may not have been applied (a leader lost
+			// mid-request): keep the new token, look at what etcd holds,
+			// and write again unless it is ours.
+			err = h.etcdErr(err)
+			if !errors.Is(err, ErrUnavailable) || !pause(ctx) {
+				return nil, err
+			}
+			stored, srev, _, rerr := h.readItem(ctx, cli, id)
+			if rerr != nil {
+				continue
+			}
+			if stored != nil && stored.AccessToken == ts.AccessToken {
+				return ts, h.cacheToken(ctx, def, ts, srev)
+			}
+			rev = srev
+			continue
 		}
 		if resp.Succeeded {
 			return ts, h.cacheToken(ctx, def, ts, resp.Header.Revision)
@@ -171,7 +214,6 @@ func (h *handle) fleetToken(ctx context.Context, label string, cached *cacheEntr
 			rev = kvs[0].ModRevision
 		}
 	}
-	return nil, &Error{Team: h.name(), Msg: "the team keeps changing; try again"}
 }
 
 // readItem reads a key's definition and token in one round trip; a nil

@@ -65,6 +65,9 @@ func Start(dir string, n int) (*Cluster, error) {
 	if _, err := Binary(); err != nil {
 		return nil, err
 	}
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return nil, err
+	}
 	c := &Cluster{dir: dir}
 	var initial []string
 	for i := range n {
