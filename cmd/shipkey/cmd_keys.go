@@ -43,6 +43,7 @@ type keysNewOptions struct {
 	Team    func() (*team.Engine, error)
 
 	TeamName         string // --team: a team key, shared through etcd
+	Grant            string // --grant: password (default) or client-credentials
 	Label            string
 	AuthURL          string
 	Realm            string
@@ -77,12 +78,18 @@ prompt. No flag takes a secret.`,
 			if opts.AuthURL == "" && opts.TokenURL == "" && opts.Issuer == "" {
 				missing = append(missing, "--auth-url (or --token-url or --issuer)")
 			}
-			missing = append(missing, missingFlags(cmd, "client-id", "username")...)
+			missing = append(missing, missingFlags(cmd, "client-id")...)
+			if auth.GrantType(opts.Grant).Or() == auth.GrantPassword {
+				missing = append(missing, missingFlags(cmd, "username")...)
+			}
 			if len(missing) > 0 {
 				return usageErrorf("missing %s (see: %s --help)", strings.Join(missing, ", "), cmd.CommandPath())
 			}
 			if l := strings.TrimSpace(opts.Label); text.Safe(l) != l {
 				return usageErrorf("--label %s contains control characters; choose another", text.ShellQuote(l))
+			}
+			if _, err := auth.GrantFor(auth.GrantType(opts.Grant)); err != nil {
+				return &usageError{err}
 			}
 			if opts.TokenURL != "" && opts.Issuer != "" {
 				return usageErrorf("--token-url and --issuer exclude each other (see: %s --help)", cmd.CommandPath())
@@ -105,6 +112,7 @@ prompt. No flag takes a secret.`,
 	fl.BoolVar(&opts.BasicAuth, "basic-auth", false, "send the client credentials with HTTP Basic instead of in the form")
 	fl.BoolVar(&opts.RememberPassword, "remember-password", false, "keep the password with the key's secrets to log in again unattended")
 	fl.BoolVar(&opts.PasswordStdin, "password-stdin", false, "read the password from stdin (one line)")
+	fl.StringVar(&opts.Grant, "grant", "", "how the key gets tokens: password (default) or client-credentials")
 	fl.StringVar(&opts.TeamName, "team", "", "make it a team key, shared end-to-end encrypted through the team's etcd (addressed TEAM/LABEL)")
 	return cmd
 }
@@ -151,17 +159,21 @@ func keysNewRun(ctx context.Context, opts *keysNewOptions) error {
 		return err
 	}
 	opts.Secrets.Add(clientSecret)
-	password, err := readSecret(opts.IO, opts.Getenv, secretSource{
-		What:      "password",
-		Env:       envPassword,
-		FromStdin: opts.PasswordStdin,
-		Prompt:    "Password for " + text.Safe(opts.Username) + ": ",
-		Hint:      "set " + envPassword + " or pass --password-stdin",
-	})
-	if err != nil {
-		return err
+	grant := auth.GrantType(opts.Grant)
+	password := ""
+	if grant.Or() == auth.GrantPassword {
+		password, err = readSecret(opts.IO, opts.Getenv, secretSource{
+			What:      "password",
+			Env:       envPassword,
+			FromStdin: opts.PasswordStdin,
+			Prompt:    "Password for " + text.Safe(opts.Username) + ": ",
+			Hint:      "set " + envPassword + " or pass --password-stdin",
+		})
+		if err != nil {
+			return err
+		}
+		opts.Secrets.Add(password)
 	}
-	opts.Secrets.Add(password)
 
 	if opts.TeamName != "" {
 		eng, err := opts.Team()
@@ -169,7 +181,7 @@ func keysNewRun(ctx context.Context, opts *keysNewOptions) error {
 			return err
 		}
 		tk, err := eng.CreateKey(ctx, opts.TeamName, team.NewKey{
-			Label: strings.TrimSpace(opts.Label), Grant: team.GrantPassword, Conn: conn,
+			Label: strings.TrimSpace(opts.Label), Grant: grant, Conn: conn,
 			Username: opts.Username, ClientSecret: clientSecret, Password: password,
 		})
 		if err != nil {
@@ -178,9 +190,10 @@ func keysNewRun(ctx context.Context, opts *keysNewOptions) error {
 		fmt.Fprintf(opts.IO.ErrOut, "Got team API key %s (%s), shared with every member of %s\n", text.Safe(tk.Address()), lifetimes(teamStoreKey(tk), opts.Now()), opts.TeamName)
 		return nil
 	}
-	key, err := st.Create(ctx, store.NewKey{
+	key, _, err := st.Create(ctx, store.NewKey{
 		Label:            opts.Label,
 		Conn:             conn,
+		Grant:            grant,
 		Username:         opts.Username,
 		ClientSecret:     clientSecret,
 		Password:         password,

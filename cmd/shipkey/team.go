@@ -62,7 +62,8 @@ func teamKeyAddress(st *store.Store, addr string) (teamName, label string, ok bo
 // teamStoreKey shows a team key where the CLI and the app show keys: its
 // label is "T/LABEL".
 func teamStoreKey(k team.Key) store.Key {
-	return store.Key{ID: k.ID, Label: k.Address(), Conn: k.Conn, Username: k.Username, CreatedAt: k.CreatedAt, Token: k.Token, Masked: k.Masked}
+	return store.Key{ID: k.ID, Label: k.Address(), Conn: k.Conn, Grant: k.Grant, Username: k.Username, CreatedAt: k.CreatedAt,
+		Token: k.Token, Masked: k.Masked, HasRefreshToken: k.HasRefreshToken}
 }
 
 // teamConnFlags are the etcd connection options.

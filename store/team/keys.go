@@ -17,16 +17,26 @@ import (
 	"github.com/shipkey/shipkey/internal/text"
 )
 
-// Definition is a team key as its members share it (encrypted in etcd).
+// Definition is a team key as its members share it, encrypted in etcd: the
+// definition fields of store.Key (checked by TestDefinitionMirrorsStoreKey)
+// and the key's secrets.
 type Definition struct {
-	ID           string          `json:"id"`
-	Label        string          `json:"label"`
-	Grant        string          `json:"grant"`
-	Conn         auth.Connection `json:"conn"`
-	Username     string          `json:"username,omitempty"`
-	ClientSecret string          `json:"client_secret,omitempty"`
-	Password     string          `json:"password,omitempty"`
-	CreatedAt    time.Time       `json:"created_at"`
+	ID               string          `json:"id"`
+	Label            string          `json:"label"`
+	Conn             auth.Connection `json:"conn"`
+	Grant            auth.GrantType  `json:"grant,omitempty"`
+	CallbackPort     int             `json:"callback_port,omitempty"`
+	Username         string          `json:"username,omitempty"`
+	RememberPassword bool            `json:"remember_password,omitempty"`
+	CreatedAt        time.Time       `json:"created_at"`
+
+	ClientSecret string `json:"client_secret,omitempty"`
+	Password     string `json:"password,omitempty"`
+}
+
+// request is what the key's grant needs.
+func (d Definition) request() auth.Request {
+	return auth.Request{Conn: d.Conn, ClientSecret: d.ClientSecret, Username: d.Username, Password: d.Password, CallbackPort: d.CallbackPort}
 }
 
 // Key is a team key as listed: no secret.
@@ -34,12 +44,14 @@ type Key struct {
 	Team      string
 	Label     string
 	ID        string
-	Grant     string
+	Grant     auth.GrantType
 	Conn      auth.Connection
 	Username  string
 	CreatedAt time.Time
 	Token     auth.TokenSet // redacted; zero ObtainedAt: no token yet
 	Masked    string
+	// HasRefreshToken: the shared token set carries a refresh token.
+	HasRefreshToken bool
 }
 
 // Address is the key's "T/LABEL".
@@ -50,18 +62,23 @@ func (h *handle) key(e *cacheEntry) Key {
 	if e.Token != nil {
 		k.Token = e.Token.Redacted()
 		k.Masked = text.Mask(e.Token.AccessToken)
+		k.HasRefreshToken = e.Token.RefreshToken != ""
 	}
 	return k
 }
 
-// NewKey is what `keys new --team` takes.
+// NewKey is what `keys new --team` takes. Each grant reads only its own
+// fields, as store.NewKey's.
 type NewKey struct {
 	Label        string
-	Grant        string // "password" | "client-credentials" | …
 	Conn         auth.Connection
+	Grant        auth.GrantType // empty: the password grant
+	CallbackPort int
 	Username     string
 	ClientSecret string
-	Password     string
+	Password     string // kept (encrypted to the team) so any member renews unattended
+	// Prompt is told what a person must do for an interactive grant.
+	Prompt auth.Prompter
 }
 
 func catalogKey(team string) string { return prefix(team) + "catalog" }
@@ -218,8 +235,11 @@ func (e *Engine) CreateKey(ctx context.Context, team string, nk NewKey) (Key, er
 		return Key{}, err
 	}
 	defer h.close()
-	def := Definition{ID: newID(), Label: nk.Label, Grant: nk.Grant, Conn: nk.Conn, Username: nk.Username,
-		ClientSecret: nk.ClientSecret, Password: nk.Password, CreatedAt: e.opts.Now().UTC()}
+	if _, err := auth.GrantFor(nk.Grant); err != nil {
+		return Key{}, err
+	}
+	def := Definition{ID: newID(), Label: nk.Label, Grant: nk.Grant, CallbackPort: nk.CallbackPort, Conn: nk.Conn, Username: nk.Username,
+		ClientSecret: nk.ClientSecret, Password: nk.Password, RememberPassword: nk.Password != "", CreatedAt: e.opts.Now().UTC()}
 	bctx, cancel := h.bound(ctx)
 	defer cancel()
 	s, err := h.read(bctx)
@@ -229,7 +249,9 @@ func (e *Engine) CreateKey(ctx context.Context, team string, nk NewKey) (Key, er
 	if (&cacheFile{Keys: s.entries}).byLabel(nk.Label) != nil {
 		return Key{}, fmt.Errorf("team %s: label %s already in use", team, text.Safe(nk.Label))
 	}
-	ts, err := h.obtain(ctx, def, nil)
+	req := def.request()
+	req.Prompt = nk.Prompt
+	ts, err := e.opts.Auth.Obtain(ctx, def.Grant, req)
 	if err != nil {
 		return Key{}, err
 	}

@@ -5,11 +5,15 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"reflect"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -138,7 +142,7 @@ func twoMachines(t *testing.T, c *etcdtest.Cluster, name string, clk ...*clock) 
 }
 
 func newKey(srv *authtest.Server, label string) team.NewKey {
-	return team.NewKey{Label: label, Grant: team.GrantPassword,
+	return team.NewKey{Label: label, Grant: auth.GrantPassword,
 		Conn:     auth.Connection{AuthURL: srv.URL(), Realm: srv.Realm(), ClientID: "shipping-api"},
 		Username: "svc", ClientSecret: clientSecret, Password: password}
 }
@@ -302,5 +306,76 @@ func TestRenameAndRemoveShowOnTheOtherMachine(t *testing.T) {
 	a.now.Add(11 * time.Minute)
 	if _, err := a.eng.Token(ctx, "cat", "two", team.TokenOptions{}); !errors.Is(err, team.ErrKeyNotFound) {
 		t.Fatalf("token of a removed key: %v", err)
+	}
+}
+
+// TestDefinitionMirrorsStoreKey: a team key's definition carries every
+// definition field of store.Key (the one declaration of a key), with the
+// same type, so a field added there cannot silently vanish from etcd.
+func TestDefinitionMirrorsStoreKey(t *testing.T) {
+	t.Parallel()
+	// store.Key's fields that are state, not definition.
+	state := map[string]bool{"LastUsed": true, "Default": true, "Token": true, "Masked": true, "LoggedOut": true, "HasRefreshToken": true}
+	def := reflect.TypeFor[team.Definition]()
+	key := reflect.TypeFor[store.Key]()
+	for i := range key.NumField() {
+		f := key.Field(i)
+		if state[f.Name] {
+			continue
+		}
+		df, ok := def.FieldByName(f.Name)
+		if !ok {
+			t.Errorf("team.Definition lacks store.Key's %s: add it (and to its JSON) so team keys keep it", f.Name)
+			continue
+		}
+		if df.Type != f.Type {
+			t.Errorf("team.Definition.%s is %s, store.Key's is %s", f.Name, df.Type, f.Type)
+		}
+		if df.Tag.Get("json") == "" || df.Tag.Get("json") == "-" {
+			t.Errorf("team.Definition.%s has no JSON name: it would not reach etcd", f.Name)
+		}
+	}
+}
+
+// ccServer is a token endpoint that speaks only the client credentials
+// grant (authtest does not) and counts the tokens it issues.
+func ccServer(t *testing.T, clk *clock) (*httptest.Server, *atomic.Int64) {
+	var n atomic.Int64
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.ParseForm() != nil || r.Form.Get("grant_type") != "client_credentials" || r.Form.Get("client_secret") != clientSecret {
+			http.Error(w, `{"error":"invalid_client"}`, http.StatusUnauthorized)
+			return
+		}
+		i := n.Add(1)
+		w.Header().Set("Content-Type", "application/json")
+		fmt.Fprintf(w, `{"access_token":"cc-token-%d-%d","token_type":"Bearer","expires_in":600}`, i, clk.Now().UnixNano())
+	}))
+	t.Cleanup(srv.Close)
+	return srv, &n
+}
+
+func TestClientCredentialsTeamKey(t *testing.T) {
+	t.Parallel()
+	c := needCluster(t)
+	clk := &clock{}
+	srv, issued := ccServer(t, clk)
+	ctx := context.Background()
+	a, b := twoMachines(t, c, "cc", clk)
+	nk := team.NewKey{Label: "robot", Grant: auth.GrantClientCredentials, ClientSecret: clientSecret,
+		Conn: auth.Connection{TokenURL: srv.URL + "/token", ClientID: "robot"}}
+	if _, err := a.eng.CreateKey(ctx, "cc", nk); err != nil {
+		t.Fatal(err)
+	}
+	clk.Add(11 * time.Minute)
+	tb, err := b.eng.Token(ctx, "cc", "robot", team.TokenOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ta, err := a.eng.Token(ctx, "cc", "robot", team.TokenOptions{})
+	if err != nil || ta.AccessToken != tb.AccessToken {
+		t.Fatalf("machines disagree (%v)", err)
+	}
+	if n := issued.Load(); n != 2 {
+		t.Fatalf("client credentials grants = %d, want 2 (creation, one renewal for both machines)", n)
 	}
 }

@@ -11,6 +11,7 @@ import (
 
 	"github.com/shipkey/shipkey/auth"
 	"github.com/shipkey/shipkey/internal/text"
+	"github.com/shipkey/shipkey/store"
 )
 
 // TokenOptions say what a caller of Token needs.
@@ -253,28 +254,28 @@ func (h *handle) cacheToken(ctx context.Context, def Definition, ts *auth.TokenS
 	})
 }
 
-// obtain gets a new token set for def: the refresh grant while the refresh
-// token is valid, else the key's grant.
+// obtain gets a new token set for def: the refresh grant while there is a
+// refresh token, else the key's grant when it runs unattended (client
+// credentials; the password grant with the team's kept password). An
+// interactive grant (device code, authorization code) whose refresh token is
+// dead needs a person: the error wraps store.ErrLoginNeeded.
 func (h *handle) obtain(ctx context.Context, def Definition, cur *auth.TokenSet) (*auth.TokenSet, error) {
 	a := h.e.opts.Auth
 	if a == nil {
 		return nil, errors.New("team: no auth client")
 	}
-	if cur != nil && cur.RefreshToken != "" && cur.RefreshValid(h.e.opts.Now()) {
+	if cur != nil && cur.RefreshToken != "" && (cur.RefreshExpiresAt.IsZero() || cur.RefreshValid(h.e.opts.Now())) {
 		ts, err := a.Refresh(ctx, def.Conn, def.ClientSecret, cur)
 		if err == nil || !auth.IsLoginRequired(err) {
 			return ts, err
 		}
 	}
-	switch def.Grant {
-	case "", GrantPassword:
-		return a.Login(ctx, def.Conn, def.ClientSecret, def.Username, def.Password)
-	default:
-		return nil, fmt.Errorf("team %s: key %s: grant %s is not supported for team keys yet", h.name(), text.Safe(def.Label), text.Safe(def.Grant))
+	g, err := auth.GrantFor(def.Grant)
+	if err != nil {
+		return nil, err
 	}
+	if !g.Unattended(auth.Kept{Password: def.Password != ""}) {
+		return nil, &store.LoginNeededError{Label: Address(h.name(), def.Label), Why: "its " + def.Grant.String() + " grant needs a person and the refresh token is gone"}
+	}
+	return g.Obtain(ctx, a, def.request())
 }
-
-// Grants team keys support.
-const (
-	GrantPassword = "password"
-)
