@@ -100,6 +100,7 @@ with its command's code. See each command's help for its own.`,
 
 	root.AddCommand(
 		newCmdKeys(f),
+		newCmdTeam(f),
 		newCmdLogin(f, nil),
 		newCmdToken(f, false, nil),
 		newCmdToken(f, true, nil),

@@ -96,12 +96,17 @@ type tokenOptions struct {
 	// CurlConfig prints the header as a curl config line (header
 	// --curl-config).
 	CurlConfig bool
+	// TeamToken hands out a team key's token ("T/LABEL").
+	TeamToken func(ctx context.Context, team, label string, minValid time.Duration) (*auth.TokenSet, error)
 }
 
 // newCmdToken builds "token", or "header" when header is set: one command
 // body, two ways to print the result.
 func newCmdToken(f *factory, header bool, runF func(context.Context, *tokenOptions) error) *cobra.Command {
 	opts := &tokenOptions{IO: f.IO, Now: f.Now, Store: f.Store, Secrets: f.Secrets, Header: header}
+	opts.TeamToken = func(ctx context.Context, t, l string, minValid time.Duration) (*auth.TokenSet, error) {
+		return teamToken(ctx, f, t, l, minValid)
+	}
 	cmd := &cobra.Command{
 		Use:   "token [LABEL]",
 		Short: "Print the key's access token, refreshed first if needed",
@@ -184,11 +189,18 @@ func tokenRun(ctx context.Context, opts *tokenOptions) error {
 	if err != nil {
 		return err
 	}
-	key, err := resolveKey(st, opts.Label)
-	if err != nil {
-		return err
+	var ts *auth.TokenSet
+	var name string // the key as the output names it: LABEL or T/LABEL
+	if t, l, ok := teamKeyAddress(st, opts.Label); ok && opts.TeamToken != nil {
+		name = opts.Label
+		ts, err = opts.TeamToken(ctx, t, l, opts.MinValid)
+	} else {
+		var key store.Key
+		if key, err = resolveKey(st, opts.Label); err == nil {
+			name = key.Label
+			ts, err = freshToken(ctx, st, key, opts.MinValid, opts.Secrets, opts.IO, opts.Now)
+		}
 	}
-	ts, err := freshToken(ctx, st, key, opts.MinValid, opts.Secrets, opts.IO, opts.Now)
 	if err != nil {
 		return err
 	}
@@ -202,7 +214,7 @@ func tokenRun(ctx context.Context, opts *tokenOptions) error {
 	case opts.Header:
 		_, err = fmt.Fprintln(opts.IO.Out, "Authorization: "+ts.Header())
 	default:
-		err = writeToken(opts.IO.Out, opts.Output, key.Label, ts)
+		err = writeToken(opts.IO.Out, opts.Output, name, ts)
 	}
 	return err
 }
