@@ -117,7 +117,7 @@ func TestDetailsCopyTokenAndHeader(t *testing.T) {
 	if !contains(h.st.Calls(), "markused demo") {
 		t.Fatalf("copy did not mark the key used: %v", h.st.Calls())
 	}
-	h.mustShow("Copied the access token", "clears the clipboard in 30s")
+	h.mustShow("Copied the access token to the terminal clipboard (OSC 52) and system clipboard; clears in 30s")
 	h.press("C")
 	if got := h.clipboard[len(h.clipboard)-1]; got != "Authorization: Bearer "+tok {
 		t.Fatal("C did not copy the Authorization header")

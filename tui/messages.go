@@ -79,6 +79,15 @@ type tickMsg struct {
 	at  time.Time
 }
 
+// clipCopiedMsg reports where a copy went (dests, in the toast's words) and
+// what refused it (failed, never holding the text).
+type clipCopiedMsg struct {
+	gen           int
+	what          string
+	dests, failed []string
+	sum           [32]byte // sha256 of the text, to clear the native clipboard only while it holds it
+}
+
 // clipClearMsg fires when the copied token should leave the clipboard.
 type clipClearMsg struct{ gen int }
 
