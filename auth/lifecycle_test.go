@@ -154,6 +154,24 @@ func TestEndSessionNoWayOrRefused(t *testing.T) {
 			t.Errorf("%d posts, want 1 (Keycloak's revoke path, then give up)", posts)
 		}
 	})
+	t.Run("no discovery, nothing at keycloak's logout or revoke paths", func(t *testing.T) {
+		var posts int
+		srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			if r.Method == http.MethodPost {
+				posts++
+			}
+			http.NotFound(w, r)
+		}))
+		defer srv.Close()
+		conn := Connection{AuthURL: srv.URL, ClientID: "x"}
+		res, err := cliNewClient(t, Options{}).EndSession(cliCtx(t), conn, cliClientSecret, ts)
+		if err != nil || res != (EndResult{}) {
+			t.Fatalf("got %+v, %v; want zero and nil", res, err)
+		}
+		if posts != 2 {
+			t.Errorf("%d posts, want 2 (Keycloak's logout path, its revoke path, then give up)", posts)
+		}
+	})
 	t.Run("only a token URL", func(t *testing.T) {
 		res, err := cliNewClient(t, Options{}).EndSession(cliCtx(t), Connection{ClientID: "x", TokenURL: "http://127.0.0.1:1/token"}, cliClientSecret, ts)
 		if err != nil || res.Ended() {

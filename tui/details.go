@@ -21,11 +21,12 @@ import (
 type detailsState int
 
 const (
-	detailsIdle       detailsState = iota
-	detailsRefreshing              // a refresh is in flight
-	detailsPassword                // asking the password to log in again
-	detailsLoggingIn               // a login is in flight
-	detailsLoggingOut              // a logout is in flight
+	detailsIdle          detailsState = iota
+	detailsRefreshing                 // a refresh is in flight
+	detailsPassword                   // asking the password to log in again
+	detailsLoggingIn                  // a login is in flight
+	detailsConfirmLogout              // "log out …? (y/n)"
+	detailsLoggingOut                 // a logout is in flight
 )
 
 // liveState is the server check of the access token ("does the server
@@ -110,7 +111,7 @@ func (d *details) SetSize(width, height int) {
 // Capturing: while the password prompt is open, from the first key to the
 // answer of its login, keys are text (a retyped password never fires a
 // binding).
-func (d *details) Capturing() bool { return d.prompt }
+func (d *details) Capturing() bool { return d.prompt || d.state == detailsConfirmLogout }
 
 // sessionEnded reports whether the session is known to have ended: a
 // refresh or login was refused with invalid_grant, the key was logged out,
@@ -167,6 +168,9 @@ func (d *details) Update(msg tea.Msg) (action, tea.Cmd) {
 	if d.prompt {
 		return d.updatePrompt(msg)
 	}
+	if d.state == detailsConfirmLogout {
+		return d.updateConfirmLogout(msg), nil
+	}
 	if d.pane.scroll(msg, d.c.keys, d.content(), true) || !ok {
 		return nil, nil
 	}
@@ -219,10 +223,28 @@ func (d *details) Update(msg tea.Msg) (action, tea.Cmd) {
 		if d.tokens == nil && d.key.LoggedOut {
 			return nil, nil
 		}
-		d.state, d.errMsg = detailsLoggingOut, ""
-		return actLogout{label: label}, nil
+		d.state, d.errMsg = detailsConfirmLogout, ""
+		d.pane.vp.GotoBottom() // the question is the last line
+		return nil, nil
 	}
 	return nil, nil
+}
+
+// updateConfirmLogout answers "log out …? (y/n)": y logs out, n or esc
+// keeps the session.
+func (d *details) updateConfirmLogout(msg tea.Msg) action {
+	k, ok := msg.(tea.KeyPressMsg)
+	if !ok {
+		return nil
+	}
+	switch {
+	case key.Matches(k, d.c.keys.Yes):
+		d.state = detailsLoggingOut
+		return actLogout{label: d.key.Label}
+	case key.Matches(k, d.c.keys.No):
+		d.state = detailsIdle
+	}
+	return nil
 }
 
 // updatePrompt handles the password prompt: enter logs in, esc closes it;
@@ -328,15 +350,31 @@ func (d *details) result(msg keyTokensMsg) bool {
 	return false
 }
 
-// loggedOut applies the answer of a logout.
-func (d *details) loggedOut(err error) {
+// loggedOut applies the answer of a logout and returns the sentence that
+// reports it (empty when errMsg says what went wrong).
+func (d *details) loggedOut(res auth.EndResult, err error) string {
 	d.state = detailsIdle
 	d.tokens = nil
 	d.key.LoggedOut = true
 	d.ended = true
 	d.reveal = false
-	if err != nil {
-		d.errMsg = "logged out here; the server refused: " + text.Safe(err.Error())
+	return logoutOutcome(res, err, &d.errMsg)
+}
+
+// logoutOutcome is what a logout did, in one sentence: the tokens are
+// dropped here in every case; the server ended the session, had ended it,
+// offers no way to, or refused (then errMsg, not the returned toast).
+func logoutOutcome(res auth.EndResult, err error, errMsg *string) string {
+	switch {
+	case err != nil:
+		*errMsg = "logged out here, but the server did not end the session: " + text.Safe(err.Error())
+		return ""
+	case res.AlreadyEnded:
+		return "Logged out: tokens dropped here; the server said the session had already ended."
+	case res.Ended():
+		return "Logged out: tokens dropped here and the session ended at the server (" + res.Via + ")."
+	default:
+		return "Logged out: tokens dropped here; the server offers no way to end the session."
 	}
 }
 
@@ -484,6 +522,10 @@ func (d *details) content() string {
 	} else if d.errMsg != "" {
 		b.WriteString(indentWrapped("✗ "+d.errMsg, 2, d.width, s.Error.Render))
 	}
+	if d.state == detailsConfirmLogout {
+		b.WriteString("\n")
+		b.WriteString(indentWrapped("Log out of \""+text.Safe(d.key.Label)+"\"? Its tokens are dropped here and the session is ended at the server. (y/n)", 2, d.width, s.Warn.Render))
+	}
 	return b.String()
 }
 
@@ -626,6 +668,9 @@ func (d *details) ShortHelp() []key.Binding {
 	k := d.c.keys
 	if d.prompt {
 		return []key.Binding{k.Enter, k.Back, k.ForceQuit}
+	}
+	if d.state == detailsConfirmLogout {
+		return []key.Binding{k.Yes, k.No}
 	}
 	if d.ended || d.tokens == nil {
 		return []key.Binding{k.Login, k.CheckServer, k.Inspect, k.Back, k.Help, k.Quit}

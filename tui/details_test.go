@@ -1,6 +1,7 @@
 package tui
 
 import (
+	"errors"
 	"regexp"
 	"strings"
 	"testing"
@@ -332,18 +333,48 @@ func TestNoStatedRefreshExpiryAndSkew(t *testing.T) {
 
 func TestLogout(t *testing.T) {
 	h := openDemoDetails(t, nil)
-	h.press("L")
+	// X asks first; n (or esc) keeps the session, and while asking other
+	// keys do nothing.
+	h.press("X")
+	h.mustShow(`Log out of "demo"? Its tokens are dropped here`, "(y/n)")
+	h.press("q", "n")
+	if contains(h.st.Calls(), "logout demo") || h.m.quitting {
+		t.Fatalf("logged out or quit before y: %v", h.st.Calls())
+	}
+	h.mustNotShow("(y/n)")
+	h.press("X", "y")
 	if !contains(h.st.Calls(), "logout demo") {
-		t.Fatalf("L did not log out: %v", h.st.Calls())
+		t.Fatalf("X, y did not log out: %v", h.st.Calls())
 	}
 	if h.m.details.tokens != nil {
 		t.Fatal("tokens still shown after logout")
 	}
-	h.mustShow("logged out")
+	h.mustShow("logged out", "Logged out: tokens dropped here and the session ended at the server (logout).")
 	// Nothing expires when there is no token: no "no stated expiry" claims.
 	h.mustNotShow("no stated expiry", "in 5:00", "in 30:00")
 	if !regexp.MustCompile(`Access expires +—`).MatchString(h.view()) || !regexp.MustCompile(`Refresh expires +—`).MatchString(h.view()) {
 		t.Fatalf("expiry rows after logout:\n%s", h.view())
+	}
+}
+
+// Every way a logout can end is one sentence, and a refusal is an error,
+// not a toast.
+func TestLogoutOutcome(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		res       auth.EndResult
+		err       error
+		toast, em string
+	}{
+		{auth.EndResult{Via: "revocation"}, nil, "Logged out: tokens dropped here and the session ended at the server (revocation).", ""},
+		{auth.EndResult{Via: "logout", AlreadyEnded: true}, nil, "Logged out: tokens dropped here; the server said the session had already ended.", ""},
+		{auth.EndResult{}, nil, "Logged out: tokens dropped here; the server offers no way to end the session.", ""},
+		{auth.EndResult{}, errors.New("boom"), "", "logged out here, but the server did not end the session: boom"},
+	} {
+		var em string
+		if got := logoutOutcome(tc.res, tc.err, &em); got != tc.toast || em != tc.em {
+			t.Errorf("%+v, %v: %q, %q", tc.res, tc.err, got, em)
+		}
 	}
 }
 

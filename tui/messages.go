@@ -45,7 +45,8 @@ type opDoneMsg struct {
 	seq   int
 	op    opKind
 	label string
-	to    string // rename: the new label
+	to    string         // rename: the new label
+	end   auth.EndResult // logout: what the server did
 	err   error
 }
 

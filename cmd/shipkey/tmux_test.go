@@ -362,7 +362,7 @@ func TestTmuxClipboardClearReachesTmux(t *testing.T) {
 }
 
 // A wrong password keeps the log-in-again prompt open with the error, and
-// what is typed next is text: "L" and "q" neither log out nor quit.
+// what is typed next is text: "X", "y" and "q" neither log out nor quit.
 func TestTmuxLoginPromptSurvivesWrongPassword(t *testing.T) {
 	srv := authtest.NewServer(authtest.DemoConfig())
 	t.Cleanup(srv.Close)
@@ -377,7 +377,7 @@ func TestTmuxLoginPromptSurvivesWrongPassword(t *testing.T) {
 	s.keys("-l", "not-the-password")
 	s.keys("Enter")
 	s.waitText(10*time.Second, "✗", "enter logs in")
-	s.keys("-l", "Lq")
+	s.keys("-l", "Xyq")
 	time.Sleep(300 * time.Millisecond)
 	screen := s.waitText(5*time.Second, "Password", "enter logs in")
 	if s.dead() || strings.Contains(screen, "logged out") {
