@@ -5,6 +5,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/shipkey/shipkey/auth"
 	"github.com/shipkey/shipkey/internal/text"
 	"github.com/shipkey/shipkey/store"
 )
@@ -96,7 +97,7 @@ var KeyColumns = []KeyColumn{
 	ColAccess: {
 		Title: "Access expires", Width: 16, Clock: true,
 		Cell: func(r *KeyRow, now time.Time, st CellStyle) string {
-			return expiryCell(r.Key, r.Key.Token.AccessExpiry(), now, st)
+			return expiryCell(r.Key, r.Key.Token.AccessExpiry(), auth.ExpiryNotStated, now, st)
 		},
 		compare: func(a, b *KeyRow) int {
 			return soonerFirst(tokenTime(a.Key, a.Key.Token.AccessExpiry()), tokenTime(b.Key, b.Key.Token.AccessExpiry()))
@@ -105,7 +106,7 @@ var KeyColumns = []KeyColumn{
 	ColRefresh: {
 		Title: "Refresh expires", Width: 17, Clock: true, optional: true,
 		Cell: func(r *KeyRow, now time.Time, st CellStyle) string {
-			return expiryCell(r.Key, r.Key.Token.RefreshExpiresAt, now, st)
+			return expiryCell(r.Key, r.Key.Token.RefreshExpiresAt, r.Key.Token.RefreshExpiryNote(), now, st)
 		},
 		compare: func(a, b *KeyRow) int {
 			return soonerFirst(tokenTime(a.Key, a.Key.Token.RefreshExpiresAt), tokenTime(b.Key, b.Key.Token.RefreshExpiresAt))
@@ -121,15 +122,16 @@ func none(st CellStyle) string {
 }
 
 // expiryCell says when a token of k expires: "in 4:59" (Live) or "in 4m"
-// (Words), "expired", "no expiry", or why there is no token.
-func expiryCell(k store.Key, exp, now time.Time, st CellStyle) string {
+// (Words), "expired", unstated (why there is no expiry), or why there is no
+// token.
+func expiryCell(k store.Key, exp time.Time, unstated string, now time.Time, st CellStyle) string {
 	switch {
 	case k.Token.ObtainedAt.IsZero():
 		return none(st)
 	case k.LoggedOut:
 		return "logged out"
 	case exp.IsZero():
-		return "no expiry"
+		return unstated
 	case !now.Before(exp):
 		return "expired"
 	case st == Words:

@@ -470,7 +470,7 @@ func (d *details) content() string {
 	line(s.row("Obtained at", nameW, s.Value.Render(obtained)))
 	b.WriteString("\n")
 
-	accessNone, refreshNone := "no stated expiry", "no stated expiry"
+	accessNone, refreshNone := auth.ExpiryNotStated, auth.ExpiryNotStated
 	switch {
 	case access == "": // logged out or never logged in: nothing expires
 		accessNone, refreshNone = "—", "—"
@@ -641,12 +641,7 @@ func notBeforePolicy(t *auth.TokenSet) (string, bool) {
 
 // refreshExpiryUnstated says why a refresh token shows no expiry: the server
 // said none (refresh_expires_in 0, an offline token), or said nothing.
-func refreshExpiryUnstated(t *auth.TokenSet) string {
-	if t.RefreshExpirySource == auth.RefreshExpiryOffline {
-		return "no expiry (offline token)"
-	}
-	return "not stated by the server"
-}
+func refreshExpiryUnstated(t *auth.TokenSet) string { return t.RefreshExpiryNote() }
 
 // refreshAlive reports whether the refresh token may still be redeemed, as
 // far as the client can tell; withSecrets says t carries the token itself.

@@ -320,7 +320,7 @@ func TestNoStatedRefreshExpiryAndSkew(t *testing.T) {
 		ts.RefreshExpirySource = auth.RefreshExpiryUnstated
 		ts.JWTExpiresAt = ts.AccessExpiresAt.Add(10 * time.Minute)
 	})
-	h.mustShow("not stated by the server", "clock skew: the JWT's exp is 10m0s off expires_in")
+	h.mustShow("not stated", "clock skew: the JWT's exp is 10m0s off expires_in")
 
 	offline := openDemoDetails(t, func(f *fakeStore) {
 		ts := f.tokens["demo"]
@@ -328,7 +328,31 @@ func TestNoStatedRefreshExpiryAndSkew(t *testing.T) {
 		ts.RefreshExpirySource = auth.RefreshExpiryOffline
 	})
 	offline.mustShow("no expiry (offline token)")
-	offline.mustNotShow("not stated by the server")
+	offline.mustNotShow("not stated")
+}
+
+// One vocabulary for a refresh token without an expiry, in the keys table
+// and `keys list` (the same cells): "no expiry (offline token)" only when
+// the server said 0, "not stated" when it said nothing.
+func TestRefreshExpiryCellVocabulary(t *testing.T) {
+	t.Parallel()
+	now := t0
+	k := store.Key{Label: "k", Token: auth.TokenSet{ObtainedAt: now.Add(-time.Minute)}}
+	for _, st := range []CellStyle{Live, Words} {
+		r := NewKeyRow(k)
+		if got := KeyColumns[ColRefresh].Cell(&r, now, st); got != "not stated" {
+			t.Errorf("unstated refresh expiry: %q", got)
+		}
+		if got := KeyColumns[ColAccess].Cell(&r, now, st); got != "not stated" {
+			t.Errorf("unstated access expiry: %q", got)
+		}
+		k.Token.RefreshExpirySource = auth.RefreshExpiryOffline
+		r = NewKeyRow(k)
+		if got := KeyColumns[ColRefresh].Cell(&r, now, st); got != "no expiry (offline token)" {
+			t.Errorf("offline refresh token: %q", got)
+		}
+		k.Token.RefreshExpirySource = ""
+	}
 }
 
 func TestLogout(t *testing.T) {
@@ -350,8 +374,8 @@ func TestLogout(t *testing.T) {
 		t.Fatal("tokens still shown after logout")
 	}
 	h.mustShow("logged out", "Logged out: tokens dropped here and the session ended at the server (logout).")
-	// Nothing expires when there is no token: no "no stated expiry" claims.
-	h.mustNotShow("no stated expiry", "in 5:00", "in 30:00")
+	// Nothing expires when there is no token: no "not stated" claims.
+	h.mustNotShow("not stated", "in 5:00", "in 30:00")
 	if !regexp.MustCompile(`Access expires +—`).MatchString(h.view()) || !regexp.MustCompile(`Refresh expires +—`).MatchString(h.view()) {
 		t.Fatalf("expiry rows after logout:\n%s", h.view())
 	}

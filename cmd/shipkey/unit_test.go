@@ -69,19 +69,6 @@ func TestExitCode(t *testing.T) {
 	}
 }
 
-func TestFormats(t *testing.T) {
-	now := time.Date(2026, 11, 21, 12, 0, 0, 0, time.UTC)
-	if got := expiresIn(time.Time{}, now); got != "no expiry" {
-		t.Errorf("expiresIn(zero) = %q", got)
-	}
-	if got := expiresIn(now.Add(-time.Second), now); got != "expired" {
-		t.Errorf("expiresIn(past) = %q", got)
-	}
-	if got := expiresIn(now.Add(time.Hour), now); !strings.HasPrefix(got, "in ") {
-		t.Errorf("expiresIn(future) = %q", got)
-	}
-}
-
 func testIO(stdin string) (*iostreams, *bytes.Buffer, *bytes.Buffer) {
 	var out, errOut bytes.Buffer
 	return &iostreams{In: strings.NewReader(stdin), Out: &out, ErrOut: &errOut}, &out, &errOut
