@@ -47,6 +47,10 @@ func parseServerError(body []byte) serverError {
 // mapStatus builds the *Error for a non-success answer of an auth endpoint,
 // from its status and the RFC 6749 error code; the description is used only
 // to tell apart the invalid_grant answers of the password grant.
+// loginCauses names the likely causes of a login refused without an OAuth
+// error, with the settings that fix them.
+const loginCauses = "the server may require a scope (--scope openid) or the client secret by HTTP Basic (--basic-auth)"
+
 func mapStatus(op string, status int, code, desc string, body []byte, secrets []string) *Error {
 	e := &Error{
 		Op:          op,
@@ -68,6 +72,14 @@ func mapStatus(op string, status int, code, desc string, body []byte, secrets []
 		// Not Keycloak's JSON: an empty, plain-text or HTML refusal that does
 		// not say whether the user or the client was refused.
 		e.Kind = KindCredentialsRefused
+		e.Msg, _ = kindText(e.Kind, op)
+		e.Hint = "check the username, password, client id and secret; " + loginCauses
+	case op == "login" && status == 400 && code == "":
+		// An empty or non-JSON 400: servers that require a scope, or the
+		// client secret in another place, answer this way.
+		e.Kind = KindServer
+		e.Msg = "the server refused the login (status 400) without saying why"
+		e.Hint = loginCauses
 	case op == "refresh" && (status == 400 || status == 401) && code == "":
 		// A refusal without an OAuth error body: the refresh token is no
 		// longer accepted; only a login can help.

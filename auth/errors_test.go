@@ -17,6 +17,8 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/shipkey/shipkey/auth/authtest"
 )
 
 // Secrets used by the tests of this file; none may ever show in an error.
@@ -444,3 +446,38 @@ func TestClientTLSMinVersion(t *testing.T) {
 }
 
 func cliB64(s string) string { return base64.RawURLEncoding.EncodeToString([]byte(s)) }
+
+// A login refused with a 400 or 401 that carries no OAuth error (empty,
+// text or HTML) names the likely causes and their settings in one line.
+func TestLoginRefusedWithoutReasonNamesCauses(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		name   string
+		status int
+		body   string
+		want   ErrorKind
+	}{
+		{"400 empty", 400, ``, KindServer},
+		{"400 html", 400, `<html><body>Bad Request</body></html>`, KindServer},
+		{"401 empty", 401, ``, KindCredentialsRefused},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			srv := httptest.NewServer(cliJSON(tc.status, tc.body))
+			defer srv.Close()
+			_, err := cliNewClient(t, Options{}).Login(cliCtx(t), cliTokenConn(srv.URL), cliClientSecret, "alice", cliPassword)
+			cliSafeErr(t, err, tc.want)
+			msg := err.Error()
+			if !strings.Contains(msg, "--scope openid") || !strings.Contains(msg, "--basic-auth") || strings.Contains(msg, "\n") {
+				t.Fatalf("not one line naming --scope openid and --basic-auth: %q", msg)
+			}
+		})
+	}
+	// The in-process server that requires a scope and sends empty error
+	// bodies, as some servers do.
+	s := cliServer(t, &cliClock{}, func(c *authtest.Config) { c.RequireScope, c.ErrorBodies = true, authtest.ErrorBodiesEmpty })
+	_, err := cliNewClient(t, Options{}).Login(cliCtx(t), cliConn(s), authtest.DemoClientSecret, authtest.DemoUsername, authtest.DemoPassword)
+	if err == nil || !strings.Contains(err.Error(), "--scope openid") {
+		t.Fatalf("login without a scope: %v", err)
+	}
+}
