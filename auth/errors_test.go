@@ -481,3 +481,17 @@ func TestLoginRefusedWithoutReasonNamesCauses(t *testing.T) {
 		t.Fatalf("login without a scope: %v", err)
 	}
 }
+
+// A check that fails on a refusal reads as one sentence: the message, then
+// the server's words after a colon; never parentheses inside parentheses.
+func TestLivenessDetailIsFlat(t *testing.T) {
+	t.Parallel()
+	l := unknownFrom("introspection", mapStatus("introspect", 400, "invalid_request", "Missing (token)", nil, nil))
+	want := "introspect: the server refused the request (status 400); the server said: invalid_request: Missing (token)"
+	if got := l.Detail(); got != want {
+		t.Fatalf("detail\n got %q\nwant %q", got, want)
+	}
+	if (Liveness{Reason: "no answer"}).Detail() != "no answer" {
+		t.Fatal("a reason without the server's words gained a colon")
+	}
+}

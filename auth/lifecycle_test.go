@@ -33,6 +33,11 @@ func TestLivenessUserinfoRefusalIsNotEnded(t *testing.T) {
 	if l.State != LiveUnknown || l.Via != "userinfo" || !strings.Contains(l.Reason, "openid") {
 		t.Fatalf("live token without openid: %+v", l)
 	}
+	// One flat sentence: the server's words after a colon, no parentheses.
+	if d := l.Detail(); !strings.HasPrefix(d, "userinfo refused the token with status 401, perhaps for want of the openid scope; the server said: ") ||
+		strings.ContainsAny(d, "()") || l.Said == "" {
+		t.Errorf("detail %q", d)
+	}
 	if s.Count("introspect") != 0 {
 		t.Errorf("introspection was tried though discovery does not offer it")
 	}

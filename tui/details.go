@@ -559,7 +559,7 @@ func (d *details) serverLine(now time.Time) (parts []string, style lipgloss.Styl
 		}
 		return []string{"the server ended this session (introspection)", "— log in again (l)"}, s.Warn, true
 	default:
-		reason := text.Safe(d.live.Reason)
+		reason := text.Safe(d.live.Detail())
 		if reason == "" {
 			reason = "no answer"
 		}

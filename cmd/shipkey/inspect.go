@@ -280,10 +280,12 @@ func signatureLine(d *auth.Decoded, v *auth.Verification, asked bool) string {
 	}
 }
 
+// livenessLine is the server's verdict in one flat sentence: the reason,
+// and the server's words, after a colon.
 func livenessLine(d *auth.Decoded, l auth.Liveness, now time.Time) string {
 	reason := ""
-	if l.Reason != "" {
-		reason = " (" + text.Safe(l.Reason) + ")"
+	if detail := l.Detail(); detail != "" {
+		reason = ": " + text.Safe(detail)
 	}
 	switch l.State {
 	case auth.LiveActive:
