@@ -78,7 +78,7 @@ func TestDecodeKeycloakAccessToken(t *testing.T) {
 	if d.Typ != "Bearer" || d.Issuer != srv.Issuer() || d.Subject == "" {
 		t.Errorf("typ %q iss %q sub %q", d.Typ, d.Issuer, d.Subject)
 	}
-	if d.Username != authtest.DemoUsername || d.Email != "demo@example.com" || d.Scope != "email profile" {
+	if d.Username != authtest.DemoUsername || d.Email != "demo@example.com" || d.Scope != "email profile write" {
 		t.Errorf("username %q email %q scope %q", d.Username, d.Email, d.Scope)
 	}
 	wantExp := claimsNow.Add(1314000 * time.Second)
