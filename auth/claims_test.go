@@ -379,3 +379,23 @@ func TestDecodeSanitizesEverything(t *testing.T) {
 		t.Errorf("subject = %q, want visible escapes", d.Subject)
 	}
 }
+
+func TestFutureTimes(t *testing.T) {
+	t.Parallel()
+	now := time.Date(2026, 11, 21, 12, 0, 0, 0, time.UTC)
+	d := &auth.Decoded{IssuedAt: now.Add(2 * time.Hour), NotBefore: now.Add(auth.FutureSkew)}
+	got := d.FutureTimes(now)
+	if len(got) != 1 || got[0].Claim != "iat" || got[0].By != 2*time.Hour {
+		t.Fatalf("got %+v; want iat 2h ahead only (nbf within the skew)", got)
+	}
+	if w := got[0].Warning(); !strings.HasPrefix(w, "iat lies ") || !strings.Contains(w, "in the future") {
+		t.Fatalf("warning %q", w)
+	}
+	d.NotBefore = now.Add(auth.FutureSkew + time.Second)
+	if got := d.FutureTimes(now); len(got) != 2 || got[1].Claim != "nbf" || !strings.Contains(got[1].Warning(), "refuse the token until then") {
+		t.Fatalf("got %+v", got)
+	}
+	if got := (&auth.Decoded{IssuedAt: now.Add(-time.Hour)}).FutureTimes(now); len(got) != 0 {
+		t.Fatalf("a past iat warned: %+v", got)
+	}
+}

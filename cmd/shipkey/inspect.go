@@ -234,6 +234,9 @@ func writeInspection(w io.Writer, in inspection, verifyAsked bool, now time.Time
 		if in.Skew != 0 {
 			fmt.Fprintf(w, "Clock:     exp and expires_in disagree by %s: this machine's clock or the server's is off\n", in.Skew.Round(time.Second))
 		}
+		for _, f := range d.FutureTimes(now) {
+			fmt.Fprintf(w, "Clock:     %s\n", f.Warning())
+		}
 		fmt.Fprintln(w)
 		writeClaims(w, "Header", d.Header)
 		fmt.Fprintln(w)

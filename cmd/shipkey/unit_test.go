@@ -271,6 +271,10 @@ func TestInspectReportsClockSkew(t *testing.T) {
 	if s := out.String(); !regexp.MustCompile(`Clock: +exp and expires_in disagree by (4m59s|5m0s|5m1s)`).MatchString(s) {
 		t.Fatalf("no skew line:\n%s", s)
 	}
+	// The token was issued five minutes ahead of this clock: iat says so.
+	if s := out.String(); !regexp.MustCompile(`Clock: +iat lies \S+ in the future: the server's clock or this machine's is off`).MatchString(s) {
+		t.Fatalf("no iat warning:\n%s", s)
+	}
 
 	synced, _ := testStore(t, time.Now)
 	ios, out, _ = testIO("")
