@@ -67,7 +67,7 @@ type details struct {
 }
 
 func newDetails(c *common, spinner func() string) *details {
-	d := &details{c: c, spinner: spinner, pane: newPane()}
+	d := &details{c: c, spinner: spinner, pane: newPane(c)}
 	d.password = c.styles.newTextInput("")
 	d.password.EchoMode = textinput.EchoPassword
 	d.password.EchoCharacter = '•'

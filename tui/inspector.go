@@ -340,7 +340,9 @@ func (in *inspector) View() string {
 		}
 		top = s.Subtle.Render("Source: " + text.Safe(src) + "  ·  p pastes another token")
 	}
-	return fitBlock("  "+top+"\n"+strings.Join(in.sum, "\n")+"\n"+in.vp.View(), in.width, in.height)
+	claims := strings.Split(in.vp.View(), "\n")
+	claims = markMore(claims, in.width, in.vp.YOffset() > 0, !in.vp.AtBottom(), s.Subtle)
+	return fitBlock("  "+top+"\n"+strings.Join(in.sum, "\n")+"\n"+strings.Join(claims, "\n"), in.width, in.height)
 }
 
 // summarize is the summary on the first token (the access token of a key,

@@ -298,9 +298,9 @@ func TestTmuxDetailsScrollWhenSmall(t *testing.T) {
 	s := newTmuxHome(t, []string{"SHIPKEY_SECRETS=memory"}).start(60, 15, "demo")
 	s.waitText(10*time.Second, "Get API Key")
 	s.keys("Enter")
-	s.waitText(10*time.Second, "Token details", "Access token")
+	s.waitText(10*time.Second, "Token details", "Access token", "↓ more")
 	s.keys("G")
-	s.waitText(5*time.Second, "Refresh expires", "State")
+	s.waitText(5*time.Second, "Refresh expires", "State", "↑ more")
 	if !regexp.MustCompile(`Refresh expires.*in \d+:\d\d`).MatchString(s.capture()) {
 		t.Fatalf("no refresh countdown after G:\n%s", s.capture())
 	}
