@@ -495,3 +495,36 @@ func TestLivenessDetailIsFlat(t *testing.T) {
 		t.Fatal("a reason without the server's words gained a colon")
 	}
 }
+
+// SetTimeout bounds every request; the timeout error names the settings
+// that raise it; Waiting hears of each request and of its end.
+func TestSetTimeoutAndWaiting(t *testing.T) {
+	t.Parallel()
+	release := make(chan struct{})
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		select {
+		case <-release:
+		case <-r.Context().Done():
+		case <-time.After(10 * time.Second):
+		}
+	}))
+	defer srv.Close()
+	defer close(release)
+	var sent, ended atomic.Int32
+	c, err := NewClient(Options{Waiting: func() func() { sent.Add(1); return func() { ended.Add(1) } }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	c.SetTimeout(200 * time.Millisecond)
+	if c.Timeout() != 200*time.Millisecond {
+		t.Fatalf("Timeout = %v", c.Timeout())
+	}
+	_, err = c.Login(cliCtx(t), cliTokenConn(srv.URL), cliClientSecret, "alice", cliPassword)
+	e := cliSafeErr(t, err, KindTimeout)
+	if !strings.Contains(e.Error(), "raise --timeout (or SHIPKEY_TIMEOUT, or timeout in config.toml)") {
+		t.Fatalf("the timeout message does not name the settings: %v", e)
+	}
+	if sent.Load() != 1 || ended.Load() != 1 {
+		t.Fatalf("waiting: %d sent, %d ended", sent.Load(), ended.Load())
+	}
+}

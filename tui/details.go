@@ -47,23 +47,24 @@ const RefreshAhead = time.Minute
 
 // details shows one key's token response with live countdowns.
 type details struct {
-	c             *common
-	width, height int
-	key           store.Key
-	tokens        *auth.TokenSet // with secrets; nil when the key has none
-	state         detailsState
-	reveal        bool
-	auto          bool
-	ended         bool // the session is known to have ended: only a login helps
-	liveState     liveState
-	live          auth.Liveness // the server's answer (liveAnswered)
-	liveErr       string        // sanitized (liveFailed)
-	autoFailedFor time.Time     // the expiry an automatic refresh already failed for
-	errMsg        string
-	password      textinput.Model
-	prompt        bool // the password prompt is open (asking, or its login in flight)
-	spinner       func() string
-	pane          pane
+	c              *common
+	width, height  int
+	key            store.Key
+	tokens         *auth.TokenSet // with secrets; nil when the key has none
+	state          detailsState
+	reveal         bool
+	auto           bool
+	ended          bool // the session is known to have ended: only a login helps
+	liveState      liveState
+	live           auth.Liveness // the server's answer (liveAnswered)
+	liveErr        string        // sanitized (liveFailed)
+	autoFailedFor  time.Time     // the expiry an automatic refresh already failed for
+	errMsg         string
+	password       textinput.Model
+	prompt         bool // the password prompt is open (asking, or its login in flight)
+	spinner        func() string
+	pane           pane
+	wait, liveWait waitClock // how long the operation and the server check have been in flight
 }
 
 func newDetails(c *common, spinner func() string) *details {
@@ -386,11 +387,11 @@ func (d *details) status(now time.Time) (string, bool) {
 	t := d.token()
 	switch {
 	case d.state == detailsRefreshing:
-		return d.spinner() + " refreshing…", true
+		return d.spinner() + " refreshing…" + waitingNote(d.wait.since, now), true
 	case d.state == detailsLoggingIn:
-		return d.spinner() + " logging in…", true
+		return d.spinner() + " logging in…" + waitingNote(d.wait.since, now), true
 	case d.state == detailsLoggingOut:
-		return d.spinner() + " logging out…", true
+		return d.spinner() + " logging out…" + waitingNote(d.wait.since, now), true
 	case d.key.LoggedOut || t.ObtainedAt.IsZero():
 		return "logged out — press l to log in", false
 	case d.sessionEnded():
@@ -539,7 +540,7 @@ func (d *details) serverLine(now time.Time) (parts []string, style lipgloss.Styl
 	}
 	switch d.liveState {
 	case liveChecking:
-		return []string{d.spinner() + " checking…"}, s.Subtle, true
+		return []string{d.spinner() + " checking…" + waitingNote(d.liveWait.since, now)}, s.Subtle, true
 	case liveFailed:
 		return []string{"cannot tell: " + d.liveErr}, s.Subtle, true
 	case liveAnswered:

@@ -52,6 +52,7 @@ func isAdvanced(i int) bool { return i > fieldAdvanced }
 type form struct {
 	c             *common
 	width, height int
+	wait          waitClock // how long the request has been in flight
 	inputs        [fieldCount]textinput.Model
 	focus         int
 	state         formState
@@ -422,7 +423,7 @@ func (f *form) content() (string, int) {
 	b.WriteString("\n")
 	switch {
 	case f.state == formSubmitting:
-		b.WriteString("  " + f.spinner() + " " + s.Subtle.Render("Requesting a token…") + "\n")
+		b.WriteString("  " + f.spinner() + " " + s.Subtle.Render("Requesting a token…"+waitingNote(f.wait.since, f.c.now)) + "\n")
 	case f.general != "":
 		b.WriteString(indentWrapped("✗ "+f.general, 2, f.width, s.Error.Render))
 	default:

@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"charm.land/bubbles/v2/spinner"
 	"github.com/charmbracelet/x/exp/golden"
 )
 
@@ -94,4 +95,34 @@ func TestFormResizeKeepsTheScheme(t *testing.T) {
 			t.Fatalf("at %dx%d the Auth URL is cut: %q", size[0], size[1], url)
 		}
 	}
+}
+
+// A request that takes more than a second says so, with the seconds, and
+// the note goes when the answer arrives. The commands are held back, so the
+// request stays in flight while the clock moves.
+func TestWaitingForTheServerAfterASecond(t *testing.T) {
+	t.Parallel()
+	h := openDemoDetails(t, nil)
+	_, refresh := h.m.Update(keyMsg("r"))
+	h.mustShow("refreshing…")
+	h.clock.Advance(500 * time.Millisecond)
+	h.m.Update(spinner.TickMsg{})
+	h.mustNotShow("waiting for the server")
+	h.clock.Advance(2500 * time.Millisecond)
+	h.m.Update(spinner.TickMsg{})
+	h.mustShow("refreshing… waiting for the server… (3s)")
+	h.run(refresh)
+	h.mustNotShow("waiting for the server")
+
+	// The form's request too.
+	f := newHarness(t, nil)
+	f.press("n")
+	for _, v := range []string{"http://127.0.0.1:8080", "master", "shipping-api", "secret", "demo", "pw", "mine"} {
+		f.m.form.inputs[f.m.form.focus].SetValue(v)
+		f.press("tab")
+	}
+	f.m.Update(keyMsg("ctrl+s"))
+	f.clock.Advance(2 * time.Second)
+	f.m.Update(spinner.TickMsg{})
+	f.mustShow("Requesting a token… waiting for the server… (2s)")
 }

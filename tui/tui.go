@@ -221,9 +221,11 @@ func (m *Model) Init() tea.Cmd {
 	return tea.Batch(tea.RequestBackgroundColor, m.loadKeys(), m.ensureTick())
 }
 
-// Update is a dispatcher: each kind of message has its handler.
+// Update is a dispatcher: each kind of message has its handler. Afterwards
+// the clocks of the requests in flight follow what the handler changed.
 func (m *Model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 	m.c.now = m.cfg.now()
+	defer m.trackWaits()
 	switch msg := msg.(type) {
 	case tea.WindowSizeMsg:
 		m.setSize(msg.Width, msg.Height)
@@ -264,6 +266,14 @@ func (m *Model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 		return m, nil
 	}
 	return m, m.forward(msg)
+}
+
+// trackWaits starts or stops the clocks behind "waiting for the server…".
+func (m *Model) trackWaits() {
+	now := m.c.now
+	m.details.wait.track(m.details.busy(), now)
+	m.details.liveWait.track(m.details.liveState == liveChecking, now)
+	m.form.wait.track(m.form.state == formSubmitting, now)
 }
 
 // View renders the header, the active screen (or the full help), a status
