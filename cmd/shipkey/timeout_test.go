@@ -125,7 +125,8 @@ func waitFor(t *testing.T, cond func() bool) {
 	t.Fatal("timed out")
 }
 
-// syncBuffer is a bytes.Buffer safe for a writer goroutine and a reader.
+// syncBuffer is a bytes.Buffer safe for a writer goroutine (or a process's
+// writes) and the test's reads at once; shared by the tests of this package.
 type syncBuffer struct {
 	mu sync.Mutex
 	b  bytes.Buffer
