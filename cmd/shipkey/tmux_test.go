@@ -450,3 +450,20 @@ func TestTmuxAlwaysQuitsOnSignals(t *testing.T) {
 		}
 	}
 }
+
+// A CLI request that takes long says so on the terminal's stderr, counting
+// the seconds, and the line is gone once the answer is in.
+func TestTmuxCLIWaitingNotice(t *testing.T) {
+	srv := authtest.NewServer(authtest.DemoConfig())
+	t.Cleanup(srv.Close)
+	h := newTmuxHome(t, []string{"SHIPKEY_SECRETS=plaintext"})
+	h.newKey(srv, "mine")
+	srv.Inject(authtest.Fault{Endpoint: "token", Delay: 3 * time.Second})
+	// --min-valid beyond the token's life forces a refresh.
+	s := h.start(100, 10, "token", "mine", "--min-valid", "9999h")
+	s.waitText(10*time.Second, "waiting for the server… (1s)")
+	s.waitFor("the command to end", 20*time.Second, func(string) bool { return s.dead() })
+	if screen := s.capture(); strings.Contains(screen, "waiting for the server") {
+		t.Fatalf("the waiting line stayed:\n%s", screen)
+	}
+}
