@@ -220,7 +220,8 @@ func (d *details) Update(msg tea.Msg) (action, tea.Cmd) {
 			return nil, nil
 		}
 		d.state, d.errMsg = detailsConfirmLogout, ""
-		d.pane.vp.GotoBottom() // the question is the last line
+		d.pane.set(d.content()) // with the question, its last line
+		d.pane.vp.GotoBottom()
 		return nil, nil
 	}
 	return nil, nil

@@ -126,3 +126,12 @@ func TestWaitingForTheServerAfterASecond(t *testing.T) {
 	f.m.Update(spinner.TickMsg{})
 	f.mustShow("Requesting a token… waiting for the server… (2s)")
 }
+
+// At 60×15 the log-out question scrolls into sight.
+func TestLogoutQuestionInSightWhenSmall(t *testing.T) {
+	t.Parallel()
+	h := openDemoDetails(t, nil)
+	h.send(windowSize(60, 15))
+	h.press("X")
+	h.mustShow("(y/n)")
+}
