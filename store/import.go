@@ -77,6 +77,7 @@ func (s *Store) Import(ctx context.Context, keys []ImportKey) error {
 			ks.Token = k.Token.Redacted()
 			ks.Masked = text.Mask(k.Token.AccessToken)
 		}
+		sec.bind(id, ks)
 		secrets[id] = sec
 		states[i] = ks
 	}

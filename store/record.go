@@ -229,6 +229,9 @@ func encodeState(ks keyState) []byte {
 	w.str(ks.Masked)
 	w.bool(ks.LoggedOut)
 	w.str(ks.Secrets)
+	if !ks.EndPending.IsZero() { // optional trailing field: older records end before it
+		w.time(ks.EndPending)
+	}
 	return w.b
 }
 
@@ -258,5 +261,8 @@ func (d *stateDecoder) decode(b []byte) (keyState, error) {
 	ks.Masked = r.str()
 	ks.LoggedOut = r.bool()
 	ks.Secrets = r.strShared(&d.secrets)
+	if len(r.b) > 0 {
+		ks.EndPending = r.time()
+	}
 	return ks, r.err
 }

@@ -24,6 +24,9 @@ type keyState struct {
 	// "file", "plaintext", "memory"): not a secret, and it lets an "auto"
 	// store find secrets written before the keyring appeared or vanished.
 	Secrets string `json:"secrets,omitempty"`
+	// EndPending is when ending the session at the server failed: the
+	// tokens are kept (in the secrets backend) until a retry ends it.
+	EndPending time.Time `json:"end_pending,omitzero"`
 }
 
 // legacyStateFile is state.json, where shipkey kept every key's metadata in

@@ -54,6 +54,9 @@ type Key struct {
 	Masked string
 	// LoggedOut is true after logout or when the refresh token is known dead.
 	LoggedOut bool
+	// EndPending is when ending its session at the server failed (zero:
+	// none pending); logout and keys rm try again.
+	EndPending time.Time
 }
 
 // Status is a key's token state at a moment.
