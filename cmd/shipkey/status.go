@@ -68,6 +68,7 @@ const (
 	stateLoginNeeded  = "login_needed"
 	stateLoggedOut    = "logged_out"
 	stateSessionEnded = "session_ended"
+	stateEndPending   = "end_pending"
 )
 
 // keyVerdict is where one key stands for status.
@@ -91,6 +92,9 @@ func keyStatus(k store.Key, now time.Time) keyVerdict {
 	access, refresh := k.Token.Access(), k.Token.Refresh()
 	login := "; run: shipkey login " + text.ShellQuote(k.Label)
 	switch {
+	case !k.EndPending.IsZero():
+		return keyVerdict{stateEndPending, "end pending", "logged out; ending the session at the server is pending since " +
+			when(k.EndPending, now) + "; run: shipkey logout " + text.ShellQuote(k.Label), false}
 	case k.LoggedOut && k.Token.ObtainedAt.IsZero():
 		if k.RememberPassword {
 			return keyVerdict{stateLoggedOut, "logged out", "logged out; logs in again with the remembered password", true}
