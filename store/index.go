@@ -556,6 +556,9 @@ func (s *Store) write(ctx context.Context, fn func(t *tx) error) error {
 	defer cancel()
 	for attempt := 0; ; attempt++ {
 		err := s.txn(ctx, false, fn)
+		if err == nil {
+			s.sweepIfFree()
+		}
 		if dmg := (*DamagedDBError)(nil); errors.As(err, &dmg) && attempt < 3 {
 			if err := s.salvage(ctx, dmg); err != nil {
 				return err
@@ -587,13 +590,14 @@ func (s *Store) update(ctx context.Context, fn func(t *tx) error) error {
 	return s.txnSalvaging(ctx, fn)
 }
 
-// lockStore takes store.lock and sweeps what killed processes left behind.
+// lockStore takes store.lock and sweeps what killed processes left behind
+// (sweep.go).
 func (s *Store) lockStore(ctx context.Context) (*fileLock, error) {
 	lk, err := acquireLock(ctx, s.lockPath())
 	if err != nil {
 		return nil, err
 	}
-	sweepTemp(append([]string{s.configDir, s.stateDir}, s.secretDirs()...)...)
+	s.sweep()
 	return lk, nil
 }
 
