@@ -96,6 +96,9 @@ func Open(opts Options) (*Store, error) {
 		s.backends[row.name] = row.open(env)
 	}
 	s.fileBackend().session = newSession(s, opts.Unlock)
+	if err := s.checkOwner(); err != nil {
+		return nil, err
+	}
 	set, err := s.readSettings()
 	if err != nil {
 		return nil, err
@@ -208,8 +211,16 @@ func (s *Store) holder(ks keyState) secretsBackend {
 func (s *Store) prepare() (secretsBackend, error) {
 	b := s.backend()
 	if fb, ok := b.(*fileBackend); ok {
+		fb.mu.Lock()
+		had := fb.identity != nil
+		fb.mu.Unlock()
 		if _, err := fb.unlock(); err != nil {
 			return nil, err
+		}
+		if !had {
+			if err := s.finishRestore(context.Background()); err != nil {
+				return nil, err
+			}
 		}
 	}
 	if err := s.migrateSecrets(context.Background(), b); err != nil {

@@ -1,6 +1,7 @@
 package store
 
 import (
+	"context"
 	"fmt"
 	"os"
 	"time"
@@ -72,14 +73,20 @@ func stateFromSecrets(sec keySecrets, backend string, now time.Time) keyState {
 // backend while it is unlocked, the keyring or memory backend in use. A key
 // whose secrets cannot be read now keeps no record; Token rebuilds it when
 // it reads them.
+//
+// Keys left without a record are flagged in the meta bucket (metaRestore):
+// the first process that unlocks the file backend restores them
+// (finishRestore).
 func (t *tx) restoreStates() error {
 	st := t.bucket(bucketState)
+	incomplete := false
 	for _, e := range t.cfg.Keys {
 		if st != nil && st.Get([]byte(e.ID)) != nil {
 			continue
 		}
 		ks, ok := t.s.stateFromBackends(e.ID)
 		if !ok {
+			incomplete = true
 			continue
 		}
 		if err := t.putState(e.ID, ks); err != nil {
@@ -87,7 +94,31 @@ func (t *tx) restoreStates() error {
 		}
 		st = t.bucket(bucketState)
 	}
-	return nil
+	meta, err := t.btx.CreateBucketIfNotExists(bucketMeta)
+	if err != nil {
+		return err
+	}
+	if incomplete {
+		return meta.Put(metaRestore, []byte("1"))
+	}
+	return meta.Delete(metaRestore)
+}
+
+var metaRestore = []byte("restore")
+
+// finishRestore restores the state records a rebuild could not (the file
+// backend was locked then), now that it is unlocked.
+func (s *Store) finishRestore(ctx context.Context) error {
+	pending := false
+	if err := s.view(func(t *tx) error { pending = t.meta(metaRestore) != nil; return nil }); err != nil || !pending {
+		return err
+	}
+	return s.update(ctx, func(t *tx) error {
+		if _, err := t.config(); err != nil {
+			return err
+		}
+		return t.restoreStates()
+	})
 }
 
 func (s *Store) stateFromBackends(id string) (keyState, bool) {
