@@ -33,7 +33,9 @@ func newCmdStatus(f *factory, runF func(context.Context, *statusOptions) error) 
 		Long: `Print one line per key (or for the key named): "valid until" the access
 token's expiry, "refresh by" the refresh token's expiry when only the access
 token has expired, or why a login is needed ("login needed", "logged out",
-"session ended" when the server refused the refresh token).
+"session ended" when the server refused the refresh token), or that ending
+its session at the server is pending (a logout or keys rm the server refused
+or never got: run shipkey logout LABEL to retry).
 
 It reads only what shipkey keeps about each key: no secret is read and no
 request is made.
