@@ -220,7 +220,9 @@ func (c *Client) tokenEndpoint(ctx context.Context, conn Connection) (string, er
 // twice).
 func oauthConfig(conn Connection, clientSecret, tokenURL string) *oauth2.Config {
 	style := oauth2.AuthStyleInParams
-	if conn.BasicAuth {
+	if conn.PublicClient {
+		clientSecret = ""
+	} else if conn.BasicAuth {
 		style = oauth2.AuthStyleInHeader
 	}
 	return &oauth2.Config{
@@ -376,7 +378,10 @@ func jwtExpiry(token string) time.Time {
 // or Basic when conn.BasicAuth) and returns the status and capped body.
 func (c *Client) postForm(ctx context.Context, conn Connection, clientSecret, endpoint string, form url.Values) (int, []byte, error) {
 	form = cloneValues(form)
-	if !conn.BasicAuth {
+	switch {
+	case conn.PublicClient:
+		form.Set("client_id", conn.ClientID)
+	case !conn.BasicAuth:
 		form.Set("client_id", conn.ClientID)
 		form.Set("client_secret", clientSecret)
 	}
@@ -386,7 +391,7 @@ func (c *Client) postForm(ctx context.Context, conn Connection, clientSecret, en
 	}
 	req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
 	req.Header.Set("Accept", "application/json")
-	if conn.BasicAuth {
+	if conn.BasicAuth && !conn.PublicClient {
 		req.SetBasicAuth(url.QueryEscape(conn.ClientID), url.QueryEscape(clientSecret))
 	}
 	resp, err := c.http.Do(req)

@@ -7,7 +7,6 @@ import (
 	"time"
 
 	"github.com/shipkey/shipkey/auth"
-	"github.com/shipkey/shipkey/internal/text"
 )
 
 // A key's secret record carries, beside its secrets, its id and a copy of
@@ -23,11 +22,12 @@ type secretMeta struct {
 	Token      auth.TokenSet `json:"token,omitzero"` // always Redacted
 	Masked     string        `json:"masked,omitempty"`
 	LoggedOut  bool          `json:"logged_out,omitempty"`
+	NoRefresh  bool          `json:"no_refresh,omitempty"`
 	EndPending time.Time     `json:"end_pending,omitzero"`
 }
 
 func metaOf(ks keyState) *secretMeta {
-	return &secretMeta{Token: ks.Token.Redacted(), Masked: ks.Masked, LoggedOut: ks.LoggedOut, EndPending: ks.EndPending}
+	return &secretMeta{Token: ks.Token.Redacted(), Masked: ks.Masked, LoggedOut: ks.LoggedOut, NoRefresh: ks.NoRefresh, EndPending: ks.EndPending}
 }
 
 // bind stamps a secret record with its key id and state before it is written.
@@ -53,7 +53,7 @@ func checkBinding(f keyFiles, id string, sec keySecrets) error {
 func stateFromSecrets(sec keySecrets, backend string, now time.Time) keyState {
 	ks := keyState{Secrets: backend}
 	if m := sec.Meta; m != nil {
-		ks.Token, ks.Masked, ks.LoggedOut, ks.EndPending = m.Token.Redacted(), m.Masked, m.LoggedOut, m.EndPending
+		ks.Token, ks.Masked, ks.LoggedOut, ks.NoRefresh, ks.EndPending = m.Token.Redacted(), m.Masked, m.LoggedOut, m.NoRefresh, m.EndPending
 		return ks
 	}
 	// Written before the state was kept with the secrets: the tokens are
@@ -62,8 +62,7 @@ func stateFromSecrets(sec keySecrets, backend string, now time.Time) keyState {
 		ks.LoggedOut = true
 		return ks
 	}
-	ks.Token = auth.TokenSet{TokenType: "Bearer", ObtainedAt: now}
-	ks.Masked = text.Mask(sec.AccessToken)
+	ks.setToken(&auth.TokenSet{TokenType: "Bearer", ObtainedAt: now, AccessToken: sec.AccessToken, RefreshToken: sec.RefreshToken})
 	return ks
 }
 

@@ -155,7 +155,7 @@ func keysNewRun(ctx context.Context, opts *keysNewOptions) error {
 	}
 	opts.Secrets.Add(password)
 
-	key, err := st.Create(ctx, store.NewKey{
+	key, _, err := st.Create(ctx, store.NewKey{
 		Label:            opts.Label,
 		Conn:             conn,
 		Username:         opts.Username,

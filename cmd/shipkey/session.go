@@ -71,7 +71,7 @@ func loginRun(ctx context.Context, opts *loginOptions) error {
 		}
 		opts.Secrets.Add(password)
 	}
-	key, err = st.Login(ctx, key.Label, password)
+	key, _, err = st.Login(ctx, key.Label, store.LoginOptions{Password: password})
 	if err != nil {
 		return err
 	}
