@@ -254,6 +254,13 @@ func TestLogoutRetriedUntilTheServerEndsIt(t *testing.T) {
 	if e.srv.Sessions() != 2 {
 		t.Fatal("the session ended although the server was not reached")
 	}
+	// A login must not replace the tokens of a session still to be ended:
+	// it ends it first, or says the end is pending.
+	e.srv.Inject(authtest.Fault{Endpoint: "logout", Drop: true})
+	var pending *EndPendingError
+	if _, _, err := s.Login(context.Background(), "k", LoginOptions{Password: authtest.DemoPassword}); !errors.As(err, &pending) {
+		t.Fatalf("Login with an end pending and the server down = %v", err)
+	}
 	// Another process sees the pending end too, and its logout ends it.
 	s2 := e.open(Options{})
 	if res, err := s2.Logout(context.Background(), "k"); err != nil || !res.Ended() {
@@ -268,7 +275,7 @@ func TestLogoutRetriedUntilTheServerEndsIt(t *testing.T) {
 
 	e.srv.Inject(authtest.Fault{Endpoint: "logout", Drop: true, Times: 2})
 	_, err := s.Remove(context.Background(), "r")
-	var pe *EndPendingError
+	pe := pending
 	if !errors.As(err, &pe) {
 		t.Fatalf("Remove with the server down = %v", err)
 	}

@@ -349,8 +349,8 @@ func keysRmRun(ctx context.Context, opts *keysRmOptions) error {
 			since = " (pending since " + text.Stamp(key.EndPending) + ")"
 		}
 		q := text.ShellQuote(key.Label)
-		return fmt.Errorf("Kept API key %s: %s%s; it hands out no token and its end is pending: run shipkey keys rm %s to try again, or shipkey keys rm %s --force to remove it anyway: %w",
-			label, endFailure(pending.Err), since, q, q, pending.Err)
+		return fmt.Errorf("%s: %s%s; it hands out no token and its end is pending: run shipkey keys rm %s to try again, or shipkey keys rm %s --force to remove it anyway: %w",
+			"Kept API key "+label, endFailure(pending.Err), since, q, q, pending.Err)
 	}
 	if err != nil && auth.KindOf(err) == auth.KindUnknown {
 		return err // a local failure: the key is still there

@@ -223,8 +223,8 @@ func logoutRun(ctx context.Context, opts *logoutOptions) error {
 		return nil
 	}
 	if err != nil {
-		return fmt.Errorf("Logged out API key %s here (no token is handed out), but %s; ending it is pending, its tokens kept only for that: run shipkey logout %s to try again: %w",
-			label, endFailure(err), text.ShellQuote(key.Label), err)
+		return fmt.Errorf("%s here (no token is handed out), but %s; ending it is pending, its tokens kept only for that: run shipkey logout %s to try again: %w",
+			"Logged out API key "+label, endFailure(err), text.ShellQuote(key.Label), err)
 	}
 	return reportEnd(opts.IO.ErrOut, "Logged out API key "+label, "dropped its tokens here", again, key, res, err, opts.Now())
 }
