@@ -29,6 +29,18 @@ type DamagedDBError struct {
 	// Faulted: found while reading (a fault, or a bbolt panic on a damaged
 	// page), which the check before mapping cannot see.
 	Faulted bool
+	// seen identifies the file found damaged (inode, size, mtime), so that
+	// one another process has set aside and rebuilt meanwhile is left alone.
+	seen string
+}
+
+// dbIdentity identifies the file at path now ("" when it is missing).
+func dbIdentity(path string) string {
+	fi, err := os.Stat(path)
+	if err != nil {
+		return ""
+	}
+	return fmt.Sprint(fileIdentity(fi), ":", fi.Size(), ":", fi.ModTime().UnixNano())
 }
 
 func (e *DamagedDBError) Error() string {
@@ -155,8 +167,8 @@ func damagedName(path string, now time.Time) string {
 // index from config.toml and the state from the secret files.
 func (s *Store) setAsideDB(cause *DamagedDBError) error {
 	path := s.dbPath()
-	if !cause.Faulted && checkDBFile(path) == nil {
-		return nil // another process set it aside and rebuilt it meanwhile
+	if now := dbIdentity(path); now == "" || (cause.seen != "" && now != cause.seen) {
+		return nil // another process set it aside (and rebuilt it) meanwhile
 	}
 	dest := damagedName(path, s.now())
 	if err := os.Rename(path, dest); err != nil && !errors.Is(err, os.ErrNotExist) {

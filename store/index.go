@@ -8,12 +8,14 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
 	"sync"
+	"syscall"
 	"time"
 
 	bolt "go.etcd.io/bbolt"
@@ -143,6 +145,7 @@ func (s *Store) openDB(ctx context.Context, write bool) (*bolt.DB, func(), error
 		wait = max(time.Until(d), time.Millisecond)
 	}
 	var db *bolt.DB
+	seen := dbIdentity(path)
 	err := checkDBFile(path)
 	if err == nil {
 		err = runGuarded(path, func() (err error) {
@@ -155,15 +158,23 @@ func (s *Store) openDB(ctx context.Context, write bool) (*bolt.DB, func(), error
 		var dmg *DamagedDBError
 		switch {
 		case errors.As(err, &dmg):
+			dmg.seen = seen
 			return nil, nil, err
 		case errors.Is(err, berrors.ErrTimeout):
 			return nil, nil, lockWaitError(path, context.DeadlineExceeded)
 		case errors.Is(err, os.ErrNotExist):
 			return nil, nil, os.ErrNotExist
-		case errors.Is(err, berrors.ErrInvalid), errors.Is(err, berrors.ErrChecksum), errors.Is(err, berrors.ErrVersionMismatch):
-			return nil, nil, &DamagedDBError{Path: path, Reason: err.Error()}
+		case errors.Is(err, fs.ErrPermission), errors.Is(err, syscall.EROFS), errors.Is(err, syscall.ENOSPC):
+			return nil, nil, fileError("open", path, err)
 		}
-		return nil, nil, fileError("open", path, err)
+		// What bbolt refuses to open (bad magic or checksum, a file too
+		// small, an unknown version…) is damage.
+		var pe *fs.PathError
+		reason := err.Error()
+		if errors.As(err, &pe) {
+			reason = pe.Err.Error()
+		}
+		return nil, nil, &DamagedDBError{Path: path, Reason: reason, seen: seen}
 	}
 	return db, func() { _ = db.Close(); unlock() }, nil
 }

@@ -5,9 +5,9 @@ import (
 	"context"
 	"errors"
 	"math/rand/v2"
-	"strconv"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -767,7 +767,10 @@ func TestCorruptedFilesAreNeverOverwritten(t *testing.T) {
 	for name, op := range map[string]func() error{
 		"Keys":     func() error { _, err := s.Keys(); return err },
 		"MarkUsed": func() error { return s.MarkUsed("k") },
-		"Create":   func() error { _, _, err := s.Create(context.Background(), e.newKey("new-"+strconv.Itoa(rand.IntN(1e6)), false)); return err },
+		"Create": func() error {
+			_, _, err := s.Create(context.Background(), e.newKey("new-"+strconv.Itoa(rand.IntN(1e6)), false))
+			return err
+		},
 	} {
 		if err := os.WriteFile(dbPath, badState, 0o600); err != nil {
 			t.Fatal(err)
