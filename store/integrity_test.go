@@ -372,4 +372,18 @@ func TestForeignStoreRefused(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+
+	// A new store inside another user's directory: refused, nothing made.
+	home := t.TempDir()
+	if err := os.Chown(home, 65534, 65534); err != nil {
+		t.Fatal(err)
+	}
+	_, err = Open(Options{ConfigDir: filepath.Join(home, ".config", "shipkey"), StateDir: filepath.Join(home, ".local", "state", "shipkey"),
+		Backend: BackendPlaintext, Warn: e.warn})
+	if err == nil || !strings.Contains(err.Error(), home+" belongs to") {
+		t.Fatalf("Open of a new store in another user's home = %v", err)
+	}
+	if entries, _ := os.ReadDir(home); len(entries) != 0 {
+		t.Fatalf("root made %d entries in another user's home", len(entries))
+	}
 }

@@ -35,10 +35,40 @@ func (s *Store) checkOwner() error {
 		if !ok || uid == me {
 			continue
 		}
-		return fmt.Errorf("%s belongs to %s, not to %s: run shipkey as %s (nothing was read or changed)",
-			displayPath(p), userName(uid), userName(me), userName(uid))
+		return foreignError(p, uid, me)
+	}
+	// Root making a new store inside a user's directory (sudo -E with the
+	// user's HOME) would leave root-owned directories there: refused too.
+	if me == 0 {
+		for _, dir := range []string{s.configDir, s.stateDir} {
+			p := nearestExisting(dir)
+			if fi, err := os.Lstat(p); err == nil && p != dir {
+				if uid, ok := ownerUID(fi); ok && uid != 0 {
+					return foreignError(p, uid, me)
+				}
+			}
+		}
 	}
 	return nil
+}
+
+func foreignError(p string, owner, me uint32) error {
+	return fmt.Errorf("%s belongs to %s, not to %s: run shipkey as %s (nothing was read or changed)",
+		displayPath(p), userName(owner), userName(me), userName(owner))
+}
+
+// nearestExisting is dir, or its closest ancestor that exists.
+func nearestExisting(dir string) string {
+	for {
+		if _, err := os.Lstat(dir); err == nil {
+			return dir
+		}
+		parent := filepath.Dir(dir)
+		if parent == dir {
+			return dir
+		}
+		dir = parent
+	}
 }
 
 // userName is "alice (uid 1000)", or "uid 1000" when the name is unknown.
