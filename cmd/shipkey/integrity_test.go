@@ -293,3 +293,44 @@ func TestKillNineLeavesNothingBehind(t *testing.T) {
 		})
 	}
 }
+
+// TestForeignStoreBinary: shipkey run as root on a store that belongs to
+// another user (sudo -E) refuses it in one line naming the owner and the
+// file, and leaves no root-owned file behind.
+func TestForeignStoreBinary(t *testing.T) {
+	t.Parallel()
+	if os.Geteuid() != 0 {
+		if os.Getenv("CI") == "true" {
+			t.Fatal("this test needs root (CI runs as root)")
+		}
+		t.Skip("needs root to give the store to another user")
+	}
+	r := newIntegrityRig(t, "plaintext")
+	r.newKey("k")
+	for _, dir := range []string{r.cfgDir, r.stateDir} {
+		if out, err := exec.Command("chown", "-R", "65534:65534", dir).CombinedOutput(); err != nil {
+			t.Fatalf("chown: %v %s", err, out)
+		}
+	}
+	for _, args := range [][]string{{"token", "k"}, {"keys", "list"}, {"status"},
+		{"keys", "new", "--label", "x", "--auth-url", r.srv.URL(), "--client-id", "shipping-api", "--username", "alice"}} {
+		_, stderr, code := r.run(args...)
+		noCrashDump(t, args[0], stderr)
+		if code != 1 || !strings.Contains(stderr, "belongs to") || !strings.Contains(stderr, "uid 65534") || strings.Count(stderr, "\n") != 1 {
+			t.Fatalf("%v on another user's store: exit %d: %q", args, code, stderr)
+		}
+	}
+	for _, root := range []string{r.cfgDir, r.stateDir} {
+		_ = filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
+			if err != nil {
+				return nil
+			}
+			if fi, err := d.Info(); err == nil {
+				if st, ok := fi.Sys().(*syscall.Stat_t); ok && st.Uid != 65534 {
+					t.Errorf("%s is owned by uid %d", p, st.Uid)
+				}
+			}
+			return nil
+		})
+	}
+}
