@@ -31,6 +31,7 @@ type configFile struct {
 	ClipboardClear string     `toml:"clipboard_clear,omitempty"`
 	AutoRefresh    *bool      `toml:"auto_refresh,omitempty"`
 	Keys           []keyEntry `toml:"keys,omitempty"`
+	Teams          []TeamConn `toml:"teams,omitempty"`
 }
 
 // keyEntry is one [[keys]] table: a key's definition, written here only.
