@@ -34,7 +34,9 @@ func newCmdStatus(f *factory, runF func(context.Context, *statusOptions) error) 
 		Long: `Print one line per key (or for the key named): "valid until" the access
 token's expiry, "refresh by" the refresh token's expiry when only the access
 token has expired, or why a login is needed ("login needed", "logged out",
-"session ended" when the server refused the refresh token).
+"session ended" when the server refused the refresh token), or that ending
+its session at the server is pending (a logout or keys rm the server refused
+or never got: run shipkey logout LABEL to retry).
 
 It reads only what shipkey keeps about each key: no secret is read and no
 request is made.
@@ -69,6 +71,7 @@ const (
 	stateLoginNeeded  = "login_needed"
 	stateLoggedOut    = "logged_out"
 	stateSessionEnded = "session_ended"
+	stateEndPending   = "end_pending"
 )
 
 // keyVerdict is where one key stands for status.
@@ -92,6 +95,9 @@ func keyStatus(k store.Key, now time.Time) keyVerdict {
 	access, refresh := k.Token.Access(), k.Token.Refresh()
 	login := "; run: shipkey login " + text.ShellQuote(k.Label)
 	switch {
+	case !k.EndPending.IsZero():
+		return keyVerdict{stateEndPending, "end pending", "logged out; ending the session at the server is pending since " +
+			when(k.EndPending, now) + "; run: shipkey logout " + text.ShellQuote(k.Label), false}
 	case k.LoggedOut && k.Token.ObtainedAt.IsZero():
 		if k.RememberPassword {
 			return keyVerdict{stateLoggedOut, "logged out", "logged out; logs in again with the remembered password", true}
