@@ -101,17 +101,23 @@ func (h *handle) fleetToken(ctx context.Context, label string, cached *cacheEntr
 	if err != nil {
 		return nil, err
 	}
-	var def Definition
+	// The cached id saves a listing; the definition and token are read again
+	// in one round trip (it may have been renamed or removed meanwhile).
+	id := ""
 	if cached != nil {
-		def = cached.Def
-		// The cached definition may be stale (renamed, removed, re-keyed):
-		// read it again with the token, in one round trip.
+		id = cached.Def.ID
 	}
-	id, ok := "", false
-	if cached != nil {
-		id, ok = cached.Def.ID, true
+	var (
+		cur *auth.TokenSet
+		rev int64
+		d   *Definition
+	)
+	if id != "" {
+		if cur, rev, d, err = h.readItem(ctx, cli, id); err != nil {
+			return nil, err
+		}
 	}
-	if !ok {
+	if d == nil || d.Label != label {
 		s, err := h.read(ctx)
 		if err != nil {
 			return nil, err
@@ -120,16 +126,9 @@ func (h *handle) fleetToken(ctx context.Context, label string, cached *cacheEntr
 		if ce == nil {
 			return nil, fmt.Errorf("team %s: no key %s (shipkey keys list): %w", h.name(), text.Safe(label), ErrKeyNotFound)
 		}
-		id = ce.Def.ID
+		id, cur, rev, d = ce.Def.ID, ce.Token, ce.TokenRev, &ce.Def
 	}
-	cur, rev, d, err := h.readItem(ctx, cli, id)
-	if err != nil {
-		return nil, err
-	}
-	if d == nil {
-		return nil, fmt.Errorf("team %s: key %s was removed (shipkey keys list): %w", h.name(), text.Safe(label), ErrKeyNotFound)
-	}
-	def = *d
+	def := *d
 	if fits(cur, h.e.opts.Now(), opts) {
 		return cur, h.cacheToken(ctx, def, cur, rev)
 	}
