@@ -218,6 +218,24 @@ func TestFleetRaceOneTokenRequest(t *testing.T) {
 	for _, m := range []*machine{a, b} {
 		assertNotInTree(t, filepath.Join(m.dir, "state", "teams"), token)
 	}
+	// The same key through exec, then renamed on b and seen on a, then
+	// removed: T/LABEL everywhere.
+	if got := a.must(t, ctx, nil, "exec", "race/svc", "--", "sh", "-c", `printf %s "$SHIPKEY_TOKEN"`); got != token {
+		t.Errorf("exec handed the command another token")
+	}
+	b.must(t, ctx, nil, "keys", "rename", "race/svc", "race/renamed")
+	if out := a.must(t, ctx, nil, "keys", "list", "--json"); !strings.Contains(out, `"label": "race/renamed"`) {
+		t.Errorf("keys list on a does not show the rename made on b:\n%s", out)
+	}
+	a.must(t, ctx, nil, "keys", "rm", "--yes", "race/renamed")
+	// b's cache hands out a token until it is due (no etcd round trip); any
+	// read of the team (keys list, the app's watch) drops a removed key.
+	if out := b.must(t, ctx, nil, "keys", "list", "--json"); strings.Contains(out, "race/renamed") {
+		t.Errorf("keys list on b still shows the key removed on a")
+	}
+	if r := b.run(ctx, nil, "token", "race/renamed"); r.code == 0 {
+		t.Errorf("b still hands out a token of the removed key")
+	}
 }
 
 // TestFleetRaceLeaderKilled kills the etcd leader while 20 processes race.
