@@ -379,3 +379,40 @@ func TestClientCredentialsTeamKey(t *testing.T) {
 		t.Fatalf("client credentials grants = %d, want 2 (creation, one renewal for both machines)", n)
 	}
 }
+
+// TestWatchSeesOtherMachine: a key added and renamed on b is reported on a
+// (its cache rebuilt) without a on-demand read.
+func TestWatchSeesOtherMachine(t *testing.T) {
+	t.Parallel()
+	c := needCluster(t)
+	clk := &clock{}
+	srv := newServer(t, clk)
+	a, b := twoMachines(t, c, "watch", clk)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	changes := make(chan struct{}, 16)
+	go func() { _ = a.eng.Watch(ctx, "watch", func() { changes <- struct{}{} }) }()
+	<-changes // the first sync
+	waitFor := func(label string) {
+		t.Helper()
+		for {
+			select {
+			case <-changes:
+				keys, _ := a.eng.CachedKeys("watch")
+				if len(keys) == 1 && keys[0].Label == label {
+					return
+				}
+			case <-ctx.Done():
+				t.Fatalf("a's cache never showed %s", label)
+			}
+		}
+	}
+	if _, err := b.eng.CreateKey(ctx, "watch", newKey(srv, "w1")); err != nil {
+		t.Fatal(err)
+	}
+	waitFor("w1")
+	if err := b.eng.RenameKey(ctx, "watch", "w1", "w2"); err != nil {
+		t.Fatal(err)
+	}
+	waitFor("w2")
+}
