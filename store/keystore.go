@@ -41,13 +41,17 @@ type Store struct {
 }
 
 // fallbackWarned remembers, per state directory, that the auto backend's
-// fallback was announced: at most once per process.
+// fallback was announced in this process.
 var fallbackWarned sync.Map
 
-// warnFallback says plainly, once per process, that auto keeps secrets in the
-// encrypted files and why. It is said when a secret is written there because
-// of the fallback (a new key, or one moving from the keyring), not on every
-// read: scripts that call shipkey token in a loop get a clean stderr.
+// autoNoteFile, in the state directory, holds the backend the auto choice
+// last announced: the choice is said once per store, not on every call.
+const autoNoteFile = "auto-backend"
+
+// warnFallback says plainly, once per store (remembered in autoNoteFile),
+// that auto keeps secrets in the encrypted files, why, and how to pin that
+// choice. Scripts that call shipkey token in a loop get a clean stderr from
+// the second call on.
 func (s *Store) warnFallback() {
 	s.mu.Lock()
 	why := s.fallbackWhy
@@ -55,9 +59,18 @@ func (s *Store) warnFallback() {
 	if why == "" {
 		return
 	}
-	if _, done := fallbackWarned.LoadOrStore(s.stateDir, true); !done {
-		fmt.Fprintf(s.warn, "shipkey: no OS keyring available (%s); keeping secrets in the encrypted files in %s\n",
-			why, displayPath(s.fileBackend().dataPath()))
+	if _, done := fallbackWarned.LoadOrStore(s.stateDir, true); done {
+		return
+	}
+	note := filepath.Join(s.stateDir, autoNoteFile)
+	if data, err := os.ReadFile(note); err == nil && strings.TrimSpace(string(data)) == BackendFile {
+		return
+	}
+	fmt.Fprintf(s.warn, "shipkey: no OS keyring available (%s); the auto backend keeps secrets in the encrypted files in %s; "+
+		"to choose it without this check, set %s=%s (or secrets = %q in config.toml). Said once.\n",
+		why, displayPath(s.fileBackend().dataPath()), EnvSecrets, BackendFile, BackendFile)
+	if ensureDir(s.stateDir) == nil {
+		_ = writeFileAtomic(note, []byte(BackendFile+"\n"))
 	}
 }
 
@@ -214,6 +227,9 @@ func (s *Store) prepare() (secretsBackend, error) {
 	}
 	if err := s.migrateSecrets(context.Background(), b); err != nil {
 		return nil, err
+	}
+	if b.Name() == BackendFile {
+		s.warnFallback()
 	}
 	return b, nil
 }

@@ -845,7 +845,8 @@ func TestAutoFallsBackToFile(t *testing.T) {
 	if s.Backend() != BackendFile {
 		t.Fatalf("Backend = %s", s.Backend())
 	}
-	want := "shipkey: no OS keyring available (" + errNoDBus.Error() + "); keeping secrets in the encrypted files in " + filepath.Join(e2.stateDir, "secrets.d") + "\n"
+	want := "shipkey: no OS keyring available (" + errNoDBus.Error() + "); the auto backend keeps secrets in the encrypted files in " +
+		filepath.Join(e2.stateDir, "secrets.d") + "; to choose it without this check, set SHIPKEY_SECRETS=file (or secrets = \"file\" in config.toml). Said once.\n"
 	if w := e2.warn.String(); w != want {
 		t.Fatalf("warning:\n got %q\nwant %q", w, want)
 	}
@@ -856,6 +857,15 @@ func TestAutoFallsBackToFile(t *testing.T) {
 	e2.token(s2, "k")
 	if strings.Count(e2.warn.String(), "no OS keyring") != 1 {
 		t.Fatalf("warned again: %q", e2.warn.String())
+	}
+	// Once per store: a later process (the per-process memory forgotten)
+	// says nothing either; the store remembers.
+	fallbackWarned.Delete(e2.stateDir)
+	s4 := e2.open(Options{Backend: BackendAuto, Keyring: failKeyring{}})
+	s4.fileBackend().identity = s.fileBackend().identity
+	e2.token(s4, "k")
+	if strings.Count(e2.warn.String(), "no OS keyring") != 1 {
+		t.Fatalf("warned again in a new process: %q", e2.warn.String())
 	}
 	k2 := mustKey(t, s, "k")
 	for _, f := range []string{"secrets.d/" + k2.ID + ".age", "secrets.key.age"} {
