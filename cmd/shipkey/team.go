@@ -303,3 +303,27 @@ func teamKeys(ctx context.Context, f *factory, st *store.Store) ([]store.Key, er
 	}
 	return out, nil
 }
+
+// cachedTeamKeys lists every team's keys from this machine's caches: no etcd
+// round trip (status).
+func cachedTeamKeys(f *factory, st *store.Store) ([]store.Key, error) {
+	teams, err := st.Teams()
+	if err != nil || len(teams) == 0 {
+		return nil, err
+	}
+	eng, err := f.Team()
+	if err != nil {
+		return nil, err
+	}
+	var out []store.Key
+	for _, t := range teams {
+		keys, err := eng.CachedKeys(t.Name)
+		if err != nil {
+			return nil, err
+		}
+		for _, k := range keys {
+			out = append(out, teamStoreKey(k))
+		}
+	}
+	return out, nil
+}

@@ -218,6 +218,12 @@ func TestFleetRaceOneTokenRequest(t *testing.T) {
 	for _, m := range []*machine{a, b} {
 		assertNotInTree(t, filepath.Join(m.dir, "state", "teams"), token)
 	}
+	if out := a.must(t, ctx, nil, "status", "race/svc"); !strings.Contains(out, "race/svc") || !strings.Contains(out, "valid") {
+		t.Errorf("status race/svc = %q", out)
+	}
+	if out := b.must(t, ctx, nil, "__complete", "token", "ra"); !strings.Contains(out, "race/") {
+		t.Errorf("completion of \"ra\" does not offer race/: %q", out)
+	}
 	// The same key through exec, then renamed on b and seen on a, then
 	// removed: T/LABEL everywhere.
 	if got := a.must(t, ctx, nil, "exec", "race/svc", "--", "sh", "-c", `printf %s "$SHIPKEY_TOKEN"`); got != token {
