@@ -416,3 +416,35 @@ func TestWatchSeesOtherMachine(t *testing.T) {
 	}
 	waitFor("w2")
 }
+
+// TestKilledCacheWriterLeavesNoDebris: a temporary file a killed writer left
+// is swept by the next write, and a label with path characters never names
+// a file outside the team's directory.
+func TestKilledCacheWriterLeavesNoDebris(t *testing.T) {
+	t.Parallel()
+	c := needCluster(t)
+	srv := newServer(t)
+	ctx := context.Background()
+	a, _ := twoMachines(t, c, "debris")
+	if _, err := a.eng.CreateKey(ctx, "debris", newKey(srv, "k")); err != nil {
+		t.Fatal(err)
+	}
+	_, state := a.st.Paths()
+	dir := filepath.Join(state, "teams", "debris")
+	stale := filepath.Join(dir, ".cache.age.tmp-12345")
+	if err := os.WriteFile(stale, []byte("half"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := a.eng.Keys(ctx, "debris"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(stale); !os.IsNotExist(err) {
+		t.Errorf("the killed writer's temporary file is still there (%v)", err)
+	}
+	if _, err := a.eng.Token(ctx, "debris", "../../escape", team.TokenOptions{}); !errors.Is(err, team.ErrKeyNotFound) {
+		t.Errorf("token of ../../escape: %v", err)
+	}
+	if _, err := os.Stat(filepath.Join(state, "escape.lock")); !os.IsNotExist(err) {
+		t.Errorf("a label named a file outside the team's directory")
+	}
+}

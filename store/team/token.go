@@ -2,6 +2,7 @@ package team
 
 import (
 	"context"
+	"crypto/sha256"
 	"errors"
 	"fmt"
 	"time"
@@ -44,7 +45,9 @@ func (e *Engine) Token(ctx context.Context, team, label string, opts TokenOption
 		return ce.Token, nil
 	}
 	cached := h.readCache().byLabel(label)
-	lockName := "key-" + label + ".lock"
+	// A label is user input: the lock of a key not cached yet is named by
+	// its hash, never by the label itself.
+	lockName := fmt.Sprintf("label-%x.lock", sha256.Sum256([]byte(label)))
 	if cached != nil {
 		lockName = "key-" + cached.Def.ID + ".lock"
 	}
