@@ -327,3 +327,24 @@ func cachedTeamKeys(f *factory, st *store.Store) ([]store.Key, error) {
 	}
 	return out, nil
 }
+
+// teamCurrent is a team key's token as cached on this machine (inspect): no
+// etcd round trip, no renewal.
+func teamCurrent(f *factory, st *store.Store, label string) (*auth.TokenSet, bool, error) {
+	t, l, ok := teamKeyAddress(st, label)
+	if !ok {
+		return nil, false, nil
+	}
+	eng, err := f.Team()
+	if err != nil {
+		return nil, true, err
+	}
+	k, tok, err := eng.CachedToken(t, l)
+	if err != nil {
+		return nil, true, fmt.Errorf("team key %s: %w (run: shipkey token %s)", text.Safe(label), err, text.ShellQuote(label))
+	}
+	ts := k.Token
+	ts.AccessToken = tok
+	f.Secrets.Add(tok)
+	return &ts, true, nil
+}

@@ -224,6 +224,9 @@ func TestFleetRaceOneTokenRequest(t *testing.T) {
 	if out := b.must(t, ctx, nil, "__complete", "token", "ra"); !strings.Contains(out, "race/") {
 		t.Errorf("completion of \"ra\" does not offer race/: %q", out)
 	}
+	if out := a.must(t, ctx, nil, "inspect", "--key", "race/svc", "--json"); !strings.Contains(out, `"race/svc"`) {
+		t.Errorf("inspect --key race/svc does not name the key: %.300s", out)
+	}
 	// The same key through exec, then renamed on b and seen on a, then
 	// removed: T/LABEL everywhere.
 	if got := a.must(t, ctx, nil, "exec", "race/svc", "--", "sh", "-c", `printf %s "$SHIPKEY_TOKEN"`); got != token {
