@@ -83,7 +83,7 @@ func (c *teamConnFlags) add(cmd *cobra.Command) {
 	fl.StringVar(&c.Cert, "etcd-cert", "", "client certificate (PEM) for etcd client TLS")
 	fl.StringVar(&c.Key, "etcd-key", "", "its private key (PEM)")
 	fl.StringVar(&c.User, "etcd-user", "", "etcd RBAC user; the password comes from "+envEtcdPassword+" or a prompt")
-	fl.DurationVar(&c.Timeout, "timeout", 0, "bound on each command's etcd work (default 5s)")
+	fl.DurationVar(&c.Timeout, "etcd-timeout", 0, "bound on each command's etcd work (default 5s)")
 }
 
 func (c *teamConnFlags) conn(name string) (store.TeamConn, error) {
