@@ -367,3 +367,31 @@ func assertNotInTree(t *testing.T, dir, secret string) {
 		return nil
 	})
 }
+
+// TestRemovedMemberCLI: team remove says plainly to rotate the secrets, and
+// the removed machine gets one "not a member" line for a key made after.
+func TestRemovedMemberCLI(t *testing.T) {
+	t.Parallel()
+	c := needCluster(t)
+	srv := newRealm(t)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	a, b := newMachine(t, "a"), newMachine(t, "b")
+	eps := strings.Join(c.Endpoints(), ",")
+	a.must(t, ctx, nil, "team", "init", "gone", "--etcd", eps)
+	rcpt := strings.TrimSpace(b.must(t, ctx, nil, "team", "join", "gone", "--etcd", eps))
+	a.must(t, ctx, nil, "team", "add", "gone", rcpt, "--name", "laptop")
+	if out := a.must(t, ctx, nil, "team", "members", "gone"); !strings.Contains(out, "laptop") {
+		t.Fatalf("team members: %q", out)
+	}
+	r := a.run(ctx, nil, "team", "remove", "gone", "laptop")
+	if r.code != 0 || !strings.Contains(r.stderr, "rotate the client secrets") {
+		t.Fatalf("team remove: exit %d, %q", r.code, r.stderr)
+	}
+	a.must(t, ctx, []string{"SHIPKEY_CLIENT_SECRET=" + clientSecret, "SHIPKEY_PASSWORD=" + password},
+		"keys", "new", "--team", "gone", "--label", "after", "--auth-url", srv.URL(), "--client-id", "shipping-api", "--username", "svc")
+	r = b.run(ctx, nil, "token", "gone/after")
+	if r.code == 0 || strings.Count(strings.TrimSpace(r.stderr), "\n") != 0 || !strings.Contains(r.stderr, "not a member of gone") {
+		t.Fatalf("removed member: exit %d, stderr %q; want one line saying not a member", r.code, r.stderr)
+	}
+}
