@@ -360,6 +360,7 @@ type settingsRecord struct {
 	Secrets        string `json:"secrets,omitempty"`
 	ClipboardClear string `json:"clipboard_clear,omitempty"`
 	AutoRefresh    *bool  `json:"auto_refresh,omitempty"`
+	Timeout        string `json:"timeout,omitempty"`
 }
 
 func (t *tx) settings() Settings {
@@ -367,7 +368,7 @@ func (t *tx) settings() Settings {
 	if v := t.meta(metaSettings); v != nil {
 		var r settingsRecord
 		if json.Unmarshal(v, &r) == nil {
-			c.Secrets, c.ClipboardClear, c.AutoRefresh = r.Secrets, r.ClipboardClear, r.AutoRefresh
+			c.Secrets, c.ClipboardClear, c.AutoRefresh, c.Timeout = r.Secrets, r.ClipboardClear, r.AutoRefresh, r.Timeout
 		}
 	}
 	return c.settings()
@@ -430,7 +431,7 @@ func (t *tx) putConfigMeta(fp string) error {
 	if err != nil {
 		return err
 	}
-	set, err := json.Marshal(settingsRecord{Secrets: t.cfg.Secrets, ClipboardClear: t.cfg.ClipboardClear, AutoRefresh: t.cfg.AutoRefresh})
+	set, err := json.Marshal(settingsRecord{Secrets: t.cfg.Secrets, ClipboardClear: t.cfg.ClipboardClear, AutoRefresh: t.cfg.AutoRefresh, Timeout: t.cfg.Timeout})
 	if err != nil {
 		return err
 	}

@@ -189,4 +189,5 @@ type Settings struct {
 	Secrets        string        // backend choice
 	ClipboardClear time.Duration // 0 = never; default 30 s
 	AutoRefresh    bool          // TUI refresh-ahead default on
+	Timeout        time.Duration // bounds each request to the server; 0: auth's default
 }

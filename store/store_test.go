@@ -190,16 +190,16 @@ func TestConfigFileFields(t *testing.T) {
 func TestSettings(t *testing.T) {
 	e := newEnv(t, nil)
 	s := e.open(Options{})
-	if got := s.Settings(); got.ClipboardClear != 30*time.Second || !got.AutoRefresh || got.Secrets != "auto" {
+	if got := s.Settings(); got.ClipboardClear != 30*time.Second || !got.AutoRefresh || got.Secrets != "auto" || got.Timeout != 0 {
 		t.Fatalf("defaults = %+v", got)
 	}
 	if err := os.MkdirAll(e.cfgDir, 0o700); err != nil {
 		t.Fatal(err)
 	}
-	if err := os.WriteFile(filepath.Join(e.cfgDir, "config.toml"), []byte("clipboard_clear = \"never\"\nauto_refresh = false\nsecrets = \"file\"\n"), 0o600); err != nil {
+	if err := os.WriteFile(filepath.Join(e.cfgDir, "config.toml"), []byte("clipboard_clear = \"never\"\nauto_refresh = false\nsecrets = \"file\"\ntimeout = \"45s\"\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	if got := s.Settings(); got.ClipboardClear != 0 || got.AutoRefresh || got.Secrets != "file" {
+	if got := s.Settings(); got.ClipboardClear != 0 || got.AutoRefresh || got.Secrets != "file" || got.Timeout != 45*time.Second {
 		t.Fatalf("custom = %+v", got)
 	}
 	// The config's secrets setting chooses the backend unless overridden.
@@ -1134,5 +1134,19 @@ func TestCreateSplitsPastedRealmURL(t *testing.T) {
 	}
 	if e.srv.Count("password") != before {
 		t.Fatal("credentials were sent to an auth URL with a query")
+	}
+}
+
+// A timeout that is not a positive duration is one line naming the setting.
+func TestTimeoutSettingMustBeADuration(t *testing.T) {
+	t.Parallel()
+	for _, bad := range []string{"soon", "0s", "-5s"} {
+		c := &configFile{Timeout: bad}
+		if err := c.validate(); err == nil || !strings.Contains(err.Error(), `timeout = "`+bad+`" is not a positive duration`) {
+			t.Errorf("timeout = %q: %v", bad, err)
+		}
+	}
+	if d, err := ParseTimeout("--timeout", "2m"); err != nil || d != 2*time.Minute {
+		t.Fatalf("2m: %v %v", d, err)
 	}
 }

@@ -9,6 +9,7 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"github.com/shipkey/shipkey/auth"
 	"github.com/shipkey/shipkey/internal/text"
 	"github.com/shipkey/shipkey/store"
 	"github.com/spf13/cobra"
@@ -112,12 +113,12 @@ func keyStatus(k store.Key, now time.Time) keyVerdict {
 		return keyVerdict{stateLoginNeeded, "login needed", "login needed: no token yet" + login, false}
 	case !access.Expired(now):
 		if !access.Stated() {
-			return keyVerdict{stateValid, "valid", "valid (the server stated no expiry)", true}
+			return keyVerdict{stateValid, "valid", "valid (expiry: " + auth.ExpiryNotStated + ")", true}
 		}
 		return keyVerdict{stateValid, "valid", "valid until " + when(access.At, now), true}
 	case !refresh.Expired(now):
 		if !refresh.Stated() {
-			return keyVerdict{stateRefreshable, "refreshable", "access token expired; refreshable (the refresh token has no stated expiry)", true}
+			return keyVerdict{stateRefreshable, "refreshable", "access token expired; refreshable (refresh token expiry: " + k.Token.RefreshExpiryNote() + ")", true}
 		}
 		return keyVerdict{stateRefreshable, "refreshable", "refresh by " + when(refresh.At, now) + " (the access token expired)", true}
 	case k.RememberPassword:
