@@ -83,10 +83,10 @@ mkdir -p "$scratch/home/run" && chmod 700 "$scratch/home/run"
 # 4b. Fuzz targets, a few seconds each (their seeds also run with the suite):
 #     the token response, state.db's records, config.toml, the redactor, the
 #     sanitizer.
-log "fuzz (3 s each)"
+log "fuzz (2 s each)"
 for target in auth:FuzzTokenResponse auth:FuzzRedact store:FuzzRecordCodec store:FuzzConfigParser internal/text:FuzzSanitize; do
   pkg=${target%%:*} name=${target#*:}
-  if ! go test -run '^$' -fuzz "^${name}\$" -fuzztime 3s "./$pkg/" >"$scratch/fuzz.out" 2>&1; then
+  if ! go test -run '^$' -fuzz "^${name}\$" -fuzztime 2s "./$pkg/" >"$scratch/fuzz.out" 2>&1; then
     tail -n 30 "$scratch/fuzz.out"; echo "FAIL	fuzz $name"; failed=1
   fi
 done

@@ -763,7 +763,8 @@ func TestCorruptedFilesAreNeverOverwritten(t *testing.T) {
 		t.Fatal(err)
 	}
 	// A damaged state.db is only an index: every operation sets it aside
-	// (never overwriting it), says so, rebuilds it and goes on.
+	// (never over an earlier one), says so, rebuilds it and goes on.
+	damagedSoFar := 0
 	for name, op := range map[string]func() error{
 		"Keys":     func() error { _, err := s.Keys(); return err },
 		"MarkUsed": func() error { return s.MarkUsed("k") },
@@ -783,15 +784,16 @@ func TestCorruptedFilesAreNeverOverwritten(t *testing.T) {
 			t.Fatalf("%s: not said in one line: %q", name, w)
 		}
 		aside, _ := filepath.Glob(dbPath + ".damaged-*")
-		kept := false
+		kept := 0
 		for _, p := range aside {
 			if got, _ := os.ReadFile(p); bytes.Equal(got, badState) {
-				kept = true
+				kept++
 			}
 		}
-		if !kept {
-			t.Fatalf("%s: the damaged state.db was not kept aside: %v", name, aside)
+		if kept != len(aside) || kept != damagedSoFar+1 {
+			t.Fatalf("%s: the damaged state.db was not kept aside beside the earlier ones: %d of %v", name, kept, aside)
 		}
+		damagedSoFar++
 		if _, err := s.Key("k"); err != nil {
 			t.Fatalf("%s: key lost with the index: %v", name, err)
 		}
