@@ -3,7 +3,6 @@
 package main
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -54,8 +53,13 @@ func TestServeSocket(t *testing.T) {
 	sock := filepath.Join(dir, "token.sock")
 	cmd := exec.CommandContext(c.ctx, bin, "serve", "--socket", sock, "--key", "k")
 	cmd.Env = c.env
-	var stderr syncBuffer
-	cmd.Stderr = &stderr
+	stderrFile, err := os.Create(filepath.Join(t.TempDir(), "serve.stderr"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer stderrFile.Close()
+	cmd.Stderr = stderrFile
+	stderr := fileText(stderrFile.Name())
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
@@ -66,7 +70,7 @@ func TestServeSocket(t *testing.T) {
 			break
 		}
 		if i == 500 {
-			t.Fatalf("the socket never answered; stderr:\n%s", stderr.String())
+			t.Fatalf("the socket never answered; stderr:\n%s", stderr())
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
@@ -157,8 +161,8 @@ func TestServeSocket(t *testing.T) {
 		if err != nil || !strings.Contains(string(out), "serves only its owner") || strings.Contains(string(out), tokens[0]) {
 			t.Errorf("uid 65534: %v\n%s", err, out)
 		}
-		if !strings.Contains(stderr.String(), "refused a connection from uid 65534") {
-			t.Errorf("serve did not say it refused uid 65534:\n%s", stderr.String())
+		if !strings.Contains(stderr(), "refused a connection from uid 65534") {
+			t.Errorf("serve did not say it refused uid 65534:\n%s", stderr())
 		}
 	} else {
 		t.Log("not root: the other-uid check needs to switch uid")
@@ -168,31 +172,21 @@ func TestServeSocket(t *testing.T) {
 		t.Fatal(err)
 	}
 	if err := cmd.Wait(); err != nil {
-		t.Fatalf("serve after SIGTERM: %v\n%s", err, stderr.String())
+		t.Fatalf("serve after SIGTERM: %v\n%s", err, stderr())
 	}
 	if _, err := os.Lstat(sock); !errors.Is(err, os.ErrNotExist) {
 		t.Errorf("the socket is still there after SIGTERM (%v)", err)
 	}
-	if strings.Contains(stderr.String(), tokens[0]) {
+	if strings.Contains(stderr(), tokens[0]) {
 		t.Error("serve printed the token on stderr")
 	}
 }
 
-// syncBuffer is a bytes.Buffer safe for a process's writes and the test's
-// reads at once.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
+// fileText returns a function that reads the file at path (what a process
+// wrote there so far).
+func fileText(path string) func() string {
+	return func() string {
+		b, _ := os.ReadFile(path)
+		return string(b)
+	}
 }
