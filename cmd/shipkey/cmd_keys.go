@@ -13,6 +13,7 @@ import (
 	"github.com/shipkey/shipkey/auth"
 	"github.com/shipkey/shipkey/internal/text"
 	"github.com/shipkey/shipkey/store"
+	"github.com/shipkey/shipkey/store/team"
 	"github.com/shipkey/shipkey/tui"
 	"github.com/spf13/cobra"
 )
@@ -39,7 +40,10 @@ type keysNewOptions struct {
 	Now     func() time.Time
 	Store   func() (*store.Store, error)
 	Secrets *secretSet
+	Team    func() (*team.Engine, error)
 
+	TeamName         string // --team: a team key, shared through etcd
+	Grant            string // --grant: password (default) or client-credentials
 	Label            string
 	AuthURL          string
 	Realm            string
@@ -54,7 +58,7 @@ type keysNewOptions struct {
 }
 
 func newCmdKeysNew(f *factory, runF func(context.Context, *keysNewOptions) error) *cobra.Command {
-	opts := &keysNewOptions{IO: f.IO, Getenv: f.Getenv, Now: f.Now, Store: f.Store, Secrets: f.Secrets}
+	opts := &keysNewOptions{IO: f.IO, Getenv: f.Getenv, Now: f.Now, Store: f.Store, Secrets: f.Secrets, Team: f.Team}
 	cmd := &cobra.Command{
 		Use:   "new --label L --auth-url URL --client-id ID --username U",
 		Short: "Get an API key (log in with the password grant and keep the key)",
@@ -74,12 +78,18 @@ prompt. No flag takes a secret.`,
 			if opts.AuthURL == "" && opts.TokenURL == "" && opts.Issuer == "" {
 				missing = append(missing, "--auth-url (or --token-url or --issuer)")
 			}
-			missing = append(missing, missingFlags(cmd, "client-id", "username")...)
+			missing = append(missing, missingFlags(cmd, "client-id")...)
+			if auth.GrantType(opts.Grant).Or() == auth.GrantPassword {
+				missing = append(missing, missingFlags(cmd, "username")...)
+			}
 			if len(missing) > 0 {
 				return usageErrorf("missing %s (see: %s --help)", strings.Join(missing, ", "), cmd.CommandPath())
 			}
 			if l := strings.TrimSpace(opts.Label); text.Safe(l) != l {
 				return usageErrorf("--label %s contains control characters; choose another", text.ShellQuote(l))
+			}
+			if _, err := auth.GrantFor(auth.GrantType(opts.Grant)); err != nil {
+				return &usageError{err}
 			}
 			if opts.TokenURL != "" && opts.Issuer != "" {
 				return usageErrorf("--token-url and --issuer exclude each other (see: %s --help)", cmd.CommandPath())
@@ -102,6 +112,8 @@ prompt. No flag takes a secret.`,
 	fl.BoolVar(&opts.BasicAuth, "basic-auth", false, "send the client credentials with HTTP Basic instead of in the form")
 	fl.BoolVar(&opts.RememberPassword, "remember-password", false, "keep the password with the key's secrets to log in again unattended")
 	fl.BoolVar(&opts.PasswordStdin, "password-stdin", false, "read the password from stdin (one line)")
+	fl.StringVar(&opts.Grant, "grant", "", "how the key gets tokens: password (default) or client-credentials")
+	fl.StringVar(&opts.TeamName, "team", "", "make it a team key, shared end-to-end encrypted through the team's etcd (addressed TEAM/LABEL)")
 	return cmd
 }
 
@@ -128,7 +140,11 @@ func keysNewRun(ctx context.Context, opts *keysNewOptions) error {
 	if err != nil {
 		return err
 	}
-	if _, err := st.Key(strings.TrimSpace(opts.Label)); err == nil {
+	if opts.TeamName != "" {
+		if _, err := st.Team(opts.TeamName); err != nil {
+			return err
+		}
+	} else if _, err := st.Key(strings.TrimSpace(opts.Label)); err == nil {
 		return fmt.Errorf("the label %s is already in use; choose another (see: shipkey keys list)", text.ShellQuote(strings.TrimSpace(opts.Label)))
 	} else if !errors.Is(err, store.ErrNotFound) {
 		return err
@@ -143,21 +159,41 @@ func keysNewRun(ctx context.Context, opts *keysNewOptions) error {
 		return err
 	}
 	opts.Secrets.Add(clientSecret)
-	password, err := readSecret(opts.IO, opts.Getenv, secretSource{
-		What:      "password",
-		Env:       envPassword,
-		FromStdin: opts.PasswordStdin,
-		Prompt:    "Password for " + text.Safe(opts.Username) + ": ",
-		Hint:      "set " + envPassword + " or pass --password-stdin",
-	})
-	if err != nil {
-		return err
+	grant := auth.GrantType(opts.Grant)
+	password := ""
+	if grant.Or() == auth.GrantPassword {
+		password, err = readSecret(opts.IO, opts.Getenv, secretSource{
+			What:      "password",
+			Env:       envPassword,
+			FromStdin: opts.PasswordStdin,
+			Prompt:    "Password for " + text.Safe(opts.Username) + ": ",
+			Hint:      "set " + envPassword + " or pass --password-stdin",
+		})
+		if err != nil {
+			return err
+		}
+		opts.Secrets.Add(password)
 	}
-	opts.Secrets.Add(password)
 
+	if opts.TeamName != "" {
+		eng, err := opts.Team()
+		if err != nil {
+			return err
+		}
+		tk, err := eng.CreateKey(ctx, opts.TeamName, team.NewKey{
+			Label: strings.TrimSpace(opts.Label), Grant: grant, Conn: conn,
+			Username: opts.Username, ClientSecret: clientSecret, Password: password,
+		})
+		if err != nil {
+			return err
+		}
+		fmt.Fprintf(opts.IO.ErrOut, "Got team API key %s (%s), shared with every member of %s\n", text.Safe(tk.Address()), lifetimes(teamStoreKey(tk), opts.Now()), opts.TeamName)
+		return nil
+	}
 	key, _, err := st.Create(ctx, store.NewKey{
 		Label:            opts.Label,
 		Conn:             conn,
+		Grant:            grant,
 		Username:         opts.Username,
 		ClientSecret:     clientSecret,
 		Password:         password,
@@ -175,11 +211,14 @@ type keysListOptions struct {
 	IO    *iostreams
 	Now   func() time.Time
 	Store func() (*store.Store, error)
-	JSON  bool
+	// TeamKeys lists the keys of the teams this machine joined (nil: none).
+	TeamKeys func(*store.Store) ([]store.Key, error)
+	JSON     bool
 }
 
 func newCmdKeysList(f *factory, runF func(*keysListOptions) error) *cobra.Command {
 	opts := &keysListOptions{IO: f.IO, Now: f.Now, Store: f.Store}
+	opts.TeamKeys = func(st *store.Store) ([]store.Key, error) { return teamKeys(context.Background(), f, st) }
 	cmd := &cobra.Command{
 		Use:     "list",
 		Aliases: []string{"ls"},
@@ -219,6 +258,13 @@ func keysListRun(opts *keysListOptions) error {
 	keys, err := st.Keys()
 	if err != nil {
 		return err
+	}
+	if opts.TeamKeys != nil {
+		tks, err := opts.TeamKeys(st)
+		if err != nil {
+			return err
+		}
+		keys = append(keys, tks...)
 	}
 	now := opts.Now()
 	if opts.JSON {
@@ -281,12 +327,14 @@ type keysRmOptions struct {
 	IO    *iostreams
 	Now   func() time.Time
 	Store func() (*store.Store, error)
+	Team  func() (*team.Engine, error)
 	Label string
 	Yes   bool
+	Force bool
 }
 
 func newCmdKeysRm(f *factory, runF func(context.Context, *keysRmOptions) error) *cobra.Command {
-	opts := &keysRmOptions{IO: f.IO, Now: f.Now, Store: f.Store}
+	opts := &keysRmOptions{IO: f.IO, Now: f.Now, Store: f.Store, Team: f.Team}
 	cmd := &cobra.Command{
 		Use:     "rm LABEL",
 		Aliases: []string{"remove"},
@@ -294,9 +342,11 @@ func newCmdKeysRm(f *factory, runF func(context.Context, *keysRmOptions) error) 
 		Long: `Remove an API key and its secrets. On a terminal it asks first unless --yes;
 without a terminal --yes is required.
 
-The key's session is ended at the server first, as "shipkey logout" does; the
-key is removed whatever the server answers. Exit code 1 when the server
-refused or could not be reached (the key is gone all the same).`,
+The key's session is ended at the server first, as "shipkey logout" does.
+When the server refuses or cannot be reached the key is kept, logged out with
+its end pending (exit 1): run keys rm again to retry, or pass --force to
+remove it anyway (its tokens then stay valid at the server until they
+expire; exit 1 as well).`,
 		Args:              usageArgs(cobra.ExactArgs(1)),
 		ValidArgsFunction: completeLabels(f, 1),
 		RunE: func(cmd *cobra.Command, args []string) error {
@@ -308,6 +358,7 @@ refused or could not be reached (the key is gone all the same).`,
 		},
 	}
 	cmd.Flags().BoolVarP(&opts.Yes, "yes", "y", false, "do not ask for confirmation")
+	cmd.Flags().BoolVar(&opts.Force, "force", false, "remove the key even when its session cannot be ended at the server")
 	return cmd
 }
 
@@ -315,6 +366,20 @@ func keysRmRun(ctx context.Context, opts *keysRmOptions) error {
 	st, err := opts.Store()
 	if err != nil {
 		return err
+	}
+	if t, l, ok := teamKeyAddress(st, opts.Label); ok {
+		if !opts.Yes {
+			return usageErrorf("removing team key %s removes it for every member of %s; pass --yes", text.Safe(opts.Label), t)
+		}
+		eng, err := opts.Team()
+		if err != nil {
+			return err
+		}
+		if err := eng.RemoveKey(ctx, t, l); err != nil {
+			return err
+		}
+		fmt.Fprintln(opts.IO.ErrOut, "Removed team API key "+text.Safe(opts.Label)+" for every member of "+t)
+		return nil
 	}
 	key, err := st.Key(opts.Label)
 	if err != nil {
@@ -337,11 +402,21 @@ func keysRmRun(ctx context.Context, opts *keysRmOptions) error {
 			return nil
 		}
 	}
-	res, err := st.Remove(ctx, key.Label)
+	res, err := st.RemoveWith(ctx, key.Label, store.RemoveOptions{Force: opts.Force})
+	var pending *store.EndPendingError
+	if errors.As(err, &pending) {
+		since := ""
+		if !key.EndPending.IsZero() {
+			since = " (pending since " + text.Stamp(key.EndPending) + ")"
+		}
+		q := text.ShellQuote(key.Label)
+		return fmt.Errorf("%s: %s%s; it hands out no token and its end is pending: run shipkey keys rm %s to try again, or shipkey keys rm %s --force to remove it anyway: %w",
+			"Kept API key "+label, endFailure(pending.Err), since, q, q, pending.Err)
+	}
 	if err != nil && auth.KindOf(err) == auth.KindUnknown {
 		return err // a local failure: the key is still there
 	}
-	if key.LoggedOut && err == nil {
+	if key.LoggedOut && key.EndPending.IsZero() && err == nil {
 		fmt.Fprintln(opts.IO.ErrOut, "Removed API key "+label+" (it had no session to end)")
 		return nil
 	}
@@ -352,12 +427,13 @@ func keysRmRun(ctx context.Context, opts *keysRmOptions) error {
 type keysRenameOptions struct {
 	IO       *iostreams
 	Store    func() (*store.Store, error)
+	Team     func() (*team.Engine, error)
 	Label    string
 	NewLabel string
 }
 
 func newCmdKeysRename(f *factory, runF func(*keysRenameOptions) error) *cobra.Command {
-	opts := &keysRenameOptions{IO: f.IO, Store: f.Store}
+	opts := &keysRenameOptions{IO: f.IO, Store: f.Store, Team: f.Team}
 	return &cobra.Command{
 		Use:               "rename LABEL NEW-LABEL",
 		Aliases:           []string{"mv"},
@@ -378,6 +454,18 @@ func keysRenameRun(opts *keysRenameOptions) error {
 	st, err := opts.Store()
 	if err != nil {
 		return err
+	}
+	if t, l, ok := teamKeyAddress(st, opts.Label); ok {
+		nl := strings.TrimPrefix(opts.NewLabel, t+"/")
+		eng, err := opts.Team()
+		if err != nil {
+			return err
+		}
+		if err := eng.RenameKey(context.Background(), t, l, nl); err != nil {
+			return err
+		}
+		fmt.Fprintf(opts.IO.ErrOut, "Renamed team API key %s to %s for every member\n", text.Safe(opts.Label), text.Safe(team.Address(t, nl)))
+		return nil
 	}
 	if err := st.Rename(opts.Label, opts.NewLabel); err != nil {
 		return suggestLabel(st, opts.Label, err)

@@ -53,13 +53,9 @@ func TestServeSocket(t *testing.T) {
 	sock := filepath.Join(dir, "token.sock")
 	cmd := exec.CommandContext(c.ctx, bin, "serve", "--socket", sock, "--key", "k")
 	cmd.Env = c.env
-	stderrFile, err := os.Create(filepath.Join(t.TempDir(), "serve.stderr"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer stderrFile.Close()
-	cmd.Stderr = stderrFile
-	stderr := fileText(stderrFile.Name())
+	var stderrBuf syncBuffer
+	cmd.Stderr = &stderrBuf
+	stderr := stderrBuf.String
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
@@ -179,14 +175,5 @@ func TestServeSocket(t *testing.T) {
 	}
 	if strings.Contains(stderr(), tokens[0]) {
 		t.Error("serve printed the token on stderr")
-	}
-}
-
-// fileText returns a function that reads the file at path (what a process
-// wrote there so far).
-func fileText(path string) func() string {
-	return func() string {
-		b, _ := os.ReadFile(path)
-		return string(b)
 	}
 }

@@ -96,12 +96,17 @@ type tokenOptions struct {
 	// CurlConfig prints the header as a curl config line (header
 	// --curl-config).
 	CurlConfig bool
+	// TeamToken hands out a team key's token ("T/LABEL").
+	TeamToken func(ctx context.Context, team, label string, minValid time.Duration) (*auth.TokenSet, error)
 }
 
 // newCmdToken builds "token", or "header" when header is set: one command
 // body, two ways to print the result.
 func newCmdToken(f *factory, header bool, runF func(context.Context, *tokenOptions) error) *cobra.Command {
 	opts := &tokenOptions{IO: f.IO, Now: f.Now, Store: f.Store, Secrets: f.Secrets, Header: header}
+	opts.TeamToken = func(ctx context.Context, t, l string, minValid time.Duration) (*auth.TokenSet, error) {
+		return teamToken(ctx, f, t, l, minValid)
+	}
 	cmd := &cobra.Command{
 		Use:   "token [LABEL]",
 		Short: "Print the key's access token, refreshed first if needed",
@@ -184,11 +189,18 @@ func tokenRun(ctx context.Context, opts *tokenOptions) error {
 	if err != nil {
 		return err
 	}
-	key, err := resolveKey(st, opts.Label)
-	if err != nil {
-		return err
+	var ts *auth.TokenSet
+	var name string // the key as the output names it: LABEL or T/LABEL
+	if t, l, ok := teamKeyAddress(st, opts.Label); ok && opts.TeamToken != nil {
+		name = opts.Label
+		ts, err = opts.TeamToken(ctx, t, l, opts.MinValid)
+	} else {
+		var key store.Key
+		if key, err = resolveKey(st, opts.Label); err == nil {
+			name = key.Label
+			ts, err = freshToken(ctx, st, key, opts.MinValid, opts.Secrets, opts.IO, opts.Now)
+		}
 	}
-	ts, err := freshToken(ctx, st, key, opts.MinValid, opts.Secrets, opts.IO, opts.Now)
 	if err != nil {
 		return err
 	}
@@ -202,7 +214,7 @@ func tokenRun(ctx context.Context, opts *tokenOptions) error {
 	case opts.Header:
 		_, err = fmt.Fprintln(opts.IO.Out, "Authorization: "+ts.Header())
 	default:
-		err = writeToken(opts.IO.Out, opts.Output, key.Label, ts)
+		err = writeToken(opts.IO.Out, opts.Output, name, ts)
 	}
 	return err
 }
@@ -241,10 +253,11 @@ func newCmdLogout(f *factory, runF func(context.Context, *logoutOptions) error) 
 logout endpoint, else token revocation) and drop its tokens here; the key and
 its secrets stay, for "shipkey login".
 
-The tokens are dropped here whatever the server answers. Exit code 0 when the
-server ended the session or offers no way to (then the tokens stay valid at
-the server until they expire, as stderr says); 1 when the server refused or
-could not be reached.`,
+Exit code 0 when the server ended the session or offers no way to (then the
+tokens stay valid at the server until they expire, as stderr says), and the
+tokens are dropped. 1 when the server refused or could not be reached: the key
+hands out no token, its end is pending (shipkey status shows it) and its
+tokens are kept only to end the session; run logout again to retry.`,
 		Args:              usageArgs(cobra.MaximumNArgs(1)),
 		ValidArgsFunction: completeLabels(f, 1),
 		RunE: func(cmd *cobra.Command, args []string) error {
@@ -272,11 +285,24 @@ func logoutRun(ctx context.Context, opts *logoutOptions) error {
 	}
 	label := text.Safe(key.Label)
 	again := "log in again with: shipkey login " + text.ShellQuote(key.Label)
-	if key.LoggedOut && err == nil {
+	if key.LoggedOut && key.EndPending.IsZero() && err == nil {
 		fmt.Fprintf(opts.IO.ErrOut, "API key %s was already logged out; no session to end (%s)\n", label, again)
 		return nil
 	}
+	if err != nil {
+		return fmt.Errorf("%s here (no token is handed out), but %s; ending it is pending, its tokens kept only for that: run shipkey logout %s to try again: %w",
+			"Logged out API key "+label, endFailure(err), text.ShellQuote(key.Label), err)
+	}
 	return reportEnd(opts.IO.ErrOut, "Logged out API key "+label, "dropped its tokens here", again, key, res, err, opts.Now())
+}
+
+// endFailure says why ending a session at the server failed.
+func endFailure(err error) string {
+	switch auth.KindOf(err) {
+	case auth.KindNetwork, auth.KindTimeout, auth.KindTLS:
+		return "the server could not be reached to end the session"
+	}
+	return "the server refused to end the session"
 }
 
 // reportEnd says what the server did when a key's session was ended (logout,
