@@ -275,12 +275,12 @@ func TestSessionBinary(t *testing.T) {
 	})
 
 	// No process shipkey starts gets SHIPKEY_PASSWORD, SHIPKEY_CLIENT_SECRET
-	// or SHIPKEY_PASSPHRASE: not the dbus-launch the keyring probe
-	// autolaunches, not the agent.
+	// or SHIPKEY_PASSPHRASE: not the agent; and without a D-Bus address the
+	// auto backend's keyring probe starts no dbus-launch at all.
 	t.Run("ChildEnvironment", func(t *testing.T) {
 		e := newSessEnv(t, bin, "agent")
 		extra := []string{
-			"SHIPKEY_SECRETS=auto", // probe the keyring: no D-Bus address, so dbus-launch
+			"SHIPKEY_SECRETS=auto", // no D-Bus address: the file, without asking the keyring
 			"SHIPKEY_CLIENT_SECRET=" + sessClientSecret, "SHIPKEY_PASSWORD=" + sessPassword,
 			"SHIPKEY_PASSPHRASE=" + sessPassphrase,
 		}
@@ -288,18 +288,10 @@ func TestSessionBinary(t *testing.T) {
 		if r.code != 0 || !strings.Contains(r.stderr, "no OS keyring available") {
 			t.Fatalf("keys new: exit %d: %s", r.code, r.stderr)
 		}
-		recs, _ := filepath.Glob(filepath.Join(e.record, "dbus-launch.*"))
-		if len(recs) == 0 {
-			t.Fatal("the keyring probe did not start dbus-launch: the test proves nothing")
+		if recs, _ := filepath.Glob(filepath.Join(e.record, "dbus-launch.*")); len(recs) != 0 {
+			t.Fatalf("the auto backend started dbus-launch %d times without a D-Bus address", len(recs))
 		}
 		var envs []string
-		for _, rec := range recs {
-			data, err := os.ReadFile(rec)
-			if err != nil {
-				t.Fatal(err)
-			}
-			envs = append(envs, string(data))
-		}
 		pid := e.agentPID()
 		if pid == 0 {
 			t.Fatal("no agent answers")
