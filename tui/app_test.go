@@ -40,6 +40,7 @@ var osc52 = regexp.MustCompile(`\x1b\]52;c;([A-Za-z0-9+/=]*)(?:\x07|\x1b\\)`)
 // program, gets a key from the authtest realm, sees its token details and
 // copies the token, which must come out as OSC 52.
 func TestWholeFlowAgainstRealStore(t *testing.T) {
+	t.Parallel()
 	st, client, srv := openRealStore(t)
 	var native []string
 	m := New(Options{
@@ -140,6 +141,7 @@ func TestWholeFlowAgainstRealStore(t *testing.T) {
 // real store: login failure focuses the password, then success, refresh,
 // and the key list.
 func TestModelWithRealStore(t *testing.T) {
+	t.Parallel()
 	st, client, srv := openRealStore(t)
 	h := &harness{t: t, clock: &clock{t: time.Now()}}
 	h.m = newModel(config{

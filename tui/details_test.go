@@ -29,6 +29,7 @@ func openDemoDetails(t *testing.T, setup func(*fakeStore)) *harness {
 }
 
 func TestDetailsShowsEveryField(t *testing.T) {
+	t.Parallel()
 	h := openDemoDetails(t, nil)
 	h.mustShow("Access token", text.Mask(h.m.details.tokens.AccessToken), "Token type", "Bearer",
 		"Scope", "email profile", "Session state", "5f3c-session", "Not-before policy", "Obtained at", "2026-11-21 12:00:00 UTC",
@@ -39,6 +40,7 @@ func TestDetailsShowsEveryField(t *testing.T) {
 }
 
 func TestDetailsCountdownMovesWithTheTick(t *testing.T) {
+	t.Parallel()
 	h := openDemoDetails(t, nil)
 	h.mustShow("in 5:00", "in 30:00")
 	h.clock.Advance(time.Second)
@@ -53,6 +55,7 @@ func TestDetailsCountdownMovesWithTheTick(t *testing.T) {
 }
 
 func TestTickStopsOffCountdownScreens(t *testing.T) {
+	t.Parallel()
 	h := openDemoDetails(t, nil)
 	h.press("n") // the form has no countdowns
 	if n := fire[tickMsg](h); n != 1 {
@@ -68,6 +71,7 @@ func TestTickStopsOffCountdownScreens(t *testing.T) {
 }
 
 func TestDetailsProgressBarsDropBelow60Columns(t *testing.T) {
+	t.Parallel()
 	h := openDemoDetails(t, nil)
 	h.send(windowSize(50, 20))
 	v := h.view()
@@ -85,6 +89,7 @@ func TestDetailsProgressBarsDropBelow60Columns(t *testing.T) {
 }
 
 func TestDetailsRevealToggle(t *testing.T) {
+	t.Parallel()
 	h := openDemoDetails(t, nil)
 	tok := h.m.details.tokens.AccessToken
 	h.press("v")
@@ -105,6 +110,7 @@ func flatten(v string) string {
 }
 
 func TestDetailsCopyTokenAndHeader(t *testing.T) {
+	t.Parallel()
 	h := openDemoDetails(t, nil)
 	tok := h.m.details.tokens.AccessToken
 	h.press("c")
@@ -135,6 +141,7 @@ func TestDetailsCopyTokenAndHeader(t *testing.T) {
 }
 
 func TestClipboardClearLeavesOthersCopy(t *testing.T) {
+	t.Parallel()
 	h := openDemoDetails(t, nil)
 	h.press("c")
 	h.nativeCur = "something the user copied since"
@@ -145,6 +152,7 @@ func TestClipboardClearLeavesOthersCopy(t *testing.T) {
 }
 
 func TestClipboardNeverClearedWhenSettingIsZero(t *testing.T) {
+	t.Parallel()
 	h := openDemoDetails(t, func(f *fakeStore) { f.settings.ClipboardClear = 0 })
 	h.press("c")
 	if n := fire[clipClearMsg](h); n != 0 {
@@ -154,6 +162,7 @@ func TestClipboardNeverClearedWhenSettingIsZero(t *testing.T) {
 }
 
 func TestDetailsRefreshNow(t *testing.T) {
+	t.Parallel()
 	h := openDemoDetails(t, nil)
 	old := h.m.details.tokens.AccessToken
 	h.clock.Advance(time.Minute)
@@ -168,6 +177,7 @@ func TestDetailsRefreshNow(t *testing.T) {
 }
 
 func TestDetailsRefreshingState(t *testing.T) {
+	t.Parallel()
 	h := openDemoDetails(t, nil)
 	act, _ := h.m.details.Update(keyMsg("r"))
 	if a, ok := act.(actRefresh); !ok || a.label != "demo" || a.auto {
@@ -182,6 +192,7 @@ func TestDetailsRefreshingState(t *testing.T) {
 }
 
 func TestAutoRefreshAheadOfExpiry(t *testing.T) {
+	t.Parallel()
 	h := openDemoDetails(t, nil)
 	h.clock.Advance(3*time.Minute + 59*time.Second)
 	fire[tickMsg](h)
@@ -200,6 +211,7 @@ func TestAutoRefreshAheadOfExpiry(t *testing.T) {
 // token. Auto-refresh must run ahead of the refresh window, not wait for the
 // access token, or the session dies after 30 idle minutes.
 func TestAutoRefreshAheadOfRefreshWindow(t *testing.T) {
+	t.Parallel()
 	h := openDemoDetails(t, func(f *fakeStore) {
 		ts := f.tokens["demo"]
 		ts.ExpiresIn = 1314000
@@ -219,6 +231,7 @@ func TestAutoRefreshAheadOfRefreshWindow(t *testing.T) {
 }
 
 func TestAutoRefreshToggle(t *testing.T) {
+	t.Parallel()
 	h := openDemoDetails(t, nil)
 	h.press("a")
 	h.mustShow("auto-refresh off")
@@ -235,11 +248,13 @@ func TestAutoRefreshToggle(t *testing.T) {
 }
 
 func TestAutoRefreshOffBySettings(t *testing.T) {
+	t.Parallel()
 	h := openDemoDetails(t, func(f *fakeStore) { f.settings.AutoRefresh = false })
 	h.mustShow("auto-refresh off")
 }
 
 func TestAutoRefreshFailureDoesNotLoop(t *testing.T) {
+	t.Parallel()
 	h := openDemoDetails(t, func(f *fakeStore) {
 		f.refreshErr = &auth.Error{Kind: auth.KindServer, Op: "refresh", Msg: "server error"}
 	})
@@ -261,6 +276,7 @@ func TestAutoRefreshFailureDoesNotLoop(t *testing.T) {
 }
 
 func TestSessionEndedThenLoginAgain(t *testing.T) {
+	t.Parallel()
 	h := openDemoDetails(t, func(f *fakeStore) {
 		f.refreshErr = &auth.Error{Kind: auth.KindLoginRequired, Op: "refresh", Code: "invalid_grant", Description: "Session not active", Msg: "the session ended"}
 	})
@@ -284,6 +300,7 @@ func TestSessionEndedThenLoginAgain(t *testing.T) {
 }
 
 func TestLoginWithRememberedPassword(t *testing.T) {
+	t.Parallel()
 	h := openDemoDetails(t, func(f *fakeStore) {
 		k := f.keys["demo"]
 		k.RememberPassword = true
@@ -297,6 +314,7 @@ func TestLoginWithRememberedPassword(t *testing.T) {
 }
 
 func TestExpiredStates(t *testing.T) {
+	t.Parallel()
 	h := openDemoDetails(t, func(f *fakeStore) { f.refreshErr = store.ErrLoginNeeded })
 	h.press("a") // keep auto-refresh out of the way
 	h.clock.Advance(6 * time.Minute)
@@ -313,6 +331,7 @@ func TestExpiredStates(t *testing.T) {
 }
 
 func TestNoStatedRefreshExpiryAndSkew(t *testing.T) {
+	t.Parallel()
 	h := openDemoDetails(t, func(f *fakeStore) {
 		ts := f.tokens["demo"]
 		ts.RefreshExpiresAt, ts.RefreshExpiresIn = time.Time{}, 0
@@ -331,6 +350,7 @@ func TestNoStatedRefreshExpiryAndSkew(t *testing.T) {
 }
 
 func TestLogout(t *testing.T) {
+	t.Parallel()
 	h := openDemoDetails(t, nil)
 	h.press("L")
 	if !contains(h.st.Calls(), "logout demo") {
@@ -357,6 +377,7 @@ func contains(list []string, s string) bool {
 }
 
 func TestReopenWhileRefreshingKeepsTheAnswer(t *testing.T) {
+	t.Parallel()
 	h := openDemoDetails(t, nil)
 	act, _ := h.m.details.Update(keyMsg("r"))
 	cmd := h.m.apply(act) // the refresh is in flight; its answer not delivered yet
@@ -368,6 +389,7 @@ func TestReopenWhileRefreshingKeepsTheAnswer(t *testing.T) {
 }
 
 func TestEnterDoesNotLogInWhileValid(t *testing.T) {
+	t.Parallel()
 	h := openDemoDetails(t, nil)
 	h.press("enter")
 	if h.m.details.state != detailsIdle || contains(h.st.Calls(), "login demo") {

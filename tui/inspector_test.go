@@ -11,6 +11,7 @@ import (
 )
 
 func TestInspectorKeyTokens(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, func(f *fakeStore) { f.add("demo", "demo", time.Time{}) })
 	h.press("1", "i")
 	if h.m.active != screenInspector {
@@ -22,6 +23,7 @@ func TestInspectorKeyTokens(t *testing.T) {
 }
 
 func TestInspectorSignatureStates(t *testing.T) {
+	t.Parallel()
 	for _, c := range []struct {
 		v    auth.Verification
 		want string
@@ -38,6 +40,7 @@ func TestInspectorSignatureStates(t *testing.T) {
 }
 
 func TestInspectorVerificationIsACommandAndStaleOnesDrop(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, func(f *fakeStore) { f.add("demo", "demo", time.Time{}) })
 	in := h.m.inspector
 	seq := h.m.req.next()
@@ -69,6 +72,7 @@ func hostileToken() string {
 }
 
 func TestInspectorPastedHostileToken(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, nil) // no keys: 3 opens the paste field
 	h.press("esc", "3")
 	if h.m.active != screenInspector || !h.m.inspector.Capturing() {
@@ -88,6 +92,7 @@ func TestInspectorPastedHostileToken(t *testing.T) {
 }
 
 func TestInspectorPasteKeyAndBearerPrefix(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, func(f *fakeStore) { f.add("demo", "demo", time.Time{}) })
 	h.press("3", "p")
 	if !h.m.inspector.Capturing() {
@@ -104,6 +109,7 @@ func TestInspectorPasteKeyAndBearerPrefix(t *testing.T) {
 }
 
 func TestInspectorOpaqueAndBrokenTokens(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, nil)
 	h.press("esc", "3")
 	h.typeText("opaque-token-value-1234567890")
@@ -116,6 +122,7 @@ func TestInspectorOpaqueAndBrokenTokens(t *testing.T) {
 }
 
 func TestInspectorScrolls(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, func(f *fakeStore) { f.add("demo", "demo", time.Time{}) })
 	h.send(windowSize(100, 15))
 	h.press("3")
@@ -144,6 +151,7 @@ func longLivedToken() string {
 }
 
 func TestInspectorSummaryOnTop(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, func(f *fakeStore) { f.add("demo", "demo", time.Time{}) })
 	h.press("3")
 	lines := strings.Split(h.view(), "\n")
@@ -191,6 +199,7 @@ func TestInspectorSummaryOnTop(t *testing.T) {
 }
 
 func TestInspectorSummaryWhileChecking(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, func(f *fakeStore) { f.add("demo", "demo", time.Time{}) })
 	in := h.m.inspector
 	in.load("x", []token{{"Access token", h.st.tokens["demo"].AccessToken}}, t0, h.m.req.next())
@@ -207,6 +216,7 @@ func TestInspectorSummaryWhileChecking(t *testing.T) {
 // scheme, quotes, surrounding whitespace and line breaks (a token wrapped
 // by the terminal) must not end up in the token.
 func TestInspectorBracketedPaste(t *testing.T) {
+	t.Parallel()
 	jwt := fakeTokens(t0, "demo", 1).AccessToken
 	for _, in := range []string{
 		jwt,
@@ -232,6 +242,7 @@ func TestInspectorBracketedPaste(t *testing.T) {
 }
 
 func TestInspectorPasteWithoutP(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, func(f *fakeStore) { f.add("demo", "demo", time.Time{}) })
 	h.press("3")
 	if h.m.inspector.Capturing() {

@@ -134,11 +134,6 @@ func (e *sessEnv) keysNew(label string, withPassphrase bool) sessResult {
 		"--client-id", "shipping-api", "--username", "alice")
 }
 
-func kernelKeyringWorks() bool {
-	_, err := unix.KeyctlSearch(unix.KEY_SPEC_USER_KEYRING, "user", "shipkey:probe", 0)
-	return err == nil || errors.Is(err, unix.ENOKEY)
-}
-
 // mechanisms are the unlock mechanisms this machine can test.
 func mechanisms(t *testing.T) []string {
 	if kernelKeyringWorks() {
@@ -172,6 +167,7 @@ func (e *sessEnv) agentPID() int {
 }
 
 func TestSessionBinary(t *testing.T) {
+	t.Parallel()
 	bin := buildShipkey(t)
 
 	// After one unlock every process gets the key without a prompt and
