@@ -49,3 +49,5 @@ require (
 	golang.org/x/sync v0.22.0 // indirect
 	golang.org/x/tools v0.49.0 // indirect
 )
+
+replace github.com/atotto/clipboard => ./third_party/atotto-clipboard

@@ -14,8 +14,8 @@ import (
 	"charm.land/bubbles/v2/spinner"
 	tea "charm.land/bubbletea/v2"
 	"charm.land/lipgloss/v2"
+	"github.com/atotto/clipboard"
 	"github.com/shipkey/shipkey/auth"
-	"github.com/shipkey/shipkey/internal/clipboard"
 	"github.com/shipkey/shipkey/store"
 )
 
@@ -40,7 +40,7 @@ type Options struct {
 	Prefill Prefill
 	// Demo shows a "demo server" badge.
 	Demo bool
-	// Clipboard writes the native clipboard; nil uses internal/clipboard
+	// Clipboard writes the native clipboard; nil uses github.com/atotto/clipboard
 	// when the system has one. Copies also go out by OSC 52 (tea.SetClipboard),
 	// which works over SSH and in tmux.
 	Clipboard func(string) error
@@ -125,7 +125,7 @@ func New(opts Options) *Model {
 	if opts.Auth != nil {
 		cfg.verifier = opts.Auth
 	}
-	if cfg.clipWrite == nil && clipboard.Supported() {
+	if cfg.clipWrite == nil && !clipboard.Unsupported {
 		cfg.clipWrite, cfg.clipRead = clipboard.WriteAll, clipboard.ReadAll
 	}
 	return newModel(cfg)
