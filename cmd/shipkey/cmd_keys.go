@@ -3,11 +3,9 @@ package main
 import (
 	"bufio"
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"strings"
-	"text/tabwriter"
 	"time"
 
 	"github.com/shipkey/shipkey/auth"
@@ -216,64 +214,74 @@ func keysListRun(opts *keysListOptions) error {
 	if err != nil {
 		return err
 	}
-	keys, err := st.Keys()
-	if err != nil {
-		return err
-	}
 	now := opts.Now()
-	if opts.JSON {
-		out := make([]keyJSON, 0, len(keys))
-		for _, k := range keys {
-			status := k.StatusAt(now)
-			j := keyJSON{
-				Label:    k.Label,
-				APIKey:   k.Masked,
-				LastUsed: rfc3339OrNil(k.LastUsed),
-				AuthURL:  k.Conn.AuthURL,
-				Realm:    k.Conn.RealmName(),
-				ClientID: k.Conn.ClientID,
-				Username: k.Username,
-				Default:  k.Default,
-				Status:   status.String(),
-			}
-			if status != store.StatusNoToken {
-				j.AccessExpiresAt = rfc3339OrNil(k.Token.AccessExpiry())
-				j.RefreshExpiresAt = rfc3339OrNil(k.Token.RefreshExpiresAt)
-			}
-			out = append(out, j)
-		}
-		enc := json.NewEncoder(opts.IO.Out)
-		enc.SetIndent("", "  ")
-		return enc.Encode(out)
-	}
-	if len(keys) == 0 {
-		fmt.Fprintln(opts.IO.ErrOut, "No API keys yet. Get one with: shipkey keys new (see: shipkey keys new --help)")
-		return nil
-	}
-	// The app's columns (tui.KeyColumns), with times in words. Buffered: at
-	// 100k keys unbuffered writes were most of the cost.
+	// Buffered, one key at a time from the index: at 100k keys unbuffered
+	// writes were most of the cost, and a list built first most of the memory.
 	bw := bufio.NewWriterSize(opts.IO.Out, 64<<10)
-	tw := tabwriter.NewWriter(bw, 0, 4, 2, ' ', 0)
+	if opts.JSON {
+		arr := &jsonArray{w: bw}
+		if err := st.EachKey(func(k store.Key) error { return arr.add(keyToJSON(k, now)) }); err != nil {
+			return err
+		}
+		return arr.close()
+	}
+	// The app's columns (tui.KeyColumns), with times in words, aligned in
+	// two passes over the index: widths, then rows.
 	head := []string{""}
 	for _, c := range tui.KeyColumns {
 		head = append(head, strings.ToUpper(c.Title))
 	}
-	fmt.Fprintln(tw, strings.Join(head, "\t"))
-	for _, k := range keys {
-		r := tui.NewKeyRow(k)
-		cells := []string{" "}
-		if k.Default {
-			cells[0] = "*"
-		}
-		for _, c := range tui.KeyColumns {
-			cells = append(cells, c.Cell(&r, now, tui.Words))
-		}
-		fmt.Fprintln(tw, strings.Join(cells, "\t"))
+	var cols columns
+	cols.measure(head)
+	n := 0
+	if err := st.EachKey(func(k store.Key) error { n++; cols.measure(keyCells(k, now)); return nil }); err != nil {
+		return err
 	}
-	if err := tw.Flush(); err != nil {
+	if n == 0 {
+		fmt.Fprintln(opts.IO.ErrOut, "No API keys yet. Get one with: shipkey keys new (see: shipkey keys new --help)")
+		return nil
+	}
+	cols.write(bw, head)
+	if err := st.EachKey(func(k store.Key) error { cols.write(bw, keyCells(k, now)); return nil }); err != nil {
 		return err
 	}
 	return bw.Flush()
+}
+
+// keyToJSON is one key of keys list --json.
+func keyToJSON(k store.Key, now time.Time) keyJSON {
+	status := k.StatusAt(now)
+	j := keyJSON{
+		Label:    k.Label,
+		APIKey:   k.Masked,
+		LastUsed: rfc3339OrNil(k.LastUsed),
+		AuthURL:  k.Conn.AuthURL,
+		Realm:    k.Conn.RealmName(),
+		ClientID: k.Conn.ClientID,
+		Username: k.Username,
+		Default:  k.Default,
+		Status:   status.String(),
+	}
+	if status != store.StatusNoToken {
+		j.AccessExpiresAt = rfc3339OrNil(k.Token.AccessExpiry())
+		j.RefreshExpiresAt = rfc3339OrNil(k.Token.RefreshExpiresAt)
+	}
+	return j
+}
+
+// keyCells is one row of the keys table: the default mark, then the app's
+// columns.
+func keyCells(k store.Key, now time.Time) []string {
+	r := tui.NewKeyRow(k)
+	cells := make([]string, 1, 1+len(tui.KeyColumns))
+	cells[0] = " "
+	if k.Default {
+		cells[0] = "*"
+	}
+	for _, c := range tui.KeyColumns {
+		cells = append(cells, c.Cell(&r, now, tui.Words))
+	}
+	return cells
 }
 
 // keysRmOptions removes a key.

@@ -1,12 +1,11 @@
 package main
 
 import (
+	"bufio"
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"strings"
-	"text/tabwriter"
 	"time"
 
 	"github.com/shipkey/shipkey/internal/text"
@@ -143,65 +142,63 @@ func statusRun(_ context.Context, opts *statusOptions) error {
 	if err != nil {
 		return err
 	}
-	var keys []store.Key
+	// One key, or every key one at a time from the index (memory flat at any
+	// number of keys); the table takes two passes: widths, then rows.
+	each := st.EachKey
 	if opts.Label != "" {
 		k, err := st.Key(opts.Label)
 		if err != nil {
 			return suggestLabel(st, opts.Label, err)
 		}
-		keys = []store.Key{k}
-	} else if keys, err = st.Keys(); err != nil {
-		return err
+		each = func(fn func(store.Key) error) error { return fn(k) }
 	}
-	if len(keys) == 0 {
-		switch {
-		case opts.Quiet:
-			return &exitError{code: exitFailure}
-		case opts.JSON:
-			fmt.Fprintln(opts.IO.Out, "[]")
-		}
-		return &exitError{code: exitFailure, err: errNoKeysYet}
-	}
-
 	now := opts.Now()
 	var needLogin []string
-	verdicts := make([]keyVerdict, len(keys))
-	for i, k := range keys {
-		verdicts[i] = keyStatus(k, now)
-		if !verdicts[i].Usable {
+	n := 0
+	verdict := func(k store.Key) keyVerdict {
+		n++
+		v := keyStatus(k, now)
+		if !v.Usable {
 			needLogin = append(needLogin, k.Label)
 		}
+		return v
 	}
-
+	bw := bufio.NewWriterSize(opts.IO.Out, 64<<10)
 	switch {
 	case opts.Quiet:
+		err = each(func(k store.Key) error { verdict(k); return nil })
 	case opts.JSON:
-		out := make([]statusJSON, len(keys))
-		for i, k := range keys {
-			v := verdicts[i]
-			out[i] = statusJSON{Label: k.Label, Default: k.Default, State: v.State, Usable: v.Usable, Detail: v.Detail}
+		arr := &jsonArray{w: bw}
+		err = each(func(k store.Key) error {
+			v := verdict(k)
+			j := statusJSON{Label: k.Label, Default: k.Default, State: v.State, Usable: v.Usable, Detail: v.Detail}
 			if !k.Token.ObtainedAt.IsZero() {
-				out[i].AccessExpiresAt = rfc3339OrNil(k.Token.AccessExpiry())
-				out[i].RefreshExpiresAt = rfc3339OrNil(k.Token.RefreshExpiresAt)
+				j.AccessExpiresAt = rfc3339OrNil(k.Token.AccessExpiry())
+				j.RefreshExpiresAt = rfc3339OrNil(k.Token.RefreshExpiresAt)
 			}
-		}
-		enc := json.NewEncoder(opts.IO.Out)
-		enc.SetIndent("", "  ")
-		if err := enc.Encode(out); err != nil {
-			return err
+			return arr.add(j)
+		})
+		if err == nil {
+			err = arr.close()
 		}
 	default:
-		tw := tabwriter.NewWriter(opts.IO.Out, 0, 4, 2, ' ', 0)
-		for i, k := range keys {
-			mark := " "
-			if k.Default {
-				mark = "*"
-			}
-			fmt.Fprintf(tw, "%s %s\t%s\n", mark, text.Safe(k.Label), verdicts[i].Detail)
+		var cols columns
+		err = each(func(k store.Key) error { cols.measure(statusCells(k, verdict(k))); return nil })
+		if err == nil && n > 0 {
+			err = each(func(k store.Key) error { cols.write(bw, statusCells(k, keyStatus(k, now))); return nil })
 		}
-		if err := tw.Flush(); err != nil {
-			return err
+		if err == nil {
+			err = bw.Flush()
 		}
+	}
+	if err != nil {
+		return err
+	}
+	if n == 0 {
+		if opts.Quiet {
+			return &exitError{code: exitFailure}
+		}
+		return &exitError{code: exitFailure, err: errNoKeysYet}
 	}
 
 	if len(needLogin) == 0 {
@@ -216,6 +213,16 @@ func statusRun(_ context.Context, opts *statusOptions) error {
 	}
 	return &exitError{code: exitLoginNeeded, err: fmt.Errorf("login needed for %s; run: shipkey login %s",
 		plural(len(needLogin), "API key ", "API keys ")+strings.Join(quoted, ", "), quoted[0])}
+}
+
+// statusCells is one row of the status table: the default mark and the
+// label, then the verdict.
+func statusCells(k store.Key, v keyVerdict) []string {
+	mark := " "
+	if k.Default {
+		mark = "*"
+	}
+	return []string{mark + " " + text.Safe(k.Label), v.Detail}
 }
 
 var errNoKeysYet = errors.New("no API keys yet; get one: shipkey keys new")
