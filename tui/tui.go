@@ -150,7 +150,7 @@ func Run(ctx context.Context, opts Options) error {
 	m.ctx = ctx
 	env := os.Environ()
 	p := tea.NewProgram(m, tea.WithContext(ctx), tea.WithFPS(frameRate), tea.WithoutSignalHandler(),
-		tea.WithColorProfile(detectProfile(os.Stdout, env)), tea.WithEnvironment(termEnv(env)))
+		tea.WithColorProfile(stdoutProfile()), tea.WithEnvironment(termEnv(env)))
 	if opts.Notices != nil {
 		// Send blocks until the program's loop runs; deliver from a goroutine.
 		opts.Notices.attach(func(msg tea.Msg) { go p.Send(msg) })
