@@ -174,8 +174,10 @@ func TestSessionBinary(t *testing.T) {
 	// without SHIPKEY_PASSPHRASE; after shipkey lock they fail with a clear
 	// line (no terminal here).
 	t.Run("UnlockOnce", func(t *testing.T) {
+		t.Parallel()
 		for _, mech := range mechanisms(t) {
 			t.Run(mech, func(t *testing.T) {
+				t.Parallel()
 				e := newSessEnv(t, bin, mech)
 				if r := e.keysNew("k", true); r.code != 0 {
 					t.Fatalf("keys new: exit %d: %s", r.code, r.stderr)
@@ -224,8 +226,10 @@ func TestSessionBinary(t *testing.T) {
 	// published one. At most one process may exceed 150 MB of peak RSS
 	// (scrypt takes 256 MiB).
 	t.Run("DeriveOnce", func(t *testing.T) {
+		t.Parallel()
 		for _, mech := range mechanisms(t) {
 			t.Run(mech, func(t *testing.T) {
+				t.Parallel()
 				e := newSessEnv(t, bin, mech)
 				const procs = 12
 				results := make([]sessResult, procs)
@@ -274,6 +278,7 @@ func TestSessionBinary(t *testing.T) {
 	// or SHIPKEY_PASSPHRASE: not the dbus-launch the keyring probe
 	// autolaunches, not the agent.
 	t.Run("ChildEnvironment", func(t *testing.T) {
+		t.Parallel()
 		e := newSessEnv(t, bin, "agent")
 		extra := []string{
 			"SHIPKEY_SECRETS=auto", // probe the keyring: no D-Bus address, so dbus-launch
@@ -325,7 +330,9 @@ func TestSessionBinary(t *testing.T) {
 	// Prompts on a terminal: the reason before the prompt, a new passphrase
 	// asked twice, ctrl+c exits 130 and ctrl+d exits 1 with nothing made.
 	t.Run("Prompts", func(t *testing.T) {
+		t.Parallel()
 		t.Run("WhyThenConfirm", func(t *testing.T) {
+			t.Parallel()
 			e := newSessEnv(t, bin, "auto")
 			p := e.startPTY(t, []string{"SHIPKEY_SECRETS=auto"}, "unlock")
 			out := p.waitFor("New passphrase for ")
@@ -360,6 +367,7 @@ func TestSessionBinary(t *testing.T) {
 			}
 		})
 		t.Run("CtrlCInTheApp", func(t *testing.T) {
+			t.Parallel()
 			e := newSessEnv(t, bin, "auto")
 			p := e.startPTY(t, nil) // the interactive app asks before its first frame
 			out := p.waitFor("New passphrase for ")
@@ -373,6 +381,7 @@ func TestSessionBinary(t *testing.T) {
 			e.assertNothingMade(t)
 		})
 		t.Run("CtrlD", func(t *testing.T) {
+			t.Parallel()
 			e := newSessEnv(t, bin, "auto")
 			p := e.startPTY(t, nil, "unlock")
 			p.waitFor("New passphrase for ")
