@@ -225,27 +225,21 @@ func keysListRun(opts *keysListOptions) error {
 		}
 		return arr.close()
 	}
-	// The app's columns (tui.KeyColumns), with times in words, aligned in
-	// two passes over the index: widths, then rows.
+	// The app's columns (tui.KeyColumns), with times in words, aligned: the
+	// rows are kept formatted (rowBuffer) until the widths are known.
 	head := []string{""}
 	for _, c := range tui.KeyColumns {
 		head = append(head, strings.ToUpper(c.Title))
 	}
-	var cols columns
-	cols.measure(head)
-	n := 0
-	if err := st.EachKey(func(k store.Key) error { n++; cols.measure(keyCells(k, now)); return nil }); err != nil {
+	var rows rowBuffer
+	if err := st.EachKey(func(k store.Key) error { rows.add(keyCells(k, now)); return nil }); err != nil {
 		return err
 	}
-	if n == 0 {
+	if len(rows.ends) == 0 {
 		fmt.Fprintln(opts.IO.ErrOut, "No API keys yet. Get one with: shipkey keys new (see: shipkey keys new --help)")
 		return nil
 	}
-	cols.write(bw, head)
-	if err := st.EachKey(func(k store.Key) error { cols.write(bw, keyCells(k, now)); return nil }); err != nil {
-		return err
-	}
-	return bw.Flush()
+	return rows.flush(bw, head)
 }
 
 // keyToJSON is one key of keys list --json.

