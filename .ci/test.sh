@@ -29,6 +29,8 @@ command -v node >/dev/null || pkgs+=(nodejs)
 command -v dbus-run-session >/dev/null || pkgs+=(dbus dbus-daemon)
 command -v gnome-keyring-daemon >/dev/null || pkgs+=(gnome-keyring)
 [ "${#pkgs[@]}" -eq 0 ] || apt_install "${pkgs[@]}"
+# curl reads shipkey's header --curl-config in cmd/shipkey's token_output script.
+command -v curl >/dev/null || apt_install curl ca-certificates
 # NodeSource's nodejs carries npm; Debian's needs its own package.
 command -v npm >/dev/null || apt_install npm
 

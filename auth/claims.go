@@ -399,6 +399,10 @@ type Verification struct {
 	Reason string // sanitized: why not checked, or why it failed
 	KeyID  string
 	Issuer string
+	// KeysUnavailable is set when the signature was not checked because no
+	// key set could be found or fetched (a key set given by the user may
+	// help).
+	KeysUnavailable bool
 }
 
 // Verify checks token's signature against the JWKS of the connection among

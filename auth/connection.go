@@ -27,6 +27,9 @@ type Connection struct {
 	// BasicAuth sends the client credentials with HTTP Basic instead of in the
 	// form body (the spec's default).
 	BasicAuth bool `toml:"basic_auth,omitempty" json:"basic_auth,omitempty"`
+	// PublicClient: the client has no secret (RFC 6749 §2.1); only its id is
+	// sent, and no client secret is asked for.
+	PublicClient bool `toml:"public_client,omitempty" json:"public_client,omitempty"`
 }
 
 // RealmName returns the realm, or DefaultRealm when none is set.

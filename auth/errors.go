@@ -31,6 +31,13 @@ const (
 	// error code: an empty, plain-text or HTML 401/403) refused the password
 	// grant; the username/password or the client credentials are wrong.
 	KindCredentialsRefused
+	// KindGrantNotAllowed: the client may not use this grant
+	// (unauthorized_client or unsupported_grant_type for a grant other than
+	// the password grant, which has KindDirectGrantDisabled).
+	KindGrantNotAllowed
+	// KindInteractionRequired: the grant needs a person (a browser, a device
+	// code to enter) and none is there to ask.
+	KindInteractionRequired
 )
 
 var kindNames = [...]string{
@@ -49,6 +56,8 @@ var kindNames = [...]string{
 	KindTLS:                 "tls",
 	KindMalformedResponse:   "malformed_response",
 	KindCredentialsRefused:  "credentials_refused",
+	KindGrantNotAllowed:     "grant_not_allowed",
+	KindInteractionRequired: "interaction_required",
 }
 
 func (k ErrorKind) String() string {

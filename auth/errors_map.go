@@ -68,6 +68,11 @@ func mapStatus(op string, status int, code, desc string, body []byte, secrets []
 		// Not Keycloak's JSON: an empty, plain-text or HTML refusal that does
 		// not say whether the user or the client was refused.
 		e.Kind = KindCredentialsRefused
+	case grantOps[op] != "" && (status == 401 || status == 403) && !knownCode(code):
+		// A grant that authenticates only the client: the client was refused.
+		e.Kind = KindInvalidClient
+	case grantOps[op] != "" && (code == "unauthorized_client" || code == "unsupported_grant_type"):
+		e.Kind = KindGrantNotAllowed
 	case op == "refresh" && (status == 400 || status == 401) && code == "":
 		// A refusal without an OAuth error body: the refresh token is no
 		// longer accepted; only a login can help.
@@ -121,6 +126,17 @@ func knownCode(code string) bool {
 	return false
 }
 
+// grantOps names, by the Op of their errors, the grants other than the
+// password grant ("login").
+var grantOps = map[string]string{
+	"client-credentials": "client credentials",
+}
+
+// grantHints say where a realm administrator allows a grant for a client.
+var grantHints = map[string]string{
+	"client-credentials": "ask a realm administrator to turn on the client's service account (Keycloak: Clients → the client → Capability config → Service accounts roles)",
+}
+
 // kindText is the message and hint of the kinds that come from the server's
 // error code.
 func kindText(k ErrorKind, op string) (msg, hint string) {
@@ -137,6 +153,8 @@ func kindText(k ErrorKind, op string) (msg, hint string) {
 		return "the client does not allow the password grant", "ask a realm administrator to enable Direct Access Grants for the client"
 	case KindInvalidScope:
 		return "a requested scope is not allowed for this client", "check the scopes of the connection"
+	case KindGrantNotAllowed:
+		return "the client may not use the " + grantOps[op] + " grant", grantHints[op]
 	case KindCredentialsRefused:
 		return "the server refused the username/password or the client credentials", "check both the username and password and the client id and client secret"
 	case KindLoginRequired:

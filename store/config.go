@@ -31,13 +31,23 @@ type configFile struct {
 	ClipboardClear string     `toml:"clipboard_clear,omitempty"`
 	AutoRefresh    *bool      `toml:"auto_refresh,omitempty"`
 	Keys           []keyEntry `toml:"keys,omitempty"`
+	Teams          []TeamConn `toml:"teams,omitempty"`
 }
 
-// keyEntry is one [[keys]] table.
+// keyEntry is one [[keys]] table: a key's definition, written here only.
+// Every encoding of it (config.toml by its tags, the index record by
+// encodeEntry) is checked against this declaration by
+// TestKeyEntryEveryFieldPersists: a field one of them forgets fails it.
 type keyEntry struct {
 	ID    string `toml:"id"`
 	Label string `toml:"label"`
 	auth.Connection
+	// Grant is how the key obtains tokens; empty (every key written before
+	// grants existed) is the password grant.
+	Grant auth.GrantType `toml:"grant,omitempty"`
+	// CallbackPort is the authorization code grant's fixed loopback port
+	// (0: an ephemeral one).
+	CallbackPort     int       `toml:"callback_port,omitempty"`
 	Username         string    `toml:"username"`
 	RememberPassword bool      `toml:"remember_password"`
 	CreatedAt        time.Time `toml:"created_at"`

@@ -1,7 +1,7 @@
 package store
 
 // String names the status for machines and JSON: "no_token", "valid",
-// "refreshable", "login_needed".
+// "refreshable", "login_needed", "renews_itself".
 func (s Status) String() string {
 	switch s {
 	case StatusValid:
@@ -10,6 +10,8 @@ func (s Status) String() string {
 		return "refreshable"
 	case StatusLoginNeeded:
 		return "login_needed"
+	case StatusRenewsItself:
+		return "renews_itself"
 	default:
 		return "no_token"
 	}

@@ -253,7 +253,7 @@ func (e *env) newKey(label string, remember bool) NewKey {
 // create makes a key and checks the disk afterwards.
 func (e *env) create(s *Store, label string, remember bool) Key {
 	e.t.Helper()
-	k, err := s.Create(context.Background(), e.newKey(label, remember))
+	k, _, err := s.Create(context.Background(), e.newKey(label, remember))
 	if err != nil {
 		e.t.Fatalf("Create(%q): %v", label, err)
 	}

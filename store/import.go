@@ -8,7 +8,6 @@ import (
 	"time"
 
 	"github.com/shipkey/shipkey/auth"
-	"github.com/shipkey/shipkey/internal/text"
 )
 
 // ImportKey is one key for Import: its definition, its secrets and, when it
@@ -16,6 +15,8 @@ import (
 type ImportKey struct {
 	Label            string
 	Conn             auth.Connection
+	Grant            auth.GrantType // empty: password
+	CallbackPort     int
 	Username         string
 	ClientSecret     string
 	Password         string // kept only with RememberPassword
@@ -54,7 +55,10 @@ func (s *Store) Import(ctx context.Context, keys []ImportKey) error {
 		if err := k.Conn.Validate(); err != nil {
 			return fmt.Errorf("key %s: %w", quoteLabel(label), err)
 		}
-		if strings.TrimSpace(k.Username) == "" {
+		if _, err := auth.GrantFor(k.Grant); err != nil {
+			return fmt.Errorf("key %s: %w", quoteLabel(label), err)
+		}
+		if k.Grant.Or() == auth.GrantPassword && strings.TrimSpace(k.Username) == "" {
 			return fmt.Errorf("key %s: the username is empty", quoteLabel(label))
 		}
 		id, err := newID()
@@ -65,8 +69,8 @@ func (s *Store) Import(ctx context.Context, keys []ImportKey) error {
 		if created.IsZero() {
 			created = now
 		}
-		entries[i] = keyEntry{ID: id, Label: label, Connection: k.Conn, Username: k.Username,
-			RememberPassword: k.RememberPassword, CreatedAt: created.UTC().Truncate(time.Second)}
+		entries[i] = keyEntry{ID: id, Label: label, Connection: k.Conn, Grant: k.Grant, CallbackPort: k.CallbackPort,
+			Username: k.Username, RememberPassword: k.RememberPassword, CreatedAt: created.UTC().Truncate(time.Second)}
 		sec := keySecrets{ClientSecret: k.ClientSecret}
 		if k.RememberPassword {
 			sec.Password = k.Password
@@ -74,8 +78,7 @@ func (s *Store) Import(ctx context.Context, keys []ImportKey) error {
 		ks := keyState{LastUsed: k.LastUsed}
 		if k.Token != nil {
 			sec.setTokens(k.Token)
-			ks.Token = k.Token.Redacted()
-			ks.Masked = text.Mask(k.Token.AccessToken)
+			ks.setToken(k.Token)
 		}
 		secrets[id] = sec
 		states[i] = ks

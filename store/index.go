@@ -327,10 +327,7 @@ func (t *tx) keys() ([]Key, error) {
 		if err != nil {
 			return nil, t.damaged("state of key " + quoteLabel(keys[i].Label))
 		}
-		keys[i].LastUsed = ks.LastUsed
-		keys[i].Token = ks.Token.Redacted()
-		keys[i].Masked = ks.Masked
-		keys[i].LoggedOut = ks.LoggedOut
+		keys[i].setState(ks)
 	}
 	return keys, nil
 }

@@ -41,13 +41,17 @@ type Store struct {
 }
 
 // fallbackWarned remembers, per state directory, that the auto backend's
-// fallback was announced: at most once per process.
+// fallback was announced in this process.
 var fallbackWarned sync.Map
 
-// warnFallback says plainly, once per process, that auto keeps secrets in the
-// encrypted files and why. It is said when a secret is written there because
-// of the fallback (a new key, or one moving from the keyring), not on every
-// read: scripts that call shipkey token in a loop get a clean stderr.
+// autoNoteFile, in the state directory, holds the backend the auto choice
+// last announced: the choice is said once per store, not on every call.
+const autoNoteFile = "auto-backend"
+
+// warnFallback says plainly, once per store (remembered in autoNoteFile),
+// that auto keeps secrets in the encrypted files, why, and how to pin that
+// choice. Scripts that call shipkey token in a loop get a clean stderr from
+// the second call on.
 func (s *Store) warnFallback() {
 	s.mu.Lock()
 	why := s.fallbackWhy
@@ -55,9 +59,18 @@ func (s *Store) warnFallback() {
 	if why == "" {
 		return
 	}
-	if _, done := fallbackWarned.LoadOrStore(s.stateDir, true); !done {
-		fmt.Fprintf(s.warn, "shipkey: no OS keyring available (%s); keeping secrets in the encrypted files in %s\n",
-			why, displayPath(s.fileBackend().dataPath()))
+	if _, done := fallbackWarned.LoadOrStore(s.stateDir, true); done {
+		return
+	}
+	note := filepath.Join(s.stateDir, autoNoteFile)
+	if data, err := os.ReadFile(note); err == nil && strings.TrimSpace(string(data)) == BackendFile {
+		return
+	}
+	fmt.Fprintf(s.warn, "shipkey: no OS keyring available (%s); the auto backend keeps secrets in the encrypted files in %s; "+
+		"to choose it without this check, set %s=%s (or secrets = %q in config.toml). Said once.\n",
+		why, displayPath(s.fileBackend().dataPath()), EnvSecrets, BackendFile, BackendFile)
+	if ensureDir(s.stateDir) == nil {
+		_ = writeFileAtomic(note, []byte(BackendFile+"\n"))
 	}
 }
 
@@ -215,6 +228,9 @@ func (s *Store) prepare() (secretsBackend, error) {
 	if err := s.migrateSecrets(context.Background(), b); err != nil {
 		return nil, err
 	}
+	if b.Name() == BackendFile {
+		s.warnFallback()
+	}
 	return b, nil
 }
 
@@ -284,19 +300,28 @@ func (s *Store) secretDirs() []string {
 }
 
 func makeKey(e keyEntry, ks keyState, def string) Key {
-	return Key{
+	k := Key{
 		ID:               e.ID,
 		Label:            e.Label,
 		Conn:             e.Connection,
+		Grant:            e.Grant,
+		CallbackPort:     e.CallbackPort,
 		Username:         e.Username,
 		RememberPassword: e.RememberPassword,
 		CreatedAt:        e.CreatedAt,
-		LastUsed:         ks.LastUsed,
 		Default:          def != "" && def == e.Label,
-		Token:            ks.Token.Redacted(),
-		Masked:           ks.Masked,
-		LoggedOut:        ks.LoggedOut,
 	}
+	k.setState(ks)
+	return k
+}
+
+// setState fills in what the key's state record says.
+func (k *Key) setState(ks keyState) {
+	k.LastUsed = ks.LastUsed
+	k.Token = ks.Token.Redacted()
+	k.Masked = ks.Masked
+	k.LoggedOut = ks.LoggedOut
+	k.HasRefreshToken = !ks.NoRefresh && !ks.Token.ObtainedAt.IsZero()
 }
 
 // Keys lists every key, sorted by label, with fresh metadata. It reads
@@ -415,55 +440,77 @@ func (s *Store) Resolve(label string) (Key, error) {
 	return k, err
 }
 
-// Create is "Get API Key": it validates, runs the password grant, and stores
-// the key with its secrets and tokens. Nothing is stored when the grant fails.
-func (s *Store) Create(ctx context.Context, nk NewKey) (Key, error) {
+// Create is "Get API Key": it validates, runs the key's grant (nk.Grant;
+// an interactive one tells nk.Prompt what the person must do and waits until
+// ctx is cancelled), and stores the key with its secrets and tokens. It
+// returns the key and the token set it now holds. Nothing is stored when the
+// grant fails or is cancelled.
+func (s *Store) Create(ctx context.Context, nk NewKey) (Key, *auth.TokenSet, error) {
 	if s.auth == nil {
-		return Key{}, errNoAuth
+		return Key{}, nil, errNoAuth
 	}
 	label, err := cleanLabel(nk.Label)
 	if err != nil {
-		return Key{}, err
+		return Key{}, nil, err
 	}
 	// A pasted realm URL (…/auth/realms/NAME/…) is split into auth URL and
 	// realm before anything is checked or sent.
 	conn, err := nk.Conn.Normalize()
 	if err != nil {
-		return Key{}, err
+		return Key{}, nil, err
 	}
 	nk.Conn = conn
 	if err := nk.Conn.Validate(); err != nil {
-		return Key{}, err
+		return Key{}, nil, err
 	}
-	if strings.TrimSpace(nk.Username) == "" {
-		return Key{}, errors.New("the username is empty; pass the user registered for the client")
+	if _, err := auth.GrantFor(nk.Grant); err != nil {
+		return Key{}, nil, err
 	}
-	if nk.Password == "" {
-		return Key{}, errors.New("the password is empty")
+	if nk.Grant == auth.GrantPassword {
+		nk.Grant = "" // stored as before grants existed: config.toml unchanged
+	}
+	if nk.CallbackPort < 0 || nk.CallbackPort > 65535 {
+		return Key{}, nil, fmt.Errorf("the callback port %d is not a TCP port (1-65535, or 0 for any)", nk.CallbackPort)
+	}
+	if nk.Conn.PublicClient {
+		nk.ClientSecret = ""
+	}
+	if nk.Grant.Or() == auth.GrantPassword {
+		if strings.TrimSpace(nk.Username) == "" {
+			return Key{}, nil, errors.New("the username is empty; pass the user registered for the client")
+		}
+		if nk.Password == "" {
+			return Key{}, nil, errors.New("the password is empty")
+		}
+	} else {
+		nk.Username, nk.Password, nk.RememberPassword = "", "", false
 	}
 	if _, err := s.Key(label); err == nil {
-		return Key{}, labelTakenError(label)
+		return Key{}, nil, labelTakenError(label)
 	} else if !errors.Is(err, ErrNotFound) {
-		return Key{}, err
+		return Key{}, nil, err
 	}
 	// Unlock the secrets backend before the grant: a locked backend must not
 	// cost a server session.
 	b, err := s.prepare()
 	if err != nil {
-		return Key{}, err
+		return Key{}, nil, err
 	}
 	if kb, ok := b.(*keyringBackend); ok && s.choice == BackendKeyring {
 		if err := kb.probe(kb.timeout); err != nil {
-			return Key{}, err
+			return Key{}, nil, err
 		}
 	}
-	ts, err := s.auth.Login(ctx, nk.Conn, nk.ClientSecret, nk.Username, nk.Password)
+	ts, err := s.auth.Obtain(ctx, nk.Grant, auth.Request{
+		Conn: nk.Conn, ClientSecret: nk.ClientSecret, Username: nk.Username, Password: nk.Password,
+		CallbackPort: nk.CallbackPort, Prompt: nk.Prompt,
+	})
 	if err != nil {
-		return Key{}, err
+		return Key{}, nil, err
 	}
 	id, err := newID()
 	if err != nil {
-		return Key{}, err
+		return Key{}, nil, err
 	}
 	sec := keySecrets{ClientSecret: nk.ClientSecret}
 	if nk.RememberPassword {
@@ -477,7 +524,8 @@ func (s *Store) Create(ctx context.Context, nk NewKey) (Key, error) {
 		} else if taken {
 			return labelTakenError(label)
 		}
-		ks := keyState{Token: ts.Redacted(), Masked: text.Mask(ts.AccessToken)}
+		var ks keyState
+		ks.setToken(ts)
 		if err := s.putSecrets(id, &ks, sec); err != nil {
 			return err
 		}
@@ -489,6 +537,8 @@ func (s *Store) Create(ctx context.Context, nk NewKey) (Key, error) {
 			ID:               id,
 			Label:            label,
 			Connection:       nk.Conn,
+			Grant:            nk.Grant,
+			CallbackPort:     nk.CallbackPort,
 			Username:         nk.Username,
 			RememberPassword: nk.RememberPassword,
 			CreatedAt:        s.now().UTC().Truncate(time.Second),
@@ -499,58 +549,78 @@ func (s *Store) Create(ctx context.Context, nk NewKey) (Key, error) {
 			_ = s.backend().Delete(id)
 		}
 		// End the session the grant opened; nothing refers to it.
-		if ts.RefreshToken != "" {
-			_ = s.auth.Logout(context.WithoutCancel(ctx), nk.Conn, nk.ClientSecret, ts.RefreshToken)
-		}
-		return Key{}, err
+		_, _ = s.auth.EndSession(context.WithoutCancel(ctx), nk.Conn, nk.ClientSecret, ts)
+		return Key{}, nil, err
 	}
-	return s.keyByID(id, label)
+	k, err := s.keyByID(id, label)
+	if err != nil {
+		return Key{}, nil, err
+	}
+	return k, ts, nil
 }
 
-// Login gets a new token set for an existing key by the password grant. An
-// empty password uses the remembered one (ErrLoginNeeded when there is none).
-func (s *Store) Login(ctx context.Context, label, password string) (Key, error) {
+// Login gets a new token set for an existing key by running its grant: the
+// password grant with opts.Password (empty: the remembered one,
+// ErrLoginNeeded when there is none); an interactive grant tells
+// opts.Prompt what the person must do and waits until ctx is cancelled. It
+// returns the key and the token set it now holds.
+func (s *Store) Login(ctx context.Context, label string, opts LoginOptions) (Key, *auth.TokenSet, error) {
 	if s.auth == nil {
-		return Key{}, errNoAuth
+		return Key{}, nil, errNoAuth
 	}
 	if _, err := s.prepare(); err != nil {
-		return Key{}, err
+		return Key{}, nil, err
 	}
 	e, _, err := s.find(label)
 	if err != nil {
-		return Key{}, err
+		return Key{}, nil, err
 	}
 	lk, err := acquireLock(ctx, s.refreshLockPath(e.ID))
 	if err != nil {
-		return Key{}, err
+		return Key{}, nil, err
 	}
 	defer lk.release()
 	e, ks, err := s.findID(e.ID, label)
 	if err != nil {
-		return Key{}, err
+		return Key{}, nil, err
 	}
 	sec, err := s.getSecrets(e.Label, e.ID, ks)
 	if err != nil {
-		return Key{}, err
+		return Key{}, nil, err
 	}
-	pw := password
-	if pw == "" {
-		pw = sec.Password
+	req := e.request(sec)
+	req.Prompt = opts.Prompt
+	if e.Grant.Or() == auth.GrantPassword {
+		if opts.Password != "" {
+			req.Password = opts.Password
+		}
+		if req.Password == "" {
+			return Key{}, nil, &LoginNeededError{Label: e.Label, Why: "no password is remembered for it"}
+		}
 	}
-	if pw == "" {
-		return Key{}, &LoginNeededError{Label: e.Label, Why: "no password is remembered for it"}
-	}
-	ts, err := s.auth.Login(ctx, e.Connection, sec.ClientSecret, e.Username, pw)
+	ts, err := s.auth.Obtain(ctx, e.Grant, req)
 	if err != nil {
-		return Key{}, err
+		return Key{}, nil, err
 	}
-	if password != "" && e.RememberPassword {
-		sec.Password = password
+	if opts.Password != "" && e.RememberPassword {
+		sec.Password = opts.Password
 	}
 	if err := s.persist(ctx, e, ts, sec, false); err != nil {
-		return Key{}, err
+		return Key{}, nil, err
 	}
-	return s.keyByID(e.ID, label)
+	k, err := s.keyByID(e.ID, label)
+	if err != nil {
+		return Key{}, nil, err
+	}
+	return k, ts, nil
+}
+
+// request is what the key's grant may use, from its definition and secrets.
+func (e keyEntry) request(sec keySecrets) auth.Request {
+	return auth.Request{
+		Conn: e.Connection, ClientSecret: sec.ClientSecret,
+		Username: e.Username, Password: sec.Password, CallbackPort: e.CallbackPort,
+	}
 }
 
 // persist stores a new token set for key e (its secrets and metadata) in one
@@ -570,8 +640,7 @@ func (s *Store) persist(ctx context.Context, e keyEntry, ts *auth.TokenSet, sec 
 		if err := s.putSecrets(e.ID, &ks, sec); err != nil {
 			return err
 		}
-		ks.Token = ts.Redacted()
-		ks.Masked = text.Mask(ts.AccessToken)
+		ks.setToken(ts)
 		ks.LoggedOut = false
 		if markUsed {
 			ks.LastUsed = s.now()
@@ -641,8 +710,7 @@ func (s *Store) Logout(ctx context.Context, label string) (auth.EndResult, error
 		if err := s.putSecrets(e.ID, ks, sec); err != nil {
 			return err
 		}
-		ks.Token = auth.TokenSet{}
-		ks.Masked = ""
+		ks.setToken(nil)
 		ks.LoggedOut = true
 		return nil
 	})

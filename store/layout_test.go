@@ -349,11 +349,11 @@ func TestStampChangesOnEveryWrite(t *testing.T) {
 			_, err := other.Token(context.Background(), "k", TokenOptions{MarkUsed: true})
 			return err
 		}},
-		{"Refresh", func() error { _, err := other.Refresh(context.Background(), "k"); return err }},
+		{"Refresh", func() error { _, _, err := other.Refresh(context.Background(), "k"); return err }},
 		{"Rename", func() error { return other.Rename("k", "j") }},
 		{"Logout", func() error { _, err := other.Logout(context.Background(), "j"); return err }},
-		{"Login", func() error { _, err := other.Login(context.Background(), "j", ""); return err }},
-		{"Create", func() error { _, err := other.Create(context.Background(), e.newKey("n", false)); return err }},
+		{"Login", func() error { _, _, err := other.Login(context.Background(), "j", LoginOptions{}); return err }},
+		{"Create", func() error { _, _, err := other.Create(context.Background(), e.newKey("n", false)); return err }},
 		{"SetDefault", func() error { return other.SetDefault("n") }},
 		{"Remove", func() error { _, err := other.Remove(context.Background(), "n"); return err }},
 		{"hand edit", func() error {

@@ -14,7 +14,15 @@ import (
 // lists are length-prefixed (uvarint), integers are varints, times are
 // time.Time's binary form (location offset kept) behind a length byte.
 
-const recordVersion = 1
+// recordVersion is what encodeEntry and encodeState write. Version 2 added
+// the grant, its callback port and the public-client flag to entries and the
+// no-refresh-token flag to states, at their ends; version 1 records (every
+// index written before) decode with those fields zero, which is what they
+// meant: password grant, a refresh token held.
+const recordVersion = 2
+
+// knownRecord reports whether b starts with a version this code decodes.
+func knownRecord(b []byte) bool { return len(b) > 0 && (b[0] == 1 || b[0] == recordVersion) }
 
 var errBadRecord = errors.New("damaged record")
 
@@ -156,19 +164,24 @@ func encodeEntry(e keyEntry) []byte {
 	w.str(e.Username)
 	w.bool(e.RememberPassword)
 	w.time(e.CreatedAt)
+	// version 2
+	w.str(string(e.Grant))
+	w.int(int64(e.CallbackPort))
+	w.bool(e.PublicClient)
 	return w.b
 }
 
 // entryDecoder decodes entries, sharing the strings that repeat.
 type entryDecoder struct {
-	authURL, realm, clientID, tokenURL, issuer, username string
-	scopes                                               []string
+	authURL, realm, clientID, tokenURL, issuer, username, grant string
+	scopes                                                      []string
 }
 
 func (d *entryDecoder) decode(b []byte) (keyEntry, error) {
-	if len(b) == 0 || b[0] != recordVersion {
+	if !knownRecord(b) {
 		return keyEntry{}, errBadRecord
 	}
+	v := b[0]
 	r := recReader{b: b[1:]}
 	var e keyEntry
 	e.ID = r.str()
@@ -202,6 +215,15 @@ func (d *entryDecoder) decode(b []byte) (keyEntry, error) {
 	e.Username = r.strShared(&d.username)
 	e.RememberPassword = r.bool()
 	e.CreatedAt = r.time()
+	if v >= 2 {
+		e.Grant = auth.GrantType(r.strShared(&d.grant))
+		if p := r.int(); p >= 0 && p <= 65535 {
+			e.CallbackPort = int(p)
+		} else {
+			r.fail()
+		}
+		e.PublicClient = r.bool()
+	}
 	return e, r.err
 }
 
@@ -229,6 +251,8 @@ func encodeState(ks keyState) []byte {
 	w.str(ks.Masked)
 	w.bool(ks.LoggedOut)
 	w.str(ks.Secrets)
+	// version 2
+	w.bool(ks.NoRefresh)
 	return w.b
 }
 
@@ -236,9 +260,10 @@ func encodeState(ks keyState) []byte {
 type stateDecoder struct{ tokenType, scope, secrets, refreshSource string }
 
 func (d *stateDecoder) decode(b []byte) (keyState, error) {
-	if len(b) == 0 || b[0] != recordVersion {
+	if !knownRecord(b) {
 		return keyState{}, errBadRecord
 	}
+	v := b[0]
 	r := recReader{b: b[1:]}
 	var ks keyState
 	ks.LastUsed = r.time()
@@ -258,5 +283,8 @@ func (d *stateDecoder) decode(b []byte) (keyState, error) {
 	ks.Masked = r.str()
 	ks.LoggedOut = r.bool()
 	ks.Secrets = r.strShared(&d.secrets)
+	if v >= 2 {
+		ks.NoRefresh = r.bool()
+	}
 	return ks, r.err
 }

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/shipkey/shipkey/auth"
+	"github.com/shipkey/shipkey/internal/text"
 )
 
 // keyState is one key's volatile metadata, kept in state.db by key ID (see
@@ -24,6 +25,9 @@ type keyState struct {
 	// "file", "plaintext", "memory"): not a secret, and it lets an "auto"
 	// store find secrets written before the keyring appeared or vanished.
 	Secrets string `json:"secrets,omitempty"`
+	// NoRefresh: the stored token set carries no refresh token (a client
+	// credentials grant's), so the key is never "refreshable".
+	NoRefresh bool `json:"no_refresh,omitempty"`
 }
 
 // legacyStateFile is state.json, where shipkey kept every key's metadata in
@@ -99,4 +103,16 @@ func jsonErrorText(err error) string {
 		return "truncated JSON"
 	}
 	return "invalid JSON: " + err.Error()
+}
+
+// setToken records the metadata of ts (nil: no token): its redacted timing,
+// the masked access token, whether it carries a refresh token.
+func (ks *keyState) setToken(ts *auth.TokenSet) {
+	if ts == nil {
+		ks.Token, ks.Masked, ks.NoRefresh = auth.TokenSet{}, "", false
+		return
+	}
+	ks.Token = ts.Redacted()
+	ks.Masked = text.Mask(ts.AccessToken)
+	ks.NoRefresh = ts.RefreshToken == ""
 }

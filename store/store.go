@@ -42,6 +42,8 @@ type Key struct {
 	ID               string          // stable random id; secrets are filed under it, so rename never touches them
 	Label            string          // unique, human-chosen
 	Conn             auth.Connection // where the realm is and which client
+	Grant            auth.GrantType  // how it obtains tokens; empty is the password grant
+	CallbackPort     int             // the authorization code grant's fixed loopback port (0: ephemeral)
 	Username         string
 	RememberPassword bool // the password is kept in the secrets backend and used to log in again
 	CreatedAt        time.Time
@@ -54,29 +56,44 @@ type Key struct {
 	Masked string
 	// LoggedOut is true after logout or when the refresh token is known dead.
 	LoggedOut bool
+	// HasRefreshToken: the stored token set carries a refresh token.
+	HasRefreshToken bool
+}
+
+// RenewsItself reports whether the key's grant gets a new token with no
+// person and no remembered password (client credentials): its expiry is
+// nothing to act on.
+func (k Key) RenewsItself() bool {
+	g, err := auth.GrantFor(k.Grant)
+	return err == nil && g.Unattended(auth.Kept{})
 }
 
 // Status is a key's token state at a moment.
 type Status int
 
 const (
-	StatusNoToken     Status = iota // never logged in, or logged out
-	StatusValid                     // access token valid
-	StatusRefreshable               // access token expired, refresh token valid
-	StatusLoginNeeded               // both expired (or session known ended)
+	StatusNoToken      Status = iota // never logged in, or logged out
+	StatusValid                      // access token valid
+	StatusRefreshable                // access token expired, refresh token valid
+	StatusLoginNeeded                // both expired (or session known ended)
+	StatusRenewsItself               // access token expired; the grant runs again unasked (client credentials)
 )
 
 // StatusAt tells the key's state at now from its metadata alone (no I/O),
 // by the lifecycle policy of auth.Expiry: a token is valid until it expires
-// (renewal ahead of that is the token source's business, not a state).
+// (renewal ahead of that is the token source's business, not a state). A key
+// without a refresh token is never refreshable; one whose grant renews itself
+// needs a person only when its grant was refused (then it is logged out).
 func (k Key) StatusAt(now time.Time) Status {
 	switch {
 	case k.LoggedOut || k.Token.ObtainedAt.IsZero():
 		return StatusNoToken
 	case !k.Token.Access().Expired(now):
 		return StatusValid
-	case !k.Token.Refresh().Expired(now):
+	case k.HasRefreshToken && !k.Token.Refresh().Expired(now):
 		return StatusRefreshable
+	case k.RenewsItself():
+		return StatusRenewsItself
 	default:
 		return StatusLoginNeeded
 	}
@@ -137,12 +154,29 @@ type Keyring interface {
 
 // NewKey is what "Get API Key" takes.
 type NewKey struct {
-	Label            string
-	Conn             auth.Connection
-	Username         string
-	ClientSecret     string
-	Password         string
-	RememberPassword bool
+	Label string
+	Conn  auth.Connection
+	// Grant is how the key obtains tokens (empty: the password grant). Each
+	// grant reads only its own fields below.
+	Grant            auth.GrantType
+	CallbackPort     int    // authcode: fixed loopback port, 0 for an ephemeral one
+	Username         string // password
+	ClientSecret     string // every grant but a public client's
+	Password         string // password
+	RememberPassword bool   // password
+	// Prompt is told what a person must do for an interactive grant (a
+	// device code, an authorization URL); cancel ctx to give up waiting.
+	Prompt auth.Prompter
+}
+
+// LoginOptions say how Login obtains a new token set.
+type LoginOptions struct {
+	// Password is the password grant's password; empty uses the remembered
+	// one.
+	Password string
+	// Prompt is told what a person must do for an interactive grant; cancel
+	// ctx to give up waiting.
+	Prompt auth.Prompter
 }
 
 // Settings are user preferences from config.toml.

@@ -89,7 +89,7 @@ func benchStore(b *testing.B, backend string) (dir string, opts Options) {
 		b.Fatal(err)
 	}
 	defer s.Close()
-	_, err = s.Create(context.Background(), NewKey{
+	_, _, err = s.Create(context.Background(), NewKey{
 		Label: "prod", Conn: auth.Connection{AuthURL: srv.URL(), ClientID: authtest.DemoClientID},
 		Username: authtest.DemoUsername, ClientSecret: authtest.DemoClientSecret, Password: authtest.DemoPassword,
 	})

@@ -48,7 +48,7 @@ func TestCreateListResolveRenameDefaultRemove(t *testing.T) {
 	// Labels: taken, empty, too long, control characters; no grant is sent.
 	before := e.srv.Count("password")
 	for _, bad := range []string{"alpha", "", "   ", strings.Repeat("x", 65), "evil\x1b[31m", "bidi\u202e"} {
-		_, err := s.Create(ctx, e.newKey(bad, false))
+		_, _, err := s.Create(ctx, e.newKey(bad, false))
 		if err == nil {
 			t.Fatalf("Create(%q) succeeded", bad)
 		}
@@ -57,7 +57,7 @@ func TestCreateListResolveRenameDefaultRemove(t *testing.T) {
 			t.Fatalf("Create(alpha) = %v, want ErrLabelTaken", err)
 		}
 	}
-	if _, err := s.Create(ctx, e.newKey(strings.Repeat("é", 64), false)); err != nil {
+	if _, _, err := s.Create(ctx, e.newKey(strings.Repeat("é", 64), false)); err != nil {
 		t.Fatalf("64-rune label: %v", err)
 	}
 	if _, err := s.Remove(context.Background(), strings.Repeat("é", 64)); err != nil {
@@ -167,7 +167,7 @@ func TestConfigFileFields(t *testing.T) {
 	nk := e.newKey("prod", true)
 	nk.Conn.Realm = "master"
 	nk.Conn.Scopes = []string{"email"}
-	if _, err := s.Create(context.Background(), nk); err != nil {
+	if _, _, err := s.Create(context.Background(), nk); err != nil {
 		t.Fatal(err)
 	}
 	data, err := os.ReadFile(filepath.Join(e.cfgDir, "config.toml"))
@@ -331,7 +331,7 @@ func TestTokenCachedThenRefreshed(t *testing.T) {
 		t.Fatalf("Current = %v", err)
 	}
 	// Refresh forces one.
-	k2, err := s.Refresh(context.Background(), "k")
+	k2, _, err := s.Refresh(context.Background(), "k")
 	if err != nil || e.srv.Count("refresh_token") != 2 || k2.Masked == k.Masked {
 		t.Fatalf("Refresh: %v (refreshes %d)", err, e.srv.Count("refresh_token"))
 	}
@@ -357,7 +357,7 @@ func TestLongAccessShortRefresh(t *testing.T) {
 		t.Fatal("a valid 15-day access token was not used")
 	}
 	// A forced refresh now needs a login, but keeps the working token.
-	_, err := s.Refresh(context.Background(), "k")
+	_, _, err := s.Refresh(context.Background(), "k")
 	if !errors.Is(err, ErrLoginNeeded) {
 		t.Fatalf("Refresh with a dead refresh token = %v", err)
 	}
@@ -429,15 +429,15 @@ func TestRefreshExpiredNeedsLogin(t *testing.T) {
 		t.Fatalf("key after login needed: %+v", k)
 	}
 	// Logging in again brings it back.
-	if _, err := s.Login(context.Background(), "my key", ""); !errors.Is(err, ErrLoginNeeded) {
+	if _, _, err := s.Login(context.Background(), "my key", LoginOptions{}); !errors.Is(err, ErrLoginNeeded) {
 		t.Fatalf("Login without a remembered password = %v", err)
 	}
-	if _, err := s.Login(context.Background(), "my key", "wrong"); auth.KindOf(err) != auth.KindInvalidCredentials {
+	if _, _, err := s.Login(context.Background(), "my key", LoginOptions{Password: "wrong"}); auth.KindOf(err) != auth.KindInvalidCredentials {
 		t.Fatalf("Login wrong password = %v", err)
 	} else {
 		e.noSecretIn(err)
 	}
-	k, err = s.Login(context.Background(), "my key", authtest.DemoPassword)
+	k, _, err = s.Login(context.Background(), "my key", LoginOptions{Password: authtest.DemoPassword})
 	if err != nil || k.LoggedOut || k.StatusAt(e.clk.Now()) != StatusValid {
 		t.Fatalf("Login: %v %+v", err, k)
 	}
@@ -486,7 +486,7 @@ func TestRememberedPasswordRelogin(t *testing.T) {
 		t.Fatalf("password grants %d, refreshes %d", e.srv.Count("password"), e.srv.Count("refresh_token"))
 	}
 	// Empty password on Login uses the remembered one.
-	if _, err := s.Login(context.Background(), "k", ""); err != nil {
+	if _, _, err := s.Login(context.Background(), "k", LoginOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	// A remembered password the server now refuses: login needed.
@@ -566,7 +566,7 @@ func TestLogoutDropsTokens(t *testing.T) {
 		}
 	}
 	e.check(s)
-	if _, err := s.Login(context.Background(), "ok", authtest.DemoPassword); err != nil {
+	if _, _, err := s.Login(context.Background(), "ok", LoginOptions{Password: authtest.DemoPassword}); err != nil {
 		t.Fatal(err)
 	}
 	e.token(s, "ok")
@@ -675,7 +675,7 @@ func TestConcurrentWritersKeepEachOthersChanges(t *testing.T) {
 	wg.Add(1)
 	go func() {
 		defer wg.Done()
-		_, err := s2.Create(context.Background(), e.newKey("d", false))
+		_, _, err := s2.Create(context.Background(), e.newKey("d", false))
 		errs <- err
 	}()
 	wg.Wait()
@@ -718,7 +718,7 @@ func TestCorruptedFilesAreNeverOverwritten(t *testing.T) {
 	ops := map[string]func() error{
 		"Keys":     func() error { _, err := s.Keys(); return err },
 		"MarkUsed": func() error { return s.MarkUsed("k") },
-		"Create":   func() error { _, err := s.Create(context.Background(), e.newKey("new", false)); return err },
+		"Create":   func() error { _, _, err := s.Create(context.Background(), e.newKey("new", false)); return err },
 		"Token":    func() error { _, err := s.Token(context.Background(), "k", TokenOptions{MarkUsed: true}); return err },
 		"Rename":   func() error { return s.Rename("k", "j") },
 		"Remove":   func() error { _, err := s.Remove(context.Background(), "k"); return err },
@@ -754,7 +754,7 @@ func TestCorruptedFilesAreNeverOverwritten(t *testing.T) {
 			"Open":     func() error { _, err := e.tryOpen(Options{}); return err },
 			"Keys":     func() error { _, err := s.Keys(); return err },
 			"MarkUsed": func() error { return s.MarkUsed("k") },
-			"Create":   func() error { _, err := s.Create(context.Background(), e.newKey("new", false)); return err },
+			"Create":   func() error { _, _, err := s.Create(context.Background(), e.newKey("new", false)); return err },
 			"Default":  func() error { return s.SetDefault("k") },
 		} {
 			err := op()
@@ -783,7 +783,7 @@ func TestCorruptedFilesAreNeverOverwritten(t *testing.T) {
 	for name, op := range map[string]func() error{
 		"Keys":     func() error { _, err := s.Keys(); return err },
 		"MarkUsed": func() error { return s.MarkUsed("k") },
-		"Create":   func() error { _, err := s.Create(context.Background(), e.newKey("new", false)); return err },
+		"Create":   func() error { _, _, err := s.Create(context.Background(), e.newKey("new", false)); return err },
 	} {
 		err := op()
 		if err == nil || !strings.Contains(err.Error(), dbPath) || !strings.HasSuffix(err.Error(), "fix or move it away") {
@@ -811,7 +811,7 @@ func TestKeyringFailures(t *testing.T) {
 
 	// No D-Bus: a clear error wrapping ErrBackendMissing, nothing stored.
 	s := e.open(Options{Keyring: failKeyring{}})
-	_, err := s.Create(context.Background(), e.newKey("k", false))
+	_, _, err := s.Create(context.Background(), e.newKey("k", false))
 	if !errors.Is(err, ErrBackendMissing) || !strings.Contains(err.Error(), "dbus-launch") {
 		t.Fatalf("Create with no keyring = %v", err)
 	}
@@ -823,7 +823,7 @@ func TestKeyringFailures(t *testing.T) {
 	// A keyring that never answers: bounded by the timeout.
 	s = e.open(Options{Keyring: newHangKeyring(t)})
 	s.keyringBackendForTest().timeout = 50 * time.Millisecond
-	_, err = s.Create(context.Background(), e.newKey("k", false))
+	_, _, err = s.Create(context.Background(), e.newKey("k", false))
 	var be *BackendError
 	if !errors.Is(err, ErrBackendMissing) || !errors.As(err, &be) || !strings.Contains(err.Error(), "did not answer") {
 		t.Fatalf("Create with a hanging keyring = %v", err)
@@ -839,7 +839,7 @@ func TestKeyringFailures(t *testing.T) {
 	// The keyring fails after the grant: the session is ended again.
 	fk := &flakyKeyring{fakeKeyring: newFakeKeyring()}
 	s = e.open(Options{Keyring: fk})
-	_, err = s.Create(context.Background(), e.newKey("k", false))
+	_, _, err = s.Create(context.Background(), e.newKey("k", false))
 	if !errors.Is(err, ErrBackendMissing) || e.srv.Count("logout") != 1 {
 		t.Fatalf("Create with a failing Set = %v (logouts %d)", err, e.srv.Count("logout"))
 	}
@@ -884,7 +884,8 @@ func TestAutoFallsBackToFile(t *testing.T) {
 	if s.Backend() != BackendFile {
 		t.Fatalf("Backend = %s", s.Backend())
 	}
-	want := "shipkey: no OS keyring available (" + errNoDBus.Error() + "); keeping secrets in the encrypted files in " + filepath.Join(e2.stateDir, "secrets.d") + "\n"
+	want := "shipkey: no OS keyring available (" + errNoDBus.Error() + "); the auto backend keeps secrets in the encrypted files in " +
+		filepath.Join(e2.stateDir, "secrets.d") + "; to choose it without this check, set SHIPKEY_SECRETS=file (or secrets = \"file\" in config.toml). Said once.\n"
 	if w := e2.warn.String(); w != want {
 		t.Fatalf("warning:\n got %q\nwant %q", w, want)
 	}
@@ -895,6 +896,15 @@ func TestAutoFallsBackToFile(t *testing.T) {
 	e2.token(s2, "k")
 	if strings.Count(e2.warn.String(), "no OS keyring") != 1 {
 		t.Fatalf("warned again: %q", e2.warn.String())
+	}
+	// Once per store: a later process (the per-process memory forgotten)
+	// says nothing either; the store remembers.
+	fallbackWarned.Delete(e2.stateDir)
+	s4 := e2.open(Options{Backend: BackendAuto, Keyring: failKeyring{}})
+	s4.fileBackend().identity = s.fileBackend().identity
+	e2.token(s4, "k")
+	if strings.Count(e2.warn.String(), "no OS keyring") != 1 {
+		t.Fatalf("warned again in a new process: %q", e2.warn.String())
 	}
 	k2 := mustKey(t, s, "k")
 	for _, f := range []string{"secrets.d/" + k2.ID + ".age", "secrets.key.age"} {
@@ -1027,20 +1037,20 @@ func TestCreateFailureStoresNothing(t *testing.T) {
 	s := e.open(Options{})
 	nk := e.newKey("k", false)
 	nk.Password = "wrong"
-	_, err := s.Create(context.Background(), nk)
+	_, _, err := s.Create(context.Background(), nk)
 	if auth.KindOf(err) != auth.KindInvalidCredentials {
 		t.Fatalf("err = %v", err)
 	}
 	e.noSecretIn(err)
 	nk = e.newKey("k", false)
 	nk.ClientSecret = "wrong-secret"
-	_, err = s.Create(context.Background(), nk)
+	_, _, err = s.Create(context.Background(), nk)
 	if auth.KindOf(err) != auth.KindInvalidClient {
 		t.Fatalf("err = %v", err)
 	}
 	nk = e.newKey("k", false)
 	nk.Conn.AuthURL = "http://example.com"
-	if _, err := s.Create(context.Background(), nk); auth.KindOf(err) != auth.KindConfig {
+	if _, _, err := s.Create(context.Background(), nk); auth.KindOf(err) != auth.KindConfig {
 		t.Fatalf("plain http to a remote host = %v", err)
 	}
 	if keys, _ := s.Keys(); len(keys) != 0 || len(e.kr.values()) != 0 {
@@ -1112,7 +1122,7 @@ func TestCreateSplitsPastedRealmURL(t *testing.T) {
 	base := nk.Conn.AuthURL
 	nk.Conn.AuthURL = base + "/auth/realms/" + nk.Conn.RealmName() + "/protocol/openid-connect/token"
 	nk.Conn.Realm = ""
-	k, err := s.Create(context.Background(), nk)
+	k, _, err := s.Create(context.Background(), nk)
 	if err != nil {
 		t.Fatalf("Create with a pasted realm URL: %v", err)
 	}
@@ -1123,7 +1133,7 @@ func TestCreateSplitsPastedRealmURL(t *testing.T) {
 	q := e.newKey("query", false)
 	q.Conn.AuthURL += "?kc_idp_hint=x"
 	before := e.srv.Count("password")
-	if _, err := s.Create(context.Background(), q); err == nil || !strings.Contains(err.Error(), "query") {
+	if _, _, err := s.Create(context.Background(), q); err == nil || !strings.Contains(err.Error(), "query") {
 		t.Fatalf("an auth URL with a query: %v", err)
 	}
 	if e.srv.Count("password") != before {

@@ -59,21 +59,27 @@ func (s *Store) Token(ctx context.Context, label string, opts TokenOptions) (*au
 	return s.renew(ctx, e, renewOptions{TokenOptions: opts})
 }
 
-// Refresh forces a refresh now (the TUI's "refresh now"), persisting the
-// result. When the refresh token is dead and no password is remembered, the
-// error wraps ErrLoginNeeded; a still valid access token is kept then.
-func (s *Store) Refresh(ctx context.Context, label string) (Key, error) {
+// Refresh forces a renewal now (the TUI's "refresh now"), persisting the
+// result, and returns the key with the token set it now holds. When the
+// refresh token is dead and the key's grant cannot run unattended, the error
+// wraps ErrLoginNeeded; a still valid access token is kept then.
+func (s *Store) Refresh(ctx context.Context, label string) (Key, *auth.TokenSet, error) {
 	if _, err := s.prepare(); err != nil {
-		return Key{}, err
+		return Key{}, nil, err
 	}
 	e, _, err := s.find(label)
 	if err != nil {
-		return Key{}, err
+		return Key{}, nil, err
 	}
-	if _, err := s.renew(ctx, e, renewOptions{force: true}); err != nil {
-		return Key{}, err
+	ts, err := s.renew(ctx, e, renewOptions{force: true})
+	if err != nil {
+		return Key{}, nil, err
 	}
-	return s.keyByID(e.ID, label)
+	k, err := s.keyByID(e.ID, label)
+	if err != nil {
+		return Key{}, nil, err
+	}
+	return k, ts, nil
 }
 
 // lastUsedStep is how stale Last Used may be. It is advisory and shown to the
@@ -125,8 +131,9 @@ type renewStep func(ctx context.Context, r *renewal) (ts *auth.TokenSet, fresh b
 
 // renew takes the key's refresh lock, re-reads its state and secrets, and
 // runs the chain: reuse a token another process just got, refresh grant,
-// remembered-password login; when every link passes, a login is needed. A
-// new token set is persisted before it is handed out.
+// the key's own grant when it can run unattended (client credentials, or the
+// password grant with a remembered password); when every link passes, a
+// login is needed. A new token set is persisted before it is handed out.
 func (s *Store) renew(ctx context.Context, e keyEntry, opts renewOptions) (*auth.TokenSet, error) {
 	if s.auth == nil {
 		return nil, errNoAuth
@@ -149,7 +156,7 @@ func (s *Store) renew(ctx context.Context, e keyEntry, opts renewOptions) (*auth
 	if ks.LoggedOut {
 		r.cur = &auth.TokenSet{}
 	}
-	for _, step := range []renewStep{s.reuseStored, s.refreshGrant, s.rememberedLogin} {
+	for _, step := range []renewStep{s.reuseStored, s.refreshGrant, s.unattendedGrant} {
 		ts, fresh, err := step(ctx, r)
 		if err != nil {
 			return nil, err
@@ -214,23 +221,35 @@ func (s *Store) refreshGrant(ctx context.Context, r *renewal) (*auth.TokenSet, b
 	return nil, false, nil
 }
 
-// rememberedLogin logs in again with the remembered password, when there is
-// one. A refused password passes on (a login is needed); any other failure
-// ends the chain.
-func (s *Store) rememberedLogin(ctx context.Context, r *renewal) (*auth.TokenSet, bool, error) {
-	if !r.e.RememberPassword || r.sec.Password == "" {
+// unattendedGrant runs the key's grant again when it needs no person: the
+// client credentials grant, or the password grant with a remembered
+// password. A refusal that only a person can fix (wrong password, a client
+// secret or grant no longer accepted) passes on (a login is needed); any
+// other failure ends the chain and leaves the key as it was.
+func (s *Store) unattendedGrant(ctx context.Context, r *renewal) (*auth.TokenSet, bool, error) {
+	g, err := auth.GrantFor(r.e.Grant)
+	if err != nil {
+		return nil, false, err
+	}
+	if !g.Unattended(auth.Kept{Password: r.e.RememberPassword && r.sec.Password != ""}) {
 		return nil, false, nil
 	}
-	ts, err := s.auth.Login(ctx, r.e.Connection, r.sec.ClientSecret, r.e.Username, r.sec.Password)
+	ts, err := g.Obtain(ctx, s.auth, r.e.request(r.sec))
 	if err == nil {
 		return ts, true, nil
 	}
-	switch auth.KindOf(err) {
-	case auth.KindInvalidCredentials, auth.KindAccountDisabled, auth.KindAccountNotSetUp, auth.KindLoginRequired:
-		r.dead, r.why = errors.Join(r.dead, err), "the remembered password was refused"
-		return nil, false, nil
+	k := auth.KindOf(err)
+	switch {
+	case r.e.Grant.Or() == auth.GrantPassword && (k == auth.KindInvalidCredentials || k == auth.KindAccountDisabled ||
+		k == auth.KindAccountNotSetUp || k == auth.KindLoginRequired):
+		r.why = "the remembered password was refused"
+	case r.e.Grant.Or() != auth.GrantPassword && (k == auth.KindInvalidClient || k == auth.KindGrantNotAllowed || k == auth.KindLoginRequired):
+		r.why = "the server refused the " + r.e.Grant.String() + " grant"
+	default:
+		return nil, false, err
 	}
-	return nil, false, err
+	r.dead = errors.Join(r.dead, err)
+	return nil, false, nil
 }
 
 // loginNeeded is the end of the chain: the key is marked logged out (unless a

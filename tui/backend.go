@@ -12,9 +12,10 @@ import (
 type Backend interface {
 	Keys() ([]store.Key, error)
 	Resolve(label string) (store.Key, error)
-	Create(ctx context.Context, nk store.NewKey) (store.Key, error)
-	Login(ctx context.Context, label, password string) (store.Key, error)
-	Refresh(ctx context.Context, label string) (store.Key, error)
+	// Create, Login and Refresh return the key and the token set they hold.
+	Create(ctx context.Context, nk store.NewKey) (store.Key, *auth.TokenSet, error)
+	Login(ctx context.Context, label string, opts store.LoginOptions) (store.Key, *auth.TokenSet, error)
+	Refresh(ctx context.Context, label string) (store.Key, *auth.TokenSet, error)
 	Current(label string) (*auth.TokenSet, error)
 	// Liveness asks the server whether it still accepts the key's access
 	// token (a locally valid token may belong to a session that ended).

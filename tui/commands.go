@@ -73,14 +73,11 @@ func (m *Model) checkStamp() tea.Cmd {
 	}
 }
 
-// withTokens finishes an operation that produced a key: it reads the key's
-// full token set for display.
-func withTokens(st Backend, msg keyTokensMsg, k store.Key, err error) keyTokensMsg {
+// withTokens finishes an operation that produced a key and the token set it
+// holds.
+func withTokens(msg keyTokensMsg, k store.Key, ts *auth.TokenSet, err error) keyTokensMsg {
 	msg.key, msg.err = k, err
-	if err != nil {
-		return msg
-	}
-	if ts, terr := st.Current(msg.label); terr == nil {
+	if err == nil {
 		msg.tokens = ts
 	}
 	return msg
@@ -96,8 +93,8 @@ func (m *Model) createCmd(seq int, nk store.NewKey) tea.Cmd {
 		}
 		ctx, cancel := context.WithTimeout(ctx, opTimeout)
 		defer cancel()
-		k, err := st.Create(ctx, nk)
-		return withTokens(st, msg, k, err)
+		k, ts, err := st.Create(ctx, nk)
+		return withTokens(msg, k, ts, err)
 	}
 }
 
@@ -106,8 +103,8 @@ func (m *Model) refreshCmd(seq int, label string, auto bool) tea.Cmd {
 	return func() tea.Msg {
 		ctx, cancel := context.WithTimeout(ctx, opTimeout)
 		defer cancel()
-		k, err := st.Refresh(ctx, label)
-		return withTokens(st, keyTokensMsg{seq: seq, op: opRefresh, label: label, auto: auto}, k, err)
+		k, ts, err := st.Refresh(ctx, label)
+		return withTokens(keyTokensMsg{seq: seq, op: opRefresh, label: label, auto: auto}, k, ts, err)
 	}
 }
 
@@ -116,8 +113,8 @@ func (m *Model) loginCmd(seq int, label, password string) tea.Cmd {
 	return func() tea.Msg {
 		ctx, cancel := context.WithTimeout(ctx, opTimeout)
 		defer cancel()
-		k, err := st.Login(ctx, label, password)
-		return withTokens(st, keyTokensMsg{seq: seq, op: opLogin, label: label}, k, err)
+		k, ts, err := st.Login(ctx, label, store.LoginOptions{Password: password})
+		return withTokens(keyTokensMsg{seq: seq, op: opLogin, label: label}, k, ts, err)
 	}
 }
 
@@ -126,7 +123,11 @@ func (m *Model) openCmd(seq int, label string) tea.Cmd {
 	st := m.backend
 	return func() tea.Msg {
 		k, err := st.Resolve(label)
-		return withTokens(st, keyTokensMsg{seq: seq, op: opOpen, label: label}, k, err)
+		var ts *auth.TokenSet
+		if err == nil {
+			ts, _ = st.Current(label) // none yet, or logged out: shown as such
+		}
+		return withTokens(keyTokensMsg{seq: seq, op: opOpen, label: label}, k, ts, err)
 	}
 }
 

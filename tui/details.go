@@ -39,11 +39,6 @@ const (
 	liveFailed                    // the check could not be made: liveErr says why
 )
 
-// RefreshAhead is how long before the access token's expiry (or the end of
-// the refresh window, whichever comes first) auto-refresh
-// fires (at most half the token's lifetime).
-const RefreshAhead = time.Minute
-
 // details shows one key's token response with live countdowns.
 type details struct {
 	c             *common
@@ -254,21 +249,24 @@ func (d *details) updatePrompt(msg tea.Msg) (action, tea.Cmd) {
 	return nil, cmd
 }
 
-// wantsAutoRefresh reports whether refresh-ahead should fire now.
+// wantsAutoRefresh reports whether refresh-ahead should fire now: by the
+// one lifecycle policy (auth.Expiry.RenewDue) applied to whichever ends
+// first, the access token or the refresh window. A key renews ahead only
+// while its refresh token is alive, or when its grant runs unattended
+// (client credentials).
 func (d *details) wantsAutoRefresh(now time.Time) bool {
 	t := d.tokens
-	if !d.auto || d.state != detailsIdle || d.ended || t == nil || t.RefreshToken == "" || !t.RefreshValid(now) {
+	if !d.auto || d.state != detailsIdle || d.ended || t == nil {
+		return false
+	}
+	if !t.RefreshValid(now) && !d.key.RenewsItself() {
 		return false
 	}
 	exp := refreshDeadline(t)
 	if exp.IsZero() || exp.Equal(d.autoFailedFor) {
 		return false
 	}
-	ahead := RefreshAhead
-	if life := exp.Sub(t.ObtainedAt); life > 0 && life/2 < ahead {
-		ahead = life / 2
-	}
-	return !now.Add(ahead).Before(exp)
+	return auth.Expiry{ObtainedAt: t.ObtainedAt, At: exp}.RenewDue(now)
 }
 
 // refreshDeadline is what auto-refresh runs ahead of: whichever ends first,

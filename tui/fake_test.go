@@ -120,7 +120,7 @@ func (f *fakeStore) addLocked(label, user string, lastUsed time.Time) store.Key 
 		ID: fmt.Sprintf("id-%d", f.n), Label: label, Username: user,
 		Conn:      auth.Connection{AuthURL: "http://127.0.0.1:8080", Realm: "master", ClientID: "shipping-api"},
 		CreatedAt: now.Add(time.Duration(f.n) * time.Second), LastUsed: lastUsed,
-		Token: ts.Redacted(), Masked: text.Mask(ts.AccessToken),
+		Token: ts.Redacted(), Masked: text.Mask(ts.AccessToken), HasRefreshToken: ts.RefreshToken != "",
 	}
 	if len(f.keys) == 0 {
 		f.def = label
@@ -162,52 +162,62 @@ func (f *fakeStore) Resolve(label string) (store.Key, error) {
 	return k, nil
 }
 
-func (f *fakeStore) Create(_ context.Context, nk store.NewKey) (store.Key, error) {
+func (f *fakeStore) Create(_ context.Context, nk store.NewKey) (store.Key, *auth.TokenSet, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.call("create " + nk.Label)
 	if f.createErr != nil {
-		return store.Key{}, f.createErr
+		return store.Key{}, nil, f.createErr
 	}
 	if _, ok := f.keys[nk.Label]; ok {
-		return store.Key{}, store.ErrLabelTaken
+		return store.Key{}, nil, store.ErrLabelTaken
 	}
 	k := f.addLocked(nk.Label, nk.Username, time.Time{})
 	k.Conn = nk.Conn
 	f.keys[nk.Label] = k
-	return k, nil
+	return k, f.copyTokens(nk.Label), nil
 }
 
-func (f *fakeStore) renew(label string) (store.Key, error) {
+// copyTokens is a copy of label's token set (nil when it has none).
+func (f *fakeStore) copyTokens(label string) *auth.TokenSet {
+	ts, ok := f.tokens[label]
+	if !ok {
+		return nil
+	}
+	c := *ts
+	return &c
+}
+
+func (f *fakeStore) renew(label string) (store.Key, *auth.TokenSet, error) {
 	k, ok := f.keys[label]
 	if !ok {
-		return store.Key{}, store.ErrNotFound
+		return store.Key{}, nil, store.ErrNotFound
 	}
 	f.n++
 	f.writes++
 	ts := fakeTokens(f.clock.Now(), k.Username, f.n)
-	k.Token, k.Masked, k.LoggedOut = ts.Redacted(), text.Mask(ts.AccessToken), false
+	k.Token, k.Masked, k.LoggedOut, k.HasRefreshToken = ts.Redacted(), text.Mask(ts.AccessToken), false, ts.RefreshToken != ""
 	f.keys[label] = k
 	f.tokens[label] = ts
-	return k, nil
+	return k, f.copyTokens(label), nil
 }
 
-func (f *fakeStore) Login(_ context.Context, label, password string) (store.Key, error) {
+func (f *fakeStore) Login(_ context.Context, label string, _ store.LoginOptions) (store.Key, *auth.TokenSet, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.call("login " + label)
 	if f.loginErr != nil {
-		return store.Key{}, f.loginErr
+		return store.Key{}, nil, f.loginErr
 	}
 	return f.renew(label)
 }
 
-func (f *fakeStore) Refresh(_ context.Context, label string) (store.Key, error) {
+func (f *fakeStore) Refresh(_ context.Context, label string) (store.Key, *auth.TokenSet, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.call("refresh " + label)
 	if f.refreshErr != nil {
-		return store.Key{}, f.refreshErr
+		return store.Key{}, nil, f.refreshErr
 	}
 	return f.renew(label)
 }

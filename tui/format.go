@@ -25,6 +25,8 @@ func keyState(k store.Key, now time.Time) string {
 			return "access expired, refreshable"
 		}
 		return "refresh expires in " + text.Countdown(k.Token.RefreshExpiresAt.Sub(now))
+	case store.StatusRenewsItself:
+		return "renews itself"
 	case store.StatusLoginNeeded:
 		return "login needed"
 	default:

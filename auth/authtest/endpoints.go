@@ -30,7 +30,12 @@ func (s *Server) routes() *http.ServeMux {
 	const base = "/auth/realms/{realm}"
 	const oidc = base + "/protocol/openid-connect"
 	get, post := http.MethodGet, http.MethodPost
-	mux.Handle(base+"/.well-known/openid-configuration", s.endpoint("discovery", s.discovery, get))
+	if s.opts.DiscoveryBesideToken {
+		mux.Handle(oidc+"/.well-known/openid-configuration", s.endpoint("discovery", s.discovery, get))
+		mux.Handle(base+"/.well-known/openid-configuration", s.endpoint("discovery", notFound, get))
+	} else {
+		mux.Handle(base+"/.well-known/openid-configuration", s.endpoint("discovery", s.discovery, get))
+	}
 	mux.Handle(oidc+"/token", s.endpoint("token", s.token, post))
 	// An endpoint a profile removes answers 404 at Keycloak's path, and
 	// requests to it are still counted under its name.

@@ -11,6 +11,7 @@ import (
 	"github.com/shipkey/shipkey/auth"
 	"github.com/shipkey/shipkey/internal/text"
 	"github.com/shipkey/shipkey/store"
+	"github.com/shipkey/shipkey/store/team"
 	"github.com/shipkey/shipkey/tui"
 	"github.com/spf13/cobra"
 )
@@ -37,7 +38,10 @@ type keysNewOptions struct {
 	Now     func() time.Time
 	Store   func() (*store.Store, error)
 	Secrets *secretSet
+	Team    func() (*team.Engine, error)
 
+	TeamName         string // --team: a team key, shared through etcd
+	Grant            string // --grant: password (default) or client-credentials
 	Label            string
 	AuthURL          string
 	Realm            string
@@ -52,7 +56,7 @@ type keysNewOptions struct {
 }
 
 func newCmdKeysNew(f *factory, runF func(context.Context, *keysNewOptions) error) *cobra.Command {
-	opts := &keysNewOptions{IO: f.IO, Getenv: f.Getenv, Now: f.Now, Store: f.Store, Secrets: f.Secrets}
+	opts := &keysNewOptions{IO: f.IO, Getenv: f.Getenv, Now: f.Now, Store: f.Store, Secrets: f.Secrets, Team: f.Team}
 	cmd := &cobra.Command{
 		Use:   "new --label L --auth-url URL --client-id ID --username U",
 		Short: "Get an API key (log in with the password grant and keep the key)",
@@ -72,12 +76,18 @@ prompt. No flag takes a secret.`,
 			if opts.AuthURL == "" && opts.TokenURL == "" && opts.Issuer == "" {
 				missing = append(missing, "--auth-url (or --token-url or --issuer)")
 			}
-			missing = append(missing, missingFlags(cmd, "client-id", "username")...)
+			missing = append(missing, missingFlags(cmd, "client-id")...)
+			if auth.GrantType(opts.Grant).Or() == auth.GrantPassword {
+				missing = append(missing, missingFlags(cmd, "username")...)
+			}
 			if len(missing) > 0 {
 				return usageErrorf("missing %s (see: %s --help)", strings.Join(missing, ", "), cmd.CommandPath())
 			}
 			if l := strings.TrimSpace(opts.Label); text.Safe(l) != l {
 				return usageErrorf("--label %s contains control characters; choose another", text.ShellQuote(l))
+			}
+			if _, err := auth.GrantFor(auth.GrantType(opts.Grant)); err != nil {
+				return &usageError{err}
 			}
 			if opts.TokenURL != "" && opts.Issuer != "" {
 				return usageErrorf("--token-url and --issuer exclude each other (see: %s --help)", cmd.CommandPath())
@@ -100,6 +110,8 @@ prompt. No flag takes a secret.`,
 	fl.BoolVar(&opts.BasicAuth, "basic-auth", false, "send the client credentials with HTTP Basic instead of in the form")
 	fl.BoolVar(&opts.RememberPassword, "remember-password", false, "keep the password with the key's secrets to log in again unattended")
 	fl.BoolVar(&opts.PasswordStdin, "password-stdin", false, "read the password from stdin (one line)")
+	fl.StringVar(&opts.Grant, "grant", "", "how the key gets tokens: password (default) or client-credentials")
+	fl.StringVar(&opts.TeamName, "team", "", "make it a team key, shared end-to-end encrypted through the team's etcd (addressed TEAM/LABEL)")
 	return cmd
 }
 
@@ -126,7 +138,11 @@ func keysNewRun(ctx context.Context, opts *keysNewOptions) error {
 	if err != nil {
 		return err
 	}
-	if _, err := st.Key(strings.TrimSpace(opts.Label)); err == nil {
+	if opts.TeamName != "" {
+		if _, err := st.Team(opts.TeamName); err != nil {
+			return err
+		}
+	} else if _, err := st.Key(strings.TrimSpace(opts.Label)); err == nil {
 		return fmt.Errorf("the label %s is already in use; choose another (see: shipkey keys list)", text.ShellQuote(strings.TrimSpace(opts.Label)))
 	} else if !errors.Is(err, store.ErrNotFound) {
 		return err
@@ -141,21 +157,41 @@ func keysNewRun(ctx context.Context, opts *keysNewOptions) error {
 		return err
 	}
 	opts.Secrets.Add(clientSecret)
-	password, err := readSecret(opts.IO, opts.Getenv, secretSource{
-		What:      "password",
-		Env:       envPassword,
-		FromStdin: opts.PasswordStdin,
-		Prompt:    "Password for " + text.Safe(opts.Username) + ": ",
-		Hint:      "set " + envPassword + " or pass --password-stdin",
-	})
-	if err != nil {
-		return err
+	grant := auth.GrantType(opts.Grant)
+	password := ""
+	if grant.Or() == auth.GrantPassword {
+		password, err = readSecret(opts.IO, opts.Getenv, secretSource{
+			What:      "password",
+			Env:       envPassword,
+			FromStdin: opts.PasswordStdin,
+			Prompt:    "Password for " + text.Safe(opts.Username) + ": ",
+			Hint:      "set " + envPassword + " or pass --password-stdin",
+		})
+		if err != nil {
+			return err
+		}
+		opts.Secrets.Add(password)
 	}
-	opts.Secrets.Add(password)
 
-	key, err := st.Create(ctx, store.NewKey{
+	if opts.TeamName != "" {
+		eng, err := opts.Team()
+		if err != nil {
+			return err
+		}
+		tk, err := eng.CreateKey(ctx, opts.TeamName, team.NewKey{
+			Label: strings.TrimSpace(opts.Label), Grant: grant, Conn: conn,
+			Username: opts.Username, ClientSecret: clientSecret, Password: password,
+		})
+		if err != nil {
+			return err
+		}
+		fmt.Fprintf(opts.IO.ErrOut, "Got team API key %s (%s), shared with every member of %s\n", text.Safe(tk.Address()), lifetimes(teamStoreKey(tk), opts.Now()), opts.TeamName)
+		return nil
+	}
+	key, _, err := st.Create(ctx, store.NewKey{
 		Label:            opts.Label,
 		Conn:             conn,
+		Grant:            grant,
 		Username:         opts.Username,
 		ClientSecret:     clientSecret,
 		Password:         password,
@@ -173,11 +209,14 @@ type keysListOptions struct {
 	IO    *iostreams
 	Now   func() time.Time
 	Store func() (*store.Store, error)
-	JSON  bool
+	// TeamKeys lists the keys of the teams this machine joined (nil: none).
+	TeamKeys func(*store.Store) ([]store.Key, error)
+	JSON     bool
 }
 
 func newCmdKeysList(f *factory, runF func(*keysListOptions) error) *cobra.Command {
 	opts := &keysListOptions{IO: f.IO, Now: f.Now, Store: f.Store}
+	opts.TeamKeys = func(st *store.Store) ([]store.Key, error) { return teamKeys(context.Background(), f, st) }
 	cmd := &cobra.Command{
 		Use:     "list",
 		Aliases: []string{"ls"},
@@ -214,13 +253,31 @@ func keysListRun(opts *keysListOptions) error {
 	if err != nil {
 		return err
 	}
+	// Team keys (a few, from the team's store) come after the local ones.
+	var teamKeys []store.Key
+	if opts.TeamKeys != nil {
+		if teamKeys, err = opts.TeamKeys(st); err != nil {
+			return err
+		}
+	}
+	each := func(fn func(store.Key) error) error {
+		if err := st.EachKey(fn); err != nil {
+			return err
+		}
+		for _, k := range teamKeys {
+			if err := fn(k); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
 	now := opts.Now()
 	// Buffered, one key at a time from the index: at 100k keys unbuffered
 	// writes were most of the cost, and a list built first most of the memory.
 	bw := bufio.NewWriterSize(opts.IO.Out, 64<<10)
 	if opts.JSON {
 		arr := &jsonArray{w: bw}
-		if err := st.EachKey(func(k store.Key) error { return arr.add(keyToJSON(k, now)) }); err != nil {
+		if err := each(func(k store.Key) error { return arr.add(keyToJSON(k, now)) }); err != nil {
 			return err
 		}
 		return arr.close()
@@ -232,7 +289,7 @@ func keysListRun(opts *keysListOptions) error {
 		head = append(head, strings.ToUpper(c.Title))
 	}
 	var rows rowBuffer
-	if err := st.EachKey(func(k store.Key) error { rows.add(keyCells(k, now)); return nil }); err != nil {
+	if err := each(func(k store.Key) error { rows.add(keyCells(k, now)); return nil }); err != nil {
 		return err
 	}
 	if len(rows.ends) == 0 {
@@ -283,12 +340,13 @@ type keysRmOptions struct {
 	IO    *iostreams
 	Now   func() time.Time
 	Store func() (*store.Store, error)
+	Team  func() (*team.Engine, error)
 	Label string
 	Yes   bool
 }
 
 func newCmdKeysRm(f *factory, runF func(context.Context, *keysRmOptions) error) *cobra.Command {
-	opts := &keysRmOptions{IO: f.IO, Now: f.Now, Store: f.Store}
+	opts := &keysRmOptions{IO: f.IO, Now: f.Now, Store: f.Store, Team: f.Team}
 	cmd := &cobra.Command{
 		Use:     "rm LABEL",
 		Aliases: []string{"remove"},
@@ -317,6 +375,20 @@ func keysRmRun(ctx context.Context, opts *keysRmOptions) error {
 	st, err := opts.Store()
 	if err != nil {
 		return err
+	}
+	if t, l, ok := teamKeyAddress(st, opts.Label); ok {
+		if !opts.Yes {
+			return usageErrorf("removing team key %s removes it for every member of %s; pass --yes", text.Safe(opts.Label), t)
+		}
+		eng, err := opts.Team()
+		if err != nil {
+			return err
+		}
+		if err := eng.RemoveKey(ctx, t, l); err != nil {
+			return err
+		}
+		fmt.Fprintln(opts.IO.ErrOut, "Removed team API key "+text.Safe(opts.Label)+" for every member of "+t)
+		return nil
 	}
 	key, err := st.Key(opts.Label)
 	if err != nil {
@@ -354,12 +426,13 @@ func keysRmRun(ctx context.Context, opts *keysRmOptions) error {
 type keysRenameOptions struct {
 	IO       *iostreams
 	Store    func() (*store.Store, error)
+	Team     func() (*team.Engine, error)
 	Label    string
 	NewLabel string
 }
 
 func newCmdKeysRename(f *factory, runF func(*keysRenameOptions) error) *cobra.Command {
-	opts := &keysRenameOptions{IO: f.IO, Store: f.Store}
+	opts := &keysRenameOptions{IO: f.IO, Store: f.Store, Team: f.Team}
 	return &cobra.Command{
 		Use:               "rename LABEL NEW-LABEL",
 		Aliases:           []string{"mv"},
@@ -380,6 +453,18 @@ func keysRenameRun(opts *keysRenameOptions) error {
 	st, err := opts.Store()
 	if err != nil {
 		return err
+	}
+	if t, l, ok := teamKeyAddress(st, opts.Label); ok {
+		nl := strings.TrimPrefix(opts.NewLabel, t+"/")
+		eng, err := opts.Team()
+		if err != nil {
+			return err
+		}
+		if err := eng.RenameKey(context.Background(), t, l, nl); err != nil {
+			return err
+		}
+		fmt.Fprintf(opts.IO.ErrOut, "Renamed team API key %s to %s for every member\n", text.Safe(opts.Label), text.Safe(team.Address(t, nl)))
+		return nil
 	}
 	if err := st.Rename(opts.Label, opts.NewLabel); err != nil {
 		return suggestLabel(st, opts.Label, err)

@@ -143,7 +143,7 @@ func testStore(t *testing.T, now func() time.Time) (*store.Store, *authtest.Serv
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { st.Close() })
-	_, err = st.Create(context.Background(), store.NewKey{
+	_, _, err = st.Create(context.Background(), store.NewKey{
 		Label:        "demo",
 		Conn:         auth.Connection{AuthURL: srv.URL(), ClientID: authtest.DemoClientID},
 		Username:     authtest.DemoUsername,

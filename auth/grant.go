@@ -1,0 +1,146 @@
+package auth
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/shipkey/shipkey/internal/text"
+)
+
+// GrantType names how a key obtains tokens. It is stored with the key
+// (config.toml's grant = "..."); the names are kubelogin's. The empty value
+// is the password grant: every key written before grants existed is one.
+type GrantType string
+
+// The grants shipkey speaks.
+const (
+	GrantPassword          GrantType = "password"
+	GrantClientCredentials GrantType = "client-credentials"
+)
+
+// Or returns t, or GrantPassword when t is empty.
+func (t GrantType) Or() GrantType {
+	if t == "" {
+		return GrantPassword
+	}
+	return t
+}
+
+func (t GrantType) String() string { return string(t.Or()) }
+
+// Grant is one way of obtaining a token set. Each lives in its own file
+// (grant_*.go) and has one row in grantTable.
+type Grant interface {
+	// Type is the grant's name as stored with a key.
+	Type() GrantType
+	// Unattended reports whether the grant can run with no person present,
+	// given the secrets a key keeps: then renewal may run it again unasked
+	// when the refresh token is gone or dead.
+	Unattended(kept Kept) bool
+	// Obtain runs the grant once and returns a fresh token set.
+	Obtain(ctx context.Context, c *Client, r Request) (*TokenSet, error)
+}
+
+// Kept says which secrets a key keeps, without the secrets.
+type Kept struct {
+	Password bool // a remembered password
+}
+
+// Request is what a grant may use. Each grant reads only its own fields.
+type Request struct {
+	Conn         Connection
+	ClientSecret string // empty for a public client
+	Username     string // password grant
+	Password     string // password grant
+	// CallbackPort is the authorization code grant's loopback port (0: an
+	// ephemeral one).
+	CallbackPort int
+	// Prompt is told what a person must do for an interactive grant (a
+	// device code to enter, a URL to open). Nil: no person is there, and an
+	// interactive grant fails at once with KindInteractionRequired.
+	Prompt Prompter
+}
+
+// Prompter receives what an interactive grant asks of the person. It is
+// called from the goroutine running the grant, must not block for long, and
+// may be called more than once (a device code's interval can change). The
+// grant waits for the person on its own (polling or a loopback callback);
+// cancelling the grant's context stops the wait.
+type Prompter func(Prompt)
+
+// Prompt is what an interactive grant asks a person to do. Its text fields
+// came from the server and are sanitized (text.Safe).
+type Prompt struct {
+	Grant GrantType
+
+	// Device code (RFC 8628): enter UserCode at VerificationURI, or open
+	// VerificationURIComplete (empty when the server sent none), before
+	// ExpiresAt. The grant polls every Interval.
+	UserCode                string
+	VerificationURI         string
+	VerificationURIComplete string
+	ExpiresAt               time.Time
+	Interval                time.Duration
+
+	// Authorization code: open AuthURL in a browser; the browser comes back
+	// to RedirectURI (a loopback listener) before ExpiresAt.
+	AuthURL     string
+	RedirectURI string
+}
+
+// OpenURL is the URL a browser should open for the prompt: the complete
+// verification URI (or the plain one) of a device code, or the
+// authorization URL.
+func (p Prompt) OpenURL() string {
+	switch {
+	case p.AuthURL != "":
+		return p.AuthURL
+	case p.VerificationURIComplete != "":
+		return p.VerificationURIComplete
+	}
+	return p.VerificationURI
+}
+
+// grantTable is every grant shipkey speaks, in the order a form offers them.
+// Adding a grant is one file with its Grant and one row here.
+var grantTable = []Grant{
+	passwordGrant{},
+	clientCredentialsGrant{},
+}
+
+// Grants lists the grants in the order a form offers them.
+func Grants() []GrantType {
+	out := make([]GrantType, len(grantTable))
+	for i, g := range grantTable {
+		out[i] = g.Type()
+	}
+	return out
+}
+
+// GrantFor returns the grant named t (empty: the password grant). An
+// unknown name is an error of KindConfig naming the known ones.
+func GrantFor(t GrantType) (Grant, error) {
+	t = t.Or()
+	for _, g := range grantTable {
+		if g.Type() == t {
+			return g, nil
+		}
+	}
+	names := make([]string, len(grantTable))
+	for i, g := range grantTable {
+		names[i] = string(g.Type())
+	}
+	return nil, configError(fmt.Sprintf("grant %q is not one shipkey knows", text.Safe(string(t))),
+		"use one of "+strings.Join(names, ", "))
+}
+
+// Obtain runs the grant t (empty: password) for r.
+func (c *Client) Obtain(ctx context.Context, t GrantType, r Request) (*TokenSet, error) {
+	g, err := GrantFor(t)
+	if err != nil {
+		return nil, err
+	}
+	return g.Obtain(ctx, c, r)
+}
