@@ -72,6 +72,17 @@ mkdir -p "$scratch/home/run" && chmod 700 "$scratch/home/run"
       export GNOME_KEYRING_CONTROL; go test -count=1 -run RealKeyring -v ./store/'
 ) || { failed=1; keyring_failed=1; }
 
+# 4b. Fuzz targets, a few seconds each (their seeds also run with the suite):
+#     the token response, state.db's records, config.toml, the redactor, the
+#     sanitizer.
+log "fuzz (3 s each)"
+for target in auth:FuzzTokenResponse auth:FuzzRedact store:FuzzRecordCodec store:FuzzConfigParser internal/text:FuzzSanitize; do
+  pkg=${target%%:*} name=${target#*:}
+  if ! go test -run '^$' -fuzz "^${name}\$" -fuzztime 3s "./$pkg/" >"$scratch/fuzz.out" 2>&1; then
+    tail -n 30 "$scratch/fuzz.out"; echo "FAIL	fuzz $name"; failed=1
+  fi
+done
+
 # 5. Every test, in two runs at once (the binary tests mostly wait on
 #    processes and terminals, so they overlap well with the CPU-bound ones).
 #    CI=true makes the real-server and tmux tests fail instead of skip when

@@ -43,6 +43,10 @@ type Options struct {
 	Now func() time.Time
 	// Logger receives debug lines; secrets never reach it. Nil discards.
 	Logger *slog.Logger
+	// Waiting, when set, is called as each request goes out; the function
+	// it returns is called when the answer's headers arrive or the request
+	// fails. The CLI uses it to say that it is waiting for the server.
+	Waiting func() (done func())
 }
 
 // Client performs the token protocol against any number of connections.

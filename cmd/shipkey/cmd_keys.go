@@ -343,6 +343,7 @@ type keysRmOptions struct {
 	Team  func() (*team.Engine, error)
 	Label string
 	Yes   bool
+	Force bool
 }
 
 func newCmdKeysRm(f *factory, runF func(context.Context, *keysRmOptions) error) *cobra.Command {
@@ -354,9 +355,11 @@ func newCmdKeysRm(f *factory, runF func(context.Context, *keysRmOptions) error) 
 		Long: `Remove an API key and its secrets. On a terminal it asks first unless --yes;
 without a terminal --yes is required.
 
-The key's session is ended at the server first, as "shipkey logout" does; the
-key is removed whatever the server answers. Exit code 1 when the server
-refused or could not be reached (the key is gone all the same).`,
+The key's session is ended at the server first, as "shipkey logout" does.
+When the server refuses or cannot be reached the key is kept, logged out with
+its end pending (exit 1): run keys rm again to retry, or pass --force to
+remove it anyway (its tokens then stay valid at the server until they
+expire; exit 1 as well).`,
 		Args:              usageArgs(cobra.ExactArgs(1)),
 		ValidArgsFunction: completeLabels(f, 1),
 		RunE: func(cmd *cobra.Command, args []string) error {
@@ -368,6 +371,7 @@ refused or could not be reached (the key is gone all the same).`,
 		},
 	}
 	cmd.Flags().BoolVarP(&opts.Yes, "yes", "y", false, "do not ask for confirmation")
+	cmd.Flags().BoolVar(&opts.Force, "force", false, "remove the key even when its session cannot be ended at the server")
 	return cmd
 }
 
@@ -411,11 +415,21 @@ func keysRmRun(ctx context.Context, opts *keysRmOptions) error {
 			return nil
 		}
 	}
-	res, err := st.Remove(ctx, key.Label)
+	res, err := st.RemoveWith(ctx, key.Label, store.RemoveOptions{Force: opts.Force})
+	var pending *store.EndPendingError
+	if errors.As(err, &pending) {
+		since := ""
+		if !key.EndPending.IsZero() {
+			since = " (pending since " + text.Stamp(key.EndPending) + ")"
+		}
+		q := text.ShellQuote(key.Label)
+		return fmt.Errorf("%s: %s%s; it hands out no token and its end is pending: run shipkey keys rm %s to try again, or shipkey keys rm %s --force to remove it anyway: %w",
+			"Kept API key "+label, endFailure(pending.Err), since, q, q, pending.Err)
+	}
 	if err != nil && auth.KindOf(err) == auth.KindUnknown {
 		return err // a local failure: the key is still there
 	}
-	if key.LoggedOut && err == nil {
+	if key.LoggedOut && key.EndPending.IsZero() && err == nil {
 		fmt.Fprintln(opts.IO.ErrOut, "Removed API key "+label+" (it had no session to end)")
 		return nil
 	}

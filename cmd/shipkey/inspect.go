@@ -239,6 +239,9 @@ func writeInspection(w io.Writer, in inspection, verifyAsked bool, now time.Time
 		if in.Skew != 0 {
 			fmt.Fprintf(w, "Clock:     exp and expires_in disagree by %s: this machine's clock or the server's is off\n", in.Skew.Round(time.Second))
 		}
+		for _, f := range d.FutureTimes(now) {
+			fmt.Fprintf(w, "Clock:     %s\n", f.Warning())
+		}
 		fmt.Fprintln(w)
 		writeClaims(w, "Header", d.Header)
 		fmt.Fprintln(w)
@@ -285,10 +288,12 @@ func signatureLine(d *auth.Decoded, v *auth.Verification, asked bool) string {
 	}
 }
 
+// livenessLine is the server's verdict in one flat sentence: the reason,
+// and the server's words, after a colon.
 func livenessLine(d *auth.Decoded, l auth.Liveness, now time.Time) string {
 	reason := ""
-	if l.Reason != "" {
-		reason = " (" + text.Safe(l.Reason) + ")"
+	if detail := l.Detail(); detail != "" {
+		reason = ": " + text.Safe(detail)
 	}
 	switch l.State {
 	case auth.LiveActive:

@@ -253,10 +253,11 @@ func newCmdLogout(f *factory, runF func(context.Context, *logoutOptions) error) 
 logout endpoint, else token revocation) and drop its tokens here; the key and
 its secrets stay, for "shipkey login".
 
-The tokens are dropped here whatever the server answers. Exit code 0 when the
-server ended the session or offers no way to (then the tokens stay valid at
-the server until they expire, as stderr says); 1 when the server refused or
-could not be reached.`,
+Exit code 0 when the server ended the session or offers no way to (then the
+tokens stay valid at the server until they expire, as stderr says), and the
+tokens are dropped. 1 when the server refused or could not be reached: the key
+hands out no token, its end is pending (shipkey status shows it) and its
+tokens are kept only to end the session; run logout again to retry.`,
 		Args:              usageArgs(cobra.MaximumNArgs(1)),
 		ValidArgsFunction: completeLabels(f, 1),
 		RunE: func(cmd *cobra.Command, args []string) error {
@@ -284,11 +285,24 @@ func logoutRun(ctx context.Context, opts *logoutOptions) error {
 	}
 	label := text.Safe(key.Label)
 	again := "log in again with: shipkey login " + text.ShellQuote(key.Label)
-	if key.LoggedOut && err == nil {
+	if key.LoggedOut && key.EndPending.IsZero() && err == nil {
 		fmt.Fprintf(opts.IO.ErrOut, "API key %s was already logged out; no session to end (%s)\n", label, again)
 		return nil
 	}
+	if err != nil {
+		return fmt.Errorf("%s here (no token is handed out), but %s; ending it is pending, its tokens kept only for that: run shipkey logout %s to try again: %w",
+			"Logged out API key "+label, endFailure(err), text.ShellQuote(key.Label), err)
+	}
 	return reportEnd(opts.IO.ErrOut, "Logged out API key "+label, "dropped its tokens here", again, key, res, err, opts.Now())
+}
+
+// endFailure says why ending a session at the server failed.
+func endFailure(err error) string {
+	switch auth.KindOf(err) {
+	case auth.KindNetwork, auth.KindTimeout, auth.KindTLS:
+		return "the server could not be reached to end the session"
+	}
+	return "the server refused to end the session"
 }
 
 // reportEnd says what the server did when a key's session was ended (logout,

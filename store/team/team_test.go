@@ -315,7 +315,7 @@ func TestRenameAndRemoveShowOnTheOtherMachine(t *testing.T) {
 func TestDefinitionMirrorsStoreKey(t *testing.T) {
 	t.Parallel()
 	// store.Key's fields that are state, not definition.
-	state := map[string]bool{"LastUsed": true, "Default": true, "Token": true, "Masked": true, "LoggedOut": true, "HasRefreshToken": true}
+	state := map[string]bool{"LastUsed": true, "Default": true, "Token": true, "Masked": true, "LoggedOut": true, "HasRefreshToken": true, "EndPending": true}
 	def := reflect.TypeFor[team.Definition]()
 	key := reflect.TypeFor[store.Key]()
 	for i := range key.NumField() {
