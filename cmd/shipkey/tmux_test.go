@@ -458,6 +458,7 @@ func TestTmuxAlwaysQuitsOnSignals(t *testing.T) {
 // A CLI request that takes long says so on the terminal's stderr, counting
 // the seconds, and the line is gone once the answer is in.
 func TestTmuxCLIWaitingNotice(t *testing.T) {
+	t.Parallel() // its own realm, store and tmux server
 	srv := authtest.NewServer(authtest.DemoConfig())
 	t.Cleanup(srv.Close)
 	h := newTmuxHome(t, []string{"SHIPKEY_SECRETS=plaintext"})
