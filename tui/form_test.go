@@ -40,6 +40,7 @@ func newFormHarness(t *testing.T, p Prefill, setup func(*fakeStore)) *harness {
 }
 
 func TestFormValidationBeforeSending(t *testing.T) {
+	t.Parallel()
 	h := newFormHarness(t, Prefill{}, nil)
 	h.press("ctrl+s")
 	if h.m.form.state != formEditing {
@@ -63,6 +64,7 @@ func TestFormValidationBeforeSending(t *testing.T) {
 }
 
 func TestFormURLShapeAndUniqueLabel(t *testing.T) {
+	t.Parallel()
 	h := newFormHarness(t, Prefill{}, func(f *fakeStore) { f.add("taken", "x", time.Time{}) })
 	// From the last key: everything but secrets and label.
 	if got := h.m.form.inputs[fieldAuthURL].Value(); got != "http://127.0.0.1:8080" {
@@ -94,6 +96,7 @@ func TestFormURLShapeAndUniqueLabel(t *testing.T) {
 }
 
 func TestFormFieldNavigation(t *testing.T) {
+	t.Parallel()
 	h := newFormHarness(t, demoPrefill, nil)
 	start := h.m.form.focus
 	h.press("tab")
@@ -112,6 +115,7 @@ func TestFormFieldNavigation(t *testing.T) {
 }
 
 func TestFormFailureKeepsValuesAndFocusesTheField(t *testing.T) {
+	t.Parallel()
 	cases := []struct {
 		err  error
 		want int
@@ -155,6 +159,7 @@ func TestFormFailureKeepsValuesAndFocusesTheField(t *testing.T) {
 }
 
 func TestFormUnknownFailureShowsGeneralError(t *testing.T) {
+	t.Parallel()
 	h := newFormHarness(t, demoPrefill, func(f *fakeStore) { f.createErr = errors.New("secret backend locked") })
 	h.press("enter")
 	if h.m.form.general == "" {
@@ -164,6 +169,7 @@ func TestFormUnknownFailureShowsGeneralError(t *testing.T) {
 }
 
 func TestFormSuccessOpensTokenDetails(t *testing.T) {
+	t.Parallel()
 	h := newFormHarness(t, demoPrefill, nil)
 	h.press("enter")
 	if h.m.active != screenDetails {
@@ -182,6 +188,7 @@ func TestFormSuccessOpensTokenDetails(t *testing.T) {
 }
 
 func TestFormSubmittingShowsSpinnerAndIgnoresKeys(t *testing.T) {
+	t.Parallel()
 	h := newFormHarness(t, demoPrefill, nil)
 	act, _ := h.m.form.Update(keyMsg("enter"))
 	if _, ok := act.(actSubmitKey); !ok {
@@ -199,6 +206,7 @@ func TestFormSubmittingShowsSpinnerAndIgnoresKeys(t *testing.T) {
 // At 80 columns a long error wraps under its field instead of losing its
 // "what to do" part to truncation.
 func TestFormErrorWrapsAt80Columns(t *testing.T) {
+	t.Parallel()
 	h := newFormHarness(t, demoPrefill, func(f *fakeStore) {
 		f.createErr = &auth.Error{Kind: auth.KindInvalidCredentials, Op: "login", Status: 401, Code: "invalid_grant",
 			Description: "Invalid user credentials", Msg: "wrong username or password", Hint: "check them and try again"}
@@ -220,6 +228,7 @@ func TestFormErrorWrapsAt80Columns(t *testing.T) {
 // The demo prefills the label "demo"; once a key has it, the form proposes
 // the next free one instead of a label its own validation would refuse.
 func TestFormPrefillsAFreeLabel(t *testing.T) {
+	t.Parallel()
 	h := newFormHarness(t, demoPrefill, func(f *fakeStore) {
 		f.add(demoPrefill.Label, "demo", time.Time{})
 		f.add(demoPrefill.Label+"-2", "demo", time.Time{})

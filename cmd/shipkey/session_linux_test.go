@@ -134,11 +134,6 @@ func (e *sessEnv) keysNew(label string, withPassphrase bool) sessResult {
 		"--client-id", "shipping-api", "--username", "alice")
 }
 
-func kernelKeyringWorks() bool {
-	_, err := unix.KeyctlSearch(unix.KEY_SPEC_USER_KEYRING, "user", "shipkey:probe", 0)
-	return err == nil || errors.Is(err, unix.ENOKEY)
-}
-
 // mechanisms are the unlock mechanisms this machine can test.
 func mechanisms(t *testing.T) []string {
 	if kernelKeyringWorks() {
@@ -172,14 +167,17 @@ func (e *sessEnv) agentPID() int {
 }
 
 func TestSessionBinary(t *testing.T) {
+	t.Parallel()
 	bin := buildShipkey(t)
 
 	// After one unlock every process gets the key without a prompt and
 	// without SHIPKEY_PASSPHRASE; after shipkey lock they fail with a clear
 	// line (no terminal here).
 	t.Run("UnlockOnce", func(t *testing.T) {
+		t.Parallel()
 		for _, mech := range mechanisms(t) {
 			t.Run(mech, func(t *testing.T) {
+				t.Parallel()
 				e := newSessEnv(t, bin, mech)
 				if r := e.keysNew("k", true); r.code != 0 {
 					t.Fatalf("keys new: exit %d: %s", r.code, r.stderr)
@@ -228,8 +226,10 @@ func TestSessionBinary(t *testing.T) {
 	// published one. At most one process may exceed 150 MB of peak RSS
 	// (scrypt takes 256 MiB).
 	t.Run("DeriveOnce", func(t *testing.T) {
+		t.Parallel()
 		for _, mech := range mechanisms(t) {
 			t.Run(mech, func(t *testing.T) {
+				t.Parallel()
 				e := newSessEnv(t, bin, mech)
 				const procs = 12
 				results := make([]sessResult, procs)
@@ -278,6 +278,7 @@ func TestSessionBinary(t *testing.T) {
 	// or SHIPKEY_PASSPHRASE: not the agent; and without a D-Bus address the
 	// auto backend's keyring probe starts no dbus-launch at all.
 	t.Run("ChildEnvironment", func(t *testing.T) {
+		t.Parallel()
 		e := newSessEnv(t, bin, "agent")
 		extra := []string{
 			"SHIPKEY_SECRETS=auto", // no D-Bus address: the file, without asking the keyring
@@ -321,7 +322,9 @@ func TestSessionBinary(t *testing.T) {
 	// Prompts on a terminal: the reason before the prompt, a new passphrase
 	// asked twice, ctrl+c exits 130 and ctrl+d exits 1 with nothing made.
 	t.Run("Prompts", func(t *testing.T) {
+		t.Parallel()
 		t.Run("WhyThenConfirm", func(t *testing.T) {
+			t.Parallel()
 			e := newSessEnv(t, bin, "auto")
 			p := e.startPTY(t, []string{"SHIPKEY_SECRETS=auto"}, "unlock")
 			out := p.waitFor("New passphrase for ")
@@ -356,6 +359,7 @@ func TestSessionBinary(t *testing.T) {
 			}
 		})
 		t.Run("CtrlCInTheApp", func(t *testing.T) {
+			t.Parallel()
 			e := newSessEnv(t, bin, "auto")
 			p := e.startPTY(t, nil) // the interactive app asks before its first frame
 			out := p.waitFor("New passphrase for ")
@@ -369,6 +373,7 @@ func TestSessionBinary(t *testing.T) {
 			e.assertNothingMade(t)
 		})
 		t.Run("CtrlD", func(t *testing.T) {
+			t.Parallel()
 			e := newSessEnv(t, bin, "auto")
 			p := e.startPTY(t, nil, "unlock")
 			p.waitFor("New passphrase for ")
