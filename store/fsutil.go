@@ -274,30 +274,11 @@ func removeFile(path string) error {
 	return nil
 }
 
-// fileError words a file system failure as "op path: reason" without the
-// path appearing twice.
-func fileError(op, path string, err error) error {
-	var pe *os.PathError
-	if errors.As(err, &pe) {
-		err = pe.Err
-	}
-	return fmt.Errorf("%s %s: %w", op, displayPath(path), err)
-}
+// fileError words a file system failure as "op path: reason".
+func fileError(op, path string, err error) error { return text.FileError(op, path, err) }
 
-// displayPath shortens the home directory to ~ for messages and sanitizes
-// the rest (a directory name is untrusted text too).
-func displayPath(p string) string {
-	home, err := os.UserHomeDir()
-	if err == nil && home != "" && home != "/" {
-		if p == home {
-			return "~"
-		}
-		if rest, ok := strings.CutPrefix(p, home+string(filepath.Separator)); ok {
-			return text.Safe("~" + string(filepath.Separator) + rest)
-		}
-	}
-	return text.Safe(p)
-}
+// displayPath is p for messages: ~ for the home directory, sanitized.
+func displayPath(p string) string { return text.Path(p) }
 
 // inProcess serializes goroutines of this process on one lock path before
 // they contend for the file lock itself, so that the wait is bounded by a

@@ -17,6 +17,7 @@ import (
 	"github.com/shipkey/shipkey/auth"
 	"github.com/shipkey/shipkey/auth/authtest"
 	"github.com/shipkey/shipkey/internal/text"
+	"github.com/shipkey/shipkey/store/unlock"
 )
 
 // clock is a settable clock shared by the server, the auth client and the
@@ -179,7 +180,7 @@ func newEnv(t *testing.T, mod func(*authtest.Config)) *env {
 		// Leave no cached identity in the user's kernel keyring.
 		keyPath := filepath.Join(dir, "state", "shipkey", secretsKeyFileName)
 		if data, err := os.ReadFile(keyPath); err == nil {
-			kernelCacheForget(identityCacheDesc(keyPath, data))
+			unlock.KernelForget(identityCacheDesc(keyPath, data))
 		}
 	})
 	e := &env{

@@ -15,6 +15,7 @@ import (
 	"filippo.io/age"
 
 	"github.com/shipkey/shipkey/auth/authtest"
+	"github.com/shipkey/shipkey/store/unlock"
 )
 
 // integrityStore makes a store of three keys with tokens on backend and
@@ -207,8 +208,8 @@ func TestPlantedWrongUnlockKey(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		kernelCacheForget(desc)
-		if err := kernelCacheStore(desc, wrong, time.Minute); err != nil {
+		unlock.KernelForget(desc)
+		if err := unlock.KernelStore(desc, wrong, time.Minute); err != nil {
 			t.Fatal(err)
 		}
 	}

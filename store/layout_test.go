@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/shipkey/shipkey/auth"
+	"github.com/shipkey/shipkey/store/unlock"
 )
 
 // copyTree copies testdata directory src to dst with the store's modes.
@@ -52,7 +53,7 @@ func v1Env(t *testing.T, backend string) (*env, string) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		t.Cleanup(func() { kernelCacheForget(identityCacheDesc(keyPath, data)) })
+		t.Cleanup(func() { unlock.KernelForget(identityCacheDesc(keyPath, data)) })
 	}
 	return e, root
 }

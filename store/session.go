@@ -14,6 +14,7 @@ import (
 	"filippo.io/age"
 
 	"github.com/shipkey/shipkey/internal/text"
+	"github.com/shipkey/shipkey/store/unlock"
 )
 
 // The session: where the file backend's unwrapped identity is kept between
@@ -22,10 +23,10 @@ import (
 //
 //   - kernel: the Linux kernel's user keyring (keyctl). The entry is readable
 //     by this user only, expires on its own, and is named after the key
-//     file's path and content (kcache_linux.go).
+//     file's path and content (store/unlock).
 //   - agent: `shipkey agent`, a small process serving the identity on a unix
 //     socket in a 0700 directory, checking the peer's uid where the platform
-//     tells it, and exiting at the timeout or on `shipkey lock` (agent.go).
+//     tells it, and exiting at the timeout or on `shipkey lock` (store/unlock).
 //     Started on demand, detached, with an empty environment.
 //   - none: nothing is kept; every process asks (or reads SHIPKEY_PASSPHRASE).
 //
@@ -54,9 +55,9 @@ const (
 
 const (
 	// DefaultUnlockTimeout is how long an unlock lasts without use.
-	DefaultUnlockTimeout = 10 * time.Minute
+	DefaultUnlockTimeout = unlock.DefaultIdle
 	// unlockMaxAge bounds an unlock however often it is used.
-	unlockMaxAge = 2 * time.Hour
+	unlockMaxAge = unlock.MaxAge
 	// unlockLockWait bounds the wait for unlock.lock: derivations are
 	// serialized, each about a second.
 	unlockLockWait = 2 * time.Minute
@@ -233,7 +234,7 @@ func (sess *session) sayWhy(fresh bool, dataPath string) {
 }
 
 // kernelProbe remembers whether keyctl answers in this process.
-var kernelProbe = sync.OnceValue(kernelCacheAvailable)
+var kernelProbe = sync.OnceValue(unlock.KernelAvailable)
 
 // mechanism is where an unlock is kept: kernel, agent or none.
 func (sess *session) mechanism() string {
@@ -242,12 +243,12 @@ func (sess *session) mechanism() string {
 		if kernelProbe() {
 			return MechKernel
 		}
-		if agentSupported {
+		if unlock.AgentSupported {
 			return MechAgent
 		}
 		return MechNone
 	case MechAgent:
-		if !agentSupported {
+		if !unlock.AgentSupported {
 			return MechNone
 		}
 	}
@@ -258,9 +259,9 @@ func (sess *session) mechanism() string {
 func (sess *session) load(desc string) (*age.X25519Identity, bool) {
 	switch sess.mechanism() {
 	case MechKernel:
-		return kernelCacheLoad(desc, sess.idle, sess.maxAge())
+		return unlock.KernelLoad(desc, sess.idle, sess.maxAge())
 	case MechAgent:
-		return agentGet(sess.agentSocket(), desc)
+		return unlock.AgentGet(sess.agentSocket(), desc)
 	}
 	return nil, false
 }
@@ -272,9 +273,9 @@ func (sess *session) publish(desc string, id *age.X25519Identity) {
 	var err error
 	switch sess.mechanism() {
 	case MechKernel:
-		err = kernelCacheStore(desc, id, sess.idle)
+		err = unlock.KernelStore(desc, id, sess.idle)
 	case MechAgent:
-		err = agentPut(sess, desc, id)
+		err = unlock.AgentPut(sess.agentSocket(), sess.agentExe, desc, id, sess.idle, sess.maxAge())
 	default:
 		return
 	}
@@ -288,8 +289,8 @@ func (sess *session) publish(desc string, id *age.X25519Identity) {
 
 // forget drops desc from every mechanism and reports whether one held it.
 func (sess *session) forget(desc string) bool {
-	held := kernelCacheForget(desc)
-	if agentSupported && agentForget(sess.agentSocket(), desc) {
+	held := unlock.KernelForget(desc)
+	if unlock.AgentSupported && unlock.AgentForget(sess.agentSocket(), desc) {
 		held = true
 	}
 	return held

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"filippo.io/age"
+	"github.com/shipkey/shipkey/store/unlock"
 )
 
 // Each Store opened below stands for another process of the same user: they
@@ -18,7 +19,7 @@ import (
 
 func requireKernel(t *testing.T) {
 	t.Helper()
-	if !kernelCacheAvailable() {
+	if !unlock.KernelAvailable() {
 		t.Skip("keyctl does not answer here")
 	}
 }
@@ -85,23 +86,23 @@ func TestKernelCacheMaxAge(t *testing.T) {
 		t.Fatal(err)
 	}
 	desc := "shipkey:test:" + t.Name() + ":" + id.Recipient().String()[4:20]
-	if err := kernelCacheStore(desc, id, time.Minute); err != nil {
+	if err := unlock.KernelStore(desc, id, time.Minute); err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { kernelCacheForget(desc) })
-	if got, ok := kernelCacheLoad(desc, time.Minute, time.Hour); !ok || got.String() != id.String() {
+	t.Cleanup(func() { unlock.KernelForget(desc) })
+	if got, ok := unlock.KernelLoad(desc, time.Minute, time.Hour); !ok || got.String() != id.String() {
 		t.Fatal("a fresh entry is not served")
 	}
-	if _, ok := kernelCacheLoad(desc, time.Minute, time.Nanosecond); ok {
+	if _, ok := unlock.KernelLoad(desc, time.Minute, time.Nanosecond); ok {
 		t.Fatal("an entry past its maximum age is served")
 	}
-	if kernelCacheForget(desc) {
+	if unlock.KernelForget(desc) {
 		t.Fatal("the entry past its maximum age was not dropped")
 	}
 }
 
 func TestSessionAgentUnlockOnce(t *testing.T) {
-	if !agentSupported {
+	if !unlock.AgentSupported {
 		t.Skip("no agent on this platform")
 	}
 	e := newEnv(t, nil)
@@ -133,7 +134,7 @@ func TestSessionAgentUnlockOnce(t *testing.T) {
 	ready := make(chan struct{})
 	done := make(chan error, 1)
 	go func() {
-		done <- ServeAgent(context.Background(), AgentConfig{Socket: sock, Ready: func() { close(ready) }})
+		done <- unlock.ServeAgent(context.Background(), unlock.AgentConfig{Socket: sock, Ready: func() { close(ready) }})
 	}()
 	select {
 	case <-ready:

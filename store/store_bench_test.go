@@ -10,6 +10,7 @@ import (
 
 	"github.com/shipkey/shipkey/auth"
 	"github.com/shipkey/shipkey/auth/authtest"
+	"github.com/shipkey/shipkey/store/unlock"
 )
 
 // BenchmarkKeys lists 50 keys: what `shipkey keys list` and the TUI's key
@@ -80,7 +81,7 @@ func benchStore(b *testing.B, backend string) (dir string, opts Options) {
 		b.Cleanup(func() {
 			keyPath := filepath.Join(opts.StateDir, secretsKeyFileName)
 			if data, err := os.ReadFile(keyPath); err == nil {
-				kernelCacheForget(identityCacheDesc(keyPath, data))
+				unlock.KernelForget(identityCacheDesc(keyPath, data))
 			}
 		})
 	}

@@ -8,6 +8,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/shipkey/shipkey/store"
+	"github.com/shipkey/shipkey/store/unlock"
 )
 
 // unlockOptions are the store's session settings: the passphrase from the
@@ -128,7 +129,7 @@ exits when its keys time out or on shipkey lock.`,
 				}
 				socket = st.AgentSocket()
 			}
-			cfg := store.AgentConfig{Socket: socket, Idle: idle, MaxAge: max}
+			cfg := unlock.AgentConfig{Socket: socket, Idle: idle, MaxAge: max}
 			if readyFD > 2 {
 				ready := os.NewFile(uintptr(readyFD), "ready")
 				cfg.Ready = func() {
@@ -136,7 +137,7 @@ exits when its keys time out or on shipkey lock.`,
 					ready.Close()
 				}
 			}
-			return store.ServeAgent(cmd.Context(), cfg)
+			return unlock.ServeAgent(cmd.Context(), cfg)
 		},
 	}
 	cmd.Flags().StringVar(&socket, "socket", "", "unix socket to serve (default: the store's)")

@@ -11,8 +11,10 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/shipkey/shipkey/internal/text"
 	"golang.org/x/sys/unix"
+
+	"github.com/shipkey/shipkey/internal/text"
+	"github.com/shipkey/shipkey/store/unlock"
 )
 
 // socketListener is the token socket: a unix listener whose file is removed
@@ -79,21 +81,9 @@ func listenSocket(path string) (*socketListener, error) {
 	return &socketListener{UnixListener: ln, path: path, uid: uid}, nil
 }
 
-// peerUID is the uid of the process at the other end (SO_PEERCRED).
+// peerUID is the uid of the process at the other end (SO_PEERCRED), as the
+// unlock agent asks it.
 func peerUID(c *net.UnixConn) (int, error) {
-	raw, err := c.SyscallConn()
-	if err != nil {
-		return 0, err
-	}
-	var cred *unix.Ucred
-	var cerr error
-	if err := raw.Control(func(fd uintptr) {
-		cred, cerr = unix.GetsockoptUcred(int(fd), unix.SOL_SOCKET, unix.SO_PEERCRED)
-	}); err != nil {
-		return 0, err
-	}
-	if cerr != nil {
-		return 0, cerr
-	}
-	return int(cred.Uid), nil
+	uid, _, err := unlock.PeerUID(c)
+	return uid, err
 }

@@ -1,6 +1,6 @@
 //go:build linux
 
-package store
+package unlock
 
 import (
 	"net"
@@ -8,9 +8,9 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// peerUID returns the uid of the process at the other end of c
+// PeerUID returns the uid of the process at the other end of c
 // (SO_PEERCRED).
-func peerUID(c *net.UnixConn) (uid int, known bool, err error) {
+func PeerUID(c *net.UnixConn) (uid int, known bool, err error) {
 	raw, err := c.SyscallConn()
 	if err != nil {
 		return 0, false, err

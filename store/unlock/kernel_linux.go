@@ -1,6 +1,6 @@
 //go:build linux
 
-package store
+package unlock
 
 import (
 	"errors"
@@ -33,16 +33,16 @@ import (
 // other nothing.
 const cachePerm = 0x3f2b0000
 
-// kernelCacheAvailable reports whether keyctl answers: a search for an entry
+// KernelAvailable reports whether keyctl answers: a search for an entry
 // that does not exist fails with ENOKEY where the keyring works.
-func kernelCacheAvailable() bool {
+func KernelAvailable() bool {
 	_, err := unix.KeyctlSearch(unix.KEY_SPEC_USER_KEYRING, "user", "shipkey:probe", 0)
 	return err == nil || errors.Is(err, unix.ENOKEY)
 }
 
-// kernelCacheLoad returns the identity kept under desc and extends its
+// KernelLoad returns the identity kept under desc and extends its
 // timeout to idle (bounded by maxAge from the unlock).
-func kernelCacheLoad(desc string, idle, maxAge time.Duration) (*age.X25519Identity, bool) {
+func KernelLoad(desc string, idle, maxAge time.Duration) (*age.X25519Identity, bool) {
 	id, err := unix.KeyctlSearch(unix.KEY_SPEC_USER_KEYRING, "user", desc, 0)
 	if err != nil {
 		return nil, false
@@ -65,8 +65,8 @@ func kernelCacheLoad(desc string, idle, maxAge time.Duration) (*age.X25519Identi
 	return ident, true
 }
 
-// kernelCacheStore keeps ident under desc for idle.
-func kernelCacheStore(desc string, ident *age.X25519Identity, idle time.Duration) error {
+// KernelStore keeps ident under desc for idle.
+func KernelStore(desc string, ident *age.X25519Identity, idle time.Duration) error {
 	payload := cachePayload(time.Now(), ident)
 	id, err := unix.AddKey("user", desc, []byte(payload), unix.KEY_SPEC_USER_KEYRING)
 	if err != nil {
@@ -83,9 +83,9 @@ func kernelCacheStore(desc string, ident *age.X25519Identity, idle time.Duration
 	return nil
 }
 
-// kernelCacheForget drops the entry under desc and reports whether there
+// KernelForget drops the entry under desc and reports whether there
 // was one.
-func kernelCacheForget(desc string) bool {
+func KernelForget(desc string) bool {
 	id, err := unix.KeyctlSearch(unix.KEY_SPEC_USER_KEYRING, "user", desc, 0)
 	if err != nil {
 		return false

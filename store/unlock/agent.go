@@ -1,6 +1,6 @@
 //go:build unix
 
-package store
+package unlock
 
 import (
 	"bufio"
@@ -17,9 +17,11 @@ import (
 	"time"
 
 	"filippo.io/age"
+
+	"github.com/shipkey/shipkey/internal/text"
 )
 
-// The agent mechanism of the session (see session.go): `shipkey agent`
+// The agent mechanism of the session (see store/session.go): `shipkey agent`
 // keeps unwrapped identities in its memory and serves them on a unix socket
 // in a 0700 directory owned by the user. On Linux it checks each peer's uid
 // (SO_PEERCRED) and refuses to be traced or dumped; elsewhere the directory's
@@ -33,7 +35,7 @@ import (
 //	put <desc> <identity>  ok
 //	forget <desc>          ok | no
 
-const agentSupported = true
+const AgentSupported = true
 
 const (
 	agentDialTimeout = 2 * time.Second
@@ -63,26 +65,26 @@ type agentEntry struct {
 // nothing was ever put into it for agentGrace.
 func ServeAgent(ctx context.Context, cfg AgentConfig) error {
 	if cfg.Idle <= 0 {
-		cfg.Idle = DefaultUnlockTimeout
+		cfg.Idle = DefaultIdle
 	}
 	if cfg.MaxAge < cfg.Idle {
-		cfg.MaxAge = max(unlockMaxAge, cfg.Idle)
+		cfg.MaxAge = max(MaxAge, cfg.Idle)
 	}
 	if err := ensureAgentDir(filepath.Dir(cfg.Socket)); err != nil {
 		return err
 	}
 	if c, err := net.DialTimeout("unix", cfg.Socket, agentDialTimeout); err == nil {
 		c.Close()
-		return fmt.Errorf("%s: %w", displayPath(cfg.Socket), ErrAgentRunning)
+		return fmt.Errorf("%s: %w", text.Path(cfg.Socket), ErrAgentRunning)
 	}
 	_ = os.Remove(cfg.Socket) // a stale socket of an agent that died
 	ln, err := net.ListenUnix("unix", &net.UnixAddr{Name: cfg.Socket, Net: "unix"})
 	if err != nil {
-		return fmt.Errorf("listen on %s: %w", displayPath(cfg.Socket), err)
+		return fmt.Errorf("listen on %s: %w", text.Path(cfg.Socket), err)
 	}
 	defer ln.Close() // removes the socket file
-	if err := os.Chmod(cfg.Socket, filePerm); err != nil {
-		return fileError("chmod", cfg.Socket, err)
+	if err := os.Chmod(cfg.Socket, 0o600); err != nil {
+		return text.FileError("chmod", cfg.Socket, err)
 	}
 	hardenAgent()
 	if cfg.Ready != nil {
@@ -111,7 +113,7 @@ func ServeAgent(ctx context.Context, cfg AgentConfig) error {
 	handle := func(c *net.UnixConn) {
 		defer c.Close()
 		_ = c.SetDeadline(time.Now().Add(agentIOTimeout))
-		if uid, known, err := peerUID(c); err != nil || (known && uid != os.Getuid()) {
+		if uid, known, err := PeerUID(c); err != nil || (known && uid != os.Getuid()) {
 			return
 		}
 		line, err := bufio.NewReaderSize(c, 1024).ReadString('\n')
@@ -176,20 +178,20 @@ func ServeAgent(ctx context.Context, cfg AgentConfig) error {
 // ensureAgentDir makes dir (0700) and checks that it is a directory of this
 // user that nobody else can enter.
 func ensureAgentDir(dir string) error {
-	if err := os.MkdirAll(dir, dirPerm); err != nil {
-		return fileError("create", dir, err)
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return text.FileError("create", dir, err)
 	}
 	fi, err := os.Lstat(dir)
 	if err != nil {
-		return fileError("check", dir, err)
+		return text.FileError("check", dir, err)
 	}
 	st, ok := fi.Sys().(*syscall.Stat_t)
 	if !fi.IsDir() || !ok || int(st.Uid) != os.Getuid() {
-		return fmt.Errorf("%s is not a directory of this user; the agent will not use it", displayPath(dir))
+		return fmt.Errorf("%s is not a directory of this user; the agent will not use it", text.Path(dir))
 	}
 	if fi.Mode().Perm()&0o077 != 0 {
-		if err := os.Chmod(dir, dirPerm); err != nil {
-			return fileError("chmod", dir, err)
+		if err := os.Chmod(dir, 0o700); err != nil {
+			return text.FileError("chmod", dir, err)
 		}
 	}
 	return nil
@@ -203,7 +205,7 @@ func agentRequest(sock, req string) (string, error) {
 	}
 	defer c.Close()
 	uc := c.(*net.UnixConn)
-	if uid, known, err := peerUID(uc); err != nil || (known && uid != os.Getuid()) {
+	if uid, known, err := PeerUID(uc); err != nil || (known && uid != os.Getuid()) {
 		return "", errors.New("the agent's socket belongs to another user")
 	}
 	_ = c.SetDeadline(time.Now().Add(agentIOTimeout))
@@ -217,7 +219,7 @@ func agentRequest(sock, req string) (string, error) {
 	return strings.TrimSpace(line), nil
 }
 
-func agentGet(sock, desc string) (*age.X25519Identity, bool) {
+func AgentGet(sock, desc string) (*age.X25519Identity, bool) {
 	ans, err := agentRequest(sock, "get "+desc)
 	if err != nil {
 		return nil, false
@@ -230,21 +232,21 @@ func agentGet(sock, desc string) (*age.X25519Identity, bool) {
 	return id, err == nil
 }
 
-func agentForget(sock, desc string) bool {
+func AgentForget(sock, desc string) bool {
 	ans, err := agentRequest(sock, "forget "+desc)
 	return err == nil && ans == "ok"
 }
 
-// agentPut gives id to the store's agent, starting one when none answers.
-func agentPut(sess *session, desc string, id *age.X25519Identity) error {
-	sock := sess.agentSocket()
+// AgentPut gives id to the agent on sock, starting one (exe agent) when
+// none answers; exe empty: none can be started.
+func AgentPut(sock, exe, desc string, id *age.X25519Identity, idle, maxAge time.Duration) error {
 	req := "put " + desc + " " + id.String()
 	ans, err := agentRequest(sock, req)
 	if err != nil {
-		if sess.agentExe == "" {
+		if exe == "" {
 			return errors.New("no agent answers and this program cannot start one")
 		}
-		if err := startAgent(sess.agentExe, sock, sess.idle, sess.maxAge()); err != nil {
+		if err := startAgent(exe, sock, idle, maxAge); err != nil {
 			return err
 		}
 		if ans, err = agentRequest(sock, req); err != nil {

@@ -1,6 +1,6 @@
 //go:build !unix
 
-package store
+package unlock
 
 import (
 	"context"
@@ -12,7 +12,7 @@ import (
 
 // No agent outside unix: an unlock is kept in the process only.
 
-const agentSupported = false
+const AgentSupported = false
 
 // AgentConfig configures ServeAgent.
 type AgentConfig struct {
@@ -30,8 +30,8 @@ func ServeAgent(ctx context.Context, cfg AgentConfig) error {
 	return errors.New("shipkey agent needs unix sockets")
 }
 
-func agentGet(sock, desc string) (*age.X25519Identity, bool) { return nil, false }
-func agentForget(sock, desc string) bool                     { return false }
-func agentPut(sess *session, desc string, id *age.X25519Identity) error {
+func AgentGet(sock, desc string) (*age.X25519Identity, bool) { return nil, false }
+func AgentForget(sock, desc string) bool                     { return false }
+func AgentPut(sock, exe, desc string, id *age.X25519Identity, idle, maxAge time.Duration) error {
 	return errors.New("no agent on this platform")
 }
