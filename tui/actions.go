@@ -29,7 +29,14 @@ func (m *Model) apply(a action) tea.Cmd {
 	case actOpenDetails:
 		return m.openDetails(a.label)
 	case actSubmitKey:
+		if viewOf(a.nk.Grant).waits {
+			return m.startCreateGrant(a.nk)
+		}
 		return tea.Batch(m.startOp(), m.createCmd(m.req.start(slotCreate), a.nk))
+	case actCancelGrant:
+		return m.cancelGrant()
+	case actCopyText:
+		return m.copyText(a.text, a.what)
 	case actRefresh:
 		return tea.Batch(m.startOp(), m.refreshCmd(m.req.start(slotOp), a.label, a.auto))
 	case actLogin:

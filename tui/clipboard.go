@@ -28,8 +28,19 @@ func (m *Model) copyToken(label string, ts *auth.TokenSet, header bool) tea.Cmd 
 	if header {
 		payload, what = "Authorization: "+ts.Header(), "Authorization header"
 	}
+	cmd := m.copyText(payload, fmt.Sprintf("%s of %q", what, text.Safe(label)))
+	return tea.Batch(cmd, m.markUsedCmd(label))
+}
+
+// copyText puts payload on the clipboard, the one way every copy goes: OSC
+// 52 through the terminal (it works over SSH and in tmux) and the native
+// clipboard when there is one; when the settings say so, the clipboard is
+// cleared later, but only if shipkey copied nothing else since and, for the
+// native clipboard, only if it still holds what shipkey put there. what
+// names it in the toast ("the device code").
+func (m *Model) copyText(payload, what string) tea.Cmd {
 	m.clipGen++
-	cmds := []tea.Cmd{tea.SetClipboard(payload), m.markUsedCmd(label)}
+	cmds := []tea.Cmd{tea.SetClipboard(payload)}
 	if w := m.cfg.clipWrite; w != nil {
 		cmds = append(cmds, func() tea.Msg { _ = w(payload); return nil })
 	}
@@ -40,7 +51,7 @@ func (m *Model) copyToken(label string, ts *auth.TokenSet, header bool) tea.Cmd 
 		cmds = append(cmds, m.cfg.after(clear, func(time.Time) tea.Msg { return clipClearMsg{gen: gen} }))
 		note = fmt.Sprintf("shipkey clears the clipboard in %s", clear.Round(time.Second))
 	}
-	m.toast, m.toastOK = fmt.Sprintf("Copied the %s of %q; %s.", what, text.Safe(label), note), true
+	m.toast, m.toastOK = fmt.Sprintf("Copied the %s; %s.", what, note), true
 	sum := sha256.Sum256([]byte(payload))
 	m.clipSum = sum
 	return tea.Batch(cmds...)

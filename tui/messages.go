@@ -73,6 +73,13 @@ type livenessMsg struct {
 	err   error
 }
 
+// grantPromptMsg carries what an interactive grant asks of the person (a
+// device code, a URL to open), read from the grant's channel (grantRun).
+type grantPromptMsg struct {
+	seq    int
+	prompt auth.Prompt
+}
+
 // tickMsg is the once-a-second countdown tick.
 type tickMsg struct {
 	gen int
@@ -129,6 +136,17 @@ func (actDelete) isAction()       {}
 func (actRename) isAction()       {}
 func (actSetDefault) isAction()   {}
 func (actCheckLive) isAction()    {}
+
+// actCancelGrant gives up an interactive grant: its context is cancelled
+// and nothing is stored.
+type actCancelGrant struct{}
+
+func (actCancelGrant) isAction() {}
+
+// actCopyText copies text that is not a token (a device code, a URL).
+type actCopyText struct{ text, what string }
+
+func (actCopyText) isAction() {}
 
 // actInspectToken asks to inspect a pasted token.
 type actInspectToken struct{ raw string }

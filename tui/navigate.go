@@ -29,6 +29,16 @@ func (m *Model) handleKey(k tea.KeyPressMsg) tea.Cmd {
 	if m.screen().Capturing() {
 		return m.forward(k)
 	}
+	if m.active.modal() {
+		switch {
+		case key.Matches(k, km.Quit):
+			return m.quit()
+		case key.Matches(k, km.Help):
+			m.showHelp = true
+			return nil
+		}
+		return m.forward(k)
+	}
 	switch {
 	case key.Matches(k, km.Quit):
 		return m.quit()
@@ -48,6 +58,7 @@ func (m *Model) handleKey(k tea.KeyPressMsg) tea.Cmd {
 }
 
 func (m *Model) quit() tea.Cmd {
+	m.endGrant() // stops its wait; nothing is stored
 	m.quitting = true
 	return tea.Quit
 }
@@ -104,7 +115,8 @@ func (m *Model) openForm() tea.Cmd {
 			}
 		}
 		p = Prefill{AuthURL: last.Conn.AuthURL, Realm: last.Conn.Realm, ClientID: last.Conn.ClientID, Username: last.Username,
-			TokenURL: last.Conn.TokenURL, Issuer: last.Conn.Issuer, BasicAuth: last.Conn.BasicAuth}
+			Grant: last.Grant, TokenURL: last.Conn.TokenURL, Issuer: last.Conn.Issuer, BasicAuth: last.Conn.BasicAuth,
+			PublicClient: last.Conn.PublicClient, CallbackPort: last.CallbackPort}
 		for i, sc := range last.Conn.Scopes {
 			if i > 0 {
 				p.Scope += " "

@@ -63,7 +63,11 @@ func (m *Model) handleKeyTokens(msg keyTokensMsg) tea.Cmd {
 		if !m.req.current(slotCreate, msg.seq) {
 			return nil
 		}
+		m.endGrant()
 		if msg.err != nil {
+			if m.active == screenSignin {
+				return tea.Batch(m.form.fail(msg.err), m.replace(screenForm))
+			}
 			return m.form.fail(msg.err)
 		}
 		m.form.state = formDone

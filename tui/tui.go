@@ -23,9 +23,13 @@ import (
 // here are used as typed; the form never prefills secrets from a stored key.
 type Prefill struct {
 	AuthURL, Realm, ClientID, ClientSecret, Username, Password, Label, Scope string
+	// Grant is the grant chosen (empty: password).
+	Grant auth.GrantType
 	// The advanced connection options (shown folded unless one is set).
 	TokenURL, Issuer string
 	BasicAuth        bool
+	PublicClient     bool
+	CallbackPort     int
 }
 
 func (p Prefill) empty() bool { return p == Prefill{} }
@@ -65,6 +69,8 @@ type config struct {
 	theme     Theme
 	// after schedules a timer (tea.Tick); tests record timers instead.
 	after func(time.Duration, func(time.Time) tea.Msg) tea.Cmd
+	// grants the form offers (default auth.Grants()).
+	grants []auth.GrantType
 }
 
 // Model is the root tea.Model: it owns the screens, the store and every side
@@ -87,6 +93,9 @@ type Model struct {
 	details   *details
 	keyList   *keyList
 	inspector *inspector
+	signin    *signin
+
+	grant *grantRun // the interactive grant in flight, nil when none
 
 	keys    []store.Key
 	current string      // the key "1" opens: the default, else the last opened
@@ -183,6 +192,9 @@ func newModel(cfg config) *Model {
 	if cfg.after == nil {
 		cfg.after = tea.Tick
 	}
+	if cfg.grants == nil {
+		cfg.grants = auth.Grants()
+	}
 	m := &Model{
 		cfg:      cfg,
 		backend:  cfg.backend,
@@ -198,11 +210,12 @@ func newModel(cfg config) *Model {
 	m.spinner = spinner.New(spinner.WithSpinner(spinner.MiniDot), spinner.WithStyle(m.c.styles.Spinner))
 	spin := func() string { return m.spinner.View() }
 	m.welcome = newWelcome(m.c)
-	m.form = newForm(m.c, spin)
+	m.form = newForm(m.c, spin, cfg.grants)
 	m.details = newDetails(m.c, spin)
 	m.details.auto = m.settings.AutoRefresh
 	m.keyList = newKeyList(m.c)
 	m.inspector = newInspector(m.c, spin)
+	m.signin = newSignin(m.c, spin)
 	m.setSize(80, 24)
 	return m
 }
@@ -248,6 +261,8 @@ func (m *Model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 		return m, nil
 	case stampMsg:
 		return m, m.handleStamp(msg)
+	case grantPromptMsg:
+		return m, m.handleGrantPrompt(msg)
 	case verifiedMsg:
 		m.req.end()
 		m.inspector.verified(msg)
@@ -383,7 +398,11 @@ func (m *Model) FullHelp() [][]key.Binding {
 	}
 	// The global bindings, less those the screen already lists (each key
 	// appears once in the help).
-	for _, g := range [][]key.Binding{{k.Details, k.Keys, k.Inspector, k.NewKey}, {k.Help, k.Back, k.Quit}} {
+	global := [][]key.Binding{{k.Details, k.Keys, k.Inspector, k.NewKey}, {k.Help, k.Back, k.Quit}}
+	if m.active.modal() {
+		global = [][]key.Binding{{k.Help, k.Quit}}
+	}
+	for _, g := range global {
 		var rest []key.Binding
 		for _, b := range g {
 			if !shown[b.Help().Key] {
@@ -407,6 +426,8 @@ func (m *Model) screen() screen {
 		return m.keyList
 	case screenInspector:
 		return m.inspector
+	case screenSignin:
+		return m.signin
 	default:
 		return m.welcome
 	}
@@ -420,7 +441,7 @@ func (m *Model) setSize(w, h int) {
 	m.c.width = m.width
 	m.help.SetWidth(m.width)
 	bh := m.bodyHeight()
-	for _, s := range []screen{m.welcome, m.form, m.details, m.keyList, m.inspector} {
+	for _, s := range []screen{m.welcome, m.form, m.details, m.keyList, m.inspector, m.signin} {
 		s.SetSize(m.width, bh)
 	}
 }
