@@ -27,9 +27,7 @@ var demoPrefill = Prefill{
 // newFormHarness opens Get API Key on a store without keys.
 func newFormHarness(t *testing.T, p Prefill, setup func(*fakeStore)) *harness {
 	t.Helper()
-	h := &harness{}
-	hh := newHarness(t, setup)
-	*h = *hh
+	h := newHarness(t, setup)
 	h.m.cfg.prefill = p
 	h.press("esc")
 	h.press("n")

@@ -85,7 +85,8 @@ func (l *keyList) layout() {
 		}
 		return n
 	}
-	cols := []int{ColAPIKey, ColLastUsed, ColAccess, ColRefresh}
+	// Grant before Refresh: the optional column dropped first.
+	cols := []int{ColAPIKey, ColGrant, ColLastUsed, ColAccess, ColRefresh}
 	for len(cols) > 1 && w-fixed(cols)-2 < minLabel {
 		// Drop the optional column first, then from the right.
 		if i := slices.IndexFunc(cols, func(c int) bool { return KeyColumns[c].optional }); i >= 0 {

@@ -157,8 +157,9 @@ func TestDeviceCodeScreen(t *testing.T) {
 	h.mustShow("in 8:59")
 
 	h.press("c")
+	h.pump("the code's copy", func() bool { return len(h.clipboard) >= 1 })
 	h.press("C")
-	h.pump("two copies", func() bool { return len(h.clipboard) >= 2 })
+	h.pump("the URL's copy", func() bool { return len(h.clipboard) >= 2 })
 	if got := h.clipboard; len(got) != 2 || got[0] != "BCDF-GHJK" || got[1] != devicePrompt.VerificationURIComplete {
 		t.Fatalf("copied %q", got)
 	}
