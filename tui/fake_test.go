@@ -360,7 +360,7 @@ type harness struct {
 	clipboard []string  // OSC 52 writes (tea.SetClipboard)
 	native    []string  // native clipboard writes
 	nativeCur string
-	nativeMu  sync.Mutex // async mode writes the native clipboard from commands
+	nativeMu  sync.Mutex   // async mode writes the native clipboard from commands
 	inbox     chan tea.Msg // async mode: what the commands report
 }
 
