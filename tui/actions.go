@@ -40,6 +40,9 @@ func (m *Model) apply(a action) tea.Cmd {
 	case actRefresh:
 		return tea.Batch(m.startOp(), m.refreshCmd(m.req.start(slotOp), a.label, a.auto))
 	case actLogin:
+		if k, ok := m.findKey(a.label); ok && viewOf(k.Grant).waits {
+			return m.startLoginGrant(a.label)
+		}
 		return tea.Batch(m.startOp(), m.loginCmd(m.req.start(slotOp), a.label, a.password))
 	case actLogout:
 		return tea.Batch(m.startOp(), m.logoutCmd(m.req.start(slotOp), a.label))

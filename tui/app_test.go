@@ -6,6 +6,7 @@ import (
 	"io"
 	"regexp"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -41,11 +42,14 @@ var osc52 = regexp.MustCompile(`\x1b\]52;c;([A-Za-z0-9+/=]*)(?:\x07|\x1b\\)`)
 // copies the token, which must come out as OSC 52.
 func TestWholeFlowAgainstRealStore(t *testing.T) {
 	st, client, srv := openRealStore(t)
-	var native []string
+	var (
+		nativeMu sync.Mutex // written by the program's commands
+		native   []string
+	)
 	m := New(Options{
 		Store: st, Auth: client, Demo: true,
 		Prefill:   Prefill{AuthURL: srv.URL(), Realm: authtest.DemoRealm, ClientID: authtest.DemoClientID, Username: authtest.DemoUsername},
-		Clipboard: func(s string) error { native = append(native, s); return nil },
+		Clipboard: func(s string) error { nativeMu.Lock(); native = append(native, s); nativeMu.Unlock(); return nil },
 	})
 	tm := teatest.NewTestModel(t, m, teatest.WithInitialTermSize(100, 30))
 	// Keep every byte of the output (teatest.WaitFor would consume it).
@@ -117,6 +121,8 @@ func TestWholeFlowAgainstRealStore(t *testing.T) {
 	if fm.details.tokens.AccessToken != token {
 		t.Fatal("the copied token is not the one shown in the details")
 	}
+	nativeMu.Lock()
+	defer nativeMu.Unlock()
 	if len(native) == 0 || native[0] != token {
 		t.Fatal("the native clipboard writer did not get the token")
 	}

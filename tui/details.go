@@ -204,7 +204,9 @@ func (d *details) Update(msg tea.Msg) (action, tea.Cmd) {
 			return nil, nil // enter logs in again only once the session has ended
 		}
 		d.errMsg = ""
-		if d.key.RememberPassword {
+		if d.key.RememberPassword || d.key.Grant.Or() != auth.GrantPassword {
+			// Nothing to type here: the remembered password, the client's
+			// secret, or a person on the sign-in screen.
 			d.state = detailsLoggingIn
 			return actLogin{label: label}, nil
 		}

@@ -172,16 +172,7 @@ func (f *fakeStore) Resolve(label string) (store.Key, error) {
 
 func (f *fakeStore) Create(ctx context.Context, nk store.NewKey) (store.Key, *auth.TokenSet, error) {
 	if viewOf(nk.Grant).waits {
-		if nk.Prompt == nil {
-			return store.Key{}, nil, &auth.Error{Kind: auth.KindInteractionRequired, Msg: "no one to ask"}
-		}
-		nk.Prompt(f.prompt)
-		var err error
-		select {
-		case err = <-f.approve:
-		case <-ctx.Done():
-			err = ctx.Err()
-		}
+		err := f.askPerson(ctx, nk.Prompt)
 		if f.created != nil {
 			defer func() { f.created <- err }()
 		}
@@ -229,7 +220,30 @@ func (f *fakeStore) renew(label string) (store.Key, *auth.TokenSet, error) {
 	return k, f.copyTokens(label), nil
 }
 
-func (f *fakeStore) Login(_ context.Context, label string, _ store.LoginOptions) (store.Key, *auth.TokenSet, error) {
+// askPerson is an interactive grant's wait: tell prompt what to do, then
+// wait for the verdict on approve or for ctx to end.
+func (f *fakeStore) askPerson(ctx context.Context, prompt auth.Prompter) error {
+	if prompt == nil {
+		return &auth.Error{Kind: auth.KindInteractionRequired, Msg: "no one to ask"}
+	}
+	prompt(f.prompt)
+	select {
+	case err := <-f.approve:
+		return err
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+func (f *fakeStore) Login(ctx context.Context, label string, opts store.LoginOptions) (store.Key, *auth.TokenSet, error) {
+	f.mu.Lock()
+	k := f.keys[label]
+	f.mu.Unlock()
+	if viewOf(k.Grant).waits {
+		if err := f.askPerson(ctx, opts.Prompt); err != nil {
+			return store.Key{}, nil, err
+		}
+	}
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.call("login " + label)

@@ -32,6 +32,23 @@ func (m *Model) startCreateGrant(nk store.NewKey) tea.Cmd {
 	return tea.Batch(m.startOp(), create, g.listen())
 }
 
+// startLoginGrant logs the details key in again by its interactive grant;
+// the sign-in screen shows on its first prompt and gives way to the token
+// details when it ends.
+func (m *Model) startLoginGrant(label string) tea.Cmd {
+	m.endGrant()
+	g, ctx := newGrantRun(m.ctx, m.req.start(slotOp), opLogin, label)
+	m.grant = g
+	opts := store.LoginOptions{Prompt: g.prompter()}
+	st, seq, finished := m.backend, g.seq, g.finished
+	login := func() tea.Msg {
+		defer close(finished)
+		k, ts, err := st.Login(ctx, label, opts)
+		return withTokens(keyTokensMsg{seq: seq, op: opLogin, label: label}, k, ts, err)
+	}
+	return tea.Batch(m.startOp(), login, g.listen())
+}
+
 // handleGrantPrompt shows what the grant in flight asks of the person, in
 // place of the form, and listens for the next prompt.
 func (m *Model) handleGrantPrompt(msg grantPromptMsg) tea.Cmd {
@@ -41,21 +58,36 @@ func (m *Model) handleGrantPrompt(msg grantPromptMsg) tea.Cmd {
 	}
 	m.signin.show(g.label, msg.prompt)
 	cmds := []tea.Cmd{g.listen()}
-	if m.active == screenForm {
+	if m.active == g.from() {
 		cmds = append(cmds, m.replace(screenSignin))
 	}
 	return tea.Batch(cmds...)
+}
+
+// from is the screen the run started on, which the sign-in screen stands
+// in for while it waits: the form (create) or the token details (login).
+func (g *grantRun) from() screenID {
+	if g.op == opLogin {
+		return screenDetails
+	}
+	return screenForm
 }
 
 // cancelGrant gives up the grant in flight: its context is cancelled (the
 // store keeps nothing), its late answer is dropped, and the form is back
 // with every value kept.
 func (m *Model) cancelGrant() tea.Cmd {
-	if m.grant == nil {
-		return m.replace(screenForm)
+	g := m.grant
+	if g == nil {
+		return m.back()
 	}
 	m.endGrant()
-	m.req.start(slotCreate) // the answer on its way is stale now
+	if g.op == opLogin {
+		m.req.start(slotOp) // the answer on its way is stale now
+		m.details.state, m.details.errMsg = detailsIdle, "log in cancelled: nothing changed"
+		return m.replace(screenDetails)
+	}
+	m.req.start(slotCreate)
 	m.form.state = formEditing
 	m.form.general = "Cancelled: nothing was stored."
 	return tea.Batch(m.form.focusOn(m.form.focus), m.replace(screenForm))

@@ -94,11 +94,18 @@ func (m *Model) handleKeyTokens(msg keyTokensMsg) tea.Cmd {
 	if !m.req.current(slotOp, msg.seq) || msg.label != m.details.key.Label {
 		return nil
 	}
+	var back tea.Cmd
+	if g := m.grant; g != nil && g.seq == msg.seq {
+		m.endGrant()
+		if m.active == screenSignin {
+			back = m.replace(screenDetails)
+		}
+	}
 	if !m.details.result(msg) {
-		return nil
+		return back
 	}
 	// A new token: ask the server about it, not about the old one.
-	return tea.Batch(m.loadKeys(), m.checkLive(msg.label))
+	return tea.Batch(back, m.loadKeys(), m.checkLive(msg.label))
 }
 
 // handleLiveness applies a server check of the details key; the answer of

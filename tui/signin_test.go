@@ -261,3 +261,38 @@ func TestStalePromptIsDropped(t *testing.T) {
 		t.Fatalf("a stale prompt opened %v", h.m.active)
 	}
 }
+
+// A device-code key logs in again through the sign-in screen: l shows the
+// code, an approval brings the token details back with a new token; esc
+// cancels and changes nothing.
+func TestDeviceCodeKeyLogsInAgain(t *testing.T) {
+	t.Parallel()
+	h := newHarness(t, func(f *fakeStore) {
+		k := f.add("laptop", "", time.Time{})
+		k.Grant, k.Conn.PublicClient = grantDeviceCode, true
+		f.keys["laptop"] = k
+		f.prompt = devicePrompt
+		f.approve = make(chan error, 1)
+	})
+	h.press("1")
+	h.mustShow("Grant               device code (public client)")
+	h.async()
+	h.press("L")
+	h.pump("logged out", func() bool { return h.m.details.tokens == nil && h.m.details.state == detailsIdle })
+	h.press("l")
+	h.pump("the sign-in screen", func() bool { return h.m.active == screenSignin })
+	if h.m.details.prompt {
+		t.Fatal("a device-code key was asked for a password")
+	}
+	h.press("esc")
+	if h.m.active != screenDetails || h.m.details.state != detailsIdle || h.m.grant != nil {
+		t.Fatalf("after esc: %v, details %v", h.m.active, h.m.details.state)
+	}
+	h.mustShow("log in cancelled")
+
+	h.press("l")
+	h.pump("the sign-in screen", func() bool { return h.m.active == screenSignin })
+	h.st.approve <- nil
+	h.pump("a new token", func() bool { return h.m.active == screenDetails && h.m.details.tokens != nil })
+	h.mustShow("valid")
+}
