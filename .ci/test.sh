@@ -38,6 +38,13 @@ if [ ! -d "$srv/node_modules/oauth2-mock-server" ]; then
   npm ci --prefix "$srv" --no-audit --no-fund --loglevel=error
 fi
 
+# 2b. The real third-party OpenID provider (npm oidc-provider) for the grant tests, pinned by the lock file.
+op=auth/testdata/oidcprovider
+if [ ! -d "$op/node_modules/oidc-provider" ]; then
+  log "installing $op (npm ci)"
+  npm ci --prefix "$op" --no-audit --no-fund --loglevel=error
+fi
+
 # 3. Linters, and the test runner that shows progress.
 if ! command -v staticcheck >/dev/null; then
   log "installing staticcheck"

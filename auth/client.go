@@ -180,7 +180,7 @@ func (c *Client) discover(ctx context.Context, issuer string) (Endpoints, error)
 			return Endpoints{}, &Error{Kind: KindConfig, Op: op, Msg: "the discovered token endpoint " + text.Safe(doc.Token) + " " + err.Error(), Hint: "set an https token URL on the connection"}
 		}
 	}
-	for _, f := range []*string{&doc.JWKS, &doc.Logout, &doc.Userinfo, &doc.Introspection, &doc.Revocation} {
+	for _, f := range []*string{&doc.JWKS, &doc.Logout, &doc.Userinfo, &doc.Introspection, &doc.Revocation, &doc.Authorization, &doc.DeviceAuthorization} {
 		if *f != "" && CheckURL(*f) != nil {
 			c.logger.Debug("dropping a discovered endpoint that fails the URL check", "url", text.Safe(*f))
 			*f = ""

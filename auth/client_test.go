@@ -391,7 +391,8 @@ func TestClientDiscovery(t *testing.T) {
 		}
 		oidc := s.Issuer() + "/protocol/openid-connect"
 		want := Endpoints{Issuer: s.Issuer(), Token: oidc + "/token", JWKS: oidc + "/certs", Logout: oidc + "/logout",
-			Userinfo: oidc + "/userinfo", Introspection: oidc + "/token/introspect", Revocation: oidc + "/revoke"}
+			Userinfo: oidc + "/userinfo", Introspection: oidc + "/token/introspect", Revocation: oidc + "/revoke",
+			Authorization: oidc + "/auth", DeviceAuthorization: oidc + "/auth/device", IssParameter: true}
 		if ep != want {
 			t.Fatalf("endpoints = %+v\nwant %+v", ep, want)
 		}

@@ -72,6 +72,8 @@ func (c Connection) KeycloakEndpoints() Endpoints {
 		e.Userinfo = oidc + "/userinfo"
 		e.Introspection = oidc + "/token/introspect"
 		e.Revocation = oidc + "/revoke"
+		e.Authorization = oidc + "/auth"
+		e.DeviceAuthorization = oidc + "/auth/device"
 	}
 	if c.TokenURL != "" {
 		e.Token = c.TokenURL
@@ -231,4 +233,11 @@ type Endpoints struct {
 	Userinfo      string `json:"userinfo_endpoint"`
 	Introspection string `json:"introspection_endpoint"`
 	Revocation    string `json:"revocation_endpoint"`
+	// Authorization and DeviceAuthorization are where the browser and
+	// device grants start (Keycloak: .../auth and .../auth/device).
+	Authorization       string `json:"authorization_endpoint"`
+	DeviceAuthorization string `json:"device_authorization_endpoint"`
+	// IssParameter: the server sends iss with its authorization responses
+	// (RFC 9207), so a response without it is refused.
+	IssParameter bool `json:"authorization_response_iss_parameter_supported"`
 }

@@ -38,6 +38,12 @@ const (
 	// KindInteractionRequired: the grant needs a person (a browser, a device
 	// code to enter) and none is there to ask.
 	KindInteractionRequired
+	// KindAccessDenied: the person denied the request (access_denied at the
+	// device or browser page).
+	KindAccessDenied
+	// KindExpired: the person did not answer in time (expired_token for a
+	// device code, or no browser came back before the wait ended).
+	KindExpired
 )
 
 var kindNames = [...]string{
@@ -58,6 +64,8 @@ var kindNames = [...]string{
 	KindCredentialsRefused:  "credentials_refused",
 	KindGrantNotAllowed:     "grant_not_allowed",
 	KindInteractionRequired: "interaction_required",
+	KindAccessDenied:        "access_denied",
+	KindExpired:             "expired",
 }
 
 func (k ErrorKind) String() string {

@@ -71,8 +71,20 @@ func mapStatus(op string, status int, code, desc string, body []byte, secrets []
 	case grantOps[op] != "" && (status == 401 || status == 403) && !knownCode(code):
 		// A grant that authenticates only the client: the client was refused.
 		e.Kind = KindInvalidClient
+	case grantOps[op] != "" && code == "unauthorized_client" && strings.Contains(lowDesc, "invalid client"):
+		// Keycloak answers a wrong client secret with unauthorized_client
+		// "Invalid client or Invalid client credentials".
+		e.Kind = KindInvalidClient
 	case grantOps[op] != "" && (code == "unauthorized_client" || code == "unsupported_grant_type"):
 		e.Kind = KindGrantNotAllowed
+	case grantOps[op] != "" && code == "access_denied":
+		e.Kind = KindAccessDenied
+	case grantOps[op] != "" && code == "expired_token":
+		e.Kind = KindExpired
+	case grantOps[op] != "" && code == "invalid_grant":
+		e.Kind = KindServer
+		e.Msg = "the server refused the " + grantOps[op] + " grant"
+		e.Hint = "run the command again; if it repeats, check the client's settings in the realm"
 	case op == "refresh" && (status == 400 || status == 401) && code == "":
 		// A refusal without an OAuth error body: the refresh token is no
 		// longer accepted; only a login can help.
@@ -130,11 +142,15 @@ func knownCode(code string) bool {
 // password grant ("login").
 var grantOps = map[string]string{
 	"client-credentials": "client credentials",
+	"device-code":        "device code",
+	"authcode":           "authorization code",
 }
 
 // grantHints say where a realm administrator allows a grant for a client.
 var grantHints = map[string]string{
 	"client-credentials": "ask a realm administrator to turn on the client's service account (Keycloak: Clients → the client → Capability config → Service accounts roles)",
+	"device-code":        "ask a realm administrator to turn on the device grant for the client (Keycloak: Clients → the client → Capability config → OAuth 2.0 Device Authorization Grant)",
+	"authcode":           "ask a realm administrator to turn on browser sign-in for the client (Keycloak: Clients → the client → Capability config → Standard flow)",
 }
 
 // kindText is the message and hint of the kinds that come from the server's
@@ -155,6 +171,10 @@ func kindText(k ErrorKind, op string) (msg, hint string) {
 		return "a requested scope is not allowed for this client", "check the scopes of the connection"
 	case KindGrantNotAllowed:
 		return "the client may not use the " + grantOps[op] + " grant", grantHints[op]
+	case KindAccessDenied:
+		return "the sign-in was denied", "run the command again and approve the request"
+	case KindExpired:
+		return "the device code expired before it was approved", "run the command again and approve the request within its time"
 	case KindCredentialsRefused:
 		return "the server refused the username/password or the client credentials", "check both the username and password and the client id and client secret"
 	case KindLoginRequired:

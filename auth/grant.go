@@ -57,17 +57,21 @@ type Request struct {
 	// CallbackPort is the authorization code grant's loopback port (0: an
 	// ephemeral one).
 	CallbackPort int
+	// Wait bounds how long the authorization code grant waits for the
+	// browser (0: DefaultBrowserWait). The device code grant waits as long
+	// as its code lives.
+	Wait time.Duration
 	// Prompt is told what a person must do for an interactive grant (a
 	// device code to enter, a URL to open). Nil: no person is there, and an
 	// interactive grant fails at once with KindInteractionRequired.
 	Prompt Prompter
 }
 
-// Prompter receives what an interactive grant asks of the person. It is
-// called from the goroutine running the grant, must not block for long, and
-// may be called more than once (a device code's interval can change). The
-// grant waits for the person on its own (polling or a loopback callback);
-// cancelling the grant's context stops the wait.
+// Prompter receives what an interactive grant asks of the person: called
+// once per run, from the goroutine running the grant, before the grant
+// starts waiting; it must not block for long. The grant waits for the
+// person on its own (polling, or a loopback callback); cancelling the
+// grant's context stops the wait, and nothing is stored.
 type Prompter func(Prompt)
 
 // Prompt is what an interactive grant asks a person to do. Its text fields
@@ -108,6 +112,8 @@ func (p Prompt) OpenURL() string {
 var grantTable = []Grant{
 	passwordGrant{},
 	clientCredentialsGrant{},
+	deviceCodeGrant{},
+	authCodeGrant{},
 }
 
 // Grants lists the grants in the order a form offers them.

@@ -487,7 +487,7 @@ func (s *Store) Create(ctx context.Context, nk NewKey) (Key, *auth.TokenSet, err
 	}
 	ts, err := s.auth.Obtain(ctx, nk.Grant, auth.Request{
 		Conn: nk.Conn, ClientSecret: nk.ClientSecret, Username: nk.Username, Password: nk.Password,
-		CallbackPort: nk.CallbackPort, Prompt: nk.Prompt,
+		CallbackPort: nk.CallbackPort, Prompt: nk.Prompt, Wait: nk.Wait,
 	})
 	if err != nil {
 		return Key{}, nil, err
@@ -573,7 +573,7 @@ func (s *Store) Login(ctx context.Context, label string, opts LoginOptions) (Key
 		return Key{}, nil, err
 	}
 	req := e.request(sec)
-	req.Prompt = opts.Prompt
+	req.Prompt, req.Wait = opts.Prompt, opts.Wait
 	if e.Grant.Or() == auth.GrantPassword {
 		if opts.Password != "" {
 			req.Password = opts.Password

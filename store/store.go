@@ -167,6 +167,9 @@ type NewKey struct {
 	// Prompt is told what a person must do for an interactive grant (a
 	// device code, an authorization URL); cancel ctx to give up waiting.
 	Prompt auth.Prompter
+	// Wait bounds the wait for the browser (authcode; 0:
+	// auth.DefaultBrowserWait).
+	Wait time.Duration
 }
 
 // LoginOptions say how Login obtains a new token set.
@@ -177,6 +180,9 @@ type LoginOptions struct {
 	// Prompt is told what a person must do for an interactive grant; cancel
 	// ctx to give up waiting.
 	Prompt auth.Prompter
+	// Wait bounds the wait for the browser (authcode; 0:
+	// auth.DefaultBrowserWait).
+	Wait time.Duration
 }
 
 // Settings are user preferences from config.toml.

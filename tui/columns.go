@@ -106,6 +106,12 @@ var KeyColumns = []KeyColumn{
 	ColRefresh: {
 		Title: "Refresh expires", Width: 17, Clock: true, optional: true,
 		Cell: func(r *KeyRow, now time.Time, st CellStyle) string {
+			if k := r.Key; !k.HasRefreshToken && !k.LoggedOut && !k.Token.ObtainedAt.IsZero() {
+				if k.RenewsItself() {
+					return "renews itself"
+				}
+				return "no refresh token"
+			}
 			return expiryCell(r.Key, r.Key.Token.RefreshExpiresAt, now, st)
 		},
 		compare: func(a, b *KeyRow) int {

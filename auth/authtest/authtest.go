@@ -27,9 +27,21 @@ type User struct {
 
 // Client is a registered client application.
 type Client struct {
-	ID, Secret          string
-	Disabled            bool // invalid_client
-	NoDirectAccessGrant bool // password grant refused: unauthorized_client
+	ID, Secret          string // an empty Secret: a public client
+	Disabled            bool   // invalid_client
+	NoDirectAccessGrant bool   // password grant refused: unauthorized_client
+	// ServiceAccount allows the client credentials grant (Keycloak:
+	// "Service accounts roles"); off, it is refused with unauthorized_client.
+	ServiceAccount bool
+	// DeviceGrant allows the device authorization grant (Keycloak: "OAuth
+	// 2.0 Device Authorization Grant").
+	DeviceGrant bool
+	// NoStandardFlow refuses the authorization code grant (Keycloak:
+	// "Standard flow" off).
+	NoStandardFlow bool
+	// RedirectURIs are the exact redirect URIs allowed; none allows any
+	// http loopback URI (RFC 8252 §7.3).
+	RedirectURIs []string
 }
 
 // Config describes the realm. Zero fields take Keycloak-like defaults.
@@ -88,6 +100,10 @@ type Config struct {
 	// RequireScope refuses a password grant without a scope parameter
 	// (400 invalid_request).
 	RequireScope bool
+	// DeviceInterval is the device grant's polling interval (whole seconds;
+	// zero: Keycloak's 5 s). A poll sooner than it is answered slow_down,
+	// which adds 5 s.
+	DeviceInterval time.Duration
 }
 
 // ErrorBodies is the shape of error answers (Config.ErrorBodies).
@@ -142,6 +158,9 @@ const (
 	DemoRealm        = "master"
 	DemoClientID     = "shipping-api"
 	DemoClientSecret = "demo-client-secret"
-	DemoUsername     = "demo"
-	DemoPassword     = "demo-password"
+	// DemoPublicClientID is a public client (no secret) for the browser
+	// and device grants.
+	DemoPublicClientID = "shipping-cli"
+	DemoUsername       = "demo"
+	DemoPassword       = "demo-password"
 )

@@ -11,6 +11,9 @@ import (
 	"strings"
 )
 
+// grantDeviceCode is RFC 8628's grant_type.
+const grantDeviceCode = "urn:ietf:params:oauth:grant-type:device_code"
+
 // maxForm bounds a request body the server reads.
 const maxForm = 1 << 20
 
@@ -32,6 +35,9 @@ func (s *Server) routes() *http.ServeMux {
 	get, post := http.MethodGet, http.MethodPost
 	mux.Handle(base+"/.well-known/openid-configuration", s.endpoint("discovery", s.discovery, get))
 	mux.Handle(oidc+"/token", s.endpoint("token", s.token, post))
+	mux.Handle(oidc+"/auth/device", s.endpoint("device", s.deviceAuthorization, post))
+	mux.Handle(base+"/device", s.endpoint("device-page", s.devicePage, get, post))
+	mux.Handle(oidc+"/auth", s.endpoint("authorize", s.authorizePage, get, post))
 	// An endpoint a profile removes answers 404 at Keycloak's path, and
 	// requests to it are still counted under its name.
 	introspect, logout := s.introspect, s.logout
@@ -260,7 +266,7 @@ func (s *Server) token(w http.ResponseWriter, r *http.Request, issuer string) {
 	case "":
 		s.writeError(w, errf(http.StatusBadRequest, "invalid_request", "Missing form parameter: grant_type"))
 		return
-	case "password", "refresh_token":
+	case "password", "refresh_token", "client_credentials", grantDeviceCode, "authorization_code":
 	default:
 		s.writeError(w, errf(http.StatusBadRequest, "unsupported_grant_type", "Unsupported grant_type"))
 		return
@@ -271,9 +277,16 @@ func (s *Server) token(w http.ResponseWriter, r *http.Request, issuer string) {
 		return
 	}
 	var resp tokenResponse
-	if grant == "password" {
+	switch grant {
+	case "password":
 		resp, e = s.passwordGrant(form, client, issuer)
-	} else {
+	case "client_credentials":
+		resp, e = s.clientCredentialsGrant(form, client, issuer)
+	case grantDeviceCode:
+		resp, e = s.deviceCodeGrant(form, client, issuer)
+	case "authorization_code":
+		resp, e = s.authorizationCodeGrant(form, client, issuer)
+	default:
 		resp, e = s.refreshGrant(form, client, issuer)
 	}
 	if e != nil {
@@ -617,22 +630,25 @@ func (s *Server) discovery(w http.ResponseWriter, _ *http.Request, issuer string
 		}
 	}
 	doc := map[string]any{
-		"issuer":                                        issuer,
-		"authorization_endpoint":                        oidc + "/auth",
-		"token_endpoint":                                oidc + "/token",
-		"introspection_endpoint":                        oidc + "/token/introspect",
-		"userinfo_endpoint":                             oidc + "/userinfo",
-		"end_session_endpoint":                          oidc + "/logout",
-		"jwks_uri":                                      issuer + s.jwksPath(),
-		"revocation_endpoint":                           issuer + s.revocationPath(),
-		"grant_types_supported":                         []string{"password", "refresh_token"},
-		"response_types_supported":                      []string{"code", "none", "id_token", "token", "id_token token", "code id_token", "code token", "code id_token token"},
-		"subject_types_supported":                       []string{"public", "pairwise"},
-		"id_token_signing_alg_values_supported":         []string{"RS256"},
-		"token_endpoint_auth_methods_supported":         authMethods,
-		"introspection_endpoint_auth_methods_supported": authMethods,
-		"revocation_endpoint_auth_methods_supported":    authMethods,
-		"scopes_supported":                              scopes,
+		"issuer":                                         issuer,
+		"authorization_endpoint":                         oidc + "/auth",
+		"token_endpoint":                                 oidc + "/token",
+		"introspection_endpoint":                         oidc + "/token/introspect",
+		"userinfo_endpoint":                              oidc + "/userinfo",
+		"end_session_endpoint":                           oidc + "/logout",
+		"jwks_uri":                                       issuer + s.jwksPath(),
+		"revocation_endpoint":                            issuer + s.revocationPath(),
+		"device_authorization_endpoint":                  oidc + "/auth/device",
+		"grant_types_supported":                          []string{"authorization_code", "password", "refresh_token", "client_credentials", grantDeviceCode},
+		"code_challenge_methods_supported":               []string{"plain", "S256"},
+		"authorization_response_iss_parameter_supported": true,
+		"response_types_supported":                       []string{"code", "none", "id_token", "token", "id_token token", "code id_token", "code token", "code id_token token"},
+		"subject_types_supported":                        []string{"public", "pairwise"},
+		"id_token_signing_alg_values_supported":          []string{"RS256"},
+		"token_endpoint_auth_methods_supported":          authMethods,
+		"introspection_endpoint_auth_methods_supported":  authMethods,
+		"revocation_endpoint_auth_methods_supported":     authMethods,
+		"scopes_supported":                               scopes,
 		"claims_supported": []string{"aud", "sub", "iss", "auth_time", "name", "given_name", "family_name",
 			"preferred_username", "email", "email_verified", "acr", "azp", "sid"},
 		"backchannel_logout_supported":  true,

@@ -42,6 +42,8 @@ type Server struct {
 	lastRT   string                  // the last refresh token issued
 	faults   map[string][]Fault
 	counts   map[string]int
+	devices  map[string]*deviceAuth // by device code
+	codes    map[string]*authCode   // authorization codes not yet redeemed
 }
 
 type userRecord struct {
@@ -53,6 +55,7 @@ type userRecord struct {
 type session struct {
 	id, username, clientID string
 	scope                  string
+	nonce                  string // the authorization request's, for ID tokens
 	offline                bool
 	started, lastRefresh   int64           // unix seconds
 	redeemed               map[string]bool // refresh token jtis already used (rotation)
@@ -63,7 +66,9 @@ type session struct {
 // realm roles offline_access, uma_authorization, shipper and client roles
 // shipping-api: write, read; client shipping-api/demo-client-secret; 15-day
 // access tokens and 30-minute refresh tokens like the Shipping Service; no
-// refresh token rotation.
+// refresh token rotation. The client also has a service account (client
+// credentials) and the device grant; the public client shipping-cli (no
+// secret) signs in through the browser or a device code.
 func DemoConfig() Config {
 	return Config{
 		Realm: DemoRealm,
@@ -77,7 +82,10 @@ func DemoConfig() Config {
 			RealmRoles:    []string{"offline_access", "uma_authorization", "shipper"},
 			ClientRoles:   map[string][]string{DemoClientID: {"write", "read"}},
 		}},
-		Clients:            []Client{{ID: DemoClientID, Secret: DemoClientSecret}},
+		Clients: []Client{
+			{ID: DemoClientID, Secret: DemoClientSecret, ServiceAccount: true, DeviceGrant: true},
+			{ID: DemoPublicClientID, DeviceGrant: true},
+		},
 		AccessTTL:          1314000 * time.Second,
 		RefreshTTL:         30 * time.Minute,
 		RevokeRefreshToken: false,
@@ -157,6 +165,8 @@ func newServer(cfg Config) (*Server, error) {
 		opts:     cfg,
 		faults:   map[string][]Fault{},
 		counts:   map[string]int{},
+		devices:  map[string]*deviceAuth{},
+		codes:    map[string]*authCode{},
 	}
 	if s.realm == "" {
 		s.realm = DemoRealm
@@ -187,6 +197,10 @@ func newServer(cfg Config) (*Server, error) {
 	}
 	for _, c := range cfg.Clients {
 		s.clients[c.ID] = c
+		if c.ServiceAccount {
+			// Keycloak's service account user: no password logs it in.
+			s.setUser(User{Username: serviceAccountPrefix + c.ID, Password: randomToken(32), RealmRoles: []string{"default-roles-" + s.realm}})
+		}
 	}
 	var key *signingKey
 	var err error
@@ -256,7 +270,7 @@ func (s *Server) Count(name string) int {
 // serve, so that a typo cannot make a fault test pass silently.
 func (s *Server) Inject(f Fault) {
 	switch f.Endpoint {
-	case "token", "certs", "logout", "userinfo", "introspect", "revoke", "discovery":
+	case "token", "certs", "logout", "userinfo", "introspect", "revoke", "discovery", "device":
 	default:
 		panic(fmt.Sprintf("authtest: Inject: unknown endpoint %q", f.Endpoint))
 	}
@@ -329,6 +343,14 @@ func (s *Server) SetUser(u User) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.setUser(u)
+}
+
+// SetClient adds c or replaces the client of the same ID, e.g. to rotate
+// its secret or turn a grant off mid-test.
+func (s *Server) SetClient(c Client) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.clients[c.ID] = c
 }
 
 func (s *Server) setUser(u User) {

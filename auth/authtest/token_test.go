@@ -162,7 +162,7 @@ func TestTokenEndpointErrors(t *testing.T) {
 		{"required actions", with("username", "newbie", "password", "newbie-pw"), 400, "invalid_grant", "Account is not fully set up"},
 		{"bad scope", with("scope", "write admin"), 400, "invalid_scope", "Invalid scopes: write admin"},
 		{"offline not allowed", with("username", "online", "password", "online-pw", "scope", "offline_access"), 400, "not_allowed", ""},
-		{"unsupported grant", with("grant_type", "client_credentials"), 400, "unsupported_grant_type", "Unsupported grant_type"},
+		{"unsupported grant", with("grant_type", "implicit"), 400, "unsupported_grant_type", "Unsupported grant_type"},
 		{"missing grant", with("grant_type", "-"), 400, "invalid_request", "Missing form parameter: grant_type"},
 		{"garbage refresh token", with("grant_type", "refresh_token", "refresh_token", "garbage.not.jwt"), 400, "invalid_grant", "Invalid refresh token"},
 		{"missing refresh token", with("grant_type", "refresh_token"), 400, "invalid_request", ""},

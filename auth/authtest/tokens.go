@@ -315,6 +315,9 @@ func (s *Server) issue(issuer string, u userRecord, ss session, now int64) (toke
 			"at_hash":   base64.RawURLEncoding.EncodeToString(sum[:16]),
 			"acr":       "1",
 		}
+		if ss.nonce != "" {
+			id["nonce"] = ss.nonce
+		}
 		for k, v := range userClaims {
 			id[k] = v
 		}

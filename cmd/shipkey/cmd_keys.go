@@ -41,6 +41,7 @@ type keysNewOptions struct {
 	Secrets *secretSet
 
 	Label            string
+	Grant            string
 	AuthURL          string
 	Realm            string
 	TokenURL         string
@@ -51,22 +52,38 @@ type keysNewOptions struct {
 	BasicAuth        bool
 	RememberPassword bool
 	PasswordStdin    bool
+	SecretStdin      bool // --client-secret-stdin
+	PublicClient     bool
+	CallbackPort     int
+	BrowserWait      time.Duration // --browser-timeout
 }
 
 func newCmdKeysNew(f *factory, runF func(context.Context, *keysNewOptions) error) *cobra.Command {
 	opts := &keysNewOptions{IO: f.IO, Getenv: f.Getenv, Now: f.Now, Store: f.Store, Secrets: f.Secrets}
 	cmd := &cobra.Command{
-		Use:   "new --label L --auth-url URL --client-id ID --username U",
-		Short: "Get an API key (log in with the password grant and keep the key)",
-		Long: `Get an API key: log in to the realm with the password grant and keep the
-key under a label.
+		Use:   "new --label L --auth-url URL --client-id ID [--grant G] [--username U]",
+		Short: "Get an API key (run a grant and keep the key)",
+		Long: `Get an API key: obtain tokens from the realm by a grant and keep the key
+under a label. --grant is one of:
 
-The client secret comes from SHIPKEY_CLIENT_SECRET or a hidden prompt; the
-password from SHIPKEY_PASSWORD, --password-stdin (one line) or a hidden
-prompt. No flag takes a secret.`,
+  password            username and password (the default; --username)
+  client-credentials  the client's own service account: no person, renews
+                      itself at expiry
+  device-code         approve a code on another device (RFC 8628): the code
+                      and the URL are printed on stderr
+  authcode            sign in with a browser (PKCE) that comes back to
+                      http://127.0.0.1 (--callback-port to fix the port)
+
+The client secret comes from SHIPKEY_CLIENT_SECRET, --client-secret-stdin
+(one line) or a hidden prompt; --public-client asks for none. The password
+comes from SHIPKEY_PASSWORD, --password-stdin (one line) or a hidden prompt.
+No flag takes a secret. The browser grants open the URL with $BROWSER (or
+the desktop's opener) and always print it.`,
 		Example: `  SHIPKEY_CLIENT_SECRET=… shipkey keys new --label prod \
     --auth-url https://auth.example.com --client-id shipping-api --username me
-  pass show shipping | shipkey keys new --label prod --password-stdin …`,
+  pass show shipping | shipkey keys new --label prod --password-stdin …
+  SHIPKEY_CLIENT_SECRET=… shipkey keys new --grant client-credentials --label ci \
+    --auth-url https://auth.example.com --client-id shipping-ci`,
 		Args: usageArgs(cobra.NoArgs),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			// Every missing flag in one message.
@@ -74,7 +91,35 @@ prompt. No flag takes a secret.`,
 			if opts.AuthURL == "" && opts.TokenURL == "" && opts.Issuer == "" {
 				missing = append(missing, "--auth-url (or --token-url or --issuer)")
 			}
-			missing = append(missing, missingFlags(cmd, "client-id", "username")...)
+			grant, err := auth.GrantFor(auth.GrantType(opts.Grant))
+			if err != nil {
+				return usageErrorf("--grant %s is not one of %s", text.ShellQuote(opts.Grant), grantNames())
+			}
+			missing = append(missing, missingFlags(cmd, "client-id")...)
+			if grant.Type() == auth.GrantPassword {
+				missing = append(missing, missingFlags(cmd, "username")...)
+			} else {
+				for _, f := range []string{"username", "remember-password", "password-stdin"} {
+					if cmd.Flags().Changed(f) {
+						return usageErrorf("--%s is for the password grant, not --grant %s", f, grant.Type())
+					}
+				}
+			}
+			if cmd.Flags().Changed("callback-port") && grant.Type() != auth.GrantAuthCode {
+				return usageErrorf("--callback-port is for --grant %s", auth.GrantAuthCode)
+			}
+			if opts.CallbackPort < 0 || opts.CallbackPort > 65535 {
+				return usageErrorf("--callback-port %d is not a TCP port (1-65535)", opts.CallbackPort)
+			}
+			if opts.PublicClient && (opts.SecretStdin || opts.BasicAuth) {
+				return usageErrorf("--public-client has no secret: drop --client-secret-stdin and --basic-auth")
+			}
+			if opts.PublicClient && grant.Type() == auth.GrantClientCredentials {
+				return usageErrorf("--grant client-credentials needs the client's secret: drop --public-client")
+			}
+			if opts.SecretStdin && opts.PasswordStdin {
+				return usageErrorf("--client-secret-stdin and --password-stdin both read stdin; pass one secret in its variable")
+			}
 			if len(missing) > 0 {
 				return usageErrorf("missing %s (see: %s --help)", strings.Join(missing, ", "), cmd.CommandPath())
 			}
@@ -92,6 +137,7 @@ prompt. No flag takes a secret.`,
 	}
 	fl := cmd.Flags()
 	fl.StringVar(&opts.Label, "label", "", "label of the new key (unique)")
+	fl.StringVar(&opts.Grant, "grant", string(auth.GrantPassword), "how to obtain tokens: "+grantNames())
 	fl.StringVar(&opts.AuthURL, "auth-url", "", "base URL of the authorization server, e.g. https://auth.example.com")
 	fl.StringVar(&opts.Realm, "realm", "", "Keycloak realm (default \"master\")")
 	fl.StringVar(&opts.TokenURL, "token-url", "", "token endpoint, overriding the realm's")
@@ -102,7 +148,20 @@ prompt. No flag takes a secret.`,
 	fl.BoolVar(&opts.BasicAuth, "basic-auth", false, "send the client credentials with HTTP Basic instead of in the form")
 	fl.BoolVar(&opts.RememberPassword, "remember-password", false, "keep the password with the key's secrets to log in again unattended")
 	fl.BoolVar(&opts.PasswordStdin, "password-stdin", false, "read the password from stdin (one line)")
+	fl.BoolVar(&opts.SecretStdin, "client-secret-stdin", false, "read the client secret from stdin (one line)")
+	fl.BoolVar(&opts.PublicClient, "public-client", false, "the client has no secret: none is asked for or sent")
+	fl.DurationVar(&opts.BrowserWait, "browser-timeout", auth.DefaultBrowserWait, "authcode: how long to wait for the browser to come back")
+	fl.IntVar(&opts.CallbackPort, "callback-port", 0, "authcode: listen on this port (redirect http://127.0.0.1:N/callback); default any free port")
 	return cmd
+}
+
+// grantNames lists the grants for help and messages.
+func grantNames() string {
+	var names []string
+	for _, g := range auth.Grants() {
+		names = append(names, string(g))
+	}
+	return strings.Join(names, ", ")
 }
 
 func keysNewRun(ctx context.Context, opts *keysNewOptions) error {
@@ -111,14 +170,16 @@ func keysNewRun(ctx context.Context, opts *keysNewOptions) error {
 		scopes = append(scopes, strings.Fields(s)...)
 	}
 	conn := auth.Connection{
-		AuthURL:   opts.AuthURL,
-		Realm:     opts.Realm,
-		ClientID:  opts.ClientID,
-		TokenURL:  opts.TokenURL,
-		Issuer:    opts.Issuer,
-		Scopes:    scopes,
-		BasicAuth: opts.BasicAuth,
+		AuthURL:      opts.AuthURL,
+		Realm:        opts.Realm,
+		ClientID:     opts.ClientID,
+		TokenURL:     opts.TokenURL,
+		Issuer:       opts.Issuer,
+		Scopes:       scopes,
+		BasicAuth:    opts.BasicAuth,
+		PublicClient: opts.PublicClient,
 	}
+	grant := auth.GrantType(opts.Grant)
 	// Check everything that can be checked before asking for anything secret:
 	// the connection's shape, the store, and that the label is free.
 	if err := conn.Validate(); err != nil {
@@ -133,39 +194,51 @@ func keysNewRun(ctx context.Context, opts *keysNewOptions) error {
 	} else if !errors.Is(err, store.ErrNotFound) {
 		return err
 	}
-	clientSecret, err := readSecret(opts.IO, opts.Getenv, secretSource{
-		What:   "client secret",
-		Env:    envClientSecret,
-		Prompt: "Client secret: ",
-		Hint:   "set " + envClientSecret,
-	})
-	if err != nil {
-		return err
+	var clientSecret, password string
+	if !opts.PublicClient {
+		clientSecret, err = readSecret(opts.IO, opts.Getenv, secretSource{
+			What:      "client secret",
+			Env:       envClientSecret,
+			FromStdin: opts.SecretStdin,
+			StdinFlag: "--client-secret-stdin",
+			Prompt:    "Client secret: ",
+			Hint:      "set " + envClientSecret + " or pass --client-secret-stdin (or --public-client for a client without one)",
+		})
+		if err != nil {
+			return err
+		}
+		opts.Secrets.Add(clientSecret)
 	}
-	opts.Secrets.Add(clientSecret)
-	password, err := readSecret(opts.IO, opts.Getenv, secretSource{
-		What:      "password",
-		Env:       envPassword,
-		FromStdin: opts.PasswordStdin,
-		Prompt:    "Password for " + text.Safe(opts.Username) + ": ",
-		Hint:      "set " + envPassword + " or pass --password-stdin",
-	})
-	if err != nil {
-		return err
+	if grant.Or() == auth.GrantPassword {
+		password, err = readSecret(opts.IO, opts.Getenv, secretSource{
+			What:      "password",
+			Env:       envPassword,
+			FromStdin: opts.PasswordStdin,
+			Prompt:    "Password for " + text.Safe(opts.Username) + ": ",
+			Hint:      "set " + envPassword + " or pass --password-stdin",
+		})
+		if err != nil {
+			return err
+		}
+		opts.Secrets.Add(password)
 	}
-	opts.Secrets.Add(password)
 
-	key, _, err := st.Create(ctx, store.NewKey{
+	key, ts, err := st.Create(ctx, store.NewKey{
 		Label:            opts.Label,
 		Conn:             conn,
+		Grant:            grant,
+		CallbackPort:     opts.CallbackPort,
 		Username:         opts.Username,
 		ClientSecret:     clientSecret,
 		Password:         password,
 		RememberPassword: opts.RememberPassword,
+		Prompt:           newPrompter(opts.IO, opts.Getenv),
+		Wait:             opts.BrowserWait,
 	})
 	if err != nil {
-		return err
+		return interrupted(ctx, err)
 	}
+	opts.Secrets.Add(ts.AccessToken, ts.RefreshToken, ts.IDToken)
 	fmt.Fprintf(opts.IO.ErrOut, "Got API key %s (%s)\n", text.Safe(key.Label), lifetimes(key, opts.Now()))
 	return nil
 }

@@ -28,8 +28,13 @@ func lifetimes(k store.Key, now time.Time) string {
 		access = "access token valid for " + text.Span(exp.Sub(now))
 	}
 	refresh := "refresh token without stated expiry"
-	if exp := k.Token.RefreshExpiresAt; !exp.IsZero() {
-		refresh = "refresh token for " + text.Span(exp.Sub(now))
+	switch {
+	case !k.HasRefreshToken && k.RenewsItself():
+		refresh = "no refresh token: renews itself at expiry"
+	case !k.HasRefreshToken:
+		refresh = "no refresh token"
+	case !k.Token.RefreshExpiresAt.IsZero():
+		refresh = "refresh token for " + text.Span(k.Token.RefreshExpiresAt.Sub(now))
 	}
 	return access + ", " + refresh
 }

@@ -36,6 +36,8 @@ func TestMain(m *testing.M) {
 		"killself": childKillSelf,
 		"trapterm": childTrapTerm,
 		"catstdin": func() { _, _ = io.Copy(os.Stdout, os.Stdin) },
+		// A scripted $BROWSER for the device and browser grants.
+		"browser": childBrowser,
 	})
 }
 
@@ -153,6 +155,12 @@ type realm struct {
 const (
 	scriptUser   = "alice"
 	scriptClient = "shipping-api"
+	// scriptPublicClient has no secret (browser and device grants);
+	// scriptNoGrantsClient has the secret but may use no grant but the
+	// password grant (Keycloak: service accounts, device grant and standard
+	// flow off).
+	scriptPublicClient   = "shipping-cli"
+	scriptNoGrantsClient = "shipping-legacy"
 )
 
 func randomHex(n int) string {
@@ -173,7 +181,12 @@ func (r *realm) config(access, refresh time.Duration, rotate bool) authtest.Conf
 			RealmRoles:  []string{"offline_access", "shipper"},
 			ClientRoles: map[string][]string{scriptClient: {"write"}},
 		}},
-		Clients:            []authtest.Client{{ID: scriptClient, Secret: r.clientSecret}},
+		Clients: []authtest.Client{
+			{ID: scriptClient, Secret: r.clientSecret, ServiceAccount: true, DeviceGrant: true},
+			{ID: scriptPublicClient, DeviceGrant: true},
+			{ID: scriptNoGrantsClient, Secret: r.clientSecret, NoStandardFlow: true},
+		},
+		DeviceInterval:     time.Second,
 		AccessTTL:          access,
 		RefreshTTL:         refresh,
 		RevokeRefreshToken: rotate,
@@ -211,6 +224,8 @@ func setupScript(env *testscript.Env) error {
 		"REALM":              r.srv.Realm(),
 		"ISSUER":             r.srv.Issuer(),
 		"CLIENT_ID":          scriptClient,
+		"PUBLIC_CLIENT_ID":   scriptPublicClient,
+		"LEGACY_CLIENT_ID":   scriptNoGrantsClient,
 		"USERNAME":           scriptUser,
 		"PASSWORD":           r.password,
 		"CLIENT_SECRET":      r.clientSecret,

@@ -20,6 +20,7 @@ type secretSource struct {
 	What      string // "client secret", "password"
 	Env       string // environment variable, checked first unless FromStdin
 	FromStdin bool   // read one line from stdin (--password-stdin)
+	StdinFlag string // the flag that set FromStdin; default --password-stdin
 	Prompt    string // hidden prompt text on a terminal
 	Hint      string // what to do when there is no source: "set X or pass --password-stdin"
 }
@@ -36,7 +37,11 @@ func readSecret(ios *iostreams, getenv func(string) string, src secretSource) (s
 	case src.FromStdin:
 		s, err = ios.ReadLine()
 		if errors.Is(err, io.EOF) {
-			return "", usageErrorf("no %s on stdin (--password-stdin expects one line)", src.What)
+			flag := src.StdinFlag
+			if flag == "" {
+				flag = "--password-stdin"
+			}
+			return "", usageErrorf("no %s on stdin (%s expects one line)", src.What, flag)
 		}
 		if err != nil {
 			return "", usageErrorf("reading the %s from stdin: %v", src.What, err)

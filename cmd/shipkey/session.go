@@ -21,19 +21,21 @@ type loginOptions struct {
 	Secrets       *secretSet
 	Label         string
 	PasswordStdin bool
+	BrowserWait   time.Duration
 }
 
 func newCmdLogin(f *factory, runF func(context.Context, *loginOptions) error) *cobra.Command {
 	opts := &loginOptions{IO: f.IO, Getenv: f.Getenv, Now: f.Now, Store: f.Store, Secrets: f.Secrets}
 	cmd := &cobra.Command{
 		Use:   "login [LABEL]",
-		Short: "Log an API key in again (new tokens by the password grant)",
-		Long: `Log an API key in again with the password grant.
+		Short: "Log an API key in again (new tokens by its grant)",
+		Long: `Log an API key in again by its grant (see: shipkey keys new --help).
 
-The password comes from SHIPKEY_PASSWORD, --password-stdin (one line) or a
-hidden prompt; when the key remembers its password and none is given, the
-remembered one is used. Without LABEL: SHIPKEY_KEY, else the default key,
-else the only key.`,
+For the password grant, the password comes from SHIPKEY_PASSWORD,
+--password-stdin (one line) or a hidden prompt; when the key remembers its
+password and none is given, the remembered one is used. The device code and
+browser grants print what to do on stderr and wait (ctrl+c cancels, exit
+130). Without LABEL: SHIPKEY_KEY, else the default key, else the only key.`,
 		Args:              usageArgs(cobra.MaximumNArgs(1)),
 		ValidArgsFunction: completeLabels(f, 1),
 		RunE: func(cmd *cobra.Command, args []string) error {
@@ -45,6 +47,7 @@ else the only key.`,
 		},
 	}
 	cmd.Flags().BoolVar(&opts.PasswordStdin, "password-stdin", false, "read the password from stdin (one line)")
+	cmd.Flags().DurationVar(&opts.BrowserWait, "browser-timeout", auth.DefaultBrowserWait, "authcode: how long to wait for the browser to come back")
 	return cmd
 }
 
@@ -58,7 +61,11 @@ func loginRun(ctx context.Context, opts *loginOptions) error {
 		return err
 	}
 	password := ""
-	if !key.RememberPassword || opts.PasswordStdin || opts.Getenv(envPassword) != "" {
+	if key.Grant.Or() != auth.GrantPassword {
+		if opts.PasswordStdin {
+			return usageErrorf("--password-stdin is for the password grant; key %s uses %s", text.Safe(key.Label), key.Grant)
+		}
+	} else if !key.RememberPassword || opts.PasswordStdin || opts.Getenv(envPassword) != "" {
 		password, err = readSecret(opts.IO, opts.Getenv, secretSource{
 			What:      "password",
 			Env:       envPassword,
@@ -71,10 +78,11 @@ func loginRun(ctx context.Context, opts *loginOptions) error {
 		}
 		opts.Secrets.Add(password)
 	}
-	key, _, err = st.Login(ctx, key.Label, store.LoginOptions{Password: password})
+	key, ts, err := st.Login(ctx, key.Label, store.LoginOptions{Password: password, Prompt: newPrompter(opts.IO, opts.Getenv), Wait: opts.BrowserWait})
 	if err != nil {
-		return err
+		return interrupted(ctx, err)
 	}
+	opts.Secrets.Add(ts.AccessToken, ts.RefreshToken, ts.IDToken)
 	fmt.Fprintf(opts.IO.ErrOut, "Logged in API key %s (%s)\n", text.Safe(key.Label), lifetimes(key, opts.Now()))
 	return nil
 }

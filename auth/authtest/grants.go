@@ -1,0 +1,400 @@
+package authtest
+
+import (
+	"crypto/rand"
+	"crypto/sha256"
+	"crypto/subtle"
+	"encoding/base64"
+	"html/template"
+	"net/http"
+	"net/url"
+	"strings"
+	"time"
+)
+
+// The grants besides password and refresh: client credentials (a client's
+// service account), the device authorization grant (RFC 8628) with an
+// approval page, and the authorization code grant with PKCE (RFC 7636) and
+// an authorization page. The pages are plain HTML forms that a person, a
+// test or a scripted $BROWSER completes with the realm's username and
+// password and an action of "approve" or "deny" (form fields username,
+// password, action; the device page also user_code). Both pages accept the
+// fields in one POST to the URL shipkey prints, so `curl -d` completes them.
+
+// serviceAccountPrefix names a client's service account user, as Keycloak.
+const serviceAccountPrefix = "service-account-"
+
+// deviceAuth is one device authorization in flight.
+type deviceAuth struct {
+	deviceCode, userCode string
+	clientID, scope      string
+	expires              int64     // unix seconds, by the realm's clock
+	lastPoll             time.Time // by the wall clock: slow_down is about load
+	interval             int64
+	state                string // "pending", "approved", "denied", "redeemed"
+	username             string
+}
+
+// authCode is one authorization code issued by the authorization page.
+type authCode struct {
+	clientID, redirectURI  string
+	challenge, method      string
+	scope, nonce, username string
+	expires                int64
+}
+
+// defaultDeviceInterval is Keycloak's polling interval.
+const defaultDeviceInterval = 5
+
+func randomToken(n int) string {
+	b := make([]byte, n)
+	if _, err := rand.Read(b); err != nil {
+		panic(err)
+	}
+	return base64.RawURLEncoding.EncodeToString(b)
+}
+
+// userCode is eight letters from an alphabet without look-alikes, shown as
+// ABCD-EFGH (RFC 8628 §6.1).
+func userCode() string {
+	const alphabet = "BCDFGHJKLMNPQRSTVWXZ"
+	b := make([]byte, 8)
+	if _, err := rand.Read(b); err != nil {
+		panic(err)
+	}
+	for i := range b {
+		b[i] = alphabet[int(b[i])%len(alphabet)]
+	}
+	return string(b[:4]) + "-" + string(b[4:])
+}
+
+// newSession opens a user session for username and client. s.mu not held.
+func (s *Server) newSession(username, clientID, scope, nonce string) (userRecord, session, *oauthError) {
+	now := s.now().Unix()
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	rec := s.lookupUser(username)
+	if rec == nil || rec.Disabled {
+		return userRecord{}, session{}, errf(http.StatusBadRequest, "invalid_grant", "Invalid user")
+	}
+	ss := &session{
+		id: newUUID(), username: rec.Username, clientID: clientID, scope: scope, nonce: nonce,
+		offline: strings.Contains(" "+scope+" ", " offline_access "),
+		started: now, lastRefresh: now, redeemed: map[string]bool{},
+	}
+	s.sessions[ss.id] = ss
+	return *rec, *ss, nil
+}
+
+// issueFor opens a session for username and issues its first tokens; nonce
+// goes into the ID token.
+func (s *Server) issueFor(issuer, username, clientID, scope, nonce string) (tokenResponse, *oauthError) {
+	u, ss, e := s.newSession(username, clientID, scope, nonce)
+	if e != nil {
+		return tokenResponse{}, e
+	}
+	resp, err := s.issue(issuer, u, ss, ss.started)
+	if err != nil {
+		return tokenResponse{}, errf(http.StatusInternalServerError, "server_error", "could not sign the token")
+	}
+	return resp, nil
+}
+
+// clientCredentialsGrant answers as Keycloak 12 and later do by default: an
+// access token for the client's service account, no refresh token
+// (refresh_expires_in 0).
+func (s *Server) clientCredentialsGrant(form url.Values, client Client, issuer string) (tokenResponse, *oauthError) {
+	if client.Secret == "" {
+		return tokenResponse{}, errf(http.StatusUnauthorized, "unauthorized_client", "Public client not allowed to retrieve service account")
+	}
+	if !client.ServiceAccount {
+		return tokenResponse{}, errf(http.StatusUnauthorized, "unauthorized_client", "Client not enabled to retrieve service account")
+	}
+	scope, _, e := s.grantedScope(form.Get("scope"))
+	if e != nil {
+		return tokenResponse{}, e
+	}
+	resp, e := s.issueFor(issuer, serviceAccountPrefix+client.ID, client.ID, scope, "")
+	if e != nil {
+		return tokenResponse{}, e
+	}
+	zero := int64(0)
+	resp.RefreshToken, resp.RefreshExpiresIn, resp.IDToken = "", &zero, ""
+	return resp, nil
+}
+
+// deviceAuthorization is RFC 8628 §3.1-3.2 at Keycloak's
+// .../protocol/openid-connect/auth/device.
+func (s *Server) deviceAuthorization(w http.ResponseWriter, r *http.Request, issuer string) {
+	form, client, e := s.clientForm(r)
+	if e != nil {
+		s.writeError(w, e)
+		return
+	}
+	if !client.DeviceGrant {
+		s.writeError(w, errf(http.StatusBadRequest, "unauthorized_client", "Client is not allowed to initiate OAuth 2.0 Device Authorization Grant. The flow is disabled for the client."))
+		return
+	}
+	scope, _, e := s.grantedScope(form.Get("scope"))
+	if e != nil {
+		s.writeError(w, e)
+		return
+	}
+	interval := int64(defaultDeviceInterval)
+	if s.opts.DeviceInterval > 0 {
+		interval = wholeSeconds(s.opts.DeviceInterval)
+	}
+	d := &deviceAuth{
+		deviceCode: randomToken(32), userCode: userCode(), clientID: client.ID, scope: scope,
+		expires: s.now().Unix() + 600, interval: interval, state: "pending",
+	}
+	s.mu.Lock()
+	s.devices[d.deviceCode] = d
+	s.mu.Unlock()
+	verify := issuer + "/device"
+	writeJSON(w, http.StatusOK, map[string]any{
+		"device_code":               d.deviceCode,
+		"user_code":                 d.userCode,
+		"verification_uri":          verify,
+		"verification_uri_complete": verify + "?user_code=" + url.QueryEscape(d.userCode),
+		"expires_in":                600,
+		"interval":                  interval,
+	})
+}
+
+// deviceCodeGrant is RFC 8628 §3.4-3.5: the client polls.
+func (s *Server) deviceCodeGrant(form url.Values, client Client, issuer string) (tokenResponse, *oauthError) {
+	code := form.Get("device_code")
+	now := s.now().Unix()
+	s.mu.Lock()
+	d, ok := s.devices[code]
+	if !ok || d.clientID != client.ID {
+		s.mu.Unlock()
+		return tokenResponse{}, errf(http.StatusBadRequest, "invalid_grant", "Device code not valid")
+	}
+	if now >= d.expires {
+		delete(s.devices, code)
+		s.mu.Unlock()
+		return tokenResponse{}, errf(http.StatusBadRequest, "expired_token", "Device code is expired")
+	}
+	wall := time.Now()
+	tooSoon := !d.lastPoll.IsZero() && wall.Sub(d.lastPoll) < time.Duration(d.interval)*time.Second-50*time.Millisecond
+	d.lastPoll = wall
+	switch d.state {
+	case "denied":
+		delete(s.devices, code)
+		s.mu.Unlock()
+		return tokenResponse{}, errf(http.StatusBadRequest, "access_denied", "The end user denied the authorization request")
+	case "pending":
+		if tooSoon {
+			d.interval += 5
+			s.mu.Unlock()
+			return tokenResponse{}, errf(http.StatusBadRequest, "slow_down", "Slow down")
+		}
+		s.mu.Unlock()
+		return tokenResponse{}, errf(http.StatusBadRequest, "authorization_pending", "The authorization request is still pending")
+	case "redeemed":
+		s.mu.Unlock()
+		return tokenResponse{}, errf(http.StatusBadRequest, "invalid_grant", "Device code already used")
+	}
+	d.state = "redeemed"
+	username, scope := d.username, d.scope
+	s.mu.Unlock()
+	return s.issueFor(issuer, username, client.ID, scope, "")
+}
+
+var pageTemplate = template.Must(template.New("page").Parse(`<!doctype html>
+<html><head><meta charset="utf-8"><title>{{.Title}}</title></head>
+<body>
+<h1>{{.Title}}</h1>
+{{if .Message}}<p id="message">{{.Message}}</p>{{end}}
+{{if .Form}}<form method="post" action="{{.Action}}">
+{{range $k, $v := .Hidden}}<input type="hidden" name="{{$k}}" value="{{$v}}">
+{{end}}{{if .AskCode}}<label>Code <input name="user_code" value="{{.UserCode}}"></label><br>
+{{end}}<label>Username <input name="username"></label><br>
+<label>Password <input name="password" type="password"></label><br>
+<button name="action" value="approve">Sign in and allow</button>
+<button name="action" value="deny">Deny</button>
+</form>{{end}}
+</body></html>
+`))
+
+type page struct {
+	Title, Message, Action, UserCode string
+	Form, AskCode                    bool
+	Hidden                           map[string]string
+}
+
+func writePage(w http.ResponseWriter, status int, p page) {
+	w.Header().Set("Content-Type", "text/html; charset=utf-8")
+	w.Header().Set("Cache-Control", "no-store")
+	w.WriteHeader(status)
+	_ = pageTemplate.Execute(w, p)
+}
+
+// checkUser checks a page's username and password. s.mu not held.
+func (s *Server) checkUser(username, password string) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	rec := s.lookupUser(username)
+	return rec != nil && !rec.Disabled && !strings.HasPrefix(rec.Username, serviceAccountPrefix) &&
+		subtle.ConstantTimeCompare([]byte(password), []byte(rec.Password)) == 1
+}
+
+// devicePage is the verification URI: GET shows the form, POST approves or
+// denies the user code.
+func (s *Server) devicePage(w http.ResponseWriter, r *http.Request, issuer string) {
+	_ = r.ParseForm()
+	code := strings.ToUpper(strings.TrimSpace(r.Form.Get("user_code")))
+	p := page{Title: "Device login", Action: issuer + "/device", UserCode: code, Form: true, AskCode: true}
+	if r.Method == http.MethodGet || r.Form.Get("action") == "" {
+		writePage(w, http.StatusOK, p)
+		return
+	}
+	s.mu.Lock()
+	var d *deviceAuth
+	for _, v := range s.devices {
+		if v.userCode == code && v.state == "pending" {
+			d = v
+		}
+	}
+	s.mu.Unlock()
+	if d == nil {
+		p.Message = "That code is not valid or has expired."
+		writePage(w, http.StatusBadRequest, p)
+		return
+	}
+	if r.Form.Get("action") != "approve" {
+		s.mu.Lock()
+		d.state = "denied"
+		s.mu.Unlock()
+		writePage(w, http.StatusOK, page{Title: "Device login", Message: "Access denied. You can close this window."})
+		return
+	}
+	if !s.checkUser(r.Form.Get("username"), r.Form.Get("password")) {
+		p.Message = "Invalid username or password."
+		writePage(w, http.StatusUnauthorized, p)
+		return
+	}
+	s.mu.Lock()
+	d.state, d.username = "approved", strings.ToLower(r.Form.Get("username"))
+	s.mu.Unlock()
+	writePage(w, http.StatusOK, page{Title: "Device login", Message: "Device login successful. You can close this window."})
+}
+
+// redirectAllowed reports whether uri may receive client's codes: one of
+// its RedirectURIs, or, when it registered none, any http loopback URI
+// (RFC 8252 §7.3: the port is the client's choice).
+func redirectAllowed(c Client, uri string) bool {
+	if len(c.RedirectURIs) > 0 {
+		for _, u := range c.RedirectURIs {
+			if u == uri {
+				return true
+			}
+		}
+		return false
+	}
+	u, err := url.Parse(uri)
+	return err == nil && u.Scheme == "http" && (u.Hostname() == "127.0.0.1" || u.Hostname() == "::1" || u.Hostname() == "localhost") && u.RawQuery == "" && u.Fragment == ""
+}
+
+// authorizePage is the authorization endpoint: GET shows the login form
+// for the request in its query; POST (the form, or the query plus
+// username, password and action) answers with a redirect to the client.
+func (s *Server) authorizePage(w http.ResponseWriter, r *http.Request, issuer string) {
+	_ = r.ParseForm()
+	q := r.Form
+	s.mu.Lock()
+	client, ok := s.clients[q.Get("client_id")]
+	s.mu.Unlock()
+	redirect := q.Get("redirect_uri")
+	if !ok || client.Disabled {
+		writePage(w, http.StatusBadRequest, page{Title: "Sign in", Message: "Client not found."})
+		return
+	}
+	if !redirectAllowed(client, redirect) {
+		writePage(w, http.StatusBadRequest, page{Title: "Sign in", Message: "Invalid parameter: redirect_uri"})
+		return
+	}
+	back := func(params url.Values) {
+		params.Set("state", q.Get("state"))
+		params.Set("iss", issuer)
+		http.Redirect(w, r, redirect+"?"+params.Encode(), http.StatusFound)
+	}
+	switch {
+	case q.Get("response_type") != "code":
+		back(url.Values{"error": {"unsupported_response_type"}, "error_description": {"Unsupported response_type"}})
+		return
+	case client.NoStandardFlow:
+		back(url.Values{"error": {"unauthorized_client"}, "error_description": {"Client is not allowed to initiate browser login with given response_type. Standard flow is disabled for the client."}})
+		return
+	case q.Get("code_challenge") == "" && client.Secret == "":
+		back(url.Values{"error": {"invalid_request"}, "error_description": {"Missing parameter: code_challenge_method"}})
+		return
+	case q.Get("code_challenge") != "" && q.Get("code_challenge_method") != "S256":
+		back(url.Values{"error": {"invalid_request"}, "error_description": {"Invalid parameter: code challenge method is not configured one"}})
+		return
+	}
+	scope, _, e := s.grantedScope(q.Get("scope"))
+	if e != nil {
+		back(url.Values{"error": {"invalid_scope"}, "error_description": {e.desc}})
+		return
+	}
+	if r.Method == http.MethodGet || q.Get("action") == "" {
+		hidden := map[string]string{}
+		for _, k := range []string{"response_type", "client_id", "redirect_uri", "state", "scope", "nonce", "code_challenge", "code_challenge_method"} {
+			if v := q.Get(k); v != "" {
+				hidden[k] = v
+			}
+		}
+		writePage(w, http.StatusOK, page{Title: "Sign in to " + s.realm, Action: issuer + "/protocol/openid-connect/auth", Form: true, Hidden: hidden})
+		return
+	}
+	if q.Get("action") != "approve" {
+		back(url.Values{"error": {"access_denied"}, "error_description": {"The end user denied the request"}})
+		return
+	}
+	if !s.checkUser(q.Get("username"), q.Get("password")) {
+		writePage(w, http.StatusUnauthorized, page{Title: "Sign in to " + s.realm, Message: "Invalid username or password."})
+		return
+	}
+	code := randomToken(32)
+	s.mu.Lock()
+	s.codes[code] = &authCode{
+		clientID: client.ID, redirectURI: redirect, challenge: q.Get("code_challenge"), method: q.Get("code_challenge_method"),
+		scope: scope, nonce: q.Get("nonce"), username: strings.ToLower(q.Get("username")), expires: s.now().Unix() + 60,
+	}
+	s.mu.Unlock()
+	back(url.Values{"code": {code}})
+}
+
+// authorizationCodeGrant redeems a code: once, by the client it was issued
+// to, with the same redirect_uri, and with the PKCE verifier when a
+// challenge was sent.
+func (s *Server) authorizationCodeGrant(form url.Values, client Client, issuer string) (tokenResponse, *oauthError) {
+	code := form.Get("code")
+	s.mu.Lock()
+	c, ok := s.codes[code]
+	delete(s.codes, code) // single use, whatever happens next
+	s.mu.Unlock()
+	switch {
+	case !ok:
+		return tokenResponse{}, errf(http.StatusBadRequest, "invalid_grant", "Code not valid")
+	case s.now().Unix() >= c.expires:
+		return tokenResponse{}, errf(http.StatusBadRequest, "invalid_grant", "Code not valid")
+	case c.clientID != client.ID:
+		return tokenResponse{}, errf(http.StatusBadRequest, "invalid_grant", "Auth error")
+	case c.redirectURI != form.Get("redirect_uri"):
+		return tokenResponse{}, errf(http.StatusBadRequest, "invalid_grant", "Incorrect redirect_uri")
+	case c.challenge != "":
+		v := form.Get("code_verifier")
+		sum := sha256.Sum256([]byte(v))
+		if v == "" {
+			return tokenResponse{}, errf(http.StatusBadRequest, "invalid_grant", "PKCE code verifier not specified")
+		}
+		if subtle.ConstantTimeCompare([]byte(base64.RawURLEncoding.EncodeToString(sum[:])), []byte(c.challenge)) != 1 {
+			return tokenResponse{}, errf(http.StatusBadRequest, "invalid_grant", "PKCE verification failed: Invalid code verifier")
+		}
+	}
+	return s.issueFor(issuer, c.username, client.ID, c.scope, c.nonce)
+}

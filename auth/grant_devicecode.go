@@ -1,0 +1,140 @@
+package auth
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"net/http"
+	"net/url"
+	"strings"
+	"time"
+
+	"github.com/shipkey/shipkey/internal/text"
+	"golang.org/x/oauth2"
+)
+
+// deviceCodeGrant is the device authorization grant (RFC 8628): the person
+// approves a user code on another device while shipkey polls. The device
+// authorization request is sent here, with client authentication (form or
+// Basic, as the connection says): x/oauth2's DeviceAuth sends no client
+// secret (golang/oauth2#685). Polling is x/oauth2's DeviceAccessToken, which
+// honours interval and slow_down.
+type deviceCodeGrant struct{}
+
+// GrantDeviceCode names the device authorization grant.
+const GrantDeviceCode GrantType = "device-code"
+
+func (deviceCodeGrant) Type() GrantType { return GrantDeviceCode }
+
+func (deviceCodeGrant) Unattended(Kept) bool { return false }
+
+// deviceAuthResponse is RFC 8628 §3.2 (verification_url: Google's name).
+type deviceAuthResponse struct {
+	DeviceCode              string `json:"device_code"`
+	UserCode                string `json:"user_code"`
+	VerificationURI         string `json:"verification_uri"`
+	VerificationURL         string `json:"verification_url"`
+	VerificationURIComplete string `json:"verification_uri_complete"`
+	ExpiresIn               any    `json:"expires_in"`
+	Interval                any    `json:"interval"`
+}
+
+// maxDeviceWait bounds a device code's life whatever the server says.
+const maxDeviceWait = 30 * time.Minute
+
+func (deviceCodeGrant) Obtain(ctx context.Context, c *Client, r Request) (*TokenSet, error) {
+	const op = "device-code"
+	if err := r.Conn.Validate(); err != nil {
+		return nil, withOp(err, op)
+	}
+	if r.Prompt == nil {
+		return nil, &Error{Kind: KindInteractionRequired, Op: op, Msg: "the device code grant needs a person to approve it", Hint: "run the command in a terminal"}
+	}
+	ep, _, err := c.endpoints(ctx, r.Conn)
+	if err != nil {
+		return nil, withOp(err, op)
+	}
+	if ep.DeviceAuthorization == "" {
+		ep.DeviceAuthorization = r.Conn.KeycloakEndpoints().DeviceAuthorization
+	}
+	if ep.DeviceAuthorization == "" {
+		return nil, &Error{Kind: KindConfig, Op: op, Msg: "the server offers no device authorization endpoint", Hint: "use another grant, or set the auth URL of a Keycloak realm"}
+	}
+	form := url.Values{}
+	if len(r.Conn.Scopes) > 0 {
+		form.Set("scope", strings.Join(r.Conn.Scopes, " "))
+	}
+	secrets := secretsOf(r.Conn, r.ClientSecret)
+	status, body, err := c.postForm(ctx, r.Conn, r.ClientSecret, ep.DeviceAuthorization, form)
+	if err != nil {
+		if errors.Is(err, errBodyTooLarge) {
+			return nil, tooLarge(op)
+		}
+		return nil, mapTransportError(ctx, op, ep.DeviceAuthorization, err)
+	}
+	if status != http.StatusOK {
+		se := parseServerError(body)
+		return nil, mapStatus(op, status, se.Code, se.Description, body, secrets)
+	}
+	var da deviceAuthResponse
+	if json.Unmarshal(body, &da) != nil {
+		return nil, malformed(op, "the device authorization answer is not JSON")
+	}
+	if da.VerificationURI == "" {
+		da.VerificationURI = da.VerificationURL
+	}
+	switch {
+	case !visibleASCII(da.DeviceCode):
+		return nil, malformed(op, "the device authorization answer has no usable device_code")
+	case strings.TrimSpace(da.UserCode) == "" || text.Safe(da.UserCode) != da.UserCode || len(da.UserCode) > 64:
+		return nil, malformed(op, "the device authorization answer has no usable user_code")
+	case checkPageURL(da.VerificationURI) != nil:
+		return nil, malformed(op, "the device authorization answer has no usable verification_uri")
+	}
+	if da.VerificationURIComplete != "" && checkPageURL(da.VerificationURIComplete) != nil {
+		da.VerificationURIComplete = "" // the plain URI and the code still work
+	}
+	wait := time.Duration(toInt(da.ExpiresIn)) * time.Second
+	if wait <= 0 || wait > maxDeviceWait {
+		wait = maxDeviceWait
+	}
+	interval := toInt(da.Interval)
+	if interval <= 0 {
+		interval = 5 // RFC 8628 §3.2
+	}
+	r.Prompt(Prompt{
+		Grant:                   GrantDeviceCode,
+		UserCode:                da.UserCode,
+		VerificationURI:         da.VerificationURI,
+		VerificationURIComplete: da.VerificationURIComplete,
+		ExpiresAt:               c.now().Add(wait),
+		Interval:                time.Duration(interval) * time.Second,
+	})
+
+	tokenURL, err := c.tokenEndpoint(ctx, r.Conn)
+	if err != nil {
+		return nil, withOp(err, op)
+	}
+	waitCtx, cancel := context.WithTimeout(ctx, wait)
+	defer cancel()
+	pollCtx, tr := withTracker(context.WithValue(waitCtx, oauth2.HTTPClient, c.http))
+	tok, err := oauthConfig(r.Conn, r.ClientSecret, tokenURL).DeviceAccessToken(pollCtx, &oauth2.DeviceAuthResponse{
+		DeviceCode: da.DeviceCode, Interval: interval,
+	})
+	if err != nil {
+		if ctx.Err() == nil && waitCtx.Err() != nil {
+			return nil, &Error{Kind: KindExpired, Op: op, Msg: "the device code expired before it was approved", Hint: "run the command again and approve the request within its time"}
+		}
+		return nil, mapTokenError(ctx, op, tokenURL, err, tr, append(secrets, da.DeviceCode))
+	}
+	return c.tokenSet(op, tok)
+}
+
+// checkPageURL reports whether raw is a URL a person may be sent to: an
+// absolute https URL, or http to a loopback host.
+func checkPageURL(raw string) error {
+	if text.Safe(raw) != raw {
+		return errors.New("holds control characters")
+	}
+	return CheckURL(raw)
+}

@@ -1,0 +1,74 @@
+package main
+
+import (
+	"crypto/sha256"
+	"encoding/base64"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"os"
+	"strings"
+	"syscall"
+	"time"
+)
+
+// childBrowser is a scripted $BROWSER: it completes authtest's device or
+// authorization page for the URL it is given, as a person would, with
+// $USERNAME and $PASSWORD, and follows the redirect back to shipkey's
+// loopback callback. $BROWSER_ACTION says what the person does:
+//
+//	approve      sign in and allow (the default)
+//	deny         press Deny
+//	ignore       nothing (shipkey's wait runs out)
+//	interrupt    ctrl+c: SIGINT to shipkey (its parent)
+//	inject-pkce  an attacker's code: the authorization is completed with
+//	             another PKCE challenge, and its code handed to shipkey,
+//	             which the server must refuse at the exchange
+//
+// Each visit is appended to $BROWSER_LOG (when set): "visit <action> <status>".
+func childBrowser() {
+	target := os.Args[len(os.Args)-1]
+	action := os.Getenv("BROWSER_ACTION")
+	if action == "" {
+		action = "approve"
+	}
+	status := "-"
+	defer func() {
+		if path := os.Getenv("BROWSER_LOG"); path != "" {
+			f, err := os.OpenFile(path, os.O_APPEND|os.O_CREATE|os.O_WRONLY, 0o600)
+			if err == nil {
+				fmt.Fprintf(f, "visit %s %s\n", action, status)
+				f.Close()
+			}
+		}
+	}()
+	switch action {
+	case "ignore":
+		return
+	case "interrupt":
+		_ = syscall.Kill(os.Getppid(), syscall.SIGINT)
+		return
+	}
+	u, err := url.Parse(target)
+	if err != nil {
+		os.Exit(90)
+	}
+	if action == "inject-pkce" {
+		q := u.Query()
+		sum := sha256.Sum256([]byte("an attacker's verifier, not shipkey's"))
+		q.Set("code_challenge", base64.RawURLEncoding.EncodeToString(sum[:]))
+		u.RawQuery = q.Encode()
+		action = "approve"
+	}
+	form := url.Values{"username": {os.Getenv("USERNAME")}, "password": {os.Getenv("PASSWORD")}, "action": {action}}
+	client := &http.Client{Timeout: 20 * time.Second}
+	resp, err := client.Post(u.String(), "application/x-www-form-urlencoded", strings.NewReader(form.Encode()))
+	if err != nil {
+		status = "error"
+		os.Exit(91)
+	}
+	_, _ = io.Copy(io.Discard, resp.Body)
+	resp.Body.Close()
+	status = fmt.Sprint(resp.StatusCode)
+}
