@@ -414,7 +414,7 @@ func newHarness(t *testing.T, setup func(*fakeStore)) *harness {
 }
 
 // allGrants is every grant the app has a row for, in the form's order.
-var allGrants = []auth.GrantType{auth.GrantPassword, auth.GrantClientCredentials, grantDeviceCode, grantAuthCode}
+var allGrants = []auth.GrantType{auth.GrantPassword, auth.GrantClientCredentials, auth.GrantDeviceCode, auth.GrantAuthCode}
 
 // timerMsg wraps the message of a timer so the harness can hold it back.
 type timerMsg struct{ msg tea.Msg }

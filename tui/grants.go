@@ -2,13 +2,6 @@ package tui
 
 import "github.com/shipkey/shipkey/auth"
 
-// The grants named here before auth has them (the form offers only what
-// auth.Grants lists; a row for a grant auth does not know is never shown).
-const (
-	grantDeviceCode auth.GrantType = "device-code"
-	grantAuthCode   auth.GrantType = "authcode"
-)
-
 // grantView is how the app shows one grant: its name, the keys table's
 // cell, the form's opening line, and the form fields it needs beyond the
 // connection's (Auth URL, Realm, Client ID, Label, Scope and the advanced
@@ -40,12 +33,12 @@ var grantViews = map[auth.GrantType]grantView{
 		title: "client credentials", cell: "client",
 		about: "Client credentials: a key for a service or a CI job, no person behind it.",
 	},
-	grantDeviceCode: {
+	auth.GrantDeviceCode: {
 		title: "device code", cell: "device",
 		about:  "Device code: approve with a short code in a browser on any device.",
 		public: true, waits: true,
 	},
-	grantAuthCode: {
+	auth.GrantAuthCode: {
 		title: "browser sign-in", cell: "browser",
 		about:  "Browser sign-in (authorization code with PKCE) on this machine.",
 		fields: []int{fieldCallbackPort}, public: true, waits: true,

@@ -14,13 +14,13 @@ import (
 
 var (
 	devicePrompt = auth.Prompt{
-		Grant: grantDeviceCode, UserCode: "BCDF-GHJK",
+		Grant: auth.GrantDeviceCode, UserCode: "BCDF-GHJK",
 		VerificationURI:         "http://127.0.0.1:8080/auth/realms/master/device",
 		VerificationURIComplete: "http://127.0.0.1:8080/auth/realms/master/device?user_code=BCDF-GHJK",
 		ExpiresAt:               t0.Add(10 * time.Minute), Interval: 5 * time.Second,
 	}
 	browserPrompt = auth.Prompt{
-		Grant:       grantAuthCode,
+		Grant:       auth.GrantAuthCode,
 		AuthURL:     "http://127.0.0.1:8080/auth/realms/master/protocol/openid-connect/auth?client_id=shipping-api&code_challenge=E9Melhoa2OwvFrEMTJguCHaoeK1t8URWbuGJSstw-cM&code_challenge_method=S256&redirect_uri=http%3A%2F%2F127.0.0.1%3A43117%2Fcallback&response_type=code&state=af0ifjsldkj",
 		RedirectURI: "http://127.0.0.1:43117/callback",
 		ExpiresAt:   t0.Add(5 * time.Minute),
@@ -33,8 +33,8 @@ func TestFormShowsOnlyTheGrantsFields(t *testing.T) {
 	want := map[auth.GrantType][]int{
 		auth.GrantPassword:          {fieldClientSecret, fieldUsername, fieldPassword, fieldPublic},
 		auth.GrantClientCredentials: {fieldClientSecret},
-		grantDeviceCode:             {fieldClientSecret, fieldPublic},
-		grantAuthCode:               {fieldClientSecret, fieldPublic, fieldCallbackPort},
+		auth.GrantDeviceCode:             {fieldClientSecret, fieldPublic},
+		auth.GrantAuthCode:               {fieldClientSecret, fieldPublic, fieldCallbackPort},
 	}
 	optional := []int{fieldClientSecret, fieldUsername, fieldPassword, fieldPublic, fieldCallbackPort}
 	h := newFormHarness(t, Prefill{}, nil)
@@ -61,7 +61,7 @@ func TestFormShowsOnlyTheGrantsFields(t *testing.T) {
 		t.Fatal("→ after the last grant must come back to the first")
 	}
 	h.press("left")
-	if h.m.form.grantType() != grantAuthCode {
+	if h.m.form.grantType() != auth.GrantAuthCode {
 		t.Fatal("← goes back")
 	}
 	// A public client hides the secret (and HTTP Basic, which needs one).
@@ -84,7 +84,7 @@ func TestFormValidationPerGrant(t *testing.T) {
 	h.mustNotShow("Username", "Password")
 	golden.RequireEqual(t, []byte(h.view()))
 
-	h2 := newFormHarness(t, Prefill{AuthURL: "https://auth.example.com", ClientID: "cli", Label: "cli", Grant: grantAuthCode,
+	h2 := newFormHarness(t, Prefill{AuthURL: "https://auth.example.com", ClientID: "cli", Label: "cli", Grant: auth.GrantAuthCode,
 		PublicClient: true, CallbackPort: 70000}, nil)
 	h2.press("ctrl+s")
 	f = h2.m.form
@@ -146,7 +146,7 @@ func deviceHarness(t *testing.T, p auth.Prompt, grant auth.GrantType, w, hgt int
 // an approval lands on the token details.
 func TestDeviceCodeScreen(t *testing.T) {
 	t.Parallel()
-	h := deviceHarness(t, devicePrompt, grantDeviceCode, 80, 24)
+	h := deviceHarness(t, devicePrompt, auth.GrantDeviceCode, 80, 24)
 	h.mustShow("Sign in", "B C D F - G H J K", devicePrompt.VerificationURI, "device?user_code=", "Code expires    in 10:00",
 		"asked every 5s", "c copy code", "C copy URL", "esc cancel")
 	requireFits(t, h.view(), 80, 24)
@@ -186,7 +186,7 @@ func TestDeviceCodeScreen(t *testing.T) {
 // At 60×15 the device screen scrolls to everything it says.
 func TestDeviceCodeScreenAt60x15(t *testing.T) {
 	t.Parallel()
-	h := deviceHarness(t, devicePrompt, grantDeviceCode, 60, 15)
+	h := deviceHarness(t, devicePrompt, auth.GrantDeviceCode, 60, 15)
 	h.mustShow("B C D F - G H J K")
 	requireFits(t, h.view(), 60, 15)
 	golden.RequireEqual(t, []byte(h.view()))
@@ -199,7 +199,7 @@ func TestDeviceCodeScreenAt60x15(t *testing.T) {
 // with its values, and the cancelled run's answer is dropped.
 func TestDeviceCodeEscCancels(t *testing.T) {
 	t.Parallel()
-	h := deviceHarness(t, devicePrompt, grantDeviceCode, 80, 24)
+	h := deviceHarness(t, devicePrompt, auth.GrantDeviceCode, 80, 24)
 	h.press("esc")
 	if h.m.active != screenForm || h.m.form.state != formEditing || h.m.grant != nil {
 		t.Fatalf("after esc: %v, form %v", h.m.active, h.m.form.state)
@@ -225,7 +225,7 @@ func TestDeviceCodeEscCancels(t *testing.T) {
 // with the grant's words.
 func TestDeviceCodeRefusedBackToForm(t *testing.T) {
 	t.Parallel()
-	h := deviceHarness(t, devicePrompt, grantDeviceCode, 80, 24)
+	h := deviceHarness(t, devicePrompt, auth.GrantDeviceCode, 80, 24)
 	h.clock.Advance(10 * time.Minute)
 	fire[tickMsg](h)
 	h.mustShow("expired", "The code has expired")
@@ -238,7 +238,7 @@ func TestDeviceCodeRefusedBackToForm(t *testing.T) {
 // countdown; esc cancels.
 func TestBrowserSigninScreen(t *testing.T) {
 	t.Parallel()
-	h := deviceHarness(t, browserPrompt, grantAuthCode, 80, 24)
+	h := deviceHarness(t, browserPrompt, auth.GrantAuthCode, 80, 24)
 	h.mustShow("Waiting for the browser", "code_challenge", "Comes back to", "127.0.0.1:43117/callback", "Waits until     in 5:00", "c copy URL")
 	golden.RequireEqual(t, []byte(h.view()))
 	h.press("c")
@@ -269,7 +269,7 @@ func TestDeviceCodeKeyLogsInAgain(t *testing.T) {
 	t.Parallel()
 	h := newHarness(t, func(f *fakeStore) {
 		k := f.add("laptop", "", time.Time{})
-		k.Grant, k.Conn.PublicClient = grantDeviceCode, true
+		k.Grant, k.Conn.PublicClient = auth.GrantDeviceCode, true
 		f.keys["laptop"] = k
 		f.prompt = devicePrompt
 		f.approve = make(chan error, 1)
@@ -295,4 +295,20 @@ func TestDeviceCodeKeyLogsInAgain(t *testing.T) {
 	h.st.approve <- nil
 	h.pump("a new token", func() bool { return h.m.active == screenDetails && h.m.details.tokens != nil })
 	h.mustShow("valid")
+}
+
+// Every grant auth speaks has a row: a name, a table cell that fits, a
+// form line. A grant added to auth without one fails here.
+func TestEveryGrantHasAView(t *testing.T) {
+	t.Parallel()
+	for _, g := range auth.Grants() {
+		v, ok := grantViews[g]
+		if !ok {
+			t.Errorf("grant %q has no row in grantViews", g)
+			continue
+		}
+		if v.title == "" || v.about == "" || v.cell == "" || len(v.cell) > grantCellWidth {
+			t.Errorf("grant %q: row %+v", g, v)
+		}
+	}
 }
