@@ -33,8 +33,8 @@ func TestFormShowsOnlyTheGrantsFields(t *testing.T) {
 	want := map[auth.GrantType][]int{
 		auth.GrantPassword:          {fieldClientSecret, fieldUsername, fieldPassword, fieldPublic},
 		auth.GrantClientCredentials: {fieldClientSecret},
-		auth.GrantDeviceCode:             {fieldClientSecret, fieldPublic},
-		auth.GrantAuthCode:               {fieldClientSecret, fieldPublic, fieldCallbackPort},
+		auth.GrantDeviceCode:        {fieldClientSecret, fieldPublic},
+		auth.GrantAuthCode:          {fieldClientSecret, fieldPublic, fieldCallbackPort},
 	}
 	optional := []int{fieldClientSecret, fieldUsername, fieldPassword, fieldPublic, fieldCallbackPort}
 	h := newFormHarness(t, Prefill{}, nil)
