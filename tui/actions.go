@@ -35,6 +35,8 @@ func (m *Model) apply(a action) tea.Cmd {
 		return tea.Batch(m.startOp(), m.createCmd(m.req.start(slotCreate), a.nk))
 	case actCancelGrant:
 		return m.cancelGrant()
+	case actOpenBrowser:
+		return m.openBrowserCmd(m.signin.prompt, false)
 	case actCopyText:
 		return m.copyText(a.text, a.what)
 	case actRefresh:

@@ -376,6 +376,8 @@ type harness struct {
 	nativeCur string
 	nativeMu  sync.Mutex   // async mode writes the native clipboard from commands
 	inbox     chan tea.Msg // async mode: what the commands report
+	opened    []string     // browser opens: "envOnly url"
+	openErr   error        // what opening a browser answers
 }
 
 func newHarness(t *testing.T, setup func(*fakeStore)) *harness {
@@ -406,6 +408,12 @@ func newHarness(t *testing.T, setup func(*fakeStore)) *harness {
 			return func() tea.Msg { return timerMsg{fn(h.clock.Now())} }
 		},
 		grants: allGrants,
+		openURL: func(url string, envOnly bool) error {
+			h.nativeMu.Lock()
+			defer h.nativeMu.Unlock()
+			h.opened = append(h.opened, fmt.Sprint(envOnly, " ", url))
+			return h.openErr
+		},
 	}
 	h.m = newModel(cfg)
 	h.send(tea.WindowSizeMsg{Width: 100, Height: 30})

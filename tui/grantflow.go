@@ -1,7 +1,12 @@
 package tui
 
 import (
+	"errors"
+
 	tea "charm.land/bubbletea/v2"
+	"github.com/shipkey/shipkey/auth"
+	"github.com/shipkey/shipkey/internal/browser"
+	"github.com/shipkey/shipkey/internal/text"
 	"github.com/shipkey/shipkey/store"
 )
 
@@ -58,6 +63,13 @@ func (m *Model) handleGrantPrompt(msg grantPromptMsg) tea.Cmd {
 	}
 	m.signin.show(g.label, msg.prompt)
 	cmds := []tea.Cmd{g.listen()}
+	if !g.prompted {
+		// As the CLI does: a device code's complete URL only by $BROWSER
+		// (the person may approve elsewhere), a browser sign-in by
+		// $BROWSER or the desktop's opener. A failure is never fatal.
+		g.prompted = true
+		cmds = append(cmds, m.openBrowserCmd(msg.prompt, true))
+	}
 	if m.active == g.from() {
 		cmds = append(cmds, m.replace(screenSignin))
 	}
@@ -71,6 +83,30 @@ func (g *grantRun) from() screenID {
 		return screenDetails
 	}
 	return screenForm
+}
+
+// openBrowserCmd opens the prompt's URL in a browser; auto: on the grant's
+// first prompt (a missing browser is then said by nobody).
+func (m *Model) openBrowserCmd(p auth.Prompt, auto bool) tea.Cmd {
+	open, url, envOnly := m.cfg.openURL, p.OpenURL(), p.UserCode != ""
+	if url == "" {
+		return nil
+	}
+	return func() tea.Msg { return browserMsg{auto: auto, err: open(url, envOnly)} }
+}
+
+// handleBrowser says how opening the browser went.
+func (m *Model) handleBrowser(msg browserMsg) {
+	switch {
+	case msg.err == nil:
+		m.toast, m.toastOK = "Opened the sign-in URL in the browser.", true
+	case msg.auto && errors.Is(msg.err, browser.ErrNoBrowser):
+		// Nothing to open with: the screen shows the URL and the code.
+	case errors.Is(msg.err, browser.ErrNoBrowser):
+		m.toast, m.toastOK = "No browser to open (set $BROWSER); copy the URL instead.", false
+	default:
+		m.toast, m.toastOK = "Could not open a browser: "+text.Safe(msg.err.Error()), false
+	}
 }
 
 // cancelGrant gives up the grant in flight: its context is cancelled (the

@@ -17,7 +17,7 @@ type KeyMap struct {
 
 	// Signing in (device code, browser): copy what the person needs;
 	// Cancel gives up waiting.
-	CopyCode, CopyURL, CopyLink, Cancel key.Binding
+	CopyCode, CopyURL, CopyLink, OpenBrowser, Cancel key.Binding
 
 	// Token details and API keys.
 	Inspect, Refresh, AutoRefresh, Copy, CopyHeader, Reveal key.Binding
@@ -61,6 +61,8 @@ func DefaultKeyMap() KeyMap {
 		CopyURL:  b([]string{"C"}, "C", "copy URL"),
 		CopyLink: b([]string{"c", "C"}, "c", "copy URL"),
 		Cancel:   b([]string{"esc"}, "esc", "cancel"),
+
+		OpenBrowser: b([]string{"o"}, "o", "open in browser"),
 
 		Inspect:     b([]string{"i"}, "i", "inspect"),
 		Refresh:     b([]string{"r"}, "r", "refresh"),

@@ -80,6 +80,12 @@ type grantPromptMsg struct {
 	prompt auth.Prompt
 }
 
+// browserMsg answers an attempt to open a sign-in URL in a browser.
+type browserMsg struct {
+	auto bool // opened on the grant's first prompt, not asked with o
+	err  error
+}
+
 // tickMsg is the once-a-second countdown tick.
 type tickMsg struct {
 	gen int
@@ -147,6 +153,11 @@ func (actCancelGrant) isAction() {}
 type actCopyText struct{ text, what string }
 
 func (actCopyText) isAction() {}
+
+// actOpenBrowser opens the sign-in URL in a browser.
+type actOpenBrowser struct{}
+
+func (actOpenBrowser) isAction() {}
 
 // actInspectToken asks to inspect a pasted token.
 type actInspectToken struct{ raw string }

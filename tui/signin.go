@@ -83,6 +83,8 @@ func (s *signin) Update(msg tea.Msg) (action, tea.Cmd) {
 		return actCopyText{text: s.prompt.OpenURL(), what: "sign-in URL"}, nil
 	case !s.device() && key.Matches(k, km.CopyLink):
 		return actCopyText{text: s.prompt.OpenURL(), what: "sign-in URL"}, nil
+	case key.Matches(k, km.OpenBrowser):
+		return actOpenBrowser{}, nil
 	}
 	return nil, nil
 }
@@ -169,17 +171,17 @@ func spaced(code string) string {
 func (s *signin) ShortHelp() []key.Binding {
 	k := s.c.keys
 	if s.device() {
-		return []key.Binding{k.CopyCode, k.CopyURL, k.Cancel, k.Help, k.Quit}
+		return []key.Binding{k.CopyCode, k.CopyURL, k.OpenBrowser, k.Cancel, k.Help, k.Quit}
 	}
-	return []key.Binding{k.CopyLink, k.Cancel, k.Help, k.Quit}
+	return []key.Binding{k.CopyLink, k.OpenBrowser, k.Cancel, k.Help, k.Quit}
 }
 
 func (s *signin) FullHelp() [][]key.Binding {
 	k := s.c.keys
 	if s.device() {
-		return [][]key.Binding{{k.CopyCode, k.CopyURL}, {k.Cancel, k.PageUp, k.PageDown}}
+		return [][]key.Binding{{k.CopyCode, k.CopyURL, k.OpenBrowser}, {k.Cancel, k.PageUp, k.PageDown}}
 	}
-	return [][]key.Binding{{k.CopyLink}, {k.Cancel, k.PageUp, k.PageDown}}
+	return [][]key.Binding{{k.CopyLink, k.OpenBrowser}, {k.Cancel, k.PageUp, k.PageDown}}
 }
 
 // grantRun is one interactive grant in flight (create or log in again).
@@ -188,6 +190,7 @@ func (s *signin) FullHelp() [][]key.Binding {
 // here is touched from the grant's goroutine but the channels.
 type grantRun struct {
 	seq      int // the request id of the create or login
+	prompted bool // a prompt arrived (the browser was offered it)
 	op       opKind
 	label    string
 	cancel   context.CancelFunc

@@ -10,6 +10,7 @@ import (
 
 	"github.com/charmbracelet/x/exp/golden"
 	"github.com/shipkey/shipkey/auth"
+	"github.com/shipkey/shipkey/internal/browser"
 )
 
 var (
@@ -138,6 +139,7 @@ func deviceHarness(t *testing.T, p auth.Prompt, grant auth.GrantType, w, hgt int
 	h.async()
 	h.press("enter")
 	h.pump("the sign-in screen", func() bool { return h.m.active == screenSignin })
+	h.pump("the browser opened", func() bool { return h.m.toast != "" })
 	return h
 }
 
@@ -151,6 +153,15 @@ func TestDeviceCodeScreen(t *testing.T) {
 		"asked every 5s", "c copy code", "C copy URL", "esc cancel")
 	requireFits(t, h.view(), 80, 24)
 	golden.RequireEqual(t, []byte(h.view()))
+
+	// Opened as the CLI does: the complete URL, by $BROWSER only.
+	h.mustShow("Opened the sign-in URL in the browser.")
+	h.openErr = browser.ErrNoBrowser
+	h.press("o")
+	h.pump("the second open", func() bool { return strings.Contains(h.m.toast, "No browser") })
+	if want := "true " + devicePrompt.VerificationURIComplete; len(h.opened) != 2 || h.opened[0] != want || h.opened[1] != want {
+		t.Fatalf("opened %q", h.opened)
+	}
 
 	h.clock.Advance(61 * time.Second)
 	fire[tickMsg](h)

@@ -16,6 +16,7 @@ import (
 	"charm.land/lipgloss/v2"
 	"github.com/atotto/clipboard"
 	"github.com/shipkey/shipkey/auth"
+	"github.com/shipkey/shipkey/internal/browser"
 	"github.com/shipkey/shipkey/store"
 )
 
@@ -71,6 +72,10 @@ type config struct {
 	after func(time.Duration, func(time.Time) tea.Msg) tea.Cmd
 	// grants the form offers (default auth.Grants()).
 	grants []auth.GrantType
+	// openURL opens a sign-in URL in a browser (internal/browser.Open);
+	// envOnly: only with $BROWSER (a device code: the person may be on
+	// another machine).
+	openURL func(url string, envOnly bool) error
 }
 
 // Model is the root tea.Model: it owns the screens, the store and every side
@@ -195,6 +200,11 @@ func newModel(cfg config) *Model {
 	if cfg.grants == nil {
 		cfg.grants = auth.Grants()
 	}
+	if cfg.openURL == nil {
+		cfg.openURL = func(url string, envOnly bool) error {
+			return browser.Open(url, browser.Options{EnvOnly: envOnly})
+		}
+	}
 	m := &Model{
 		cfg:      cfg,
 		backend:  cfg.backend,
@@ -261,6 +271,9 @@ func (m *Model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 		return m, nil
 	case stampMsg:
 		return m, m.handleStamp(msg)
+	case browserMsg:
+		m.handleBrowser(msg)
+		return m, nil
 	case grantPromptMsg:
 		return m, m.handleGrantPrompt(msg)
 	case verifiedMsg:

@@ -23,7 +23,7 @@ var boxedCode = regexp.MustCompile(`│\s+((?:[A-Z] ){4}- (?:[A-Z] ){3}[A-Z])\s+
 // buffer by OSC 52, and an approval on the demo realm's device page (sent
 // by the test, as a person's browser would) lands on the token details.
 func TestTmuxGrantChoiceAndDeviceCode(t *testing.T) {
-	s := startTmuxApp(t, []string{"SHIPKEY_SECRETS=memory"}, "demo")
+	s := startTmuxApp(t, []string{"SHIPKEY_SECRETS=memory", "BROWSER="}, "demo")
 
 	// The demo fills every field; the focus starts on the grant.
 	s.waitText(10*time.Second, "Get API Key", "Grant", "‹ password ›", "Username", "Password")
@@ -91,7 +91,7 @@ func TestTmuxGrantChoiceAndDeviceCode(t *testing.T) {
 // TestTmuxDeviceCodeEscCancels: esc on the sign-in screen gives up the
 // grant and returns to the form with nothing stored.
 func TestTmuxDeviceCodeEscCancels(t *testing.T) {
-	s := startTmuxApp(t, []string{"SHIPKEY_SECRETS=memory"}, "demo")
+	s := startTmuxApp(t, []string{"SHIPKEY_SECRETS=memory", "BROWSER="}, "demo")
 	s.waitText(10*time.Second, "Get API Key", "‹ password ›")
 	s.keys("Left", "Left") // password → browser sign-in → device code
 	s.waitText(5*time.Second, "‹ device code ›")
