@@ -189,7 +189,7 @@ func (s *signin) FullHelp() [][]key.Binding {
 // blocks on it; listen reads them into the event loop as messages. Nothing
 // here is touched from the grant's goroutine but the channels.
 type grantRun struct {
-	seq      int // the request id of the create or login
+	seq      int  // the request id of the create or login
 	prompted bool // a prompt arrived (the browser was offered it)
 	op       opKind
 	label    string
