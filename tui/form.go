@@ -448,7 +448,7 @@ func (f *form) content() (string, int) {
 	s := f.c.styles
 	var b strings.Builder
 	focusLine := 0
-	b.WriteString(s.Subtle.Render("  "+viewOf(f.grantType()).about) + "\n\n")
+	b.WriteString(indentWrapped(viewOf(f.grantType()).about, 2, f.width, s.Subtle.Render) + "\n")
 	for i := range f.inputs {
 		if !f.shown(i) {
 			continue
@@ -480,9 +480,9 @@ func (f *form) content() (string, int) {
 				val = "[x] " + s.Subtle.Render("client credentials by HTTP Basic (space toggles)")
 			}
 		case fieldPublic:
-			val = "[ ] " + s.Subtle.Render("the client has a secret (space toggles)")
+			val = "[ ] " + s.Subtle.Render("has a secret (space toggles)")
 			if f.public {
-				val = "[x] " + s.Subtle.Render("a public client: no secret (space toggles)")
+				val = "[x] " + s.Subtle.Render("no secret (space toggles)")
 			}
 		}
 		line := marker + nameStyle.Render(name) + strings.Repeat(" ", max(pad, 1)) + val

@@ -323,3 +323,52 @@ func TestEveryGrantHasAView(t *testing.T) {
 		}
 	}
 }
+
+// On the sign-in screen no key means two things: each key is bound once in
+// its help (which the footer and ? draw from the one key map).
+func TestSigninKeysMeanOneThing(t *testing.T) {
+	t.Parallel()
+	for _, p := range []auth.Prompt{devicePrompt, browserPrompt} {
+		grant := p.Grant
+		h := deviceHarness(t, p, grant, 100, 30)
+		seen := map[string]string{}
+		for _, g := range h.m.FullHelp() {
+			for _, b := range g {
+				for _, k := range b.Keys() {
+					if prev, ok := seen[k]; ok && prev != b.Help().Desc {
+						t.Errorf("%s: %q is both %q and %q", grant, k, prev, b.Help().Desc)
+					}
+					seen[k] = b.Help().Desc
+				}
+			}
+		}
+		for _, nav := range []string{"1", "2", "3", "n"} {
+			if _, ok := seen[nav]; ok {
+				t.Errorf("%s: the modal screen's help offers %q", grant, nav)
+			}
+		}
+	}
+}
+
+// The sign-in screen and the re-laid-out form fit small terminals; the form
+// of each grant at 60×15 is pinned.
+func TestGrantScreensFitSmallTerminals(t *testing.T) {
+	t.Parallel()
+	for _, size := range [][2]int{{40, 10}, {50, 12}, {60, 15}} {
+		for _, p := range []auth.Prompt{devicePrompt, browserPrompt} {
+			h := deviceHarness(t, p, p.Grant, size[0], size[1])
+			for _, k := range []string{"G", "pgdown", "g"} {
+				h.send(scrollKey(k))
+				fitsExactly(t, h.view(), size[0], size[1])
+			}
+		}
+	}
+	h := newFormHarness(t, Prefill{AuthURL: "https://auth.example.com", ClientID: "cli", Label: "laptop", Grant: auth.GrantDeviceCode,
+		PublicClient: true}, nil)
+	h.send(windowSize(60, 15))
+	h.press("shift+tab") // from the grant to the last field: the form follows it
+	requireFits(t, h.view(), 60, 15)
+	h.mustShow("Public client", "[x] no secret")
+	h.mustNotShow("Client Secret", "Username", "Callback port")
+	golden.RequireEqual(t, []byte(h.view()))
+}
