@@ -29,22 +29,15 @@ func (m *Model) handleKey(k tea.KeyPressMsg) tea.Cmd {
 	if m.screen().Capturing() {
 		return m.forward(k)
 	}
-	if m.active.modal() {
-		switch {
-		case key.Matches(k, km.Quit):
-			return m.quit()
-		case key.Matches(k, km.Help):
-			m.showHelp = true
-			return nil
-		}
-		return m.forward(k)
-	}
 	switch {
 	case key.Matches(k, km.Quit):
 		return m.quit()
 	case key.Matches(k, km.Help):
 		m.showHelp = true
 		return nil
+	case m.active.modal():
+		// A screen waiting for a person: the keys that open other
+		// screens stand aside.
 	case key.Matches(k, km.Details):
 		return m.openCurrent()
 	case key.Matches(k, km.Keys):

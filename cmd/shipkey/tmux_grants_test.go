@@ -23,6 +23,7 @@ var boxedCode = regexp.MustCompile(`│\s+((?:[A-Z] ){4}- (?:[A-Z] ){3}[A-Z])\s+
 // buffer by OSC 52, and an approval on the demo realm's device page (sent
 // by the test, as a person's browser would) lands on the token details.
 func TestTmuxGrantChoiceAndDeviceCode(t *testing.T) {
+	t.Parallel()
 	s := startTmuxApp(t, []string{"SHIPKEY_SECRETS=memory", "BROWSER="}, "demo")
 
 	// The demo fills every field; the focus starts on the grant.
@@ -91,6 +92,7 @@ func TestTmuxGrantChoiceAndDeviceCode(t *testing.T) {
 // TestTmuxDeviceCodeEscCancels: esc on the sign-in screen gives up the
 // grant and returns to the form with nothing stored.
 func TestTmuxDeviceCodeEscCancels(t *testing.T) {
+	t.Parallel()
 	s := startTmuxApp(t, []string{"SHIPKEY_SECRETS=memory", "BROWSER="}, "demo")
 	s.waitText(10*time.Second, "Get API Key", "‹ password ›")
 	s.keys("Left", "Left") // password → browser sign-in → device code
