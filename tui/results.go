@@ -61,6 +61,12 @@ func (m *Model) handleKeyTokens(msg keyTokensMsg) tea.Cmd {
 	case opCreate:
 		m.endOp()
 		if !m.req.current(slotCreate, msg.seq) {
+			if msg.err == nil && msg.key.Label != "" {
+				// A cancelled grant that had already got its token: the
+				// key exists after all; say so rather than hide it.
+				m.toast, m.toastOK = fmt.Sprintf("API key %q was created before the cancel took effect.", text.Safe(msg.key.Label)), true
+				return m.loadKeys()
+			}
 			return nil
 		}
 		m.endGrant()

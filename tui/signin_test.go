@@ -11,6 +11,7 @@ import (
 	"github.com/charmbracelet/x/exp/golden"
 	"github.com/shipkey/shipkey/auth"
 	"github.com/shipkey/shipkey/internal/browser"
+	"github.com/shipkey/shipkey/store"
 )
 
 var (
@@ -371,4 +372,18 @@ func TestGrantScreensFitSmallTerminals(t *testing.T) {
 	h.mustShow("Public client", "[x] no secret")
 	h.mustNotShow("Client Secret", "Username", "Callback port")
 	golden.RequireEqual(t, []byte(h.view()))
+}
+
+// A grant that got its token just as esc cancelled it: the key exists, and
+// the app says so instead of "nothing was stored" alone.
+func TestCancelledGrantThatSucceededIsSaid(t *testing.T) {
+	t.Parallel()
+	h := deviceHarness(t, devicePrompt, auth.GrantDeviceCode, 80, 24)
+	seq := h.m.grant.seq
+	h.press("esc")
+	h.send(keyTokensMsg{seq: seq, op: opCreate, label: "laptop", key: store.Key{Label: "laptop"}})
+	h.mustShow(`API key "laptop" was created before the cancel took effect.`)
+	if h.m.active != screenForm {
+		t.Fatalf("active %v", h.m.active)
+	}
 }
