@@ -1,7 +1,27 @@
-// Package auth speaks the Shipping Service's token protocol: OAuth 2.0 password
-// and refresh grants against a Keycloak realm (or any OAuth 2.0 server that
-// follows RFC 6749), logout and revocation, liveness checks, and the decoding
-// and verification of JWT claims.
+// Package auth speaks the Shipping Service's token protocol: the OAuth 2.0
+// grants (password, client credentials, device code, authorization code with
+// PKCE) and the refresh grant against a Keycloak realm (or any OAuth 2.0
+// server that follows RFC 6749), logout and revocation, liveness checks, and
+// the decoding and verification of JWT claims.
+//
+// # Grants
+//
+// A grant is a value (GrantType) stored with each key. Each lives in one
+// file, grant_<name>.go, as a type implementing Grant: Obtain runs it once
+// and returns a TokenSet; Unattended says whether it can run with no person
+// (then the store's renewal runs it again when the refresh token is gone).
+// Interactive grants tell the caller what the person must do through
+// Request.Prompt (a Prompt with a user code and verification URIs, or an
+// authorization URL) and wait until the person is done or the context is
+// cancelled; they never print or open anything themselves.
+//
+// To add a grant: write grant_<name>.go with its type and a GrantType
+// constant; add one row to grantTable in grant.go (the order is the order a
+// form offers them); if it fails in its own ways, give its errors an Op and
+// add the Op to grantOps and grantHints in errors_map.go; if it needs a
+// setting of its own, add the field to Request and to the key's definition
+// (store's keyEntry: its reflection test says which encodings must learn
+// it); and add its fields to the app's Get API Key form.
 //
 // It is built on golang.org/x/oauth2 for the grants. Everything it returns is
 // plain data (TokenSet, Claims, Liveness, Verification) or a typed *Error whose

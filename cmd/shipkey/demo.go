@@ -36,8 +36,11 @@ throwaway store with the demo credentials filled in. Nothing is written to
 your own configuration, and everything is removed at exit.
 
 With --serve, only run the server: its auth URL, realm, client id, client
-secret, username and password are printed on stdout (one "key: value" a
-line), and it runs until interrupted.`,
+secret, username, password and public client id are printed on stdout (one
+"key: value" a line), and it runs until interrupted. The demo realm serves
+every grant: the client has a service account (client credentials) and the
+device grant, the public client signs in with a device code or the browser
+(its pages take the demo username and password).`,
 		Args: usageArgs(cobra.NoArgs),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if runF != nil {
@@ -66,8 +69,9 @@ func demoRun(ctx context.Context, opts *demoOptions) error {
 	defer srv.Close()
 
 	if opts.Serve {
-		fmt.Fprintf(opts.IO.Out, "auth_url: %s\nrealm: %s\nclient_id: %s\nclient_secret: %s\nusername: %s\npassword: %s\n",
-			srv.URL(), srv.Realm(), authtest.DemoClientID, authtest.DemoClientSecret, authtest.DemoUsername, authtest.DemoPassword)
+		fmt.Fprintf(opts.IO.Out, "auth_url: %s\nrealm: %s\nclient_id: %s\nclient_secret: %s\nusername: %s\npassword: %s\npublic_client_id: %s\ngrants: %s\n",
+			srv.URL(), srv.Realm(), authtest.DemoClientID, authtest.DemoClientSecret, authtest.DemoUsername, authtest.DemoPassword,
+			authtest.DemoPublicClientID, grantNames())
 		fmt.Fprintln(opts.IO.ErrOut, "Demo server running; stop it with Ctrl-C.")
 		<-ctx.Done()
 		return nil
