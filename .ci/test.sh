@@ -28,6 +28,8 @@ command -v node >/dev/null || pkgs+=(nodejs)
 command -v dbus-run-session >/dev/null || pkgs+=(dbus dbus-daemon)
 command -v gnome-keyring-daemon >/dev/null || pkgs+=(gnome-keyring)
 [ "${#pkgs[@]}" -eq 0 ] || apt_install "${pkgs[@]}"
+# curl reads shipkey's header --curl-config in cmd/shipkey's token_output script.
+command -v curl >/dev/null || apt_install curl ca-certificates
 # NodeSource's nodejs carries npm; Debian's needs its own package.
 command -v npm >/dev/null || apt_install npm
 
@@ -75,6 +77,17 @@ mkdir -p "$scratch/home/run" && chmod 700 "$scratch/home/run"
     dbus-run-session -- sh -c 'eval "$(echo shipkey-ci | gnome-keyring-daemon --unlock --components=secrets)";
       export GNOME_KEYRING_CONTROL; go test -count=1 -run RealKeyring -v ./store/'
 ) || { failed=1; keyring_failed=1; }
+
+# 4b. Fuzz targets, a few seconds each (their seeds also run with the suite):
+#     the token response, state.db's records, config.toml, the redactor, the
+#     sanitizer.
+log "fuzz (3 s each)"
+for target in auth:FuzzTokenResponse auth:FuzzRedact store:FuzzRecordCodec store:FuzzConfigParser internal/text:FuzzSanitize; do
+  pkg=${target%%:*} name=${target#*:}
+  if ! go test -run '^$' -fuzz "^${name}\$" -fuzztime 3s "./$pkg/" >"$scratch/fuzz.out" 2>&1; then
+    tail -n 30 "$scratch/fuzz.out"; echo "FAIL	fuzz $name"; failed=1
+  fi
+done
 
 # 5. Every test, with the race detector. CI=true makes the real-server and
 #    tmux tests fail instead of skip when their tools are missing. gotestsum

@@ -399,6 +399,10 @@ type Verification struct {
 	Reason string // sanitized: why not checked, or why it failed
 	KeyID  string
 	Issuer string
+	// KeysUnavailable is set when the signature was not checked because no
+	// key set could be found or fetched (a key set given by the user may
+	// help).
+	KeysUnavailable bool
 }
 
 // Verify checks token's signature against the JWKS of the connection among
@@ -409,4 +413,38 @@ type Verification struct {
 // Decode, not here.
 func (c *Client) Verify(ctx context.Context, conns []Connection, token string) Verification {
 	return c.verify(ctx, conns, token)
+}
+
+// FutureSkew is how far iat or nbf may lie ahead of this machine's clock
+// before FutureTimes speaks: clocks always differ a little.
+const FutureSkew = time.Minute
+
+// FutureTime is a time claim that lies in the future.
+type FutureTime struct {
+	Claim string        // "iat" or "nbf"
+	By    time.Duration // how far ahead of now
+}
+
+// Warning is the one line that says so, and what it means.
+func (f FutureTime) Warning() string {
+	by := text.Span(f.By)
+	if f.Claim == "nbf" {
+		return "nbf lies " + by + " in the future: the server will refuse the token until then (or a clock is off)"
+	}
+	return "iat lies " + by + " in the future: the server's clock or this machine's is off"
+}
+
+// FutureTimes reports the iat and nbf claims that lie more than FutureSkew
+// after now (a server with a skewed clock, or a token not valid yet).
+func (d *Decoded) FutureTimes(now time.Time) []FutureTime {
+	var out []FutureTime
+	for _, c := range []struct {
+		name string
+		at   time.Time
+	}{{"iat", d.IssuedAt}, {"nbf", d.NotBefore}} {
+		if !c.at.IsZero() && c.at.Sub(now) > FutureSkew {
+			out = append(out, FutureTime{Claim: c.name, By: c.at.Sub(now).Round(time.Second)})
+		}
+	}
+	return out
 }

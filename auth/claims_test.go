@@ -78,7 +78,7 @@ func TestDecodeKeycloakAccessToken(t *testing.T) {
 	if d.Typ != "Bearer" || d.Issuer != srv.Issuer() || d.Subject == "" {
 		t.Errorf("typ %q iss %q sub %q", d.Typ, d.Issuer, d.Subject)
 	}
-	if d.Username != authtest.DemoUsername || d.Email != "demo@example.com" || d.Scope != "email profile" {
+	if d.Username != authtest.DemoUsername || d.Email != "demo@example.com" || d.Scope != "email profile write" {
 		t.Errorf("username %q email %q scope %q", d.Username, d.Email, d.Scope)
 	}
 	wantExp := claimsNow.Add(1314000 * time.Second)
@@ -377,5 +377,25 @@ func TestDecodeSanitizesEverything(t *testing.T) {
 	// The escapes stay visible: the reader can see something was there.
 	if !strings.Contains(d.Subject, `\x1b]52;c;ZXZpbA==\x07`) || !strings.Contains(d.Subject, `\u202e`) {
 		t.Errorf("subject = %q, want visible escapes", d.Subject)
+	}
+}
+
+func TestFutureTimes(t *testing.T) {
+	t.Parallel()
+	now := time.Date(2026, 11, 21, 12, 0, 0, 0, time.UTC)
+	d := &auth.Decoded{IssuedAt: now.Add(2 * time.Hour), NotBefore: now.Add(auth.FutureSkew)}
+	got := d.FutureTimes(now)
+	if len(got) != 1 || got[0].Claim != "iat" || got[0].By != 2*time.Hour {
+		t.Fatalf("got %+v; want iat 2h ahead only (nbf within the skew)", got)
+	}
+	if w := got[0].Warning(); !strings.HasPrefix(w, "iat lies ") || !strings.Contains(w, "in the future") {
+		t.Fatalf("warning %q", w)
+	}
+	d.NotBefore = now.Add(auth.FutureSkew + time.Second)
+	if got := d.FutureTimes(now); len(got) != 2 || got[1].Claim != "nbf" || !strings.Contains(got[1].Warning(), "refuse the token until then") {
+		t.Fatalf("got %+v", got)
+	}
+	if got := (&auth.Decoded{IssuedAt: now.Add(-time.Hour)}).FutureTimes(now); len(got) != 0 {
+		t.Fatalf("a past iat warned: %+v", got)
 	}
 }

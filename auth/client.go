@@ -11,6 +11,7 @@ import (
 	"math"
 	"net/http"
 	"net/url"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -42,6 +43,10 @@ type Options struct {
 	Now func() time.Time
 	// Logger receives debug lines; secrets never reach it. Nil discards.
 	Logger *slog.Logger
+	// Waiting, when set, is called as each request goes out; the function
+	// it returns is called when the answer's headers arrive or the request
+	// fails. The CLI uses it to say that it is waiting for the server.
+	Waiting func() (done func())
 }
 
 // Client performs the token protocol against any number of connections.
@@ -101,7 +106,7 @@ func (c *Client) endpoints(ctx context.Context, conn Connection) (Endpoints, boo
 	if issuer == "" { // only a TokenURL: nothing to discover
 		return conn.KeycloakEndpoints(), false, nil
 	}
-	ep, err := c.discover(ctx, issuer)
+	ep, _, err := c.discoverAny(ctx, conn)
 	if err != nil {
 		if conn.AuthURL == "" || KindOf(err) == KindTimeout {
 			return Endpoints{}, false, err
@@ -140,16 +145,81 @@ func checkConnURLs(conn Connection) error {
 	return nil
 }
 
-// discover fetches and caches {issuer}/.well-known/openid-configuration.
-func (c *Client) discover(ctx context.Context, issuer string) (Endpoints, error) {
+// discoveryURLs are where conn's discovery document may be: at the issuer
+// ({issuer}/.well-known/openid-configuration, the standard place) and, for
+// servers that publish it there, beside the token endpoint
+// (…/protocol/openid-connect/.well-known/openid-configuration).
+func discoveryURLs(conn Connection) []string {
+	const wk = "/.well-known/openid-configuration"
+	var urls []string
+	if issuer := conn.IssuerURL(); issuer != "" {
+		urls = append(urls, issuer+wk)
+	}
+	tok := conn.TokenURL
+	if tok == "" {
+		tok = conn.KeycloakEndpoints().Token
+	}
+	if i := strings.LastIndexByte(tok, '/'); i > len("https://") {
+		if u := tok[:i] + wk; !slices.Contains(urls, u) {
+			urls = append(urls, u)
+		}
+	}
+	return urls
+}
+
+// discoverAny tries conn's discoveryURLs in order and returns the first
+// document that answers, cached by issuer. On failure, tried says what was
+// asked and what each answered; err is the first failure (a timeout ends the
+// search: the server is not answering at all).
+func (c *Client) discoverAny(ctx context.Context, conn Connection) (ep Endpoints, tried []string, err error) {
+	issuer := conn.IssuerURL()
 	c.mu.Lock()
 	ep, ok := c.discovered[issuer]
 	c.mu.Unlock()
 	if ok {
-		return ep, nil
+		return ep, nil, nil
 	}
+	var first error
+	for _, u := range discoveryURLs(conn) {
+		ep, err := c.discover(ctx, issuer, u)
+		if err == nil {
+			c.mu.Lock()
+			c.discovered[issuer] = ep
+			c.mu.Unlock()
+			return ep, nil, nil
+		}
+		tried = append(tried, triedLine(u, err))
+		if first == nil {
+			first = err
+		}
+		if KindOf(err) == KindTimeout {
+			break
+		}
+	}
+	if first == nil {
+		first = configError("no issuer and no token URL to discover the realm from", "set the connection's issuer or auth URL")
+	}
+	return Endpoints{}, tried, first
+}
+
+// triedLine is "URL (what it answered)", for messages naming what was tried.
+func triedLine(u string, err error) string {
+	why := "no answer"
+	var e *Error
+	switch {
+	case errors.As(err, &e) && e.Status != 0:
+		why = fmt.Sprintf("HTTP %d", e.Status)
+	case KindOf(err) == KindTimeout:
+		why = "no answer in time"
+	case KindOf(err) == KindMalformedResponse:
+		why = "not a discovery document"
+	}
+	return text.Safe(u) + " (" + why + ")"
+}
+
+// discover fetches the discovery document at wellKnown for issuer.
+func (c *Client) discover(ctx context.Context, issuer, wellKnown string) (Endpoints, error) {
 	const op = "discovery"
-	wellKnown := issuer + "/.well-known/openid-configuration"
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, wellKnown, nil)
 	if err != nil {
 		return Endpoints{}, configError("issuer "+text.Safe(issuer)+" does not make a valid URL", "check the issuer")
@@ -190,9 +260,6 @@ func (c *Client) discover(ctx context.Context, issuer string) (Endpoints, error)
 		doc.Issuer = issuer
 	}
 	doc.Issuer = text.Safe(doc.Issuer)
-	c.mu.Lock()
-	c.discovered[issuer] = doc
-	c.mu.Unlock()
 	return doc, nil
 }
 

@@ -172,7 +172,7 @@ func TestClientLoginTokenSet(t *testing.T) {
 	if strings.Count(ts.AccessToken, ".") != 2 || ts.RefreshToken == "" || ts.TokenType != "Bearer" {
 		t.Fatalf("tokens: type %q, access JWT %v, refresh %v", ts.TokenType, strings.Count(ts.AccessToken, ".") == 2, ts.RefreshToken != "")
 	}
-	if ts.ExpiresIn != 1314000 || ts.RefreshExpiresIn != 1800 || ts.SessionState == "" || ts.Scope != "email profile" {
+	if ts.ExpiresIn != 1314000 || ts.RefreshExpiresIn != 1800 || ts.SessionState == "" || ts.Scope != "email profile write" {
 		t.Errorf("fields: %+v", ts.Redacted())
 	}
 	if ts.IDToken != "" {

@@ -99,20 +99,8 @@ func (e *Error) Error() string {
 		b.WriteString(": ")
 	}
 	b.WriteString(e.Msg)
-	if e.Code != "" || e.Description != "" {
-		b.WriteString(" (server said: ")
-		b.WriteString(e.Code)
-		if e.Description != "" {
-			if e.Code != "" {
-				b.WriteString(": ")
-			}
-			b.WriteString(e.Description)
-		}
-		b.WriteString(")")
-	} else if e.Excerpt != "" {
-		b.WriteString(" (server said: ")
-		b.WriteString(e.Excerpt)
-		b.WriteString(")")
+	if said := e.said(); said != "" {
+		b.WriteString(" (server said: " + said + ")")
 	}
 	if e.Hint != "" {
 		b.WriteString("; ")
@@ -122,6 +110,22 @@ func (e *Error) Error() string {
 }
 
 func (e *Error) Unwrap() error { return e.Err }
+
+// said is the server's own words in e (its error code and description, else
+// an excerpt of its answer), sanitized; empty when it said nothing.
+func (e *Error) said() string {
+	words := e.Code
+	if e.Description != "" {
+		if words != "" {
+			words += ": "
+		}
+		words += e.Description
+	}
+	if words == "" {
+		words = e.Excerpt
+	}
+	return text.Safe(words)
+}
 
 // KindOf returns the kind of err's *Error, or KindUnknown.
 func KindOf(err error) ErrorKind {

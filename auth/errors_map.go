@@ -47,6 +47,13 @@ func parseServerError(body []byte) serverError {
 // mapStatus builds the *Error for a non-success answer of an auth endpoint,
 // from its status and the RFC 6749 error code; the description is used only
 // to tell apart the invalid_grant answers of the password grant.
+// timeoutHint names the settings that raise the timeout.
+const timeoutHint = "try again; if the server is slow, raise --timeout (or SHIPKEY_TIMEOUT, or timeout in config.toml)"
+
+// loginCauses names the likely causes of a login refused without an OAuth
+// error, with the settings that fix them.
+const loginCauses = "the server may require a scope (--scope openid) or the client secret by HTTP Basic (--basic-auth)"
+
 func mapStatus(op string, status int, code, desc string, body []byte, secrets []string) *Error {
 	e := &Error{
 		Op:          op,
@@ -68,6 +75,14 @@ func mapStatus(op string, status int, code, desc string, body []byte, secrets []
 		// Not Keycloak's JSON: an empty, plain-text or HTML refusal that does
 		// not say whether the user or the client was refused.
 		e.Kind = KindCredentialsRefused
+		e.Msg, _ = kindText(e.Kind, op)
+		e.Hint = "check the username, password, client id and secret; " + loginCauses
+	case op == "login" && status == 400 && code == "":
+		// An empty or non-JSON 400: servers that require a scope, or the
+		// client secret in another place, answer this way.
+		e.Kind = KindServer
+		e.Msg = "the server refused the login (status 400) without saying why"
+		e.Hint = loginCauses
 	case grantOps[op] != "" && (status == 401 || status == 403) && !knownCode(code):
 		// A grant that authenticates only the client: the client was refused.
 		e.Kind = KindInvalidClient
@@ -210,7 +225,7 @@ func mapTokenError(ctx context.Context, op, endpoint string, err error, tr *body
 	case ctx.Err() != nil:
 		return mapTransportError(ctx, op, endpoint, ctx.Err())
 	case strings.Contains(msg, "Client.Timeout") || strings.Contains(msg, "timeout"):
-		return &Error{Kind: KindTimeout, Op: op, Msg: "no complete answer from " + host(endpoint) + " in time", Hint: "try again; raise the timeout if the server is slow"}
+		return &Error{Kind: KindTimeout, Op: op, Msg: "no complete answer from " + host(endpoint) + " in time", Hint: timeoutHint}
 	case strings.HasPrefix(msg, "oauth2: cannot fetch token"):
 		return &Error{Kind: KindNetwork, Op: op, Msg: "the connection to " + host(endpoint) + " broke while reading the answer", Hint: "try again; check your network or proxy"}
 	}
@@ -256,7 +271,7 @@ func mapTransportError(ctx context.Context, op, endpoint string, err error) *Err
 	case errors.Is(err, context.Canceled):
 		e.Kind, e.Msg, e.Hint = KindUnknown, "cancelled before "+h+" answered", "run the command again"
 	case errors.Is(err, context.DeadlineExceeded), errors.As(err, &netErr) && netErr.Timeout(), ctx.Err() == context.DeadlineExceeded:
-		e.Kind, e.Msg, e.Hint = KindTimeout, "no answer from "+h+" in time", "try again; raise the timeout if the server is slow"
+		e.Kind, e.Msg, e.Hint = KindTimeout, "no answer from "+h+" in time", timeoutHint
 	case errors.As(err, &unknownCA), errors.As(err, &hostErr), errors.As(err, &invalidErr), errors.As(err, &verifyErr),
 		errors.As(err, &recordErr), errors.As(err, &alertErr):
 		e.Kind = KindTLS

@@ -17,6 +17,8 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/shipkey/shipkey/auth/authtest"
 )
 
 // Secrets used by the tests of this file; none may ever show in an error.
@@ -444,3 +446,85 @@ func TestClientTLSMinVersion(t *testing.T) {
 }
 
 func cliB64(s string) string { return base64.RawURLEncoding.EncodeToString([]byte(s)) }
+
+// A login refused with a 400 or 401 that carries no OAuth error (empty,
+// text or HTML) names the likely causes and their settings in one line.
+func TestLoginRefusedWithoutReasonNamesCauses(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		name   string
+		status int
+		body   string
+		want   ErrorKind
+	}{
+		{"400 empty", 400, ``, KindServer},
+		{"400 html", 400, `<html><body>Bad Request</body></html>`, KindServer},
+		{"401 empty", 401, ``, KindCredentialsRefused},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			srv := httptest.NewServer(cliJSON(tc.status, tc.body))
+			defer srv.Close()
+			_, err := cliNewClient(t, Options{}).Login(cliCtx(t), cliTokenConn(srv.URL), cliClientSecret, "alice", cliPassword)
+			cliSafeErr(t, err, tc.want)
+			msg := err.Error()
+			if !strings.Contains(msg, "--scope openid") || !strings.Contains(msg, "--basic-auth") || strings.Contains(msg, "\n") {
+				t.Fatalf("not one line naming --scope openid and --basic-auth: %q", msg)
+			}
+		})
+	}
+	// The in-process server that requires a scope and sends empty error
+	// bodies, as some servers do.
+	s := cliServer(t, &cliClock{}, func(c *authtest.Config) { c.RequireScope, c.ErrorBodies = true, authtest.ErrorBodiesEmpty })
+	_, err := cliNewClient(t, Options{}).Login(cliCtx(t), cliConn(s), authtest.DemoClientSecret, authtest.DemoUsername, authtest.DemoPassword)
+	if err == nil || !strings.Contains(err.Error(), "--scope openid") {
+		t.Fatalf("login without a scope: %v", err)
+	}
+}
+
+// A check that fails on a refusal reads as one sentence: the message, then
+// the server's words after a colon; never parentheses inside parentheses.
+func TestLivenessDetailIsFlat(t *testing.T) {
+	t.Parallel()
+	l := unknownFrom("introspection", mapStatus("introspect", 400, "invalid_request", "Missing (token)", nil, nil))
+	want := "introspect: the server refused the request (status 400); the server said: invalid_request: Missing (token)"
+	if got := l.Detail(); got != want {
+		t.Fatalf("detail\n got %q\nwant %q", got, want)
+	}
+	if (Liveness{Reason: "no answer"}).Detail() != "no answer" {
+		t.Fatal("a reason without the server's words gained a colon")
+	}
+}
+
+// SetTimeout bounds every request; the timeout error names the settings
+// that raise it; Waiting hears of each request and of its end.
+func TestSetTimeoutAndWaiting(t *testing.T) {
+	t.Parallel()
+	release := make(chan struct{})
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		select {
+		case <-release:
+		case <-r.Context().Done():
+		case <-time.After(10 * time.Second):
+		}
+	}))
+	defer srv.Close()
+	defer close(release)
+	var sent, ended atomic.Int32
+	c, err := NewClient(Options{Waiting: func() func() { sent.Add(1); return func() { ended.Add(1) } }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	c.SetTimeout(200 * time.Millisecond)
+	if c.Timeout() != 200*time.Millisecond {
+		t.Fatalf("Timeout = %v", c.Timeout())
+	}
+	_, err = c.Login(cliCtx(t), cliTokenConn(srv.URL), cliClientSecret, "alice", cliPassword)
+	e := cliSafeErr(t, err, KindTimeout)
+	if !strings.Contains(e.Error(), "raise --timeout (or SHIPKEY_TIMEOUT, or timeout in config.toml)") {
+		t.Fatalf("the timeout message does not name the settings: %v", e)
+	}
+	if sent.Load() != 1 || ended.Load() != 1 {
+		t.Fatalf("waiting: %d sent, %d ended", sent.Load(), ended.Load())
+	}
+}

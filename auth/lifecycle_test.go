@@ -33,6 +33,11 @@ func TestLivenessUserinfoRefusalIsNotEnded(t *testing.T) {
 	if l.State != LiveUnknown || l.Via != "userinfo" || !strings.Contains(l.Reason, "openid") {
 		t.Fatalf("live token without openid: %+v", l)
 	}
+	// One flat sentence: the server's words after a colon, no parentheses.
+	if d := l.Detail(); !strings.HasPrefix(d, "userinfo refused the token with status 401, perhaps for want of the openid scope; the server said: ") ||
+		strings.ContainsAny(d, "()") || l.Said == "" {
+		t.Errorf("detail %q", d)
+	}
 	if s.Count("introspect") != 0 {
 		t.Errorf("introspection was tried though discovery does not offer it")
 	}
@@ -152,6 +157,24 @@ func TestEndSessionNoWayOrRefused(t *testing.T) {
 		}
 		if posts != 1 {
 			t.Errorf("%d posts, want 1 (Keycloak's revoke path, then give up)", posts)
+		}
+	})
+	t.Run("no discovery, nothing at keycloak's logout or revoke paths", func(t *testing.T) {
+		var posts int
+		srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			if r.Method == http.MethodPost {
+				posts++
+			}
+			http.NotFound(w, r)
+		}))
+		defer srv.Close()
+		conn := Connection{AuthURL: srv.URL, ClientID: "x"}
+		res, err := cliNewClient(t, Options{}).EndSession(cliCtx(t), conn, cliClientSecret, ts)
+		if err != nil || res != (EndResult{}) {
+			t.Fatalf("got %+v, %v; want zero and nil", res, err)
+		}
+		if posts != 2 {
+			t.Errorf("%d posts, want 2 (Keycloak's logout path, its revoke path, then give up)", posts)
 		}
 	})
 	t.Run("only a token URL", func(t *testing.T) {

@@ -3,9 +3,13 @@ package auth
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"net/http"
 	"net/url"
+	"strings"
+
+	"github.com/shipkey/shipkey/internal/text"
 )
 
 // LiveState is what the server says of a token that looks valid locally.
@@ -31,7 +35,33 @@ func (s LiveState) String() string {
 type Liveness struct {
 	State  LiveState
 	Via    string // "introspection" or "userinfo"
-	Reason string // sanitized, for LiveUnknown and LiveInactive
+	Reason string // one short clause, sanitized, for LiveUnknown and LiveInactive
+	// Said is the server's own words (its error code and description, or
+	// an excerpt of its answer), sanitized; empty when it said nothing.
+	Said string
+}
+
+// Detail is the reason with the server's words after a colon: one flat
+// sentence for a verdict line, without nested parentheses.
+func (l Liveness) Detail() string {
+	if l.Said == "" {
+		return l.Reason
+	}
+	return l.Reason + "; the server said: " + l.Said
+}
+
+// unknownFrom is LiveUnknown for err: its message is the reason (without the
+// hint), the server's words go in Said.
+func unknownFrom(via string, err error) Liveness {
+	var e *Error
+	if !errors.As(err, &e) {
+		return Liveness{State: LiveUnknown, Via: via, Reason: text.Safe(err.Error())}
+	}
+	reason := e.Msg
+	if e.Op != "" {
+		reason = e.Op + ": " + reason
+	}
+	return Liveness{State: LiveUnknown, Via: via, Reason: text.Safe(reason), Said: e.said()}
 }
 
 // Liveness asks the realm whether it still accepts accessToken: token
@@ -49,11 +79,11 @@ type Liveness struct {
 func (c *Client) Liveness(ctx context.Context, conn Connection, clientSecret, accessToken string) Liveness {
 	secrets := secretsOf(conn, clientSecret, accessToken)
 	if err := conn.Validate(); err != nil {
-		return Liveness{State: LiveUnknown, Reason: err.Error()}
+		return unknownFrom("", err)
 	}
 	ep, err := c.Endpoints(ctx, conn)
 	if err != nil {
-		return Liveness{State: LiveUnknown, Reason: err.Error()}
+		return unknownFrom("", err)
 	}
 	if ep.Introspection != "" {
 		const via = "introspection"
@@ -61,7 +91,7 @@ func (c *Client) Liveness(ctx context.Context, conn Connection, clientSecret, ac
 			url.Values{"token": {accessToken}, "token_type_hint": {"access_token"}})
 		switch {
 		case err != nil:
-			return Liveness{State: LiveUnknown, Via: via, Reason: mapTransportError(ctx, "introspect", ep.Introspection, err).Error()}
+			return unknownFrom(via, mapTransportError(ctx, "introspect", ep.Introspection, err))
 		case status == http.StatusOK:
 			var ans struct {
 				Active *bool `json:"active"`
@@ -72,12 +102,12 @@ func (c *Client) Liveness(ctx context.Context, conn Connection, clientSecret, ac
 			if *ans.Active {
 				return Liveness{State: LiveActive, Via: via}
 			}
-			return Liveness{State: LiveInactive, Via: via, Reason: "the server no longer accepts the token (session ended or token revoked)"}
+			return Liveness{State: LiveInactive, Via: via, Reason: "session ended or token revoked"}
 		case status == http.StatusUnauthorized || status == http.StatusForbidden || status == http.StatusNotFound:
 			c.logger.Debug("introspection unavailable; trying userinfo", "status", status)
 		default:
 			se := parseServerError(body)
-			return Liveness{State: LiveUnknown, Via: via, Reason: mapStatus("introspect", status, se.Code, se.Description, body, secrets).Error()}
+			return unknownFrom(via, mapStatus("introspect", status, se.Code, se.Description, body, secrets))
 		}
 	}
 	if ep.Userinfo == "" {
@@ -92,23 +122,21 @@ func (c *Client) Liveness(ctx context.Context, conn Connection, clientSecret, ac
 	req.Header.Set("Accept", "application/json")
 	resp, err := c.http.Do(req)
 	if err != nil {
-		return Liveness{State: LiveUnknown, Via: via, Reason: mapTransportError(ctx, "userinfo", ep.Userinfo, err).Error()}
+		return unknownFrom(via, mapTransportError(ctx, "userinfo", ep.Userinfo, err))
 	}
 	body, err := readBody(resp)
 	if err != nil {
-		return Liveness{State: LiveUnknown, Via: via, Reason: mapTransportError(ctx, "userinfo", ep.Userinfo, err).Error()}
+		return unknownFrom(via, mapTransportError(ctx, "userinfo", ep.Userinfo, err))
 	}
 	switch resp.StatusCode {
 	case http.StatusOK:
 		return Liveness{State: LiveActive, Via: via}
 	case http.StatusUnauthorized, http.StatusForbidden:
-		reason := fmt.Sprintf("userinfo refused the token (status %d), which does not tell whether the session ended "+
-			"(the token may lack the openid scope)", resp.StatusCode)
-		if se := parseServerError(body); se.Code != "" || se.Description != "" {
-			reason += " (server said: " + scrub(se.Code+" "+se.Description, secrets) + ")"
-		}
-		return Liveness{State: LiveUnknown, Via: via, Reason: reason}
+		// A refusal here does not tell whether the session ended.
+		reason := fmt.Sprintf("userinfo refused the token with status %d, perhaps for want of the openid scope", resp.StatusCode)
+		se := parseServerError(body)
+		return Liveness{State: LiveUnknown, Via: via, Reason: reason, Said: text.Safe(scrub(strings.TrimSpace(se.Code+" "+se.Description), secrets))}
 	}
 	se := parseServerError(body)
-	return Liveness{State: LiveUnknown, Via: via, Reason: mapStatus("userinfo", resp.StatusCode, se.Code, se.Description, body, secrets).Error()}
+	return unknownFrom(via, mapStatus("userinfo", resp.StatusCode, se.Code, se.Description, body, secrets))
 }

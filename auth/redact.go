@@ -135,7 +135,8 @@ func lower(c byte) byte {
 	return c
 }
 
-// redact replaces every encoding of every secret (of 3 bytes or more) in s.
+// redact replaces every encoding of every secret (of 3 bytes or more) in s,
+// every HTML character-reference form included (redactHTML).
 func redact(s string, secrets []string) string {
 	var all []string
 	for _, sec := range secrets {
@@ -149,7 +150,7 @@ func redact(s string, secrets []string) string {
 			s = strings.ReplaceAll(s, v, "[redacted]")
 		}
 	}
-	return s
+	return redactHTML(s, secrets)
 }
 
 // scrub prepares server-provided text for an *Error: every encoding of every

@@ -68,7 +68,9 @@ func (c *Client) EndSession(ctx context.Context, conn Connection, clientSecret s
 		}
 	}
 
-	revURL, guessed := ep.Revocation, false
+	// Without discovery every endpoint is Keycloak's path, a guess: a 404
+	// there means the server offers no revocation, not a refusal.
+	revURL, guessed := ep.Revocation, !discovered
 	if revURL == "" && conn.AuthURL != "" {
 		revURL, guessed = conn.KeycloakEndpoints().Revocation, true
 	}

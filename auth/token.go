@@ -48,8 +48,8 @@ type TokenSet struct {
 	//     token is a JWT whose exp gives RefreshExpiresAt (unverified: a hint
 	//     for display and scheduling, the server decides);
 	//   - RefreshExpiryUnstated (""): the server did not say; RefreshExpiresAt is
-	//     zero and the expiry must be shown as "not stated by the server", not
-	//     as "no expiry".
+	//     zero and the expiry must be shown as "not stated", not as "no
+	//     expiry" (RefreshExpiryNote).
 	RefreshExpirySource string `json:"refresh_expiry_source,omitempty"`
 	// JWTExpiresAt is the access token's exp claim when it is a JWT.
 	JWTExpiresAt time.Time `json:"jwt_expires_at,omitzero"`
@@ -62,6 +62,24 @@ const (
 	RefreshExpiryOffline  = "offline"
 	RefreshExpiryJWT      = "jwt"
 )
+
+// Words for a token without a known expiry, the same on every screen.
+const (
+	// NoExpiryOffline: the server said refresh_expires_in 0 (an offline token).
+	NoExpiryOffline = "no expiry (offline token)"
+	// ExpiryNotStated: the server said nothing about the lifetime.
+	ExpiryNotStated = "not stated"
+)
+
+// RefreshExpiryNote says why RefreshExpiresAt is zero, in the words every
+// screen uses: NoExpiryOffline only when the server said 0, else
+// ExpiryNotStated. Never "no expiry" for a server that said nothing.
+func (t *TokenSet) RefreshExpiryNote() string {
+	if t.RefreshExpirySource == RefreshExpiryOffline {
+		return NoExpiryOffline
+	}
+	return ExpiryNotStated
+}
 
 // Access is the access token's timing (see Expiry for the policy).
 func (t *TokenSet) Access() Expiry {

@@ -72,9 +72,30 @@ func buildHTTPClient(opts Options, logger *slog.Logger) (*http.Client, error) {
 	if base == nil {
 		base = http.DefaultTransport
 	}
-	hc.Transport = &guardTransport{base: base, logger: logger}
+	hc.Transport = &guardTransport{base: base, logger: logger, waiting: opts.Waiting}
 	return &hc, nil
 }
+
+// SetTimeout bounds every later request to d (the whole request, and the
+// wait for the answer's headers on the transport auth built); d <= 0 keeps
+// the current bound. Call it before the client is shared: it is not
+// synchronized with requests in flight.
+func (c *Client) SetTimeout(d time.Duration) {
+	if d <= 0 {
+		return
+	}
+	c.http.Timeout = d
+	if g, ok := c.http.Transport.(*guardTransport); ok {
+		if t, ok := g.base.(*http.Transport); ok {
+			t = t.Clone()
+			t.ResponseHeaderTimeout = d
+			g.base = t
+		}
+	}
+}
+
+// Timeout is the bound of a whole request (0: none).
+func (c *Client) Timeout() time.Duration { return c.http.Timeout }
 
 // rootPool is the system roots plus the PEM certificates in caFile (nil, the
 // system default, when caFile is empty).
@@ -100,8 +121,9 @@ func rootPool(caFile string) (*x509.CertPool, error) {
 // MaxBodySize and logs one debug line per request (method, URL without query,
 // status). It never logs headers or bodies.
 type guardTransport struct {
-	base   http.RoundTripper
-	logger *slog.Logger
+	base    http.RoundTripper
+	logger  *slog.Logger
+	waiting func() (done func()) // Options.Waiting; nil: nobody asks
 }
 
 func (g *guardTransport) RoundTrip(req *http.Request) (*http.Response, error) {
@@ -113,7 +135,14 @@ func (g *guardTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 		g.logger.Debug("http request refused", "method", req.Method, "url", logURL)
 		return nil, errInsecureURL
 	}
+	var done func()
+	if g.waiting != nil {
+		done = g.waiting()
+	}
 	resp, err := g.base.RoundTrip(req)
+	if done != nil {
+		done()
+	}
 	if err != nil {
 		g.logger.Debug("http request", "method", req.Method, "url", logURL, "status", 0)
 		return nil, err

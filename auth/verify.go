@@ -3,9 +3,11 @@ package auth
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
+	"strings"
 	"sync"
 	"time"
 
@@ -25,19 +27,29 @@ var verifyAlgs = []jose.SignatureAlgorithm{
 	jose.RS256, jose.RS384, jose.RS512, jose.PS256, jose.ES256, jose.ES384, jose.EdDSA,
 }
 
-func (c *Client) verify(ctx context.Context, conns []Connection, token string) Verification {
+// precheck decodes token for a signature check: done is set when the
+// verdict is known without keys (undecodable, opaque, HMAC-signed).
+func (c *Client) precheck(token string) (d *Decoded, v Verification, done bool) {
 	d, err := Decode(token, c.clock())
 	switch {
 	case err != nil:
-		return Verification{State: SigFailed, Reason: text.Safe(err.Error())}
+		return nil, Verification{State: SigFailed, Reason: text.Safe(err.Error())}, true
 	case d.Format == FormatOpaque:
-		return Verification{State: SigNotChecked, Reason: "not a JWT: an opaque token has no signature to check"}
+		return nil, Verification{State: SigNotChecked, Reason: "not a JWT: an opaque token has no signature to check"}, true
 	}
-	v := Verification{KeyID: d.Kid, Issuer: d.Issuer}
+	v = Verification{KeyID: d.Kid, Issuer: d.Issuer}
 	if d.SymmetricSigned {
 		// HS* is an HMAC with a secret only the server knows (Keycloak signs its
 		// refresh tokens so): say what is known, no more.
 		v.Reason = "HMAC-signed (" + text.Safe(d.Alg) + "): a client cannot check it"
+		return d, v, true
+	}
+	return d, v, false
+}
+
+func (c *Client) verify(ctx context.Context, conns []Connection, token string) Verification {
+	d, v, done := c.precheck(token)
+	if done {
 		return v
 	}
 	iss, _ := d.Raw["iss"].(string)
@@ -50,22 +62,52 @@ func (c *Client) verify(ctx context.Context, conns []Connection, token string) V
 		v.Reason = text.Safe(fmt.Sprintf("issuer %s is not one of your connections; not fetching its keys", iss))
 		return v
 	}
-	eps, err := c.Endpoints(ctx, conn)
+	jwksURL, tried, err := c.keysURL(ctx, conn)
 	if err != nil {
-		v.Reason = text.Safe("cannot find the realm's keys: " + err.Error())
+		v.Reason = text.Safe("cannot find the realm's keys: " + err.Error() + triedSuffix(tried))
+		v.KeysUnavailable = true
 		return v
 	}
-	if eps.JWKS == "" {
-		v.Reason = "the realm offers no JWKS (certs) endpoint"
-		return v
+	state, reason := c.verifyWithJWKS(ctx, jwksURL, text.BearerToken(token))
+	if state == SigNotChecked {
+		reason += triedSuffix(tried)
+		v.KeysUnavailable = true
 	}
-	if err := CheckURL(eps.JWKS); err != nil {
-		v.Reason = text.Safe("the realm's JWKS URL " + err.Error())
-		return v
-	}
-	state, reason := c.verifyWithJWKS(ctx, eps.JWKS, text.BearerToken(token))
 	v.State, v.Reason = state, reason
 	return v
+}
+
+// keysURL is where conn's realm publishes its signing keys: the jwks_uri of
+// whichever discovery document answered (at the issuer, else beside the
+// token endpoint), else Keycloak's fixed certs path. tried names the
+// discovery documents that did not answer, for the message when the keys
+// cannot be fetched either.
+func (c *Client) keysURL(ctx context.Context, conn Connection) (string, []string, error) {
+	if err := checkConnURLs(conn); err != nil {
+		return "", nil, err
+	}
+	ep, tried, err := c.discoverAny(ctx, conn)
+	switch {
+	case err == nil && ep.JWKS == "":
+		return "", nil, errors.New("the realm's discovery document names no jwks_uri")
+	case err == nil:
+		return ep.JWKS, nil, nil
+	case conn.AuthURL == "" || KindOf(err) == KindTimeout:
+		return "", tried, err
+	}
+	u := conn.KeycloakEndpoints().JWKS
+	if err := CheckURL(u); err != nil {
+		return "", tried, errors.New("the realm's JWKS URL " + err.Error())
+	}
+	return u, tried, nil
+}
+
+// triedSuffix is "; discovery tried at A (HTTP 404), B (HTTP 404)", or "".
+func triedSuffix(tried []string) string {
+	if len(tried) == 0 {
+		return ""
+	}
+	return "; discovery tried at " + strings.Join(tried, ", ")
 }
 
 // matchIssuer finds the connection whose issuer is exactly iss: its
@@ -86,15 +128,10 @@ func matchIssuer(conns []Connection, iss string) (Connection, bool) {
 // (a URL from the connection, never from the token). Fetch failures are
 // SigNotChecked; a mismatch is SigFailed.
 func (c *Client) verifyWithJWKS(ctx context.Context, jwksURL, token string) (SigState, string) {
-	jws, err := jose.ParseSignedCompact(token, verifyAlgs)
-	if err != nil {
-		return SigFailed, "the token is not a signed JWT with an accepted algorithm (RS256/384/512, PS256, ES256/384, EdDSA)"
+	jws, alg, kid, reason := parseJWS(token)
+	if jws == nil {
+		return SigFailed, reason
 	}
-	if len(jws.Signatures) != 1 {
-		return SigFailed, "the token does not carry exactly one signature"
-	}
-	sig := jws.Signatures[0]
-	alg, kid := sig.Header.Algorithm, sig.Header.KeyID // raw, for matching; sanitized when shown
 	cache := &c.jwks
 	keys, fresh, err := cache.get(ctx, c, jwksURL, false)
 	if err != nil {
@@ -122,6 +159,21 @@ func (c *Client) verifyWithJWKS(ctx context.Context, jwksURL, token string) (Sig
 		return SigFailed, "signature does not match any of the realm's keys"
 	}
 	return SigFailed, text.Safe(fmt.Sprintf("signature does not match the realm's key kid=%s", kid))
+}
+
+// parseJWS parses a compact JWS with one signature by an accepted
+// algorithm, returning its alg and kid (raw, for matching; sanitize before
+// showing), or nil and why not.
+func parseJWS(token string) (jws *jose.JSONWebSignature, alg, kid, reason string) {
+	jws, err := jose.ParseSignedCompact(token, verifyAlgs)
+	if err != nil {
+		return nil, "", "", "the token is not a signed JWT with an accepted algorithm (RS256/384/512, PS256, ES256/384, EdDSA)"
+	}
+	if len(jws.Signatures) != 1 {
+		return nil, "", "", "the token does not carry exactly one signature"
+	}
+	h := jws.Signatures[0].Header
+	return jws, h.Algorithm, h.KeyID, ""
 }
 
 // signingKeys picks the public signing keys for kid (all keys when the token

@@ -91,7 +91,8 @@ func ageDecrypt(path string, data []byte, id *age.X25519Identity) ([]byte, error
 	r, err := age.Decrypt(bytes.NewReader(data), id)
 	if err != nil {
 		if errors.Is(err, age.ErrIncorrectIdentity) {
-			return nil, corruptError(path, 0, "it was not encrypted with "+secretsKeyFileName+" next to it")
+			return nil, &BackendError{Backend: BackendFile, Kind: ErrBackendLocked,
+				Msg: displayPath(path) + " was not encrypted to the key in " + secretsKeyFileName + " next to it (copied from another store?); the other keys' files are not affected"}
 		}
 		return nil, corruptError(path, 0, "not an age file ("+err.Error()+")")
 	}
@@ -128,6 +129,9 @@ func (b *fileBackend) Get(id string) (keySecrets, bool, error) {
 	var ks keySecrets
 	if err := json.Unmarshal(plain, &ks); err != nil {
 		return keySecrets{}, false, corruptError(f.path(id), 0, "its content is not shipkey's")
+	}
+	if err := checkBinding(f, id, ks); err != nil {
+		return keySecrets{}, false, err
 	}
 	return ks, true, nil
 }

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"sync"
 	"time"
 
 	gokeyring "github.com/zalando/go-keyring"
@@ -37,14 +38,20 @@ func (osKeyring) Delete(service, user string) error {
 type keyringBackend struct {
 	kr      Keyring
 	timeout time.Duration
+	// bus tells, once, whether a D-Bus session bus answers; nil for an
+	// injected Keyring. The OS keyring is never asked without one, so its
+	// client never starts dbus-launch.
+	bus func() error
 }
 
 func newKeyringBackend(e backendEnv) secretsBackend {
 	kr := e.opts.Keyring
+	b := &keyringBackend{kr: kr, timeout: keyringTimeout}
 	if kr == nil {
-		kr = osKeyring{}
+		b.kr = osKeyring{}
+		b.bus = sync.OnceValue(func() error { return sessionBusCheck(sessionBusTimeout) })
 	}
-	return &keyringBackend{kr: kr, timeout: keyringTimeout}
+	return b
 }
 
 func (b *keyringBackend) Name() string { return BackendKeyring }
@@ -60,6 +67,16 @@ func (b *keyringBackend) call(op string, timeout time.Duration, f func() (string
 	type result struct {
 		v   string
 		err error
+	}
+	if b.bus != nil {
+		if err := b.bus(); err != nil {
+			return "", &BackendError{
+				Backend: BackendKeyring,
+				Msg:     fmt.Sprintf("the OS keyring is not available (%s: %s)", op, err),
+				Kind:    ErrBackendMissing,
+				Err:     err,
+			}
+		}
 	}
 	ch := make(chan result, 1)
 	go func() {

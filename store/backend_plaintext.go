@@ -54,6 +54,9 @@ func (b *plaintextBackend) Get(id string) (keySecrets, bool, error) {
 		// The message must not quote the content: it is secret.
 		return keySecrets{}, false, corruptError(f.path(id), jsonErrorLine(data, err), "invalid JSON")
 	}
+	if err := checkBinding(f, id, ks); err != nil {
+		return keySecrets{}, false, err
+	}
 	return ks, true, nil
 }
 

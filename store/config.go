@@ -29,8 +29,10 @@ type configFile struct {
 	Default        string     `toml:"default,omitempty"`
 	Secrets        string     `toml:"secrets,omitempty"`
 	ClipboardClear string     `toml:"clipboard_clear,omitempty"`
+	Timeout        string     `toml:"timeout,omitempty"`
 	AutoRefresh    *bool      `toml:"auto_refresh,omitempty"`
 	Keys           []keyEntry `toml:"keys,omitempty"`
+	Teams          []TeamConn `toml:"teams,omitempty"`
 }
 
 // keyEntry is one [[keys]] table: a key's definition, written here only.
@@ -101,6 +103,11 @@ func (c *configFile) validate() error {
 	if _, err := parseClipboardClear(c.ClipboardClear); err != nil {
 		return err
 	}
+	if c.Timeout != "" {
+		if _, err := ParseTimeout("timeout", c.Timeout); err != nil {
+			return err
+		}
+	}
 	ids := map[string]bool{}
 	labels := map[string]bool{}
 	for i, k := range c.Keys {
@@ -123,6 +130,16 @@ func (c *configFile) validate() error {
 		c.Default = ""
 	}
 	return nil
+}
+
+// ParseTimeout reads a request timeout ("45s", "2m"): a positive duration.
+// name is the setting's name, for the message.
+func ParseTimeout(name, s string) (time.Duration, error) {
+	d, err := time.ParseDuration(strings.TrimSpace(s))
+	if err != nil || d <= 0 {
+		return 0, fmt.Errorf("%s = %q is not a positive duration such as \"45s\" or \"2m\"", name, s)
+	}
+	return d, nil
 }
 
 func parseClipboardClear(s string) (time.Duration, error) {
@@ -149,6 +166,9 @@ func (c *configFile) settings() Settings {
 	}
 	if c.AutoRefresh != nil {
 		st.AutoRefresh = *c.AutoRefresh
+	}
+	if c.Timeout != "" {
+		st.Timeout, _ = ParseTimeout("timeout", c.Timeout)
 	}
 	return st
 }

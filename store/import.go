@@ -80,6 +80,7 @@ func (s *Store) Import(ctx context.Context, keys []ImportKey) error {
 			sec.setTokens(k.Token)
 			ks.setToken(k.Token)
 		}
+		sec.bind(id, ks)
 		secrets[id] = sec
 		states[i] = ks
 	}

@@ -8,12 +8,14 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
 	"sync"
+	"syscall"
 	"time"
 
 	bolt "go.etcd.io/bbolt"
@@ -142,18 +144,37 @@ func (s *Store) openDB(ctx context.Context, write bool) (*bolt.DB, func(), error
 	if d, ok := ctx.Deadline(); ok {
 		wait = max(time.Until(d), time.Millisecond)
 	}
-	db, err := bolt.Open(path, filePerm, &bolt.Options{Timeout: wait, ReadOnly: !write})
+	var db *bolt.DB
+	seen := dbIdentity(path)
+	err := checkDBFile(path)
+	if err == nil {
+		err = runGuarded(path, func() (err error) {
+			db, err = bolt.Open(path, filePerm, &bolt.Options{Timeout: wait, ReadOnly: !write})
+			return err
+		})
+	}
 	if err != nil {
 		unlock()
+		var dmg *DamagedDBError
 		switch {
+		case errors.As(err, &dmg):
+			dmg.seen = seen
+			return nil, nil, err
 		case errors.Is(err, berrors.ErrTimeout):
 			return nil, nil, lockWaitError(path, context.DeadlineExceeded)
 		case errors.Is(err, os.ErrNotExist):
 			return nil, nil, os.ErrNotExist
-		case errors.Is(err, berrors.ErrInvalid), errors.Is(err, berrors.ErrChecksum), errors.Is(err, berrors.ErrVersionMismatch):
-			return nil, nil, corruptError(path, 0, "not a shipkey state database ("+err.Error()+")")
+		case errors.Is(err, fs.ErrPermission), errors.Is(err, syscall.EROFS), errors.Is(err, syscall.ENOSPC):
+			return nil, nil, fileError("open", path, err)
 		}
-		return nil, nil, fileError("open", path, err)
+		// What bbolt refuses to open (bad magic or checksum, a file too
+		// small, an unknown version…) is damage.
+		var pe *fs.PathError
+		reason := err.Error()
+		if errors.As(err, &pe) {
+			reason = pe.Err.Error()
+		}
+		return nil, nil, &DamagedDBError{Path: path, Reason: reason, seen: seen}
 	}
 	return db, func() { _ = db.Close(); unlock() }, nil
 }
@@ -180,8 +201,10 @@ func (t *tx) bucket(name []byte) *bolt.Bucket {
 	return t.btx.Bucket(name)
 }
 
+// damaged is a record that does not decode: the index is damaged, and is
+// set aside and rebuilt like a damaged file.
 func (t *tx) damaged(what string) error {
-	return corruptError(t.s.dbPath(), 0, "damaged record ("+what+")")
+	return &DamagedDBError{Path: t.s.dbPath(), Reason: "damaged record (" + what + ")", Faulted: true}
 }
 
 func (t *tx) meta(key []byte) []byte {
@@ -337,6 +360,7 @@ type settingsRecord struct {
 	Secrets        string `json:"secrets,omitempty"`
 	ClipboardClear string `json:"clipboard_clear,omitempty"`
 	AutoRefresh    *bool  `json:"auto_refresh,omitempty"`
+	Timeout        string `json:"timeout,omitempty"`
 }
 
 func (t *tx) settings() Settings {
@@ -344,7 +368,7 @@ func (t *tx) settings() Settings {
 	if v := t.meta(metaSettings); v != nil {
 		var r settingsRecord
 		if json.Unmarshal(v, &r) == nil {
-			c.Secrets, c.ClipboardClear, c.AutoRefresh = r.Secrets, r.ClipboardClear, r.AutoRefresh
+			c.Secrets, c.ClipboardClear, c.AutoRefresh, c.Timeout = r.Secrets, r.ClipboardClear, r.AutoRefresh, r.Timeout
 		}
 	}
 	return c.settings()
@@ -407,7 +431,7 @@ func (t *tx) putConfigMeta(fp string) error {
 	if err != nil {
 		return err
 	}
-	set, err := json.Marshal(settingsRecord{Secrets: t.cfg.Secrets, ClipboardClear: t.cfg.ClipboardClear, AutoRefresh: t.cfg.AutoRefresh})
+	set, err := json.Marshal(settingsRecord{Secrets: t.cfg.Secrets, ClipboardClear: t.cfg.ClipboardClear, AutoRefresh: t.cfg.AutoRefresh, Timeout: t.cfg.Timeout})
 	if err != nil {
 		return err
 	}
@@ -498,17 +522,27 @@ func (s *Store) view(fn func(t *tx) error) error {
 				return fn(&tx{s: s}) // an empty store: nothing on disk yet
 			}
 			err = errStale
+		} else if dmg := (*DamagedDBError)(nil); errors.As(err, &dmg) {
+			// set aside below
 		} else if err != nil {
 			return err
 		} else {
-			err = db.View(func(btx *bolt.Tx) error {
-				t := &tx{s: s, btx: btx}
-				if !t.fresh(fp) {
-					return errStale
-				}
-				return fn(t)
+			err = runGuarded(s.dbPath(), func() error {
+				return db.View(func(btx *bolt.Tx) error {
+					t := &tx{s: s, btx: btx}
+					if !t.fresh(fp) {
+						return errStale
+					}
+					return fn(t)
+				})
 			})
 			done()
+		}
+		if dmg := (*DamagedDBError)(nil); errors.As(err, &dmg) && attempt < 3 {
+			if err := s.salvage(context.Background(), dmg); err != nil {
+				return err
+			}
+			continue
 		}
 		if !errors.Is(err, errStale) {
 			return err
@@ -530,6 +564,15 @@ func (s *Store) write(ctx context.Context, fn func(t *tx) error) error {
 	defer cancel()
 	for attempt := 0; ; attempt++ {
 		err := s.txn(ctx, false, fn)
+		if err == nil {
+			s.sweepIfFree()
+		}
+		if dmg := (*DamagedDBError)(nil); errors.As(err, &dmg) && attempt < 3 {
+			if err := s.salvage(ctx, dmg); err != nil {
+				return err
+			}
+			continue
+		}
 		if !errors.Is(err, errStale) {
 			return err
 		}
@@ -552,16 +595,17 @@ func (s *Store) update(ctx context.Context, fn func(t *tx) error) error {
 		return err
 	}
 	defer lk.release()
-	return s.txn(ctx, true, fn)
+	return s.txnSalvaging(ctx, fn)
 }
 
-// lockStore takes store.lock and sweeps what killed processes left behind.
+// lockStore takes store.lock and sweeps what killed processes left behind
+// (sweep.go).
 func (s *Store) lockStore(ctx context.Context) (*fileLock, error) {
 	lk, err := acquireLock(ctx, s.lockPath())
 	if err != nil {
 		return nil, err
 	}
-	sweepTemp(append([]string{s.configDir, s.stateDir}, s.secretDirs()...)...)
+	s.sweep()
 	return lk, nil
 }
 
@@ -575,7 +619,34 @@ func (s *Store) ensure(ctx context.Context) error {
 		return err
 	}
 	defer lk.release()
-	return s.txn(ctx, true, func(*tx) error { return nil })
+	return s.txnSalvaging(ctx, func(*tx) error { return nil })
+}
+
+// txnSalvaging is a locked txn that sets a damaged state.db aside and runs
+// again on a new one (caller holds store.lock).
+func (s *Store) txnSalvaging(ctx context.Context, fn func(t *tx) error) error {
+	err := s.txn(ctx, true, fn)
+	var dmg *DamagedDBError
+	if errors.As(err, &dmg) {
+		if err := s.setAsideDB(dmg); err != nil {
+			return err
+		}
+		err = s.txn(ctx, true, fn)
+	}
+	return err
+}
+
+// salvage sets a damaged state.db aside under store.lock; the caller then
+// runs again, and the index is rebuilt.
+func (s *Store) salvage(ctx context.Context, dmg *DamagedDBError) error {
+	ctx, cancel := lockContext(ctx)
+	defer cancel()
+	lk, err := s.lockStore(ctx)
+	if err != nil {
+		return err
+	}
+	defer lk.release()
+	return s.setAsideDB(dmg)
 }
 
 // txn is one read-write transaction. With locked (store.lock held) a stale
@@ -593,36 +664,41 @@ func (s *Store) txn(ctx context.Context, locked bool, fn func(t *tx) error) erro
 	}
 	defer done()
 	var migrated []string
-	err = db.Update(func(btx *bolt.Tx) error {
-		t := &tx{s: s, btx: btx, locked: locked}
-		if !t.fresh(fp) {
-			if !locked {
-				return errStale
-			}
-			var err error
-			if migrated, err = t.migrate(); err != nil {
-				return err
-			}
-			if string(t.meta(metaConfig)) != fp || len(migrated) > 0 {
-				if err := t.reindex(fp); err != nil {
+	err = runGuarded(s.dbPath(), func() error {
+		return db.Update(func(btx *bolt.Tx) error {
+			t := &tx{s: s, btx: btx, locked: locked}
+			if !t.fresh(fp) {
+				if !locked {
+					return errStale
+				}
+				var err error
+				if migrated, err = t.migrate(); err != nil {
 					return err
 				}
+				if string(t.meta(metaConfig)) != fp || len(migrated) > 0 {
+					if err := t.reindex(fp); err != nil {
+						return err
+					}
+					if err := t.restoreStates(); err != nil {
+						return err
+					}
+				}
 			}
-		}
-		if err := fn(t); err != nil {
-			return err
-		}
-		if t.cfgDirty {
-			if err := saveConfig(s.configPath(), t.cfg); err != nil {
+			if err := fn(t); err != nil {
 				return err
 			}
-			fp, err := configFingerprint(s.configPath())
-			if err != nil {
-				return err
+			if t.cfgDirty {
+				if err := saveConfig(s.configPath(), t.cfg); err != nil {
+					return err
+				}
+				fp, err := configFingerprint(s.configPath())
+				if err != nil {
+					return err
+				}
+				return t.putConfigMeta(fp)
 			}
-			return t.putConfigMeta(fp)
-		}
-		return nil
+			return nil
+		})
 	})
 	if err != nil {
 		return err

@@ -41,13 +41,17 @@ type Store struct {
 }
 
 // fallbackWarned remembers, per state directory, that the auto backend's
-// fallback was announced: at most once per process.
+// fallback was announced in this process.
 var fallbackWarned sync.Map
 
-// warnFallback says plainly, once per process, that auto keeps secrets in the
-// encrypted files and why. It is said when a secret is written there because
-// of the fallback (a new key, or one moving from the keyring), not on every
-// read: scripts that call shipkey token in a loop get a clean stderr.
+// autoNoteFile, in the state directory, holds the backend the auto choice
+// last announced: the choice is said once per store, not on every call.
+const autoNoteFile = "auto-backend"
+
+// warnFallback says plainly, once per store (remembered in autoNoteFile),
+// that auto keeps secrets in the encrypted files, why, and how to pin that
+// choice. Scripts that call shipkey token in a loop get a clean stderr from
+// the second call on.
 func (s *Store) warnFallback() {
 	s.mu.Lock()
 	why := s.fallbackWhy
@@ -55,9 +59,18 @@ func (s *Store) warnFallback() {
 	if why == "" {
 		return
 	}
-	if _, done := fallbackWarned.LoadOrStore(s.stateDir, true); !done {
-		fmt.Fprintf(s.warn, "shipkey: no OS keyring available (%s); keeping secrets in the encrypted files in %s\n",
-			why, displayPath(s.fileBackend().dataPath()))
+	if _, done := fallbackWarned.LoadOrStore(s.stateDir, true); done {
+		return
+	}
+	note := filepath.Join(s.stateDir, autoNoteFile)
+	if data, err := os.ReadFile(note); err == nil && strings.TrimSpace(string(data)) == BackendFile {
+		return
+	}
+	fmt.Fprintf(s.warn, "shipkey: no OS keyring available (%s); the auto backend keeps secrets in the encrypted files in %s; "+
+		"to choose it without this check, set %s=%s (or secrets = %q in config.toml). Said once.\n",
+		why, displayPath(s.fileBackend().dataPath()), EnvSecrets, BackendFile, BackendFile)
+	if ensureDir(s.stateDir) == nil {
+		_ = writeFileAtomic(note, []byte(BackendFile+"\n"))
 	}
 }
 
@@ -96,6 +109,9 @@ func Open(opts Options) (*Store, error) {
 		s.backends[row.name] = row.open(env)
 	}
 	s.fileBackend().session = newSession(s, opts.Unlock)
+	if err := s.checkOwner(); err != nil {
+		return nil, err
+	}
 	set, err := s.readSettings()
 	if err != nil {
 		return nil, err
@@ -208,12 +224,23 @@ func (s *Store) holder(ks keyState) secretsBackend {
 func (s *Store) prepare() (secretsBackend, error) {
 	b := s.backend()
 	if fb, ok := b.(*fileBackend); ok {
+		fb.mu.Lock()
+		had := fb.identity != nil
+		fb.mu.Unlock()
 		if _, err := fb.unlock(); err != nil {
 			return nil, err
+		}
+		if !had {
+			if err := s.finishRestore(context.Background()); err != nil {
+				return nil, err
+			}
 		}
 	}
 	if err := s.migrateSecrets(context.Background(), b); err != nil {
 		return nil, err
+	}
+	if b.Name() == BackendFile {
+		s.warnFallback()
 	}
 	return b, nil
 }
@@ -251,6 +278,7 @@ func (s *Store) getSecrets(label, id string, ks keyState) (keySecrets, error) {
 // copy is deleted.
 func (s *Store) putSecrets(id string, ks *keyState, sec keySecrets) error {
 	b := s.backend()
+	sec.bind(id, *ks)
 	if err := b.Set(id, sec); err != nil {
 		return err
 	}
@@ -305,6 +333,7 @@ func (k *Key) setState(ks keyState) {
 	k.Token = ks.Token.Redacted()
 	k.Masked = ks.Masked
 	k.LoggedOut = ks.LoggedOut
+	k.EndPending = ks.EndPending
 	k.HasRefreshToken = !ks.NoRefresh && !ks.Token.ObtainedAt.IsZero()
 }
 
@@ -572,6 +601,12 @@ func (s *Store) Login(ctx context.Context, label string, opts LoginOptions) (Key
 	if err != nil {
 		return Key{}, nil, err
 	}
+	if !ks.EndPending.IsZero() {
+		// The old session must end before its tokens are replaced.
+		if _, err := s.endSession(ctx, e, ks, sec); err != nil {
+			return Key{}, nil, &EndPendingError{Label: e.Label, Err: err}
+		}
+	}
 	req := e.request(sec)
 	req.Prompt, req.Wait = opts.Prompt, opts.Wait
 	if e.Grant.Or() == auth.GrantPassword {
@@ -621,13 +656,14 @@ func (s *Store) persist(ctx context.Context, e keyEntry, ts *auth.TokenSet, sec 
 		if err != nil {
 			return err
 		}
-		if err := s.putSecrets(e.ID, &ks, sec); err != nil {
-			return err
-		}
 		ks.setToken(ts)
 		ks.LoggedOut = false
+		ks.EndPending = time.Time{}
 		if markUsed {
 			ks.LastUsed = s.now()
+		}
+		if err := s.putSecrets(e.ID, &ks, sec); err != nil {
+			return err
 		}
 		return t.putState(e.ID, ks)
 	})
@@ -689,24 +725,49 @@ func (s *Store) Logout(ctx context.Context, label string) (auth.EndResult, error
 		return auth.EndResult{}, err
 	}
 	res, serverErr := s.endSession(ctx, e, ks, sec)
-	sec.setTokens(nil)
-	err = s.changeState(ctx, e.ID, e.Label, func(ks *keyState) error {
-		if err := s.putSecrets(e.ID, ks, sec); err != nil {
-			return err
-		}
-		ks.setToken(nil)
-		ks.LoggedOut = true
-		return nil
-	})
-	if err != nil {
+	if err := s.recordEnd(ctx, e, sec, serverErr); err != nil {
 		return res, err
 	}
 	return res, serverErr
 }
 
+// recordEnd records the outcome of ending key e's session: when the server
+// ended it (or said it no longer exists) the tokens are dropped; when it
+// refused or could not be reached they are kept, the key is logged out
+// with its end pending, and the next logout (or keys rm) tries again.
+func (s *Store) recordEnd(ctx context.Context, e keyEntry, sec keySecrets, serverErr error) error {
+	return s.changeState(ctx, e.ID, e.Label, func(ks *keyState) error {
+		ks.LoggedOut = true
+		if serverErr != nil && (sec.RefreshToken != "" || sec.AccessToken != "") {
+			if ks.EndPending.IsZero() {
+				ks.EndPending = s.now()
+			}
+		} else {
+			sec.setTokens(nil)
+			ks.setToken(nil)
+			ks.EndPending = time.Time{}
+		}
+		return s.putSecrets(e.ID, ks, sec)
+	})
+}
+
+// EndPendingError: the key's session could not be ended at the server and
+// its end is pending (its tokens are kept for the retry).
+type EndPendingError struct {
+	Label string
+	Err   error // the server's refusal or the network failure
+}
+
+func (e *EndPendingError) Error() string {
+	return fmt.Sprintf("ending the session of key %s at the server is pending (%v): run shipkey logout %s to try again",
+		quoteLabel(e.Label), e.Err, text.ShellQuote(e.Label))
+}
+
+func (e *EndPendingError) Unwrap() error { return e.Err }
+
 // endSession ends the key's session at the server when it has tokens.
 func (s *Store) endSession(ctx context.Context, e keyEntry, ks keyState, sec keySecrets) (auth.EndResult, error) {
-	if s.auth == nil || ks.LoggedOut || (sec.RefreshToken == "" && sec.AccessToken == "") {
+	if s.auth == nil || (ks.LoggedOut && ks.EndPending.IsZero()) || (sec.RefreshToken == "" && sec.AccessToken == "") {
 		return auth.EndResult{}, nil
 	}
 	return s.auth.EndSession(ctx, e.Connection, sec.ClientSecret, mergeToken(ks.Token, sec))
@@ -722,6 +783,20 @@ func (s *Store) endSession(ctx context.Context, e keyEntry, ks keyState, sec key
 // table: a crash in between leaves the key listed without secrets (remove
 // it again), never a config.toml that lacks keys whose state is kept.
 func (s *Store) Remove(ctx context.Context, label string) (auth.EndResult, error) {
+	return s.RemoveWith(ctx, label, RemoveOptions{})
+}
+
+// RemoveOptions change what Remove does.
+type RemoveOptions struct {
+	// Force removes the key even when its session could not be ended at the
+	// server (its tokens then stay valid there until they expire). Without
+	// it such a key is kept, logged out with its end pending, and the error
+	// is an *EndPendingError beside the server's.
+	Force bool
+}
+
+// RemoveWith is Remove with options.
+func (s *Store) RemoveWith(ctx context.Context, label string, opts RemoveOptions) (auth.EndResult, error) {
 	e, ks, err := s.find(label)
 	if err != nil {
 		return auth.EndResult{}, err
@@ -741,6 +816,12 @@ func (s *Store) Remove(ctx context.Context, label string) (auth.EndResult, error
 	var serverErr error
 	if sec, ok, err := b.Get(e.ID); err == nil && ok {
 		res, serverErr = s.endSession(ctx, e, ks, sec)
+		if serverErr != nil && !opts.Force {
+			if err := s.recordEnd(ctx, e, sec, serverErr); err != nil {
+				return res, err
+			}
+			return res, &EndPendingError{Label: e.Label, Err: serverErr}
+		}
 	}
 	ctx = context.WithoutCancel(ctx)
 	err = s.update(ctx, func(t *tx) error {

@@ -125,8 +125,8 @@ func TestMigrateV1Store(t *testing.T) {
 			if e.warn.String() != before {
 				t.Fatalf("said again: %q", strings.TrimPrefix(e.warn.String(), before))
 			}
-			// The fixture's server is gone: Remove says so, and removes.
-			_, _ = s2.Remove(context.Background(), "staging")
+			// The fixture's server is gone: a forced Remove says so, and removes.
+			_, _ = s2.RemoveWith(context.Background(), "staging", RemoveOptions{Force: true})
 			if _, err := s2.Key("staging"); !errors.Is(err, ErrNotFound) {
 				t.Fatalf("Key(staging) after Remove = %v", err)
 			}

@@ -253,6 +253,11 @@ func encodeState(ks keyState) []byte {
 	w.str(ks.Secrets)
 	// version 2
 	w.bool(ks.NoRefresh)
+	if !ks.EndPending.IsZero() {
+		// An optional trailing field: records without it (and decoders
+		// that stop before it) mean no pending end.
+		w.time(ks.EndPending)
+	}
 	return w.b
 }
 
@@ -285,6 +290,9 @@ func (d *stateDecoder) decode(b []byte) (keyState, error) {
 	ks.Secrets = r.strShared(&d.secrets)
 	if v >= 2 {
 		ks.NoRefresh = r.bool()
+		if len(r.b) > 0 {
+			ks.EndPending = r.time()
+		}
 	}
 	return ks, r.err
 }

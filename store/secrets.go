@@ -101,6 +101,10 @@ type keySecrets struct {
 	AccessToken  string `json:"access_token,omitempty"`
 	RefreshToken string `json:"refresh_token,omitempty"`
 	IDToken      string `json:"id_token,omitempty"`
+	// ID is the key the record belongs to, Meta a copy of its state (see
+	// rebuild.go); neither is secret.
+	ID   string      `json:"id,omitempty"`
+	Meta *secretMeta `json:"meta,omitempty"`
 }
 
 func (k *keySecrets) setTokens(ts *auth.TokenSet) {

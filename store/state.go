@@ -25,6 +25,9 @@ type keyState struct {
 	// "file", "plaintext", "memory"): not a secret, and it lets an "auto"
 	// store find secrets written before the keyring appeared or vanished.
 	Secrets string `json:"secrets,omitempty"`
+	// EndPending is when ending the session at the server failed: the
+	// tokens are kept (in the secrets backend) until a retry ends it.
+	EndPending time.Time `json:"end_pending,omitzero"`
 	// NoRefresh: the stored token set carries no refresh token (a client
 	// credentials grant's), so the key is never "refreshable".
 	NoRefresh bool `json:"no_refresh,omitempty"`

@@ -15,7 +15,9 @@
 // falls back to the file. Files are 0600, directories 0700; writes are atomic
 // (temporary file, fsync, rename) and every read-modify-write happens under
 // the file lock store.lock, re-reading the files once it is held. A corrupted
-// file is reported with its name and is never overwritten.
+// config or secret file is reported with its name and is never overwritten;
+// state.db is only an index, set aside and rebuilt when damaged (dbcheck.go,
+// rebuild.go).
 //
 // Token hands out a key's access token, refreshing it under a per-key file
 // lock (<id>.refresh.lock) so that across processes exactly one refreshes
@@ -56,6 +58,9 @@ type Key struct {
 	Masked string
 	// LoggedOut is true after logout or when the refresh token is known dead.
 	LoggedOut bool
+	// EndPending is when ending its session at the server failed (zero:
+	// none pending); logout and keys rm try again.
+	EndPending time.Time
 	// HasRefreshToken: the stored token set carries a refresh token.
 	HasRefreshToken bool
 }
@@ -190,4 +195,5 @@ type Settings struct {
 	Secrets        string        // backend choice
 	ClipboardClear time.Duration // 0 = never; default 30 s
 	AutoRefresh    bool          // TUI refresh-ahead default on
+	Timeout        time.Duration // bounds each request to the server; 0: auth's default
 }

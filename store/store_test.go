@@ -4,8 +4,10 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -188,16 +190,16 @@ func TestConfigFileFields(t *testing.T) {
 func TestSettings(t *testing.T) {
 	e := newEnv(t, nil)
 	s := e.open(Options{})
-	if got := s.Settings(); got.ClipboardClear != 30*time.Second || !got.AutoRefresh || got.Secrets != "auto" {
+	if got := s.Settings(); got.ClipboardClear != 30*time.Second || !got.AutoRefresh || got.Secrets != "auto" || got.Timeout != 0 {
 		t.Fatalf("defaults = %+v", got)
 	}
 	if err := os.MkdirAll(e.cfgDir, 0o700); err != nil {
 		t.Fatal(err)
 	}
-	if err := os.WriteFile(filepath.Join(e.cfgDir, "config.toml"), []byte("clipboard_clear = \"never\"\nauto_refresh = false\nsecrets = \"file\"\n"), 0o600); err != nil {
+	if err := os.WriteFile(filepath.Join(e.cfgDir, "config.toml"), []byte("clipboard_clear = \"never\"\nauto_refresh = false\nsecrets = \"file\"\ntimeout = \"45s\"\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	if got := s.Settings(); got.ClipboardClear != 0 || got.AutoRefresh || got.Secrets != "file" {
+	if got := s.Settings(); got.ClipboardClear != 0 || got.AutoRefresh || got.Secrets != "file" || got.Timeout != 45*time.Second {
 		t.Fatalf("custom = %+v", got)
 	}
 	// The config's secrets setting chooses the backend unless overridden.
@@ -511,6 +513,24 @@ func TestLogoutDropsTokens(t *testing.T) {
 		t.Fatal("the server's refusal was not returned")
 	}
 	e.noSecretIn(err)
+	// Refused: the end is pending, the tokens are kept for the retry, and
+	// none is handed out meanwhile.
+	if k := mustKey(t, s, "refused"); !k.LoggedOut || k.EndPending.IsZero() {
+		t.Fatalf("refused logout left no pending end: %+v", k)
+	}
+	if _, err := s.Token(context.Background(), "refused", TokenOptions{}); !errors.Is(err, ErrLoginNeeded) {
+		t.Fatalf("Token with a pending end = %v", err)
+	}
+	before := e.srv.Count("logout")
+	if res, err := s.Logout(context.Background(), "refused"); err != nil || !res.Ended() {
+		t.Fatalf("retried logout: %+v, %v", res, err)
+	}
+	if e.srv.Count("logout") != before+1 {
+		t.Fatal("the retry sent no logout")
+	}
+	if k := mustKey(t, s, "refused"); !k.EndPending.IsZero() {
+		t.Fatalf("pending end kept after the server ended the session: %+v", k)
+	}
 
 	for _, label := range []string{"ok", "ended", "refused"} {
 		k := mustKey(t, s, label)
@@ -742,21 +762,39 @@ func TestCorruptedFilesAreNeverOverwritten(t *testing.T) {
 	if err := os.WriteFile(dbPath, badState, 0o600); err != nil {
 		t.Fatal(err)
 	}
+	// A damaged state.db is only an index: every operation sets it aside
+	// (never overwriting it), says so, rebuilds it and goes on.
 	for name, op := range map[string]func() error{
 		"Keys":     func() error { _, err := s.Keys(); return err },
 		"MarkUsed": func() error { return s.MarkUsed("k") },
-		"Create":   func() error { _, _, err := s.Create(context.Background(), e.newKey("new", false)); return err },
+		"Create": func() error {
+			_, _, err := s.Create(context.Background(), e.newKey("new-"+strconv.Itoa(rand.IntN(1e6)), false))
+			return err
+		},
 	} {
-		err := op()
-		if err == nil || !strings.Contains(err.Error(), dbPath) || !strings.HasSuffix(err.Error(), "fix or move it away") {
-			t.Fatalf("%s on a corrupted state = %v", name, err)
+		if err := os.WriteFile(dbPath, badState, 0o600); err != nil {
+			t.Fatal(err)
 		}
-		if got, _ := os.ReadFile(dbPath); !bytes.Equal(got, badState) {
-			t.Fatalf("%s rewrote the corrupted state.db", name)
+		before := e.warn.String()
+		if err := op(); err != nil {
+			t.Fatalf("%s on a damaged state.db = %v", name, err)
 		}
-	}
-	if err := os.Remove(dbPath); err != nil {
-		t.Fatal(err)
+		if w := strings.TrimPrefix(e.warn.String(), before); !strings.Contains(w, dbPath+" was damaged") || strings.Count(w, "\n") != 1 {
+			t.Fatalf("%s: not said in one line: %q", name, w)
+		}
+		aside, _ := filepath.Glob(dbPath + ".damaged-*")
+		kept := false
+		for _, p := range aside {
+			if got, _ := os.ReadFile(p); bytes.Equal(got, badState) {
+				kept = true
+			}
+		}
+		if !kept {
+			t.Fatalf("%s: the damaged state.db was not kept aside: %v", name, aside)
+		}
+		if _, err := s.Key("k"); err != nil {
+			t.Fatalf("%s: key lost with the index: %v", name, err)
+		}
 	}
 	// A leftover temporary file from a crash is harmless.
 	if err := os.WriteFile(filepath.Join(e.cfgDir, ".config.toml.tmp-123"), []byte("garbage"), 0o600); err != nil {
@@ -845,7 +883,8 @@ func TestAutoFallsBackToFile(t *testing.T) {
 	if s.Backend() != BackendFile {
 		t.Fatalf("Backend = %s", s.Backend())
 	}
-	want := "shipkey: no OS keyring available (" + errNoDBus.Error() + "); keeping secrets in the encrypted files in " + filepath.Join(e2.stateDir, "secrets.d") + "\n"
+	want := "shipkey: no OS keyring available (" + errNoDBus.Error() + "); the auto backend keeps secrets in the encrypted files in " +
+		filepath.Join(e2.stateDir, "secrets.d") + "; to choose it without this check, set SHIPKEY_SECRETS=file (or secrets = \"file\" in config.toml). Said once.\n"
 	if w := e2.warn.String(); w != want {
 		t.Fatalf("warning:\n got %q\nwant %q", w, want)
 	}
@@ -856,6 +895,15 @@ func TestAutoFallsBackToFile(t *testing.T) {
 	e2.token(s2, "k")
 	if strings.Count(e2.warn.String(), "no OS keyring") != 1 {
 		t.Fatalf("warned again: %q", e2.warn.String())
+	}
+	// Once per store: a later process (the per-process memory forgotten)
+	// says nothing either; the store remembers.
+	fallbackWarned.Delete(e2.stateDir)
+	s4 := e2.open(Options{Backend: BackendAuto, Keyring: failKeyring{}})
+	s4.fileBackend().identity = s.fileBackend().identity
+	e2.token(s4, "k")
+	if strings.Count(e2.warn.String(), "no OS keyring") != 1 {
+		t.Fatalf("warned again in a new process: %q", e2.warn.String())
 	}
 	k2 := mustKey(t, s, "k")
 	for _, f := range []string{"secrets.d/" + k2.ID + ".age", "secrets.key.age"} {
@@ -1084,5 +1132,19 @@ func TestCreateSplitsPastedRealmURL(t *testing.T) {
 	}
 	if e.srv.Count("password") != before {
 		t.Fatal("credentials were sent to an auth URL with a query")
+	}
+}
+
+// A timeout that is not a positive duration is one line naming the setting.
+func TestTimeoutSettingMustBeADuration(t *testing.T) {
+	t.Parallel()
+	for _, bad := range []string{"soon", "0s", "-5s"} {
+		c := &configFile{Timeout: bad}
+		if err := c.validate(); err == nil || !strings.Contains(err.Error(), `timeout = "`+bad+`" is not a positive duration`) {
+			t.Errorf("timeout = %q: %v", bad, err)
+		}
+	}
+	if d, err := ParseTimeout("--timeout", "2m"); err != nil || d != 2*time.Minute {
+		t.Fatalf("2m: %v %v", d, err)
 	}
 }

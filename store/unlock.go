@@ -118,9 +118,13 @@ func (b *fileBackend) unlock() (*age.X25519Identity, error) {
 	wrapped, err := os.ReadFile(keyPath)
 	switch {
 	case err == nil:
-		if id, ok := sess.load(identityCacheDesc(keyPath, wrapped)); ok {
-			b.identity = id
-			return id, nil
+		desc := identityCacheDesc(keyPath, wrapped)
+		if id, ok := sess.load(desc); ok {
+			if b.identityOpens(id) {
+				b.identity = id
+				return id, nil
+			}
+			b.dropCached(sess, desc)
 		}
 		pass, err := b.promptPassphrase(sess)
 		if err != nil {
@@ -167,7 +171,7 @@ func (b *fileBackend) deriveLocked(sess *session, pass string) (*age.X25519Ident
 	wrapped, err := os.ReadFile(keyPath)
 	if err == nil {
 		desc := identityCacheDesc(keyPath, wrapped)
-		if id, ok := sess.load(desc); ok {
+		if id, ok := sess.load(desc); ok && b.identityOpens(id) {
 			return id, nil
 		}
 		id, err := unwrapIdentity(keyPath, wrapped, pass)

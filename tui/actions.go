@@ -38,7 +38,7 @@ func (m *Model) apply(a action) tea.Cmd {
 	case actOpenBrowser:
 		return m.openBrowserCmd(m.signin.prompt, false)
 	case actCopyText:
-		return m.copyText(a.text, a.what)
+		return m.copyText(a.text, a.what, tmuxBufSignin)
 	case actRefresh:
 		return tea.Batch(m.startOp(), m.refreshCmd(m.req.start(slotOp), a.label, a.auto))
 	case actLogin:

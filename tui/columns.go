@@ -5,6 +5,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/shipkey/shipkey/auth"
 	"github.com/shipkey/shipkey/internal/text"
 	"github.com/shipkey/shipkey/store"
 )
@@ -43,8 +44,11 @@ const (
 type KeyColumn struct {
 	Title string // "Last Used"; `keys list` prints it upper-cased
 	// Width is the column's width in the app, in cells; 0 for the label
-	// column, which takes what the others leave.
-	Width int
+	// column, which takes what the others leave. MinWidth is how narrow it
+	// may shrink (with Short as its title) before a column is dropped.
+	Width, MinWidth int
+	// Short is the title when the column is narrower than Title.
+	Short string
 	// Cell is the cell's text (already safe for a terminal).
 	Cell func(r *KeyRow, now time.Time, style CellStyle) string
 	// Clock: the cell changes with the clock (redrawn every second).
@@ -70,7 +74,7 @@ const (
 // KeyColumns are the keys table's columns.
 var KeyColumns = []KeyColumn{
 	ColAPIKey: {
-		Title: "API Key", Width: 13,
+		Title: "API Key", Width: 13, MinWidth: 13,
 		Cell: func(r *KeyRow, _ time.Time, st CellStyle) string {
 			if r.Masked == "" {
 				return none(st)
@@ -90,21 +94,21 @@ var KeyColumns = []KeyColumn{
 		compare: func(a, b *KeyRow) int { return strings.Compare(a.lowerLabel, b.lowerLabel) },
 	},
 	ColLastUsed: {
-		Title: "Last Used", Width: 10, Clock: true,
+		Title: "Last Used", Short: "Used", Width: 10, MinWidth: 9, Clock: true,
 		Cell:    func(r *KeyRow, now time.Time, _ CellStyle) string { return text.Ago(r.Key.LastUsed, now) },
 		compare: func(a, b *KeyRow) int { return laterFirst(a.Key.LastUsed, b.Key.LastUsed) },
 	},
 	ColAccess: {
-		Title: "Access expires", Width: 16, Clock: true,
+		Title: "Access expires", Short: "Access", Width: 16, MinWidth: 9, Clock: true,
 		Cell: func(r *KeyRow, now time.Time, st CellStyle) string {
-			return expiryCell(r.Key, r.Key.Token.AccessExpiry(), now, st)
+			return expiryCell(r.Key, r.Key.Token.AccessExpiry(), auth.ExpiryNotStated, now, st)
 		},
 		compare: func(a, b *KeyRow) int {
 			return soonerFirst(tokenTime(a.Key, a.Key.Token.AccessExpiry()), tokenTime(b.Key, b.Key.Token.AccessExpiry()))
 		},
 	},
 	ColRefresh: {
-		Title: "Refresh expires", Width: 17, Clock: true, optional: true,
+		Title: "Refresh expires", Short: "Refresh", Width: 17, MinWidth: 10, Clock: true, optional: true,
 		Cell: func(r *KeyRow, now time.Time, st CellStyle) string {
 			if k := r.Key; !k.HasRefreshToken && !k.LoggedOut && !k.Token.ObtainedAt.IsZero() {
 				if k.RenewsItself() {
@@ -112,14 +116,14 @@ var KeyColumns = []KeyColumn{
 				}
 				return "no refresh token"
 			}
-			return expiryCell(r.Key, r.Key.Token.RefreshExpiresAt, now, st)
+			return expiryCell(r.Key, r.Key.Token.RefreshExpiresAt, r.Key.Token.RefreshExpiryNote(), now, st)
 		},
 		compare: func(a, b *KeyRow) int {
 			return soonerFirst(tokenTime(a.Key, a.Key.Token.RefreshExpiresAt), tokenTime(b.Key, b.Key.Token.RefreshExpiresAt))
 		},
 	},
 	ColGrant: {
-		Title: "Grant", Width: grantCellWidth, optional: true,
+		Title: "Grant", Width: grantCellWidth, MinWidth: grantCellWidth, optional: true,
 		Cell: func(r *KeyRow, _ time.Time, st CellStyle) string {
 			if st == Words {
 				return r.Key.Grant.String() // the stored name, as --grant takes it
@@ -138,15 +142,16 @@ func none(st CellStyle) string {
 }
 
 // expiryCell says when a token of k expires: "in 4:59" (Live) or "in 4m"
-// (Words), "expired", "no expiry", or why there is no token.
-func expiryCell(k store.Key, exp, now time.Time, st CellStyle) string {
+// (Words), "expired", unstated (why there is no expiry), or why there is no
+// token.
+func expiryCell(k store.Key, exp time.Time, unstated string, now time.Time, st CellStyle) string {
 	switch {
 	case k.Token.ObtainedAt.IsZero():
 		return none(st)
 	case k.LoggedOut:
 		return "logged out"
 	case exp.IsZero():
-		return "no expiry"
+		return unstated
 	case !now.Before(exp):
 		return "expired"
 	case st == Words:

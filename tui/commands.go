@@ -145,8 +145,8 @@ func (m *Model) logoutCmd(seq int, label string) tea.Cmd {
 	return func() tea.Msg {
 		ctx, cancel := context.WithTimeout(ctx, opTimeout)
 		defer cancel()
-		_, err := st.Logout(ctx, label)
-		return opDoneMsg{seq: seq, op: opLogout, label: label, err: err}
+		res, err := st.Logout(ctx, label)
+		return opDoneMsg{seq: seq, op: opLogout, label: label, end: res, err: err}
 	}
 }
 

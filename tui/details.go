@@ -21,11 +21,12 @@ import (
 type detailsState int
 
 const (
-	detailsIdle       detailsState = iota
-	detailsRefreshing              // a refresh is in flight
-	detailsPassword                // asking the password to log in again
-	detailsLoggingIn               // a login is in flight
-	detailsLoggingOut              // a logout is in flight
+	detailsIdle          detailsState = iota
+	detailsRefreshing                 // a refresh is in flight
+	detailsPassword                   // asking the password to log in again
+	detailsLoggingIn                  // a login is in flight
+	detailsConfirmLogout              // "log out …? (y/n)"
+	detailsLoggingOut                 // a logout is in flight
 )
 
 // liveState is the server check of the access token ("does the server
@@ -41,27 +42,28 @@ const (
 
 // details shows one key's token response with live countdowns.
 type details struct {
-	c             *common
-	width, height int
-	key           store.Key
-	tokens        *auth.TokenSet // with secrets; nil when the key has none
-	state         detailsState
-	reveal        bool
-	auto          bool
-	ended         bool // the session is known to have ended: only a login helps
-	liveState     liveState
-	live          auth.Liveness // the server's answer (liveAnswered)
-	liveErr       string        // sanitized (liveFailed)
-	autoFailedFor time.Time     // the expiry an automatic refresh already failed for
-	errMsg        string
-	password      textinput.Model
-	prompt        bool // the password prompt is open (asking, or its login in flight)
-	spinner       func() string
-	pane          pane
+	c              *common
+	width, height  int
+	key            store.Key
+	tokens         *auth.TokenSet // with secrets; nil when the key has none
+	state          detailsState
+	reveal         bool
+	auto           bool
+	ended          bool // the session is known to have ended: only a login helps
+	liveState      liveState
+	live           auth.Liveness // the server's answer (liveAnswered)
+	liveErr        string        // sanitized (liveFailed)
+	autoFailedFor  time.Time     // the expiry an automatic refresh already failed for
+	errMsg         string
+	password       textinput.Model
+	prompt         bool // the password prompt is open (asking, or its login in flight)
+	spinner        func() string
+	pane           pane
+	wait, liveWait waitClock // how long the operation and the server check have been in flight
 }
 
 func newDetails(c *common, spinner func() string) *details {
-	d := &details{c: c, spinner: spinner, pane: newPane()}
+	d := &details{c: c, spinner: spinner, pane: newPane(c)}
 	d.password = c.styles.newTextInput("")
 	d.password.EchoMode = textinput.EchoPassword
 	d.password.EchoCharacter = '•'
@@ -105,7 +107,7 @@ func (d *details) SetSize(width, height int) {
 // Capturing: while the password prompt is open, from the first key to the
 // answer of its login, keys are text (a retyped password never fires a
 // binding).
-func (d *details) Capturing() bool { return d.prompt }
+func (d *details) Capturing() bool { return d.prompt || d.state == detailsConfirmLogout }
 
 // sessionEnded reports whether the session is known to have ended: a
 // refresh or login was refused with invalid_grant, the key was logged out,
@@ -162,6 +164,9 @@ func (d *details) Update(msg tea.Msg) (action, tea.Cmd) {
 	if d.prompt {
 		return d.updatePrompt(msg)
 	}
+	if d.state == detailsConfirmLogout {
+		return d.updateConfirmLogout(msg), nil
+	}
 	if d.pane.scroll(msg, d.c.keys, d.content(), true) || !ok {
 		return nil, nil
 	}
@@ -216,10 +221,29 @@ func (d *details) Update(msg tea.Msg) (action, tea.Cmd) {
 		if d.tokens == nil && d.key.LoggedOut {
 			return nil, nil
 		}
-		d.state, d.errMsg = detailsLoggingOut, ""
-		return actLogout{label: label}, nil
+		d.state, d.errMsg = detailsConfirmLogout, ""
+		d.pane.set(d.content()) // with the question, its last line
+		d.pane.vp.GotoBottom()
+		return nil, nil
 	}
 	return nil, nil
+}
+
+// updateConfirmLogout answers "log out …? (y/n)": y logs out, n or esc
+// keeps the session.
+func (d *details) updateConfirmLogout(msg tea.Msg) action {
+	k, ok := msg.(tea.KeyPressMsg)
+	if !ok {
+		return nil
+	}
+	switch {
+	case key.Matches(k, d.c.keys.Yes):
+		d.state = detailsLoggingOut
+		return actLogout{label: d.key.Label}
+	case key.Matches(k, d.c.keys.No):
+		d.state = detailsIdle
+	}
+	return nil
 }
 
 // updatePrompt handles the password prompt: enter logs in, esc closes it;
@@ -328,15 +352,31 @@ func (d *details) result(msg keyTokensMsg) bool {
 	return false
 }
 
-// loggedOut applies the answer of a logout.
-func (d *details) loggedOut(err error) {
+// loggedOut applies the answer of a logout and returns the sentence that
+// reports it (empty when errMsg says what went wrong).
+func (d *details) loggedOut(res auth.EndResult, err error) string {
 	d.state = detailsIdle
 	d.tokens = nil
 	d.key.LoggedOut = true
 	d.ended = true
 	d.reveal = false
-	if err != nil {
-		d.errMsg = "logged out here; the server refused: " + text.Safe(err.Error())
+	return logoutOutcome(res, err, &d.errMsg)
+}
+
+// logoutOutcome is what a logout did, in one sentence: the tokens are
+// dropped here in every case; the server ended the session, had ended it,
+// offers no way to, or refused (then errMsg, not the returned toast).
+func logoutOutcome(res auth.EndResult, err error, errMsg *string) string {
+	switch {
+	case err != nil:
+		*errMsg = "logged out here, but the server did not end the session: " + text.Safe(err.Error())
+		return ""
+	case res.AlreadyEnded:
+		return "Logged out: tokens dropped here; the server said the session had already ended."
+	case res.Ended():
+		return "Logged out: tokens dropped here and the session ended at the server (" + res.Via + ")."
+	default:
+		return "Logged out: tokens dropped here; the server offers no way to end the session."
 	}
 }
 
@@ -348,11 +388,11 @@ func (d *details) status(now time.Time) (string, bool) {
 	t := d.token()
 	switch {
 	case d.state == detailsRefreshing:
-		return d.spinner() + " refreshing…", true
+		return d.spinner() + " refreshing…" + waitingNote(d.wait.since, now), true
 	case d.state == detailsLoggingIn:
-		return d.spinner() + " logging in…", true
+		return d.spinner() + " logging in…" + waitingNote(d.wait.since, now), true
 	case d.state == detailsLoggingOut:
-		return d.spinner() + " logging out…", true
+		return d.spinner() + " logging out…" + waitingNote(d.wait.since, now), true
 	case d.key.LoggedOut || t.ObtainedAt.IsZero():
 		return "logged out — press l to log in", false
 	case d.sessionEnded():
@@ -435,7 +475,7 @@ func (d *details) content() string {
 	line(s.row("Obtained at", nameW, s.Value.Render(obtained)))
 	b.WriteString("\n")
 
-	accessNone, refreshNone := "no stated expiry", "no stated expiry"
+	accessNone, refreshNone := auth.ExpiryNotStated, auth.ExpiryNotStated
 	switch {
 	case access == "": // logged out or never logged in: nothing expires
 		accessNone, refreshNone = "—", "—"
@@ -487,6 +527,10 @@ func (d *details) content() string {
 	} else if d.errMsg != "" {
 		b.WriteString(indentWrapped("✗ "+d.errMsg, 2, d.width, s.Error.Render))
 	}
+	if d.state == detailsConfirmLogout {
+		b.WriteString("\n")
+		b.WriteString(indentWrapped("Log out of \""+text.Safe(d.key.Label)+"\"? Its tokens are dropped here and the session is ended at the server. (y/n)", 2, d.width, s.Warn.Render))
+	}
 	return b.String()
 }
 
@@ -500,7 +544,7 @@ func (d *details) serverLine(now time.Time) (parts []string, style lipgloss.Styl
 	}
 	switch d.liveState {
 	case liveChecking:
-		return []string{d.spinner() + " checking…"}, s.Subtle, true
+		return []string{d.spinner() + " checking…" + waitingNote(d.liveWait.since, now)}, s.Subtle, true
 	case liveFailed:
 		return []string{"cannot tell: " + d.liveErr}, s.Subtle, true
 	case liveAnswered:
@@ -520,7 +564,7 @@ func (d *details) serverLine(now time.Time) (parts []string, style lipgloss.Styl
 		}
 		return []string{"the server ended this session (introspection)", "— log in again (l)"}, s.Warn, true
 	default:
-		reason := text.Safe(d.live.Reason)
+		reason := text.Safe(d.live.Detail())
 		if reason == "" {
 			reason = "no answer"
 		}
@@ -602,12 +646,7 @@ func notBeforePolicy(t *auth.TokenSet) (string, bool) {
 
 // refreshExpiryUnstated says why a refresh token shows no expiry: the server
 // said none (refresh_expires_in 0, an offline token), or said nothing.
-func refreshExpiryUnstated(t *auth.TokenSet) string {
-	if t.RefreshExpirySource == auth.RefreshExpiryOffline {
-		return "no expiry (offline token)"
-	}
-	return "not stated by the server"
-}
+func refreshExpiryUnstated(t *auth.TokenSet) string { return t.RefreshExpiryNote() }
 
 // refreshAlive reports whether the refresh token may still be redeemed, as
 // far as the client can tell; withSecrets says t carries the token itself.
@@ -642,6 +681,9 @@ func (d *details) ShortHelp() []key.Binding {
 	k := d.c.keys
 	if d.prompt {
 		return []key.Binding{k.Enter, k.Back, k.ForceQuit}
+	}
+	if d.state == detailsConfirmLogout {
+		return []key.Binding{k.Yes, k.No}
 	}
 	if d.ended || d.tokens == nil {
 		return []key.Binding{k.Login, k.CheckServer, k.Inspect, k.Back, k.Help, k.Quit}

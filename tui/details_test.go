@@ -1,6 +1,7 @@
 package tui
 
 import (
+	"errors"
 	"regexp"
 	"strings"
 	"testing"
@@ -117,7 +118,7 @@ func TestDetailsCopyTokenAndHeader(t *testing.T) {
 	if !contains(h.st.Calls(), "markused demo") {
 		t.Fatalf("copy did not mark the key used: %v", h.st.Calls())
 	}
-	h.mustShow("Copied the access token", "clears the clipboard in 30s")
+	h.mustShow("Copied the access token to the terminal clipboard (OSC 52) and system clipboard; clears in 30s")
 	h.press("C")
 	if got := h.clipboard[len(h.clipboard)-1]; got != "Authorization: Bearer "+tok {
 		t.Fatal("C did not copy the Authorization header")
@@ -320,7 +321,7 @@ func TestNoStatedRefreshExpiryAndSkew(t *testing.T) {
 		ts.RefreshExpirySource = auth.RefreshExpiryUnstated
 		ts.JWTExpiresAt = ts.AccessExpiresAt.Add(10 * time.Minute)
 	})
-	h.mustShow("not stated by the server", "clock skew: the JWT's exp is 10m0s off expires_in")
+	h.mustShow("not stated", "clock skew: the JWT's exp is 10m0s off expires_in")
 
 	offline := openDemoDetails(t, func(f *fakeStore) {
 		ts := f.tokens["demo"]
@@ -328,23 +329,77 @@ func TestNoStatedRefreshExpiryAndSkew(t *testing.T) {
 		ts.RefreshExpirySource = auth.RefreshExpiryOffline
 	})
 	offline.mustShow("no expiry (offline token)")
-	offline.mustNotShow("not stated by the server")
+	offline.mustNotShow("not stated")
+}
+
+// One vocabulary for a refresh token without an expiry, in the keys table
+// and `keys list` (the same cells): "no expiry (offline token)" only when
+// the server said 0, "not stated" when it said nothing.
+func TestRefreshExpiryCellVocabulary(t *testing.T) {
+	t.Parallel()
+	now := t0
+	k := store.Key{Label: "k", Token: auth.TokenSet{ObtainedAt: now.Add(-time.Minute)}}
+	for _, st := range []CellStyle{Live, Words} {
+		r := NewKeyRow(k)
+		if got := KeyColumns[ColRefresh].Cell(&r, now, st); got != "not stated" {
+			t.Errorf("unstated refresh expiry: %q", got)
+		}
+		if got := KeyColumns[ColAccess].Cell(&r, now, st); got != "not stated" {
+			t.Errorf("unstated access expiry: %q", got)
+		}
+		k.Token.RefreshExpirySource = auth.RefreshExpiryOffline
+		r = NewKeyRow(k)
+		if got := KeyColumns[ColRefresh].Cell(&r, now, st); got != "no expiry (offline token)" {
+			t.Errorf("offline refresh token: %q", got)
+		}
+		k.Token.RefreshExpirySource = ""
+	}
 }
 
 func TestLogout(t *testing.T) {
 	h := openDemoDetails(t, nil)
-	h.press("L")
+	// X asks first; n (or esc) keeps the session, and while asking other
+	// keys do nothing.
+	h.press("X")
+	h.mustShow(`Log out of "demo"? Its tokens are dropped here`, "(y/n)")
+	h.press("q", "n")
+	if contains(h.st.Calls(), "logout demo") || h.m.quitting {
+		t.Fatalf("logged out or quit before y: %v", h.st.Calls())
+	}
+	h.mustNotShow("(y/n)")
+	h.press("X", "y")
 	if !contains(h.st.Calls(), "logout demo") {
-		t.Fatalf("L did not log out: %v", h.st.Calls())
+		t.Fatalf("X, y did not log out: %v", h.st.Calls())
 	}
 	if h.m.details.tokens != nil {
 		t.Fatal("tokens still shown after logout")
 	}
-	h.mustShow("logged out")
-	// Nothing expires when there is no token: no "no stated expiry" claims.
-	h.mustNotShow("no stated expiry", "in 5:00", "in 30:00")
+	h.mustShow("logged out", "Logged out: tokens dropped here and the session ended at the server (logout).")
+	// Nothing expires when there is no token: no "not stated" claims.
+	h.mustNotShow("not stated", "in 5:00", "in 30:00")
 	if !regexp.MustCompile(`Access expires +—`).MatchString(h.view()) || !regexp.MustCompile(`Refresh expires +—`).MatchString(h.view()) {
 		t.Fatalf("expiry rows after logout:\n%s", h.view())
+	}
+}
+
+// Every way a logout can end is one sentence, and a refusal is an error,
+// not a toast.
+func TestLogoutOutcome(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		res       auth.EndResult
+		err       error
+		toast, em string
+	}{
+		{auth.EndResult{Via: "revocation"}, nil, "Logged out: tokens dropped here and the session ended at the server (revocation).", ""},
+		{auth.EndResult{Via: "logout", AlreadyEnded: true}, nil, "Logged out: tokens dropped here; the server said the session had already ended.", ""},
+		{auth.EndResult{}, nil, "Logged out: tokens dropped here; the server offers no way to end the session.", ""},
+		{auth.EndResult{}, errors.New("boom"), "", "logged out here, but the server did not end the session: boom"},
+	} {
+		var em string
+		if got := logoutOutcome(tc.res, tc.err, &em); got != tc.toast || em != tc.em {
+			t.Errorf("%+v, %v: %q, %q", tc.res, tc.err, got, em)
+		}
 	}
 }
 

@@ -62,6 +62,7 @@ func isAdvanced(i int) bool { return i > fieldAdvanced }
 type form struct {
 	c             *common
 	width, height int
+	wait          waitClock // how long the request has been in flight
 	inputs        [fieldCount]textinput.Model
 	focus         int
 	state         formState
@@ -78,7 +79,7 @@ type form struct {
 }
 
 func newForm(c *common, spinner func() string, grants []auth.GrantType) *form {
-	f := &form{c: c, spinner: spinner, labels: map[string]bool{}, pane: newPane(), grants: grants}
+	f := &form{c: c, spinner: spinner, labels: map[string]bool{}, pane: newPane(c), grants: grants}
 	placeholders := [fieldCount]string{
 		"", "https://auth.example.com", auth.DefaultRealm, "the registered client application",
 		"client secret", "user of the client application", "password",
@@ -124,7 +125,7 @@ func (f *form) reset(p Prefill, labels []string) tea.Cmd {
 	}
 	for i := range f.inputs {
 		f.inputs[i].SetValue(vals[i])
-		f.inputs[i].CursorEnd()
+		f.inputs[i].CursorStart() // a field without focus shows its start
 	}
 	f.labels = map[string]bool{}
 	for _, l := range labels {
@@ -176,6 +177,9 @@ func (f *form) relevant(i int) bool {
 // focusOn focuses field i (a hidden advanced field opens the options).
 func (f *form) focusOn(i int) tea.Cmd {
 	for j := range f.inputs {
+		if f.inputs[j].Focused() {
+			f.inputs[j].CursorStart() // leaving: show its start again
+		}
 		f.inputs[j].Blur()
 	}
 	f.focus = (i + fieldCount) % fieldCount
@@ -186,6 +190,7 @@ func (f *form) focusOn(i int) tea.Cmd {
 	if !isText(f.focus) {
 		return nil
 	}
+	f.inputs[f.focus].CursorEnd()
 	return f.inputs[f.focus].Focus()
 }
 
@@ -217,8 +222,17 @@ func (f *form) SetSize(width, height int) {
 	if w < 10 {
 		w = 10
 	}
+	// A field scrolls its text to keep the cursor in sight, and keeps that
+	// scroll when its width changes: set the cursor again at the new width.
+	// A field without focus shows its start (the scheme of a URL), the
+	// focused one keeps its cursor.
 	for i := range f.inputs {
 		f.inputs[i].SetWidth(w)
+		pos := f.inputs[i].Position()
+		f.inputs[i].CursorStart()
+		if i == f.focus && f.inputs[i].Focused() {
+			f.inputs[i].SetCursor(pos)
+		}
 	}
 }
 
@@ -243,6 +257,10 @@ func (f *form) Update(msg tea.Msg) (action, tea.Cmd) {
 			return nil, f.step(+1)
 		case key.Matches(k, km.PrevField):
 			return nil, f.step(-1)
+		case key.Matches(k, km.PageUp), key.Matches(k, km.PageDown):
+			content, _ := f.content()
+			f.pane.scroll(msg, f.c.keys, content, false)
+			return nil, nil
 		case !isText(f.focus):
 			if key.Matches(k, km.Choose) {
 				f.choose(k.String() == "left")
@@ -496,7 +514,7 @@ func (f *form) content() (string, int) {
 	case f.state == formSubmitting && viewOf(f.grantType()).waits:
 		b.WriteString("  " + f.spinner() + " " + s.Subtle.Render("Starting the "+viewOf(f.grantType()).title+"…") + "\n")
 	case f.state == formSubmitting:
-		b.WriteString("  " + f.spinner() + " " + s.Subtle.Render("Requesting a token…") + "\n")
+		b.WriteString("  " + f.spinner() + " " + s.Subtle.Render("Requesting a token…"+waitingNote(f.wait.since, f.c.now)) + "\n")
 	case f.general != "":
 		b.WriteString(indentWrapped("✗ "+f.general, 2, f.width, s.Error.Render))
 	default:

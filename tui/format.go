@@ -1,6 +1,7 @@
 package tui
 
 import (
+	"fmt"
 	"strings"
 	"time"
 
@@ -119,4 +120,27 @@ func (s *Styles) row(name string, w int, value string) string {
 		pad = 1
 	}
 	return s.FieldName.Render(name) + strings.Repeat(" ", pad) + value
+}
+
+// waitingNote says, once a request has taken a second, that the app is
+// waiting for the server and for how long; "" before that or when nothing
+// is in flight (since is zero).
+func waitingNote(since, now time.Time) string {
+	if since.IsZero() || now.Sub(since) < time.Second {
+		return ""
+	}
+	return fmt.Sprintf(" waiting for the server… (%ds)", int(now.Sub(since)/time.Second))
+}
+
+// waitClock keeps when a request in flight began: zero while none is.
+type waitClock struct{ since time.Time }
+
+// track starts the clock when busy begins and stops it when it ends.
+func (w *waitClock) track(busy bool, now time.Time) {
+	switch {
+	case !busy:
+		w.since = time.Time{}
+	case w.since.IsZero():
+		w.since = now
+	}
 }

@@ -340,7 +340,9 @@ func (in *inspector) View() string {
 		}
 		top = s.Subtle.Render("Source: " + text.Safe(src) + "  ·  p pastes another token")
 	}
-	return fitBlock("  "+top+"\n"+strings.Join(in.sum, "\n")+"\n"+in.vp.View(), in.width, in.height)
+	claims := strings.Split(in.vp.View(), "\n")
+	claims = markMore(claims, in.width, in.vp.YOffset() > 0, !in.vp.AtBottom(), s.Subtle)
+	return fitBlock("  "+top+"\n"+strings.Join(in.sum, "\n")+"\n"+strings.Join(claims, "\n"), in.width, in.height)
 }
 
 // summarize is the summary on the first token (the access token of a key,
@@ -391,7 +393,7 @@ func (in *inspector) summarize() []string {
 	}
 	if reason != "" {
 		if one := title + " " + kind + sep + sigStyle.Render(sig+": "+reason) + sep + expStyle.Render(exp); lipgloss.Width(one) <= in.width-2 {
-			return []string{one}
+			return append([]string{one}, in.futureLines(t)...)
 		}
 	}
 	lines := []string{title + " " + kind + sep + sigStyle.Render(sig) + sep + expStyle.Render(exp)}
@@ -401,6 +403,15 @@ func (in *inspector) summarize() []string {
 			iss = t.dec.Issuer
 		}
 		lines = append(lines, "  "+sigStyle.Render(fitReason(reason, text.Safe(iss), in.width-4)))
+	}
+	return append(lines, in.futureLines(t)...)
+}
+
+// futureLines warn of an iat or nbf in the future, one line each.
+func (in *inspector) futureLines(t inspected) []string {
+	var lines []string
+	for _, f := range t.dec.FutureTimes(in.c.now) {
+		lines = append(lines, "  "+in.c.styles.Warn.Render(ansi.Truncate("⚠ "+f.Warning(), max(10, in.width-4), "…")))
 	}
 	return lines
 }

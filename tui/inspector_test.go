@@ -8,6 +8,7 @@ import (
 	tea "charm.land/bubbletea/v2"
 	"github.com/charmbracelet/x/exp/golden"
 	"github.com/shipkey/shipkey/auth"
+	"github.com/shipkey/shipkey/internal/text"
 )
 
 func TestInspectorKeyTokens(t *testing.T) {
@@ -246,4 +247,26 @@ func TestInspectorPasteWithoutP(t *testing.T) {
 		t.Fatalf("inspected %q", got)
 	}
 	h.mustShow("Source: pasted token", "not a JWT")
+}
+
+// iat or nbf in the future beyond a small skew is said, with by how much;
+// a few seconds ahead is not.
+func TestInspectorWarnsOfFutureIatAndNbf(t *testing.T) {
+	t.Parallel()
+	h := newHarness(t, func(f *fakeStore) { f.add("demo", "demo", time.Time{}) })
+	future := fakeJWT(map[string]any{"alg": "RS256", "typ": "JWT"}, map[string]any{
+		"exp": t0.Add(3 * time.Hour).Unix(), "iat": t0.Add(2 * time.Hour).Unix(), "nbf": t0.Add(10 * time.Minute).Unix(), "sub": "x",
+	})
+	h.press("3", "p", "ctrl+u")
+	h.send(tea.PasteMsg{Content: future})
+	h.press("enter")
+	h.mustShow("⚠ iat lies "+text.Span(2*time.Hour)+" in the future", "⚠ nbf lies "+text.Span(10*time.Minute)+" in the future")
+
+	near := fakeJWT(map[string]any{"alg": "RS256", "typ": "JWT"}, map[string]any{
+		"exp": t0.Add(time.Hour).Unix(), "iat": t0.Add(30 * time.Second).Unix(), "nbf": t0.Add(30 * time.Second).Unix(), "sub": "x",
+	})
+	h.press("p", "ctrl+u")
+	h.send(tea.PasteMsg{Content: near})
+	h.press("enter")
+	h.mustNotShow("in the future")
 }

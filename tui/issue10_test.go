@@ -127,11 +127,11 @@ func TestLoginPromptSurvivesWrongPassword(t *testing.T) {
 	if h.m.details.password.Value() != "" {
 		t.Fatal("the wrong password is still in the field")
 	}
-	// Retyping: "L" (log out), "q" (quit), "r" are text now.
+	// Retyping: "X" (log out), "q" (quit), "r" are text now.
 	h.st.mu.Lock()
 	h.st.loginErr = nil
 	h.st.mu.Unlock()
-	h.typeText("Lqr2")
+	h.typeText("Xqr2")
 	if h.m.quitting || contains(h.st.Calls(), "logout demo") || contains(h.st.Calls(), "refresh demo") {
 		t.Fatalf("a retyped password fired bindings: %v", h.st.Calls())
 	}
@@ -150,7 +150,7 @@ func TestLoginPromptSwallowsKeysInFlight(t *testing.T) {
 	if _, ok := act.(actLogin); !ok || !h.m.details.Capturing() {
 		t.Fatalf("enter returned %#v, capturing %v", act, h.m.details.Capturing())
 	}
-	h.press("L", "q")
+	h.press("X", "q")
 	if h.m.quitting || contains(h.st.Calls(), "logout demo") {
 		t.Fatal("a key acted while the login was in flight")
 	}

@@ -77,39 +77,76 @@ func (l *keyList) layout() {
 	w := max(l.width, 20)
 	l.filter.SetWidth(min(40, max(10, w-6)))
 	l.rename.SetWidth(min(40, max(10, w-24)))
-	const minLabel = 12
-	fixed := func(cols []int) int {
-		n := 0
-		for _, c := range cols {
-			n += KeyColumns[c].Width + 2
+	// The label wants minLabel cells and gets at least labelFloor: the other
+	// columns shrink toward their MinWidth first (the one with the most to
+	// give, a cell at a time); only when that is not enough is a column
+	// dropped (the optional one first, then from the right).
+	const minLabel, labelFloor = 12, 8
+	cols := []int{ColAPIKey, ColLastUsed, ColAccess, ColRefresh}
+	// The Grant column shows only where every column fits at full width
+	// beside it with a label of minLabel cells: it never squeezes the others.
+	full := 2 + minLabel + KeyColumns[ColGrant].Width + 2
+	for _, c := range cols {
+		full += KeyColumns[c].Width + 2
+	}
+	if full <= w {
+		cols = slices.Insert(cols, 1, ColGrant)
+	}
+	var widths []int
+	labelW := func() int {
+		n := w - 2 // the label's padding
+		for _, cw := range widths {
+			n -= cw + 2
 		}
 		return n
 	}
-	// Grant before Refresh: the optional column dropped first.
-	cols := []int{ColAPIKey, ColGrant, ColLastUsed, ColAccess, ColRefresh}
-	for len(cols) > 1 && w-fixed(cols)-2 < minLabel {
-		// Drop the optional column first, then from the right.
+	for {
+		widths = widths[:0]
+		for _, c := range cols {
+			widths = append(widths, KeyColumns[c].Width)
+		}
+		for labelW() < minLabel {
+			most := -1
+			for i, c := range cols {
+				if slack := widths[i] - KeyColumns[c].MinWidth; slack > 0 && (most < 0 || slack > widths[most]-KeyColumns[cols[most]].MinWidth) {
+					most = i
+				}
+			}
+			if most < 0 {
+				break
+			}
+			widths[most]--
+		}
+		if labelW() >= labelFloor || len(cols) == 1 {
+			break
+		}
 		if i := slices.IndexFunc(cols, func(c int) bool { return KeyColumns[c].optional }); i >= 0 {
 			cols = slices.Delete(cols, i, i+1)
 		} else {
 			cols = cols[:len(cols)-1]
 		}
 	}
-	labelW := max(4, w-fixed(cols)-2)
 	l.cols = append([]int{cols[0], ColLabel}, cols[1:]...)
-	l.widths = l.widths[:0]
-	for _, c := range l.cols {
-		if c == ColLabel {
-			l.widths = append(l.widths, labelW)
-		} else {
-			l.widths = append(l.widths, KeyColumns[c].Width)
-		}
-	}
+	l.widths = append(append(l.widths[:0], widths[0], max(4, labelW())), widths[1:]...)
 	l.scrollToCursor()
 }
 
-// tableHeight is the rows in sight under the header.
-func (l *keyList) tableHeight() int { return max(1, l.height-4) }
+// tableHeight is the rows in sight: the body less the title and header
+// lines and the lines under the table (a question, the rename field, an
+// error) while there are any. No row is left empty for them otherwise.
+func (l *keyList) tableHeight() int { return max(1, l.height-2-l.linesUnder()) }
+
+// linesUnder is how many lines View writes under the table.
+func (l *keyList) linesUnder() int {
+	n := 0
+	if l.mode == listConfirming || l.mode == listRenaming {
+		n++
+	}
+	if l.errMsg != "" {
+		n++
+	}
+	return n
+}
 
 // setKeys prepares a fresh key list (once per load), keeping the cursor on
 // the same key.
@@ -483,8 +520,6 @@ func (l *keyList) View() string {
 		b.WriteString("  " + s.Warn.Render("Delete key \""+text.Safe(l.target)+"\" and its secrets? (y/n)") + "\n")
 	case listRenaming:
 		b.WriteString("  " + s.row("New label", 12, l.rename.View()) + s.Subtle.Render("  enter saves · esc cancels") + "\n")
-	default:
-		b.WriteString("\n")
 	}
 	if l.errMsg != "" {
 		b.WriteString("  " + s.Error.Render("✗ "+l.errMsg) + "\n")
@@ -507,6 +542,13 @@ func (l *keyList) tableView() string {
 	var head strings.Builder
 	for i, c := range l.cols {
 		title := KeyColumns[c].Title
+		arrowW := 0
+		if c == l.sortCol {
+			arrowW = 2
+		}
+		if KeyColumns[c].Short != "" && ansi.StringWidth(title)+arrowW > l.widths[i] {
+			title = KeyColumns[c].Short
+		}
 		if c == l.sortCol {
 			// The arrow always shows: the title gives way.
 			arrow := " ▲"
@@ -518,9 +560,16 @@ func (l *keyList) tableView() string {
 		head.WriteString(cell(title, l.widths[i]))
 	}
 	b.WriteString(s.Table.Header.UnsetPadding().Render(head.String()))
-	end := min(len(l.visible), l.offset+l.tableHeight())
+	// The lines under the table (a question, an error) may have taken a row
+	// since the last scroll: keep the cursor in sight without changing state.
+	h, off := l.tableHeight(), l.offset
+	if l.cursor >= off+h {
+		off = l.cursor - h + 1
+	}
+	end := min(len(l.visible), off+h)
 	var line strings.Builder
-	for n := l.offset; n < end; n++ {
+	rows := make([]string, 0, h)
+	for n := off; n < end; n++ {
 		r := &l.rows[l.visible[n]]
 		line.Reset()
 		for i, c := range l.cols {
@@ -530,9 +579,13 @@ func (l *keyList) tableView() string {
 		if n == l.cursor {
 			st = s.Table.Selected
 		}
-		b.WriteString("\n" + st.Render(line.String()))
+		rows = append(rows, st.Render(line.String()))
 	}
-	for n := end; n < l.offset+l.tableHeight(); n++ {
+	rows = markMore(rows, l.width, off > 0, end < len(l.visible), s.Subtle)
+	for _, r := range rows {
+		b.WriteString("\n" + r)
+	}
+	for n := end; n < off+h; n++ {
 		b.WriteString("\n")
 	}
 	return b.String()

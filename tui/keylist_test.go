@@ -54,7 +54,7 @@ func TestKeyListSort(t *testing.T) {
 	if got := strings.Join(visibleLabels(h), ","); got != "ci-bot,demo,staging" {
 		t.Fatalf("by label: %s", got)
 	}
-	h.press("s")
+	h.press("o")
 	if got := strings.Join(visibleLabels(h), ","); got != "demo,staging,ci-bot" {
 		t.Fatalf("by last used: %s", got)
 	}
@@ -196,7 +196,7 @@ func TestKeyListCursorFollowsTheKey(t *testing.T) {
 	if sel := h.m.keyList.selected(); sel == nil || sel.Label != "staging" {
 		t.Fatalf("selected %v after clearing the filter, want staging", sel)
 	}
-	h.press("s") // sort by last used
+	h.press("o") // sort by last used
 	if sel := h.m.keyList.selected(); sel == nil || sel.Label != "staging" {
 		t.Fatalf("selected %v after sorting, want staging", sel)
 	}

@@ -15,9 +15,9 @@ type KeyMap struct {
 	// grant, a toggle).
 	Up, Down, Enter, NextField, PrevField, Submit, Choose key.Binding
 
-	// Signing in (device code, browser): copy what the person needs;
-	// Cancel gives up waiting.
-	CopyCode, CopyURL, CopyLink, OpenBrowser, Cancel key.Binding
+	// Signing in (device code, browser): Copy takes the code (a browser
+	// sign-in: the URL), CopyURL the URL; Cancel gives up waiting.
+	CopyURL, OpenBrowser, Cancel key.Binding
 
 	// Token details and API keys.
 	Inspect, Refresh, AutoRefresh, Copy, CopyHeader, Reveal key.Binding
@@ -57,12 +57,9 @@ func DefaultKeyMap() KeyMap {
 		Submit:    b([]string{"ctrl+s"}, "enter/ctrl+s", "submit"),
 		Choose:    b([]string{"space", "left", "right"}, "space/←/→", "change"),
 
-		CopyCode: b([]string{"c"}, "c", "copy code"),
-		CopyURL:  b([]string{"C"}, "C", "copy URL"),
-		CopyLink: b([]string{"c", "C"}, "c", "copy URL"),
-		Cancel:   b([]string{"esc"}, "esc", "cancel"),
-
-		OpenBrowser: b([]string{"o"}, "o", "open in browser"),
+		CopyURL:     b([]string{"u"}, "u", "copy URL"),
+		OpenBrowser: b([]string{"b"}, "b", "open in browser"),
+		Cancel:      b([]string{"esc"}, "esc", "cancel"),
 
 		Inspect:     b([]string{"i"}, "i", "inspect"),
 		Refresh:     b([]string{"r"}, "r", "refresh"),
@@ -71,12 +68,12 @@ func DefaultKeyMap() KeyMap {
 		CopyHeader:  b([]string{"C"}, "C", "copy header"),
 		Reveal:      b([]string{"v"}, "v", "reveal"),
 		Login:       b([]string{"l", "enter"}, "l/enter", "log in again"),
-		Logout:      b([]string{"L"}, "L", "log out"),
+		Logout:      b([]string{"X"}, "X", "log out"),
 		CheckServer: b([]string{"s"}, "s", "check with server"),
 		Filter:      b([]string{"/"}, "/", "filter"),
 		Delete:      b([]string{"d"}, "d", "delete"),
 		Rename:      b([]string{"e"}, "e", "rename"),
-		Sort:        b([]string{"s"}, "s", "next sort column"),
+		Sort:        b([]string{"o"}, "o", "next sort column"),
 		SetDefault:  b([]string{"*"}, "*", "default"),
 		Yes:         b([]string{"y", "Y"}, "y", "yes"),
 		No:          b([]string{"n", "N", "esc"}, "n", "no"),

@@ -131,7 +131,7 @@ func TestDetailsServerCheckAfterRefresh(t *testing.T) {
 
 func TestDetailsNoServerLineWhenLoggedOut(t *testing.T) {
 	h := openDemoDetails(t, nil)
-	h.press("L")
+	h.press("X", "y")
 	h.mustNotShow("Server")
 	h.press("s")
 	h.mustShow("no token to check: log in first (l)")

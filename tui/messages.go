@@ -45,7 +45,8 @@ type opDoneMsg struct {
 	seq   int
 	op    opKind
 	label string
-	to    string // rename: the new label
+	to    string         // rename: the new label
+	end   auth.EndResult // logout: what the server did
 	err   error
 }
 
@@ -90,6 +91,15 @@ type browserMsg struct {
 type tickMsg struct {
 	gen int
 	at  time.Time
+}
+
+// clipCopiedMsg reports where a copy went (dests, in the toast's words) and
+// what refused it (failed, never holding the text).
+type clipCopiedMsg struct {
+	gen           int
+	what          string
+	dests, failed []string
+	sum           [32]byte // sha256 of the text, to clear the native clipboard only while it holds it
 }
 
 // clipClearMsg fires when the copied token should leave the clipboard.

@@ -15,15 +15,52 @@ import (
 // scroll offset is state; View works on a copy, so a view never changes the
 // model. Keys: ↑/↓ (k/j), pgup/pgdn, g/G (home/end), and the mouse wheel.
 type pane struct {
+	c             *common
 	vp            viewport.Model
 	width, height int
 }
 
-func newPane() pane {
+func newPane(c *common) pane {
 	vp := viewport.New()
 	vp.MouseWheelEnabled = false // handled in scroll, with the same steps everywhere
 	vp.KeyMap = viewport.KeyMap{}
-	return pane{vp: vp}
+	return pane{c: c, vp: vp}
+}
+
+// The signs that a screen's content goes on beyond what is in sight.
+const (
+	moreAbove = "↑ more"
+	moreBelow = "↓ more"
+)
+
+// markMore writes moreAbove at the right end of the first line when content
+// lies above, and moreBelow on the last when content lies below; what the
+// sign covers is cut with "…". lines are the visible lines, width wide.
+func markMore(lines []string, width int, above, below bool, st lipgloss.Style) []string {
+	put := func(i int, mark string) {
+		w := lipgloss.Width(mark)
+		if width < w+4 {
+			return
+		}
+		l := lines[i]
+		switch room := width - w - 1; {
+		case lipgloss.Width(strings.TrimRight(ansi.Strip(l), " ")) <= room:
+			l = ansi.Truncate(l, room, "") // only padding gives way
+		case lipgloss.Width(l) > room:
+			l = ansi.Truncate(l, room-1, "…")
+		}
+		lines[i] = l + strings.Repeat(" ", max(1, width-w-lipgloss.Width(l))) + st.Render(mark)
+	}
+	if len(lines) == 0 {
+		return lines
+	}
+	if below {
+		put(len(lines)-1, moreBelow)
+	}
+	if above && len(lines) > 1 {
+		put(0, moreAbove)
+	}
+	return lines
 }
 
 func (p *pane) setSize(width, height int) {
@@ -43,13 +80,17 @@ func (p *pane) set(content string) []string {
 // view renders content in the pane at its offset, exactly width × height,
 // each line cut to the width (never wrapped into garbage).
 func (p pane) view(content string) string {
-	lines := p.set(content)
-	off := min(p.vp.YOffset(), max(0, len(lines)-p.height))
-	lines = lines[off:min(len(lines), off+p.height)]
+	all := p.set(content)
+	off := min(p.vp.YOffset(), max(0, len(all)-p.height))
+	end := min(len(all), off+p.height)
+	lines := append([]string(nil), all[off:end]...)
 	for i, l := range lines {
 		if lipgloss.Width(l) > p.width {
 			lines[i] = ansi.Truncate(l, p.width, "…")
 		}
+	}
+	if p.c != nil {
+		lines = markMore(lines, p.width, off > 0, end < len(all), p.c.styles.Subtle)
 	}
 	return fitBlock(strings.Join(lines, "\n"), p.width, p.height)
 }

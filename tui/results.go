@@ -135,7 +135,9 @@ func (m *Model) handleOpDone(msg opDoneMsg) tea.Cmd {
 	switch msg.op {
 	case opLogout:
 		if m.req.current(slotOp, msg.seq) && msg.label == m.details.key.Label {
-			m.details.loggedOut(msg.err)
+			if toast := m.details.loggedOut(msg.end, msg.err); toast != "" {
+				m.toast, m.toastOK = toast, true
+			}
 		}
 	case opDelete, opRename, opSetDefault:
 		toast, ok := m.keyList.outcome(msg)

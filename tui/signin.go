@@ -35,7 +35,7 @@ type signin struct {
 }
 
 func newSignin(c *common, spinner func() string) *signin {
-	return &signin{c: c, spinner: spinner, pane: newPane()}
+	return &signin{c: c, spinner: spinner, pane: newPane(c)}
 }
 
 // show displays p for the key label.
@@ -77,11 +77,9 @@ func (s *signin) Update(msg tea.Msg) (action, tea.Cmd) {
 	switch {
 	case key.Matches(k, km.Cancel):
 		return actCancelGrant{}, nil
-	case s.device() && key.Matches(k, km.CopyCode):
+	case s.device() && key.Matches(k, km.Copy):
 		return actCopyText{text: s.prompt.UserCode, what: "device code"}, nil
-	case s.device() && key.Matches(k, km.CopyURL):
-		return actCopyText{text: s.prompt.OpenURL(), what: "sign-in URL"}, nil
-	case !s.device() && key.Matches(k, km.CopyLink):
+	case key.Matches(k, km.Copy), key.Matches(k, km.CopyURL):
 		return actCopyText{text: s.prompt.OpenURL(), what: "sign-in URL"}, nil
 	case key.Matches(k, km.OpenBrowser):
 		return actOpenBrowser{}, nil
@@ -168,20 +166,32 @@ func spaced(code string) string {
 	return strings.Join(strings.Split(code, ""), " ")
 }
 
+// copyHelp is the key map's Copy binding, its help saying what it copies
+// here: the code, or a browser sign-in's URL (u copies that too).
+func (s *signin) copyHelp() key.Binding {
+	b := s.c.keys.Copy
+	if s.device() {
+		b.SetHelp(b.Help().Key, "copy code")
+	} else {
+		b.SetHelp(b.Help().Key, "copy URL")
+	}
+	return b
+}
+
 func (s *signin) ShortHelp() []key.Binding {
 	k := s.c.keys
 	if s.device() {
-		return []key.Binding{k.CopyCode, k.CopyURL, k.OpenBrowser, k.Cancel, k.Help, k.Quit}
+		return []key.Binding{s.copyHelp(), k.CopyURL, k.OpenBrowser, k.Cancel, k.Help, k.Quit}
 	}
-	return []key.Binding{k.CopyLink, k.OpenBrowser, k.Cancel, k.Help, k.Quit}
+	return []key.Binding{s.copyHelp(), k.OpenBrowser, k.Cancel, k.Help, k.Quit}
 }
 
 func (s *signin) FullHelp() [][]key.Binding {
 	k := s.c.keys
 	if s.device() {
-		return [][]key.Binding{{k.CopyCode, k.CopyURL, k.OpenBrowser}, {k.Cancel, k.PageUp, k.PageDown}}
+		return [][]key.Binding{{s.copyHelp(), k.CopyURL, k.OpenBrowser}, {k.Cancel, k.PageUp, k.PageDown}}
 	}
-	return [][]key.Binding{{k.CopyLink, k.OpenBrowser}, {k.Cancel, k.PageUp, k.PageDown}}
+	return [][]key.Binding{{s.copyHelp(), k.OpenBrowser}, {k.Cancel, k.PageUp, k.PageDown}}
 }
 
 // grantRun is one interactive grant in flight (create or log in again).

@@ -151,14 +151,14 @@ func TestDeviceCodeScreen(t *testing.T) {
 	t.Parallel()
 	h := deviceHarness(t, devicePrompt, auth.GrantDeviceCode, 80, 24)
 	h.mustShow("Sign in", "B C D F - G H J K", devicePrompt.VerificationURI, "device?user_code=", "Code expires    in 10:00",
-		"asked every 5s", "c copy code", "C copy URL", "esc cancel")
+		"asked every 5s", "c copy code", "u copy URL", "esc cancel")
 	requireFits(t, h.view(), 80, 24)
 	golden.RequireEqual(t, []byte(h.view()))
 
 	// Opened as the CLI does: the complete URL, by $BROWSER only.
 	h.mustShow("Opened the sign-in URL in the browser.")
 	h.openErr = browser.ErrNoBrowser
-	h.press("o")
+	h.press("b")
 	h.pump("the second open", func() bool { return strings.Contains(h.m.toast, "No browser") })
 	if want := "true " + devicePrompt.VerificationURIComplete; len(h.opened) != 2 || h.opened[0] != want || h.opened[1] != want {
 		t.Fatalf("opened %q", h.opened)
@@ -170,8 +170,9 @@ func TestDeviceCodeScreen(t *testing.T) {
 
 	h.press("c")
 	h.pump("the code's copy", func() bool { return len(h.clipboard) >= 1 })
-	h.press("C")
+	h.press("u")
 	h.pump("the URL's copy", func() bool { return len(h.clipboard) >= 2 })
+	h.pump("the copy's toast", func() bool { return strings.HasPrefix(h.m.toast, "Copied") })
 	if got := h.clipboard; len(got) != 2 || got[0] != "BCDF-GHJK" || got[1] != devicePrompt.VerificationURIComplete {
 		t.Fatalf("copied %q", got)
 	}
@@ -289,7 +290,7 @@ func TestDeviceCodeKeyLogsInAgain(t *testing.T) {
 	h.press("1")
 	h.mustShow("Grant               device code (public client)")
 	h.async()
-	h.press("L")
+	h.press("X", "y")
 	h.pump("logged out", func() bool { return h.m.details.tokens == nil && h.m.details.state == detailsIdle })
 	h.press("l")
 	h.pump("the sign-in screen", func() bool { return h.m.active == screenSignin })

@@ -46,8 +46,9 @@ type Options struct {
 	// Demo shows a "demo server" badge.
 	Demo bool
 	// Clipboard writes the native clipboard; nil uses github.com/atotto/clipboard
-	// when the system has one. Copies also go out by OSC 52 (tea.SetClipboard),
-	// which works over SSH and in tmux.
+	// when the system has one. Copies also go to a named tmux buffer inside
+	// tmux ($TMUX set), else out by OSC 52 (tea.SetClipboard), which works
+	// over SSH.
 	Clipboard func(string) error
 	// ClipboardRead reads the native clipboard back, so that shipkey clears it
 	// only while it still holds what shipkey put there. Nil with Clipboard
@@ -67,6 +68,8 @@ type config struct {
 	demo      bool
 	clipWrite func(string) error
 	clipRead  func() (string, error)
+	clipName  string     // what the toast calls the native clipboard
+	tmux      tmuxRunner // inside tmux: copies go to a named tmux buffer
 	theme     Theme
 	// after schedules a timer (tea.Tick); tests record timers instead.
 	after func(time.Duration, func(time.Time) tea.Msg) tea.Cmd
@@ -131,6 +134,8 @@ func New(opts Options) *Model {
 		demo:      opts.Demo,
 		clipWrite: opts.Clipboard,
 		clipRead:  opts.ClipboardRead,
+		clipName:  nativeClipboardName(),
+		tmux:      execTmux(),
 		theme:     Theme{Dark: true, NoColor: os.Getenv("NO_COLOR") != ""},
 	}
 	if opts.Store != nil {
@@ -205,6 +210,9 @@ func newModel(cfg config) *Model {
 			return browser.Open(url, browser.Options{EnvOnly: envOnly})
 		}
 	}
+	if cfg.clipName == "" {
+		cfg.clipName = "system clipboard"
+	}
 	m := &Model{
 		cfg:      cfg,
 		backend:  cfg.backend,
@@ -236,9 +244,11 @@ func (m *Model) Init() tea.Cmd {
 	return tea.Batch(tea.RequestBackgroundColor, m.loadKeys(), m.ensureTick())
 }
 
-// Update is a dispatcher: each kind of message has its handler.
+// Update is a dispatcher: each kind of message has its handler. Afterwards
+// the clocks of the requests in flight follow what the handler changed.
 func (m *Model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 	m.c.now = m.cfg.now()
+	defer m.trackWaits()
 	switch msg := msg.(type) {
 	case tea.WindowSizeMsg:
 		m.setSize(msg.Width, msg.Height)
@@ -254,6 +264,8 @@ func (m *Model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 		return m, m.handleSpinner(msg)
 	case tickMsg:
 		return m, m.handleTick(msg)
+	case clipCopiedMsg:
+		return m, m.handleClipCopied(msg)
 	case clipClearMsg:
 		return m, m.handleClipClear(msg)
 	case keysLoadedMsg:
@@ -282,6 +294,14 @@ func (m *Model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 		return m, nil
 	}
 	return m, m.forward(msg)
+}
+
+// trackWaits starts or stops the clocks behind "waiting for the server…".
+func (m *Model) trackWaits() {
+	now := m.c.now
+	m.details.wait.track(m.details.busy(), now)
+	m.details.liveWait.track(m.details.liveState == liveChecking, now)
+	m.form.wait.track(m.form.state == formSubmitting, now)
 }
 
 // View renders the header, the active screen (or the full help), a status

@@ -39,7 +39,7 @@ func (w *welcome) menu() []menuItem {
 	}
 }
 
-func newWelcome(c *common) *welcome { return &welcome{c: c, pane: newPane()} }
+func newWelcome(c *common) *welcome { return &welcome{c: c, pane: newPane(c)} }
 
 func (w *welcome) SetSize(width, height int) {
 	w.width, w.height = width, height

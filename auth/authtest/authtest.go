@@ -94,6 +94,10 @@ type Config struct {
 	// instead of Keycloak's .../protocol/openid-connect/certs, which then
 	// answers 404; discovery's jwks_uri names it.
 	JWKSPath string
+	// DiscoveryBesideToken serves the discovery document beside the token
+	// endpoint (…/protocol/openid-connect/.well-known/openid-configuration)
+	// instead of at the issuer, which then answers 404.
+	DiscoveryBesideToken bool
 	// OpaqueRefreshTokens issues refresh tokens that are random strings, not
 	// JWTs, without refresh_expires_in in the answer.
 	OpaqueRefreshTokens bool
@@ -136,6 +140,7 @@ func Profiles() []Profile {
 		{"rotating-refresh", func(c *Config) { c.RevokeRefreshToken = true }},
 		{"unrotated-refresh", func(c *Config) { c.NoRefreshRotation = true }},
 		{"jwks-path", func(c *Config) { c.JWKSPath = "/jwks" }},
+		{"discovery-beside-token", func(c *Config) { c.DiscoveryBesideToken, c.JWKSPath = true, "/jwks" }},
 		{"opaque-refresh", func(c *Config) { c.OpaqueRefreshTokens = true }},
 		{"scope-required", func(c *Config) { c.RequireScope = true }},
 	}

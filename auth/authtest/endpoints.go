@@ -33,7 +33,12 @@ func (s *Server) routes() *http.ServeMux {
 	const base = "/auth/realms/{realm}"
 	const oidc = base + "/protocol/openid-connect"
 	get, post := http.MethodGet, http.MethodPost
-	mux.Handle(base+"/.well-known/openid-configuration", s.endpoint("discovery", s.discovery, get))
+	if s.opts.DiscoveryBesideToken {
+		mux.Handle(oidc+"/.well-known/openid-configuration", s.endpoint("discovery", s.discovery, get))
+		mux.Handle(base+"/.well-known/openid-configuration", s.endpoint("discovery", notFound, get))
+	} else {
+		mux.Handle(base+"/.well-known/openid-configuration", s.endpoint("discovery", s.discovery, get))
+	}
 	mux.Handle(oidc+"/token", s.endpoint("token", s.token, post))
 	mux.Handle(oidc+"/auth/device", s.endpoint("device", s.deviceAuthorization, post))
 	mux.Handle(base+"/device", s.endpoint("device-page", s.devicePage, get, post))

@@ -89,7 +89,7 @@ func DemoConfig() Config {
 		AccessTTL:          1314000 * time.Second,
 		RefreshTTL:         30 * time.Minute,
 		RevokeRefreshToken: false,
-		Scope:              "email profile",
+		Scope:              "email profile write", // the Shipping Service documents scope write
 	}
 }
 

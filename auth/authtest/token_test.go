@@ -20,8 +20,8 @@ func TestPasswordGrantMatchesKeycloak(t *testing.T) {
 	if v, ok := r.json["not-before-policy"]; !ok || v != float64(0) {
 		t.Fatalf("not-before-policy = %v (present %v), want 0", v, ok)
 	}
-	if r.str("scope") != "email profile" {
-		t.Fatalf("scope %q, want %q", r.str("scope"), "email profile")
+	if r.str("scope") != "email profile write" {
+		t.Fatalf("scope %q, want %q", r.str("scope"), "email profile write")
 	}
 	if _, ok := r.json["id_token"]; ok {
 		t.Fatal("id_token sent without the openid scope")
@@ -41,7 +41,7 @@ func TestPasswordGrantMatchesKeycloak(t *testing.T) {
 	now := float64(clock.Now().Unix())
 	want := map[string]any{
 		"iss": s.Issuer(), "typ": "Bearer", "azp": DemoClientID, "sid": sid, "acr": "1",
-		"aud": "account", "scope": "email profile", "preferred_username": "demo",
+		"aud": "account", "scope": "email profile write", "preferred_username": "demo",
 		"email": "demo@example.com", "email_verified": true, "name": "Dana Demo",
 		"given_name": "Dana", "family_name": "Demo", "iat": now, "exp": now + 1314000,
 	}

@@ -87,7 +87,7 @@ func TestKeyStatus(t *testing.T) {
 		{"valid", store.Key{Label: "k", Token: tok(-time.Minute, time.Hour, 2*time.Hour)}, stateValid, true, "valid until 2026-11-21 12:59:00 UTC"},
 		// Inside the margin is still valid: renewal ahead is the token source's business.
 		{"due", store.Key{Label: "k", Token: tok(-59*time.Minute-50*time.Second, time.Hour, 2*time.Hour)}, stateValid, true, "valid until"},
-		{"unstated", store.Key{Label: "k", Token: tok(-time.Minute, 0, 0)}, stateValid, true, "no expiry"},
+		{"unstated", store.Key{Label: "k", Token: tok(-time.Minute, 0, 0)}, stateValid, true, "valid (expiry: not stated)"},
 		{"refreshable", store.Key{Label: "k", Token: tok(-2*time.Hour, time.Hour, 3*time.Hour)}, stateRefreshable, true, "refresh by 2026-11-21 13:00:00 UTC"},
 		{"both expired", store.Key{Label: "prod eu", Token: tok(-4*time.Hour, time.Hour, 3*time.Hour)}, stateLoginNeeded, false, "run: shipkey login 'prod eu'"},
 		{"both expired, remembered", store.Key{Label: "k", RememberPassword: true, Token: tok(-4*time.Hour, time.Hour, 3*time.Hour)}, stateRefreshable, true, "remembered password"},

@@ -13,6 +13,7 @@ import (
 	"github.com/shipkey/shipkey/auth"
 	"github.com/shipkey/shipkey/internal/text"
 	"github.com/shipkey/shipkey/store"
+	"github.com/shipkey/shipkey/store/team"
 	"github.com/shipkey/shipkey/tui"
 	"github.com/spf13/cobra"
 )
@@ -39,7 +40,9 @@ type keysNewOptions struct {
 	Now     func() time.Time
 	Store   func() (*store.Store, error)
 	Secrets *secretSet
+	Team    func() (*team.Engine, error)
 
+	TeamName         string // --team: a team key, shared through etcd
 	Label            string
 	Grant            string
 	AuthURL          string
@@ -59,7 +62,7 @@ type keysNewOptions struct {
 }
 
 func newCmdKeysNew(f *factory, runF func(context.Context, *keysNewOptions) error) *cobra.Command {
-	opts := &keysNewOptions{IO: f.IO, Getenv: f.Getenv, Now: f.Now, Store: f.Store, Secrets: f.Secrets}
+	opts := &keysNewOptions{IO: f.IO, Getenv: f.Getenv, Now: f.Now, Store: f.Store, Secrets: f.Secrets, Team: f.Team}
 	cmd := &cobra.Command{
 		Use:   "new --label L --auth-url URL --client-id ID [--grant G] [--username U]",
 		Short: "Get an API key (run a grant and keep the key)",
@@ -126,6 +129,9 @@ the desktop's opener) and always print it.`,
 			if l := strings.TrimSpace(opts.Label); text.Safe(l) != l {
 				return usageErrorf("--label %s contains control characters; choose another", text.ShellQuote(l))
 			}
+			if opts.TeamName != "" && !grant.Unattended(auth.Kept{Password: true}) {
+				return usageErrorf("--team keys renew on every member's machine without a person: use --grant password or client-credentials, not %s", grant.Type())
+			}
 			if opts.TokenURL != "" && opts.Issuer != "" {
 				return usageErrorf("--token-url and --issuer exclude each other (see: %s --help)", cmd.CommandPath())
 			}
@@ -152,6 +158,7 @@ the desktop's opener) and always print it.`,
 	fl.BoolVar(&opts.PublicClient, "public-client", false, "the client has no secret: none is asked for or sent")
 	fl.DurationVar(&opts.BrowserWait, "browser-timeout", auth.DefaultBrowserWait, "authcode: how long to wait for the browser to come back")
 	fl.IntVar(&opts.CallbackPort, "callback-port", 0, "authcode: listen on this port (redirect http://127.0.0.1:N/callback); default any free port")
+	fl.StringVar(&opts.TeamName, "team", "", "make it a team key, shared end-to-end encrypted through the team's etcd (addressed TEAM/LABEL)")
 	return cmd
 }
 
@@ -189,7 +196,11 @@ func keysNewRun(ctx context.Context, opts *keysNewOptions) error {
 	if err != nil {
 		return err
 	}
-	if _, err := st.Key(strings.TrimSpace(opts.Label)); err == nil {
+	if opts.TeamName != "" {
+		if _, err := st.Team(opts.TeamName); err != nil {
+			return err
+		}
+	} else if _, err := st.Key(strings.TrimSpace(opts.Label)); err == nil {
 		return fmt.Errorf("the label %s is already in use; choose another (see: shipkey keys list)", text.ShellQuote(strings.TrimSpace(opts.Label)))
 	} else if !errors.Is(err, store.ErrNotFound) {
 		return err
@@ -223,6 +234,21 @@ func keysNewRun(ctx context.Context, opts *keysNewOptions) error {
 		opts.Secrets.Add(password)
 	}
 
+	if opts.TeamName != "" {
+		eng, err := opts.Team()
+		if err != nil {
+			return err
+		}
+		tk, err := eng.CreateKey(ctx, opts.TeamName, team.NewKey{
+			Label: strings.TrimSpace(opts.Label), Grant: grant, Conn: conn,
+			Username: opts.Username, ClientSecret: clientSecret, Password: password,
+		})
+		if err != nil {
+			return err
+		}
+		fmt.Fprintf(opts.IO.ErrOut, "Got team API key %s (%s), shared with every member of %s\n", text.Safe(tk.Address()), lifetimes(teamStoreKey(tk), opts.Now()), opts.TeamName)
+		return nil
+	}
 	key, ts, err := st.Create(ctx, store.NewKey{
 		Label:            opts.Label,
 		Conn:             conn,
@@ -248,11 +274,14 @@ type keysListOptions struct {
 	IO    *iostreams
 	Now   func() time.Time
 	Store func() (*store.Store, error)
-	JSON  bool
+	// TeamKeys lists the keys of the teams this machine joined (nil: none).
+	TeamKeys func(*store.Store) ([]store.Key, error)
+	JSON     bool
 }
 
 func newCmdKeysList(f *factory, runF func(*keysListOptions) error) *cobra.Command {
 	opts := &keysListOptions{IO: f.IO, Now: f.Now, Store: f.Store}
+	opts.TeamKeys = func(st *store.Store) ([]store.Key, error) { return teamKeys(context.Background(), f, st) }
 	cmd := &cobra.Command{
 		Use:     "list",
 		Aliases: []string{"ls"},
@@ -292,6 +321,13 @@ func keysListRun(opts *keysListOptions) error {
 	keys, err := st.Keys()
 	if err != nil {
 		return err
+	}
+	if opts.TeamKeys != nil {
+		tks, err := opts.TeamKeys(st)
+		if err != nil {
+			return err
+		}
+		keys = append(keys, tks...)
 	}
 	now := opts.Now()
 	if opts.JSON {
@@ -354,12 +390,14 @@ type keysRmOptions struct {
 	IO    *iostreams
 	Now   func() time.Time
 	Store func() (*store.Store, error)
+	Team  func() (*team.Engine, error)
 	Label string
 	Yes   bool
+	Force bool
 }
 
 func newCmdKeysRm(f *factory, runF func(context.Context, *keysRmOptions) error) *cobra.Command {
-	opts := &keysRmOptions{IO: f.IO, Now: f.Now, Store: f.Store}
+	opts := &keysRmOptions{IO: f.IO, Now: f.Now, Store: f.Store, Team: f.Team}
 	cmd := &cobra.Command{
 		Use:     "rm LABEL",
 		Aliases: []string{"remove"},
@@ -367,9 +405,11 @@ func newCmdKeysRm(f *factory, runF func(context.Context, *keysRmOptions) error) 
 		Long: `Remove an API key and its secrets. On a terminal it asks first unless --yes;
 without a terminal --yes is required.
 
-The key's session is ended at the server first, as "shipkey logout" does; the
-key is removed whatever the server answers. Exit code 1 when the server
-refused or could not be reached (the key is gone all the same).`,
+The key's session is ended at the server first, as "shipkey logout" does.
+When the server refuses or cannot be reached the key is kept, logged out with
+its end pending (exit 1): run keys rm again to retry, or pass --force to
+remove it anyway (its tokens then stay valid at the server until they
+expire; exit 1 as well).`,
 		Args:              usageArgs(cobra.ExactArgs(1)),
 		ValidArgsFunction: completeLabels(f, 1),
 		RunE: func(cmd *cobra.Command, args []string) error {
@@ -381,6 +421,7 @@ refused or could not be reached (the key is gone all the same).`,
 		},
 	}
 	cmd.Flags().BoolVarP(&opts.Yes, "yes", "y", false, "do not ask for confirmation")
+	cmd.Flags().BoolVar(&opts.Force, "force", false, "remove the key even when its session cannot be ended at the server")
 	return cmd
 }
 
@@ -388,6 +429,20 @@ func keysRmRun(ctx context.Context, opts *keysRmOptions) error {
 	st, err := opts.Store()
 	if err != nil {
 		return err
+	}
+	if t, l, ok := teamKeyAddress(st, opts.Label); ok {
+		if !opts.Yes {
+			return usageErrorf("removing team key %s removes it for every member of %s; pass --yes", text.Safe(opts.Label), t)
+		}
+		eng, err := opts.Team()
+		if err != nil {
+			return err
+		}
+		if err := eng.RemoveKey(ctx, t, l); err != nil {
+			return err
+		}
+		fmt.Fprintln(opts.IO.ErrOut, "Removed team API key "+text.Safe(opts.Label)+" for every member of "+t)
+		return nil
 	}
 	key, err := st.Key(opts.Label)
 	if err != nil {
@@ -410,11 +465,21 @@ func keysRmRun(ctx context.Context, opts *keysRmOptions) error {
 			return nil
 		}
 	}
-	res, err := st.Remove(ctx, key.Label)
+	res, err := st.RemoveWith(ctx, key.Label, store.RemoveOptions{Force: opts.Force})
+	var pending *store.EndPendingError
+	if errors.As(err, &pending) {
+		since := ""
+		if !key.EndPending.IsZero() {
+			since = " (pending since " + text.Stamp(key.EndPending) + ")"
+		}
+		q := text.ShellQuote(key.Label)
+		return fmt.Errorf("%s: %s%s; it hands out no token and its end is pending: run shipkey keys rm %s to try again, or shipkey keys rm %s --force to remove it anyway: %w",
+			"Kept API key "+label, endFailure(pending.Err), since, q, q, pending.Err)
+	}
 	if err != nil && auth.KindOf(err) == auth.KindUnknown {
 		return err // a local failure: the key is still there
 	}
-	if key.LoggedOut && err == nil {
+	if key.LoggedOut && key.EndPending.IsZero() && err == nil {
 		fmt.Fprintln(opts.IO.ErrOut, "Removed API key "+label+" (it had no session to end)")
 		return nil
 	}
@@ -425,12 +490,13 @@ func keysRmRun(ctx context.Context, opts *keysRmOptions) error {
 type keysRenameOptions struct {
 	IO       *iostreams
 	Store    func() (*store.Store, error)
+	Team     func() (*team.Engine, error)
 	Label    string
 	NewLabel string
 }
 
 func newCmdKeysRename(f *factory, runF func(*keysRenameOptions) error) *cobra.Command {
-	opts := &keysRenameOptions{IO: f.IO, Store: f.Store}
+	opts := &keysRenameOptions{IO: f.IO, Store: f.Store, Team: f.Team}
 	return &cobra.Command{
 		Use:               "rename LABEL NEW-LABEL",
 		Aliases:           []string{"mv"},
@@ -451,6 +517,18 @@ func keysRenameRun(opts *keysRenameOptions) error {
 	st, err := opts.Store()
 	if err != nil {
 		return err
+	}
+	if t, l, ok := teamKeyAddress(st, opts.Label); ok {
+		nl := strings.TrimPrefix(opts.NewLabel, t+"/")
+		eng, err := opts.Team()
+		if err != nil {
+			return err
+		}
+		if err := eng.RenameKey(context.Background(), t, l, nl); err != nil {
+			return err
+		}
+		fmt.Fprintf(opts.IO.ErrOut, "Renamed team API key %s to %s for every member\n", text.Safe(opts.Label), text.Safe(team.Address(t, nl)))
+		return nil
 	}
 	if err := st.Rename(opts.Label, opts.NewLabel); err != nil {
 		return suggestLabel(st, opts.Label, err)

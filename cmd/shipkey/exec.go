@@ -10,6 +10,7 @@ import (
 	"os/signal"
 	"regexp"
 	"strings"
+	"sync"
 	"syscall"
 	"time"
 
@@ -60,8 +61,14 @@ The exit code is the command's own (128+N when signal N ended it); 127 when
 COMMAND is not found, 126 when it cannot be run; shipkey's own when no token
 can be had (3: log in again).
 
+--env refuses variables that the loader, shells or runtimes act on (LD_*,
+DYLD_*, PATH, IFS, ENV, BASH_ENV, NODE_OPTIONS, …) and SHIPKEY_* other than
+SHIPKEY_TOKEN. A signal that arrives before COMMAND starts ends shipkey with
+128+N and COMMAND is not run.
+
 Without LABEL: SHIPKEY_KEY, else the default key, else the only key.`,
-		Example: `  shipkey exec -- sh -c 'curl -H "Authorization: Bearer $SHIPKEY_TOKEN" https://api.example.com/…'
+		Example: `  shipkey exec prod -- ./sync-shipments      # reads $SHIPKEY_TOKEN
+  shipkey exec -- sh -c 'printf "header = \"Authorization: Bearer %s\"\n" "$SHIPKEY_TOKEN" | curl -K - https://api.example.com/…'
   shipkey exec prod --min-valid 10m --env API_TOKEN -- ./long-running-job`,
 		Args: func(cmd *cobra.Command, args []string) error {
 			dash := cmd.ArgsLenAtDash()
@@ -86,6 +93,9 @@ Without LABEL: SHIPKEY_KEY, else the default key, else the only key.`,
 			if !envNamePattern.MatchString(opts.EnvName) {
 				return usageErrorf("--env %s is not a variable name (letters, digits and _, not starting with a digit)", text.ShellQuote(opts.EnvName))
 			}
+			if unsafeEnvName(opts.EnvName) {
+				return usageErrorf("--env %s: the loader, a shell or shipkey itself acts on that variable; name another (such as API_TOKEN)", opts.EnvName)
+			}
 			if runF != nil {
 				return runF(cmd.Context(), opts)
 			}
@@ -98,6 +108,40 @@ Without LABEL: SHIPKEY_KEY, else the default key, else the only key.`,
 }
 
 func execRun(ctx context.Context, opts *execOptions) error {
+	// Listen from the start: a signal that arrives before the command starts
+	// ends shipkey (128+N) and the command never runs; one that arrives after
+	// is passed on to it.
+	sigs := make(chan os.Signal, 4)
+	signal.Notify(sigs, forwardedSignals...)
+	defer signal.Stop(sigs)
+	ctx, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
+	var (
+		mu    sync.Mutex
+		child *os.Process // set once the command has started
+	)
+	done := make(chan struct{})
+	defer close(done)
+	go func() {
+		for {
+			select {
+			case sig := <-sigs:
+				mu.Lock()
+				p := child
+				mu.Unlock()
+				switch s, ok := sig.(syscall.Signal); {
+				case p == nil && ok:
+					cancel(signalCause{s})
+				case p != nil && !fromOwnTerminal(sig):
+					_ = p.Signal(sig)
+				}
+			case <-done:
+				return
+			}
+		}
+	}()
+	const notRun = "the command was not run"
+
 	// Find the command first: a typo should not cost a token refresh.
 	path, err := exec.LookPath(opts.Command[0])
 	if err != nil {
@@ -112,6 +156,9 @@ func execRun(ctx context.Context, opts *execOptions) error {
 		return err
 	}
 	ts, err := freshToken(ctx, st, key, opts.MinValid, opts.Secrets, opts.IO, opts.Now)
+	if sig, ok := stoppedBy(ctx); ok {
+		return signalExit(sig, notRun)
+	}
 	if err != nil {
 		return err
 	}
@@ -121,29 +168,20 @@ func execRun(ctx context.Context, opts *execOptions) error {
 	c.Env = childEnv(opts.Environ(), opts.EnvName, ts.AccessToken)
 	c.Stdin, c.Stdout, c.Stderr = opts.IO.In, opts.IO.Out, opts.IO.ErrOut
 
-	// Listen before starting, so that no signal falls between.
-	sigs := make(chan os.Signal, 4)
-	signal.Notify(sigs, forwardedSignals...)
-	defer signal.Stop(sigs)
+	// Under mu, a signal is either seen here (not started) or passed on to
+	// the started command, never lost between.
+	mu.Lock()
+	if sig, ok := stoppedBy(ctx); ok {
+		mu.Unlock()
+		return signalExit(sig, notRun)
+	}
 	if err := c.Start(); err != nil {
+		mu.Unlock()
 		return commandError(opts.Command[0], err)
 	}
-	done := make(chan struct{})
-	go func() {
-		for {
-			select {
-			case sig := <-sigs:
-				if !fromOwnTerminal(sig) {
-					_ = c.Process.Signal(sig)
-				}
-			case <-done:
-				return
-			}
-		}
-	}()
-	err = c.Wait()
-	close(done)
-	return childExit(err)
+	child = c.Process
+	mu.Unlock()
+	return childExit(c.Wait())
 }
 
 // childEnv is env without shipkey's secrets and without any earlier value of

@@ -8,6 +8,7 @@ import (
 	"github.com/shipkey/shipkey/auth"
 	"github.com/shipkey/shipkey/internal/text"
 	"github.com/shipkey/shipkey/store"
+	"github.com/shipkey/shipkey/store/team"
 )
 
 // Exit codes scripts rely on.
@@ -63,6 +64,8 @@ func exitCode(err error) int {
 		return exitInterrupted
 	case errors.As(err, &ue):
 		return exitUsage
+	case errors.Is(err, team.ErrUnavailable):
+		return exitEtcdUnavailable
 	case errors.Is(err, store.ErrLoginNeeded) || auth.IsLoginRequired(err):
 		return exitLoginNeeded
 	default:

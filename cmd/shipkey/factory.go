@@ -1,6 +1,7 @@
 package main
 
 import (
+	"fmt"
 	"io"
 	"log/slog"
 	"sync"
@@ -26,6 +27,11 @@ type factory struct {
 	Diag *switchWriter
 	// Debug turns on the redacting debug log (set by --debug).
 	Debug bool
+	// Timeout bounds each request to the server (set by --timeout; else
+	// SHIPKEY_TIMEOUT, else timeout in config.toml, else auth's default).
+	Timeout time.Duration
+	// wait says on stderr that a request is taking long.
+	wait *waitNotice
 	// Secrets are the secrets this process has handled; the debug log hides
 	// them.
 	Secrets *secretSet
@@ -53,6 +59,24 @@ func newFactory(ios *iostreams, getenv func(string) string) *factory {
 	}
 }
 
+// EnvTimeout bounds each request to the server, as --timeout does.
+const EnvTimeout = "SHIPKEY_TIMEOUT"
+
+// requestTimeout is the timeout the command line or the environment set
+// (0: neither; config.toml's timeout or auth's default then applies).
+func (f *factory) requestTimeout() (time.Duration, error) {
+	if f.Timeout != 0 {
+		if f.Timeout < 0 {
+			return 0, &usageError{fmt.Errorf("--timeout %s is not a positive duration such as 45s or 2m", f.Timeout)}
+		}
+		return f.Timeout, nil
+	}
+	if v := f.Getenv(EnvTimeout); v != "" {
+		return store.ParseTimeout(EnvTimeout, v)
+	}
+	return 0, nil
+}
+
 // switchWriter writes to one writer at a time; Set swaps it.
 type switchWriter struct {
 	mu sync.Mutex
@@ -63,6 +87,13 @@ func (s *switchWriter) Write(p []byte) (int, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.w.Write(p)
+}
+
+// current is the destination now.
+func (s *switchWriter) current() io.Writer {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.w
 }
 
 // Set makes w the destination and returns a function that puts the previous
@@ -93,10 +124,20 @@ func (f *factory) Logger() *slog.Logger {
 // bundle of extra roots for a private CA.
 func (f *factory) Auth() (*auth.Client, error) {
 	f.authOnce.Do(func() {
+		timeout, err := f.requestTimeout()
+		if err != nil {
+			f.authErr = err
+			return
+		}
+		if f.wait == nil {
+			f.wait = newWaitNotice(f.IO.ErrOut, f.Diag, f.IO.StderrTTY)
+		}
 		f.auth, f.authErr = auth.NewClient(auth.Options{
-			CAFile: f.Getenv("SHIPKEY_CA_FILE"),
-			Now:    f.Now,
-			Logger: f.Logger(),
+			CAFile:  f.Getenv("SHIPKEY_CA_FILE"),
+			Now:     f.Now,
+			Logger:  f.Logger(),
+			Timeout: timeout,
+			Waiting: f.wait.begin,
 		})
 	})
 	return f.auth, f.authErr
@@ -127,6 +168,11 @@ func (f *factory) Store() (*store.Store, error) {
 		}
 		opts.Unlock = f.unlockOptions()
 		f.store, f.storeErr = f.openStore(opts)
+		// config.toml's timeout, unless --timeout or SHIPKEY_TIMEOUT said
+		// otherwise; the client is not shared yet.
+		if t, _ := f.requestTimeout(); t == 0 && f.storeErr == nil {
+			client.SetTimeout(f.store.Settings().Timeout)
+		}
 	})
 	return f.store, f.storeErr
 }

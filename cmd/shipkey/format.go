@@ -3,31 +3,19 @@ package main
 import (
 	"time"
 
+	"github.com/shipkey/shipkey/auth"
 	"github.com/shipkey/shipkey/internal/text"
 	"github.com/shipkey/shipkey/store"
 )
 
-// expiresIn renders an expiry relative to now: "in 14d 23h", "expired", or
-// "no expiry" for the zero time.
-func expiresIn(t, now time.Time) string {
-	switch {
-	case t.IsZero():
-		return "no expiry"
-	case !now.Before(t):
-		return "expired"
-	default:
-		return text.Relative(t, now)
-	}
-}
-
 // lifetimes is the "(access token valid for …, refresh token for …)" part of
 // the messages after a login.
 func lifetimes(k store.Key, now time.Time) string {
-	access := "access token without stated expiry"
+	access := "access token expiry " + auth.ExpiryNotStated
 	if exp := k.Token.AccessExpiry(); !exp.IsZero() {
 		access = "access token valid for " + text.Span(exp.Sub(now))
 	}
-	refresh := "refresh token without stated expiry"
+	refresh := "refresh token expiry " + k.Token.RefreshExpiryNote()
 	switch {
 	case !k.HasRefreshToken && k.RenewsItself():
 		refresh = "no refresh token: renews itself at expiry"

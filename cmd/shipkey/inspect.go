@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"os"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -27,6 +28,7 @@ type inspectOptions struct {
 	Key    string // --key
 	JSON   bool
 	Verify bool
+	JWKS   string // --jwks: a key set (file or URL) to verify against
 }
 
 func newCmdInspect(f *factory, runF func(context.Context, *inspectOptions) error) *cobra.Command {
@@ -37,7 +39,10 @@ func newCmdInspect(f *factory, runF func(context.Context, *inspectOptions) error
 		Long: `Decode a token's header and claims without trusting it: times shown absolute
 and relative, roles listed, the signature checked against the realm's keys with
 --verify (only for issuers of your own keys; no URL named by the token is
-fetched).
+fetched). The realm's keys are found through its discovery document, at the
+issuer or beside the token endpoint, else at Keycloak's certs path. With
+--jwks FILE|URL the signature is checked against a key set you were given
+(JWK Set JSON or a PEM public key or certificate), whoever issued the token.
 
 Without TOKEN it inspects the current access token of a key (--key, else
 SHIPKEY_KEY, else the default key, else the only key) and asks the server
@@ -52,12 +57,16 @@ when the server no longer accepts the key's token. The report is printed
 first either way.`,
 		Example: `  shipkey inspect
   shipkey token other | shipkey inspect - --verify
+  pbpaste | shipkey inspect - --jwks realm-keys.json
   pbpaste | shipkey inspect - --json`,
 		Args: usageArgs(cobra.MaximumNArgs(1)),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			opts.Token = labelArg(args)
 			if opts.Token != "" && opts.Key != "" {
 				return usageErrorf("give either a token or --key, not both (see: %s --help)", cmd.CommandPath())
+			}
+			if opts.JWKS != "" {
+				opts.Verify = true
 			}
 			if runF != nil {
 				return runF(cmd.Context(), opts)
@@ -67,6 +76,7 @@ first either way.`,
 	}
 	cmd.Flags().BoolVar(&opts.JSON, "json", false, "print JSON")
 	cmd.Flags().BoolVar(&opts.Verify, "verify", false, "check the signature against the realm's published keys")
+	cmd.Flags().StringVar(&opts.JWKS, "jwks", "", "check the signature against this key set instead: a file or URL holding a JWK Set or a PEM public key (implies --verify)")
 	cmd.Flags().StringVar(&opts.Key, "key", "", "inspect this key's current access token")
 	_ = cmd.RegisterFlagCompletionFunc("key", completeLabelFlag(f))
 	return cmd
@@ -95,15 +105,10 @@ func inspectRun(ctx context.Context, opts *inspectOptions) error {
 		return fmt.Errorf("cannot decode the token: %w", err)
 	}
 	if opts.Verify && in.Decoded.Format == auth.FormatJWT {
-		st, err := opts.Store()
+		v, err := inspectVerify(ctx, opts, token)
 		if err != nil {
 			return err
 		}
-		client, err := opts.Auth()
-		if err != nil {
-			return err
-		}
-		v := client.Verify(ctx, st.Connections(), token)
 		in.Verified = &v
 	}
 	if in.Label != "" {
@@ -234,6 +239,9 @@ func writeInspection(w io.Writer, in inspection, verifyAsked bool, now time.Time
 		if in.Skew != 0 {
 			fmt.Fprintf(w, "Clock:     exp and expires_in disagree by %s: this machine's clock or the server's is off\n", in.Skew.Round(time.Second))
 		}
+		for _, f := range d.FutureTimes(now) {
+			fmt.Fprintf(w, "Clock:     %s\n", f.Warning())
+		}
 		fmt.Fprintln(w)
 		writeClaims(w, "Header", d.Header)
 		fmt.Fprintln(w)
@@ -280,10 +288,12 @@ func signatureLine(d *auth.Decoded, v *auth.Verification, asked bool) string {
 	}
 }
 
+// livenessLine is the server's verdict in one flat sentence: the reason,
+// and the server's words, after a colon.
 func livenessLine(d *auth.Decoded, l auth.Liveness, now time.Time) string {
 	reason := ""
-	if l.Reason != "" {
-		reason = " (" + text.Safe(l.Reason) + ")"
+	if detail := l.Detail(); detail != "" {
+		reason = ": " + text.Safe(detail)
 	}
 	switch l.State {
 	case auth.LiveActive:
@@ -373,4 +383,50 @@ func sanitizeJSON(v any) any {
 	default:
 		return v
 	}
+}
+
+// inspectVerify checks the token's signature: against the key set of
+// --jwks, else against the keys of the realm that issued it (one of the
+// store's connections).
+func inspectVerify(ctx context.Context, opts *inspectOptions, token string) (auth.Verification, error) {
+	client, err := opts.Auth()
+	if err != nil {
+		return auth.Verification{}, err
+	}
+	if opts.JWKS != "" {
+		ks, err := loadKeySet(ctx, client, opts.JWKS)
+		if err != nil {
+			return auth.Verification{}, err
+		}
+		return client.VerifyWithKeySet(token, ks), nil
+	}
+	st, err := opts.Store()
+	if err != nil {
+		return auth.Verification{}, err
+	}
+	v := client.Verify(ctx, st.Connections(), token)
+	if v.KeysUnavailable {
+		v.Reason += "; to check it against a key set you have, pass --jwks FILE|URL"
+	}
+	return v, nil
+}
+
+// loadKeySet reads the key set named by --jwks: an http(s) URL, else a file.
+func loadKeySet(ctx context.Context, client *auth.Client, src string) (auth.KeySet, error) {
+	if strings.HasPrefix(src, "https://") || strings.HasPrefix(src, "http://") {
+		ks, err := client.FetchKeySet(ctx, src)
+		if err != nil {
+			return auth.KeySet{}, fmt.Errorf("--jwks: %w", err)
+		}
+		return ks, nil
+	}
+	data, err := os.ReadFile(src)
+	if err != nil {
+		return auth.KeySet{}, fmt.Errorf("--jwks %s: %w", text.Safe(src), unwrapExecError(err))
+	}
+	ks, err := auth.ParseKeySet(data)
+	if err != nil {
+		return auth.KeySet{}, fmt.Errorf("--jwks %s: %w", text.Safe(src), err)
+	}
+	return ks, nil
 }

@@ -21,9 +21,11 @@ type iostreams struct {
 	Out    io.Writer
 	ErrOut io.Writer
 
-	// StdinTTY and StdoutTTY say whether stdin and stdout are terminals.
+	// StdinTTY, StdoutTTY and StderrTTY say whether stdin, stdout and
+	// stderr are terminals.
 	StdinTTY  bool
 	StdoutTTY bool
+	StderrTTY bool
 
 	// ReadSecret reads one line from the terminal without echo, after
 	// writing prompt to ErrOut. Nil when stdin is not a terminal: no secret
@@ -42,6 +44,7 @@ func systemIO() *iostreams {
 		ErrOut:    os.Stderr,
 		StdinTTY:  term.IsTerminal(int(os.Stdin.Fd())),
 		StdoutTTY: term.IsTerminal(int(os.Stdout.Fd())),
+		StderrTTY: term.IsTerminal(int(os.Stderr.Fd())),
 	}
 	if ios.StdinTTY {
 		ios.ReadSecret = func(prompt string) (string, error) {

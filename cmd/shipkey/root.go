@@ -4,9 +4,7 @@ import (
 	"context"
 	"fmt"
 	"os"
-	"os/signal"
 	"strings"
-	"syscall"
 
 	"github.com/spf13/cobra"
 )
@@ -19,7 +17,7 @@ func run() int {
 
 // runWith runs shipkey with explicit arguments, streams and environment.
 func runWith(args []string, ios *iostreams, getenv func(string) string) int {
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	ctx, stop := notifyContext(context.Background())
 	defer stop()
 
 	f := newFactory(ios, getenv)
@@ -95,6 +93,7 @@ with its command's code. See each command's help for its own.`,
 		},
 	}
 	root.PersistentFlags().BoolVar(&f.Debug, "debug", false, "log HTTP requests to stderr (secrets redacted)")
+	root.PersistentFlags().DurationVar(&f.Timeout, "timeout", 0, "bound each request to the server, e.g. 45s (default 30s; also "+EnvTimeout+" or timeout in config.toml)")
 	root.SetFlagErrorFunc(func(cmd *cobra.Command, err error) error {
 		return &usageError{fmt.Errorf("%w (see: %s --help)", err, cmd.CommandPath())}
 	})
@@ -102,6 +101,7 @@ with its command's code. See each command's help for its own.`,
 
 	root.AddCommand(
 		newCmdKeys(f),
+		newCmdTeam(f),
 		newCmdLogin(f, nil),
 		newCmdToken(f, false, nil),
 		newCmdToken(f, true, nil),
@@ -114,6 +114,7 @@ with its command's code. See each command's help for its own.`,
 		newCmdUnlock(f),
 		newCmdLock(f),
 		newCmdAgent(f),
+		newCmdServe(f, nil),
 	)
 	return root
 }

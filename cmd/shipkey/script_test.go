@@ -129,6 +129,8 @@ func TestScripts(t *testing.T) {
 			"sleep":         cmdSleep,
 			"tamper":        cmdTamper,
 			"sigterm":       cmdSigterm,
+			"headerserver":  cmdHeaderServer,
+			"jsonfield":     cmdJSONField,
 		},
 	})
 }
@@ -283,7 +285,7 @@ func scriptRealm(ts *testscript.TestScript) *realm {
 
 // cmdAuthServer controls the script's realm:
 //
-//	authserver start [-access D] [-refresh D] [-rotate]  replace it (new URL in $AUTH_URL)
+//	authserver start [-access D] [-refresh D] [-rotate] [-beside]  replace it (new URL in $AUTH_URL)
 //	authserver endsessions                               end every session
 //	authserver advance D                                 move the realm's clock
 //	authserver count NAME N                              assert a request count
@@ -305,9 +307,15 @@ func cmdAuthServer(ts *testscript.TestScript, neg bool, args []string) {
 		access := fs.Duration("access", 1314000*time.Second, "access token lifetime")
 		refresh := fs.Duration("refresh", 30*time.Minute, "refresh token lifetime")
 		rotate := fs.Bool("rotate", false, "refresh token rotation with reuse detection")
+		beside := fs.Bool("beside", false, "discovery beside the token endpoint, keys at /jwks")
 		ts.Check(fs.Parse(args[1:]))
 		r.srv.Close()
-		r.srv = authtest.NewServer(r.config(*access, *refresh, *rotate))
+		cfg := r.config(*access, *refresh, *rotate)
+		cfg.DiscoveryBesideToken = *beside
+		if *beside {
+			cfg.JWKSPath = "/jwks"
+		}
+		r.srv = authtest.NewServer(cfg)
 		ts.Setenv("AUTH_URL", r.srv.URL())
 		ts.Setenv("ISSUER", r.srv.Issuer())
 	case "endsessions":

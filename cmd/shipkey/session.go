@@ -4,6 +4,8 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"slices"
+	"strings"
 	"time"
 
 	"github.com/shipkey/shipkey/auth"
@@ -96,20 +98,42 @@ type tokenOptions struct {
 	Label    string
 	MinValid time.Duration // --min-valid: renew first unless valid this long
 	Header   bool          // print "Authorization: Bearer <token>" (the header command)
+	// Output is token's format: text, json or exec-credential (--output,
+	// --json).
+	Output string
+	// CurlConfig prints the header as a curl config line (header
+	// --curl-config).
+	CurlConfig bool
+	// TeamToken hands out a team key's token ("T/LABEL").
+	TeamToken func(ctx context.Context, team, label string, minValid time.Duration) (*auth.TokenSet, error)
 }
 
 // newCmdToken builds "token", or "header" when header is set: one command
 // body, two ways to print the result.
 func newCmdToken(f *factory, header bool, runF func(context.Context, *tokenOptions) error) *cobra.Command {
 	opts := &tokenOptions{IO: f.IO, Now: f.Now, Store: f.Store, Secrets: f.Secrets, Header: header}
+	opts.TeamToken = func(ctx context.Context, t, l string, minValid time.Duration) (*auth.TokenSet, error) {
+		return teamToken(ctx, f, t, l, minValid)
+	}
 	cmd := &cobra.Command{
 		Use:   "token [LABEL]",
 		Short: "Print the key's access token, refreshed first if needed",
 		Long: `Print the key's access token and a newline on stdout, refreshing it first
 when it is about to expire, or when it would expire within --min-valid. Made
-for scripts:
+for scripts and for tools that cache what they get:
 
-  curl -H "Authorization: Bearer $(shipkey token)" https://api.example.com/…
+  --json                    {"access_token","token_type","expires_at","key","scope"}
+                            (expires_at in RFC 3339, omitted when unknown)
+  --output exec-credential  a Kubernetes client.authentication.k8s.io/v1
+                            ExecCredential, for a kubeconfig exec plugin
+
+Never put the token on another command's command line, as in
+curl -H "Authorization: Bearer $(shipkey token)": argv is readable by every
+local user (ps, /proc/*/cmdline). Hand it over on stdin or in the
+environment instead:
+
+  shipkey header --curl-config | curl -K - https://api.example.com/…
+  shipkey exec -- ./job    (the job reads $SHIPKEY_TOKEN)
 
 Without LABEL: SHIPKEY_KEY, else the default key, else the only key.
 Exit code 3 means only a new login can help (shipkey login).`,
@@ -117,9 +141,15 @@ Exit code 3 means only a new login can help (shipkey login).`,
 	if header {
 		cmd.Use = "header [LABEL]"
 		cmd.Short = "Print \"Authorization: Bearer <token>\" for the key"
-		cmd.Long = `Print the HTTP header that carries the key's access token:
+		cmd.Long = `Print the HTTP header that carries the key's access token. With
+--curl-config, print it as a curl config line (header = "…", quoted as curl
+wants) for curl to read on stdin:
 
-  curl -H "$(shipkey header)" https://api.example.com/…
+  shipkey header --curl-config | curl -K - https://api.example.com/…
+
+Never pass the header on curl's command line (curl -H "$(shipkey header)"):
+argv is readable by every local user (ps, /proc/*/cmdline); curl -K - reads
+it from stdin instead.
 
 The token is refreshed first if needed, as with "shipkey token".`
 	}
@@ -130,13 +160,36 @@ The token is refreshed first if needed, as with "shipkey token".`
 		if opts.MinValid < 0 {
 			return usageErrorf("--min-valid must not be negative (see: %s --help)", cmd.CommandPath())
 		}
+		if err := tokenOutputFlags(cmd, opts); err != nil {
+			return err
+		}
 		if runF != nil {
 			return runF(cmd.Context(), opts)
 		}
 		return tokenRun(cmd.Context(), opts)
 	}
 	cmd.Flags().DurationVar(&opts.MinValid, "min-valid", 0, "hand out a token valid for at least this long (e.g. 5m), renewing first")
+	if header {
+		cmd.Flags().BoolVar(&opts.CurlConfig, "curl-config", false, "print a curl config line (header = \"…\") for: curl -K - URL")
+	} else {
+		cmd.Flags().StringVarP(&opts.Output, "output", "o", outputText, "format: "+strings.Join(tokenOutputs, ", "))
+		cmd.Flags().Bool("json", false, "same as --output json")
+	}
 	return cmd
+}
+
+// tokenOutputFlags checks --output and folds --json into it.
+func tokenOutputFlags(cmd *cobra.Command, opts *tokenOptions) error {
+	if fl := cmd.Flags().Lookup("json"); fl != nil && fl.Changed && fl.Value.String() == "true" {
+		if cmd.Flags().Changed("output") {
+			return usageErrorf("--json and --output: give one (see: %s --help)", cmd.CommandPath())
+		}
+		opts.Output = outputJSON
+	}
+	if opts.Output != "" && !slices.Contains(tokenOutputs, opts.Output) {
+		return usageErrorf("--output %s is not a format; use %s (see: %s --help)", text.ShellQuote(opts.Output), strings.Join(tokenOutputs, ", "), cmd.CommandPath())
+	}
+	return nil
 }
 
 func tokenRun(ctx context.Context, opts *tokenOptions) error {
@@ -144,18 +197,32 @@ func tokenRun(ctx context.Context, opts *tokenOptions) error {
 	if err != nil {
 		return err
 	}
-	key, err := resolveKey(st, opts.Label)
-	if err != nil {
-		return err
-	}
-	ts, err := freshToken(ctx, st, key, opts.MinValid, opts.Secrets, opts.IO, opts.Now)
-	if err != nil {
-		return err
-	}
-	if opts.Header {
-		_, err = fmt.Fprintln(opts.IO.Out, "Authorization: "+ts.Header())
+	var ts *auth.TokenSet
+	var name string // the key as the output names it: LABEL or T/LABEL
+	if t, l, ok := teamKeyAddress(st, opts.Label); ok && opts.TeamToken != nil {
+		name = opts.Label
+		ts, err = opts.TeamToken(ctx, t, l, opts.MinValid)
 	} else {
-		_, err = fmt.Fprintln(opts.IO.Out, ts.AccessToken)
+		var key store.Key
+		if key, err = resolveKey(st, opts.Label); err == nil {
+			name = key.Label
+			ts, err = freshToken(ctx, st, key, opts.MinValid, opts.Secrets, opts.IO, opts.Now)
+		}
+	}
+	if err != nil {
+		return err
+	}
+	switch {
+	case opts.Header && opts.CurlConfig:
+		line, cerr := curlConfigHeader(ts)
+		if cerr != nil {
+			return cerr
+		}
+		_, err = io.WriteString(opts.IO.Out, line)
+	case opts.Header:
+		_, err = fmt.Fprintln(opts.IO.Out, "Authorization: "+ts.Header())
+	default:
+		err = writeToken(opts.IO.Out, opts.Output, name, ts)
 	}
 	return err
 }
@@ -194,10 +261,11 @@ func newCmdLogout(f *factory, runF func(context.Context, *logoutOptions) error) 
 logout endpoint, else token revocation) and drop its tokens here; the key and
 its secrets stay, for "shipkey login".
 
-The tokens are dropped here whatever the server answers. Exit code 0 when the
-server ended the session or offers no way to (then the tokens stay valid at
-the server until they expire, as stderr says); 1 when the server refused or
-could not be reached.`,
+Exit code 0 when the server ended the session or offers no way to (then the
+tokens stay valid at the server until they expire, as stderr says), and the
+tokens are dropped. 1 when the server refused or could not be reached: the key
+hands out no token, its end is pending (shipkey status shows it) and its
+tokens are kept only to end the session; run logout again to retry.`,
 		Args:              usageArgs(cobra.MaximumNArgs(1)),
 		ValidArgsFunction: completeLabels(f, 1),
 		RunE: func(cmd *cobra.Command, args []string) error {
@@ -225,11 +293,24 @@ func logoutRun(ctx context.Context, opts *logoutOptions) error {
 	}
 	label := text.Safe(key.Label)
 	again := "log in again with: shipkey login " + text.ShellQuote(key.Label)
-	if key.LoggedOut && err == nil {
+	if key.LoggedOut && key.EndPending.IsZero() && err == nil {
 		fmt.Fprintf(opts.IO.ErrOut, "API key %s was already logged out; no session to end (%s)\n", label, again)
 		return nil
 	}
+	if err != nil {
+		return fmt.Errorf("%s here (no token is handed out), but %s; ending it is pending, its tokens kept only for that: run shipkey logout %s to try again: %w",
+			"Logged out API key "+label, endFailure(err), text.ShellQuote(key.Label), err)
+	}
 	return reportEnd(opts.IO.ErrOut, "Logged out API key "+label, "dropped its tokens here", again, key, res, err, opts.Now())
+}
+
+// endFailure says why ending a session at the server failed.
+func endFailure(err error) string {
+	switch auth.KindOf(err) {
+	case auth.KindNetwork, auth.KindTimeout, auth.KindTLS:
+		return "the server could not be reached to end the session"
+	}
+	return "the server refused to end the session"
 }
 
 // reportEnd says what the server did when a key's session was ended (logout,

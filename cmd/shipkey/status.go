@@ -9,6 +9,7 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"github.com/shipkey/shipkey/auth"
 	"github.com/shipkey/shipkey/internal/text"
 	"github.com/shipkey/shipkey/store"
 	"github.com/spf13/cobra"
@@ -33,7 +34,9 @@ func newCmdStatus(f *factory, runF func(context.Context, *statusOptions) error) 
 		Long: `Print one line per key (or for the key named): "valid until" the access
 token's expiry, "refresh by" the refresh token's expiry when only the access
 token has expired, or why a login is needed ("login needed", "logged out",
-"session ended" when the server refused the refresh token).
+"session ended" when the server refused the refresh token), or that ending
+its session at the server is pending (a logout or keys rm the server refused
+or never got: run shipkey logout LABEL to retry).
 
 It reads only what shipkey keeps about each key: no secret is read and no
 request is made.
@@ -68,6 +71,7 @@ const (
 	stateLoginNeeded  = "login_needed"
 	stateLoggedOut    = "logged_out"
 	stateSessionEnded = "session_ended"
+	stateEndPending   = "end_pending"
 )
 
 // keyVerdict is where one key stands for status.
@@ -91,6 +95,9 @@ func keyStatus(k store.Key, now time.Time) keyVerdict {
 	access, refresh := k.Token.Access(), k.Token.Refresh()
 	login := "; run: shipkey login " + text.ShellQuote(k.Label)
 	switch {
+	case !k.EndPending.IsZero():
+		return keyVerdict{stateEndPending, "end pending", "logged out; ending the session at the server is pending since " +
+			when(k.EndPending, now) + "; run: shipkey logout " + text.ShellQuote(k.Label), false}
 	case k.LoggedOut && k.Token.ObtainedAt.IsZero():
 		if k.RememberPassword {
 			return keyVerdict{stateLoggedOut, "logged out", "logged out; logs in again with the remembered password", true}
@@ -106,12 +113,12 @@ func keyStatus(k store.Key, now time.Time) keyVerdict {
 		return keyVerdict{stateLoginNeeded, "login needed", "login needed: no token yet" + login, false}
 	case !access.Expired(now):
 		if !access.Stated() {
-			return keyVerdict{stateValid, "valid", "valid (the server stated no expiry)", true}
+			return keyVerdict{stateValid, "valid", "valid (expiry: " + auth.ExpiryNotStated + ")", true}
 		}
 		return keyVerdict{stateValid, "valid", "valid until " + when(access.At, now), true}
 	case !refresh.Expired(now):
 		if !refresh.Stated() {
-			return keyVerdict{stateRefreshable, "refreshable", "access token expired; refreshable (the refresh token has no stated expiry)", true}
+			return keyVerdict{stateRefreshable, "refreshable", "access token expired; refreshable (refresh token expiry: " + k.Token.RefreshExpiryNote() + ")", true}
 		}
 		return keyVerdict{stateRefreshable, "refreshable", "refresh by " + when(refresh.At, now) + " (the access token expired)", true}
 	case k.RememberPassword:

@@ -157,8 +157,9 @@ func (h *tmuxHome) start(width, height int, args ...string) *tmuxSession {
 	}
 	app := append(append([]string{"env"}, appEnv...), h.bin)
 	app = append(app, args...)
+	// tmux's own defaults otherwise (set-clipboard external: an
+	// application's OSC 52 is ignored), as most people run it.
 	if out, err := s.tmux("start-server", ";",
-		"set", "-g", "set-clipboard", "on", ";",
 		"set", "-g", "escape-time", "0", ";",
 		"set", "-g", "remain-on-exit", "on", ";",
 		"new-session", "-d", "-s", "t", "-x", fmt.Sprint(width), "-y", fmt.Sprint(height), strings.Join(app, " ")); err != nil {
@@ -173,6 +174,18 @@ func (h *tmuxHome) start(width, height int, args ...string) *tmuxSession {
 func startTmuxApp(t *testing.T, env []string, args ...string) *tmuxSession {
 	t.Helper()
 	return newTmuxHome(t, env).start(100, 30, args...)
+}
+
+// buffer waits for the tmux paste buffer name and returns its content.
+func (s *tmuxSession) buffer(name string) string {
+	s.t.Helper()
+	for end := time.Now().Add(5 * time.Second); time.Now().Before(end); time.Sleep(50 * time.Millisecond) {
+		if out, err := s.tmux("show-buffer", "-b", name); err == nil && strings.TrimSpace(out) != "" {
+			return strings.TrimSpace(out)
+		}
+	}
+	s.t.Fatalf("tmux holds no buffer %s", name)
+	return ""
 }
 
 // dead reports whether the app has exited.
@@ -207,19 +220,11 @@ func TestTmuxDemo(t *testing.T) {
 		return m != nil && m[1] != first[1]
 	})
 
-	// c copies the access token: OSC 52 lands in tmux's paste buffer.
+	// c copies the access token into tmux's buffer shipkey-token, where the
+	// toast says it went.
 	s.keys("c")
-	s.waitText(5*time.Second, "Copied the access token")
-	var buf string
-	for end := time.Now().Add(5 * time.Second); time.Now().Before(end); time.Sleep(50 * time.Millisecond) {
-		if out, err := s.tmux("show-buffer"); err == nil && strings.Count(out, ".") == 2 {
-			buf = strings.TrimSpace(out)
-			break
-		}
-	}
-	if buf == "" {
-		t.Fatal("tmux show-buffer holds no token after c")
-	}
+	s.waitText(5*time.Second, "Copied the access token to the tmux buffer")
+	buf := s.buffer("shipkey-token")
 	dec, err := auth.Decode(buf, time.Now())
 	if err != nil || dec.Format != auth.FormatJWT || dec.Username != "demo" {
 		t.Fatalf("the buffer is not the demo user's JWT (err %v)", err)
@@ -293,9 +298,9 @@ func TestTmuxDetailsScrollWhenSmall(t *testing.T) {
 	s := newTmuxHome(t, []string{"SHIPKEY_SECRETS=memory"}).start(60, 15, "demo")
 	s.waitText(10*time.Second, "Get API Key")
 	s.keys("Enter")
-	s.waitText(10*time.Second, "Token details", "Access token")
+	s.waitText(10*time.Second, "Token details", "Access token", "↓ more")
 	s.keys("G")
-	s.waitText(5*time.Second, "Refresh expires", "State")
+	s.waitText(5*time.Second, "Refresh expires", "State", "↑ more")
 	if !regexp.MustCompile(`Refresh expires.*in \d+:\d\d`).MatchString(s.capture()) {
 		t.Fatalf("no refresh countdown after G:\n%s", s.capture())
 	}
@@ -316,44 +321,48 @@ func TestTmuxDetailsScrollWhenSmall(t *testing.T) {
 	s.keys("q")
 }
 
-// The copied token leaves tmux's paste buffer when the clipboard is
-// cleared (an empty OSC 52 does not clear it in tmux).
+// With tmux's default options, c and C put the token and the header in
+// shipkey's tmux buffers, and the clear leaves no buffer holding either.
 func TestTmuxClipboardClearReachesTmux(t *testing.T) {
 	srv := authtest.NewServer(authtest.DemoConfig())
 	t.Cleanup(srv.Close)
 	h := newTmuxHome(t, []string{"SHIPKEY_SECRETS=plaintext"})
-	h.config("clipboard_clear = \"2s\"\n")
+	h.config("clipboard_clear = \"4s\"\n")
 	h.newKey(srv, "mine")
 	s := h.start(100, 30)
 	s.waitText(10*time.Second, "mine")
 	s.keys("1")
 	s.waitText(10*time.Second, "Token details", "Access expires")
 	s.keys("c")
-	s.waitText(5*time.Second, "Copied the access token", "clears the clipboard in 2s")
-	var buf string
-	for end := time.Now().Add(5 * time.Second); time.Now().Before(end) && buf == ""; time.Sleep(50 * time.Millisecond) {
-		if out, err := s.tmux("show-buffer"); err == nil && strings.Count(out, ".") == 2 {
-			buf = strings.TrimSpace(out)
-		}
-	}
-	if buf == "" {
-		t.Fatal("tmux show-buffer holds no token after c")
+	s.waitText(5*time.Second, "Copied the access token to the tmux buffer and terminal clipboard; clears in 4s")
+	buf := s.buffer("shipkey-token")
+	s.keys("C")
+	s.waitText(5*time.Second, "Copied the Authorization header to the tmux buffer")
+	if h := s.buffer("shipkey-header"); h != "Authorization: Bearer "+buf {
+		t.Fatal("tmux's buffer shipkey-header does not hold the header")
 	}
 	s.waitText(10*time.Second, "Cleared the clipboard")
 	for end := time.Now().Add(5 * time.Second); ; time.Sleep(50 * time.Millisecond) {
-		out, _ := s.tmux("show-buffer")
-		if !strings.Contains(out, buf) {
+		// Every buffer, with its whole content (list-buffers shows a sample).
+		names, _ := s.tmux("list-buffers", "-F", "#{buffer_name}")
+		held := false
+		for _, name := range strings.Fields(names) {
+			if out, _ := s.tmux("show-buffer", "-b", name); strings.Contains(out, buf[:40]) {
+				held = true
+			}
+		}
+		if !held {
 			break
 		}
 		if time.Now().After(end) {
-			t.Fatal("tmux's buffer still holds the token after the clear")
+			t.Fatalf("a tmux buffer still holds the token or the header after the clear: %s", names)
 		}
 	}
 	s.keys("q")
 }
 
 // A wrong password keeps the log-in-again prompt open with the error, and
-// what is typed next is text: "L" and "q" neither log out nor quit.
+// what is typed next is text: "X", "y" and "q" neither log out nor quit.
 func TestTmuxLoginPromptSurvivesWrongPassword(t *testing.T) {
 	srv := authtest.NewServer(authtest.DemoConfig())
 	t.Cleanup(srv.Close)
@@ -368,7 +377,7 @@ func TestTmuxLoginPromptSurvivesWrongPassword(t *testing.T) {
 	s.keys("-l", "not-the-password")
 	s.keys("Enter")
 	s.waitText(10*time.Second, "✗", "enter logs in")
-	s.keys("-l", "Lq")
+	s.keys("-l", "Xyq")
 	time.Sleep(300 * time.Millisecond)
 	screen := s.waitText(5*time.Second, "Password", "enter logs in")
 	if s.dead() || strings.Contains(screen, "logged out") {
@@ -439,5 +448,22 @@ func TestTmuxAlwaysQuitsOnSignals(t *testing.T) {
 				t.Fatalf("%v #%d: the terminal was left in the alternate screen", sig, i+1)
 			}
 		}
+	}
+}
+
+// A CLI request that takes long says so on the terminal's stderr, counting
+// the seconds, and the line is gone once the answer is in.
+func TestTmuxCLIWaitingNotice(t *testing.T) {
+	srv := authtest.NewServer(authtest.DemoConfig())
+	t.Cleanup(srv.Close)
+	h := newTmuxHome(t, []string{"SHIPKEY_SECRETS=plaintext"})
+	h.newKey(srv, "mine")
+	srv.Inject(authtest.Fault{Endpoint: "token", Delay: 3 * time.Second})
+	// --min-valid beyond the token's life forces a refresh.
+	s := h.start(100, 10, "token", "mine", "--min-valid", "9999h")
+	s.waitText(10*time.Second, "waiting for the server… (1s)")
+	s.waitFor("the command to end", 20*time.Second, func(string) bool { return s.dead() })
+	if screen := s.capture(); strings.Contains(screen, "waiting for the server") {
+		t.Fatalf("the waiting line stayed:\n%s", screen)
 	}
 }

@@ -69,19 +69,6 @@ func TestExitCode(t *testing.T) {
 	}
 }
 
-func TestFormats(t *testing.T) {
-	now := time.Date(2026, 11, 21, 12, 0, 0, 0, time.UTC)
-	if got := expiresIn(time.Time{}, now); got != "no expiry" {
-		t.Errorf("expiresIn(zero) = %q", got)
-	}
-	if got := expiresIn(now.Add(-time.Second), now); got != "expired" {
-		t.Errorf("expiresIn(past) = %q", got)
-	}
-	if got := expiresIn(now.Add(time.Hour), now); !strings.HasPrefix(got, "in ") {
-		t.Errorf("expiresIn(future) = %q", got)
-	}
-}
-
 func testIO(stdin string) (*iostreams, *bytes.Buffer, *bytes.Buffer) {
 	var out, errOut bytes.Buffer
 	return &iostreams{In: strings.NewReader(stdin), Out: &out, ErrOut: &errOut}, &out, &errOut
@@ -283,6 +270,10 @@ func TestInspectReportsClockSkew(t *testing.T) {
 	// exp is whole seconds: the difference is five minutes give or take one.
 	if s := out.String(); !regexp.MustCompile(`Clock: +exp and expires_in disagree by (4m59s|5m0s|5m1s)`).MatchString(s) {
 		t.Fatalf("no skew line:\n%s", s)
+	}
+	// The token was issued five minutes ahead of this clock: iat says so.
+	if s := out.String(); !regexp.MustCompile(`Clock: +iat lies \S+ in the future: the server's clock or this machine's is off`).MatchString(s) {
+		t.Fatalf("no iat warning:\n%s", s)
 	}
 
 	synced, _ := testStore(t, time.Now)

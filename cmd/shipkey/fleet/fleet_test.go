@@ -1,0 +1,342 @@
+package fleet
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/shipkey/shipkey/auth/authtest"
+	"github.com/shipkey/shipkey/store/team/etcdtest"
+)
+
+// exitEtcdUnavailable is the documented exit code of a team key whose etcd
+// did not answer within the bound (README, "Teams").
+const exitEtcdUnavailable = 4
+
+var (
+	bin        string // shipkey, built once
+	cluster    *etcdtest.Cluster
+	clusterErr error
+)
+
+func TestMain(m *testing.M) {
+	dir, err := os.MkdirTemp("", "shipkey-fleet-")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	code := func() int {
+		defer os.RemoveAll(dir)
+		bin = filepath.Join(dir, "shipkey")
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+		defer cancel()
+		if out, err := exec.CommandContext(ctx, "go", "build", "-o", bin, "github.com/shipkey/shipkey/cmd/shipkey").CombinedOutput(); err != nil {
+			fmt.Fprintf(os.Stderr, "go build: %v\n%s", err, out)
+			return 1
+		}
+		cluster, clusterErr = etcdtest.Start(filepath.Join(dir, "etcd"), 3)
+		if cluster != nil {
+			defer cluster.Close()
+		}
+		return m.Run()
+	}()
+	os.Exit(code)
+}
+
+func needCluster(tb testing.TB) *etcdtest.Cluster {
+	tb.Helper()
+	if clusterErr != nil {
+		if os.Getenv("CI") == "true" {
+			tb.Fatalf("etcd cluster: %v", clusterErr)
+		}
+		tb.Skipf("etcd cluster: %v", clusterErr)
+	}
+	return cluster
+}
+
+const (
+	clientSecret = "fleet-client-secret-5c2e"
+	password     = "fleet-password-a91f"
+)
+
+// realm is the authorization server on a clock the test can set back, so
+// that a token can be issued already due.
+type realm struct {
+	*authtest.Server
+	offset atomic.Int64
+}
+
+func newRealm(tb testing.TB) *realm {
+	r := &realm{}
+	r.Server = authtest.NewServer(authtest.Config{
+		Users:      []authtest.User{{Username: "svc", Password: password}},
+		Clients:    []authtest.Client{{ID: "shipping-api", Secret: clientSecret}},
+		AccessTTL:  10 * time.Minute,
+		RefreshTTL: 2 * time.Hour,
+		Now:        func() time.Time { return time.Now().Add(time.Duration(r.offset.Load())) },
+	})
+	tb.Cleanup(r.Close)
+	return r
+}
+
+// machine is one machine's environment: its own store and identity.
+type machine struct {
+	dir string
+	env []string
+}
+
+func newMachine(tb testing.TB, name string) *machine {
+	dir := filepath.Join(tb.TempDir(), name)
+	return &machine{dir: dir, env: []string{
+		"PATH=" + os.Getenv("PATH"),
+		"HOME=" + filepath.Join(dir, "home"),
+		"XDG_RUNTIME_DIR=" + filepath.Join(dir, "run"),
+		"SHIPKEY_CONFIG_DIR=" + filepath.Join(dir, "config"),
+		"SHIPKEY_STATE_DIR=" + filepath.Join(dir, "state"),
+		"SHIPKEY_SECRETS=plaintext",
+	}}
+}
+
+type result struct {
+	stdout, stderr string
+	code           int
+}
+
+func (m *machine) run(ctx context.Context, extraEnv []string, args ...string) result {
+	cmd := exec.CommandContext(ctx, bin, args...)
+	cmd.Env = append(append([]string{}, m.env...), extraEnv...)
+	var o, e bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &o, &e
+	err := cmd.Run()
+	code := 0
+	if err != nil {
+		code = -1
+		var ee *exec.ExitError
+		if errors.As(err, &ee) {
+			code = ee.ExitCode()
+		}
+	}
+	return result{o.String(), e.String(), code}
+}
+
+func (m *machine) must(tb testing.TB, ctx context.Context, extraEnv []string, args ...string) string {
+	tb.Helper()
+	r := m.run(ctx, extraEnv, args...)
+	if r.code != 0 {
+		tb.Fatalf("shipkey %s: exit %d\n%s", strings.Join(args, " "), r.code, r.stderr)
+	}
+	return r.stdout
+}
+
+// fleetTeam sets up team name on two machines through the CLI and creates
+// the team key svc with a token that is already due.
+func fleetTeam(tb testing.TB, ctx context.Context, c *etcdtest.Cluster, srv *realm, name string) (a, b *machine) {
+	tb.Helper()
+	a, b = newMachine(tb, "a"), newMachine(tb, "b")
+	eps := strings.Join(c.Endpoints(), ",")
+	a.must(tb, ctx, nil, "team", "init", name, "--etcd", eps, "--name", "a")
+	rcpt := strings.TrimSpace(b.must(tb, ctx, nil, "team", "join", name, "--etcd", eps))
+	if !strings.HasPrefix(rcpt, "age1") {
+		tb.Fatalf("team join printed %q, want an age recipient", rcpt)
+	}
+	a.must(tb, ctx, nil, "team", "add", name, rcpt, "--name", "b")
+	// Issued backdated: its exp lies 2 s ahead (auth refuses a token
+	// already expired on arrival); then a bounded poll until shipkey sees it
+	// expired, so the shared token is due on both machines.
+	srv.offset.Store(int64(-(10*time.Minute - 2*time.Second)))
+	a.must(tb, ctx, []string{"SHIPKEY_CLIENT_SECRET=" + clientSecret, "SHIPKEY_PASSWORD=" + password},
+		"keys", "new", "--team", name, "--label", "svc", "--auth-url", srv.URL(), "--client-id", "shipping-api", "--username", "svc")
+	srv.offset.Store(0)
+	for i := 0; ; i++ {
+		out := a.must(tb, ctx, nil, "keys", "list", "--json")
+		if strings.Contains(out, `"status": "refreshable"`) {
+			break
+		}
+		if i == 60 {
+			tb.Fatalf("the team key's token never expired: %s", out)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	return a, b
+}
+
+// race runs perMachine `token T/svc` processes on each machine at once.
+func race(ctx context.Context, ms []*machine, perMachine int, addr string, during func()) []result {
+	results := make([]result, len(ms)*perMachine)
+	var wg sync.WaitGroup
+	start := make(chan struct{})
+	for i := range results {
+		m := ms[i%len(ms)]
+		wg.Go(func() {
+			<-start
+			results[i] = m.run(ctx, []string{"SHIPKEY_TEAM_TIMEOUT=8s"}, "token", addr)
+		})
+	}
+	close(start)
+	if during != nil {
+		during()
+	}
+	wg.Wait()
+	return results
+}
+
+func TestFleetRaceOneTokenRequest(t *testing.T) {
+	t.Parallel()
+	c := needCluster(t)
+	srv := newRealm(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	a, b := fleetTeam(t, ctx, c, srv, "race")
+	before := srv.Count("token")
+	results := race(ctx, []*machine{a, b}, 10, "race/svc", nil)
+	token := ""
+	for i, r := range results {
+		tok := strings.TrimSuffix(r.stdout, "\n")
+		switch {
+		case r.code != 0:
+			t.Errorf("process %d: exit %d: %s", i, r.code, r.stderr)
+		case tok == "" || strings.Contains(tok, "\n"):
+			t.Errorf("process %d printed %q", i, r.stdout)
+		case token == "":
+			token = tok
+		case tok != token:
+			t.Errorf("process %d printed another token than the others", i)
+		}
+	}
+	if n := srv.Count("token") - before; n != 1 {
+		t.Errorf("token requests during the race = %d, want exactly 1 for 20 processes on 2 machines", n)
+	}
+	for _, m := range []*machine{a, b} {
+		assertNotInTree(t, filepath.Join(m.dir, "state", "teams"), token)
+	}
+}
+
+// TestFleetRaceLeaderKilled kills the etcd leader while 20 processes race.
+// Not parallel: it takes a member of the shared cluster down and back.
+func TestFleetRaceLeaderKilled(t *testing.T) {
+	c := needCluster(t)
+	srv := newRealm(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	a, b := fleetTeam(t, ctx, c, srv, "leader")
+	leader, err := c.Leader(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	before := srv.Count("token")
+	results := race(ctx, []*machine{a, b}, 10, "leader/svc", func() {
+		time.Sleep(30 * time.Millisecond)
+		c.Kill(leader)
+	})
+	defer func() {
+		if err := c.Restart(leader); err != nil {
+			t.Fatal(err)
+		}
+		wctx, wcancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer wcancel()
+		if err := c.WaitHealthy(wctx); err != nil {
+			t.Fatal(err)
+		}
+	}()
+	printed := map[string]int{}
+	for i, r := range results {
+		switch r.code {
+		case 0:
+			printed[strings.TrimSuffix(r.stdout, "\n")]++
+		case exitEtcdUnavailable:
+			if strings.Count(strings.TrimSpace(r.stderr), "\n") != 0 {
+				t.Errorf("process %d: more than one line: %q", i, r.stderr)
+			}
+		default:
+			t.Errorf("process %d: exit %d, want 0 or %d: %s", i, r.code, exitEtcdUnavailable, r.stderr)
+		}
+	}
+	if n := srv.Count("token") - before; n < 1 || n > 2 {
+		t.Errorf("token requests during the race = %d, want 1 (at most one extra)", n)
+	}
+	if len(printed) > 2 {
+		t.Errorf("%d different tokens printed", len(printed))
+	}
+	// Consistent afterwards: both machines read the stored token (no new
+	// request: it is valid) and agree.
+	before = srv.Count("token")
+	ta := strings.TrimSpace(a.must(t, ctx, []string{"SHIPKEY_TEAM_TIMEOUT=8s"}, "token", "leader/svc"))
+	tb := strings.TrimSpace(b.must(t, ctx, []string{"SHIPKEY_TEAM_TIMEOUT=8s"}, "token", "leader/svc"))
+	if ta != tb {
+		t.Errorf("after the race the machines hand out different tokens")
+	}
+	if n := srv.Count("token") - before; n != 0 {
+		t.Errorf("after the race: %d more token requests, want 0", n)
+	}
+}
+
+// TestQuorumLost stops 2 of the 3 members: a machine with a valid cached
+// token is served it with a warning; one with nothing cached fails within
+// the bound with one line and the documented code. Not parallel.
+func TestQuorumLost(t *testing.T) {
+	c := needCluster(t)
+	srv := newRealm(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	a, b := fleetTeam(t, ctx, c, srv, "quorum")
+	a.must(t, ctx, nil, "token", "quorum/svc") // renews and caches on a
+	c.Stop(1)
+	c.Stop(2)
+	defer func() {
+		for _, i := range []int{1, 2} {
+			if err := c.Restart(i); err != nil {
+				t.Fatal(err)
+			}
+		}
+		wctx, wcancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer wcancel()
+		if err := c.WaitHealthy(wctx); err != nil {
+			t.Fatal(err)
+		}
+	}()
+	bound := []string{"SHIPKEY_TEAM_TIMEOUT=1s"}
+	// --min-valid longer than the token lives: the cached token is not good
+	// enough, etcd is asked, does not answer, and the cached one is served.
+	r := a.run(ctx, bound, "token", "--min-valid", "20m", "quorum/svc")
+	if r.code != 0 || strings.TrimSpace(r.stdout) == "" {
+		t.Fatalf("cached token: exit %d: %s", r.code, r.stderr)
+	}
+	if !strings.Contains(r.stderr, "warning: team quorum: etcd did not answer") {
+		t.Errorf("no warning on stderr: %q", r.stderr)
+	}
+	// b never fetched a token: nothing cached.
+	bctx, bcancel := context.WithTimeout(ctx, 20*time.Second)
+	defer bcancel()
+	r = b.run(bctx, bound, "token", "quorum/svc")
+	if r.code != exitEtcdUnavailable {
+		t.Fatalf("nothing cached: exit %d, want %d: %s", r.code, exitEtcdUnavailable, r.stderr)
+	}
+	lines := strings.Split(strings.TrimSpace(r.stderr), "\n")
+	if len(lines) != 1 || !strings.Contains(lines[0], "did not answer within 1s") {
+		t.Errorf("stderr = %q, want one line saying etcd did not answer within the bound", r.stderr)
+	}
+}
+
+// assertNotInTree fails when any file under dir contains secret.
+func assertNotInTree(t *testing.T, dir, secret string) {
+	t.Helper()
+	_ = filepath.Walk(dir, func(path string, info os.FileInfo, err error) error {
+		if err != nil || info.IsDir() {
+			return nil
+		}
+		data, _ := os.ReadFile(path)
+		if secret != "" && bytes.Contains(data, []byte(secret)) {
+			t.Errorf("%s holds the token in plaintext", path)
+		}
+		return nil
+	})
+}

@@ -1,0 +1,115 @@
+package store
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/gofrs/flock"
+)
+
+// What killed processes leave behind is swept by every holder of
+// store.lock, `shipkey token` included (it takes the lock only when it is
+// free, after it wrote Last Used or a refreshed token, and at most once per
+// staleTemp per store, by sweepStampName's mtime, so that a call costs the
+// same with 100,000 keys): temporary files of
+// atomic writes, and secret files of keys that config.toml does not hold (a
+// `keys new` killed after it wrote the secrets and before config.toml, a
+// `keys rm` killed in between). Both only once they are older than
+// staleTemp.
+
+const sweepStampName = ".swept"
+
+// sweepDue reports whether the last sweep is older than staleTemp.
+func (s *Store) sweepDue() bool {
+	fi, err := os.Stat(filepath.Join(s.stateDir, sweepStampName))
+	return err != nil || fi.ModTime().Before(time.Now().Add(-staleTemp))
+}
+
+// sweep removes stale temporary files and orphaned secret files (caller
+// holds store.lock).
+func (s *Store) sweep() {
+	stamp := filepath.Join(s.stateDir, sweepStampName)
+	if f, err := os.OpenFile(stamp, os.O_CREATE|os.O_WRONLY, filePerm); err == nil {
+		_ = f.Close()
+		now := time.Now()
+		_ = os.Chtimes(stamp, now, now)
+	}
+	sweepTemp(append([]string{s.configDir, s.stateDir}, s.secretDirs()...)...)
+	s.sweepOrphans()
+}
+
+// sweepOrphans removes the secret files, older than staleTemp, of key ids
+// that config.toml does not hold. A config.toml that does not parse, or
+// holds no key, sweeps nothing: it may be damaged, and the secrets are then
+// the only copy (see tx.integrity).
+func (s *Store) sweepOrphans() {
+	cfg, err := loadConfig(s.configPath())
+	if err != nil || len(cfg.Keys) == 0 {
+		return
+	}
+	ids := make(map[string]bool, len(cfg.Keys))
+	for _, e := range cfg.Keys {
+		ids[e.ID] = true
+	}
+	cutoff := time.Now().Add(-staleTemp)
+	for _, row := range backendTable {
+		f, ok := s.backends[row.name].(interface{ files() keyFiles })
+		if !ok {
+			continue
+		}
+		kf := f.files()
+		d, err := os.Open(kf.dir)
+		if err != nil {
+			continue
+		}
+		var gone []string
+		for {
+			names, err := d.Readdirnames(1024)
+			for _, name := range names {
+				id, ok := strings.CutSuffix(name, kf.ext)
+				if !ok || strings.HasPrefix(name, ".") || ids[id] || !validID(id) {
+					continue
+				}
+				p := filepath.Join(kf.dir, name)
+				if fi, err := os.Lstat(p); err == nil && fi.Mode().IsRegular() && fi.ModTime().Before(cutoff) {
+					gone = append(gone, p)
+				}
+			}
+			if err != nil {
+				break
+			}
+		}
+		_ = d.Close()
+		for _, p := range gone {
+			_ = os.Remove(p)
+		}
+		if len(gone) > 0 {
+			syncDir(kf.dir)
+		}
+	}
+}
+
+// sweepIfFree sweeps when one is due and store.lock is free right now; it
+// never waits (the callers are `shipkey token` and other state writers).
+func (s *Store) sweepIfFree() {
+	if !s.sweepDue() {
+		return
+	}
+	path := s.lockPath()
+	v, _ := inProcess.LoadOrStore(path, make(chan struct{}, 1))
+	slot := v.(chan struct{})
+	select {
+	case slot <- struct{}{}:
+	default:
+		return
+	}
+	defer func() { <-slot }()
+	fl := flock.New(path, flock.SetPermissions(filePerm))
+	if ok, err := fl.TryLock(); err != nil || !ok {
+		return
+	}
+	defer func() { _ = fl.Unlock() }()
+	s.sweep()
+}
