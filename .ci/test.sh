@@ -32,6 +32,8 @@ command -v gnome-keyring-daemon >/dev/null || pkgs+=(gnome-keyring)
 command -v curl >/dev/null || apt_install curl ca-certificates
 # NodeSource's nodejs carries npm; Debian's needs its own package.
 command -v npm >/dev/null || apt_install npm
+# Team keys: a real etcd cluster (store/team, cmd/shipkey/fleet start one).
+{ command -v etcd >/dev/null && command -v etcdctl >/dev/null; } || apt_install etcd-server etcd-client
 
 # 2. The real third-party OAuth 2.0 server (npm oauth2-mock-server), pinned by the lock file.
 srv=auth/testdata/oauth2server

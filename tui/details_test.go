@@ -338,7 +338,7 @@ func TestNoStatedRefreshExpiryAndSkew(t *testing.T) {
 func TestRefreshExpiryCellVocabulary(t *testing.T) {
 	t.Parallel()
 	now := t0
-	k := store.Key{Label: "k", Token: auth.TokenSet{ObtainedAt: now.Add(-time.Minute)}}
+	k := store.Key{Label: "k", HasRefreshToken: true, Token: auth.TokenSet{ObtainedAt: now.Add(-time.Minute)}}
 	for _, st := range []CellStyle{Live, Words} {
 		r := NewKeyRow(k)
 		if got := KeyColumns[ColRefresh].Cell(&r, now, st); got != "not stated" {

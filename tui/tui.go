@@ -57,6 +57,9 @@ type Options struct {
 	// Notices, when set, shows on the status line what is written to it
 	// while the app runs (pass the same value as the store's Warn writer).
 	Notices *Notices
+	// Backend, when set, is used instead of Store: a store with more keys
+	// (team keys, cmd's teamBackend) behind the same interface.
+	Backend Backend
 }
 
 // config is what newModel needs; New builds it from Options, tests directly.
@@ -140,6 +143,9 @@ func New(opts Options) *Model {
 	}
 	if opts.Store != nil {
 		cfg.backend = opts.Store
+	}
+	if opts.Backend != nil {
+		cfg.backend = opts.Backend
 	}
 	if opts.Auth != nil {
 		cfg.verifier = opts.Auth

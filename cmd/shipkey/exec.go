@@ -14,6 +14,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/shipkey/shipkey/auth"
 	"github.com/shipkey/shipkey/internal/text"
 	"github.com/shipkey/shipkey/store"
 	"github.com/spf13/cobra"
@@ -32,6 +33,8 @@ type execOptions struct {
 	Command  []string // the command and its arguments, after --
 	MinValid time.Duration
 	EnvName  string
+	// TeamToken hands out a team key's token ("T/LABEL").
+	TeamToken func(ctx context.Context, team, label string, minValid time.Duration) (*auth.TokenSet, error)
 }
 
 // Exit codes of exec when the command cannot be run, as POSIX shells use.
@@ -47,6 +50,9 @@ var envNamePattern = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
 
 func newCmdExec(f *factory, runF func(context.Context, *execOptions) error) *cobra.Command {
 	opts := &execOptions{IO: f.IO, Now: f.Now, Store: f.Store, Secrets: f.Secrets, Environ: os.Environ}
+	opts.TeamToken = func(ctx context.Context, t, l string, minValid time.Duration) (*auth.TokenSet, error) {
+		return teamToken(ctx, f, t, l, minValid)
+	}
 	cmd := &cobra.Command{
 		Use:   "exec [LABEL] -- COMMAND [ARG...]",
 		Short: "Run a command with the key's access token in its environment",
@@ -151,11 +157,15 @@ func execRun(ctx context.Context, opts *execOptions) error {
 	if err != nil {
 		return err
 	}
-	key, err := resolveKey(st, opts.Label)
-	if err != nil {
-		return err
+	var ts *auth.TokenSet
+	if t, l, ok := teamKeyAddress(st, opts.Label); ok && opts.TeamToken != nil {
+		ts, err = opts.TeamToken(ctx, t, l, opts.MinValid)
+	} else {
+		var key store.Key
+		if key, err = resolveKey(st, opts.Label); err == nil {
+			ts, err = freshToken(ctx, st, key, opts.MinValid, opts.Secrets, opts.IO, opts.Now)
+		}
 	}
-	ts, err := freshToken(ctx, st, key, opts.MinValid, opts.Secrets, opts.IO, opts.Now)
 	if sig, ok := stoppedBy(ctx); ok {
 		return signalExit(sig, notRun)
 	}

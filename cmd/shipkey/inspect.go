@@ -23,6 +23,9 @@ type inspectOptions struct {
 	Now   func() time.Time
 	Store func() (*store.Store, error)
 	Auth  func() (*auth.Client, error)
+	// TeamCurrent is a team key's cached token ("T/LABEL"); ok is false for
+	// a label that is not a team key's.
+	TeamCurrent func(st *store.Store, label string) (ts *auth.TokenSet, ok bool, err error)
 
 	Token  string // the argument: a token, "-" for stdin, or "" for a key's token
 	Key    string // --key
@@ -33,6 +36,7 @@ type inspectOptions struct {
 
 func newCmdInspect(f *factory, runF func(context.Context, *inspectOptions) error) *cobra.Command {
 	opts := &inspectOptions{IO: f.IO, Now: f.Now, Store: f.Store, Auth: f.Auth}
+	opts.TeamCurrent = func(st *store.Store, label string) (*auth.TokenSet, bool, error) { return teamCurrent(f, st, label) }
 	cmd := &cobra.Command{
 		Use:   "inspect [TOKEN | -]",
 		Short: "Decode a token's claims (and check its signature with --verify)",
@@ -192,11 +196,17 @@ func inspectToken(opts *inspectOptions, in *inspection) (string, error) {
 		if err != nil {
 			return "", err
 		}
-		key, err := resolveKey(st, opts.Key)
-		if err != nil {
-			return "", err
+		var ts *auth.TokenSet
+		key := store.Key{Label: opts.Key}
+		teamKey := false
+		if opts.TeamCurrent != nil {
+			ts, teamKey, err = opts.TeamCurrent(st, opts.Key)
 		}
-		ts, err := st.Current(key.Label)
+		if !teamKey && err == nil {
+			if key, err = resolveKey(st, opts.Key); err == nil {
+				ts, err = st.Current(key.Label)
+			}
+		}
 		if err != nil {
 			return "", err
 		}

@@ -196,5 +196,14 @@ func labelCompletions(f *factory, prefix string) []cobra.Completion {
 		}
 		out = append(out, cobra.CompletionWithDesc(k.Label, desc))
 	}
+	// Team keys: the team's prefix (from config.toml alone; the labels are
+	// encrypted and completion never unlocks anything).
+	if teams, err := st.Teams(); err == nil {
+		for _, t := range teams {
+			if p := t.Name + "/"; strings.HasPrefix(p, prefix) {
+				out = append(out, cobra.CompletionWithDesc(p, "team "+t.Name))
+			}
+		}
+	}
 	return out
 }

@@ -89,7 +89,11 @@ with its command's code. See each command's help for its own.`,
 			if err := st.Unlock(); err != nil {
 				return err
 			}
-			return runTUI(cmd.Context(), uiOptions{Store: st, Auth: client, Now: f.Now, Diag: f.Diag})
+			eng, err := f.Team()
+			if err != nil {
+				return err
+			}
+			return runTUI(cmd.Context(), uiOptions{Store: st, Auth: client, Now: f.Now, Diag: f.Diag, Team: eng})
 		},
 	}
 	root.PersistentFlags().BoolVar(&f.Debug, "debug", false, "log HTTP requests to stderr (secrets redacted)")

@@ -20,6 +20,8 @@ type statusOptions struct {
 	IO    *iostreams
 	Now   func() time.Time
 	Store func() (*store.Store, error)
+	// TeamKeys lists the team keys from this machine's caches (no etcd).
+	TeamKeys func(*store.Store) ([]store.Key, error)
 
 	Label string // "" for every key
 	JSON  bool
@@ -28,6 +30,7 @@ type statusOptions struct {
 
 func newCmdStatus(f *factory, runF func(context.Context, *statusOptions) error) *cobra.Command {
 	opts := &statusOptions{IO: f.IO, Now: f.Now, Store: f.Store}
+	opts.TeamKeys = func(st *store.Store) ([]store.Key, error) { return cachedTeamKeys(f, st) }
 	cmd := &cobra.Command{
 		Use:   "status [LABEL]",
 		Short: "Say whether each key can hand out a token, or needs a login",
@@ -151,7 +154,22 @@ func statusRun(_ context.Context, opts *statusOptions) error {
 		return err
 	}
 	var keys []store.Key
-	if opts.Label != "" {
+	var teamKeys []store.Key
+	if opts.TeamKeys != nil {
+		if teamKeys, err = opts.TeamKeys(st); err != nil {
+			return err
+		}
+	}
+	if _, _, ok := teamKeyAddress(st, opts.Label); ok {
+		for _, k := range teamKeys {
+			if k.Label == opts.Label {
+				keys = append(keys, k)
+			}
+		}
+		if len(keys) == 0 {
+			return fmt.Errorf("no team key %s on this machine (see: shipkey keys list): %w", text.Safe(opts.Label), store.ErrNotFound)
+		}
+	} else if opts.Label != "" {
 		k, err := st.Key(opts.Label)
 		if err != nil {
 			return suggestLabel(st, opts.Label, err)
@@ -159,6 +177,8 @@ func statusRun(_ context.Context, opts *statusOptions) error {
 		keys = []store.Key{k}
 	} else if keys, err = st.Keys(); err != nil {
 		return err
+	} else {
+		keys = append(keys, teamKeys...)
 	}
 	if len(keys) == 0 {
 		switch {

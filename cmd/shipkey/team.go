@@ -83,7 +83,7 @@ func (c *teamConnFlags) add(cmd *cobra.Command) {
 	fl.StringVar(&c.Cert, "etcd-cert", "", "client certificate (PEM) for etcd client TLS")
 	fl.StringVar(&c.Key, "etcd-key", "", "its private key (PEM)")
 	fl.StringVar(&c.User, "etcd-user", "", "etcd RBAC user; the password comes from "+envEtcdPassword+" or a prompt")
-	fl.DurationVar(&c.Timeout, "timeout", 0, "bound on each command's etcd work (default 5s)")
+	fl.DurationVar(&c.Timeout, "etcd-timeout", 0, "bound on each command's etcd work (default 5s)")
 }
 
 func (c *teamConnFlags) conn(name string) (store.TeamConn, error) {
@@ -302,4 +302,49 @@ func teamKeys(ctx context.Context, f *factory, st *store.Store) ([]store.Key, er
 		}
 	}
 	return out, nil
+}
+
+// cachedTeamKeys lists every team's keys from this machine's caches: no etcd
+// round trip (status).
+func cachedTeamKeys(f *factory, st *store.Store) ([]store.Key, error) {
+	teams, err := st.Teams()
+	if err != nil || len(teams) == 0 {
+		return nil, err
+	}
+	eng, err := f.Team()
+	if err != nil {
+		return nil, err
+	}
+	var out []store.Key
+	for _, t := range teams {
+		keys, err := eng.CachedKeys(t.Name)
+		if err != nil {
+			return nil, err
+		}
+		for _, k := range keys {
+			out = append(out, teamStoreKey(k))
+		}
+	}
+	return out, nil
+}
+
+// teamCurrent is a team key's token as cached on this machine (inspect): no
+// etcd round trip, no renewal.
+func teamCurrent(f *factory, st *store.Store, label string) (*auth.TokenSet, bool, error) {
+	t, l, ok := teamKeyAddress(st, label)
+	if !ok {
+		return nil, false, nil
+	}
+	eng, err := f.Team()
+	if err != nil {
+		return nil, true, err
+	}
+	k, tok, err := eng.CachedToken(t, l)
+	if err != nil {
+		return nil, true, fmt.Errorf("team key %s: %w (run: shipkey token %s)", text.Safe(label), err, text.ShellQuote(label))
+	}
+	ts := k.Token
+	ts.AccessToken = tok
+	f.Secrets.Add(tok)
+	return &ts, true, nil
 }

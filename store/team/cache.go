@@ -73,6 +73,12 @@ func (h *handle) updateCache(ctx context.Context, fn func(c *cacheFile)) error {
 		return err
 	}
 	defer unlock()
+	// Under the lock every temporary file is a killed writer's: sweep them.
+	if olds, _ := filepath.Glob(filepath.Join(h.dir(), ".cache.age.tmp-*")); len(olds) > 0 {
+		for _, o := range olds {
+			_ = os.Remove(o)
+		}
+	}
 	c := h.readCache()
 	fn(c)
 	plain, err := json.Marshal(c)

@@ -379,3 +379,72 @@ func TestClientCredentialsTeamKey(t *testing.T) {
 		t.Fatalf("client credentials grants = %d, want 2 (creation, one renewal for both machines)", n)
 	}
 }
+
+// TestWatchSeesOtherMachine: a key added and renamed on b is reported on a
+// (its cache rebuilt) without a on-demand read.
+func TestWatchSeesOtherMachine(t *testing.T) {
+	t.Parallel()
+	c := needCluster(t)
+	clk := &clock{}
+	srv := newServer(t, clk)
+	a, b := twoMachines(t, c, "watch", clk)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	changes := make(chan struct{}, 16)
+	go func() { _ = a.eng.Watch(ctx, "watch", func() { changes <- struct{}{} }) }()
+	<-changes // the first sync
+	waitFor := func(label string) {
+		t.Helper()
+		for {
+			select {
+			case <-changes:
+				keys, _ := a.eng.CachedKeys("watch")
+				if len(keys) == 1 && keys[0].Label == label {
+					return
+				}
+			case <-ctx.Done():
+				t.Fatalf("a's cache never showed %s", label)
+			}
+		}
+	}
+	if _, err := b.eng.CreateKey(ctx, "watch", newKey(srv, "w1")); err != nil {
+		t.Fatal(err)
+	}
+	waitFor("w1")
+	if err := b.eng.RenameKey(ctx, "watch", "w1", "w2"); err != nil {
+		t.Fatal(err)
+	}
+	waitFor("w2")
+}
+
+// TestKilledCacheWriterLeavesNoDebris: a temporary file a killed writer left
+// is swept by the next write, and a label with path characters never names
+// a file outside the team's directory.
+func TestKilledCacheWriterLeavesNoDebris(t *testing.T) {
+	t.Parallel()
+	c := needCluster(t)
+	srv := newServer(t)
+	ctx := context.Background()
+	a, _ := twoMachines(t, c, "debris")
+	if _, err := a.eng.CreateKey(ctx, "debris", newKey(srv, "k")); err != nil {
+		t.Fatal(err)
+	}
+	_, state := a.st.Paths()
+	dir := filepath.Join(state, "teams", "debris")
+	stale := filepath.Join(dir, ".cache.age.tmp-12345")
+	if err := os.WriteFile(stale, []byte("half"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := a.eng.Keys(ctx, "debris"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(stale); !os.IsNotExist(err) {
+		t.Errorf("the killed writer's temporary file is still there (%v)", err)
+	}
+	if _, err := a.eng.Token(ctx, "debris", "../../escape", team.TokenOptions{}); !errors.Is(err, team.ErrKeyNotFound) {
+		t.Errorf("token of ../../escape: %v", err)
+	}
+	if _, err := os.Stat(filepath.Join(state, "escape.lock")); !os.IsNotExist(err) {
+		t.Errorf("a label named a file outside the team's directory")
+	}
+}

@@ -2,6 +2,7 @@ package team
 
 import (
 	"context"
+	"crypto/sha256"
 	"errors"
 	"fmt"
 	"time"
@@ -44,7 +45,9 @@ func (e *Engine) Token(ctx context.Context, team, label string, opts TokenOption
 		return ce.Token, nil
 	}
 	cached := h.readCache().byLabel(label)
-	lockName := "key-" + label + ".lock"
+	// A label is user input: the lock of a key not cached yet is named by
+	// its hash, never by the label itself.
+	lockName := fmt.Sprintf("label-%x.lock", sha256.Sum256([]byte(label)))
 	if cached != nil {
 		lockName = "key-" + cached.Def.ID + ".lock"
 	}
@@ -101,17 +104,23 @@ func (h *handle) fleetToken(ctx context.Context, label string, cached *cacheEntr
 	if err != nil {
 		return nil, err
 	}
-	var def Definition
+	// The cached id saves a listing; the definition and token are read again
+	// in one round trip (it may have been renamed or removed meanwhile).
+	id := ""
 	if cached != nil {
-		def = cached.Def
-		// The cached definition may be stale (renamed, removed, re-keyed):
-		// read it again with the token, in one round trip.
+		id = cached.Def.ID
 	}
-	id, ok := "", false
-	if cached != nil {
-		id, ok = cached.Def.ID, true
+	var (
+		cur *auth.TokenSet
+		rev int64
+		d   *Definition
+	)
+	if id != "" {
+		if cur, rev, d, err = h.readItem(ctx, cli, id); err != nil {
+			return nil, err
+		}
 	}
-	if !ok {
+	if d == nil || d.Label != label {
 		s, err := h.read(ctx)
 		if err != nil {
 			return nil, err
@@ -120,16 +129,9 @@ func (h *handle) fleetToken(ctx context.Context, label string, cached *cacheEntr
 		if ce == nil {
 			return nil, fmt.Errorf("team %s: no key %s (shipkey keys list): %w", h.name(), text.Safe(label), ErrKeyNotFound)
 		}
-		id = ce.Def.ID
+		id, cur, rev, d = ce.Def.ID, ce.Token, ce.TokenRev, &ce.Def
 	}
-	cur, rev, d, err := h.readItem(ctx, cli, id)
-	if err != nil {
-		return nil, err
-	}
-	if d == nil {
-		return nil, fmt.Errorf("team %s: key %s was removed (shipkey keys list): %w", h.name(), text.Safe(label), ErrKeyNotFound)
-	}
-	def = *d
+	def := *d
 	if fits(cur, h.e.opts.Now(), opts) {
 		return cur, h.cacheToken(ctx, def, cur, rev)
 	}

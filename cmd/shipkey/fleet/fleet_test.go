@@ -218,6 +218,33 @@ func TestFleetRaceOneTokenRequest(t *testing.T) {
 	for _, m := range []*machine{a, b} {
 		assertNotInTree(t, filepath.Join(m.dir, "state", "teams"), token)
 	}
+	if out := a.must(t, ctx, nil, "status", "race/svc"); !strings.Contains(out, "race/svc") || !strings.Contains(out, "valid") {
+		t.Errorf("status race/svc = %q", out)
+	}
+	if out := b.must(t, ctx, nil, "__complete", "token", "ra"); !strings.Contains(out, "race/") {
+		t.Errorf("completion of \"ra\" does not offer race/: %q", out)
+	}
+	if out := a.must(t, ctx, nil, "inspect", "--key", "race/svc", "--json"); !strings.Contains(out, `"race/svc"`) {
+		t.Errorf("inspect --key race/svc does not name the key: %.300s", out)
+	}
+	// The same key through exec, then renamed on b and seen on a, then
+	// removed: T/LABEL everywhere.
+	if got := a.must(t, ctx, nil, "exec", "race/svc", "--", "sh", "-c", `printf %s "$SHIPKEY_TOKEN"`); got != token {
+		t.Errorf("exec handed the command another token")
+	}
+	b.must(t, ctx, nil, "keys", "rename", "race/svc", "race/renamed")
+	if out := a.must(t, ctx, nil, "keys", "list", "--json"); !strings.Contains(out, `"label": "race/renamed"`) {
+		t.Errorf("keys list on a does not show the rename made on b:\n%s", out)
+	}
+	a.must(t, ctx, nil, "keys", "rm", "--yes", "race/renamed")
+	// b's cache hands out a token until it is due (no etcd round trip); any
+	// read of the team (keys list, the app's watch) drops a removed key.
+	if out := b.must(t, ctx, nil, "keys", "list", "--json"); strings.Contains(out, "race/renamed") {
+		t.Errorf("keys list on b still shows the key removed on a")
+	}
+	if r := b.run(ctx, nil, "token", "race/renamed"); r.code == 0 {
+		t.Errorf("b still hands out a token of the removed key")
+	}
 }
 
 // TestFleetRaceLeaderKilled kills the etcd leader while 20 processes race.
@@ -339,4 +366,32 @@ func assertNotInTree(t *testing.T, dir, secret string) {
 		}
 		return nil
 	})
+}
+
+// TestRemovedMemberCLI: team remove says plainly to rotate the secrets, and
+// the removed machine gets one "not a member" line for a key made after.
+func TestRemovedMemberCLI(t *testing.T) {
+	t.Parallel()
+	c := needCluster(t)
+	srv := newRealm(t)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	a, b := newMachine(t, "a"), newMachine(t, "b")
+	eps := strings.Join(c.Endpoints(), ",")
+	a.must(t, ctx, nil, "team", "init", "gone", "--etcd", eps)
+	rcpt := strings.TrimSpace(b.must(t, ctx, nil, "team", "join", "gone", "--etcd", eps))
+	a.must(t, ctx, nil, "team", "add", "gone", rcpt, "--name", "laptop")
+	if out := a.must(t, ctx, nil, "team", "members", "gone"); !strings.Contains(out, "laptop") {
+		t.Fatalf("team members: %q", out)
+	}
+	r := a.run(ctx, nil, "team", "remove", "gone", "laptop")
+	if r.code != 0 || !strings.Contains(r.stderr, "rotate the client secrets") {
+		t.Fatalf("team remove: exit %d, %q", r.code, r.stderr)
+	}
+	a.must(t, ctx, []string{"SHIPKEY_CLIENT_SECRET=" + clientSecret, "SHIPKEY_PASSWORD=" + password},
+		"keys", "new", "--team", "gone", "--label", "after", "--auth-url", srv.URL(), "--client-id", "shipping-api", "--username", "svc")
+	r = b.run(ctx, nil, "token", "gone/after")
+	if r.code == 0 || strings.Count(strings.TrimSpace(r.stderr), "\n") != 0 || !strings.Contains(r.stderr, "not a member of gone") {
+		t.Fatalf("removed member: exit %d, stderr %q; want one line saying not a member", r.code, r.stderr)
+	}
 }
