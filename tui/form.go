@@ -10,6 +10,7 @@ import (
 	"charm.land/bubbles/v2/key"
 	"charm.land/bubbles/v2/textinput"
 	tea "charm.land/bubbletea/v2"
+	"charm.land/lipgloss/v2"
 	"github.com/shipkey/shipkey/auth"
 	"github.com/shipkey/shipkey/internal/text"
 	"github.com/shipkey/shipkey/store"
@@ -531,7 +532,11 @@ func (f *form) grantChoice() string {
 	if len(f.grants) < 2 {
 		return s.Value.Render(name)
 	}
-	return s.Subtle.Render("‹ ") + s.Value.Render(name) + s.Subtle.Render(fmt.Sprintf(" ›  %d of %d (←/→)", f.grant+1, len(f.grants)))
+	where := fmt.Sprintf("  %d of %d (←/→)", f.grant+1, len(f.grants))
+	if 20+lipgloss.Width(name)+4+len([]rune(where)) > f.width {
+		where = "" // narrow: the choice alone
+	}
+	return s.Subtle.Render("‹ ") + s.Value.Render(name) + s.Subtle.Render(" ›"+where)
 }
 
 func (f *form) ShortHelp() []key.Binding {
