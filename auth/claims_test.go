@@ -67,6 +67,7 @@ func claimNames(cs []auth.Claim) []string {
 }
 
 func TestDecodeKeycloakAccessToken(t *testing.T) {
+	t.Parallel()
 	srv, _, _, ts := demoRealm(t, nil)
 	d, err := auth.Decode(ts.AccessToken, claimsNow)
 	if err != nil {
@@ -144,6 +145,7 @@ func TestDecodeKeycloakAccessToken(t *testing.T) {
 }
 
 func TestDecodeKeycloakRefreshToken(t *testing.T) {
+	t.Parallel()
 	_, _, _, ts := demoRealm(t, nil)
 	d, err := auth.Decode(ts.RefreshToken, claimsNow)
 	if err != nil {
@@ -159,6 +161,7 @@ func TestDecodeKeycloakRefreshToken(t *testing.T) {
 }
 
 func TestDecodeShapes(t *testing.T) {
+	t.Parallel()
 	now := claimsNow
 	good := rawJWT(`{"alg":"RS256","typ":"JWT"}`, `{"sub":"x"}`, "sig")
 	padded := func() string {
@@ -227,6 +230,7 @@ func TestDecodeShapes(t *testing.T) {
 }
 
 func TestDecodeStableOrderAndValues(t *testing.T) {
+	t.Parallel()
 	header := `{"zz":1,"kid":"k1","cty":"JWT","typ":"JWT","alg":"ES256"}`
 	payload := `{
 		"zeta": "last", "custom": {"b": 1, "a": [1, "x", null, 1.50]}, "alpha": true,
@@ -319,6 +323,7 @@ func TestDecodeStableOrderAndValues(t *testing.T) {
 var hostile = []string{"\x1b]52;c;ZXZpbA==\x07", "\x1b[2J", "\x9b31m", "\u009b31m", "\u202e", "\x00\x7f\u2066"}
 
 func TestDecodeSanitizesEverything(t *testing.T) {
+	t.Parallel()
 	h := strings.Join(hostile, "|")
 	header := mustJSON(t, map[string]any{
 		"alg": "RS256" + h, "typ": "JWT" + h, "kid": "kid" + h, "x5u" + h: "https://evil.example/" + h,

@@ -103,6 +103,7 @@ func cliKeys(v url.Values) []string {
 }
 
 func TestClientFormFields(t *testing.T) {
+	t.Parallel()
 	clock := &cliClock{}
 	s := cliServer(t, clock, nil)
 	var capt cliCapture
@@ -164,6 +165,7 @@ func TestClientFormFields(t *testing.T) {
 }
 
 func TestClientLoginTokenSet(t *testing.T) {
+	t.Parallel()
 	clock := &cliClock{}
 	s := cliServer(t, clock, nil)
 	c := cliNewClient(t, Options{Now: clock.Now})
@@ -195,6 +197,7 @@ func TestClientLoginTokenSet(t *testing.T) {
 }
 
 func TestClientNoRefreshExpiry(t *testing.T) {
+	t.Parallel()
 	clock := &cliClock{}
 	s := cliServer(t, clock, func(c *authtest.Config) { c.RefreshTTL = -1 })
 	c := cliNewClient(t, Options{Now: clock.Now})
@@ -210,6 +213,7 @@ func TestClientNoRefreshExpiry(t *testing.T) {
 }
 
 func TestClientRefreshRotation(t *testing.T) {
+	t.Parallel()
 	t.Run("new refresh token replaces the old", func(t *testing.T) {
 		clock := &cliClock{}
 		s := cliServer(t, clock, nil)
@@ -268,6 +272,7 @@ func TestClientRefreshRotation(t *testing.T) {
 // TestClientErrorsAgainstRealm provokes every server-side failure with the
 // Keycloak-compatible test server.
 func TestClientErrorsAgainstRealm(t *testing.T) {
+	t.Parallel()
 	clock := &cliClock{}
 	s := cliServer(t, clock, func(c *authtest.Config) {
 		c.Users = append(c.Users,
@@ -329,6 +334,7 @@ func TestClientErrorsAgainstRealm(t *testing.T) {
 
 // TestClientFaults injects transport and server faults into the test realm.
 func TestClientFaults(t *testing.T) {
+	t.Parallel()
 	hostile := `{"error":"invalid_grant","error_description":"no \u001b]52;c;SGVsbG8=\u0007 way \u001b[2J"}`
 	cases := []struct {
 		name  string
@@ -379,6 +385,7 @@ func TestClientFaults(t *testing.T) {
 }
 
 func TestClientDiscovery(t *testing.T) {
+	t.Parallel()
 	clock := &cliClock{}
 	s := cliServer(t, clock, nil)
 	c := cliNewClient(t, Options{Now: clock.Now})
@@ -468,6 +475,7 @@ func TestClientDiscovery(t *testing.T) {
 }
 
 func TestClientLogout(t *testing.T) {
+	t.Parallel()
 	clock := &cliClock{}
 	s := cliServer(t, clock, nil)
 	c := cliNewClient(t, Options{Now: clock.Now})
@@ -495,6 +503,7 @@ func TestClientLogout(t *testing.T) {
 }
 
 func TestClientRevoke(t *testing.T) {
+	t.Parallel()
 	clock := &cliClock{}
 	s := cliServer(t, clock, nil)
 	c := cliNewClient(t, Options{Now: clock.Now})
@@ -520,6 +529,7 @@ func TestClientRevoke(t *testing.T) {
 }
 
 func TestClientLiveness(t *testing.T) {
+	t.Parallel()
 	clock := &cliClock{}
 	s := cliServer(t, clock, nil)
 	c := cliNewClient(t, Options{Now: clock.Now})
@@ -567,6 +577,7 @@ func TestClientLiveness(t *testing.T) {
 
 // TestClientSkew: a token whose exp disagrees with expires_in shows up in Skew.
 func TestClientSkew(t *testing.T) {
+	t.Parallel()
 	clock := &cliClock{}
 	s := cliServer(t, clock, nil)
 	// The client's clock runs 5 minutes behind the server's.
@@ -597,6 +608,7 @@ func TestClientSkew(t *testing.T) {
 
 // TestClientLogsNoSecrets: the debug log has method, URL and status only.
 func TestClientLogsNoSecrets(t *testing.T) {
+	t.Parallel()
 	clock := &cliClock{}
 	s := cliServer(t, clock, nil)
 	var buf bytes.Buffer
@@ -624,6 +636,7 @@ func TestClientLogsNoSecrets(t *testing.T) {
 
 // TestClientConfigErrors: a bad connection fails before anything is sent.
 func TestClientConfigErrors(t *testing.T) {
+	t.Parallel()
 	c := cliNewClient(t, Options{})
 	for _, conn := range []Connection{
 		{AuthURL: "https://auth.example.com"},                      // no client id

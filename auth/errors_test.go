@@ -94,6 +94,7 @@ func cliJSON(status int, body string) http.HandlerFunc {
 // TestStatusMapping provokes every server answer of the token endpoint with
 // an httptest server and checks the kind and the message.
 func TestClientStatusMapping(t *testing.T) {
+	t.Parallel()
 	cases := []struct {
 		name   string
 		op     string // login or refresh
@@ -143,6 +144,7 @@ func TestClientStatusMapping(t *testing.T) {
 }
 
 func TestClientErrorMessages(t *testing.T) {
+	t.Parallel()
 	srv := httptest.NewServer(cliJSON(401, `{"error":"invalid_grant","error_description":"Invalid user credentials"}`))
 	defer srv.Close()
 	_, err := cliNewClient(t, Options{}).Login(cliCtx(t), cliTokenConn(srv.URL), cliClientSecret, "alice", cliPassword)
@@ -162,6 +164,7 @@ func TestClientErrorMessages(t *testing.T) {
 // TestHostileDescription: escape sequences in error_description come out
 // escaped, and secrets a server echoes back are redacted.
 func TestClientHostileDescription(t *testing.T) {
+	t.Parallel()
 	desc := "bad \x1b]52;c;SGVsbG8=\x07 then \x1b[2J and " + cliPassword + " and " + cliClientSecret + " and eyJhbGciOiJSUzI1NiJ9.eyJzdWIiOiJ4eHh4eHh4eCJ9.c2lnbmF0dXJlc2lnbmF0dXJl\u009b31m"
 	body := fmt.Sprintf(`{"error":"invalid_grant\u001b[31m","error_description":%q}`, desc)
 	body = strings.ReplaceAll(body, `\x1b`, `\u001b`)
@@ -203,6 +206,7 @@ func TestClientHostileDescription(t *testing.T) {
 
 // TestTransportFailures covers failures before or without an answer.
 func TestClientTransportFailures(t *testing.T) {
+	t.Parallel()
 	t.Run("unreachable", func(t *testing.T) {
 		ln, err := net.Listen("tcp", "127.0.0.1:0")
 		if err != nil {
@@ -309,6 +313,7 @@ func TestClientTransportFailures(t *testing.T) {
 
 // TestMalformedAnswers covers answers that are not token responses.
 func TestClientMalformedAnswers(t *testing.T) {
+	t.Parallel()
 	huge := func(withLength bool) http.HandlerFunc {
 		return func(w http.ResponseWriter, r *http.Request) {
 			w.Header().Set("Content-Type", "application/json")
@@ -352,6 +357,7 @@ func TestClientMalformedAnswers(t *testing.T) {
 // TestRedirectNotFollowed: a 3xx from the token endpoint is reported and the
 // credentials never reach the redirect target.
 func TestClientRedirectNotFollowed(t *testing.T) {
+	t.Parallel()
 	var hits atomic.Int32
 	target := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		hits.Add(1)
@@ -375,6 +381,7 @@ func TestClientRedirectNotFollowed(t *testing.T) {
 }
 
 func TestClientCappedBody(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		size int
 		over bool
@@ -399,6 +406,7 @@ func TestClientCappedBody(t *testing.T) {
 }
 
 func TestClientToIntAndJWTExpiry(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		in   any
 		want int64
@@ -424,6 +432,7 @@ func TestClientToIntAndJWTExpiry(t *testing.T) {
 }
 
 func TestClientScrub(t *testing.T) {
+	t.Parallel()
 	got := scrub("a\x1b[2Jb "+cliPassword+" "+strings.Repeat("Z", 40)+" "+strings.Repeat("é", 300), []string{cliPassword, "", "ab"})
 	if strings.Contains(got, cliPassword) || strings.Contains(got, strings.Repeat("Z", 40)) || strings.ContainsRune(got, 0x1b) {
 		t.Fatalf("scrub = %q", got)
@@ -435,6 +444,7 @@ func TestClientScrub(t *testing.T) {
 
 // TestTLSMinVersion: the built transport verifies and refuses TLS < 1.2.
 func TestClientTLSMinVersion(t *testing.T) {
+	t.Parallel()
 	c := cliNewClient(t, Options{})
 	tr := c.http.Transport.(*guardTransport).base.(*http.Transport)
 	if tr.TLSClientConfig.InsecureSkipVerify || tr.TLSClientConfig.MinVersion != tls.VersionTLS12 || tr.Proxy == nil {

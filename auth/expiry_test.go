@@ -8,6 +8,7 @@ import (
 )
 
 func TestExpiryMarginAdaptsToLifetime(t *testing.T) {
+	t.Parallel()
 	t0 := time.Date(2026, 11, 23, 12, 0, 0, 0, time.UTC)
 	for _, tt := range []struct {
 		life, margin time.Duration
@@ -40,6 +41,7 @@ func TestExpiryMarginAdaptsToLifetime(t *testing.T) {
 }
 
 func TestExpiryUnstatedAndMinValid(t *testing.T) {
+	t.Parallel()
 	t0 := time.Date(2026, 11, 23, 12, 0, 0, 0, time.UTC)
 	var none auth.Expiry
 	if none.State(t0) != auth.ExpiryUnstated || none.RenewDue(t0) || !none.ValidFor(t0, time.Hour) || none.Expired(t0) {
@@ -56,6 +58,7 @@ func TestExpiryUnstatedAndMinValid(t *testing.T) {
 }
 
 func TestTokenSetAccessValid(t *testing.T) {
+	t.Parallel()
 	t0 := time.Date(2026, 11, 23, 12, 0, 0, 0, time.UTC)
 	ts := &auth.TokenSet{AccessToken: "a", RefreshToken: "r", ObtainedAt: t0, ExpiresIn: 8,
 		AccessExpiresAt: t0.Add(8 * time.Second), RefreshExpiresAt: t0.Add(30 * time.Minute)}

@@ -23,6 +23,7 @@ func hostileJWT(exp time.Time) string {
 // error of the right kind that neither echoes the offending value nor any
 // secret, and holds no control character.
 func TestHostileTokenEndpoint(t *testing.T) {
+	t.Parallel()
 	const tok = "good-access-token"
 	cases := []struct {
 		name    string
@@ -103,6 +104,7 @@ func TestHostileTokenEndpoint(t *testing.T) {
 // lifetimes, a ten-year lifetime, expires_in 9223372036 refused but 315360000
 // kept without overflow.
 func TestTokenResponseAccepted(t *testing.T) {
+	t.Parallel()
 	for _, body := range []string{
 		`{"access_token":"abc","token_type":"bearer","expires_in":300}`,
 		`{"access_token":"abc","token_type":"BEARER","expires_in":300}`,
@@ -131,6 +133,7 @@ func TestTokenResponseAccepted(t *testing.T) {
 // TestRefreshReturningExpiredToken: a refresh whose new access token is
 // already expired is an error, and the previous set is not touched.
 func TestRefreshReturningExpiredToken(t *testing.T) {
+	t.Parallel()
 	srv := httptest.NewServer(cliJSON(200, `{"access_token":"`+hostileJWT(cliT0.Add(-time.Second))+`","token_type":"Bearer","expires_in":300}`))
 	defer srv.Close()
 	c := cliNewClient(t, Options{Now: func() time.Time { return cliT0 }})
@@ -156,6 +159,7 @@ const (
 // request shows the password and client secret in whatever encoding it
 // uses; none of them reaches the error. One subtest per encoding.
 func TestRedactEveryEncoding(t *testing.T) {
+	t.Parallel()
 	jsonHTML := func(s string) string {
 		r := strings.NewReplacer("&", `\u0026`, "<", `\u003c`, ">", `\u003e`)
 		return r.Replace(s)
@@ -233,6 +237,7 @@ func TestRedactEveryEncoding(t *testing.T) {
 // OAuth error body. A refused password grant says the credentials were
 // refused (not "try again later"); a refused refresh means log in again.
 func TestNonKeycloakRefusals(t *testing.T) {
+	t.Parallel()
 	bodies := []struct{ name, ct, body string }{
 		{"empty", "", ""},
 		{"text/plain", "text/plain", "Access denied"},

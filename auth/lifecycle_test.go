@@ -24,6 +24,7 @@ func openidConn(s *authtest.Server) Connection {
 // "cannot tell" with a reason naming the scope, never "ended"; with openid
 // userinfo says active. Only introspection's active:false says ended.
 func TestLivenessUserinfoRefusalIsNotEnded(t *testing.T) {
+	t.Parallel()
 	clock := &cliClock{}
 	s := cliServer(t, clock, func(c *authtest.Config) { c.NoIntrospection, c.UserinfoRequiresOpenID = true, true })
 	c := cliNewClient(t, Options{Now: clock.Now})
@@ -58,6 +59,7 @@ func TestLivenessUserinfoRefusalIsNotEnded(t *testing.T) {
 // TestLivenessUsesDiscoveredIntrospection: introspection is asked where
 // discovery says, and only its active:false is "not active".
 func TestLivenessUsesDiscoveredIntrospection(t *testing.T) {
+	t.Parallel()
 	var introspected int
 	mux := http.NewServeMux()
 	var base string
@@ -83,6 +85,7 @@ func TestLivenessUsesDiscoveredIntrospection(t *testing.T) {
 // server offers, and the server agrees: the old refresh token no longer
 // works there.
 func TestEndSessionEveryServer(t *testing.T) {
+	t.Parallel()
 	cases := []struct {
 		name      string
 		edit      func(*authtest.Config)
@@ -136,6 +139,7 @@ func TestEndSessionEveryServer(t *testing.T) {
 // offers no way to end a session; an error only when it refused or could not
 // be reached.
 func TestEndSessionNoWayOrRefused(t *testing.T) {
+	t.Parallel()
 	ts := &TokenSet{AccessToken: cliAccess, RefreshToken: cliRefresh}
 	t.Run("discovery names neither logout nor revocation, nothing at keycloak's paths", func(t *testing.T) {
 		var posts int
@@ -220,6 +224,7 @@ func TestEndSessionNoWayOrRefused(t *testing.T) {
 // TestVerifyUsesDiscoveredJWKS: a server whose jwks_uri is not Keycloak's
 // certs path still gets its signatures verified.
 func TestVerifyUsesDiscoveredJWKS(t *testing.T) {
+	t.Parallel()
 	clock := &cliClock{}
 	s := cliServer(t, clock, func(c *authtest.Config) { c.JWKSPath = "/jwks" })
 	c := cliNewClient(t, Options{Now: clock.Now})
@@ -236,6 +241,7 @@ func TestVerifyUsesDiscoveredJWKS(t *testing.T) {
 // TestRefreshExpirySource: the refresh token's expiry says where it came
 // from, and nothing is invented when the server said nothing.
 func TestRefreshExpirySource(t *testing.T) {
+	t.Parallel()
 	t.Run("keycloak: response", func(t *testing.T) {
 		clock := &cliClock{}
 		s := cliServer(t, clock, nil)
@@ -298,6 +304,7 @@ func TestRefreshExpirySource(t *testing.T) {
 // TestProfilesLoginRefresh: login and refresh work against every authtest
 // profile (scope-required needs a scope on the connection).
 func TestProfilesLoginRefresh(t *testing.T) {
+	t.Parallel()
 	for _, p := range authtest.Profiles() {
 		t.Run(p.Name, func(t *testing.T) {
 			clock := &cliClock{}
@@ -326,6 +333,7 @@ func TestProfilesLoginRefresh(t *testing.T) {
 // TestConnectionQueryFragment: a query or a fragment in a connection URL is
 // refused, saying what to remove.
 func TestConnectionQueryFragment(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		conn Connection
 		want string
@@ -351,6 +359,7 @@ func TestConnectionQueryFragment(t *testing.T) {
 // TestConnectionNormalize: a pasted realm path is split into AuthURL and
 // Realm (or, for Keycloak 17+ without /auth, an Issuer).
 func TestConnectionNormalize(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		in      Connection
 		want    Connection
@@ -393,6 +402,7 @@ func TestConnectionNormalize(t *testing.T) {
 // TestTokenSetJSONOlderState: a set stored before RefreshExpirySource existed
 // reads back with the source its numbers imply; a stored source is kept.
 func TestTokenSetJSONOlderState(t *testing.T) {
+	t.Parallel()
 	var ts TokenSet
 	old := `{"access_token":"","token_type":"Bearer","expires_in":300,"refresh_expires_in":1800,"not-before-policy":0,"obtained_at":"2026-03-01T10:00:00Z","refresh_expires_at":"2026-03-01T10:30:00Z"}`
 	if err := json.Unmarshal([]byte(old), &ts); err != nil {

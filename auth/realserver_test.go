@@ -162,6 +162,7 @@ func assertNoSecrets(t *testing.T, err error, secrets ...string) {
 }
 
 func TestRealOAuth2Server(t *testing.T) {
+	t.Parallel()
 	m := startMockOAuth2(t)
 	c, err := auth.NewClient(auth.Options{Timeout: 20 * time.Second})
 	if err != nil {

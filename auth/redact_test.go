@@ -97,4 +97,3 @@ func FuzzRedact(f *testing.F) {
 func isHexDigit(c byte) bool {
 	return '0' <= c && c <= '9' || 'a' <= c && c <= 'f' || 'A' <= c && c <= 'F'
 }
-

@@ -68,6 +68,7 @@ func wantVerification(t *testing.T, got auth.Verification, state auth.SigState, 
 }
 
 func TestVerifyKeycloak(t *testing.T) {
+	t.Parallel()
 	srv, c, conn, ts := demoRealm(t, nil)
 	ctx := verifyCtx(t)
 	other := auth.Connection{AuthURL: "https://auth.example.com", ClientID: "x"}
@@ -147,6 +148,7 @@ func TestVerifyKeycloak(t *testing.T) {
 }
 
 func TestVerifyNeverFetchesWhatTheTokenNames(t *testing.T) {
+	t.Parallel()
 	srv, c, conn, ts := demoRealm(t, nil)
 	ctx := verifyCtx(t)
 	evil, hits := countingServer(t)
@@ -185,6 +187,7 @@ func TestVerifyNeverFetchesWhatTheTokenNames(t *testing.T) {
 }
 
 func TestVerifyKeyRotationAndCacheExpiry(t *testing.T) {
+	t.Parallel()
 	var offset atomic.Int64
 	clock := func() time.Time { return claimsNow.Add(time.Duration(offset.Load())) }
 	srv, c, conn, ts := demoRealm(t, clock)
@@ -231,6 +234,7 @@ func TestVerifyKeyRotationAndCacheExpiry(t *testing.T) {
 }
 
 func TestVerifyJWKSFailures(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		name   string
 		fault  authtest.Fault

@@ -171,6 +171,9 @@ func (s *Store) setAsideDB(cause *DamagedDBError) error {
 		return nil // another process set it aside (and rebuilt it) meanwhile
 	}
 	dest := damagedName(path, s.now())
+	for n := 2; fileExists(dest); n++ { // never over an earlier one
+		dest = damagedName(path, s.now()) + "-" + fmt.Sprint(n)
+	}
 	if err := os.Rename(path, dest); err != nil && !errors.Is(err, os.ErrNotExist) {
 		return fileError("move", path, err)
 	}

@@ -153,11 +153,13 @@ type env struct {
 
 func newEnv(t *testing.T, mod func(*authtest.Config)) *env {
 	t.Helper()
-	t.Setenv(EnvPassphrase, "")
-	t.Setenv(EnvSecrets, "")
-	t.Setenv(EnvKey, "")
-	t.Setenv(EnvConfigDir, "")
-	t.Setenv(EnvStateDir, "")
+	// TestMain cleared shipkey's variables, so a parallel test finds none set;
+	// a test that set one (and so runs alone) has it cleared here.
+	for _, v := range shipkeyEnv {
+		if os.Getenv(v) != "" {
+			t.Setenv(v, "")
+		}
+	}
 	clk := newClock()
 	cfg := authtest.DemoConfig()
 	cfg.AccessTTL = 5 * time.Minute

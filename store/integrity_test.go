@@ -126,7 +126,7 @@ func checkDBFileLen(whole []byte, off int) bool {
 // existing keys is rebuilt, state included, so status does not say "login
 // needed" while token works.
 func TestMissingOrEmptyStateDB(t *testing.T) {
-	for _, backend := range []string{BackendPlaintext, BackendFile} {
+	for _, backend := range []string{BackendPlaintext, BackendFile, BackendKeyring} {
 		for _, how := range []string{"missing", "empty"} {
 			t.Run(backend+"/"+how, func(t *testing.T) {
 				e, _, tokens := integrityStore(t, backend)

@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/adrg/xdg"
@@ -38,6 +39,10 @@ type Store struct {
 	fallbackWhy string         // why auto fell back to the file, when it did
 	settingsFP  string         // fingerprint of the config.toml settings came from
 	settings    Settings       // as last read; the fallback of Settings
+
+	// restoreChecked: this Store looked once, with its backend unlocked,
+	// for state records a rebuild could not restore (finishRestore).
+	restoreChecked atomic.Bool
 }
 
 // fallbackWarned remembers, per state directory, that the auto backend's
@@ -111,6 +116,17 @@ func Open(opts Options) (*Store, error) {
 	s.fileBackend().session = newSession(s, opts.Unlock)
 	if err := s.checkOwner(); err != nil {
 		return nil, err
+	}
+	// The choice made outside config.toml is known before the settings are
+	// read (a rebuild of state.db then may read the secrets).
+	switch {
+	case opts.Backend != "":
+		s.choice = opts.Backend
+	case os.Getenv(EnvSecrets) != "":
+		s.choice = os.Getenv(EnvSecrets)
+	}
+	if s.backends[s.choice] == nil && s.choice != BackendAuto {
+		s.choice = "" // checked below
 	}
 	set, err := s.readSettings()
 	if err != nil {
@@ -224,16 +240,14 @@ func (s *Store) holder(ks keyState) secretsBackend {
 func (s *Store) prepare() (secretsBackend, error) {
 	b := s.backend()
 	if fb, ok := b.(*fileBackend); ok {
-		fb.mu.Lock()
-		had := fb.identity != nil
-		fb.mu.Unlock()
 		if _, err := fb.unlock(); err != nil {
 			return nil, err
 		}
-		if !had {
-			if err := s.finishRestore(context.Background()); err != nil {
-				return nil, err
-			}
+	}
+	if !s.restoreChecked.Swap(true) {
+		if err := s.finishRestore(context.Background()); err != nil {
+			s.restoreChecked.Store(false)
+			return nil, err
 		}
 	}
 	if err := s.migrateSecrets(context.Background(), b); err != nil {

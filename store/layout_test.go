@@ -57,7 +57,7 @@ func v1Env(t *testing.T, backend string) (*env, string) {
 	return e, root
 }
 
-func TestMigrateV1Store(t *testing.T) {
+func TestMigrateV1Store(t *testing.T) { // not parallel: v1Env sets SHIPKEY_PASSPHRASE
 	for _, backend := range []string{BackendFile, BackendPlaintext} {
 		t.Run(backend, func(t *testing.T) {
 			e, root := v1Env(t, backend)
@@ -141,6 +141,7 @@ func TestMigrateV1Store(t *testing.T) {
 // made) leaves a store that works as before, and is finished by the next
 // call once the cause is gone.
 func TestMigrationInterruptedResumes(t *testing.T) {
+	t.Parallel()
 	e, root := v1Env(t, BackendPlaintext)
 	blocker := filepath.Join(e.stateDir, "plaintext.d")
 	if err := os.WriteFile(blocker, []byte("in the way"), filePerm); err != nil {
@@ -172,6 +173,7 @@ func TestMigrationInterruptedResumes(t *testing.T) {
 // state.json holding null (old layout) is reported, never read as "no
 // state" and never overwritten.
 func TestLegacyStateNull(t *testing.T) {
+	t.Parallel()
 	e, _ := v1Env(t, BackendPlaintext)
 	p := filepath.Join(e.stateDir, "state.json")
 	if err := os.WriteFile(p, []byte("null\n"), filePerm); err != nil {
@@ -202,6 +204,7 @@ func TestLegacyStateNull(t *testing.T) {
 // are swept by the next process that takes store.lock once they are older
 // than a minute; a fresh one (a write in progress) and other files stay.
 func TestSweepStaleTemporaryFiles(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, nil)
 	s := e.open(Options{Backend: BackendPlaintext})
 	e.create(s, "k", true)
@@ -244,6 +247,7 @@ func TestSweepStaleTemporaryFiles(t *testing.T) {
 // key's secrets, even with the plaintext backend and a temporary file that
 // a killed process left holding them.
 func TestRemoveLeavesNoSecretBehind(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, nil)
 	s := e.open(Options{Backend: BackendPlaintext})
 	e.create(s, "k", true)
@@ -318,6 +322,7 @@ func TestSecretsArePerKey(t *testing.T) {
 // Stamp changes on every write of any kind, by this or another process,
 // and on a hand edit of config.toml; it stays when nothing changed.
 func TestStampChangesOnEveryWrite(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, nil)
 	s := e.open(Options{})
 	other := e.open(Options{})
@@ -340,6 +345,7 @@ func TestStampChangesOnEveryWrite(t *testing.T) {
 	}{
 		{"MarkUsed", func() error { return other.MarkUsed("k") }},
 		{"Token+MarkUsed", func() error {
+			e.clk.Advance(lastUsedStep) // a use within a minute of the last is not written
 			_, err := other.Token(context.Background(), "k", TokenOptions{MarkUsed: true})
 			return err
 		}},
@@ -380,6 +386,7 @@ func TestStampChangesOnEveryWrite(t *testing.T) {
 }
 
 func TestImport(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, nil)
 	s := e.open(Options{Backend: BackendPlaintext})
 	now := e.clk.Now()

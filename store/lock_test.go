@@ -16,6 +16,7 @@ const lockHelperEnv = "SHIPKEY_STORE_LOCK_HELPER"
 // TestLockHelper is the child process of TestLockExcludesOtherProcesses; it
 // does nothing unless that test started it.
 func TestLockHelper(t *testing.T) {
+	t.Parallel()
 	path := os.Getenv(lockHelperEnv)
 	if path == "" {
 		return
@@ -32,6 +33,7 @@ func TestLockHelper(t *testing.T) {
 }
 
 func TestLockExcludesOtherProcesses(t *testing.T) {
+	t.Parallel()
 	path := filepath.Join(t.TempDir(), "state", "store.lock")
 	child := func() string {
 		t.Helper()

@@ -14,6 +14,7 @@ import (
 // only when SHIPKEY_TEST_REAL_KEYRING=1; then a keyring that does not work is
 // a failure. The CI script starts gnome-keyring under dbus-run-session for it.
 func TestRealKeyring(t *testing.T) {
+	t.Parallel()
 	if os.Getenv("SHIPKEY_TEST_REAL_KEYRING") != "1" {
 		t.Log("SHIPKEY_TEST_REAL_KEYRING is not 1: the real OS keyring is not exercised")
 		return

@@ -136,10 +136,13 @@ func (s *Store) stateFromBackends(id string) (keyState, bool) {
 		}
 		return stateFromSecrets(sec, name, s.now()), true
 	}
-	if s.choice != BackendKeyring && s.choice != BackendMemory {
+	if s.choice != BackendKeyring && s.choice != BackendMemory && s.choice != BackendAuto {
 		return keyState{}, false
 	}
-	b := s.backend()
+	b := s.backend() // auto: probed once, during a rebuild only
+	if _, isFile := b.(*fileBackend); isFile {
+		return keyState{}, false // no file for this key: nothing to read
+	}
 	sec, found, err := b.Get(id)
 	if err != nil || !found {
 		return keyState{}, false

@@ -11,6 +11,7 @@ import (
 // corruption of a state or entry record decodes to an error or a value,
 // never a panic (a damaged state.db must be reported, not crash shipkey).
 func TestDamagedRecordsAreErrors(t *testing.T) {
+	t.Parallel()
 	nbp := int64(0)
 	now := time.Date(2026, 11, 23, 12, 0, 0, 0, time.UTC)
 	st := encodeState(keyState{LastUsed: now, Masked: "abc…xyz", Secrets: BackendFile,

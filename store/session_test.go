@@ -78,6 +78,7 @@ func TestSessionKernelUnlockOnce(t *testing.T) {
 // An entry older than the maximum age is not served (and is dropped), however
 // recently it was used.
 func TestKernelCacheMaxAge(t *testing.T) {
+	t.Parallel()
 	requireKernel(t)
 	id, err := age.GenerateX25519Identity()
 	if err != nil {
@@ -288,6 +289,7 @@ func TestNewPassphraseConfirmed(t *testing.T) {
 // An aborted prompt (ctrl+c, ctrl+d) makes nothing and keeps its cause for
 // the caller (the exit code).
 func TestPromptAbortMakesNothing(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, nil)
 	abort := errors.New("interrupted")
 	log := &promptLog{err: abort}

@@ -163,6 +163,7 @@ func TestCreateListResolveRenameDefaultRemove(t *testing.T) {
 }
 
 func TestConfigFileFields(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, nil)
 	s := e.open(Options{})
 	nk := e.newKey("prod", true)
@@ -250,6 +251,7 @@ func TestDirectoriesFromEnvironment(t *testing.T) {
 }
 
 func TestKeysDoesNotTouchKeyring(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, nil)
 	s := e.open(Options{})
 	e.create(s, "one", false)
@@ -275,7 +277,31 @@ func TestKeysDoesNotTouchKeyring(t *testing.T) {
 	}
 }
 
+// TestLastUsedAtMostOncePerMinute: a key handed out again within a minute of
+// its recorded use is not written again (Last Used is shown to the minute);
+// after a minute it is.
+func TestLastUsedAtMostOncePerMinute(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, nil)
+	s := e.open(Options{})
+	e.create(s, "k", false)
+
+	e.token(s, "k")
+	first := e.clk.Now()
+	e.clk.Advance(59 * time.Second)
+	e.token(s, "k")
+	if k := mustKey(t, s, "k"); !k.LastUsed.Equal(first) {
+		t.Fatalf("LastUsed = %v, want the first use %v (written again within a minute)", k.LastUsed, first)
+	}
+	e.clk.Advance(time.Second)
+	e.token(s, "k")
+	if k := mustKey(t, s, "k"); !k.LastUsed.Equal(e.clk.Now()) {
+		t.Fatalf("LastUsed = %v, want %v (a minute after the last write)", k.LastUsed, e.clk.Now())
+	}
+}
+
 func TestTokenCachedThenRefreshed(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, nil) // access 5m, refresh 30m
 	s := e.open(Options{})
 	e.create(s, "k", false)
@@ -315,6 +341,7 @@ func TestTokenCachedThenRefreshed(t *testing.T) {
 }
 
 func TestLongAccessShortRefresh(t *testing.T) {
+	t.Parallel()
 	// The Shipping Service: 15-day access tokens, 30-minute refresh tokens.
 	e := newEnv(t, func(c *authtest.Config) {
 		c.AccessTTL = 1314000 * time.Second
@@ -348,6 +375,7 @@ func TestLongAccessShortRefresh(t *testing.T) {
 }
 
 func TestRotationPersisted(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, func(c *authtest.Config) { c.RevokeRefreshToken = true })
 	s := e.open(Options{})
 	e.create(s, "k", false)
@@ -375,6 +403,7 @@ func TestRotationPersisted(t *testing.T) {
 }
 
 func TestRefreshExpiredNeedsLogin(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, func(c *authtest.Config) { c.RefreshTTL = 10 * time.Minute })
 	s := e.open(Options{})
 	e.create(s, "my key", false)
@@ -418,6 +447,7 @@ func TestRefreshExpiredNeedsLogin(t *testing.T) {
 }
 
 func TestSessionEndedAtServer(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, nil)
 	s := e.open(Options{})
 	e.create(s, "k", false)
@@ -438,6 +468,7 @@ func TestSessionEndedAtServer(t *testing.T) {
 }
 
 func TestRememberedPasswordRelogin(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, func(c *authtest.Config) { c.RefreshTTL = 10 * time.Minute })
 	s := e.open(Options{})
 	e.create(s, "k", true)
@@ -472,6 +503,7 @@ func TestRememberedPasswordRelogin(t *testing.T) {
 }
 
 func TestNetworkErrorKeepsKey(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, nil)
 	s := e.open(Options{})
 	e.create(s, "k", false)
@@ -489,6 +521,7 @@ func TestNetworkErrorKeepsKey(t *testing.T) {
 }
 
 func TestLogoutDropsTokens(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, nil)
 	s := e.open(Options{})
 	e.create(s, "ok", false)
@@ -560,6 +593,7 @@ func TestLogoutDropsTokens(t *testing.T) {
 }
 
 func TestLiveness(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, nil)
 	s := e.open(Options{})
 	e.create(s, "k", false)
@@ -574,6 +608,7 @@ func TestLiveness(t *testing.T) {
 }
 
 func TestTokenSource(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, nil)
 	s := e.open(Options{})
 	e.create(s, "k", false)
@@ -592,6 +627,7 @@ func TestTokenSource(t *testing.T) {
 }
 
 func TestConcurrentRefreshOnce(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, func(c *authtest.Config) { c.RevokeRefreshToken = true })
 	// Two stores on the same files stand for two processes; each has its
 	// own goroutines. The file lock must let exactly one refresh.
@@ -637,6 +673,7 @@ func TestConcurrentRefreshOnce(t *testing.T) {
 }
 
 func TestConcurrentWritersKeepEachOthersChanges(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, nil)
 	s1 := e.open(Options{})
 	s2 := e.open(Options{})
@@ -681,6 +718,7 @@ func TestConcurrentWritersKeepEachOthersChanges(t *testing.T) {
 }
 
 func TestCorruptedFilesAreNeverOverwritten(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, nil)
 	s := e.open(Options{})
 	e.create(s, "k", false)
@@ -763,7 +801,8 @@ func TestCorruptedFilesAreNeverOverwritten(t *testing.T) {
 		t.Fatal(err)
 	}
 	// A damaged state.db is only an index: every operation sets it aside
-	// (never overwriting it), says so, rebuilds it and goes on.
+	// (never over an earlier one), says so, rebuilds it and goes on.
+	damagedSoFar := 0
 	for name, op := range map[string]func() error{
 		"Keys":     func() error { _, err := s.Keys(); return err },
 		"MarkUsed": func() error { return s.MarkUsed("k") },
@@ -783,15 +822,16 @@ func TestCorruptedFilesAreNeverOverwritten(t *testing.T) {
 			t.Fatalf("%s: not said in one line: %q", name, w)
 		}
 		aside, _ := filepath.Glob(dbPath + ".damaged-*")
-		kept := false
+		kept := 0
 		for _, p := range aside {
 			if got, _ := os.ReadFile(p); bytes.Equal(got, badState) {
-				kept = true
+				kept++
 			}
 		}
-		if !kept {
-			t.Fatalf("%s: the damaged state.db was not kept aside: %v", name, aside)
+		if kept != len(aside) || kept != damagedSoFar+1 {
+			t.Fatalf("%s: the damaged state.db was not kept aside beside the earlier ones: %d of %v", name, kept, aside)
 		}
+		damagedSoFar++
 		if _, err := s.Key("k"); err != nil {
 			t.Fatalf("%s: key lost with the index: %v", name, err)
 		}
@@ -806,6 +846,7 @@ func TestCorruptedFilesAreNeverOverwritten(t *testing.T) {
 }
 
 func TestKeyringFailures(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, nil)
 
 	// No D-Bus: a clear error wrapping ErrBackendMissing, nothing stored.
@@ -997,6 +1038,7 @@ func TestFileBackend(t *testing.T) {
 }
 
 func TestPlaintextBackend(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, nil)
 	s := e.open(Options{Backend: BackendPlaintext})
 	e.create(s, "k", false)
@@ -1013,6 +1055,7 @@ func TestPlaintextBackend(t *testing.T) {
 }
 
 func TestMemoryBackend(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, nil)
 	s := e.open(Options{Backend: BackendMemory})
 	e.create(s, "demo", false)
@@ -1029,6 +1072,7 @@ func TestMemoryBackend(t *testing.T) {
 }
 
 func TestCreateFailureStoresNothing(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, nil)
 	s := e.open(Options{})
 	nk := e.newKey("k", false)
@@ -1058,6 +1102,7 @@ func TestCreateFailureStoresNothing(t *testing.T) {
 }
 
 func TestLoginNeededErrorShape(t *testing.T) {
+	t.Parallel()
 	cause := &auth.Error{Kind: auth.KindLoginRequired, Msg: "x"}
 	err := error(&LoginNeededError{Label: "a\x1bb", Why: "why\nnot", Err: cause})
 	if !errors.Is(err, ErrLoginNeeded) || !errors.Is(err, cause) || auth.KindOf(err) != auth.KindLoginRequired {
@@ -1110,6 +1155,7 @@ func TestUnlockBeforeTheApp(t *testing.T) {
 // auth URL and the realm, so credentials go to the token endpoint and the
 // key keeps the clean connection; a query is refused before anything is sent.
 func TestCreateSplitsPastedRealmURL(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, nil)
 	s := e.open(Options{})
 	nk := e.newKey("pasted", false)

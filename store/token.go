@@ -48,7 +48,7 @@ func (s *Store) Token(ctx context.Context, label string, opts TokenOptions) (*au
 			return nil, err
 		}
 		if ts := mergeToken(ks.Token, sec); ts.AccessToken != "" {
-			if opts.MarkUsed {
+			if opts.MarkUsed && !usedRecently(ks.LastUsed, s.now()) {
 				if err := s.markUsedID(ctx, e); err != nil {
 					return nil, err
 				}
@@ -80,6 +80,18 @@ func (s *Store) Refresh(ctx context.Context, label string) (Key, *auth.TokenSet,
 		return Key{}, nil, err
 	}
 	return k, ts, nil
+}
+
+// lastUsedStep is how stale Last Used may be. It is advisory and shown to the
+// minute ("just now", "3 min ago"), so a key handed out again within a minute
+// of its recorded use is not written again: a script that calls shipkey token
+// in a loop writes state.db at most once a minute per key, not on every call.
+const lastUsedStep = time.Minute
+
+// usedRecently reports whether last is less than lastUsedStep before now.
+func usedRecently(last, now time.Time) bool {
+	d := now.Sub(last)
+	return !last.IsZero() && d >= 0 && d < lastUsedStep
 }
 
 // markUsedID sets the Last Used of key e: one state record is written.

@@ -5,6 +5,7 @@ import (
 	"encoding/base64"
 	"io"
 	"regexp"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -41,15 +42,21 @@ var osc52 = regexp.MustCompile(`\x1b\]52;c;([A-Za-z0-9+/=]*)(?:\x07|\x1b\\)`)
 // program, gets a key from the authtest realm, sees its token details and
 // copies the token, which must come out as OSC 52.
 func TestWholeFlowAgainstRealStore(t *testing.T) {
+	t.Parallel()
 	st, client, srv := openRealStore(t)
 	var (
-		nativeMu sync.Mutex // written by the program's commands
+		nativeMu sync.Mutex // the writer runs in a command's goroutine
 		native   []string
 	)
 	m := New(Options{
 		Store: st, Auth: client, Demo: true,
-		Prefill:   Prefill{AuthURL: srv.URL(), Realm: authtest.DemoRealm, ClientID: authtest.DemoClientID, Username: authtest.DemoUsername},
-		Clipboard: func(s string) error { nativeMu.Lock(); native = append(native, s); nativeMu.Unlock(); return nil },
+		Prefill: Prefill{AuthURL: srv.URL(), Realm: authtest.DemoRealm, ClientID: authtest.DemoClientID, Username: authtest.DemoUsername},
+		Clipboard: func(s string) error {
+			nativeMu.Lock()
+			defer nativeMu.Unlock()
+			native = append(native, s)
+			return nil
+		},
 	})
 	tm := teatest.NewTestModel(t, m, teatest.WithInitialTermSize(100, 30))
 	// Keep every byte of the output (teatest.WaitFor would consume it).
@@ -122,8 +129,9 @@ func TestWholeFlowAgainstRealStore(t *testing.T) {
 		t.Fatal("the copied token is not the one shown in the details")
 	}
 	nativeMu.Lock()
-	defer nativeMu.Unlock()
-	if len(native) == 0 || native[0] != token {
+	got := slices.Clone(native)
+	nativeMu.Unlock()
+	if len(got) == 0 || got[0] != token {
 		t.Fatal("the native clipboard writer did not get the token")
 	}
 	fm.quitting = false
@@ -146,6 +154,7 @@ func TestWholeFlowAgainstRealStore(t *testing.T) {
 // real store: login failure focuses the password, then success, refresh,
 // and the key list.
 func TestModelWithRealStore(t *testing.T) {
+	t.Parallel()
 	st, client, srv := openRealStore(t)
 	h := &harness{t: t, clock: &clock{t: time.Now()}}
 	h.m = newModel(config{

@@ -30,6 +30,7 @@ func openDemoDetails(t *testing.T, setup func(*fakeStore)) *harness {
 }
 
 func TestDetailsShowsEveryField(t *testing.T) {
+	t.Parallel()
 	h := openDemoDetails(t, nil)
 	h.mustShow("Access token", text.Mask(h.m.details.tokens.AccessToken), "Token type", "Bearer",
 		"Scope", "email profile", "Session state", "5f3c-session", "Not-before policy", "Obtained at", "2026-11-21 12:00:00 UTC",
@@ -40,6 +41,7 @@ func TestDetailsShowsEveryField(t *testing.T) {
 }
 
 func TestDetailsCountdownMovesWithTheTick(t *testing.T) {
+	t.Parallel()
 	h := openDemoDetails(t, nil)
 	h.mustShow("in 5:00", "in 30:00")
 	h.clock.Advance(time.Second)
@@ -54,6 +56,7 @@ func TestDetailsCountdownMovesWithTheTick(t *testing.T) {
 }
 
 func TestTickStopsOffCountdownScreens(t *testing.T) {
+	t.Parallel()
 	h := openDemoDetails(t, nil)
 	h.press("n") // the form has no countdowns
 	if n := fire[tickMsg](h); n != 1 {
@@ -69,6 +72,7 @@ func TestTickStopsOffCountdownScreens(t *testing.T) {
 }
 
 func TestDetailsProgressBarsDropBelow60Columns(t *testing.T) {
+	t.Parallel()
 	h := openDemoDetails(t, nil)
 	h.send(windowSize(50, 20))
 	v := h.view()
@@ -86,6 +90,7 @@ func TestDetailsProgressBarsDropBelow60Columns(t *testing.T) {
 }
 
 func TestDetailsRevealToggle(t *testing.T) {
+	t.Parallel()
 	h := openDemoDetails(t, nil)
 	tok := h.m.details.tokens.AccessToken
 	h.press("v")
@@ -106,6 +111,7 @@ func flatten(v string) string {
 }
 
 func TestDetailsCopyTokenAndHeader(t *testing.T) {
+	t.Parallel()
 	h := openDemoDetails(t, nil)
 	tok := h.m.details.tokens.AccessToken
 	h.press("c")
@@ -136,6 +142,7 @@ func TestDetailsCopyTokenAndHeader(t *testing.T) {
 }
 
 func TestClipboardClearLeavesOthersCopy(t *testing.T) {
+	t.Parallel()
 	h := openDemoDetails(t, nil)
 	h.press("c")
 	h.nativeCur = "something the user copied since"
@@ -146,6 +153,7 @@ func TestClipboardClearLeavesOthersCopy(t *testing.T) {
 }
 
 func TestClipboardNeverClearedWhenSettingIsZero(t *testing.T) {
+	t.Parallel()
 	h := openDemoDetails(t, func(f *fakeStore) { f.settings.ClipboardClear = 0 })
 	h.press("c")
 	if n := fire[clipClearMsg](h); n != 0 {
@@ -155,6 +163,7 @@ func TestClipboardNeverClearedWhenSettingIsZero(t *testing.T) {
 }
 
 func TestDetailsRefreshNow(t *testing.T) {
+	t.Parallel()
 	h := openDemoDetails(t, nil)
 	old := h.m.details.tokens.AccessToken
 	h.clock.Advance(time.Minute)
@@ -169,6 +178,7 @@ func TestDetailsRefreshNow(t *testing.T) {
 }
 
 func TestDetailsRefreshingState(t *testing.T) {
+	t.Parallel()
 	h := openDemoDetails(t, nil)
 	act, _ := h.m.details.Update(keyMsg("r"))
 	if a, ok := act.(actRefresh); !ok || a.label != "demo" || a.auto {
@@ -183,6 +193,7 @@ func TestDetailsRefreshingState(t *testing.T) {
 }
 
 func TestAutoRefreshAheadOfExpiry(t *testing.T) {
+	t.Parallel()
 	h := openDemoDetails(t, nil)
 	// auth.Expiry's margin of a 5-minute token: 30 s.
 	h.clock.Advance(4*time.Minute + 29*time.Second)
@@ -202,6 +213,7 @@ func TestAutoRefreshAheadOfExpiry(t *testing.T) {
 // token. Auto-refresh must run ahead of the refresh window, not wait for the
 // access token, or the session dies after 30 idle minutes.
 func TestAutoRefreshAheadOfRefreshWindow(t *testing.T) {
+	t.Parallel()
 	h := openDemoDetails(t, func(f *fakeStore) {
 		ts := f.tokens["demo"]
 		ts.ExpiresIn = 1314000
@@ -221,6 +233,7 @@ func TestAutoRefreshAheadOfRefreshWindow(t *testing.T) {
 }
 
 func TestAutoRefreshToggle(t *testing.T) {
+	t.Parallel()
 	h := openDemoDetails(t, nil)
 	h.press("a")
 	h.mustShow("auto-refresh off")
@@ -237,11 +250,13 @@ func TestAutoRefreshToggle(t *testing.T) {
 }
 
 func TestAutoRefreshOffBySettings(t *testing.T) {
+	t.Parallel()
 	h := openDemoDetails(t, func(f *fakeStore) { f.settings.AutoRefresh = false })
 	h.mustShow("auto-refresh off")
 }
 
 func TestAutoRefreshFailureDoesNotLoop(t *testing.T) {
+	t.Parallel()
 	h := openDemoDetails(t, func(f *fakeStore) {
 		f.refreshErr = &auth.Error{Kind: auth.KindServer, Op: "refresh", Msg: "server error"}
 	})
@@ -263,6 +278,7 @@ func TestAutoRefreshFailureDoesNotLoop(t *testing.T) {
 }
 
 func TestSessionEndedThenLoginAgain(t *testing.T) {
+	t.Parallel()
 	h := openDemoDetails(t, func(f *fakeStore) {
 		f.refreshErr = &auth.Error{Kind: auth.KindLoginRequired, Op: "refresh", Code: "invalid_grant", Description: "Session not active", Msg: "the session ended"}
 	})
@@ -286,6 +302,7 @@ func TestSessionEndedThenLoginAgain(t *testing.T) {
 }
 
 func TestLoginWithRememberedPassword(t *testing.T) {
+	t.Parallel()
 	h := openDemoDetails(t, func(f *fakeStore) {
 		k := f.keys["demo"]
 		k.RememberPassword = true
@@ -299,6 +316,7 @@ func TestLoginWithRememberedPassword(t *testing.T) {
 }
 
 func TestExpiredStates(t *testing.T) {
+	t.Parallel()
 	h := openDemoDetails(t, func(f *fakeStore) { f.refreshErr = store.ErrLoginNeeded })
 	h.press("a") // keep auto-refresh out of the way
 	h.clock.Advance(6 * time.Minute)
@@ -315,6 +333,7 @@ func TestExpiredStates(t *testing.T) {
 }
 
 func TestNoStatedRefreshExpiryAndSkew(t *testing.T) {
+	t.Parallel()
 	h := openDemoDetails(t, func(f *fakeStore) {
 		ts := f.tokens["demo"]
 		ts.RefreshExpiresAt, ts.RefreshExpiresIn = time.Time{}, 0
@@ -357,6 +376,7 @@ func TestRefreshExpiryCellVocabulary(t *testing.T) {
 }
 
 func TestLogout(t *testing.T) {
+	t.Parallel()
 	h := openDemoDetails(t, nil)
 	// X asks first; n (or esc) keeps the session, and while asking other
 	// keys do nothing.
@@ -413,6 +433,7 @@ func contains(list []string, s string) bool {
 }
 
 func TestReopenWhileRefreshingKeepsTheAnswer(t *testing.T) {
+	t.Parallel()
 	h := openDemoDetails(t, nil)
 	act, _ := h.m.details.Update(keyMsg("r"))
 	cmd := h.m.apply(act) // the refresh is in flight; its answer not delivered yet
@@ -424,6 +445,7 @@ func TestReopenWhileRefreshingKeepsTheAnswer(t *testing.T) {
 }
 
 func TestEnterDoesNotLogInWhileValid(t *testing.T) {
+	t.Parallel()
 	h := openDemoDetails(t, nil)
 	h.press("enter")
 	if h.m.details.state != detailsIdle || contains(h.st.Calls(), "login demo") {

@@ -38,6 +38,7 @@ func newFormHarness(t *testing.T, p Prefill, setup func(*fakeStore)) *harness {
 }
 
 func TestFormValidationBeforeSending(t *testing.T) {
+	t.Parallel()
 	h := newFormHarness(t, Prefill{}, nil)
 	h.press("ctrl+s")
 	if h.m.form.state != formEditing {
@@ -61,6 +62,7 @@ func TestFormValidationBeforeSending(t *testing.T) {
 }
 
 func TestFormURLShapeAndUniqueLabel(t *testing.T) {
+	t.Parallel()
 	h := newFormHarness(t, Prefill{}, func(f *fakeStore) { f.add("taken", "x", time.Time{}) })
 	// From the last key: everything but secrets and label.
 	if got := h.m.form.inputs[fieldAuthURL].Value(); got != "http://127.0.0.1:8080" {
@@ -92,6 +94,7 @@ func TestFormURLShapeAndUniqueLabel(t *testing.T) {
 }
 
 func TestFormFieldNavigation(t *testing.T) {
+	t.Parallel()
 	h := newFormHarness(t, demoPrefill, nil)
 	start := h.m.form.focus
 	h.press("tab")
@@ -110,6 +113,7 @@ func TestFormFieldNavigation(t *testing.T) {
 }
 
 func TestFormFailureKeepsValuesAndFocusesTheField(t *testing.T) {
+	t.Parallel()
 	cases := []struct {
 		err  error
 		want int
@@ -154,6 +158,7 @@ func TestFormFailureKeepsValuesAndFocusesTheField(t *testing.T) {
 }
 
 func TestFormUnknownFailureShowsGeneralError(t *testing.T) {
+	t.Parallel()
 	h := newFormHarness(t, demoPrefill, func(f *fakeStore) { f.createErr = errors.New("secret backend locked") })
 	h.press("enter")
 	if h.m.form.general == "" {
@@ -163,6 +168,7 @@ func TestFormUnknownFailureShowsGeneralError(t *testing.T) {
 }
 
 func TestFormSuccessOpensTokenDetails(t *testing.T) {
+	t.Parallel()
 	h := newFormHarness(t, demoPrefill, nil)
 	h.press("enter")
 	if h.m.active != screenDetails {
@@ -181,6 +187,7 @@ func TestFormSuccessOpensTokenDetails(t *testing.T) {
 }
 
 func TestFormSubmittingShowsSpinnerAndIgnoresKeys(t *testing.T) {
+	t.Parallel()
 	h := newFormHarness(t, demoPrefill, nil)
 	act, _ := h.m.form.Update(keyMsg("enter"))
 	if _, ok := act.(actSubmitKey); !ok {
@@ -198,6 +205,7 @@ func TestFormSubmittingShowsSpinnerAndIgnoresKeys(t *testing.T) {
 // At 80 columns a long error wraps under its field instead of losing its
 // "what to do" part to truncation.
 func TestFormErrorWrapsAt80Columns(t *testing.T) {
+	t.Parallel()
 	h := newFormHarness(t, demoPrefill, func(f *fakeStore) {
 		f.createErr = &auth.Error{Kind: auth.KindInvalidCredentials, Op: "login", Status: 401, Code: "invalid_grant",
 			Description: "Invalid user credentials", Msg: "wrong username or password", Hint: "check them and try again"}
@@ -219,6 +227,7 @@ func TestFormErrorWrapsAt80Columns(t *testing.T) {
 // The demo prefills the label "demo"; once a key has it, the form proposes
 // the next free one instead of a label its own validation would refuse.
 func TestFormPrefillsAFreeLabel(t *testing.T) {
+	t.Parallel()
 	h := newFormHarness(t, demoPrefill, func(f *fakeStore) {
 		f.add(demoPrefill.Label, "demo", time.Time{})
 		f.add(demoPrefill.Label+"-2", "demo", time.Time{})

@@ -12,6 +12,7 @@ import (
 )
 
 func TestInspectorKeyTokens(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, func(f *fakeStore) { f.add("demo", "demo", time.Time{}) })
 	h.press("1", "i")
 	if h.m.active != screenInspector {
@@ -23,6 +24,7 @@ func TestInspectorKeyTokens(t *testing.T) {
 }
 
 func TestInspectorSignatureStates(t *testing.T) {
+	t.Parallel()
 	for _, c := range []struct {
 		v    auth.Verification
 		want string
@@ -39,6 +41,7 @@ func TestInspectorSignatureStates(t *testing.T) {
 }
 
 func TestInspectorVerificationIsACommandAndStaleOnesDrop(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, func(f *fakeStore) { f.add("demo", "demo", time.Time{}) })
 	in := h.m.inspector
 	seq := h.m.req.next()
@@ -70,6 +73,7 @@ func hostileToken() string {
 }
 
 func TestInspectorPastedHostileToken(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, nil) // no keys: 3 opens the paste field
 	h.press("esc", "3")
 	if h.m.active != screenInspector || !h.m.inspector.Capturing() {
@@ -89,6 +93,7 @@ func TestInspectorPastedHostileToken(t *testing.T) {
 }
 
 func TestInspectorPasteKeyAndBearerPrefix(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, func(f *fakeStore) { f.add("demo", "demo", time.Time{}) })
 	h.press("3", "p")
 	if !h.m.inspector.Capturing() {
@@ -105,6 +110,7 @@ func TestInspectorPasteKeyAndBearerPrefix(t *testing.T) {
 }
 
 func TestInspectorOpaqueAndBrokenTokens(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, nil)
 	h.press("esc", "3")
 	h.typeText("opaque-token-value-1234567890")
@@ -117,6 +123,7 @@ func TestInspectorOpaqueAndBrokenTokens(t *testing.T) {
 }
 
 func TestInspectorScrolls(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, func(f *fakeStore) { f.add("demo", "demo", time.Time{}) })
 	h.send(windowSize(100, 15))
 	h.press("3")
@@ -145,6 +152,7 @@ func longLivedToken() string {
 }
 
 func TestInspectorSummaryOnTop(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, func(f *fakeStore) { f.add("demo", "demo", time.Time{}) })
 	h.press("3")
 	lines := strings.Split(h.view(), "\n")
@@ -192,6 +200,7 @@ func TestInspectorSummaryOnTop(t *testing.T) {
 }
 
 func TestInspectorSummaryWhileChecking(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, func(f *fakeStore) { f.add("demo", "demo", time.Time{}) })
 	in := h.m.inspector
 	in.load("x", []token{{"Access token", h.st.tokens["demo"].AccessToken}}, t0, h.m.req.next())
@@ -208,6 +217,7 @@ func TestInspectorSummaryWhileChecking(t *testing.T) {
 // scheme, quotes, surrounding whitespace and line breaks (a token wrapped
 // by the terminal) must not end up in the token.
 func TestInspectorBracketedPaste(t *testing.T) {
+	t.Parallel()
 	jwt := fakeTokens(t0, "demo", 1).AccessToken
 	for _, in := range []string{
 		jwt,
@@ -233,6 +243,7 @@ func TestInspectorBracketedPaste(t *testing.T) {
 }
 
 func TestInspectorPasteWithoutP(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, func(f *fakeStore) { f.add("demo", "demo", time.Time{}) })
 	h.press("3")
 	if h.m.inspector.Capturing() {

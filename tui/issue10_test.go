@@ -31,6 +31,7 @@ func fitsExactly(t *testing.T, v string, width, height int) {
 // Every screen renders inside the terminal down to 40×10, and in between,
 // without panicking; the footer stays one line.
 func TestEveryScreenFitsDownTo40x10(t *testing.T) {
+	t.Parallel()
 	for _, size := range [][2]int{{40, 10}, {50, 12}, {60, 15}, {100, 30}} {
 		h := newHarness(t, func(f *fakeStore) {
 			f.add("demo", "demo", time.Time{})
@@ -65,6 +66,7 @@ func scrollKey(k string) tea.KeyPressMsg {
 // At 60×15 the token details do not fit; both countdowns and the state can
 // be scrolled into sight (G, ↓, pgdn, the wheel), and g goes back.
 func TestDetailsScrollsAt60x15(t *testing.T) {
+	t.Parallel()
 	h := openDemoDetails(t, nil)
 	h.send(windowSize(60, 15))
 	h.mustShow("Access token")
@@ -92,6 +94,7 @@ func TestDetailsScrollsAt60x15(t *testing.T) {
 // The state is one verdict by the lifecycle policy: inside the margin it
 // is "refreshing soon" beside a running countdown, never "expired".
 func TestDetailsOneVerdict(t *testing.T) {
+	t.Parallel()
 	h := openDemoDetails(t, nil)
 	h.press("a") // auto-refresh off: the token is left to age
 	h.clock.Advance(5*time.Minute - 10*time.Second)
@@ -114,6 +117,7 @@ func TestDetailsOneVerdict(t *testing.T) {
 // The log-in-again prompt stays open on a wrong password, with the error
 // under it; what is typed next is text, never a key binding.
 func TestLoginPromptSurvivesWrongPassword(t *testing.T) {
+	t.Parallel()
 	h := openDemoDetails(t, func(f *fakeStore) {
 		f.loginErr = &auth.Error{Kind: auth.KindInvalidCredentials, Msg: "invalid user credentials"}
 	})
@@ -143,6 +147,7 @@ func TestLoginPromptSurvivesWrongPassword(t *testing.T) {
 
 // Keys typed while the prompt's login is in flight are swallowed.
 func TestLoginPromptSwallowsKeysInFlight(t *testing.T) {
+	t.Parallel()
 	h := openDemoDetails(t, nil)
 	h.press("l")
 	h.typeText("pw")
@@ -161,6 +166,7 @@ func sortedLabels(h *harness) string { return strings.Join(visibleLabels(h), ","
 // Sort by any column; the same column again reverses; labels compare
 // without case; g/G go to the ends.
 func TestKeyListSortByAnyColumn(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, func(f *fakeStore) {
 		f.add("beta", "u", t0.Add(-time.Hour))
 		f.add("Alpha", "u", t0.Add(-time.Minute))
@@ -206,6 +212,7 @@ func TestKeyListSortByAnyColumn(t *testing.T) {
 
 // Opening the table selects the key just viewed.
 func TestKeyListSelectsTheKeyJustViewed(t *testing.T) {
+	t.Parallel()
 	h := harness80(t)
 	h.press("2", "G", "enter")
 	if h.m.details.key.Label != "shipping-prod" {
@@ -221,6 +228,7 @@ func TestKeyListSelectsTheKeyJustViewed(t *testing.T) {
 // The filter narrows the last result when the query grows and starts over
 // when it shrinks; matching ignores case.
 func TestKeyListFilterIncremental(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, func(f *fakeStore) {
 		for i := range 30 {
 			f.add(fmt.Sprintf("Key-%02d", i), "u", time.Time{})
@@ -246,6 +254,7 @@ func TestKeyListFilterIncremental(t *testing.T) {
 // Changes by other shipkey processes show within a tick, and nothing is
 // read when nothing changed.
 func TestLiveReloadOnStamp(t *testing.T) {
+	t.Parallel()
 	h := openKeyList(t)
 	h.st.mu.Lock()
 	before := h.st.keysCalls
@@ -271,6 +280,7 @@ func TestLiveReloadOnStamp(t *testing.T) {
 
 // The shown key's tokens follow a refresh or logout by another process.
 func TestLiveReloadDetails(t *testing.T) {
+	t.Parallel()
 	h := openDemoDetails(t, nil)
 	old := h.m.details.tokens.AccessToken
 	h.clock.Advance(time.Minute)
@@ -287,6 +297,7 @@ func TestLiveReloadDetails(t *testing.T) {
 
 // One key-list read per action.
 func TestOneKeyListLoadPerAction(t *testing.T) {
+	t.Parallel()
 	h := openDemoDetails(t, nil)
 	for _, keys := range [][]string{{"c"}, {"r"}, {"2", "*"}} {
 		h.st.mu.Lock()
@@ -305,6 +316,7 @@ func TestOneKeyListLoadPerAction(t *testing.T) {
 
 // The advanced connection options: folded, then token URL and HTTP Basic.
 func TestFormAdvancedOptions(t *testing.T) {
+	t.Parallel()
 	h := newFormHarness(t, demoPrefill, nil)
 	h.mustNotShow("Token URL", "Issuer")
 	h.mustShow("Advanced")
@@ -328,6 +340,7 @@ func TestFormAdvancedOptions(t *testing.T) {
 }
 
 func TestFormTokenURLAndIssuerExclude(t *testing.T) {
+	t.Parallel()
 	h := newFormHarness(t, Prefill{TokenURL: "http://127.0.0.1:9/t", Issuer: "http://127.0.0.1:9/i"}, nil)
 	h.mustShow("Token URL", "Issuer")
 	h.press("enter")
@@ -338,6 +351,7 @@ func TestFormTokenURLAndIssuerExclude(t *testing.T) {
 
 // The form scrolls to its focused field at 40×10.
 func TestFormFollowsFocusWhenSmall(t *testing.T) {
+	t.Parallel()
 	h := newFormHarness(t, demoPrefill, nil)
 	h.send(windowSize(40, 10))
 	for h.m.form.focus != fieldScope {
@@ -350,6 +364,7 @@ func TestFormFollowsFocusWhenSmall(t *testing.T) {
 // The inspector: its top lines indent by 2, an HS256 token says what is
 // known, and relative times tick.
 func TestInspectorCosmetics(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, func(f *fakeStore) { f.add("demo", "demo", time.Time{}) })
 	h.send(windowSize(80, 24))
 	hs := fakeJWT(map[string]any{"alg": "HS256", "typ": "JWT"}, map[string]any{"exp": t0.Add(5 * time.Minute).Unix(), "a_rather_long_custom_claim_name_here": "x"})
@@ -377,6 +392,7 @@ func TestInspectorCosmetics(t *testing.T) {
 
 // Liveness "cannot tell" is shown as such and blocks nothing.
 func TestCannotTellBlocksNothing(t *testing.T) {
+	t.Parallel()
 	h := openDemoDetails(t, func(f *fakeStore) { f.liveErr = errors.New("network down") })
 	h.mustShow("cannot tell: network down")
 	h.press("r")
@@ -388,6 +404,7 @@ func TestCannotTellBlocksNothing(t *testing.T) {
 // A refresh refused with invalid_grant (store.ErrLoginNeeded) ends the
 // session: the one verdict is "session ended".
 func TestRefreshRefusedEndsSession(t *testing.T) {
+	t.Parallel()
 	h := openDemoDetails(t, func(f *fakeStore) { f.refreshErr = fmt.Errorf("refresh: %w", store.ErrLoginNeeded) })
 	h.press("r")
 	h.mustShow("State               session ended — log in again (l)")

@@ -37,12 +37,14 @@ func visibleLabels(h *harness) []string {
 }
 
 func TestKeyListColumnsAndRows(t *testing.T) {
+	t.Parallel()
 	h := openKeyList(t)
 	h.mustShow("API Key", "Label", "Last Used", "Access expires", "* demo", "3 min ago", "never", "2 h ago", "in 5:00")
 	golden.RequireEqual(t, []byte(h.view()))
 }
 
 func TestKeyListCountdownColumnTicks(t *testing.T) {
+	t.Parallel()
 	h := openKeyList(t)
 	h.clock.Advance(61 * time.Second)
 	fire[tickMsg](h)
@@ -50,6 +52,7 @@ func TestKeyListCountdownColumnTicks(t *testing.T) {
 }
 
 func TestKeyListSort(t *testing.T) {
+	t.Parallel()
 	h := openKeyList(t)
 	if got := strings.Join(visibleLabels(h), ","); got != "ci-bot,demo,staging" {
 		t.Fatalf("by label: %s", got)
@@ -62,6 +65,7 @@ func TestKeyListSort(t *testing.T) {
 }
 
 func TestKeyListFilterAsYouType(t *testing.T) {
+	t.Parallel()
 	h := openKeyList(t)
 	h.press("/")
 	if !h.m.keyList.Capturing() {
@@ -97,6 +101,7 @@ func TestKeyListFilterAsYouType(t *testing.T) {
 }
 
 func TestKeyListDeleteNeedsConfirmation(t *testing.T) {
+	t.Parallel()
 	h := openKeyList(t)
 	h.press("d")
 	h.mustShow(`Delete key "ci-bot" and its secrets? (y/n)`)
@@ -119,6 +124,7 @@ func TestKeyListDeleteNeedsConfirmation(t *testing.T) {
 }
 
 func TestKeyListRenameInline(t *testing.T) {
+	t.Parallel()
 	h := openKeyList(t)
 	h.press("e")
 	if !h.m.keyList.Capturing() {
@@ -140,6 +146,7 @@ func TestKeyListRenameInline(t *testing.T) {
 }
 
 func TestKeyListSetDefaultAndCopy(t *testing.T) {
+	t.Parallel()
 	h := openKeyList(t)
 	h.press("j", "j", "*") // staging
 	if !contains(h.st.Calls(), "default staging") {
@@ -160,6 +167,7 @@ func TestKeyListSetDefaultAndCopy(t *testing.T) {
 }
 
 func TestKeyListMouseWheel(t *testing.T) {
+	t.Parallel()
 	h := openKeyList(t)
 	h.send(tea.MouseWheelMsg{Button: tea.MouseWheelDown})
 	if h.m.keyList.cursor != 1 {
@@ -172,6 +180,7 @@ func TestKeyListMouseWheel(t *testing.T) {
 }
 
 func TestKeyListHostileLabel(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, func(f *fakeStore) { f.add("evil\x1b]52;c;aGk=\x07\x1b[2J", "x", time.Time{}) })
 	h.send(windowSize(130, 30)) // room for the whole escaped label beside every column
 	h.press("2")
@@ -184,6 +193,7 @@ func TestKeyListHostileLabel(t *testing.T) {
 // Clearing a filter or changing the sort keeps the cursor on the key the
 // user found, so the next action (rename, delete) hits that key.
 func TestKeyListCursorFollowsTheKey(t *testing.T) {
+	t.Parallel()
 	h := openKeyList(t)
 	h.press("/", "s", "t", "a", "g", "enter")
 	if sel := h.m.keyList.selected(); sel == nil || sel.Label != "staging" {
@@ -208,6 +218,7 @@ func TestKeyListCursorFollowsTheKey(t *testing.T) {
 
 // Every key appears once in the full help, and one key is "1 key".
 func TestHelpListsEachKeyOnceAndCountsGrammatically(t *testing.T) {
+	t.Parallel()
 	h := openDemoDetails(t, nil)
 	seen := map[string]int{}
 	for _, g := range h.m.FullHelp() {

@@ -21,6 +21,7 @@ func count(list []string, s string) int {
 }
 
 func TestDetailsAsksTheServerOnOpen(t *testing.T) {
+	t.Parallel()
 	h := openDemoDetails(t, nil)
 	if n := count(h.st.Calls(), "liveness demo"); n != 1 {
 		t.Fatalf("%d server checks on open, want 1: %v", n, h.st.Calls())
@@ -34,6 +35,7 @@ func TestDetailsAsksTheServerOnOpen(t *testing.T) {
 // That is the one verdict shown ("session ended"), and it blocks nothing:
 // r still refreshes (the server answers for itself), copy still copies.
 func TestDetailsServerEndedSessionBlocksNothing(t *testing.T) {
+	t.Parallel()
 	h := openDemoDetails(t, func(f *fakeStore) { f.live = inactive })
 	h.mustShow("Server              the server ended this session (introspection) — log in again (l)",
 		"State               session ended — log in again (l)")
@@ -67,6 +69,7 @@ func TestDetailsServerEndedSessionBlocksNothing(t *testing.T) {
 // A userinfo refusal is not the server's verdict on the session: it shows
 // as "cannot tell".
 func TestDetailsUserinfoRefusalCannotTell(t *testing.T) {
+	t.Parallel()
 	h := openDemoDetails(t, func(f *fakeStore) {
 		f.live = auth.Liveness{State: auth.LiveInactive, Via: "userinfo", Reason: "the server no longer accepts the token"}
 	})
@@ -77,6 +80,7 @@ func TestDetailsUserinfoRefusalCannotTell(t *testing.T) {
 }
 
 func TestDetailsServerCannotTell(t *testing.T) {
+	t.Parallel()
 	h := openDemoDetails(t, func(f *fakeStore) {
 		f.live = auth.Liveness{State: auth.LiveUnknown, Reason: "the server offers neither token introspection nor userinfo\x1b[2J"}
 	})
@@ -90,6 +94,7 @@ func TestDetailsServerCannotTell(t *testing.T) {
 }
 
 func TestDetailsCheckWithServerKeyAndStaleAnswers(t *testing.T) {
+	t.Parallel()
 	h := openDemoDetails(t, nil)
 	act, _ := h.m.details.Update(keyMsg("s"))
 	if a, ok := act.(actCheckLive); !ok || a.label != "demo" {
@@ -121,6 +126,7 @@ func TestDetailsCheckWithServerKeyAndStaleAnswers(t *testing.T) {
 }
 
 func TestDetailsServerCheckAfterRefresh(t *testing.T) {
+	t.Parallel()
 	h := openDemoDetails(t, nil)
 	h.press("r")
 	calls := h.st.Calls()
@@ -130,6 +136,7 @@ func TestDetailsServerCheckAfterRefresh(t *testing.T) {
 }
 
 func TestDetailsNoServerLineWhenLoggedOut(t *testing.T) {
+	t.Parallel()
 	h := openDemoDetails(t, nil)
 	h.press("X", "y")
 	h.mustNotShow("Server")
@@ -138,6 +145,7 @@ func TestDetailsNoServerLineWhenLoggedOut(t *testing.T) {
 }
 
 func TestCheckWithServerInHelp(t *testing.T) {
+	t.Parallel()
 	h := openDemoDetails(t, nil)
 	h.press("?")
 	h.mustShow("s", "check with server")

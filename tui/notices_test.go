@@ -10,6 +10,7 @@ import (
 )
 
 func TestNoticesQueueUntilTheAppRunsThenFlow(t *testing.T) {
+	t.Parallel()
 	var n Notices
 	fmt.Fprintf(&n, "shipkey: warning: secrets are stored unencrypted in /x/secrets.json\n")
 	var got []string
@@ -27,6 +28,7 @@ func TestNoticesQueueUntilTheAppRunsThenFlow(t *testing.T) {
 }
 
 func TestNoticeShowsOnTheStatusLineUntilTheNextKey(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, func(f *fakeStore) { f.add("demo", "demo", time.Time{}) })
 	h.send(noticeMsg{text: "warning: secrets are stored unencrypted in /x/secrets.json"})
 	h.mustShow("⚠ warning: secrets are stored unencrypted")

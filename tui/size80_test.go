@@ -44,6 +44,7 @@ func harness80(t *testing.T) *harness {
 }
 
 func TestWelcomeAt80x24(t *testing.T) {
+	t.Parallel()
 	h := harness80(t)
 	h.mustShow("Default key", "demo", "? help")
 	requireFits(t, h.view(), 80, 24)
@@ -51,6 +52,7 @@ func TestWelcomeAt80x24(t *testing.T) {
 }
 
 func TestKeyListAt80x24(t *testing.T) {
+	t.Parallel()
 	h := harness80(t)
 	h.press("2")
 	h.mustShow("demo", "shipping-prod", "Last Used", "3 h ago", "? help")
@@ -59,6 +61,7 @@ func TestKeyListAt80x24(t *testing.T) {
 }
 
 func TestDetailsAt80x24(t *testing.T) {
+	t.Parallel()
 	h := harness80(t)
 	h.press("1")
 	h.mustShow("Access expires", "Refresh expires", "State", "Server", "accepts this token", "? help")
@@ -69,6 +72,7 @@ func TestDetailsAt80x24(t *testing.T) {
 // A long realm URL and the server's "no longer accepts" line wrap inside
 // 80 columns instead of running off the edge.
 func TestDetailsLongLinesAt80x24(t *testing.T) {
+	t.Parallel()
 	h := harness80(t)
 	h.st.live = inactive
 	h.press("2", "down", "enter")

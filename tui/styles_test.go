@@ -25,6 +25,7 @@ func TestNoColorDropsColours(t *testing.T) {
 }
 
 func TestProgressColourFollowsTimeLeft(t *testing.T) {
+	t.Parallel()
 	s := NewStyles(Theme{Dark: true})
 	if s.barColor(0.9) != s.Good || s.barColor(0.3) != s.Fair || s.barColor(0.1) != s.Poor {
 		t.Fatal("the bar must go green → yellow → red as expiry nears")
@@ -39,6 +40,7 @@ func TestProgressColourFollowsTimeLeft(t *testing.T) {
 }
 
 func TestPlainThemeHasNoEscapes(t *testing.T) {
+	t.Parallel()
 	h := openDemoDetails(t, nil)
 	for _, k := range []string{"1", "2", "3", "n"} {
 		h.press("esc", k)
@@ -49,6 +51,7 @@ func TestPlainThemeHasNoEscapes(t *testing.T) {
 }
 
 func TestBackgroundColourRebuildsStyles(t *testing.T) {
+	t.Parallel()
 	m := newModel(config{theme: Theme{Dark: true}, now: (&clock{t: t0}).Now})
 	before := m.c.styles.Title.Render("x")
 	m.handleBackground(false)

@@ -173,7 +173,9 @@ const frameRate = 30
 func Run(ctx context.Context, opts Options) error {
 	m := New(opts)
 	m.ctx = ctx
-	p := tea.NewProgram(m, tea.WithContext(ctx), tea.WithFPS(frameRate), tea.WithoutSignalHandler())
+	env := os.Environ()
+	p := tea.NewProgram(m, tea.WithContext(ctx), tea.WithFPS(frameRate), tea.WithoutSignalHandler(),
+		tea.WithColorProfile(stdoutProfile()), tea.WithEnvironment(termEnv(env)))
 	if opts.Notices != nil {
 		// Send blocks until the program's loop runs; deliver from a goroutine.
 		opts.Notices.attach(func(msg tea.Msg) { go p.Send(msg) })

@@ -9,6 +9,7 @@ import (
 )
 
 func TestWelcomeShowsDefaultKeyAndMenu(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, func(f *fakeStore) {
 		f.add("demo", "demo", t0.Add(-3*time.Minute))
 		f.add("ci-bot", "bot", time.Time{})
@@ -21,6 +22,7 @@ func TestWelcomeShowsDefaultKeyAndMenu(t *testing.T) {
 }
 
 func TestWelcomeStates(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, func(f *fakeStore) { f.add("demo", "demo", time.Time{}) })
 	h.clock.Advance(5 * time.Minute) // access expired, refresh alive
 	fire[tickMsg](h)
@@ -31,6 +33,7 @@ func TestWelcomeStates(t *testing.T) {
 }
 
 func TestWelcomeWithoutKeysLeadsToGetAPIKey(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, nil)
 	if h.m.active != screenForm {
 		t.Fatalf("active = %v, want the Get API Key form", h.m.active)
@@ -44,6 +47,7 @@ func TestWelcomeWithoutKeysLeadsToGetAPIKey(t *testing.T) {
 }
 
 func TestWelcomeMenuNavigation(t *testing.T) {
+	t.Parallel()
 	cases := []struct {
 		keys []string
 		want func(*Model) bool
@@ -64,6 +68,7 @@ func TestWelcomeMenuNavigation(t *testing.T) {
 }
 
 func TestGlobalKeys(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, func(f *fakeStore) { f.add("demo", "demo", time.Time{}) })
 	h.press("1")
 	if h.m.active != screenDetails || h.m.details.key.Label != "demo" {
@@ -96,6 +101,7 @@ func TestGlobalKeys(t *testing.T) {
 }
 
 func TestHelpToggle(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, func(f *fakeStore) { f.add("demo", "demo", time.Time{}) })
 	h.press("1", "?")
 	if !h.m.showHelp {
@@ -110,6 +116,7 @@ func TestHelpToggle(t *testing.T) {
 }
 
 func TestShortHelpOnEveryScreen(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, func(f *fakeStore) { f.add("demo", "demo", time.Time{}) })
 	for _, k := range []string{"1", "2", "3", "n"} {
 		h.press("esc") // leave text fields
@@ -123,6 +130,7 @@ func TestShortHelpOnEveryScreen(t *testing.T) {
 }
 
 func TestEveryScreenFitsSmallTerminals(t *testing.T) {
+	t.Parallel()
 	for _, size := range [][2]int{{100, 30}, {80, 24}, {59, 20}, {40, 12}, {20, 6}} {
 		h := newHarness(t, func(f *fakeStore) { f.add("demo", "demo", time.Time{}) })
 		h.send(windowSize(size[0], size[1]))

@@ -9,6 +9,7 @@ import (
 // TestProfileOptions: each option changes what it says, alone, and the
 // discovery document reflects it.
 func TestProfileOptions(t *testing.T) {
+	t.Parallel()
 	disc := func(t *testing.T, s *Server) *result {
 		t.Helper()
 		r := get(t, s.Issuer()+"/.well-known/openid-configuration")

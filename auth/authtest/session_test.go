@@ -14,6 +14,7 @@ import (
 )
 
 func TestLogoutEndsSession(t *testing.T) {
+	t.Parallel()
 	s, clock := newTest(t, func(c *Config) { c.Clients = append(c.Clients, Client{ID: "other", Secret: "other-secret"}) })
 	r := login(t, s)
 	rt, access := r.str("refresh_token"), r.str("access_token")
@@ -50,6 +51,7 @@ func TestLogoutEndsSession(t *testing.T) {
 }
 
 func TestIntrospectionAndUserinfoAcrossEndSessions(t *testing.T) {
+	t.Parallel()
 	s, _ := newTest(t, nil)
 	r := login(t, s)
 	access := r.str("access_token")
@@ -100,6 +102,7 @@ func TestIntrospectionAndUserinfoAcrossEndSessions(t *testing.T) {
 }
 
 func TestDisabledUserMidSession(t *testing.T) {
+	t.Parallel()
 	s, _ := newTest(t, nil)
 	r := login(t, s)
 	u := DemoConfig().Users[0]
@@ -116,6 +119,7 @@ func TestDisabledUserMidSession(t *testing.T) {
 }
 
 func TestRevoke(t *testing.T) {
+	t.Parallel()
 	s, _ := newTest(t, nil)
 	revokeURL := oidcURL(s, "revoke")
 
@@ -145,6 +149,7 @@ func TestRevoke(t *testing.T) {
 }
 
 func TestDiscoveryAndRealm(t *testing.T) {
+	t.Parallel()
 	s, _ := newTest(t, nil)
 	d := get(t, s.Issuer()+"/.well-known/openid-configuration")
 	if d.status != 200 || d.str("issuer") != s.Issuer() {
@@ -188,6 +193,7 @@ func TestDiscoveryAndRealm(t *testing.T) {
 }
 
 func TestFaults(t *testing.T) {
+	t.Parallel()
 	s, _ := newTest(t, nil)
 	tokenURL := oidcURL(s, "token")
 
@@ -255,6 +261,7 @@ func TestFaults(t *testing.T) {
 }
 
 func TestStartRefusesNonLoopback(t *testing.T) {
+	t.Parallel()
 	for _, addr := range []string{"0.0.0.0:0", "192.0.2.1:0", "example.com:80", "[::]:0", "nonsense"} {
 		if s, err := Start(addr, DemoConfig()); err == nil {
 			s.Close()
@@ -276,6 +283,7 @@ func TestStartRefusesNonLoopback(t *testing.T) {
 }
 
 func TestHandlerEmbedsWithRequestIssuer(t *testing.T) {
+	t.Parallel()
 	s, _ := newTest(t, nil)
 	ts := httptest.NewServer(s.Handler())
 	defer ts.Close()
@@ -289,6 +297,7 @@ func TestHandlerEmbedsWithRequestIssuer(t *testing.T) {
 }
 
 func TestRotateKeyKeepsOldTokensVerifiable(t *testing.T) {
+	t.Parallel()
 	s, _ := newTest(t, nil)
 	old := login(t, s).str("access_token")
 	_, oldHdr := verifyWithCerts(t, s, old)
@@ -307,6 +316,7 @@ func TestRotateKeyKeepsOldTokensVerifiable(t *testing.T) {
 }
 
 func TestConcurrentUse(t *testing.T) {
+	t.Parallel()
 	s, clock := newTest(t, func(c *Config) { c.RevokeRefreshToken = true })
 	var wg sync.WaitGroup
 	errs := make(chan string, 64)
@@ -364,6 +374,7 @@ func TestConcurrentUse(t *testing.T) {
 }
 
 func TestInjectRejectsUnknownEndpoint(t *testing.T) {
+	t.Parallel()
 	s, _ := newTest(t, nil)
 	defer func() {
 		if recover() == nil {

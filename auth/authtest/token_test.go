@@ -11,6 +11,7 @@ import (
 )
 
 func TestPasswordGrantMatchesKeycloak(t *testing.T) {
+	t.Parallel()
 	s, clock := newTest(t, nil)
 	r := login(t, s)
 
@@ -96,6 +97,7 @@ func jwtHeader(t *testing.T, tok string) map[string]any {
 }
 
 func TestOpenIDScopeAddsIDToken(t *testing.T) {
+	t.Parallel()
 	s, _ := newTest(t, nil)
 	f := passwordForm()
 	f.Set("scope", "openid write")
@@ -118,6 +120,7 @@ func TestOpenIDScopeAddsIDToken(t *testing.T) {
 }
 
 func TestTokenEndpointErrors(t *testing.T) {
+	t.Parallel()
 	s, _ := newTest(t, func(c *Config) {
 		c.Users = append(c.Users,
 			User{Username: "off", Password: "off-pw", Disabled: true},
@@ -208,6 +211,7 @@ func TestTokenEndpointErrors(t *testing.T) {
 }
 
 func TestBasicClientAuthentication(t *testing.T) {
+	t.Parallel()
 	const secret = "s3cr+t:/= %x"
 	s, _ := newTest(t, func(c *Config) { c.Clients = append(c.Clients, Client{ID: "cli ent", Secret: secret}) })
 	f := passwordForm()
@@ -233,6 +237,7 @@ func TestBasicClientAuthentication(t *testing.T) {
 }
 
 func TestRefreshWithoutRotation(t *testing.T) {
+	t.Parallel()
 	s, clock := newTest(t, nil)
 	first := login(t, s)
 	rt1 := first.str("refresh_token")
@@ -264,6 +269,7 @@ func TestRefreshWithoutRotation(t *testing.T) {
 }
 
 func TestRefreshRotationDetectsReuse(t *testing.T) {
+	t.Parallel()
 	s, _ := newTest(t, func(c *Config) { c.RevokeRefreshToken = true })
 	rtA := login(t, s).str("refresh_token")
 	second := refresh(t, s, rtA)
@@ -280,6 +286,7 @@ func TestRefreshRotationDetectsReuse(t *testing.T) {
 }
 
 func TestRefreshTokenOfAnotherClient(t *testing.T) {
+	t.Parallel()
 	s, _ := newTest(t, func(c *Config) { c.Clients = append(c.Clients, Client{ID: "other", Secret: "other-secret"}) })
 	rt := login(t, s).str("refresh_token")
 	r := post(t, oidcURL(s, "token"), url.Values{
@@ -291,6 +298,7 @@ func TestRefreshTokenOfAnotherClient(t *testing.T) {
 }
 
 func TestRefreshExpiryAndIdleSession(t *testing.T) {
+	t.Parallel()
 	s, clock := newTest(t, nil) // access 15 days, refresh 30 minutes
 	first := login(t, s)
 	access := first.str("access_token")
@@ -317,6 +325,7 @@ func TestRefreshExpiryAndIdleSession(t *testing.T) {
 }
 
 func TestAccessTokenExpiry(t *testing.T) {
+	t.Parallel()
 	s, clock := newTest(t, func(c *Config) { c.AccessTTL = 5 * time.Minute })
 	r := login(t, s)
 	if r.num("expires_in") != 300 {
@@ -339,6 +348,7 @@ func TestAccessTokenExpiry(t *testing.T) {
 }
 
 func TestNoRefreshExpiry(t *testing.T) {
+	t.Parallel()
 	s, clock := newTest(t, func(c *Config) { c.RefreshTTL = -1 })
 	r := login(t, s)
 	if v, ok := r.json["refresh_expires_in"]; !ok || v != float64(0) {
@@ -355,6 +365,7 @@ func TestNoRefreshExpiry(t *testing.T) {
 }
 
 func TestOfflineTokens(t *testing.T) {
+	t.Parallel()
 	s, clock := newTest(t, nil)
 	f := passwordForm()
 	f.Set("scope", "offline_access")
@@ -376,6 +387,7 @@ func TestOfflineTokens(t *testing.T) {
 }
 
 func TestShortRealLifetimes(t *testing.T) {
+	t.Parallel()
 	cfg := DemoConfig()
 	cfg.AccessTTL = time.Second
 	cfg.RefreshTTL = time.Second

@@ -14,6 +14,7 @@ import (
 )
 
 func TestCloseLabels(t *testing.T) {
+	t.Parallel()
 	labels := []string{"prod", "prod eu", "staging", "Stage-2", "dev"}
 	for typed, want := range map[string][]string{
 		"prdo":    {"prod"},            // a swap counts one
@@ -36,6 +37,7 @@ func TestCloseLabels(t *testing.T) {
 }
 
 func TestChildEnv(t *testing.T) {
+	t.Parallel()
 	env := []string{"HOME=/h", "SHIPKEY_PASSWORD=pw", "SHIPKEY_CLIENT_SECRET=cs", "SHIPKEY_PASSPHRASE=pp",
 		"API_TOKEN=old", "SHIPKEY_KEY=prod", "PATH=/bin"}
 	got := childEnv(env, "API_TOKEN", "tok")
@@ -46,6 +48,7 @@ func TestChildEnv(t *testing.T) {
 }
 
 func TestChildExit(t *testing.T) {
+	t.Parallel()
 	if err := childExit(nil); err != nil {
 		t.Fatal(err)
 	}
@@ -66,6 +69,7 @@ func TestChildExit(t *testing.T) {
 }
 
 func TestKeyStatus(t *testing.T) {
+	t.Parallel()
 	now := time.Date(2026, 11, 21, 12, 0, 0, 0, time.UTC)
 	tok := func(obtained, access, refresh time.Duration) auth.TokenSet {
 		ts := auth.TokenSet{ObtainedAt: now.Add(obtained)}
@@ -106,6 +110,7 @@ func TestKeyStatus(t *testing.T) {
 }
 
 func TestReportEnd(t *testing.T) {
+	t.Parallel()
 	now := time.Date(2026, 11, 21, 12, 0, 0, 0, time.UTC)
 	key := store.Key{Label: "k", Token: auth.TokenSet{ObtainedAt: now, AccessExpiresAt: now.Add(time.Hour)}}
 	for _, tc := range []struct {

@@ -3,11 +3,9 @@ package main
 import (
 	"bufio"
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"strings"
-	"text/tabwriter"
 	"time"
 
 	"github.com/shipkey/shipkey/auth"
@@ -318,71 +316,86 @@ func keysListRun(opts *keysListOptions) error {
 	if err != nil {
 		return err
 	}
-	keys, err := st.Keys()
-	if err != nil {
-		return err
-	}
+	// Team keys (a few, from the team's store) come after the local ones.
+	var teamKeys []store.Key
 	if opts.TeamKeys != nil {
-		tks, err := opts.TeamKeys(st)
-		if err != nil {
+		if teamKeys, err = opts.TeamKeys(st); err != nil {
 			return err
 		}
-		keys = append(keys, tks...)
 	}
-	now := opts.Now()
-	if opts.JSON {
-		out := make([]keyJSON, 0, len(keys))
-		for _, k := range keys {
-			status := k.StatusAt(now)
-			j := keyJSON{
-				Label:    k.Label,
-				APIKey:   k.Masked,
-				LastUsed: rfc3339OrNil(k.LastUsed),
-				AuthURL:  k.Conn.AuthURL,
-				Realm:    k.Conn.RealmName(),
-				ClientID: k.Conn.ClientID,
-				Username: k.Username,
-				Default:  k.Default,
-				Status:   status.String(),
-			}
-			if status != store.StatusNoToken {
-				j.AccessExpiresAt = rfc3339OrNil(k.Token.AccessExpiry())
-				j.RefreshExpiresAt = rfc3339OrNil(k.Token.RefreshExpiresAt)
-			}
-			out = append(out, j)
+	each := func(fn func(store.Key) error) error {
+		if err := st.EachKey(fn); err != nil {
+			return err
 		}
-		enc := json.NewEncoder(opts.IO.Out)
-		enc.SetIndent("", "  ")
-		return enc.Encode(out)
-	}
-	if len(keys) == 0 {
-		fmt.Fprintln(opts.IO.ErrOut, "No API keys yet. Get one with: shipkey keys new (see: shipkey keys new --help)")
+		for _, k := range teamKeys {
+			if err := fn(k); err != nil {
+				return err
+			}
+		}
 		return nil
 	}
-	// The app's columns (tui.KeyColumns), with times in words. Buffered: at
-	// 100k keys unbuffered writes were most of the cost.
+	now := opts.Now()
+	// Buffered, one key at a time from the index: at 100k keys unbuffered
+	// writes were most of the cost, and a list built first most of the memory.
 	bw := bufio.NewWriterSize(opts.IO.Out, 64<<10)
-	tw := tabwriter.NewWriter(bw, 0, 4, 2, ' ', 0)
+	if opts.JSON {
+		arr := &jsonArray{w: bw}
+		if err := each(func(k store.Key) error { return arr.add(keyToJSON(k, now)) }); err != nil {
+			return err
+		}
+		return arr.close()
+	}
+	// The app's columns (tui.KeyColumns), with times in words, aligned: the
+	// rows are kept formatted (rowBuffer) until the widths are known.
 	head := []string{""}
 	for _, c := range tui.KeyColumns {
 		head = append(head, strings.ToUpper(c.Title))
 	}
-	fmt.Fprintln(tw, strings.Join(head, "\t"))
-	for _, k := range keys {
-		r := tui.NewKeyRow(k)
-		cells := []string{" "}
-		if k.Default {
-			cells[0] = "*"
-		}
-		for _, c := range tui.KeyColumns {
-			cells = append(cells, c.Cell(&r, now, tui.Words))
-		}
-		fmt.Fprintln(tw, strings.Join(cells, "\t"))
-	}
-	if err := tw.Flush(); err != nil {
+	var rows rowBuffer
+	if err := each(func(k store.Key) error { rows.add(keyCells(k, now)); return nil }); err != nil {
 		return err
 	}
-	return bw.Flush()
+	if len(rows.ends) == 0 {
+		fmt.Fprintln(opts.IO.ErrOut, "No API keys yet. Get one with: shipkey keys new (see: shipkey keys new --help)")
+		return nil
+	}
+	return rows.flush(bw, head)
+}
+
+// keyToJSON is one key of keys list --json.
+func keyToJSON(k store.Key, now time.Time) keyJSON {
+	status := k.StatusAt(now)
+	j := keyJSON{
+		Label:    k.Label,
+		APIKey:   k.Masked,
+		LastUsed: rfc3339OrNil(k.LastUsed),
+		AuthURL:  k.Conn.AuthURL,
+		Realm:    k.Conn.RealmName(),
+		ClientID: k.Conn.ClientID,
+		Username: k.Username,
+		Default:  k.Default,
+		Status:   status.String(),
+	}
+	if status != store.StatusNoToken {
+		j.AccessExpiresAt = rfc3339OrNil(k.Token.AccessExpiry())
+		j.RefreshExpiresAt = rfc3339OrNil(k.Token.RefreshExpiresAt)
+	}
+	return j
+}
+
+// keyCells is one row of the keys table: the default mark, then the app's
+// columns.
+func keyCells(k store.Key, now time.Time) []string {
+	r := tui.NewKeyRow(k)
+	cells := make([]string, 1, 1+len(tui.KeyColumns))
+	cells[0] = " "
+	if k.Default {
+		cells[0] = "*"
+	}
+	for _, c := range tui.KeyColumns {
+		cells = append(cells, c.Cell(&r, now, tui.Words))
+	}
+	return cells
 }
 
 // keysRmOptions removes a key.

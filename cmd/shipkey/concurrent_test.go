@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"net/http"
 	"net/url"
 	"os"
@@ -20,22 +21,44 @@ import (
 	"github.com/shipkey/shipkey/auth/authtest"
 )
 
-// buildShipkey builds the real binary (without -race: twenty of them run at
-// once) into a temporary directory.
+// buildShipkey returns the real binary, built once per test process (without
+// -race: twenty of them run at once) into a directory that TestMain removes.
 func buildShipkey(t *testing.T) string {
 	t.Helper()
-	goBin, err := exec.LookPath("go")
-	if err != nil {
-		t.Fatalf("the go command is needed to build shipkey: %v", err)
+	built.once.Do(func() {
+		goBin, err := exec.LookPath("go")
+		if err != nil {
+			built.err = fmt.Errorf("the go command is needed to build shipkey: %w", err)
+			return
+		}
+		dir, err := os.MkdirTemp("", "shipkey-test-bin-")
+		if err != nil {
+			built.err = err
+			return
+		}
+		built.dir = dir
+		bin := filepath.Join(dir, "shipkey")
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+		defer cancel()
+		out, err := exec.CommandContext(ctx, goBin, "build", "-o", bin, ".").CombinedOutput()
+		if err != nil {
+			built.err = fmt.Errorf("go build: %w\n%s", err, out)
+			return
+		}
+		built.bin = bin
+	})
+	if built.err != nil {
+		t.Fatal(built.err)
 	}
-	bin := filepath.Join(t.TempDir(), "shipkey")
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
-	defer cancel()
-	out, err := exec.CommandContext(ctx, goBin, "build", "-o", bin, ".").CombinedOutput()
-	if err != nil {
-		t.Fatalf("go build: %v\n%s", err, out)
-	}
-	return bin
+	return built.bin
+}
+
+// built is the binary buildShipkey made, or why it could not.
+var built struct {
+	once sync.Once
+	dir  string
+	bin  string
+	err  error
 }
 
 // TestConcurrentTokenRefreshesOnce runs twenty `shipkey token` processes at
@@ -47,6 +70,7 @@ func buildShipkey(t *testing.T) string {
 // shipkey treats a token as expired auth.Expiry's margin (up to 30 s) early, so a
 // lifetime of a few seconds would make every refreshed token look expired too.
 func TestConcurrentTokenRefreshesOnce(t *testing.T) {
+	t.Parallel()
 	bin := buildShipkey(t)
 
 	var offset atomic.Int64

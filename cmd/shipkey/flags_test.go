@@ -13,6 +13,7 @@ import (
 // options (as cli/cli tests its commands): flags and arguments are checked
 // without running anything, opening a store or asking the network.
 func TestFlagParsing(t *testing.T) {
+	t.Parallel()
 	type parsed map[string]any
 	cases := []struct {
 		name string
@@ -194,6 +195,7 @@ func TestFlagParsing(t *testing.T) {
 // TestFlagErrors checks, through runF, that bad flag combinations are usage
 // errors before anything runs.
 func TestFlagErrors(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		name  string
 		build func(f *factory, ran *bool) *cobra.Command

@@ -5,6 +5,7 @@ package main
 import (
 	"crypto/sha256"
 	"encoding/hex"
+	"errors"
 	"os"
 
 	"golang.org/x/sys/unix"
@@ -26,4 +27,11 @@ func forgetIdentityCache(keyPath string) {
 	if id, err := unix.KeyctlSearch(unix.KEY_SPEC_USER_KEYRING, "user", desc, 0); err == nil {
 		_, _ = unix.KeyctlInt(unix.KEYCTL_INVALIDATE, id, 0, 0, 0)
 	}
+}
+
+// kernelKeyringWorks reports whether keyctl answers here (a container's
+// seccomp profile may refuse it).
+func kernelKeyringWorks() bool {
+	_, err := unix.KeyctlSearch(unix.KEY_SPEC_USER_KEYRING, "user", "shipkey:probe", 0)
+	return err == nil || errors.Is(err, unix.ENOKEY)
 }

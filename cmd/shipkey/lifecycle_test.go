@@ -113,6 +113,7 @@ func lcConfig(mod func(*authtest.Config)) authtest.Config {
 // once it has expired fifty concurrent `token` processes make exactly one
 // refresh and all print the same new token.
 func TestShortLivedTokenLifecycle(t *testing.T) {
+	t.Parallel()
 	bin := buildShipkey(t)
 	srv := authtest.NewServer(lcConfig(func(c *authtest.Config) { c.AccessTTL = 8 * time.Second }))
 	defer srv.Close()

@@ -17,6 +17,7 @@ import (
 // required scope. The assertions are on what the server saw and on what the
 // CLI printed.
 func TestCLIAgainstServerProfiles(t *testing.T) {
+	t.Parallel()
 	bin := buildShipkey(t)
 	for _, p := range authtest.Profiles() {
 		t.Run(p.Name, func(t *testing.T) {

@@ -22,7 +22,8 @@ import (
 //   - token: `shipkey token LABEL` of a key in the middle, with a cached
 //     valid token and Last Used written (the file backend, its identity
 //     from the kernel keyring cache after one warm-up call);
-//   - keys-list: `shipkey keys list`.
+//   - keys-list, keys-list-json, status: `shipkey keys list [--json]`,
+//     `shipkey status`, one key at a time from the index (memory flat).
 //
 // It reports the peak RSS of one such process (maxrss-MB, by /usr/bin/time). Run one size:
 //
@@ -33,16 +34,18 @@ func BenchmarkScale(b *testing.B) {
 	base := append(os.Environ(),
 		"HOME="+home, "XDG_CONFIG_HOME="+filepath.Join(home, ".config"), "XDG_STATE_HOME="+filepath.Join(home, ".state"),
 		"XDG_RUNTIME_DIR="+filepath.Join(home, "run"), "SHIPKEY_CA_FILE=", "NO_COLOR=1")
-	for _, cmd := range []string{"token", "keys-list"} {
+	for _, cmd := range []string{"token", "keys-list", "keys-list-json", "status"} {
 		for _, n := range []int{1, 1000, 10000, 100000} {
 			b.Run(fmt.Sprintf("%s/keys=%d", cmd, n), func(b *testing.B) {
 				st := storetest.Populate(b, n, "file")
 				b.Cleanup(func() { forgetIdentityCache(filepath.Join(st.StateDir, "secrets.key.age")) })
 				env := append(append([]string{}, base...), st.Env()...)
-				args := []string{"token", storetest.Label(n / 2)}
-				if cmd == "keys-list" {
-					args = []string{"keys", "list"}
-				}
+				args := map[string][]string{
+					"token":          {"token", storetest.Label(n / 2)},
+					"keys-list":      {"keys", "list"},
+					"keys-list-json": {"keys", "list", "--json"},
+					"status":         {"status"},
+				}[cmd]
 				execShipkey(b, bin, env, args) // warm-up: the identity's one scrypt, page cache
 				for b.Loop() {
 					execShipkey(b, bin, env, args)

@@ -28,7 +28,7 @@ import (
 )
 
 func TestMain(m *testing.M) {
-	testscript.Main(m, map[string]func(){
+	testscript.Main(removeBuilt{m}, map[string]func(){
 		"shipkey": func() { os.Exit(run()) },
 		// Commands for shipkey exec to run.
 		"showenv":  childShowEnv,
@@ -39,6 +39,18 @@ func TestMain(m *testing.M) {
 		// A scripted $BROWSER for the device and browser grants.
 		"browser": childBrowser,
 	})
+}
+
+// removeBuilt removes the binary buildShipkey built once the tests have run
+// (testscript.Main exits the process itself).
+type removeBuilt struct{ m *testing.M }
+
+func (r removeBuilt) Run() int {
+	code := r.m.Run()
+	if built.dir != "" {
+		os.RemoveAll(built.dir)
+	}
+	return code
 }
 
 // childShowEnv prints NAME=VALUE, or "NAME unset", for each argument; with
@@ -113,6 +125,7 @@ var updateScripts = flag.Bool("update-scripts", false, "update testscript cmp fi
 // TestScripts runs the CLI as a user types it: testdata/script/*.txtar, each
 // against its own authtest realm and its own config and state directories.
 func TestScripts(t *testing.T) {
+	t.Parallel()
 	testscript.Run(t, testscript.Params{
 		Dir:                 "testdata/script",
 		Setup:               setupScript,
@@ -242,14 +255,14 @@ func setupScript(env *testscript.Env) error {
 		"SHIPKEY_STATE_DIR":  filepath.Join(work, "state"),
 		"SHIPKEY_SECRETS":    "file",
 		"SHIPKEY_PASSPHRASE": r.passphrase,
-		// The unlocked key stays in each process: scripts leave nothing in the
-		// kernel keyring or an agent (backends.txtar turns it on to test it).
-		"SHIPKEY_UNLOCK_MECH": "none",
+		// The unlocked key: see unlockMech.
+		"SHIPKEY_UNLOCK_MECH": unlockMech(),
 		"NO_COLOR":            "1",
 	}
 	for k, v := range vars {
 		env.Setenv(k, v)
 	}
+	env.Defer(func() { forgetIdentityCache(filepath.Join(vars["SHIPKEY_STATE_DIR"], "secrets.key.age")) })
 	// After every script, whatever it did: no secret in any file shipkey wrote.
 	env.Defer(func() {
 		if err := findSecrets(r, []string{vars["SHIPKEY_CONFIG_DIR"], vars["SHIPKEY_STATE_DIR"], home}, nil); err != nil {
@@ -257,6 +270,18 @@ func setupScript(env *testscript.Env) error {
 		}
 	})
 	return nil
+}
+
+// unlockMech is where scripts keep the unlocked key: the kernel keyring
+// where it answers, so that a script derives its passphrase once (scrypt,
+// about a second, several under -race) rather than in every command, and
+// forgets it when the script ends; else each process (none), slower but
+// leaving nothing behind.
+func unlockMech() string {
+	if kernelKeyringWorks() {
+		return "kernel"
+	}
+	return "none"
 }
 
 // closedURL returns an http URL on 127.0.0.1 where nothing listens.

@@ -53,8 +53,9 @@ func TestServeSocket(t *testing.T) {
 	sock := filepath.Join(dir, "token.sock")
 	cmd := exec.CommandContext(c.ctx, bin, "serve", "--socket", sock, "--key", "k")
 	cmd.Env = c.env
-	var stderr syncBuffer
-	cmd.Stderr = &stderr
+	var stderrBuf syncBuffer
+	cmd.Stderr = &stderrBuf
+	stderr := stderrBuf.String
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
@@ -65,7 +66,7 @@ func TestServeSocket(t *testing.T) {
 			break
 		}
 		if i == 500 {
-			t.Fatalf("the socket never answered; stderr:\n%s", stderr.String())
+			t.Fatalf("the socket never answered; stderr:\n%s", stderr())
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
@@ -156,8 +157,8 @@ func TestServeSocket(t *testing.T) {
 		if err != nil || !strings.Contains(string(out), "serves only its owner") || strings.Contains(string(out), tokens[0]) {
 			t.Errorf("uid 65534: %v\n%s", err, out)
 		}
-		if !strings.Contains(stderr.String(), "refused a connection from uid 65534") {
-			t.Errorf("serve did not say it refused uid 65534:\n%s", stderr.String())
+		if !strings.Contains(stderr(), "refused a connection from uid 65534") {
+			t.Errorf("serve did not say it refused uid 65534:\n%s", stderr())
 		}
 	} else {
 		t.Log("not root: the other-uid check needs to switch uid")
@@ -167,12 +168,12 @@ func TestServeSocket(t *testing.T) {
 		t.Fatal(err)
 	}
 	if err := cmd.Wait(); err != nil {
-		t.Fatalf("serve after SIGTERM: %v\n%s", err, stderr.String())
+		t.Fatalf("serve after SIGTERM: %v\n%s", err, stderr())
 	}
 	if _, err := os.Lstat(sock); !errors.Is(err, os.ErrNotExist) {
 		t.Errorf("the socket is still there after SIGTERM (%v)", err)
 	}
-	if strings.Contains(stderr.String(), tokens[0]) {
+	if strings.Contains(stderr(), tokens[0]) {
 		t.Error("serve printed the token on stderr")
 	}
 }

@@ -89,16 +89,31 @@ func BenchmarkVersionInProcess(b *testing.B) {
 	}
 }
 
-// BenchmarkProcess builds the binary once and execs it per iteration: what a
-// script calling `shipkey token` in a loop feels, start-up included.
+// BenchmarkProcess builds the binary once (static, CGO_ENABLED=0, as the
+// README installs it) and execs it per iteration: what a script calling
+// `shipkey token` in a loop feels, start-up included. bare-go is the
+// yardstick: a Go program that prints one line and exits; read token/file
+// as a ratio to it.
 func BenchmarkProcess(b *testing.B) {
 	gobin, err := exec.LookPath("go")
 	if err != nil {
 		b.Skip("no go command")
 	}
-	bin := filepath.Join(b.TempDir(), "shipkey")
-	if out, err := exec.Command(gobin, "build", "-o", bin, ".").CombinedOutput(); err != nil {
+	dir := b.TempDir()
+	bin := filepath.Join(dir, "shipkey")
+	build := exec.Command(gobin, "build", "-o", bin, ".")
+	build.Env = append(os.Environ(), "CGO_ENABLED=0")
+	if out, err := build.CombinedOutput(); err != nil {
 		b.Fatalf("go build: %v\n%s", err, out)
+	}
+	bare := filepath.Join(dir, "bare")
+	if err := os.WriteFile(bare+".go", []byte("package main\n\nimport \"os\"\n\nfunc main() { os.Stdout.WriteString(\"bare\\n\") }\n"), 0o600); err != nil {
+		b.Fatal(err)
+	}
+	build = exec.Command(gobin, "build", "-o", bare, bare+".go")
+	build.Env = append(os.Environ(), "CGO_ENABLED=0", "GO111MODULE=off")
+	if out, err := build.CombinedOutput(); err != nil {
+		b.Fatalf("go build bare: %v\n%s", err, out)
 	}
 	exe := func(b *testing.B, env []string, args ...string) {
 		var out, errOut bytes.Buffer
@@ -108,6 +123,16 @@ func BenchmarkProcess(b *testing.B) {
 			b.Fatalf("shipkey %v: %v: %s", args, err, errOut.String())
 		}
 	}
+	b.Run("bare-go", func(b *testing.B) {
+		for b.Loop() {
+			var out bytes.Buffer
+			cmd := exec.Command(bare)
+			cmd.Stdout = &out
+			if err := cmd.Run(); err != nil || out.Len() == 0 {
+				b.Fatalf("bare: %v", err)
+			}
+		}
+	})
 	b.Run("version", func(b *testing.B) {
 		env := append(os.Environ(), "NO_COLOR=1")
 		for b.Loop() {

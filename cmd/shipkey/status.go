@@ -1,12 +1,11 @@
 package main
 
 import (
+	"bufio"
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"strings"
-	"text/tabwriter"
 	"time"
 
 	"github.com/shipkey/shipkey/auth"
@@ -153,7 +152,10 @@ func statusRun(_ context.Context, opts *statusOptions) error {
 	if err != nil {
 		return err
 	}
-	var keys []store.Key
+	// One key, or every key one at a time from the index (then the team
+	// keys cached on this machine): JSON is written as it comes, the table's
+	// rows are kept formatted until the widths are known.
+	each := st.EachKey
 	var teamKeys []store.Key
 	if opts.TeamKeys != nil {
 		if teamKeys, err = opts.TeamKeys(st); err != nil {
@@ -161,74 +163,75 @@ func statusRun(_ context.Context, opts *statusOptions) error {
 		}
 	}
 	if _, _, ok := teamKeyAddress(st, opts.Label); ok {
+		var found []store.Key
 		for _, k := range teamKeys {
 			if k.Label == opts.Label {
-				keys = append(keys, k)
+				found = append(found, k)
 			}
 		}
-		if len(keys) == 0 {
+		if len(found) == 0 {
 			return fmt.Errorf("no team key %s on this machine (see: shipkey keys list): %w", text.Safe(opts.Label), store.ErrNotFound)
 		}
+		each = eachOf(found)
 	} else if opts.Label != "" {
 		k, err := st.Key(opts.Label)
 		if err != nil {
 			return suggestLabel(st, opts.Label, err)
 		}
-		keys = []store.Key{k}
-	} else if keys, err = st.Keys(); err != nil {
-		return err
-	} else {
-		keys = append(keys, teamKeys...)
-	}
-	if len(keys) == 0 {
-		switch {
-		case opts.Quiet:
-			return &exitError{code: exitFailure}
-		case opts.JSON:
-			fmt.Fprintln(opts.IO.Out, "[]")
+		each = eachOf([]store.Key{k})
+	} else if len(teamKeys) > 0 {
+		local := st.EachKey
+		each = func(fn func(store.Key) error) error {
+			if err := local(fn); err != nil {
+				return err
+			}
+			return eachOf(teamKeys)(fn)
 		}
-		return &exitError{code: exitFailure, err: errNoKeysYet}
 	}
-
 	now := opts.Now()
 	var needLogin []string
-	verdicts := make([]keyVerdict, len(keys))
-	for i, k := range keys {
-		verdicts[i] = keyStatus(k, now)
-		if !verdicts[i].Usable {
+	n := 0
+	verdict := func(k store.Key) keyVerdict {
+		n++
+		v := keyStatus(k, now)
+		if !v.Usable {
 			needLogin = append(needLogin, k.Label)
 		}
+		return v
 	}
-
+	bw := bufio.NewWriterSize(opts.IO.Out, 64<<10)
 	switch {
 	case opts.Quiet:
+		err = each(func(k store.Key) error { verdict(k); return nil })
 	case opts.JSON:
-		out := make([]statusJSON, len(keys))
-		for i, k := range keys {
-			v := verdicts[i]
-			out[i] = statusJSON{Label: k.Label, Default: k.Default, State: v.State, Usable: v.Usable, Detail: v.Detail}
+		arr := &jsonArray{w: bw}
+		err = each(func(k store.Key) error {
+			v := verdict(k)
+			j := statusJSON{Label: k.Label, Default: k.Default, State: v.State, Usable: v.Usable, Detail: v.Detail}
 			if !k.Token.ObtainedAt.IsZero() {
-				out[i].AccessExpiresAt = rfc3339OrNil(k.Token.AccessExpiry())
-				out[i].RefreshExpiresAt = rfc3339OrNil(k.Token.RefreshExpiresAt)
+				j.AccessExpiresAt = rfc3339OrNil(k.Token.AccessExpiry())
+				j.RefreshExpiresAt = rfc3339OrNil(k.Token.RefreshExpiresAt)
 			}
-		}
-		enc := json.NewEncoder(opts.IO.Out)
-		enc.SetIndent("", "  ")
-		if err := enc.Encode(out); err != nil {
-			return err
+			return arr.add(j)
+		})
+		if err == nil {
+			err = arr.close()
 		}
 	default:
-		tw := tabwriter.NewWriter(opts.IO.Out, 0, 4, 2, ' ', 0)
-		for i, k := range keys {
-			mark := " "
-			if k.Default {
-				mark = "*"
-			}
-			fmt.Fprintf(tw, "%s %s\t%s\n", mark, text.Safe(k.Label), verdicts[i].Detail)
+		var rows rowBuffer
+		err = each(func(k store.Key) error { rows.add(statusCells(k, verdict(k))); return nil })
+		if err == nil {
+			err = rows.flush(bw, nil)
 		}
-		if err := tw.Flush(); err != nil {
-			return err
+	}
+	if err != nil {
+		return err
+	}
+	if n == 0 {
+		if opts.Quiet {
+			return &exitError{code: exitFailure}
 		}
+		return &exitError{code: exitFailure, err: errNoKeysYet}
 	}
 
 	if len(needLogin) == 0 {
@@ -245,6 +248,16 @@ func statusRun(_ context.Context, opts *statusOptions) error {
 		plural(len(needLogin), "API key ", "API keys ")+strings.Join(quoted, ", "), quoted[0])}
 }
 
+// statusCells is one row of the status table: the default mark and the
+// label, then the verdict.
+func statusCells(k store.Key, v keyVerdict) []string {
+	mark := " "
+	if k.Default {
+		mark = "*"
+	}
+	return []string{mark + " " + text.Safe(k.Label), v.Detail}
+}
+
 var errNoKeysYet = errors.New("no API keys yet; get one: shipkey keys new")
 
 func plural(n int, one, many string) string {
@@ -252,4 +265,16 @@ func plural(n int, one, many string) string {
 		return one
 	}
 	return many
+}
+
+// eachOf walks keys as store.EachKey walks the index.
+func eachOf(keys []store.Key) func(func(store.Key) error) error {
+	return func(fn func(store.Key) error) error {
+		for _, k := range keys {
+			if err := fn(k); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
 }

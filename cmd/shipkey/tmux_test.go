@@ -95,10 +95,7 @@ func newTmuxHome(t *testing.T, env []string) *tmuxHome {
 		t.Skip("tmux not installed (apt-get install -y tmux); skipping the real-terminal test")
 	}
 	dir := t.TempDir()
-	bin := filepath.Join(dir, "shipkey")
-	if out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput(); err != nil {
-		t.Fatalf("go build: %v\n%s", err, out)
-	}
+	bin := buildShipkey(t)
 	for _, d := range []string{"config", "state", "home"} {
 		if err := os.MkdirAll(filepath.Join(dir, d), 0o700); err != nil {
 			t.Fatal(err)
@@ -198,6 +195,7 @@ func (s *tmuxSession) dead() bool {
 // through the walk-through, watches the countdown move, copies the token by
 // OSC 52 into tmux's buffer, and visits the key list and the inspector.
 func TestTmuxDemo(t *testing.T) {
+	t.Parallel()
 	s := startTmuxApp(t, []string{"SHIPKEY_SECRETS=memory"}, "demo")
 
 	// No keys yet: the app opens Get API Key, filled in by the demo.
@@ -262,6 +260,7 @@ func TestTmuxDemo(t *testing.T) {
 // plaintext backend, which warns on every write: the warning must show on the
 // app's status line, never as a stray stderr line that tears the frame.
 func TestTmuxAppKeepsItsFrame(t *testing.T) {
+	t.Parallel()
 	srv := authtest.NewServer(authtest.DemoConfig())
 	t.Cleanup(srv.Close)
 	s := startTmuxApp(t, []string{"SHIPKEY_SECRETS=plaintext"})
@@ -295,6 +294,7 @@ func TestTmuxAppKeepsItsFrame(t *testing.T) {
 // reached by scrolling; revealing the token at 100×30 does not push them
 // off for good.
 func TestTmuxDetailsScrollWhenSmall(t *testing.T) {
+	t.Parallel()
 	s := newTmuxHome(t, []string{"SHIPKEY_SECRETS=memory"}).start(60, 15, "demo")
 	s.waitText(10*time.Second, "Get API Key")
 	s.keys("Enter")
@@ -324,6 +324,7 @@ func TestTmuxDetailsScrollWhenSmall(t *testing.T) {
 // With tmux's default options, c and C put the token and the header in
 // shipkey's tmux buffers, and the clear leaves no buffer holding either.
 func TestTmuxClipboardClearReachesTmux(t *testing.T) {
+	t.Parallel()
 	srv := authtest.NewServer(authtest.DemoConfig())
 	t.Cleanup(srv.Close)
 	h := newTmuxHome(t, []string{"SHIPKEY_SECRETS=plaintext"})
@@ -364,6 +365,7 @@ func TestTmuxClipboardClearReachesTmux(t *testing.T) {
 // A wrong password keeps the log-in-again prompt open with the error, and
 // what is typed next is text: "X", "y" and "q" neither log out nor quit.
 func TestTmuxLoginPromptSurvivesWrongPassword(t *testing.T) {
+	t.Parallel()
 	srv := authtest.NewServer(authtest.DemoConfig())
 	t.Cleanup(srv.Close)
 	h := newTmuxHome(t, []string{"SHIPKEY_SECRETS=plaintext"})
@@ -395,6 +397,7 @@ func TestTmuxLoginPromptSurvivesWrongPassword(t *testing.T) {
 // A key added by the CLI shows in the running app's table within a tick or
 // two.
 func TestTmuxAppSeesKeyAddedByCLI(t *testing.T) {
+	t.Parallel()
 	srv := authtest.NewServer(authtest.DemoConfig())
 	t.Cleanup(srv.Close)
 	h := newTmuxHome(t, []string{"SHIPKEY_SECRETS=plaintext"})
@@ -415,6 +418,7 @@ func TestTmuxAppSeesKeyAddedByCLI(t *testing.T) {
 // SIGTERM, SIGINT and SIGHUP each end the app and restore the terminal,
 // every time: 20 fresh starts per signal.
 func TestTmuxAlwaysQuitsOnSignals(t *testing.T) {
+	t.Parallel()
 	h := newTmuxHome(t, []string{"SHIPKEY_SECRETS=plaintext"})
 	s := h.start(80, 24)
 	for _, sig := range []syscall.Signal{syscall.SIGTERM, syscall.SIGINT, syscall.SIGHUP} {
@@ -454,6 +458,7 @@ func TestTmuxAlwaysQuitsOnSignals(t *testing.T) {
 // A CLI request that takes long says so on the terminal's stderr, counting
 // the seconds, and the line is gone once the answer is in.
 func TestTmuxCLIWaitingNotice(t *testing.T) {
+	t.Parallel() // its own realm, store and tmux server
 	srv := authtest.NewServer(authtest.DemoConfig())
 	t.Cleanup(srv.Close)
 	h := newTmuxHome(t, []string{"SHIPKEY_SECRETS=plaintext"})

@@ -22,6 +22,7 @@ import (
 const testJWT = "eyJhbGciOiJSUzI1NiJ9.eyJzdWIiOiJ4In0.c2lnbmF0dXJl"
 
 func TestRedactingHandler(t *testing.T) {
+	t.Parallel()
 	var buf bytes.Buffer
 	secrets := &secretSet{}
 	secrets.Add("hunter2-secret", "")
@@ -46,6 +47,7 @@ func TestRedactingHandler(t *testing.T) {
 }
 
 func TestExitCode(t *testing.T) {
+	t.Parallel()
 	loginNeeded := fmt.Errorf("key k: %w", store.ErrLoginNeeded)
 	for _, tc := range []struct {
 		err  error
@@ -75,6 +77,7 @@ func testIO(stdin string) (*iostreams, *bytes.Buffer, *bytes.Buffer) {
 }
 
 func TestReadSecret(t *testing.T) {
+	t.Parallel()
 	env := map[string]string{"SHIPKEY_PASSWORD": "from-env"}
 	getenv := func(k string) string { return env[k] }
 	src := secretSource{What: "password", Env: envPassword, Prompt: "Password: ", Hint: "set SHIPKEY_PASSWORD or pass --password-stdin"}
@@ -140,6 +143,7 @@ func testStore(t *testing.T, now func() time.Time) (*store.Store, *authtest.Serv
 }
 
 func TestRunsWithoutCobra(t *testing.T) {
+	t.Parallel()
 	st, srv := testStore(t, time.Now)
 	openStore := func() (*store.Store, error) { return st, nil }
 
@@ -214,6 +218,7 @@ func TestRunsWithoutCobra(t *testing.T) {
 }
 
 func TestRunWithUsageErrors(t *testing.T) {
+	t.Parallel()
 	for _, args := range [][]string{{"frobnicate"}, {"token", "--nope"}, {"keys", "rm"}, {}} {
 		ios, out, errOut := testIO("")
 		code := runWith(args, ios, func(string) string { return "" })
@@ -231,6 +236,7 @@ func TestRunWithUsageErrors(t *testing.T) {
 }
 
 func TestFindSecretsCatchesLeaks(t *testing.T) {
+	t.Parallel()
 	r := &realm{password: "pw-leak", clientSecret: "cs-leak", passphrase: "pp-leak"}
 	for name, content := range map[string]string{
 		"password":      "x pw-leak y",
@@ -259,6 +265,7 @@ func TestFindSecretsCatchesLeaks(t *testing.T) {
 // A client clock five minutes behind the server's: inspect of the key's token
 // says the clocks disagree instead of hiding it.
 func TestInspectReportsClockSkew(t *testing.T) {
+	t.Parallel()
 	behind := func() time.Time { return time.Now().Add(-5 * time.Minute) }
 	st, _ := testStore(t, behind)
 	ios, out, _ := testIO("")

@@ -10,6 +10,7 @@ import (
 const jwt = "eyJhbGciOiJSUzI1NiJ9.eyJzdWIiOiJ4In0.c2ln"
 
 func TestBearerToken(t *testing.T) {
+	t.Parallel()
 	for in, want := range map[string]string{
 		jwt:                              jwt,
 		"  Bearer " + jwt + "\n":         jwt,
@@ -24,6 +25,7 @@ func TestBearerToken(t *testing.T) {
 }
 
 func TestMask(t *testing.T) {
+	t.Parallel()
 	if got := text.Mask(jwt); got != "eyJhbG…QuYzJs"[:0]+jwt[:6]+"…"+jwt[len(jwt)-6:] {
 		t.Errorf("Mask = %q", got)
 	}

@@ -9,6 +9,7 @@ import (
 )
 
 func TestSanitize(t *testing.T) {
+	t.Parallel()
 	tests := []struct{ in, want string }{
 		{"", ""},
 		{"plain text, ünïcödé ✓", "plain text, ünïcödé ✓"},
@@ -39,6 +40,7 @@ func TestSanitize(t *testing.T) {
 }
 
 func TestSanitizeLines(t *testing.T) {
+	t.Parallel()
 	got := text.SafeLines("{\r\n  \"a\": \"\x1b[31mred\"\n}")
 	want := "{\n  \"a\": \"\\x1b[31mred\"\n}"
 	if got != want {

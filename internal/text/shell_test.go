@@ -7,6 +7,7 @@ import (
 )
 
 func TestShellQuote(t *testing.T) {
+	t.Parallel()
 	for in, want := range map[string]string{
 		"prod":          "prod",
 		"prod-eu_1.x@y": "prod-eu_1.x@y",

@@ -8,6 +8,7 @@ import (
 )
 
 func TestRelative(t *testing.T) {
+	t.Parallel()
 	now := time.Date(2026, 11, 21, 10, 0, 0, 0, time.UTC)
 	d := 24 * time.Hour
 	tests := []struct {
@@ -44,6 +45,7 @@ func TestRelative(t *testing.T) {
 }
 
 func TestCountdown(t *testing.T) {
+	t.Parallel()
 	d := 24 * time.Hour
 	tests := []struct {
 		in   time.Duration
@@ -73,6 +75,7 @@ func TestCountdown(t *testing.T) {
 }
 
 func TestAgo(t *testing.T) {
+	t.Parallel()
 	now := time.Date(2026, 11, 21, 12, 0, 0, 0, time.UTC)
 	for before, want := range map[time.Duration]string{
 		10 * time.Second: "just now", 3 * time.Minute: "3 min ago", 2 * time.Hour: "2 h ago",
@@ -88,6 +91,7 @@ func TestAgo(t *testing.T) {
 }
 
 func TestSpanAndStamp(t *testing.T) {
+	t.Parallel()
 	for d, want := range map[time.Duration]string{
 		14*24*time.Hour + 23*time.Hour: "14d 23h",
 		3*time.Hour + 5*time.Minute:    "3h 5m",

@@ -10,6 +10,7 @@ import (
 )
 
 func TestGenerate(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	s := Store{ConfigDir: filepath.Join(dir, "c"), StateDir: filepath.Join(dir, "s"), Backend: store.BackendPlaintext, N: 30}
 	Generate(t, s)

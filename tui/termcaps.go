@@ -1,0 +1,27 @@
+package tui
+
+import (
+	"slices"
+	"strings"
+
+	"charm.land/lipgloss/v2"
+	"github.com/charmbracelet/colorprofile"
+)
+
+// Terminal capabilities are detected once per process, and that is already
+// done before main: lipgloss's package init makes lipgloss.Writer with
+// colorprofile.Detect on stdout (from TERM, COLORTERM, NO_COLOR, terminfo,
+// and inside tmux `tmux info`, about 11 ms). Left to themselves, Bubble Tea
+// and its renderer each detect again, each asking tmux again. Run hands the
+// program lipgloss's profile (tea.WithColorProfile) and an environment
+// without TMUX (termEnv), so the renderer's own detection, whose result the
+// program overrides anyway, does not ask tmux; nothing else in Bubble Tea or
+// its renderer reads TMUX.
+
+// stdoutProfile is the colour profile lipgloss detected for stdout.
+func stdoutProfile() colorprofile.Profile { return lipgloss.Writer.Profile }
+
+// termEnv is env without TMUX, for the program once the profile is known.
+func termEnv(env []string) []string {
+	return slices.DeleteFunc(slices.Clone(env), func(e string) bool { return strings.HasPrefix(e, "TMUX=") })
+}
