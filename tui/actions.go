@@ -29,10 +29,22 @@ func (m *Model) apply(a action) tea.Cmd {
 	case actOpenDetails:
 		return m.openDetails(a.label)
 	case actSubmitKey:
+		if viewOf(a.nk.Grant).waits {
+			return m.startCreateGrant(a.nk)
+		}
 		return tea.Batch(m.startOp(), m.createCmd(m.req.start(slotCreate), a.nk))
+	case actCancelGrant:
+		return m.cancelGrant()
+	case actOpenBrowser:
+		return m.openBrowserCmd(m.signin.prompt, false)
+	case actCopyText:
+		return m.copyText(a.text, a.what, tmuxBufSignin)
 	case actRefresh:
 		return tea.Batch(m.startOp(), m.refreshCmd(m.req.start(slotOp), a.label, a.auto))
 	case actLogin:
+		if k, ok := m.findKey(a.label); ok && viewOf(k.Grant).waits {
+			return m.startLoginGrant(a.label)
+		}
 		return tea.Batch(m.startOp(), m.loginCmd(m.req.start(slotOp), a.label, a.password))
 	case actLogout:
 		return tea.Batch(m.startOp(), m.logoutCmd(m.req.start(slotOp), a.label))

@@ -29,6 +29,7 @@ const (
 	tmuxBufToken  = "shipkey-token"
 	tmuxBufHeader = "shipkey-header"
 	tmuxBufClear  = "shipkey-clear"
+	tmuxBufSignin = "shipkey-signin" // a device code or a sign-in URL
 )
 
 // tmuxRunner runs a tmux command against the server shipkey runs in, with
@@ -93,6 +94,15 @@ func (m *Model) copyToken(label string, ts *auth.TokenSet, header bool) tea.Cmd 
 	if header {
 		payload, what, buf = "Authorization: "+ts.Header(), "Authorization header", tmuxBufHeader
 	}
+	return tea.Batch(m.copyText(payload, what, buf), m.markUsedCmd(label))
+}
+
+// copyText is the one way every copy goes (a token, a device code, a
+// sign-in URL): inside tmux into the named buffer buf through `tmux
+// load-buffer -w`, elsewhere OSC 52, and the native clipboard when there is
+// one. what names it in the toast, which comes from the writes' result
+// (handleClipCopied, which also schedules the clear).
+func (m *Model) copyText(payload, what, buf string) tea.Cmd {
 	m.clipGen++
 	gen := m.clipGen
 	tmux, native, nativeName := m.cfg.tmux, m.cfg.clipWrite, m.cfg.clipName
@@ -118,7 +128,7 @@ func (m *Model) copyToken(label string, ts *auth.TokenSet, header bool) tea.Cmd 
 		}
 		return res
 	}
-	cmds := []tea.Cmd{m.markUsedCmd(label), write}
+	cmds := []tea.Cmd{write}
 	if tmux == nil {
 		// OSC 52 goes out with the next frame; whether the terminal takes it
 		// cannot be known, so the toast says it was sent by OSC 52.
@@ -185,7 +195,7 @@ func (m *Model) handleClipClear(msg clipClearMsg) tea.Cmd {
 	if tmux := m.cfg.tmux; tmux != nil {
 		cmds = append(cmds, func() tea.Msg {
 			_, _ = tmux(clipCleared, "load-buffer", "-w", "-b", tmuxBufClear, "-")
-			for _, b := range []string{tmuxBufToken, tmuxBufHeader, tmuxBufClear} {
+			for _, b := range []string{tmuxBufToken, tmuxBufHeader, tmuxBufSignin, tmuxBufClear} {
 				_, _ = tmux("", "delete-buffer", "-b", b) // "unknown buffer" when never made
 			}
 			return nil

@@ -68,6 +68,7 @@ const (
 	ColLastUsed
 	ColAccess
 	ColRefresh
+	ColGrant // last: `keys list` scripts that count columns keep working
 )
 
 // KeyColumns are the keys table's columns.
@@ -120,6 +121,16 @@ var KeyColumns = []KeyColumn{
 		compare: func(a, b *KeyRow) int {
 			return soonerFirst(tokenTime(a.Key, a.Key.Token.RefreshExpiresAt), tokenTime(b.Key, b.Key.Token.RefreshExpiresAt))
 		},
+	},
+	ColGrant: {
+		Title: "Grant", Width: grantCellWidth, MinWidth: grantCellWidth, optional: true,
+		Cell: func(r *KeyRow, _ time.Time, st CellStyle) string {
+			if st == Words {
+				return r.Key.Grant.String() // the stored name, as --grant takes it
+			}
+			return viewOf(r.Key.Grant).cell
+		},
+		compare: func(a, b *KeyRow) int { return strings.Compare(a.Key.Grant.String(), b.Key.Grant.String()) },
 	},
 }
 

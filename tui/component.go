@@ -39,11 +39,17 @@ const (
 	screenDetails
 	screenKeys
 	screenInspector
+	screenSignin
 )
 
 func (s screenID) String() string {
-	return [...]string{"Welcome", "Get API Key", "Token details", "API keys", "Claims inspector"}[s]
+	return [...]string{"Welcome", "Get API Key", "Token details", "API keys", "Claims inspector", "Sign in"}[s]
 }
+
+// modal reports whether the screen holds the app until it is done: the
+// sign-in screen waits for a person, and only esc (cancel) or quit leave
+// it; the keys that open other screens stand aside.
+func (s screenID) modal() bool { return s == screenSignin }
 
 // hasCountdowns reports whether the screen shows live countdowns or
 // relative times (and so needs the once-a-second tick, which also looks for

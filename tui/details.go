@@ -209,7 +209,9 @@ func (d *details) Update(msg tea.Msg) (action, tea.Cmd) {
 			return nil, nil // enter logs in again only once the session has ended
 		}
 		d.errMsg = ""
-		if d.key.RememberPassword {
+		if d.key.RememberPassword || d.key.Grant.Or() != auth.GrantPassword {
+			// Nothing to type here: the remembered password, the client's
+			// secret, or a person on the sign-in screen.
 			d.state = detailsLoggingIn
 			return actLogin{label: label}, nil
 		}
@@ -421,12 +423,14 @@ func (d *details) content() string {
 	line := func(str string) { b.WriteString("  " + str + "\n") }
 
 	label := text.Safe(d.key.Label)
-	for i, l := range flow([]piece{
-		{"", label},
-		{"  ", text.Safe(d.key.Username) + " @"},
-		{" ", text.Safe(d.key.Conn.RealmURL())},
-		{"  ·  ", "client " + text.Safe(d.key.Conn.ClientID)},
-	}, d.width-2) {
+	pieces := []piece{{"", label}}
+	if d.key.Username != "" {
+		pieces = append(pieces, piece{"  ", text.Safe(d.key.Username) + " @"}, piece{" ", text.Safe(d.key.Conn.RealmURL())})
+	} else {
+		pieces = append(pieces, piece{"  ", text.Safe(d.key.Conn.RealmURL())})
+	}
+	pieces = append(pieces, piece{"  ·  ", "client " + text.Safe(d.key.Conn.ClientID)})
+	for i, l := range flow(pieces, d.width-2) {
 		if rest, ok := strings.CutPrefix(l, label); i == 0 && ok {
 			line(s.Value.Render(label) + s.Subtle.Render(rest))
 		} else {
@@ -457,6 +461,7 @@ func (d *details) content() string {
 	if tokType == "" {
 		tokType = "—"
 	}
+	line(s.row("Grant", nameW, s.Value.Render(grantLine(d.key))))
 	line(s.row("Token type", nameW, s.Value.Render(text.Safe(tokType))))
 	line(s.row("Scope", nameW, s.Value.Render(orDash(text.Safe(t.Scope)))))
 	line(s.row("Session state", nameW, s.Value.Render(orDash(text.Safe(t.SessionState)))))
@@ -650,6 +655,19 @@ func refreshAlive(t *auth.TokenSet, withSecrets bool, now time.Time) bool {
 		return t.RefreshValid(now)
 	}
 	return !t.Refresh().Expired(now)
+}
+
+// grantLine names how the key obtains tokens, and what that means for
+// renewal when it is not a person's doing.
+func grantLine(k store.Key) string {
+	g := viewOf(k.Grant)
+	switch {
+	case k.RenewsItself():
+		return g.title + " (renews itself)"
+	case k.Conn.PublicClient:
+		return g.title + " (public client)"
+	}
+	return g.title
 }
 
 func orDash(s string) string {

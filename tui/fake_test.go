@@ -76,6 +76,7 @@ type fakeStore struct {
 	n        int
 
 	createErr, refreshErr, loginErr, logoutErr error
+	lastNew                                    store.NewKey // what the last Create was given
 	calls                                      []string
 
 	// live answers Liveness (default: active, by introspection); liveErr
@@ -86,6 +87,13 @@ type fakeStore struct {
 	writes     int // bumps the stamp
 	stampCalls int
 	keysCalls  int
+
+	// An interactive grant's Create tells nk.Prompt this prompt, then waits
+	// for a verdict on approve (nil: approved, else the grant's error) or
+	// for its context to end; created tells what it returned.
+	prompt  auth.Prompt
+	approve chan error
+	created chan error
 }
 
 var _ Backend = (*fakeStore)(nil)
@@ -162,7 +170,16 @@ func (f *fakeStore) Resolve(label string) (store.Key, error) {
 	return k, nil
 }
 
-func (f *fakeStore) Create(_ context.Context, nk store.NewKey) (store.Key, *auth.TokenSet, error) {
+func (f *fakeStore) Create(ctx context.Context, nk store.NewKey) (store.Key, *auth.TokenSet, error) {
+	if viewOf(nk.Grant).waits {
+		err := f.askPerson(ctx, nk.Prompt)
+		if f.created != nil {
+			defer func() { f.created <- err }()
+		}
+		if err != nil {
+			return store.Key{}, nil, err
+		}
+	}
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.call("create " + nk.Label)
@@ -172,8 +189,9 @@ func (f *fakeStore) Create(_ context.Context, nk store.NewKey) (store.Key, *auth
 	if _, ok := f.keys[nk.Label]; ok {
 		return store.Key{}, nil, store.ErrLabelTaken
 	}
+	f.lastNew = nk
 	k := f.addLocked(nk.Label, nk.Username, time.Time{})
-	k.Conn = nk.Conn
+	k.Conn, k.Grant, k.CallbackPort = nk.Conn, nk.Grant, nk.CallbackPort
 	f.keys[nk.Label] = k
 	return k, f.copyTokens(nk.Label), nil
 }
@@ -202,7 +220,30 @@ func (f *fakeStore) renew(label string) (store.Key, *auth.TokenSet, error) {
 	return k, f.copyTokens(label), nil
 }
 
-func (f *fakeStore) Login(_ context.Context, label string, _ store.LoginOptions) (store.Key, *auth.TokenSet, error) {
+// askPerson is an interactive grant's wait: tell prompt what to do, then
+// wait for the verdict on approve or for ctx to end.
+func (f *fakeStore) askPerson(ctx context.Context, prompt auth.Prompter) error {
+	if prompt == nil {
+		return &auth.Error{Kind: auth.KindInteractionRequired, Msg: "no one to ask"}
+	}
+	prompt(f.prompt)
+	select {
+	case err := <-f.approve:
+		return err
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+func (f *fakeStore) Login(ctx context.Context, label string, opts store.LoginOptions) (store.Key, *auth.TokenSet, error) {
+	f.mu.Lock()
+	k := f.keys[label]
+	f.mu.Unlock()
+	if viewOf(k.Grant).waits {
+		if err := f.askPerson(ctx, opts.Prompt); err != nil {
+			return store.Key{}, nil, err
+		}
+	}
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.call("login " + label)
@@ -333,6 +374,10 @@ type harness struct {
 	clipboard []string  // OSC 52 writes (tea.SetClipboard)
 	native    []string  // native clipboard writes
 	nativeCur string
+	nativeMu  sync.Mutex   // async mode writes the native clipboard from commands
+	inbox     chan tea.Msg // async mode: what the commands report
+	opened    []string     // browser opens: "envOnly url"
+	openErr   error        // what opening a browser answers
 }
 
 func newHarness(t *testing.T, setup func(*fakeStore)) *harness {
@@ -348,13 +393,26 @@ func newHarness(t *testing.T, setup func(*fakeStore)) *harness {
 		now:      h.clock.Now,
 		theme:    Theme{Plain: true},
 		clipWrite: func(s string) error {
+			h.nativeMu.Lock()
+			defer h.nativeMu.Unlock()
 			h.native = append(h.native, s)
 			h.nativeCur = s
 			return nil
 		},
-		clipRead: func() (string, error) { return h.nativeCur, nil },
+		clipRead: func() (string, error) {
+			h.nativeMu.Lock()
+			defer h.nativeMu.Unlock()
+			return h.nativeCur, nil
+		},
 		after: func(_ time.Duration, fn func(time.Time) tea.Msg) tea.Cmd {
 			return func() tea.Msg { return timerMsg{fn(h.clock.Now())} }
+		},
+		grants: allGrants,
+		openURL: func(url string, envOnly bool) error {
+			h.nativeMu.Lock()
+			defer h.nativeMu.Unlock()
+			h.opened = append(h.opened, fmt.Sprint(envOnly, " ", url))
+			return h.openErr
 		},
 	}
 	h.m = newModel(cfg)
@@ -362,6 +420,9 @@ func newHarness(t *testing.T, setup func(*fakeStore)) *harness {
 	h.run(h.m.Init())
 	return h
 }
+
+// allGrants is every grant the app has a row for, in the form's order.
+var allGrants = []auth.GrantType{auth.GrantPassword, auth.GrantClientCredentials, auth.GrantDeviceCode, auth.GrantAuthCode}
 
 // timerMsg wraps the message of a timer so the harness can hold it back.
 type timerMsg struct{ msg tea.Msg }
@@ -375,9 +436,16 @@ func (h *harness) send(msg tea.Msg) {
 	h.run(cmd)
 }
 
-// run executes cmd and delivers its messages, depth-first, bounded.
+// run executes cmd and delivers its messages, depth-first, bounded. In
+// async mode (interactive grants, whose commands block while a person is
+// asked), each command runs on its own goroutine as in a real program, and
+// pump delivers what they report.
 func (h *harness) run(cmd tea.Cmd) {
 	h.t.Helper()
+	if h.inbox != nil {
+		h.spawn(cmd)
+		return
+	}
 	queue := []tea.Cmd{cmd}
 	for steps := 0; len(queue) > 0; steps++ {
 		if steps > 500 {
@@ -388,25 +456,60 @@ func (h *harness) run(cmd tea.Cmd) {
 		if c == nil {
 			continue
 		}
-		msg := c()
-		switch msg := msg.(type) {
-		case nil:
-		case tea.BatchMsg:
-			queue = append(queue, msg...)
-		case timerMsg:
-			h.timers = append(h.timers, msg.msg)
-		case spinner.TickMsg:
-			// frames are not delivered: the spinner stays at frame 0
-		default:
-			if reflect.TypeOf(msg) == setClipboardType {
-				h.clipboard = append(h.clipboard, reflect.ValueOf(msg).String())
-				continue
+		queue = append(queue, h.deliver(c())...)
+	}
+}
+
+// deliver handles one message a command reported and returns the commands
+// it led to.
+func (h *harness) deliver(msg tea.Msg) []tea.Cmd {
+	h.t.Helper()
+	switch msg := msg.(type) {
+	case nil:
+	case tea.BatchMsg:
+		return msg
+	case timerMsg:
+		h.timers = append(h.timers, msg.msg)
+	case spinner.TickMsg:
+		// frames are not delivered: the spinner stays at frame 0
+	default:
+		if reflect.TypeOf(msg) == setClipboardType {
+			h.clipboard = append(h.clipboard, reflect.ValueOf(msg).String())
+			return nil
+		}
+		if reflect.TypeOf(msg).PkgPath() != reflect.TypeOf(keysLoadedMsg{}).PkgPath() {
+			return nil // terminal requests (background colour, …)
+		}
+		_, next := h.m.Update(msg)
+		return []tea.Cmd{next}
+	}
+	return nil
+}
+
+// async switches the harness to running commands on goroutines.
+func (h *harness) async() { h.inbox = make(chan tea.Msg, 64) }
+
+func (h *harness) spawn(cmd tea.Cmd) {
+	if cmd == nil {
+		return
+	}
+	inbox := h.inbox
+	go func() { inbox <- cmd() }()
+}
+
+// pump delivers the messages of the commands in flight until cond holds;
+// the bound is only a guard against a hang, never a measured time.
+func (h *harness) pump(what string, cond func() bool) {
+	h.t.Helper()
+	guard := time.After(10 * time.Second)
+	for !cond() {
+		select {
+		case msg := <-h.inbox:
+			for _, c := range h.deliver(msg) {
+				h.spawn(c)
 			}
-			if reflect.TypeOf(msg).PkgPath() != reflect.TypeOf(keysLoadedMsg{}).PkgPath() {
-				continue // terminal requests (background colour, …)
-			}
-			_, next := h.m.Update(msg)
-			queue = append(queue, next)
+		case <-guard:
+			h.t.Fatalf("waited in vain for %s; view:\n%s", what, h.view())
 		}
 	}
 }

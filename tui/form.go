@@ -2,11 +2,15 @@ package tui
 
 import (
 	"errors"
+	"fmt"
+	"slices"
+	"strconv"
 	"strings"
 
 	"charm.land/bubbles/v2/key"
 	"charm.land/bubbles/v2/textinput"
 	tea "charm.land/bubbletea/v2"
+	"charm.land/lipgloss/v2"
 	"github.com/shipkey/shipkey/auth"
 	"github.com/shipkey/shipkey/internal/text"
 	"github.com/shipkey/shipkey/store"
@@ -22,9 +26,11 @@ const (
 	formDone
 )
 
-// The fields of the Get API Key form, in order.
+// The fields of the Get API Key form, in order. Which show depends on the
+// grant (grantViews) and on the advanced toggle.
 const (
-	fieldAuthURL = iota
+	fieldGrant = iota // a choice: how the key obtains tokens
+	fieldAuthURL
 	fieldRealm
 	fieldClientID
 	fieldClientSecret
@@ -35,15 +41,20 @@ const (
 	fieldAdvanced // a toggle: shows the connection options below
 	fieldTokenURL
 	fieldIssuer
-	fieldBasicAuth // a toggle: HTTP Basic client authentication
+	fieldBasicAuth    // a toggle: HTTP Basic client authentication
+	fieldPublic       // a toggle: a public client (no secret)
+	fieldCallbackPort // browser sign-in's fixed loopback port
 	fieldCount
 )
 
-var fieldNames = [fieldCount]string{"Auth URL", "Realm", "Client ID", "Client Secret", "Username", "Password", "Label", "Scope",
-	"Advanced", "Token URL", "Issuer", "HTTP Basic auth"}
+var fieldNames = [fieldCount]string{"Grant", "Auth URL", "Realm", "Client ID", "Client Secret", "Username", "Password", "Label", "Scope",
+	"Advanced", "Token URL", "Issuer", "HTTP Basic auth", "Public client", "Callback port"}
 
-// isToggle reports whether field i is a toggle (space flips it), not text.
-func isToggle(i int) bool { return i == fieldAdvanced || i == fieldBasicAuth }
+// isToggle reports whether field i is a toggle (Choose flips it), not text.
+func isToggle(i int) bool { return i == fieldAdvanced || i == fieldBasicAuth || i == fieldPublic }
+
+// isText reports whether field i takes text (not a toggle, not the grant).
+func isText(i int) bool { return !isToggle(i) && i != fieldGrant }
 
 // isAdvanced reports whether field i shows only with the advanced options.
 func isAdvanced(i int) bool { return i > fieldAdvanced }
@@ -62,16 +73,20 @@ type form struct {
 	spinner       func() string      // the root's spinner frame
 	advanced      bool               // the connection options are shown
 	basicAuth     bool
+	public        bool             // a public client: no secret
+	grants        []auth.GrantType // what the grant field offers (auth.Grants)
+	grant         int              // index in grants
 	pane          pane
 }
 
-func newForm(c *common, spinner func() string) *form {
-	f := &form{c: c, spinner: spinner, labels: map[string]bool{}, pane: newPane(c)}
+func newForm(c *common, spinner func() string, grants []auth.GrantType) *form {
+	f := &form{c: c, spinner: spinner, labels: map[string]bool{}, pane: newPane(c), grants: grants}
 	placeholders := [fieldCount]string{
-		"https://auth.example.com", auth.DefaultRealm, "the registered client application",
+		"", "https://auth.example.com", auth.DefaultRealm, "the registered client application",
 		"client secret", "user of the client application", "password",
 		"a name for this key", "optional, e.g. write", "",
-		"optional: the token endpoint, overriding the realm's", "optional: an OIDC issuer (discovery)", "",
+		"optional: the token endpoint, overriding the realm's", "optional: an OIDC issuer (discovery)", "", "",
+		"optional: the registered port of http://127.0.0.1:PORT/callback",
 	}
 	for i := range f.inputs {
 		ti := c.styles.newTextInput("")
@@ -97,10 +112,15 @@ func (f *form) restyle() {
 // reset prepares the form for a new key: values from p (secrets included
 // only from p), errors cleared, focus on the first empty field.
 func (f *form) reset(p Prefill, labels []string) tea.Cmd {
-	vals := [fieldCount]string{p.AuthURL, p.Realm, p.ClientID, p.ClientSecret, p.Username, p.Password, p.Label, p.Scope,
-		"", p.TokenURL, p.Issuer, ""}
-	f.basicAuth = p.BasicAuth
-	f.advanced = p.TokenURL != "" || p.Issuer != "" || p.BasicAuth
+	port := ""
+	if p.CallbackPort > 0 {
+		port = strconv.Itoa(p.CallbackPort)
+	}
+	vals := [fieldCount]string{"", p.AuthURL, p.Realm, p.ClientID, p.ClientSecret, p.Username, p.Password, p.Label, p.Scope,
+		"", p.TokenURL, p.Issuer, "", "", port}
+	f.basicAuth, f.public = p.BasicAuth, p.PublicClient
+	f.advanced = p.TokenURL != "" || p.Issuer != "" || p.BasicAuth || p.PublicClient || p.CallbackPort > 0
+	f.grant = max(0, slices.Index(f.grants, p.Grant.Or()))
 	if vals[fieldRealm] == "" {
 		vals[fieldRealm] = auth.DefaultRealm
 	}
@@ -117,7 +137,7 @@ func (f *form) reset(p Prefill, labels []string) tea.Cmd {
 	f.state = formEditing
 	first := 0
 	for i := range fieldScope {
-		if f.inputs[i].Value() == "" {
+		if isText(i) && f.shown(i) && f.inputs[i].Value() == "" {
 			first = i
 			break
 		}
@@ -126,8 +146,34 @@ func (f *form) reset(p Prefill, labels []string) tea.Cmd {
 	return f.focusOn(first)
 }
 
-// shown reports whether field i is on the form now.
-func (f *form) shown(i int) bool { return !isAdvanced(i) || f.advanced }
+// grantType is the grant chosen.
+func (f *form) grantType() auth.GrantType {
+	if len(f.grants) == 0 {
+		return auth.GrantPassword
+	}
+	return f.grants[f.grant]
+}
+
+// isPublic reports whether the key is a public client: chosen, and the
+// grant can be one.
+func (f *form) isPublic() bool { return f.public && viewOf(f.grantType()).public }
+
+// shown reports whether field i is on the form now: the grant needs it,
+// and the advanced options are open when it is one of them.
+func (f *form) shown(i int) bool { return f.relevant(i) && (!isAdvanced(i) || f.advanced) }
+
+// relevant reports whether the chosen grant (and client kind) uses field i.
+func (f *form) relevant(i int) bool {
+	switch i {
+	case fieldUsername, fieldPassword, fieldCallbackPort:
+		return viewOf(f.grantType()).needs(i)
+	case fieldClientSecret, fieldBasicAuth:
+		return !f.isPublic()
+	case fieldPublic:
+		return viewOf(f.grantType()).public
+	}
+	return true
+}
 
 // focusOn focuses field i (a hidden advanced field opens the options).
 func (f *form) focusOn(i int) tea.Cmd {
@@ -142,7 +188,7 @@ func (f *form) focusOn(i int) tea.Cmd {
 		f.advanced = true
 	}
 	f.follow()
-	if isToggle(f.focus) {
+	if !isText(f.focus) {
 		return nil
 	}
 	f.inputs[f.focus].CursorEnd()
@@ -216,14 +262,9 @@ func (f *form) Update(msg tea.Msg) (action, tea.Cmd) {
 			content, _ := f.content()
 			f.pane.scroll(msg, f.c.keys, content, false)
 			return nil, nil
-		case isToggle(f.focus):
-			if k.String() == "space" || k.String() == "x" {
-				if f.focus == fieldAdvanced {
-					f.advanced = !f.advanced
-				} else {
-					f.basicAuth = !f.basicAuth
-				}
-				f.follow()
+		case !isText(f.focus):
+			if key.Matches(k, km.Choose) {
+				f.choose(k.String() == "left")
 			}
 			return nil, nil
 		}
@@ -233,7 +274,7 @@ func (f *form) Update(msg tea.Msg) (action, tea.Cmd) {
 		f.pane.scroll(msg, f.c.keys, content, false)
 		return nil, nil
 	}
-	if isToggle(f.focus) {
+	if !isText(f.focus) {
 		return nil, nil
 	}
 	var cmd tea.Cmd
@@ -242,6 +283,32 @@ func (f *form) Update(msg tea.Msg) (action, tea.Cmd) {
 		f.errs[f.focus] = ""
 	}
 	return nil, cmd
+}
+
+// choose changes the focused choice: the next grant (back: the previous
+// one), or flips a toggle. The fields shown change with it; what was typed
+// in a field that hides is kept for when it shows again.
+func (f *form) choose(back bool) {
+	switch f.focus {
+	case fieldGrant:
+		if n := len(f.grants); n > 0 {
+			step := 1
+			if back {
+				step = n - 1
+			}
+			f.grant = (f.grant + step) % n
+		}
+		f.errs = [fieldCount]string{}
+		f.general = ""
+	case fieldAdvanced:
+		f.advanced = !f.advanced
+	case fieldBasicAuth:
+		f.basicAuth = !f.basicAuth
+	case fieldPublic:
+		f.public = !f.public
+		f.errs[fieldClientSecret] = ""
+	}
+	f.follow()
 }
 
 // value returns a field's text, trimmed (secrets are taken verbatim).
@@ -280,8 +347,13 @@ func (f *form) validate() int {
 		f.errs[fieldIssuer] = "give a token URL or an issuer, not both"
 	}
 	for _, i := range []int{fieldClientID, fieldClientSecret, fieldUsername, fieldPassword, fieldLabel} {
-		if f.value(i) == "" {
+		if f.shown(i) && f.value(i) == "" {
 			f.errs[i] = "required"
+		}
+	}
+	if p := f.value(fieldCallbackPort); f.shown(fieldCallbackPort) && p != "" {
+		if n, err := strconv.Atoi(p); err != nil || n < 1 || n > 65535 {
+			f.errs[fieldCallbackPort] = "a TCP port, 1 to 65535 (empty: any free port)"
 		}
 	}
 	if l := f.value(fieldLabel); l != "" {
@@ -316,14 +388,25 @@ func (f *form) submit() (action, tea.Cmd) {
 			ClientID: f.value(fieldClientID),
 			Scopes:   strings.Fields(f.value(fieldScope)),
 		},
-		Username:     f.value(fieldUsername),
-		ClientSecret: f.value(fieldClientSecret),
-		Password:     f.value(fieldPassword),
+		Grant: f.grantType(),
+	}
+	// Only the fields shown are sent: a secret typed before the person
+	// chose a public client, or a password before client credentials, is
+	// not.
+	if f.shown(fieldClientSecret) {
+		nk.ClientSecret = f.value(fieldClientSecret)
+	}
+	if f.shown(fieldUsername) {
+		nk.Username, nk.Password = f.value(fieldUsername), f.value(fieldPassword)
 	}
 	if f.advanced {
 		nk.Conn.TokenURL = f.value(fieldTokenURL)
 		nk.Conn.Issuer = f.value(fieldIssuer)
-		nk.Conn.BasicAuth = f.basicAuth
+		nk.Conn.BasicAuth = f.basicAuth && f.shown(fieldBasicAuth)
+		nk.Conn.PublicClient = f.isPublic()
+		if f.shown(fieldCallbackPort) {
+			nk.CallbackPort, _ = strconv.Atoi(f.value(fieldCallbackPort)) // validated
+		}
 	}
 	f.state = formSubmitting
 	for j := range f.inputs {
@@ -338,7 +421,7 @@ func (f *form) fail(err error) tea.Cmd {
 	f.state = formEditing
 	field := faultField(err)
 	msg := text.Safe(err.Error())
-	if field < 0 {
+	if field < 0 || !f.relevant(field) { // the grant has no such field: said below the form
 		f.general = msg
 		return f.focusOn(f.focus)
 	}
@@ -384,7 +467,7 @@ func (f *form) content() (string, int) {
 	s := f.c.styles
 	var b strings.Builder
 	focusLine := 0
-	b.WriteString(s.Subtle.Render("  The password grant against a Keycloak realm: client and user credentials.") + "\n\n")
+	b.WriteString(indentWrapped(viewOf(f.grantType()).about, 2, f.width, s.Subtle.Render) + "\n")
 	for i := range f.inputs {
 		if !f.shown(i) {
 			continue
@@ -403,8 +486,10 @@ func (f *form) content() (string, int) {
 		pad := 18 - len(name)
 		val := f.inputs[i].View()
 		switch i {
+		case fieldGrant:
+			val = f.grantChoice()
 		case fieldAdvanced:
-			val = s.Subtle.Render("▸ token URL, issuer, HTTP Basic (space shows)")
+			val = s.Subtle.Render("▸ token URL, issuer, client options (space shows)")
 			if f.advanced {
 				val = s.Subtle.Render("▾ (space hides)")
 			}
@@ -412,6 +497,11 @@ func (f *form) content() (string, int) {
 			val = "[ ] " + s.Subtle.Render("client credentials in the form body (space toggles)")
 			if f.basicAuth {
 				val = "[x] " + s.Subtle.Render("client credentials by HTTP Basic (space toggles)")
+			}
+		case fieldPublic:
+			val = "[ ] " + s.Subtle.Render("has a secret (space toggles)")
+			if f.public {
+				val = "[x] " + s.Subtle.Render("no secret (space toggles)")
 			}
 		}
 		line := marker + nameStyle.Render(name) + strings.Repeat(" ", max(pad, 1)) + val
@@ -422,6 +512,8 @@ func (f *form) content() (string, int) {
 	}
 	b.WriteString("\n")
 	switch {
+	case f.state == formSubmitting && viewOf(f.grantType()).waits:
+		b.WriteString("  " + f.spinner() + " " + s.Subtle.Render("Starting the "+viewOf(f.grantType()).title+"…") + "\n")
 	case f.state == formSubmitting:
 		b.WriteString("  " + f.spinner() + " " + s.Subtle.Render("Requesting a token…"+waitingNote(f.wait.since, f.c.now)) + "\n")
 	case f.general != "":
@@ -432,12 +524,30 @@ func (f *form) content() (string, int) {
 	return b.String(), focusLine
 }
 
+// grantChoice renders the grant field: the chosen grant between arrows,
+// and where it stands among the others.
+func (f *form) grantChoice() string {
+	s := f.c.styles
+	name := viewOf(f.grantType()).title
+	if len(f.grants) < 2 {
+		return s.Value.Render(name)
+	}
+	where := fmt.Sprintf("  %d of %d (←/→)", f.grant+1, len(f.grants))
+	if 20+lipgloss.Width(name)+4+len([]rune(where)) > f.width {
+		where = "" // narrow: the choice alone
+	}
+	return s.Subtle.Render("‹ ") + s.Value.Render(name) + s.Subtle.Render(" ›"+where)
+}
+
 func (f *form) ShortHelp() []key.Binding {
 	k := f.c.keys
+	if !isText(f.focus) {
+		return []key.Binding{k.Choose, k.NextField, k.PrevField, k.Submit, k.Back, k.ForceQuit}
+	}
 	return []key.Binding{k.NextField, k.PrevField, k.Submit, k.Back, k.ForceQuit}
 }
 
 func (f *form) FullHelp() [][]key.Binding {
 	k := f.c.keys
-	return [][]key.Binding{{k.NextField, k.PrevField}, {k.Submit, k.Back, k.ForceQuit}}
+	return [][]key.Binding{{k.NextField, k.PrevField, k.Choose}, {k.Submit, k.Back, k.ForceQuit}}
 }

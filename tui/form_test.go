@@ -27,9 +27,7 @@ var demoPrefill = Prefill{
 // newFormHarness opens Get API Key on a store without keys.
 func newFormHarness(t *testing.T, p Prefill, setup func(*fakeStore)) *harness {
 	t.Helper()
-	h := &harness{}
-	hh := newHarness(t, setup)
-	*h = *hh
+	h := newHarness(t, setup)
 	h.m.cfg.prefill = p
 	h.press("esc")
 	h.press("n")
@@ -142,8 +140,9 @@ func TestFormFailureKeepsValuesAndFocusesTheField(t *testing.T) {
 			if f.focus != c.want {
 				t.Fatalf("focus = %s, want %s", fieldNames[f.focus], fieldNames[c.want])
 			}
-			vals := [fieldCount]string{demoPrefill.AuthURL, demoPrefill.Realm, demoPrefill.ClientID, demoPrefill.ClientSecret,
-				demoPrefill.Username, demoPrefill.Password, demoPrefill.Label, demoPrefill.Scope}
+			vals := [fieldCount]string{fieldAuthURL: demoPrefill.AuthURL, fieldRealm: demoPrefill.Realm, fieldClientID: demoPrefill.ClientID,
+				fieldClientSecret: demoPrefill.ClientSecret, fieldUsername: demoPrefill.Username, fieldPassword: demoPrefill.Password,
+				fieldLabel: demoPrefill.Label, fieldScope: demoPrefill.Scope}
 			for i, v := range vals {
 				if f.inputs[i].Value() != v {
 					t.Errorf("%s = %q after failure, want %q kept", fieldNames[i], f.inputs[i].Value(), v)

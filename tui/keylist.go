@@ -83,6 +83,15 @@ func (l *keyList) layout() {
 	// dropped (the optional one first, then from the right).
 	const minLabel, labelFloor = 12, 8
 	cols := []int{ColAPIKey, ColLastUsed, ColAccess, ColRefresh}
+	// The Grant column shows only where every column fits at full width
+	// beside it with a label of minLabel cells: it never squeezes the others.
+	full := 2 + minLabel + KeyColumns[ColGrant].Width + 2
+	for _, c := range cols {
+		full += KeyColumns[c].Width + 2
+	}
+	if full <= w {
+		cols = slices.Insert(cols, 1, ColGrant)
+	}
 	var widths []int
 	labelW := func() int {
 		n := w - 2 // the label's padding

@@ -182,6 +182,7 @@ func TestKeyListMouseWheel(t *testing.T) {
 func TestKeyListHostileLabel(t *testing.T) {
 	t.Parallel()
 	h := newHarness(t, func(f *fakeStore) { f.add("evil\x1b]52;c;aGk=\x07\x1b[2J", "x", time.Time{}) })
+	h.send(windowSize(130, 30)) // room for the whole escaped label beside every column
 	h.press("2")
 	if v := h.view(); strings.Contains(v, "\x1b") || strings.Contains(v, "\x07") {
 		t.Fatalf("a control character reached the view: %q", v)

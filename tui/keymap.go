@@ -11,8 +11,13 @@ type KeyMap struct {
 	Details, Keys, Inspector    key.Binding
 	NewKey                      key.Binding
 
-	// Lists and forms.
-	Up, Down, Enter, NextField, PrevField, Submit key.Binding
+	// Lists and forms. Choose changes the focused choice of a form (the
+	// grant, a toggle).
+	Up, Down, Enter, NextField, PrevField, Submit, Choose key.Binding
+
+	// Signing in (device code, browser): Copy takes the code (a browser
+	// sign-in: the URL), CopyURL the URL; Cancel gives up waiting.
+	CopyURL, OpenBrowser, Cancel key.Binding
 
 	// Token details and API keys.
 	Inspect, Refresh, AutoRefresh, Copy, CopyHeader, Reveal key.Binding
@@ -50,6 +55,11 @@ func DefaultKeyMap() KeyMap {
 		NextField: b([]string{"tab", "down"}, "tab/↓", "next field"),
 		PrevField: b([]string{"shift+tab", "up"}, "shift+tab/↑", "previous field"),
 		Submit:    b([]string{"ctrl+s"}, "enter/ctrl+s", "submit"),
+		Choose:    b([]string{"space", "left", "right"}, "space/←/→", "change"),
+
+		CopyURL:     b([]string{"u"}, "u", "copy URL"),
+		OpenBrowser: b([]string{"b"}, "b", "open in browser"),
+		Cancel:      b([]string{"esc"}, "esc", "cancel"),
 
 		Inspect:     b([]string{"i"}, "i", "inspect"),
 		Refresh:     b([]string{"r"}, "r", "refresh"),

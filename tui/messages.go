@@ -74,6 +74,19 @@ type livenessMsg struct {
 	err   error
 }
 
+// grantPromptMsg carries what an interactive grant asks of the person (a
+// device code, a URL to open), read from the grant's channel (grantRun).
+type grantPromptMsg struct {
+	seq    int
+	prompt auth.Prompt
+}
+
+// browserMsg answers an attempt to open a sign-in URL in a browser.
+type browserMsg struct {
+	auto bool // opened on the grant's first prompt, not asked with o
+	err  error
+}
+
 // tickMsg is the once-a-second countdown tick.
 type tickMsg struct {
 	gen int
@@ -139,6 +152,22 @@ func (actDelete) isAction()       {}
 func (actRename) isAction()       {}
 func (actSetDefault) isAction()   {}
 func (actCheckLive) isAction()    {}
+
+// actCancelGrant gives up an interactive grant: its context is cancelled
+// and nothing is stored.
+type actCancelGrant struct{}
+
+func (actCancelGrant) isAction() {}
+
+// actCopyText copies text that is not a token (a device code, a URL).
+type actCopyText struct{ text, what string }
+
+func (actCopyText) isAction() {}
+
+// actOpenBrowser opens the sign-in URL in a browser.
+type actOpenBrowser struct{}
+
+func (actOpenBrowser) isAction() {}
 
 // actInspectToken asks to inspect a pasted token.
 type actInspectToken struct{ raw string }

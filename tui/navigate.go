@@ -35,6 +35,9 @@ func (m *Model) handleKey(k tea.KeyPressMsg) tea.Cmd {
 	case key.Matches(k, km.Help):
 		m.showHelp = true
 		return nil
+	case m.active.modal():
+		// A screen waiting for a person: the keys that open other
+		// screens stand aside.
 	case key.Matches(k, km.Details):
 		return m.openCurrent()
 	case key.Matches(k, km.Keys):
@@ -48,6 +51,7 @@ func (m *Model) handleKey(k tea.KeyPressMsg) tea.Cmd {
 }
 
 func (m *Model) quit() tea.Cmd {
+	m.endGrant() // stops its wait; nothing is stored
 	m.quitting = true
 	return tea.Quit
 }
@@ -104,7 +108,8 @@ func (m *Model) openForm() tea.Cmd {
 			}
 		}
 		p = Prefill{AuthURL: last.Conn.AuthURL, Realm: last.Conn.Realm, ClientID: last.Conn.ClientID, Username: last.Username,
-			TokenURL: last.Conn.TokenURL, Issuer: last.Conn.Issuer, BasicAuth: last.Conn.BasicAuth}
+			Grant: last.Grant, TokenURL: last.Conn.TokenURL, Issuer: last.Conn.Issuer, BasicAuth: last.Conn.BasicAuth,
+			PublicClient: last.Conn.PublicClient, CallbackPort: last.CallbackPort}
 		for i, sc := range last.Conn.Scopes {
 			if i > 0 {
 				p.Scope += " "

@@ -61,9 +61,19 @@ func (m *Model) handleKeyTokens(msg keyTokensMsg) tea.Cmd {
 	case opCreate:
 		m.endOp()
 		if !m.req.current(slotCreate, msg.seq) {
+			if msg.err == nil && msg.key.Label != "" {
+				// A cancelled grant that had already got its token: the
+				// key exists after all; say so rather than hide it.
+				m.toast, m.toastOK = fmt.Sprintf("API key %q was created before the cancel took effect.", text.Safe(msg.key.Label)), true
+				return m.loadKeys()
+			}
 			return nil
 		}
+		m.endGrant()
 		if msg.err != nil {
+			if m.active == screenSignin {
+				return tea.Batch(m.form.fail(msg.err), m.replace(screenForm))
+			}
 			return m.form.fail(msg.err)
 		}
 		m.form.state = formDone
@@ -90,11 +100,18 @@ func (m *Model) handleKeyTokens(msg keyTokensMsg) tea.Cmd {
 	if !m.req.current(slotOp, msg.seq) || msg.label != m.details.key.Label {
 		return nil
 	}
+	var back tea.Cmd
+	if g := m.grant; g != nil && g.seq == msg.seq {
+		m.endGrant()
+		if m.active == screenSignin {
+			back = m.replace(screenDetails)
+		}
+	}
 	if !m.details.result(msg) {
-		return nil
+		return back
 	}
 	// A new token: ask the server about it, not about the old one.
-	return tea.Batch(m.loadKeys(), m.checkLive(msg.label))
+	return tea.Batch(back, m.loadKeys(), m.checkLive(msg.label))
 }
 
 // handleLiveness applies a server check of the details key; the answer of

@@ -47,6 +47,7 @@ type Styles struct {
 	ClaimTime lipgloss.Style
 	ClaimList lipgloss.Style
 	Spinner   lipgloss.Style
+	Code      lipgloss.Style // a device code to type: big and boxed
 
 	// Progress colours; nil when Plain or NoColor.
 	Good, Fair, Poor color.Color
@@ -65,6 +66,7 @@ func NewStyles(theme Theme) *Styles {
 		s.FieldName, s.Value, s.Secret, s.Selected, s.Focused = plain, plain, plain, plain, plain
 		s.Error, s.Warn, s.OK, s.Toast, s.Section = plain, plain, plain, plain, plain
 		s.ClaimName, s.ClaimTime, s.ClaimList, s.Spinner = plain, plain, plain, plain
+		s.Code = plain.Border(lipgloss.RoundedBorder()).Padding(0, 2)
 		s.Help = help.Styles{}
 		s.Table = table.Styles{Header: plain.Padding(0, 1), Cell: plain.Padding(0, 1)}
 		s.TextInput = textinput.Styles{Cursor: textinput.CursorStyle{Shape: tea.CursorBlock}}
@@ -104,6 +106,7 @@ func NewStyles(theme Theme) *Styles {
 	s.ClaimTime = fg(c("#7A3E9D", "#D2A8FF"))
 	s.ClaimList = fg(c("#1D7A34", "#85E89D"))
 	s.Spinner = fg(accent)
+	s.Code = fg(accent).Bold(true).Border(lipgloss.RoundedBorder()).BorderForeground(subtle).Padding(0, 2)
 	s.Good, s.Fair, s.Poor = c("#1D7A34", "#3FB950"), c("#A36A00", "#D29922"), c("#C4002F", "#F85149")
 
 	keyStyle := fg(c("#6B6B6B", "#A0A0A0"))

@@ -46,6 +46,8 @@ func (m *Model) handleTick(msg tickMsg) tea.Cmd {
 		if !m.inspector.busy() {
 			m.inspector.retime(m.c.now)
 		}
+	case screenSignin:
+		m.signin.retime(m.c.now)
 	case screenDetails:
 		if m.details.wantsAutoRefresh(m.c.now) {
 			cmds = append(cmds, m.apply(m.details.startAutoRefresh()))

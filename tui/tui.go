@@ -16,6 +16,7 @@ import (
 	"charm.land/lipgloss/v2"
 	"github.com/atotto/clipboard"
 	"github.com/shipkey/shipkey/auth"
+	"github.com/shipkey/shipkey/internal/browser"
 	"github.com/shipkey/shipkey/store"
 )
 
@@ -23,9 +24,13 @@ import (
 // here are used as typed; the form never prefills secrets from a stored key.
 type Prefill struct {
 	AuthURL, Realm, ClientID, ClientSecret, Username, Password, Label, Scope string
+	// Grant is the grant chosen (empty: password).
+	Grant auth.GrantType
 	// The advanced connection options (shown folded unless one is set).
 	TokenURL, Issuer string
 	BasicAuth        bool
+	PublicClient     bool
+	CallbackPort     int
 }
 
 func (p Prefill) empty() bool { return p == Prefill{} }
@@ -71,6 +76,12 @@ type config struct {
 	theme     Theme
 	// after schedules a timer (tea.Tick); tests record timers instead.
 	after func(time.Duration, func(time.Time) tea.Msg) tea.Cmd
+	// grants the form offers (default auth.Grants()).
+	grants []auth.GrantType
+	// openURL opens a sign-in URL in a browser (internal/browser.Open);
+	// envOnly: only with $BROWSER (a device code: the person may be on
+	// another machine).
+	openURL func(url string, envOnly bool) error
 }
 
 // Model is the root tea.Model: it owns the screens, the store and every side
@@ -93,6 +104,9 @@ type Model struct {
 	details   *details
 	keyList   *keyList
 	inspector *inspector
+	signin    *signin
+
+	grant *grantRun // the interactive grant in flight, nil when none
 
 	keys    []store.Key
 	current string      // the key "1" opens: the default, else the last opened
@@ -196,6 +210,14 @@ func newModel(cfg config) *Model {
 	if cfg.after == nil {
 		cfg.after = tea.Tick
 	}
+	if cfg.grants == nil {
+		cfg.grants = auth.Grants()
+	}
+	if cfg.openURL == nil {
+		cfg.openURL = func(url string, envOnly bool) error {
+			return browser.Open(url, browser.Options{EnvOnly: envOnly})
+		}
+	}
 	if cfg.clipName == "" {
 		cfg.clipName = "system clipboard"
 	}
@@ -214,11 +236,12 @@ func newModel(cfg config) *Model {
 	m.spinner = spinner.New(spinner.WithSpinner(spinner.MiniDot), spinner.WithStyle(m.c.styles.Spinner))
 	spin := func() string { return m.spinner.View() }
 	m.welcome = newWelcome(m.c)
-	m.form = newForm(m.c, spin)
+	m.form = newForm(m.c, spin, cfg.grants)
 	m.details = newDetails(m.c, spin)
 	m.details.auto = m.settings.AutoRefresh
 	m.keyList = newKeyList(m.c)
 	m.inspector = newInspector(m.c, spin)
+	m.signin = newSignin(m.c, spin)
 	m.setSize(80, 24)
 	return m
 }
@@ -268,6 +291,11 @@ func (m *Model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 		return m, nil
 	case stampMsg:
 		return m, m.handleStamp(msg)
+	case browserMsg:
+		m.handleBrowser(msg)
+		return m, nil
+	case grantPromptMsg:
+		return m, m.handleGrantPrompt(msg)
 	case verifiedMsg:
 		m.req.end()
 		m.inspector.verified(msg)
@@ -411,7 +439,11 @@ func (m *Model) FullHelp() [][]key.Binding {
 	}
 	// The global bindings, less those the screen already lists (each key
 	// appears once in the help).
-	for _, g := range [][]key.Binding{{k.Details, k.Keys, k.Inspector, k.NewKey}, {k.Help, k.Back, k.Quit}} {
+	global := [][]key.Binding{{k.Details, k.Keys, k.Inspector, k.NewKey}, {k.Help, k.Back, k.Quit}}
+	if m.active.modal() {
+		global = [][]key.Binding{{k.Help, k.Quit}}
+	}
+	for _, g := range global {
 		var rest []key.Binding
 		for _, b := range g {
 			if !shown[b.Help().Key] {
@@ -435,6 +467,8 @@ func (m *Model) screen() screen {
 		return m.keyList
 	case screenInspector:
 		return m.inspector
+	case screenSignin:
+		return m.signin
 	default:
 		return m.welcome
 	}
@@ -448,7 +482,7 @@ func (m *Model) setSize(w, h int) {
 	m.c.width = m.width
 	m.help.SetWidth(m.width)
 	bh := m.bodyHeight()
-	for _, s := range []screen{m.welcome, m.form, m.details, m.keyList, m.inspector} {
+	for _, s := range []screen{m.welcome, m.form, m.details, m.keyList, m.inspector, m.signin} {
 		s.SetSize(m.width, bh)
 	}
 }

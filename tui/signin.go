@@ -1,0 +1,242 @@
+package tui
+
+import (
+	"context"
+	"strings"
+	"time"
+
+	"charm.land/bubbles/v2/key"
+	tea "charm.land/bubbletea/v2"
+	"github.com/shipkey/shipkey/auth"
+	"github.com/shipkey/shipkey/internal/text"
+)
+
+// signinState is the sign-in screen's flow: the grant waits for the person
+// until the code or the wait expires; the grant's own answer (a token, a
+// refusal, expired_token) ends it either way.
+type signinState int
+
+const (
+	signinWaiting signinState = iota // the grant polls or listens
+	signinExpired                    // the countdown reached zero; the grant's answer is on its way
+)
+
+// signin shows what an interactive grant asks of the person: a device code
+// to enter at a URL, or a browser sign-in to finish, with a countdown. It
+// returns intent only: copy (actCopyText), cancel (actCancelGrant).
+type signin struct {
+	c             *common
+	width, height int
+	prompt        auth.Prompt
+	label         string // the key being created or logged in
+	state         signinState
+	spinner       func() string
+	pane          pane
+}
+
+func newSignin(c *common, spinner func() string) *signin {
+	return &signin{c: c, spinner: spinner, pane: newPane(c)}
+}
+
+// show displays p for the key label.
+func (s *signin) show(label string, p auth.Prompt) {
+	if s.label != label || s.prompt.OpenURL() != p.OpenURL() {
+		s.pane.vp.GotoTop()
+	}
+	s.label, s.prompt, s.state = label, p, signinWaiting
+	s.retime(s.c.now)
+}
+
+// device reports whether the prompt is a device code's (else a browser's).
+func (s *signin) device() bool { return s.prompt.UserCode != "" }
+
+// retime moves the flow on with the clock (the once-a-second tick).
+func (s *signin) retime(now time.Time) {
+	if e := s.prompt.ExpiresAt; !e.IsZero() && !now.Before(e) {
+		s.state = signinExpired
+	}
+}
+
+func (s *signin) SetSize(width, height int) {
+	s.width, s.height = width, height
+	s.pane.setSize(width, height)
+}
+
+// Capturing: no text field; the screen is modal instead (screenID.modal).
+func (s *signin) Capturing() bool { return false }
+
+func (s *signin) Update(msg tea.Msg) (action, tea.Cmd) {
+	if s.pane.scroll(msg, s.c.keys, s.content(), true) {
+		return nil, nil
+	}
+	k, ok := msg.(tea.KeyPressMsg)
+	if !ok {
+		return nil, nil
+	}
+	km := s.c.keys
+	switch {
+	case key.Matches(k, km.Cancel):
+		return actCancelGrant{}, nil
+	case s.device() && key.Matches(k, km.Copy):
+		return actCopyText{text: s.prompt.UserCode, what: "device code"}, nil
+	case key.Matches(k, km.Copy), key.Matches(k, km.CopyURL):
+		return actCopyText{text: s.prompt.OpenURL(), what: "sign-in URL"}, nil
+	case key.Matches(k, km.OpenBrowser):
+		return actOpenBrowser{}, nil
+	}
+	return nil, nil
+}
+
+func (s *signin) View() string { return s.pane.view(s.content()) }
+
+// content is every line of the screen; the pane shows what fits. URLs are
+// never cut: they wrap, so that a person can read them off the screen.
+func (s *signin) content() string {
+	st := s.c.styles
+	p := s.prompt
+	var b strings.Builder
+	const nameW = 16
+	line := func(str string) { b.WriteString("  " + str + "\n") }
+	url := func(name, u string) {
+		parts := hardWrap(text.Safe(u), max(20, s.width-4-nameW))
+		line(st.row(name, nameW, st.Value.Render(parts[0])))
+		for _, part := range parts[1:] {
+			line(strings.Repeat(" ", nameW) + st.Value.Render(part))
+		}
+	}
+	if s.device() {
+		line(st.Subtle.Render("Device code: approve this key in a browser, on any device."))
+		b.WriteString("\n")
+		url("Open", p.VerificationURI)
+		box := strings.Split(st.Code.Render(spaced(text.Safe(p.UserCode))), "\n")
+		for i, l := range box {
+			name := ""
+			if i == len(box)/2 {
+				name = "Enter the code"
+			}
+			line(st.row(name, nameW, l))
+		}
+		if p.VerificationURIComplete != "" {
+			url("Or open", p.VerificationURIComplete)
+		}
+	} else {
+		line(st.Subtle.Render("Browser sign-in: finish signing in in a browser on this machine."))
+		b.WriteString("\n")
+		url("Open", p.AuthURL)
+		if p.RedirectURI != "" {
+			url("Comes back to", p.RedirectURI)
+		}
+	}
+	b.WriteString("\n")
+	line(st.row("Key", nameW, st.Value.Render(text.Safe(s.label))))
+	if e := p.ExpiresAt; !e.IsZero() {
+		name := "Code expires"
+		if !s.device() {
+			name = "Waits until"
+		}
+		left := e.Sub(s.c.now)
+		cd := st.OK.Render("in " + text.Countdown(left))
+		if left <= 0 {
+			cd = st.Error.Render("expired")
+		}
+		line(st.row(name, nameW, cd+st.Subtle.Render("  ("+text.Stamp(e)+")")))
+	}
+	b.WriteString("\n")
+	switch {
+	case s.state == signinExpired && s.device():
+		line(st.Warn.Render("The code has expired; esc goes back to the form to start again."))
+	case s.state == signinExpired:
+		line(st.Warn.Render("The wait has ended; esc goes back to the form to start again."))
+	case s.device():
+		wait := "Waiting for the approval…"
+		if p.Interval > 0 {
+			wait = "Waiting for the approval (asked every " + p.Interval.Round(time.Second).String() + ")…"
+		}
+		line(s.spinner() + " " + st.Subtle.Render(wait))
+	default:
+		line(s.spinner() + " " + st.Subtle.Render("Waiting for the browser…"))
+	}
+	line(st.Subtle.Render("Nothing is stored until the server answers; esc cancels."))
+	return b.String()
+}
+
+// spaced puts a space between the characters of a short code, so that it
+// reads well from across a desk: "ABCD-EFGH" → "A B C D - E F G H".
+func spaced(code string) string {
+	return strings.Join(strings.Split(code, ""), " ")
+}
+
+// copyHelp is the key map's Copy binding, its help saying what it copies
+// here: the code, or a browser sign-in's URL (u copies that too).
+func (s *signin) copyHelp() key.Binding {
+	b := s.c.keys.Copy
+	if s.device() {
+		b.SetHelp(b.Help().Key, "copy code")
+	} else {
+		b.SetHelp(b.Help().Key, "copy URL")
+	}
+	return b
+}
+
+func (s *signin) ShortHelp() []key.Binding {
+	k := s.c.keys
+	if s.device() {
+		return []key.Binding{s.copyHelp(), k.CopyURL, k.OpenBrowser, k.Cancel, k.Help, k.Quit}
+	}
+	return []key.Binding{s.copyHelp(), k.OpenBrowser, k.Cancel, k.Help, k.Quit}
+}
+
+func (s *signin) FullHelp() [][]key.Binding {
+	k := s.c.keys
+	if s.device() {
+		return [][]key.Binding{{s.copyHelp(), k.CopyURL, k.OpenBrowser}, {k.Cancel, k.PageUp, k.PageDown}}
+	}
+	return [][]key.Binding{{s.copyHelp(), k.OpenBrowser}, {k.Cancel, k.PageUp, k.PageDown}}
+}
+
+// grantRun is one interactive grant in flight (create or log in again).
+// The grant's goroutine hands its prompts to a buffered channel and never
+// blocks on it; listen reads them into the event loop as messages. Nothing
+// here is touched from the grant's goroutine but the channels.
+type grantRun struct {
+	seq      int  // the request id of the create or login
+	prompted bool // a prompt arrived (the browser was offered it)
+	op       opKind
+	label    string
+	cancel   context.CancelFunc
+	prompts  chan auth.Prompt
+	finished chan struct{} // closed when the grant's command returns
+}
+
+func newGrantRun(ctx context.Context, seq int, op opKind, label string) (*grantRun, context.Context) {
+	ctx, cancel := context.WithCancel(ctx)
+	return &grantRun{seq: seq, op: op, label: label, cancel: cancel,
+		prompts: make(chan auth.Prompt, 4), finished: make(chan struct{})}, ctx
+}
+
+// prompter is the auth.Prompter of the run: called on the grant's
+// goroutine, it only offers the prompt to the channel (a full channel drops
+// it: the person has one already).
+func (g *grantRun) prompter() auth.Prompter {
+	ch := g.prompts
+	return func(p auth.Prompt) {
+		select {
+		case ch <- p:
+		default:
+		}
+	}
+}
+
+// listen waits for the run's next prompt; it returns nothing once the
+// grant's command has returned.
+func (g *grantRun) listen() tea.Cmd {
+	prompts, finished, seq := g.prompts, g.finished, g.seq
+	return func() tea.Msg {
+		select {
+		case p := <-prompts:
+			return grantPromptMsg{seq: seq, prompt: p}
+		case <-finished:
+			return nil
+		}
+	}
+}
