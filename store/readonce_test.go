@@ -1,0 +1,99 @@
+package store
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+)
+
+// TestReadOnceReadsEachFileOnce: a ReadOnce store (token, header, status)
+// answers every read after its first from what that read found: with
+// config.toml and state.db moved away meanwhile it still resolves the key,
+// hands out the token and lists the teams. Its own write (Last Used) ends
+// the hold and opens state.db again, so it neither waits on itself nor
+// keeps other processes' writers out after it.
+func TestReadOnceReadsEachFileOnce(t *testing.T) {
+	t.Parallel()
+	e, _, tokens := integrityStore(t, BackendPlaintext)
+	s := e.open(Options{Backend: BackendPlaintext, ReadOnce: true})
+	if _, err := s.Resolve("alpha"); err != nil {
+		t.Fatal(err)
+	}
+	cfg, db := filepath.Join(e.cfgDir, configFileName), filepath.Join(e.stateDir, dbFileName)
+	for _, p := range []string{cfg, db} {
+		if err := os.Rename(p, p+".away"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	k, err := s.Resolve("beta")
+	if err != nil {
+		t.Fatalf("Resolve after the files moved: %v", err)
+	}
+	ts, err := s.Token(context.Background(), k.Label, TokenOptions{})
+	if err != nil || ts.AccessToken != tokens["beta"] {
+		t.Fatalf("Token after the files moved: %v", err)
+	}
+	if _, err := s.Teams(); err != nil {
+		t.Fatalf("Teams after the files moved: %v", err)
+	}
+	for _, p := range []string{cfg, db} {
+		if err := os.Rename(p+".away", p); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// The write drops the hold: no wait on this process's own read lock.
+	e.clk.Advance(2 * lastUsedStep)
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	if _, err := s.Token(ctx, "gamma", TokenOptions{MarkUsed: true}); err != nil {
+		t.Fatalf("Token with Last Used: %v", err)
+	}
+	other := e.open(Options{Backend: BackendPlaintext})
+	k, err = other.Key("gamma")
+	if err != nil || !k.LastUsed.Equal(e.clk.Now()) {
+		t.Fatalf("Last Used as another store reads it: %v, %v (want %v)", err, k.LastUsed, e.clk.Now())
+	}
+	// After Close another store writes at once.
+	if _, err := s.Resolve("alpha"); err != nil {
+		t.Fatal(err)
+	}
+	_ = s.Close()
+	if err := other.MarkUsed("alpha"); err != nil {
+		t.Fatalf("MarkUsed after the ReadOnce store closed: %v", err)
+	}
+}
+
+// TestReadOnceRecoversDamage: the integrity checks hold for a ReadOnce store:
+// a state.db cut short is set aside and rebuilt, and every key comes back.
+func TestReadOnceRecoversDamage(t *testing.T) {
+	t.Parallel()
+	e, _, tokens := integrityStore(t, BackendPlaintext)
+	dbPath := filepath.Join(e.stateDir, dbFileName)
+	whole, err := os.ReadFile(dbPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, off := range []int{0, 100, 4096, len(whole) / 2} {
+		if err := os.WriteFile(dbPath, whole[:off], filePerm); err != nil {
+			t.Fatal(err)
+		}
+		s := e.open(Options{Backend: BackendPlaintext, ReadOnce: true})
+		keys, err := s.Keys()
+		if err != nil || len(keys) != len(tokens) {
+			t.Fatalf("cut at %d: Keys: %v (%d keys)", off, err, len(keys))
+		}
+		for _, k := range keys {
+			if st := k.StatusAt(e.clk.Now()); st != StatusValid {
+				t.Fatalf("cut at %d: %s: status %v", off, k.Label, st)
+			}
+			ts, err := s.Token(context.Background(), k.Label, TokenOptions{})
+			if err != nil || ts.AccessToken != tokens[k.Label] {
+				t.Fatalf("cut at %d: Token(%s): %v", off, k.Label, err)
+			}
+		}
+		_ = s.Close()
+		_ = os.WriteFile(dbPath, whole, filePerm)
+	}
+}
