@@ -46,6 +46,8 @@ type Store struct {
 
 	readOnce bool     // Options.ReadOnce
 	hold     readHold // state.db kept open between reads (readonce.go)
+
+	stampCache stampCache // Stamp's last answer (stamp.go)
 }
 
 // fallbackWarned remembers, per state directory, that the auto backend's
