@@ -97,3 +97,40 @@ func TestReadOnceRecoversDamage(t *testing.T) {
 		_ = os.WriteFile(dbPath, whole, filePerm)
 	}
 }
+
+// TestStampOfSettledFiles: once config.toml and state.db are older than
+// stampSettle, Stamp answers from their stat, and still changes when
+// another process writes (the write moves state.db's mtime; here it is set
+// to another old instant, so the stat is what shows the change).
+func TestStampOfSettledFiles(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, nil)
+	s := e.open(Options{})
+	other := e.open(Options{})
+	e.create(s, "k", true)
+	cfg, db := filepath.Join(e.cfgDir, configFileName), filepath.Join(e.stateDir, dbFileName)
+	old := time.Now().Add(-time.Hour)
+	settle := func(at time.Time) {
+		t.Helper()
+		for _, p := range []string{cfg, db} {
+			if err := os.Chtimes(p, at, at); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	settle(old)
+	first, err := s.Stamp()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if again, _ := s.Stamp(); again != first {
+		t.Fatal("the stamp changed with nothing written")
+	}
+	if err := other.MarkUsed("k"); err != nil {
+		t.Fatal(err)
+	}
+	settle(old.Add(time.Second))
+	if after, _ := s.Stamp(); after == first {
+		t.Fatal("the stamp did not change after another store's write")
+	}
+}
