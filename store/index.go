@@ -542,7 +542,7 @@ func plural(n int, one, many string) string {
 // config.toml, rebuilding it first (under store.lock) when it does not.
 func (s *Store) view(fn func(t *tx) error) error {
 	for attempt := 0; ; attempt++ {
-		if s.readOnce {
+		if s.readOnce.Load() {
 			if err, ok := s.viewHeld(fn); ok {
 				return err
 			}
@@ -574,7 +574,7 @@ func (s *Store) view(fn func(t *tx) error) error {
 				})
 			})
 			dmg := (*DamagedDBError)(nil)
-			if !fresh || !s.readOnce || errors.As(err, &dmg) || !s.hold.keep(db, done, fp, cfgData) {
+			if !fresh || !s.readOnce.Load() || errors.As(err, &dmg) || !s.hold.keep(db, done, fp, cfgData) {
 				done()
 			}
 		}

@@ -44,8 +44,8 @@ type Store struct {
 	// for state records a rebuild could not restore (finishRestore).
 	restoreChecked atomic.Bool
 
-	readOnce bool     // Options.ReadOnce
-	hold     readHold // state.db kept open between reads (readonce.go)
+	readOnce atomic.Bool // Options.ReadOnce, until EndReadOnce
+	hold     readHold    // state.db kept open between reads (readonce.go)
 
 	stampCache stampCache // Stamp's last answer (stamp.go)
 }
@@ -106,7 +106,6 @@ func Open(opts Options) (*Store, error) {
 		now:          opts.Now,
 		warn:         opts.Warn,
 		probeTimeout: keyringProbeTimeout,
-		readOnce:     opts.ReadOnce,
 	}
 	if s.now == nil {
 		s.now = time.Now
@@ -120,7 +119,8 @@ func Open(opts Options) (*Store, error) {
 		s.backends[row.name] = row.open(env)
 	}
 	s.fileBackend().session = newSession(s, opts.Unlock)
-	if s.readOnce {
+	s.readOnce.Store(opts.ReadOnce)
+	if s.readOnce.Load() {
 		s.fileBackend().beforeWait = s.hold.drop
 	}
 	if err := s.checkOwner(); err != nil {
@@ -972,7 +972,7 @@ func (s *Store) Settings() Settings {
 func (s *Store) readSettings() (Settings, error) {
 	var fp string
 	var err error
-	if s.readOnce {
+	if s.readOnce.Load() {
 		// The fingerprint of the read held (readonce.go); none yet: the
 		// view below reads config.toml's once and holds it.
 		fp = s.hold.fingerprint()
@@ -998,7 +998,7 @@ func (s *Store) readSettings() (Settings, error) {
 	if err != nil {
 		return Settings{}, err
 	}
-	if s.readOnce {
+	if s.readOnce.Load() {
 		fp = s.hold.fingerprint()
 	}
 	s.mu.Lock()

@@ -120,3 +120,11 @@ func (s *Store) viewHeld(fn func(t *tx) error) (err error, ok bool) {
 	}
 	return err, true
 }
+
+// EndReadOnce ends Options.ReadOnce: what is held is released and from now
+// on every read looks at the files again. The app reads its first screen
+// once (ReadOnce), then runs on as a long-lived process.
+func (s *Store) EndReadOnce() {
+	s.readOnce.Store(false)
+	s.hold.drop()
+}

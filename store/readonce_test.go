@@ -134,3 +134,34 @@ func TestStampOfSettledFiles(t *testing.T) {
 		t.Fatal("the stamp did not change after another store's write")
 	}
 }
+
+// TestEndReadOnce: the app reads its first screen with ReadOnce, then ends
+// it. The stamp of that first read is the stamp read afresh afterwards (the
+// first tick reloads nothing), and after EndReadOnce every read looks at the
+// files again.
+func TestEndReadOnce(t *testing.T) {
+	t.Parallel()
+	e, _, _ := integrityStore(t, BackendPlaintext)
+	s := e.open(Options{Backend: BackendPlaintext, ReadOnce: true})
+	if _, err := s.Keys(); err != nil {
+		t.Fatal(err)
+	}
+	held, err := s.Stamp()
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.EndReadOnce()
+	if fresh, err := s.Stamp(); err != nil || fresh != held {
+		t.Fatalf("stamp after EndReadOnce %q (%v), while held %q", fresh, err, held)
+	}
+	// Nothing held: another process's writer gets in at once.
+	if err := e.open(Options{Backend: BackendPlaintext}).MarkUsed("alpha"); err != nil {
+		t.Fatalf("MarkUsed by another store after EndReadOnce: %v", err)
+	}
+	if err := os.Rename(filepath.Join(e.cfgDir, configFileName), filepath.Join(e.cfgDir, "away.toml")); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.Resolve("alpha"); err == nil {
+		t.Fatal("Resolve after EndReadOnce found a key whose config.toml is gone: it did not read afresh")
+	}
+}
