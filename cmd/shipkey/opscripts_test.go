@@ -1,6 +1,7 @@
 package main
 
 import (
+	"strings"
 	"testing"
 
 	"github.com/rogpeppe/go-internal/testscript"
@@ -12,7 +13,8 @@ import (
 // started once for the package: testdata/opscript/*.txtar, each with its own
 // config and state directories, the provider's issuer in $OP_ISSUER, its
 // confidential client in $OP_CLIENT_ID and $OP_CLIENT_SECRET, its public
-// client in $OP_PUBLIC_CLIENT_ID, and opbrowser as the scripted $BROWSER.
+// client in $OP_PUBLIC_CLIENT_ID, the confidential client with 2 s access
+// tokens in $OP_SHORT_CLIENT_ID, and opbrowser as the scripted $BROWSER.
 func TestOpenIDProviderScripts(t *testing.T) {
 	t.Parallel()
 	p := optest.Start(t)
@@ -27,6 +29,7 @@ func TestOpenIDProviderScripts(t *testing.T) {
 				"OP_CLIENT_ID":        p.ClientID,
 				"OP_CLIENT_SECRET":    p.ClientSecret,
 				"OP_PUBLIC_CLIENT_ID": p.PublicClientID,
+				"OP_SHORT_CLIENT_ID":  p.ShortClientID,
 			} {
 				env.Setenv(k, v)
 			}
@@ -46,6 +49,25 @@ func TestOpenIDProviderScripts(t *testing.T) {
 		Cmds: map[string]func(*testscript.TestScript, bool, []string){
 			"nosecrets": cmdNoSecrets,
 			"exits":     cmdExits,
+			"sleep":     cmdSleep,
+			"opactive":  cmdOPActive(p),
 		},
 	})
+}
+
+// cmdOPActive asserts that the token in FILE is active at the provider
+// (RFC 7662 introspection); negated, that it expired or was revoked.
+//
+//	[!] opactive FILE
+func cmdOPActive(p *optest.Provider) func(*testscript.TestScript, bool, []string) {
+	return func(ts *testscript.TestScript, neg bool, args []string) {
+		if len(args) != 1 {
+			ts.Fatalf("usage: [!] opactive FILE")
+		}
+		active, err := p.Active(strings.TrimSpace(ts.ReadFile(args[0])))
+		ts.Check(err)
+		if active == neg {
+			ts.Fatalf("the token in %s is active: %v, want %v", args[0], active, !neg)
+		}
+	}
 }

@@ -16,6 +16,7 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
+	"encoding/json"
 	"fmt"
 	"html"
 	"io"
@@ -36,11 +37,59 @@ import (
 // Provider is the running oidc-provider. ClientID is a confidential client
 // (client_secret_post) allowed client credentials, the device flow, the
 // authorization code grant and refresh; PublicClientID has no secret and
-// all of them but client credentials. Both accept codes on any loopback port.
+// all of them but client credentials. ShortClientID is ClientID again, with
+// the same secret, but its access tokens live 2 s: a test sees a real expiry
+// after a short wait. All accept codes on any loopback port.
 type Provider struct {
 	Issuer                 string
 	ClientID, ClientSecret string
 	PublicClientID         string
+	ShortClientID          string
+}
+
+// Active asks the provider's introspection endpoint (RFC 7662, as the
+// confidential client) whether token is still active: false once it expired
+// or was revoked.
+func (p *Provider) Active(token string) (bool, error) {
+	c := &http.Client{Timeout: 10 * time.Second}
+	var disc struct {
+		Introspection string `json:"introspection_endpoint"`
+	}
+	if err := getJSON(c, p.Issuer+"/.well-known/openid-configuration", &disc); err != nil {
+		return false, err
+	}
+	if disc.Introspection == "" {
+		return false, fmt.Errorf("the provider announces no introspection endpoint")
+	}
+	resp, err := c.PostForm(disc.Introspection, url.Values{
+		"token": {token}, "client_id": {p.ClientID}, "client_secret": {p.ClientSecret},
+	})
+	if err != nil {
+		return false, err
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return false, fmt.Errorf("introspection: HTTP %d", resp.StatusCode)
+	}
+	var res struct {
+		Active bool `json:"active"`
+	}
+	if err := json.NewDecoder(io.LimitReader(resp.Body, 1<<20)).Decode(&res); err != nil {
+		return false, fmt.Errorf("introspection: %w", err)
+	}
+	return res.Active, nil
+}
+
+func getJSON(c *http.Client, u string, v any) error {
+	resp, err := c.Get(u)
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return fmt.Errorf("%s: HTTP %d", u, resp.StatusCode)
+	}
+	return json.NewDecoder(io.LimitReader(resp.Body, 1<<20)).Decode(v)
 }
 
 var (
@@ -94,12 +143,13 @@ func launch() (*Provider, string) {
 	}
 	secret := make([]byte, 12)
 	_, _ = rand.Read(secret)
-	p := &Provider{ClientID: "shipping-api", ClientSecret: "op-" + hex.EncodeToString(secret), PublicClientID: "shipping-cli"}
+	p := &Provider{ClientID: "shipping-api", ClientSecret: "op-" + hex.EncodeToString(secret),
+		PublicClientID: "shipping-cli", ShortClientID: "shipping-short"}
 	ctx, cancel := context.WithCancel(context.Background())
 	cmd := exec.CommandContext(ctx, node, filepath.Join(d, "server.js"))
 	// The secret goes through the environment, never argv.
 	cmd.Env = append(os.Environ(), "SHIPKEY_OP_CLIENT_ID="+p.ClientID, "SHIPKEY_OP_CLIENT_SECRET="+p.ClientSecret,
-		"SHIPKEY_OP_PUBLIC_CLIENT_ID="+p.PublicClientID)
+		"SHIPKEY_OP_PUBLIC_CLIENT_ID="+p.PublicClientID, "SHIPKEY_OP_SHORT_CLIENT_ID="+p.ShortClientID)
 	cmd.WaitDelay = 5 * time.Second
 	var stderr lockedBuffer
 	cmd.Stderr = &stderr
