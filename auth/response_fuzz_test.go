@@ -70,7 +70,8 @@ func FuzzTokenResponse(f *testing.F) {
 		if ts.ExpiresIn < 0 || ts.ExpiresIn > tenYears || ts.RefreshExpiresIn < 0 || ts.RefreshExpiresIn > tenYears {
 			t.Fatalf("accepted lifetimes %d, %d", ts.ExpiresIn, ts.RefreshExpiresIn)
 		}
-		if !strings.EqualFold(ts.TokenType, "bearer") {
+		// Absent means Bearer (the README's rule); anything else is refused.
+		if ts.TokenType != "" && !strings.EqualFold(ts.TokenType, "bearer") {
 			t.Fatalf("accepted token_type %q", ts.TokenType)
 		}
 	})

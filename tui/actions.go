@@ -84,7 +84,7 @@ func (m *Model) openDetails(label string) tea.Cmd {
 		m.toast, m.toastOK = fmt.Sprintf("No key labelled %q.", text.Safe(label)), false
 		return nil
 	}
-	m.current = label
+	m.setCurrent(label)
 	if m.details.key.ID == k.ID && m.details.busy() {
 		return m.goTo(screenDetails) // its operation's answer is on the way
 	}

@@ -429,7 +429,7 @@ func (d *details) content() string {
 	} else {
 		pieces = append(pieces, piece{"  ", text.Safe(d.key.Conn.RealmURL())})
 	}
-	pieces = append(pieces, piece{"  ·  ", "client " + text.Safe(d.key.Conn.ClientID)})
+	pieces = append(pieces, piece{"  ·  ", "client " + text.Safe(d.key.Conn.ClientID)}, piece{"  ·  ", "grant " + grantLine(d.key)})
 	for i, l := range flow(pieces, d.width-2) {
 		if rest, ok := strings.CutPrefix(l, label); i == 0 && ok {
 			line(s.Value.Render(label) + s.Subtle.Render(rest))
@@ -461,7 +461,6 @@ func (d *details) content() string {
 	if tokType == "" {
 		tokType = "—"
 	}
-	line(s.row("Grant", nameW, s.Value.Render(grantLine(d.key))))
 	line(s.row("Token type", nameW, s.Value.Render(text.Safe(tokType))))
 	line(s.row("Scope", nameW, s.Value.Render(orDash(text.Safe(t.Scope)))))
 	line(s.row("Session state", nameW, s.Value.Render(orDash(text.Safe(t.SessionState)))))

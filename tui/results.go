@@ -77,7 +77,7 @@ func (m *Model) handleKeyTokens(msg keyTokensMsg) tea.Cmd {
 			return m.form.fail(msg.err)
 		}
 		m.form.state = formDone
-		m.current = msg.key.Label
+		m.setCurrent(msg.key.Label)
 		m.details.open(msg.key, msg.tokens)
 		m.toast, m.toastOK = fmt.Sprintf("API key %q created.", text.Safe(msg.key.Label)), true
 		return tea.Batch(m.replace(screenDetails), m.loadKeys(), m.checkLive(msg.key.Label))
@@ -147,11 +147,11 @@ func (m *Model) handleOpDone(msg opDoneMsg) tea.Cmd {
 		m.toast, m.toastOK = toast, true
 		switch {
 		case msg.op == opDelete && m.current == msg.label:
-			m.current = ""
+			m.setCurrent("")
 		case msg.op == opRename && m.current == msg.label:
-			m.current = msg.to
+			m.setCurrent(msg.to)
 		case msg.op == opSetDefault:
-			m.current = msg.label
+			m.setCurrent(msg.label)
 		}
 	case opMarkUsed:
 		if msg.err != nil {
@@ -172,4 +172,11 @@ func (m *Model) handleCopyReady(msg copyReadyMsg) tea.Cmd {
 		return nil
 	}
 	return m.copyToken(msg.label, msg.tokens, msg.header)
+}
+
+// setCurrent makes label the current key (the one "1" opens and Welcome
+// shows): the last opened, created or made default.
+func (m *Model) setCurrent(label string) {
+	m.current = label
+	m.welcome.current = label
 }

@@ -288,7 +288,7 @@ func TestDeviceCodeKeyLogsInAgain(t *testing.T) {
 		f.approve = make(chan error, 1)
 	})
 	h.press("1")
-	h.mustShow("Grant               device code (public client)")
+	h.mustShow("grant device code (public client)")
 	h.async()
 	h.press("X", "y")
 	h.pump("logged out", func() bool { return h.m.details.tokens == nil && h.m.details.state == detailsIdle })

@@ -150,3 +150,19 @@ func TestEveryScreenFitsSmallTerminals(t *testing.T) {
 		}
 	}
 }
+
+// Welcome shows the key opened last, not the one it showed at start.
+func TestWelcomeShowsTheKeyOpenedLast(t *testing.T) {
+	t.Parallel()
+	h := newHarness(t, func(f *fakeStore) {
+		f.add("demo", "demo", time.Time{})
+		f.add("staging", "stage", time.Time{})
+	})
+	h.mustShow("Default key", "demo")
+	if err := h.m.openDetails("staging"); err == nil {
+		t.Fatal("opening staging did nothing")
+	}
+	h.m.active = screenWelcome
+	h.mustShow("Current key", "staging")
+	h.mustNotShow("Default key")
+}

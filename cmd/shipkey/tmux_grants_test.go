@@ -82,7 +82,7 @@ func TestTmuxGrantChoiceAndDeviceCode(t *testing.T) {
 		t.Fatalf("the device page answered %s", resp.Status)
 	}
 	// The grant polls every 5 s (Keycloak's interval).
-	s.waitText(20*time.Second, "Token details", "Grant               device code", "Access expires")
+	s.waitText(20*time.Second, "Token details", "grant device code", "Access expires")
 
 	// The keys table names the grant.
 	s.keys("2")
