@@ -1,34 +1,42 @@
-// Package store is shipkey's memory: API keys (connection, user, label),
-// their secrets, their volatile metadata, and the one token source that hands
-// out a key's access token, refreshing it through auth and persisting the
-// result, shared by the CLI and the TUI.
+// Package store is shipkey's memory: API keys (a connection, a grant, a
+// label), their secrets, their volatile metadata, and the one token source
+// that hands out a key's access token, renewing it through auth and persisting
+// the result, shared by the CLI and the TUI.
 //
-// Non-secret configuration lives in config.toml under the config directory;
-// volatile metadata (last used, token expiries, the masked token, the
-// logged-out flag) in state.json under the state directory; secrets (client
-// secret, remembered password, tokens) in a secrets backend: the OS keyring
-// (every call bounded by a timeout), an age-encrypted file (secrets.age,
-// encrypted to a per-store X25519 identity that the passphrase unwraps once
-// per process and that is cached in the Linux kernel keyring for ten
-// minutes), plaintext only when chosen explicitly, or process memory for the
-// demo. "auto" uses the keyring when it answers and says plainly when it
-// falls back to the file. Files are 0600, directories 0700; writes are atomic
-// (temporary file, fsync, rename) and every read-modify-write happens under
-// the file lock store.lock, re-reading the files once it is held. A corrupted
-// config or secret file is reported with its name and is never overwritten;
-// state.db is only an index, set aside and rebuilt when damaged (dbcheck.go,
-// rebuild.go).
+// Where things are (each seam a group of files; the unlock cache and teams
+// are packages of their own):
 //
-// Token hands out a key's access token, refreshing it under a per-key file
-// lock (<id>.refresh.lock) so that across processes exactly one refreshes
-// and the others use its result; Keycloak's rotated refresh token replaces
-// the old one. Nothing assumes which of the access and refresh tokens
-// expires first.
+//   - The key's definition: config.go (config.toml, the source of truth, the
+//     [[keys]] table; keyEntry is the one definition, checked field by field
+//     by definition_test.go), labels.go, import.go.
+//   - The index: index.go (state.db, bbolt: the definitions indexed, per-key
+//     state, transactions), record.go (its binary records), state.go (a
+//     key's volatile state), each.go (streaming keys from a cursor),
+//     migrate.go (the v1 layout), dbcheck.go and rebuild.go (a damaged or
+//     missing state.db is set aside and rebuilt from config.toml and the
+//     secret files).
+//   - Secrets: secrets.go (the backend table), backend_*.go (OS keyring with
+//     a bounded D-Bus check in sessionbus_*.go, age-encrypted files, plaintext
+//     only when chosen, memory for the demo), sweep.go (orphans and temp
+//     files).
+//   - The unlock session: session.go and unlock.go (the file backend's
+//     passphrase asked once per session), unlock_check.go; where the unlocked
+//     identity is kept between processes is package store/unlock (kernel
+//     keyring, shipkey agent).
+//   - The lifecycle: keystore.go (Open, Create, Login, Logout, Remove, with
+//     pending session ends), token.go (Token: renew under a per-key lock so
+//     that across processes exactly one renews, asking the key's grant how to
+//     log in again), stamp.go (what the app polls to see other processes'
+//     changes).
+//   - Files and owners: fsutil*.go (0600/0700, atomic writes, locks),
+//     owner*.go (a store of another user is refused), syncfs_*.go.
+//   - Teams: teams.go keeps a team's connection and secrets; the etcd engine
+//     is package store/team.
 //
 // What it must never do: write a password, client secret or token in plaintext
 // (unless the user chose the plaintext backend), put one into an error, touch
-// the secrets backend to list keys, or let two processes refresh the same key
-// at once.
+// the secrets backend to list keys, let two processes renew the same key at
+// once, or crash on a damaged file.
 package store
 
 import (

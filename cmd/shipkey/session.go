@@ -11,6 +11,7 @@ import (
 	"github.com/shipkey/shipkey/auth"
 	"github.com/shipkey/shipkey/internal/text"
 	"github.com/shipkey/shipkey/store"
+	"github.com/shipkey/shipkey/store/team"
 	"github.com/spf13/cobra"
 )
 
@@ -24,10 +25,12 @@ type loginOptions struct {
 	Label         string
 	PasswordStdin bool
 	BrowserWait   time.Duration
+	// Team is the team engine, for "T/LABEL".
+	Team func() (*team.Engine, error)
 }
 
 func newCmdLogin(f *factory, runF func(context.Context, *loginOptions) error) *cobra.Command {
-	opts := &loginOptions{IO: f.IO, Getenv: f.Getenv, Now: f.Now, Store: f.Store, Secrets: f.Secrets}
+	opts := &loginOptions{IO: f.IO, Getenv: f.Getenv, Now: f.Now, Store: f.Store, Secrets: f.Secrets, Team: f.Team}
 	cmd := &cobra.Command{
 		Use:   "login [LABEL]",
 		Short: "Log an API key in again (new tokens by its grant)",
@@ -37,7 +40,11 @@ For the password grant, the password comes from SHIPKEY_PASSWORD,
 --password-stdin (one line) or a hidden prompt; when the key remembers its
 password and none is given, the remembered one is used. The device code and
 browser grants print what to do on stderr and wait (ctrl+c cancels, exit
-130). Without LABEL: SHIPKEY_KEY, else the default key, else the only key.`,
+130). Without LABEL: SHIPKEY_KEY, else the default key, else the only key.
+
+A team key (TEAM/LABEL) gets new tokens for the whole team, under the
+team-wide lock: client credentials run again; the password grant uses the
+team's kept password, or the one given (which then replaces it for the team).`,
 		Args:              usageArgs(cobra.MaximumNArgs(1)),
 		ValidArgsFunction: completeLabels(f, 1),
 		RunE: func(cmd *cobra.Command, args []string) error {
@@ -57,6 +64,9 @@ func loginRun(ctx context.Context, opts *loginOptions) error {
 	st, err := opts.Store()
 	if err != nil {
 		return err
+	}
+	if t, l, ok := teamKeyAddress(st, opts.Label); ok && opts.Team != nil {
+		return teamLoginRun(ctx, opts, t, l)
 	}
 	key, err := resolveKey(st, opts.Label)
 	if err != nil {
@@ -250,10 +260,12 @@ type logoutOptions struct {
 	Now   func() time.Time
 	Store func() (*store.Store, error)
 	Label string
+	// Team is the team engine, for "T/LABEL".
+	Team func() (*team.Engine, error)
 }
 
 func newCmdLogout(f *factory, runF func(context.Context, *logoutOptions) error) *cobra.Command {
-	opts := &logoutOptions{IO: f.IO, Now: f.Now, Store: f.Store}
+	opts := &logoutOptions{IO: f.IO, Now: f.Now, Store: f.Store, Team: f.Team}
 	return &cobra.Command{
 		Use:   "logout [LABEL]",
 		Short: "End the key's session at the server and drop its tokens (the key stays)",
@@ -265,7 +277,15 @@ Exit code 0 when the server ended the session or offers no way to (then the
 tokens stay valid at the server until they expire, as stderr says), and the
 tokens are dropped. 1 when the server refused or could not be reached: the key
 hands out no token, its end is pending (shipkey status shows it) and its
-tokens are kept only to end the session; run logout again to retry.`,
+tokens are kept only to end the session; run logout again to retry.
+
+A team key (TEAM/LABEL) is logged out once for the whole team, under the
+team-wide lock: the session ends at the server and the team's shared tokens
+are deleted, so every member drops its cached token on its next "token". A
+key whose grant runs unattended (client credentials, a kept password) gets
+new tokens on the next "token" anywhere; "shipkey login TEAM/LABEL" does it
+now. When the server refuses or cannot be reached, the team's tokens are kept
+(the session is alive) and the exit code is 1; 4 when etcd did not answer.`,
 		Args:              usageArgs(cobra.MaximumNArgs(1)),
 		ValidArgsFunction: completeLabels(f, 1),
 		RunE: func(cmd *cobra.Command, args []string) error {
@@ -282,6 +302,9 @@ func logoutRun(ctx context.Context, opts *logoutOptions) error {
 	st, err := opts.Store()
 	if err != nil {
 		return err
+	}
+	if t, l, ok := teamKeyAddress(st, opts.Label); ok && opts.Team != nil {
+		return teamLogoutRun(ctx, opts, t, l)
 	}
 	key, err := resolveKey(st, opts.Label)
 	if err != nil {

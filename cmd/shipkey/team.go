@@ -348,3 +348,58 @@ func teamCurrent(f *factory, st *store.Store, label string) (*auth.TokenSet, boo
 	f.Secrets.Add(tok)
 	return &ts, true, nil
 }
+
+// teamLogoutRun is logout for team key T/LABEL: the session ends at the
+// server once for the team and the shared tokens are deleted.
+func teamLogoutRun(ctx context.Context, opts *logoutOptions, teamName, label string) error {
+	eng, err := opts.Team()
+	if err != nil {
+		return err
+	}
+	addr := team.Address(teamName, label)
+	safe := text.Safe(addr)
+	res, err := eng.Logout(ctx, teamName, label)
+	if err != nil {
+		if auth.KindOf(err) == auth.KindUnknown {
+			return err // etcd or local: nothing was changed
+		}
+		return &exitError{code: exitFailure, err: fmt.Errorf("team key %s: %s; the team's tokens are kept (the session is alive): run shipkey logout %s to try again: %w",
+			safe, endFailure(err), text.ShellQuote(addr), err)}
+	}
+	next := "the next token on any member logs in again if its grant runs unattended; else: shipkey login " + text.ShellQuote(addr)
+	if !res.HadToken {
+		fmt.Fprintf(opts.IO.ErrOut, "Team key %s was already logged out; no session to end (%s)\n", safe, next)
+		return nil
+	}
+	return reportEnd(opts.IO.ErrOut, "Logged out team key "+safe+" for every member", "dropped the team's tokens", next, store.Key{}, res.End, nil, opts.Now())
+}
+
+// teamLoginRun is login for team key T/LABEL: new tokens for the whole team
+// by the key's grant.
+func teamLoginRun(ctx context.Context, opts *loginOptions, teamName, label string) error {
+	eng, err := opts.Team()
+	if err != nil {
+		return err
+	}
+	addr := team.Address(teamName, label)
+	password := ""
+	if opts.PasswordStdin || opts.Getenv(envPassword) != "" {
+		// A password given replaces the team's kept one; none given: the
+		// kept one (a team key always keeps its password).
+		password, err = readSecret(opts.IO, opts.Getenv, secretSource{
+			What: "password", Env: envPassword, FromStdin: opts.PasswordStdin,
+			Hint: "set " + envPassword + " or pass --password-stdin",
+		})
+		if err != nil {
+			return err
+		}
+		opts.Secrets.Add(password)
+	}
+	k, ts, err := eng.Login(ctx, teamName, label, team.LoginOptions{Password: password})
+	if err != nil {
+		return interrupted(ctx, err)
+	}
+	opts.Secrets.Add(ts.AccessToken, ts.RefreshToken, ts.IDToken)
+	fmt.Fprintf(opts.IO.ErrOut, "Logged in team key %s for every member (%s)\n", text.Safe(addr), lifetimes(teamStoreKey(k), opts.Now()))
+	return nil
+}

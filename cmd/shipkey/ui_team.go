@@ -15,8 +15,9 @@ import (
 // store's keys plus every team's keys ("T/LABEL") from the local caches,
 // which a watch per team keeps in step with etcd. Its stamp changes with
 // every team change, so the app's 1 s tick reloads the table. Team keys are
-// shown and their cached tokens inspected; the actions the app offers on
-// local keys (login, refresh, rename, remove) stay with the CLI for now.
+// shown and their cached tokens inspected, logged out and in (for the whole
+// team); the other actions the app offers on local keys (refresh, rename,
+// remove) stay with the CLI for now.
 type teamBackend struct {
 	*store.Store
 	eng   *team.Engine
@@ -94,4 +95,28 @@ func (b *teamBackend) MarkUsed(label string) error {
 		return nil
 	}
 	return b.Store.MarkUsed(label)
+}
+
+// Logout ends a team key's session for the whole team (shipkey logout T/L).
+func (b *teamBackend) Logout(ctx context.Context, label string) (auth.EndResult, error) {
+	if t, l, ok := teamKeyAddress(b.Store, label); ok {
+		res, err := b.eng.Logout(ctx, t, l)
+		b.gen.Add(1)
+		return res.End, err
+	}
+	return b.Store.Logout(ctx, label)
+}
+
+// Login gets new tokens for a team key for the whole team (shipkey login
+// T/L); a password given replaces the team's kept one.
+func (b *teamBackend) Login(ctx context.Context, label string, opts store.LoginOptions) (store.Key, *auth.TokenSet, error) {
+	if t, l, ok := teamKeyAddress(b.Store, label); ok {
+		k, ts, err := b.eng.Login(ctx, t, l, team.LoginOptions{Password: opts.Password})
+		b.gen.Add(1)
+		if err != nil {
+			return store.Key{}, nil, err
+		}
+		return teamStoreKey(k), ts, nil
+	}
+	return b.Store.Login(ctx, label, opts)
 }

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"os"
 	"path/filepath"
 	"testing"
@@ -83,6 +84,20 @@ func TestTeamBackendLive(t *testing.T) {
 	}
 	if ts, err := b.Current("ui/k"); err != nil || ts.AccessToken == "" {
 		t.Errorf("Current(ui/k): %v", err)
+	}
+	// The app's logout and login of a team key go to the team.
+	if res, err := b.Logout(ctx, "ui/k"); err != nil || !res.Ended() {
+		t.Fatalf("Logout(ui/k): %+v, %v", res, err)
+	}
+	if _, err := b.Current("ui/k"); !errors.Is(err, store.ErrLoginNeeded) {
+		t.Errorf("Current(ui/k) after logout: %v, want login needed", err)
+	}
+	k, ts, err := b.Login(ctx, "ui/k", store.LoginOptions{})
+	if err != nil || k.Label != "ui/k" || ts.AccessToken == "" {
+		t.Fatalf("Login(ui/k): %v", err)
+	}
+	if cur, err := b.Current("ui/k"); err != nil || cur.AccessToken != ts.AccessToken {
+		t.Errorf("Current(ui/k) after login: %v", err)
 	}
 }
 

@@ -8,7 +8,6 @@ import (
 	"time"
 
 	clientv3 "go.etcd.io/etcd/client/v3"
-	"go.etcd.io/etcd/client/v3/concurrency"
 
 	"github.com/shipkey/shipkey/auth"
 	"github.com/shipkey/shipkey/internal/text"
@@ -29,7 +28,8 @@ func fits(ts *auth.TokenSet, now time.Time, opts TokenOptions) bool {
 }
 
 // Token hands out the access token of team key label: the cached one while
-// it will do (no etcd round trip); else, under the key's local file lock,
+// it will do and etcd still holds it (one keys-only read: a logout or a
+// renewal on another machine replaced it); else, under the key's local file lock,
 // the shared one from etcd; else one renewal for the whole fleet under the
 // team-wide mutex. When etcd does not answer within the bound, a cached
 // token that has not expired is handed out with a warning; otherwise the
@@ -40,11 +40,24 @@ func (e *Engine) Token(ctx context.Context, team, label string, opts TokenOption
 		return nil, err
 	}
 	defer h.close()
-	now := e.opts.Now()
-	if ce := h.readCache().byLabel(label); ce != nil && fits(ce.Token, now, opts) {
-		return ce.Token, nil
-	}
 	cached := h.readCache().byLabel(label)
+	stale := int64(-1) // the revision of a cached token etcd no longer holds
+	if cached != nil && fits(cached.Token, e.opts.Now(), opts) {
+		// One small read says whether the team still holds this token set
+		// (a logout elsewhere deletes it, a renewal replaces it).
+		current, err := h.stillShared(ctx, cached)
+		if err == nil && current {
+			return cached.Token, nil
+		}
+		stale = cached.TokenRev
+		if err != nil {
+			if !errors.Is(err, ErrUnavailable) {
+				return nil, err
+			}
+			h.warnCached(cached)
+			return cached.Token, nil
+		}
+	}
 	// A label is user input: the lock of a key not cached yet is named by
 	// its hash, never by the label itself.
 	lockName := fmt.Sprintf("label-%x.lock", sha256.Sum256([]byte(label)))
@@ -57,7 +70,7 @@ func (e *Engine) Token(ctx context.Context, team, label string, opts TokenOption
 	}
 	defer unlock()
 	// Another process of this machine may have done the work meanwhile.
-	if ce := h.readCache().byLabel(label); ce != nil && fits(ce.Token, e.opts.Now(), opts) && !opts.Force {
+	if ce := h.readCache().byLabel(label); ce != nil && ce.TokenRev != stale && fits(ce.Token, e.opts.Now(), opts) && !opts.Force {
 		return ce.Token, nil
 	} else if ce != nil {
 		cached = ce
@@ -67,11 +80,32 @@ func (e *Engine) Token(ctx context.Context, team, label string, opts TokenOption
 		return ts, nil
 	}
 	if errors.Is(err, ErrUnavailable) && cached != nil && cached.Token != nil && cached.Token.AccessToken != "" && !cached.Token.Access().Expired(e.opts.Now()) {
-		fmt.Fprintf(e.opts.Warn, "shipkey: warning: team %s: etcd did not answer within %s; handing out the cached token of %s (valid until %s)\n",
-			team, h.timeout, text.Safe(Address(team, label)), text.Stamp(cached.Token.AccessExpiry()))
+		h.warnCached(cached)
 		return cached.Token, nil
 	}
 	return nil, err
+}
+
+// warnCached says that ce's token is handed out without etcd.
+func (h *handle) warnCached(ce *cacheEntry) {
+	fmt.Fprintf(h.e.opts.Warn, "shipkey: warning: team %s: etcd did not answer within %s; handing out the cached token of %s (valid until %s)\n",
+		h.name(), h.timeout, text.Safe(Address(h.name(), ce.Def.Label)), text.Stamp(ce.Token.AccessExpiry()))
+}
+
+// stillShared reports whether etcd still holds the token set ce cached, at
+// the revision cached: one linearizable keys-only read, within the bound.
+func (h *handle) stillShared(ctx context.Context, ce *cacheEntry) (bool, error) {
+	cli, err := h.client()
+	if err != nil {
+		return false, err
+	}
+	ctx, cancel := h.bound(ctx)
+	defer cancel()
+	resp, err := cli.Get(ctx, tokenKey(h.name(), ce.Def.ID), clientv3.WithKeysOnly())
+	if err != nil {
+		return false, h.etcdErr(err)
+	}
+	return ce.TokenRev != 0 && len(resp.Kvs) == 1 && resp.Kvs[0].ModRevision == ce.TokenRev, nil
 }
 
 // fleetTokenRetry runs fleetToken until it succeeds, fails for a reason
@@ -138,20 +172,11 @@ func (h *handle) fleetToken(ctx context.Context, label string, cached *cacheEntr
 
 	// Due everywhere: one renewal for the fleet, under the team-wide mutex on
 	// a lease (a holder that dies frees it within the TTL).
-	sess, err := concurrency.NewSession(cli, concurrency.WithTTL(h.e.opts.LockTTL), concurrency.WithContext(ctx))
+	mu, unlock, err := h.lockKey(ctx, cli, id)
 	if err != nil {
-		return nil, h.etcdErr(err)
+		return nil, err
 	}
-	defer func() {
-		rctx, rcancel := context.WithTimeout(context.Background(), time.Second)
-		defer rcancel()
-		_, _ = cli.Revoke(rctx, sess.Lease())
-		sess.Orphan()
-	}()
-	mu := concurrency.NewMutex(sess, lockPrefix(h.name(), id))
-	if err := mu.Lock(ctx); err != nil {
-		return nil, h.etcdErr(err)
-	}
+	defer unlock()
 	cur, rev, d, err = h.readItem(ctx, cli, id)
 	if err != nil {
 		return nil, err

@@ -9,8 +9,9 @@ import (
 )
 
 // BenchmarkCachedToken measures what a script pays per `shipkey token`: a
-// local key against a team key whose token is cached on this machine (no
-// etcd round trip), both whole processes. team/local is the ratio.
+// local key against a team key whose token is cached on this machine (one
+// keys-only etcd read says the team still holds it), both whole processes.
+// team/local is the ratio.
 func BenchmarkCachedToken(b *testing.B) {
 	c := needCluster(b)
 	srv := newRealm(b)
