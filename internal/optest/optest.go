@@ -151,7 +151,7 @@ func launch() (*Provider, string) {
 	cmd.Env = append(os.Environ(), "SHIPKEY_OP_CLIENT_ID="+p.ClientID, "SHIPKEY_OP_CLIENT_SECRET="+p.ClientSecret,
 		"SHIPKEY_OP_PUBLIC_CLIENT_ID="+p.PublicClientID, "SHIPKEY_OP_SHORT_CLIENT_ID="+p.ShortClientID)
 	cmd.WaitDelay = 5 * time.Second
-	var stderr lockedBuffer
+	var stderr LockedBuffer
 	cmd.Stderr = &stderr
 	stdin, err := cmd.StdinPipe()
 	if err != nil {
@@ -202,19 +202,20 @@ func launch() (*Provider, string) {
 	return p, ""
 }
 
-// lockedBuffer collects the server's stderr for failure messages.
-type lockedBuffer struct {
+// LockedBuffer collects a server's stderr for failure messages; it may be
+// written from one goroutine while another reads it.
+type LockedBuffer struct {
 	mu  sync.Mutex
 	buf bytes.Buffer
 }
 
-func (l *lockedBuffer) Write(p []byte) (int, error) {
+func (l *LockedBuffer) Write(p []byte) (int, error) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	return l.buf.Write(p)
 }
 
-func (l *lockedBuffer) String() string {
+func (l *LockedBuffer) String() string {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	return l.buf.String()
