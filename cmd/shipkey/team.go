@@ -380,10 +380,7 @@ func teamLoginRun(ctx context.Context, opts *loginOptions, teamName, label strin
 	if opts.PasswordStdin || opts.Getenv(envPassword) != "" {
 		// A password given replaces the team's kept one; none given: the
 		// kept one (a team key always keeps its password).
-		password, err = readSecret(opts.IO, opts.Getenv, secretSource{
-			What: "password", Env: envPassword, FromStdin: opts.PasswordStdin,
-			Hint: "set " + envPassword + " or pass --password-stdin",
-		})
+		password, err = readSecret(opts.IO, opts.Getenv, userPassword("", opts.PasswordStdin))
 		if err != nil {
 			return err
 		}
