@@ -43,7 +43,8 @@ if [ ! -d "$srv/node_modules/oauth2-mock-server" ]; then
   npm ci --prefix "$srv" --no-audit --no-fund --loglevel=error
 fi
 
-# 2b. The real third-party OpenID provider (npm oidc-provider) for the grant tests, pinned by the lock file.
+# 2b. The real third-party OpenID provider (npm oidc-provider) for the grant tests (auth and the
+#     CLI's testdata/opscript, through internal/optest), pinned by the lock file.
 op=auth/testdata/oidcprovider
 if [ ! -d "$op/node_modules/oidc-provider" ]; then
   log "installing $op (npm ci)"

@@ -10,7 +10,6 @@ package auth_test
 
 import (
 	"bufio"
-	"bytes"
 	"context"
 	"crypto/rand"
 	"encoding/hex"
@@ -20,11 +19,11 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/shipkey/shipkey/auth"
+	"github.com/shipkey/shipkey/internal/optest"
 	"github.com/shipkey/shipkey/internal/text/texttest"
 )
 
@@ -33,24 +32,6 @@ type mockOAuth2 struct {
 	URL                    string
 	ClientID, ClientSecret string
 	Username, Password     string
-}
-
-// lockedBuffer collects the server's stderr for failure messages.
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *lockedBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *lockedBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
 }
 
 func randomSecret(t *testing.T, prefix string) string {
@@ -96,7 +77,7 @@ func startMockOAuth2(t *testing.T) *mockOAuth2 {
 		"SHIPKEY_MOCK_PASSWORD="+m.Password,
 	)
 	cmd.WaitDelay = 5 * time.Second
-	var stderr lockedBuffer
+	var stderr optest.LockedBuffer
 	cmd.Stderr = &stderr
 	stdin, err := cmd.StdinPipe()
 	if err != nil {

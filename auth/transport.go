@@ -29,6 +29,15 @@ var errBodyTooLarge = fmt.Errorf("response body larger than %d bytes", MaxBodySi
 // host that is not loopback.
 var errInsecureURL = errors.New("refusing plain http to a host that is not loopback")
 
+// idleConnTimeout is how long the client keeps an idle connection for reuse:
+// under the 5 s that many servers keep one open (Node's http.Server
+// keepAliveTimeout, Apache's KeepAliveTimeout) and that the device grant
+// polls at by default (RFC 8628 §3.2). A connection reused just as the server
+// closes it fails a POST that was already on the wire (Go retries only
+// idempotent requests): seen against oidc-provider as "the connection closed
+// before an answer came" on a device poll.
+const idleConnTimeout = 4 * time.Second
+
 // buildHTTPClient returns the *http.Client auth uses: the caller's client (or a
 // fresh one with timeouts, TLS 1.2+ and verification on, CAFile added to the
 // system roots, proxies from the environment) wrapped in guardTransport.
@@ -61,7 +70,7 @@ func buildHTTPClient(opts Options, logger *slog.Logger) (*http.Client, error) {
 				ResponseHeaderTimeout: timeout,
 				ForceAttemptHTTP2:     true,
 				MaxIdleConns:          4,
-				IdleConnTimeout:       90 * time.Second,
+				IdleConnTimeout:       idleConnTimeout,
 			},
 		}
 	}

@@ -11,6 +11,8 @@ import (
 	"strings"
 	"syscall"
 	"time"
+
+	"github.com/shipkey/shipkey/internal/optest"
 )
 
 // childBrowser is a scripted $BROWSER: it completes authtest's device or
@@ -34,15 +36,7 @@ func childBrowser() {
 		action = "approve"
 	}
 	status := "-"
-	defer func() {
-		if path := os.Getenv("BROWSER_LOG"); path != "" {
-			f, err := os.OpenFile(path, os.O_APPEND|os.O_CREATE|os.O_WRONLY, 0o600)
-			if err == nil {
-				fmt.Fprintf(f, "visit %s %s\n", action, status)
-				f.Close()
-			}
-		}
-	}()
+	defer func() { logVisit(action, status) }()
 	switch action {
 	case "ignore":
 		return
@@ -55,10 +49,7 @@ func childBrowser() {
 		os.Exit(90)
 	}
 	if action == "inject-pkce" {
-		q := u.Query()
-		sum := sha256.Sum256([]byte("an attacker's verifier, not shipkey's"))
-		q.Set("code_challenge", base64.RawURLEncoding.EncodeToString(sum[:]))
-		u.RawQuery = q.Encode()
+		injectChallenge(u)
 		action = "approve"
 	}
 	form := url.Values{"username": {os.Getenv("USERNAME")}, "password": {os.Getenv("PASSWORD")}, "action": {action}}
@@ -71,4 +62,57 @@ func childBrowser() {
 	_, _ = io.Copy(io.Discard, resp.Body)
 	resp.Body.Close()
 	status = fmt.Sprint(resp.StatusCode)
+}
+
+// logVisit appends "visit <action> <status>" to $BROWSER_LOG when it is set.
+func logVisit(action, status string) {
+	path := os.Getenv("BROWSER_LOG")
+	if path == "" {
+		return
+	}
+	f, err := os.OpenFile(path, os.O_APPEND|os.O_CREATE|os.O_WRONLY, 0o600)
+	if err == nil {
+		fmt.Fprintf(f, "visit %s %s\n", action, status)
+		f.Close()
+	}
+}
+
+// injectChallenge replaces the authorization URL's PKCE challenge with an
+// attacker's: the code the server then issues is bound to a verifier
+// shipkey does not hold.
+func injectChallenge(u *url.URL) {
+	q := u.Query()
+	sum := sha256.Sum256([]byte("an attacker's verifier, not shipkey's"))
+	q.Set("code_challenge", base64.RawURLEncoding.EncodeToString(sum[:]))
+	u.RawQuery = q.Encode()
+}
+
+// childOPBrowser is the scripted $BROWSER for the real OpenID provider
+// (internal/optest): it completes oidc-provider's device, login and consent
+// pages through optest.Browser, following the redirect back to shipkey's
+// loopback callback. $BROWSER_ACTION is approve (the default), deny (the
+// pages' abort), ignore or inject-pkce, as for childBrowser; the visit is
+// logged to $BROWSER_LOG with "ok" or "error" for its status.
+func childOPBrowser() {
+	action := os.Getenv("BROWSER_ACTION")
+	if action == "" {
+		action = "approve"
+	}
+	status := "-"
+	defer func() { logVisit(action, status) }()
+	if action == "ignore" {
+		return
+	}
+	u, err := url.Parse(os.Args[len(os.Args)-1])
+	if err != nil {
+		status = "error"
+		return
+	}
+	if action == "inject-pkce" {
+		injectChallenge(u)
+	}
+	status = "ok"
+	if _, _, err := (optest.Browser{Deny: action == "deny"}).Visit(u.String()); err != nil {
+		status = "error"
+	}
 }

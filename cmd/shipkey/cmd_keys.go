@@ -219,13 +219,7 @@ func keysNewRun(ctx context.Context, opts *keysNewOptions) error {
 		opts.Secrets.Add(clientSecret)
 	}
 	if grant.Or() == auth.GrantPassword {
-		password, err = readSecret(opts.IO, opts.Getenv, secretSource{
-			What:      "password",
-			Env:       envPassword,
-			FromStdin: opts.PasswordStdin,
-			Prompt:    "Password for " + text.Safe(opts.Username) + ": ",
-			Hint:      "set " + envPassword + " or pass --password-stdin",
-		})
+		password, err = readSecret(opts.IO, opts.Getenv, userPassword(opts.Username, opts.PasswordStdin))
 		if err != nil {
 			return err
 		}

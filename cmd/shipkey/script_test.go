@@ -25,6 +25,7 @@ import (
 
 	"github.com/rogpeppe/go-internal/testscript"
 	"github.com/shipkey/shipkey/auth/authtest"
+	"github.com/shipkey/shipkey/internal/optest"
 )
 
 func TestMain(m *testing.M) {
@@ -38,6 +39,8 @@ func TestMain(m *testing.M) {
 		"catstdin": func() { _, _ = io.Copy(os.Stdout, os.Stdin) },
 		// A scripted $BROWSER for the device and browser grants.
 		"browser": childBrowser,
+		// The same for the real OpenID provider (opscripts_test.go).
+		"opbrowser": childOPBrowser,
 	})
 }
 
@@ -47,6 +50,7 @@ type removeBuilt struct{ m *testing.M }
 
 func (r removeBuilt) Run() int {
 	code := r.m.Run()
+	optest.Stop()
 	if built.dir != "" {
 		os.RemoveAll(built.dir)
 	}

@@ -5,6 +5,7 @@ import (
 	"io"
 	"os"
 
+	"github.com/shipkey/shipkey/internal/text"
 	"github.com/shipkey/shipkey/store"
 )
 
@@ -23,6 +24,22 @@ type secretSource struct {
 	StdinFlag string // the flag that set FromStdin; default --password-stdin
 	Prompt    string // hidden prompt text on a terminal
 	Hint      string // what to do when there is no source: "set X or pass --password-stdin"
+}
+
+// userPassword is where a user's password comes from: --password-stdin,
+// SHIPKEY_PASSWORD or a hidden prompt naming the user (none when username is
+// empty).
+func userPassword(username string, fromStdin bool) secretSource {
+	src := secretSource{
+		What:      "password",
+		Env:       envPassword,
+		FromStdin: fromStdin,
+		Hint:      "set " + envPassword + " or pass --password-stdin",
+	}
+	if username != "" {
+		src.Prompt = "Password for " + text.Safe(username) + ": "
+	}
+	return src
 }
 
 // readSecret gets a secret from --password-stdin, the environment or a hidden

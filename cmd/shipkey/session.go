@@ -78,13 +78,7 @@ func loginRun(ctx context.Context, opts *loginOptions) error {
 			return usageErrorf("--password-stdin is for the password grant; key %s uses %s", text.Safe(key.Label), key.Grant)
 		}
 	} else if !key.RememberPassword || opts.PasswordStdin || opts.Getenv(envPassword) != "" {
-		password, err = readSecret(opts.IO, opts.Getenv, secretSource{
-			What:      "password",
-			Env:       envPassword,
-			FromStdin: opts.PasswordStdin,
-			Prompt:    "Password for " + text.Safe(key.Username) + ": ",
-			Hint:      "set " + envPassword + " or pass --password-stdin",
-		})
+		password, err = readSecret(opts.IO, opts.Getenv, userPassword(key.Username, opts.PasswordStdin))
 		if err != nil {
 			return err
 		}

@@ -280,33 +280,27 @@ func teamToken(ctx context.Context, f *factory, teamName, label string, minValid
 // a team whose etcd does not answer is listed from the local cache with a
 // warning.
 func teamKeys(ctx context.Context, f *factory, st *store.Store) ([]store.Key, error) {
-	teams, err := st.Teams()
-	if err != nil || len(teams) == 0 {
-		return nil, err
-	}
-	eng, err := f.Team()
-	if err != nil {
-		return nil, err
-	}
-	var out []store.Key
-	for _, t := range teams {
-		keys, err := eng.Keys(ctx, t.Name)
-		if err != nil {
-			if !errors.Is(err, team.ErrUnavailable) {
-				return nil, err
-			}
+	return eachTeamKeys(f, st, func(eng *team.Engine, name string) ([]team.Key, error) {
+		keys, err := eng.Keys(ctx, name)
+		if err != nil && errors.Is(err, team.ErrUnavailable) {
 			fmt.Fprintf(f.IO.ErrOut, "shipkey: warning: %s; listing its keys from the local cache\n", text.Safe(err.Error()))
+			err = nil
 		}
-		for _, k := range keys {
-			out = append(out, teamStoreKey(k))
-		}
-	}
-	return out, nil
+		return keys, err
+	})
 }
 
 // cachedTeamKeys lists every team's keys from this machine's caches: no etcd
 // round trip (status).
 func cachedTeamKeys(f *factory, st *store.Store) ([]store.Key, error) {
+	return eachTeamKeys(f, st, func(eng *team.Engine, name string) ([]team.Key, error) {
+		return eng.CachedKeys(name)
+	})
+}
+
+// eachTeamKeys lists the keys of every team in config.toml, each team's as
+// list gives them, as store keys.
+func eachTeamKeys(f *factory, st *store.Store, list func(*team.Engine, string) ([]team.Key, error)) ([]store.Key, error) {
 	teams, err := st.Teams()
 	if err != nil || len(teams) == 0 {
 		return nil, err
@@ -317,7 +311,7 @@ func cachedTeamKeys(f *factory, st *store.Store) ([]store.Key, error) {
 	}
 	var out []store.Key
 	for _, t := range teams {
-		keys, err := eng.CachedKeys(t.Name)
+		keys, err := list(eng, t.Name)
 		if err != nil {
 			return nil, err
 		}
@@ -386,10 +380,7 @@ func teamLoginRun(ctx context.Context, opts *loginOptions, teamName, label strin
 	if opts.PasswordStdin || opts.Getenv(envPassword) != "" {
 		// A password given replaces the team's kept one; none given: the
 		// kept one (a team key always keeps its password).
-		password, err = readSecret(opts.IO, opts.Getenv, secretSource{
-			What: "password", Env: envPassword, FromStdin: opts.PasswordStdin,
-			Hint: "set " + envPassword + " or pass --password-stdin",
-		})
+		password, err = readSecret(opts.IO, opts.Getenv, userPassword("", opts.PasswordStdin))
 		if err != nil {
 			return err
 		}

@@ -1,0 +1,301 @@
+// Package optest runs a real third-party OpenID provider for tests: the npm
+// package oidc-provider, pinned in auth/testdata/oidcprovider/package-lock.json
+// and driven by auth/testdata/oidcprovider/server.js, on 127.0.0.1. It also
+// holds Browser, which completes the provider's development login, consent
+// and device pages over HTTP as a person would.
+//
+// The auth package's tests call the grants directly against it; cmd/shipkey's
+// run the shipkey binary against it with Browser as a scripted $BROWSER.
+//
+// Setup: npm ci --prefix auth/testdata/oidcprovider (.ci/test.sh does it).
+package optest
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"html"
+	"io"
+	"net/http"
+	"net/http/cookiejar"
+	"net/url"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"runtime"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+)
+
+// Provider is the running oidc-provider. ClientID is a confidential client
+// (client_secret_post) allowed client credentials, the device flow, the
+// authorization code grant and refresh; PublicClientID has no secret and
+// all of them but client credentials. ShortClientID is ClientID again, with
+// the same secret, but its access tokens live 2 s: a test sees a real expiry
+// after a short wait. All accept codes on any loopback port.
+type Provider struct {
+	Issuer                 string
+	ClientID, ClientSecret string
+	PublicClientID         string
+	ShortClientID          string
+}
+
+// Active asks the provider's introspection endpoint (RFC 7662, as the
+// confidential client) whether token is still active: false once it expired
+// or was revoked.
+func (p *Provider) Active(token string) (bool, error) {
+	c := &http.Client{Timeout: 10 * time.Second}
+	var disc struct {
+		Introspection string `json:"introspection_endpoint"`
+	}
+	if err := getJSON(c, p.Issuer+"/.well-known/openid-configuration", &disc); err != nil {
+		return false, err
+	}
+	if disc.Introspection == "" {
+		return false, fmt.Errorf("the provider announces no introspection endpoint")
+	}
+	resp, err := c.PostForm(disc.Introspection, url.Values{
+		"token": {token}, "client_id": {p.ClientID}, "client_secret": {p.ClientSecret},
+	})
+	if err != nil {
+		return false, err
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return false, fmt.Errorf("introspection: HTTP %d", resp.StatusCode)
+	}
+	var res struct {
+		Active bool `json:"active"`
+	}
+	if err := json.NewDecoder(io.LimitReader(resp.Body, 1<<20)).Decode(&res); err != nil {
+		return false, fmt.Errorf("introspection: %w", err)
+	}
+	return res.Active, nil
+}
+
+func getJSON(c *http.Client, u string, v any) error {
+	resp, err := c.Get(u)
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return fmt.Errorf("%s: HTTP %d", u, resp.StatusCode)
+	}
+	return json.NewDecoder(io.LimitReader(resp.Body, 1<<20)).Decode(v)
+}
+
+var (
+	once    sync.Once
+	shared  *Provider
+	failure string
+	mu      sync.Mutex
+	stop    func()
+)
+
+// Start returns the provider shared by the tests of the process, starting it
+// on first use. When node or the npm package is missing it skips the test,
+// or fails it under CI=true; any other failure to start fails the test.
+// Call Stop from TestMain once the tests have run.
+func Start(t testing.TB) *Provider {
+	t.Helper()
+	once.Do(func() { shared, failure = launch() })
+	if shared == nil {
+		if os.Getenv("CI") == "true" || !strings.HasPrefix(failure, "missing:") {
+			t.Fatal(failure)
+		}
+		t.Skip(failure)
+	}
+	return shared
+}
+
+// Stop ends the provider if it was started.
+func Stop() {
+	mu.Lock()
+	defer mu.Unlock()
+	if stop != nil {
+		stop()
+		stop = nil
+	}
+}
+
+// dir is auth/testdata/oidcprovider, found from this file's place in the module.
+func dir() string {
+	_, file, _, _ := runtime.Caller(0)
+	return filepath.Join(filepath.Dir(file), "..", "..", "auth", "testdata", "oidcprovider")
+}
+
+func launch() (*Provider, string) {
+	d := dir()
+	node, err := exec.LookPath("node")
+	if err == nil {
+		_, err = os.Stat(filepath.Join(d, "node_modules", "oidc-provider", "package.json"))
+	}
+	if err != nil {
+		return nil, "missing: the real OpenID provider needs node and its package: run `npm ci --prefix auth/testdata/oidcprovider` (" + err.Error() + ")"
+	}
+	secret := make([]byte, 12)
+	_, _ = rand.Read(secret)
+	p := &Provider{ClientID: "shipping-api", ClientSecret: "op-" + hex.EncodeToString(secret),
+		PublicClientID: "shipping-cli", ShortClientID: "shipping-short"}
+	ctx, cancel := context.WithCancel(context.Background())
+	cmd := exec.CommandContext(ctx, node, filepath.Join(d, "server.js"))
+	// The secret goes through the environment, never argv.
+	cmd.Env = append(os.Environ(), "SHIPKEY_OP_CLIENT_ID="+p.ClientID, "SHIPKEY_OP_CLIENT_SECRET="+p.ClientSecret,
+		"SHIPKEY_OP_PUBLIC_CLIENT_ID="+p.PublicClientID, "SHIPKEY_OP_SHORT_CLIENT_ID="+p.ShortClientID)
+	cmd.WaitDelay = 5 * time.Second
+	var stderr LockedBuffer
+	cmd.Stderr = &stderr
+	stdin, err := cmd.StdinPipe()
+	if err != nil {
+		cancel()
+		return nil, err.Error()
+	}
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		cancel()
+		return nil, err.Error()
+	}
+	if err := cmd.Start(); err != nil {
+		cancel()
+		return nil, "start node: " + err.Error()
+	}
+	exited := make(chan struct{})
+	go func() { _ = cmd.Wait(); close(exited) }()
+	mu.Lock()
+	// server.js exits when its stdin closes; the context kills it otherwise.
+	stop = func() {
+		stdin.Close()
+		select {
+		case <-exited:
+		case <-time.After(5 * time.Second):
+		}
+		cancel()
+		<-exited
+	}
+	mu.Unlock()
+	lines := make(chan string, 1)
+	go func() {
+		r := bufio.NewReader(stdout)
+		line, _ := r.ReadString('\n')
+		lines <- strings.TrimSpace(line)
+		_, _ = io.Copy(io.Discard, r)
+	}()
+	select {
+	case line := <-lines:
+		if !strings.HasPrefix(line, "http://127.0.0.1:") {
+			return nil, fmt.Sprintf("server.js printed %q, want its issuer; stderr: %s", line, stderr.String())
+		}
+		p.Issuer = line
+	case <-exited:
+		return nil, "server.js exited before printing its issuer; stderr: " + stderr.String()
+	case <-time.After(60 * time.Second):
+		return nil, "server.js printed no issuer in time; stderr: " + stderr.String()
+	}
+	return p, ""
+}
+
+// LockedBuffer collects a server's stderr for failure messages; it may be
+// written from one goroutine while another reads it.
+type LockedBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (l *LockedBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.buf.Write(p)
+}
+
+func (l *LockedBuffer) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.buf.String()
+}
+
+// Browser completes oidc-provider's pages as a person would: it fills each
+// page's first form (login and password, the user code's confirmation,
+// consent) and submits it, following redirects with cookies, until a page
+// without a form (the device's success page, or shipkey's "you can close
+// this tab" page after the redirect to the loopback callback). With Deny it
+// presses the page's abort instead.
+type Browser struct {
+	Deny bool
+}
+
+var (
+	formRe   = regexp.MustCompile(`(?is)<form\b([^>]*)>(.*?)</form>`)
+	inputRe  = regexp.MustCompile(`(?is)<(?:input|button)\b([^>]*)>`)
+	attrRe   = regexp.MustCompile(`(?is)([a-z_-]+)="([^"]*)"`)
+	abortRe  = regexp.MustCompile(`(?is)href="([^"]*/abort)"`)
+	titleTag = regexp.MustCompile(`(?is)<title>(.*?)</title>`)
+)
+
+func attrs(s string) map[string]string {
+	m := map[string]string{}
+	for _, a := range attrRe.FindAllStringSubmatch(s, -1) {
+		m[strings.ToLower(a[1])] = html.UnescapeString(a[2])
+	}
+	return m
+}
+
+// Visit opens start and walks the pages, at most a few; it returns the last
+// page's title and its HTTP status.
+func (b Browser) Visit(start string) (title string, status int, err error) {
+	jar, _ := cookiejar.New(nil)
+	c := &http.Client{Jar: jar, Timeout: 30 * time.Second}
+	resp, err := c.Get(start)
+	for step := 0; ; step++ {
+		if err != nil {
+			return "", 0, err
+		}
+		body, _ := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
+		resp.Body.Close()
+		page, base := string(body), resp.Request.URL
+		title = ""
+		if m := titleTag.FindStringSubmatch(page); m != nil {
+			title = strings.TrimSpace(m[1])
+		}
+		if step > 8 {
+			return title, resp.StatusCode, fmt.Errorf("still at %q after %d pages", title, step)
+		}
+		if b.Deny {
+			if m := abortRe.FindStringSubmatch(page); m != nil {
+				u, _ := base.Parse(html.UnescapeString(m[1]))
+				resp, err = c.Get(u.String())
+				continue
+			}
+		}
+		f := formRe.FindStringSubmatch(page)
+		if f == nil {
+			return title, resp.StatusCode, nil
+		}
+		form := url.Values{}
+		for _, in := range inputRe.FindAllStringSubmatch(f[2], -1) {
+			a := attrs(in[1])
+			switch name := a["name"]; {
+			case name == "":
+			case name == "login":
+				form.Set(name, "alice")
+			case name == "password":
+				form.Set(name, "any password")
+			case name == "abort":
+				if b.Deny {
+					form.Set(name, a["value"])
+				}
+			default:
+				form.Set(name, a["value"])
+			}
+		}
+		action, _ := base.Parse(attrs(f[1])["action"])
+		resp, err = c.PostForm(action.String(), form)
+	}
+}
