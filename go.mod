@@ -66,3 +66,5 @@ require (
 )
 
 replace github.com/atotto/clipboard => ./third_party/atotto-clipboard
+
+replace charm.land/bubbletea/v2 => ./third_party/bubbletea

@@ -27,6 +27,9 @@ type fileBackend struct {
 	// scryptWorkFactor, when non-zero, replaces age's default work factor for
 	// a new secrets.key.age. Tests only: users always get the default.
 	scryptWorkFactor int
+	// beforeWait, when set, runs before a passphrase is asked for or
+	// derived: the Store's held read lock is dropped (readonce.go).
+	beforeWait func()
 
 	mu       sync.Mutex // guards identity and serializes unlocking
 	identity *age.X25519Identity

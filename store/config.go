@@ -79,6 +79,11 @@ func loadConfig(path string) (*configFile, error) {
 	if err != nil {
 		return nil, fileError("read", path, err)
 	}
+	return parseConfig(path, data)
+}
+
+// parseConfig is loadConfig on config.toml's content, read already.
+func parseConfig(path string, data []byte) (*configFile, error) {
 	var c configFile
 	if err := toml.NewDecoder(bytes.NewReader(data)).Decode(&c); err != nil {
 		var de *toml.DecodeError

@@ -104,6 +104,11 @@ func checkDBFile(path string) error {
 		return fileError("read", path, err)
 	}
 	defer f.Close()
+	return checkDBOpen(f, path)
+}
+
+// checkDBOpen is checkDBFile on state.db open as f (which stays open).
+func checkDBOpen(f *os.File, path string) error {
 	fi, err := f.Stat()
 	if err != nil {
 		return fileError("read", path, err)

@@ -74,17 +74,24 @@ const smallConfig = 64 << 10
 
 // configFingerprint identifies config.toml's content without parsing it.
 func configFingerprint(path string) (string, error) {
+	fp, _, err := configFingerprintData(path)
+	return fp, err
+}
+
+// configFingerprintData is configFingerprint and the content it hashed (nil
+// for a file larger than smallConfig or a missing one).
+func configFingerprintData(path string) (string, []byte, error) {
 	f, err := os.Open(path)
 	if errors.Is(err, os.ErrNotExist) {
-		return fpAbsent, nil
+		return fpAbsent, nil, nil
 	}
 	if err != nil {
-		return "", fileError("read", path, err)
+		return "", nil, fileError("read", path, err)
 	}
 	defer f.Close()
 	fi, err := f.Stat()
 	if err != nil {
-		return "", fileError("read", path, err)
+		return "", nil, fileError("read", path, err)
 	}
 	b := make([]byte, 0, 96)
 	b = strconv.AppendInt(b, fi.Size(), 10)
@@ -92,14 +99,16 @@ func configFingerprint(path string) (string, error) {
 	b = strconv.AppendInt(b, fi.ModTime().UnixNano(), 10)
 	b = append(b, ':')
 	b = strconv.AppendUint(b, fileIdentity(fi), 10)
+	var content []byte
 	if fi.Size() <= smallConfig {
 		data := make([]byte, fi.Size()+1)
 		n, _ := f.ReadAt(data, 0)
-		sum := sha256.Sum256(data[:n])
+		content = data[:n]
+		sum := sha256.Sum256(content)
 		b = append(b, ':')
 		b = hex.AppendEncode(b, sum[:12])
 	}
-	return string(b), nil
+	return string(b), content, nil
 }
 
 func (s *Store) dbPath() string { return filepath.Join(s.stateDir, dbFileName) }
@@ -116,6 +125,7 @@ func (s *Store) openDB(ctx context.Context, write bool) (*bolt.DB, func(), error
 	v, _ := dbLocks.LoadOrStore(path, new(sync.RWMutex))
 	mu := v.(*sync.RWMutex)
 	if write {
+		s.hold.drop() // this process's own read lock would keep it out
 		if err := ensureDir(s.stateDir); err != nil {
 			return nil, nil, err
 		}
@@ -146,12 +156,32 @@ func (s *Store) openDB(ctx context.Context, write bool) (*bolt.DB, func(), error
 	}
 	var db *bolt.DB
 	seen := dbIdentity(path)
-	err := checkDBFile(path)
+	// One open of state.db: checked, then handed to bbolt. When it cannot
+	// be opened here, checkDBFile and bbolt say why.
+	flag := os.O_RDONLY
+	if write {
+		flag = os.O_RDWR | os.O_CREATE
+	}
+	bopts := &bolt.Options{Timeout: wait, ReadOnly: !write}
+	var err error
+	if f, ferr := os.OpenFile(path, flag, filePerm); ferr == nil {
+		if err = checkDBOpen(f, path); err != nil {
+			_ = f.Close()
+		} else {
+			bopts.OpenFile = func(string, int, os.FileMode) (*os.File, error) { return f, nil }
+		}
+	} else {
+		err = checkDBFile(path)
+	}
 	if err == nil {
 		err = runGuarded(path, func() (err error) {
-			db, err = bolt.Open(path, filePerm, &bolt.Options{Timeout: wait, ReadOnly: !write})
+			db, err = bolt.Open(path, filePerm, bopts)
 			return err
 		})
+		if err != nil && bopts.OpenFile != nil {
+			f, _ := bopts.OpenFile("", 0, 0)
+			_ = f.Close() // bbolt may have closed it already
+		}
 	}
 	if err != nil {
 		unlock()
@@ -512,7 +542,12 @@ func plural(n int, one, many string) string {
 // config.toml, rebuilding it first (under store.lock) when it does not.
 func (s *Store) view(fn func(t *tx) error) error {
 	for attempt := 0; ; attempt++ {
-		fp, err := configFingerprint(s.configPath())
+		if s.readOnce.Load() {
+			if err, ok := s.viewHeld(fn); ok {
+				return err
+			}
+		}
+		fp, cfgData, err := configFingerprintData(s.configPath())
 		if err != nil {
 			return err
 		}
@@ -527,16 +562,21 @@ func (s *Store) view(fn func(t *tx) error) error {
 		} else if err != nil {
 			return err
 		} else {
+			fresh := false
 			err = runGuarded(s.dbPath(), func() error {
 				return db.View(func(btx *bolt.Tx) error {
 					t := &tx{s: s, btx: btx}
 					if !t.fresh(fp) {
 						return errStale
 					}
+					fresh = true
 					return fn(t)
 				})
 			})
-			done()
+			dmg := (*DamagedDBError)(nil)
+			if !fresh || !s.readOnce.Load() || errors.As(err, &dmg) || !s.hold.keep(db, done, fp, cfgData) {
+				done()
+			}
 		}
 		if dmg := (*DamagedDBError)(nil); errors.As(err, &dmg) && attempt < 3 {
 			if err := s.salvage(context.Background(), dmg); err != nil {

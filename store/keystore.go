@@ -43,6 +43,11 @@ type Store struct {
 	// restoreChecked: this Store looked once, with its backend unlocked,
 	// for state records a rebuild could not restore (finishRestore).
 	restoreChecked atomic.Bool
+
+	readOnce atomic.Bool // Options.ReadOnce, until EndReadOnce
+	hold     readHold    // state.db kept open between reads (readonce.go)
+
+	stampCache stampCache // Stamp's last answer (stamp.go)
 }
 
 // fallbackWarned remembers, per state directory, that the auto backend's
@@ -114,6 +119,10 @@ func Open(opts Options) (*Store, error) {
 		s.backends[row.name] = row.open(env)
 	}
 	s.fileBackend().session = newSession(s, opts.Unlock)
+	s.readOnce.Store(opts.ReadOnce)
+	if s.readOnce.Load() {
+		s.fileBackend().beforeWait = s.hold.drop
+	}
 	if err := s.checkOwner(); err != nil {
 		return nil, err
 	}
@@ -176,6 +185,7 @@ func (s *Store) fileBackend() *fileBackend {
 
 // Close releases what Open took: the unwrapped file identity is forgotten.
 func (s *Store) Close() error {
+	s.hold.drop()
 	if fb := s.fileBackend(); fb != nil {
 		fb.mu.Lock()
 		fb.identity = nil
@@ -960,12 +970,17 @@ func (s *Store) Settings() Settings {
 }
 
 func (s *Store) readSettings() (Settings, error) {
-	fp, err := configFingerprint(s.configPath())
-	if err != nil {
+	var fp string
+	var err error
+	if s.readOnce.Load() {
+		// The fingerprint of the read held (readonce.go); none yet: the
+		// view below reads config.toml's once and holds it.
+		fp = s.hold.fingerprint()
+	} else if fp, err = configFingerprint(s.configPath()); err != nil {
 		return Settings{}, err
 	}
 	s.mu.Lock()
-	if s.settingsFP == fp {
+	if fp != "" && s.settingsFP == fp {
 		set := s.settings
 		s.mu.Unlock()
 		return set, nil
@@ -982,6 +997,9 @@ func (s *Store) readSettings() (Settings, error) {
 	})
 	if err != nil {
 		return Settings{}, err
+	}
+	if s.readOnce.Load() {
+		fp = s.hold.fingerprint()
 	}
 	s.mu.Lock()
 	s.settingsFP, s.settings = fp, set

@@ -153,6 +153,13 @@ type Options struct {
 
 	// Unlock says how an unlock of the file backend is kept for the session.
 	Unlock UnlockOptions
+
+	// ReadOnce is for a process that reads a key or two and exits (token,
+	// header, status): config.toml and state.db are read once, state.db kept
+	// open (read-only, its shared lock held) until this process writes, waits
+	// on the network or a prompt, or closes the Store (readonce.go). A
+	// long-lived process (the app) leaves it false.
+	ReadOnce bool
 }
 
 // Keyring is the small slice of an OS keyring the store uses; injected so

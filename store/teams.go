@@ -42,7 +42,13 @@ func ValidTeamName(name string) bool {
 
 // Teams lists the teams this machine belongs to (config.toml), by name.
 func (s *Store) Teams() ([]TeamConn, error) {
-	cfg, err := loadConfig(s.configPath())
+	var cfg *configFile
+	var err error
+	if data := s.hold.config(); data != nil {
+		cfg, err = parseConfig(s.configPath(), data) // read once (readonce.go)
+	} else {
+		cfg, err = loadConfig(s.configPath())
+	}
 	if err != nil {
 		return nil, err
 	}

@@ -56,6 +56,7 @@ func (s *Store) Token(ctx context.Context, label string, opts TokenOptions) (*au
 			return ts, nil
 		}
 	}
+	s.hold.drop() // no read lock held across the network
 	return s.renew(ctx, e, renewOptions{TokenOptions: opts})
 }
 

@@ -41,6 +41,13 @@ const newPassphraseTries = 3
 // promptPassphrase asks the passphrase of an existing key file: it first says
 // why (sess.sayWhy), then asks on the terminal. Without a terminal the error
 // says what to do.
+// waitAhead tells the Store that this unlock may take long (beforeWait).
+func (b *fileBackend) waitAhead() {
+	if b.beforeWait != nil {
+		b.beforeWait()
+	}
+}
+
 func (b *fileBackend) promptPassphrase(sess *session) (string, error) {
 	if p := sess.envPassphrase(); p != "" {
 		return p, nil
@@ -126,6 +133,7 @@ func (b *fileBackend) unlock() (*age.X25519Identity, error) {
 			}
 			b.dropCached(sess, desc)
 		}
+		b.waitAhead()
 		pass, err := b.promptPassphrase(sess)
 		if err != nil {
 			return nil, err
@@ -142,6 +150,7 @@ func (b *fileBackend) unlock() (*age.X25519Identity, error) {
 	if _, err := os.Stat(b.dataPath()); err == nil {
 		return nil, corruptError(b.dataPath(), 0, "its key file "+secretsKeyFileName+" is missing, so it cannot be decrypted")
 	}
+	b.waitAhead()
 	pass, err := b.promptNewPassphrase(sess)
 	if err != nil {
 		return nil, err

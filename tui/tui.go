@@ -119,6 +119,9 @@ type Model struct {
 
 	tickGen int
 	ticking bool
+	// preloaded is the key list Run read before the program started; Init
+	// hands it to Update instead of reading the store.
+	preloaded tea.Msg
 
 	clipGen int
 	clipSum [32]byte // sha256 of what shipkey last copied (never the text)
@@ -173,6 +176,13 @@ const frameRate = 30
 func Run(ctx context.Context, opts Options) error {
 	m := New(opts)
 	m.ctx = ctx
+	// The first key list is read before the program starts, so the first
+	// frame has it; with a store opened ReadOnce that is the one read of
+	// config.toml and state.db before it. The store then reads afresh.
+	m.preloaded = m.loadKeys()()
+	if opts.Store != nil {
+		opts.Store.EndReadOnce()
+	}
 	env := os.Environ()
 	p := tea.NewProgram(m, tea.WithContext(ctx), tea.WithFPS(frameRate), tea.WithoutSignalHandler(),
 		tea.WithColorProfile(stdoutProfile()), tea.WithEnvironment(termEnv(env)))
@@ -249,7 +259,12 @@ func newModel(cfg config) *Model {
 // Init asks the terminal's background colour, loads the keys and starts the
 // countdown tick of the welcome screen.
 func (m *Model) Init() tea.Cmd {
-	return tea.Batch(tea.RequestBackgroundColor, m.loadKeys(), m.ensureTick())
+	load := m.loadKeys
+	if pre := m.preloaded; pre != nil {
+		m.preloaded = nil
+		load = func() tea.Cmd { return func() tea.Msg { return pre } }
+	}
+	return tea.Batch(tea.RequestBackgroundColor, load(), m.ensureTick())
 }
 
 // Update is a dispatcher: each kind of message has its handler. Afterwards

@@ -46,6 +46,15 @@ type factory struct {
 	storeOnce sync.Once
 	store     *store.Store
 	storeErr  error
+	readOnce  bool // the store is opened with ReadOnce (readingStore)
+}
+
+// readingStore is Store for a command that reads a key or two and exits
+// (token, header, status): config.toml and state.db are read once
+// (store.Options.ReadOnce).
+func (f *factory) readingStore() (*store.Store, error) {
+	f.readOnce = true
+	return f.Store()
 }
 
 func newFactory(ios *iostreams, getenv func(string) string) *factory {
@@ -158,6 +167,8 @@ func (f *factory) Store() (*store.Store, error) {
 			Auth: client,
 			Now:  f.Now,
 			Warn: f.Diag,
+
+			ReadOnce: f.readOnce,
 		}
 		if f.IO.ReadSecret != nil {
 			opts.Passphrase = func(prompt string) (string, error) {

@@ -76,7 +76,9 @@ with its command's code. See each command's help for its own.`,
 				fmt.Fprint(f.IO.ErrOut, cmd.UsageString())
 				return usageErrorf("not a terminal: run a command (see above), or run shipkey in a terminal for the interactive app")
 			}
-			st, err := f.Store()
+			// One read of the store before the first frame; tui.Run ends
+			// ReadOnce once the first key list is read.
+			st, err := f.readingStore()
 			if err != nil {
 				return err
 			}

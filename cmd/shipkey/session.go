@@ -115,7 +115,7 @@ type tokenOptions struct {
 // newCmdToken builds "token", or "header" when header is set: one command
 // body, two ways to print the result.
 func newCmdToken(f *factory, header bool, runF func(context.Context, *tokenOptions) error) *cobra.Command {
-	opts := &tokenOptions{IO: f.IO, Now: f.Now, Store: f.Store, Secrets: f.Secrets, Header: header}
+	opts := &tokenOptions{IO: f.IO, Now: f.Now, Store: f.readingStore, Secrets: f.Secrets, Header: header}
 	opts.TeamToken = func(ctx context.Context, t, l string, minValid time.Duration) (*auth.TokenSet, error) {
 		return teamToken(ctx, f, t, l, minValid)
 	}

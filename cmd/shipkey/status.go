@@ -28,7 +28,7 @@ type statusOptions struct {
 }
 
 func newCmdStatus(f *factory, runF func(context.Context, *statusOptions) error) *cobra.Command {
-	opts := &statusOptions{IO: f.IO, Now: f.Now, Store: f.Store}
+	opts := &statusOptions{IO: f.IO, Now: f.Now, Store: f.readingStore}
 	opts.TeamKeys = func(st *store.Store) ([]store.Key, error) { return cachedTeamKeys(f, st) }
 	cmd := &cobra.Command{
 		Use:   "status [LABEL]",
