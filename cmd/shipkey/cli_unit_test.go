@@ -99,9 +99,19 @@ func TestKeyStatus(t *testing.T) {
 		{"user logout, remembered", store.Key{Label: "k", LoggedOut: true, RememberPassword: true}, stateLoggedOut, true, "remembered password"},
 		{"refresh refused", store.Key{Label: "k", LoggedOut: true, Token: tok(-2*time.Hour, time.Hour, 3*time.Hour)}, stateSessionEnded, false, "session ended"},
 		{"refresh expired, marked", store.Key{Label: "k", LoggedOut: true, Token: tok(-4*time.Hour, time.Hour, 3*time.Hour)}, stateLoginNeeded, false, "the refresh token expired"},
+		// Without a refresh token a key is never refreshable: its grant runs
+		// again by itself (client credentials), or a person logs in.
+		{"client credentials, expired", store.Key{Label: "svc", Grant: auth.GrantClientCredentials, Token: tok(-2*time.Hour, time.Hour, 0)}, stateRenewsItself, true, "renews itself with the client-credentials grant"},
+		{"client credentials, logged out", store.Key{Label: "svc", Grant: auth.GrantClientCredentials, LoggedOut: true}, stateLoggedOut, true, "grant gets a new token at the next use"},
+		{"no refresh token, password", store.Key{Label: "k", Token: tok(-2*time.Hour, time.Hour, 0)}, stateLoginNeeded, false, "there is no refresh token; run: shipkey login k"},
+		{"no refresh token, remembered", store.Key{Label: "k", RememberPassword: true, Token: tok(-2*time.Hour, time.Hour, 0)}, stateRefreshable, true, "remembered password"},
+		{"device code, expired", store.Key{Label: "d", Grant: auth.GrantDeviceCode, Token: tok(-2*time.Hour, time.Hour, 0)}, stateLoginNeeded, false, "no refresh token"},
 		// No refresh expiry to go by: the server's word cannot be claimed.
 		{"marked, unstated refresh", store.Key{Label: "k", LoggedOut: true, Token: tok(-2*time.Hour, time.Hour, 0)}, stateLoginNeeded, false, "login needed; run"},
 	} {
+		// As the store reports it: a stored refresh expiry comes with a
+		// refresh token.
+		tc.key.HasRefreshToken = !tc.key.Token.RefreshExpiresAt.IsZero()
 		v := keyStatus(tc.key, now)
 		if v.State != tc.state || v.Usable != tc.usable || !strings.Contains(v.Detail, tc.detail) {
 			t.Errorf("%s: %+v, want state %s usable %v detail containing %q", tc.name, v, tc.state, tc.usable, tc.detail)

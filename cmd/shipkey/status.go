@@ -70,6 +70,7 @@ one needs a login (run: shipkey login LABEL).`,
 const (
 	stateValid        = "valid"
 	stateRefreshable  = "refreshable"
+	stateRenewsItself = "renews_itself" // a grant that runs without a person (client credentials)
 	stateLoginNeeded  = "login_needed"
 	stateLoggedOut    = "logged_out"
 	stateSessionEnded = "session_ended"
@@ -101,6 +102,9 @@ func keyStatus(k store.Key, now time.Time) keyVerdict {
 		return keyVerdict{stateEndPending, "end pending", "logged out; ending the session at the server is pending since " +
 			when(k.EndPending, now) + "; run: shipkey logout " + text.ShellQuote(k.Label), false}
 	case k.LoggedOut && k.Token.ObtainedAt.IsZero():
+		if k.RenewsItself() {
+			return keyVerdict{stateLoggedOut, "logged out", "logged out; the " + k.Grant.String() + " grant gets a new token at the next use", true}
+		}
 		if k.RememberPassword {
 			return keyVerdict{stateLoggedOut, "logged out", "logged out; logs in again with the remembered password", true}
 		}
@@ -118,6 +122,14 @@ func keyStatus(k store.Key, now time.Time) keyVerdict {
 			return keyVerdict{stateValid, "valid", "valid (expiry: " + auth.ExpiryNotStated + ")", true}
 		}
 		return keyVerdict{stateValid, "valid", "valid until " + when(access.At, now), true}
+	case !k.HasRefreshToken && k.RenewsItself():
+		return keyVerdict{stateRenewsItself, "renews itself", "the access token expired " + when(access.At, now) +
+			"; renews itself with the " + k.Grant.String() + " grant", true}
+	case !k.HasRefreshToken && !k.RememberPassword:
+		return keyVerdict{stateLoginNeeded, "login needed", "login needed: the access token expired " + when(access.At, now) + " and there is no refresh token" + login, false}
+	case !k.HasRefreshToken:
+		return keyVerdict{stateRefreshable, "login with remembered password",
+			"the access token expired " + when(access.At, now) + "; logs in again with the remembered password", true}
 	case !refresh.Expired(now):
 		if !refresh.Stated() {
 			return keyVerdict{stateRefreshable, "refreshable", "access token expired; refreshable (refresh token expiry: " + k.Token.RefreshExpiryNote() + ")", true}
