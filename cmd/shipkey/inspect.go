@@ -108,6 +108,9 @@ func inspectRun(ctx context.Context, opts *inspectOptions) error {
 	if err != nil {
 		return fmt.Errorf("cannot decode the token: %w", err)
 	}
+	if in.Decoded.Format != auth.FormatJWT && opts.Token != "" && in.Label == "" {
+		labelHint(opts)
+	}
 	if opts.Verify && in.Decoded.Format == auth.FormatJWT {
 		v, err := inspectVerify(ctx, opts, token)
 		if err != nil {
@@ -439,4 +442,18 @@ func loadKeySet(ctx context.Context, client *auth.Client, src string) (auth.KeyS
 		return auth.KeySet{}, fmt.Errorf("--jwks %s: %w", text.Safe(src), err)
 	}
 	return ks, nil
+}
+
+// labelHint says, when the opaque "token" given is a key's label, how to
+// inspect that key's token instead (a person types inspect prod for inspect
+// --key prod).
+func labelHint(opts *inspectOptions) {
+	st, err := opts.Store()
+	if err != nil {
+		return
+	}
+	if _, err := st.Key(opts.Token); err == nil {
+		fmt.Fprintf(opts.IO.ErrOut, "shipkey: %s is also the label of a key; to inspect its token: shipkey inspect --key %s\n",
+			text.ShellQuote(opts.Token), text.ShellQuote(opts.Token))
+	}
 }
