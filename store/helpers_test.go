@@ -16,6 +16,7 @@ import (
 
 	"github.com/shipkey/shipkey/auth"
 	"github.com/shipkey/shipkey/auth/authtest"
+	"github.com/shipkey/shipkey/internal/optest"
 	"github.com/shipkey/shipkey/internal/text"
 	"github.com/shipkey/shipkey/store/unlock"
 )
@@ -117,23 +118,9 @@ func (failKeyring) Get(string, string) (string, error) { return "", errNoDBus }
 func (failKeyring) Set(string, string, string) error   { return errNoDBus }
 func (failKeyring) Delete(string, string) error        { return errNoDBus }
 
-// syncBuffer is a goroutine-safe warning writer.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
+// syncBuffer is a bytes.Buffer safe for a writer goroutine and the test's
+// reads at once.
+type syncBuffer = optest.LockedBuffer
 
 const testClientSecret = authtest.DemoClientSecret
 

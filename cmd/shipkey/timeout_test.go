@@ -5,11 +5,11 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/shipkey/shipkey/auth"
+	"github.com/shipkey/shipkey/internal/optest"
 	"github.com/shipkey/shipkey/store"
 )
 
@@ -125,21 +125,6 @@ func waitFor(t *testing.T, cond func() bool) {
 	t.Fatal("timed out")
 }
 
-// syncBuffer is a bytes.Buffer safe for a writer goroutine (or a process's
-// writes) and the test's reads at once; shared by the tests of this package.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
+// syncBuffer is a bytes.Buffer safe for a writer goroutine and the test's
+// reads at once.
+type syncBuffer = optest.LockedBuffer
