@@ -60,6 +60,9 @@ type Options struct {
 	// Backend, when set, is used instead of Store: a store with more keys
 	// (team keys, cmd's teamBackend) behind the same interface.
 	Backend Backend
+	// TraceFirstFrame, when set, is a file to which Run appends the time
+	// the first frame was written (EnvTraceFirstFrame).
+	TraceFirstFrame string
 }
 
 // config is what newModel needs; New builds it from Options, tests directly.
@@ -184,8 +187,12 @@ func Run(ctx context.Context, opts Options) error {
 		opts.Store.EndReadOnce()
 	}
 	env := os.Environ()
-	p := tea.NewProgram(m, tea.WithContext(ctx), tea.WithFPS(frameRate), tea.WithoutSignalHandler(),
-		tea.WithColorProfile(stdoutProfile()), tea.WithEnvironment(termEnv(env)))
+	popts := []tea.ProgramOption{tea.WithContext(ctx), tea.WithFPS(frameRate), tea.WithoutSignalHandler(),
+		tea.WithColorProfile(stdoutProfile()), tea.WithEnvironment(termEnv(env))}
+	if opts.TraceFirstFrame != "" {
+		popts = append(popts, tea.WithOutput(&frameTrace{File: os.Stdout, path: opts.TraceFirstFrame}))
+	}
+	p := tea.NewProgram(m, popts...)
 	if opts.Notices != nil {
 		// Send blocks until the program's loop runs; deliver from a goroutine.
 		opts.Notices.attach(func(msg tea.Msg) { go p.Send(msg) })
@@ -333,9 +340,12 @@ func (m *Model) View() tea.View {
 	v := tea.NewView(m.render())
 	v.AltScreen = true
 	v.MouseMode = tea.MouseModeCellMotion
-	v.WindowTitle = "shipkey"
+	v.WindowTitle = windowTitle
 	return v
 }
+
+// windowTitle is the terminal window's title while the app runs.
+const windowTitle = "shipkey"
 
 // render is the view's text.
 func (m *Model) render() string {

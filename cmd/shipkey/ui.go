@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"os"
 	"time"
 
 	"github.com/shipkey/shipkey/auth"
@@ -28,7 +29,8 @@ type uiOptions struct {
 // runTUI opens the full-screen app; the only place the CLI calls package tui
 // (besides `keys list`, which draws the app's table columns, tui.KeyColumns).
 func runTUI(ctx context.Context, o uiOptions) error {
-	opts := tui.Options{Store: o.Store, Auth: o.Auth, Now: o.Now, Prefill: o.Prefill, Demo: o.Demo}
+	opts := tui.Options{Store: o.Store, Auth: o.Auth, Now: o.Now, Prefill: o.Prefill, Demo: o.Demo,
+		TraceFirstFrame: os.Getenv(tui.EnvTraceFirstFrame)}
 	if o.Team != nil {
 		ctx, cancel := context.WithCancel(ctx)
 		defer cancel()

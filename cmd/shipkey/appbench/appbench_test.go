@@ -1,0 +1,204 @@
+//go:build linux
+
+package appbench
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/shipkey/shipkey/store/storetest"
+	"github.com/shipkey/shipkey/tui"
+)
+
+var built struct {
+	once sync.Once
+	bin  string
+	err  error
+}
+
+// binary builds the static shipkey once per run.
+func binary(b *testing.B) string {
+	b.Helper()
+	built.once.Do(func() {
+		dir, err := os.MkdirTemp("", "shipkey-appbench-")
+		if err != nil {
+			built.err = err
+			return
+		}
+		built.bin = filepath.Join(dir, "shipkey")
+		cmd := exec.Command("go", "build", "-o", built.bin, "github.com/shipkey/shipkey/cmd/shipkey")
+		cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
+		if out, err := cmd.CombinedOutput(); err != nil {
+			built.err = fmt.Errorf("go build: %v\n%s", err, out)
+		}
+	})
+	if built.err != nil {
+		b.Fatal(built.err)
+	}
+	return built.bin
+}
+
+func TestMain(m *testing.M) {
+	code := m.Run()
+	if built.bin != "" {
+		os.RemoveAll(filepath.Dir(built.bin))
+	}
+	os.Exit(code)
+}
+
+// term is a private tmux server with one session "t".
+type term struct {
+	b      *testing.B
+	socket string
+}
+
+func needTmux(b *testing.B) {
+	if _, err := exec.LookPath("tmux"); err != nil {
+		if os.Getenv("CI") == "true" {
+			b.Fatal("tmux is required in CI: apt-get install -y tmux")
+		}
+		b.Skip("tmux not installed")
+	}
+}
+
+func (t *term) tmux(args ...string) (string, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	out, err := exec.CommandContext(ctx, "tmux", append([]string{"-L", t.socket, "-f", "/dev/null"}, args...)...).CombinedOutput()
+	return string(out), err
+}
+
+// start runs argv in a new private tmux server at 100×30, env added to the
+// pane's environment.
+func start(b *testing.B, env []string, argv ...string) *term {
+	b.Helper()
+	t := &term{b: b, socket: fmt.Sprintf("shipkey-appbench-%d-%d", os.Getpid(), time.Now().UnixNano())}
+	b.Cleanup(func() { _, _ = t.tmux("kill-server") })
+	args := []string{"start-server", ";", "set", "-g", "escape-time", "0", ";", "set", "-g", "remain-on-exit", "on", ";",
+		"new-session", "-d", "-s", "t", "-x", "100", "-y", "30"}
+	for _, e := range env {
+		args = append(args, "-e", e)
+	}
+	if out, err := t.tmux(append(args, argv...)...); err != nil {
+		b.Fatalf("tmux: %v: %s", err, out)
+	}
+	return t
+}
+
+// respawn kills the pane's process and runs argv in its place.
+func (t *term) respawn(env []string, argv ...string) {
+	args := []string{"respawn-pane", "-k", "-t", "t"}
+	for _, e := range env {
+		args = append(args, "-e", e)
+	}
+	if out, err := t.tmux(append(args, argv...)...); err != nil {
+		t.b.Fatalf("respawn-pane: %v: %s", err, out)
+	}
+}
+
+func (t *term) screen() string {
+	out, _ := t.tmux("capture-pane", "-p", "-t", "t")
+	return out
+}
+
+func (t *term) keys(keys ...string) {
+	if out, err := t.tmux(append([]string{"send-keys", "-t", "t"}, keys...)...); err != nil {
+		t.b.Fatalf("send-keys: %v: %s", err, out)
+	}
+}
+
+// waitText polls the screen until it shows every sub (at most 20 s).
+func (t *term) waitText(subs ...string) string {
+	var s string
+	for end := time.Now().Add(20 * time.Second); time.Now().Before(end); time.Sleep(20 * time.Millisecond) {
+		s = t.screen()
+		ok := true
+		for _, sub := range subs {
+			ok = ok && strings.Contains(s, sub)
+		}
+		if ok {
+			return s
+		}
+	}
+	t.b.Fatalf("timed out waiting for %q; screen:\n%s", subs, s)
+	return ""
+}
+
+func (t *term) pid() int {
+	out, err := t.tmux("display-message", "-p", "-t", "t", "#{pane_pid}")
+	pid, perr := strconv.Atoi(strings.TrimSpace(out))
+	if err != nil || perr != nil {
+		t.b.Fatalf("pane pid: %v %v: %s", err, perr, out)
+	}
+	return pid
+}
+
+// homeEnv is a private HOME, config and state for the app.
+func homeEnv(b *testing.B) []string {
+	home := b.TempDir()
+	return []string{"HOME=" + home, "XDG_CONFIG_HOME=" + filepath.Join(home, ".config"),
+		"XDG_STATE_HOME=" + filepath.Join(home, ".state"), "XDG_RUNTIME_DIR=" + filepath.Join(home, "run"),
+		"DISPLAY=", "WAYLAND_DISPLAY=", "DBUS_SESSION_BUS_ADDRESS=", "BROWSER=", "LC_ALL=C", "SHIPKEY_CA_FILE="}
+}
+
+// BenchmarkFirstFrame is exec → first frame of `shipkey` (the app on its
+// welcome screen) inside tmux, plaintext stores of 1 and 100k keys. It
+// reports the median and the slowest of b.N starts (ms-median, ms-max).
+func BenchmarkFirstFrame(b *testing.B) {
+	needTmux(b)
+	bin := binary(b)
+	for _, n := range []int{1, 100000} {
+		b.Run(fmt.Sprintf("keys=%d", n), func(b *testing.B) {
+			st := storetest.Populate(b, n, "plaintext")
+			dir := b.TempDir()
+			startFile, frameFile := filepath.Join(dir, "exec"), filepath.Join(dir, "frame")
+			env := append(append(homeEnv(b), st.Env()...), tui.EnvTraceFirstFrame+"="+frameFile)
+			launch := []string{"bash", "-c", `printf '%s\n' "$EPOCHREALTIME" > "$0"; exec "$1"`, startFile, bin}
+			t := start(b, env, "sleep", "1000")
+			once := func() time.Duration {
+				_ = os.Remove(startFile)
+				_ = os.Remove(frameFile)
+				t.respawn(env, launch...)
+				var at, from int64
+				for end := time.Now().Add(20 * time.Second); at == 0; time.Sleep(2 * time.Millisecond) {
+					if time.Now().After(end) {
+						b.Fatalf("no first frame traced; screen:\n%s", t.screen())
+					}
+					if data, err := os.ReadFile(frameFile); err == nil && strings.HasSuffix(string(data), "\n") {
+						at, _ = strconv.ParseInt(strings.TrimSpace(string(data)), 10, 64)
+					}
+				}
+				data, err := os.ReadFile(startFile)
+				if err != nil {
+					b.Fatal(err)
+				}
+				sec, frac, _ := strings.Cut(strings.TrimSpace(string(data)), ".")
+				s, _ := strconv.ParseInt(sec, 10, 64)
+				us, _ := strconv.ParseInt((frac + "000000")[:6], 10, 64)
+				from = s*1e9 + us*1e3
+				t.waitText("shipkey › Welcome") // the frame is whole before the next start
+				return time.Duration(at - from)
+			}
+			once() // warm-up: page cache, the binary
+			var ds []time.Duration
+			b.ResetTimer()
+			for range b.N {
+				ds = append(ds, once())
+			}
+			b.StopTimer()
+			slices.Sort(ds)
+			b.ReportMetric(float64(ds[len(ds)/2])/1e6, "ms-median")
+			b.ReportMetric(float64(ds[len(ds)-1])/1e6, "ms-max")
+			b.ReportMetric(0, "ns/op")
+		})
+	}
+}
