@@ -202,3 +202,111 @@ func BenchmarkFirstFrame(b *testing.B) {
 		})
 	}
 }
+
+// cpu is a process's CPU time: utime+stime from /proc/<pid>/stat (clock
+// ticks, 10 ms) and the sum of its threads' time on CPU from schedstat (ns).
+type cpu struct{ ticks, ns int64 }
+
+func cpuOf(b *testing.B, pid int) cpu {
+	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		b.Fatal(err)
+	}
+	// Fields after the command name (which may hold spaces) in parentheses.
+	f := strings.Fields(string(data[strings.LastIndexByte(string(data), ')')+2:]))
+	ut, _ := strconv.ParseInt(f[11], 10, 64)
+	st, _ := strconv.ParseInt(f[12], 10, 64)
+	c := cpu{ticks: ut + st}
+	tasks, _ := filepath.Glob(fmt.Sprintf("/proc/%d/task/*/schedstat", pid))
+	for _, t := range tasks {
+		if data, err := os.ReadFile(t); err == nil {
+			ns, _ := strconv.ParseInt(strings.Fields(string(data))[0], 10, 64)
+			c.ns += ns
+		}
+	}
+	return c
+}
+
+// idleScreen is how to reach a screen: the app's arguments and store, the
+// keys to press and what the screen then shows.
+type idleScreen struct {
+	name  string
+	demo  bool     // `shipkey demo` (in-process server, memory store); else a 1-key store
+	steps []string // keys sent, one at a time, after the app showed ready
+	ready []string // what the screen shows once reached
+}
+
+var idleScreens = []idleScreen{
+	{name: "welcome", ready: []string{"shipkey › Welcome", "Default key"}},
+	{name: "keys", steps: []string{"2"}, ready: []string{"shipkey › API keys", "key-0000000"}},
+	{name: "details-1y", steps: []string{"1"}, ready: []string{"shipkey › Token details", "Access expires"}},
+	{name: "form", demo: true, ready: []string{"shipkey › Get API Key", "Password"}},
+	{name: "details", demo: true, steps: []string{"Enter"}, ready: []string{"shipkey › Token details", "Refresh expires"}},
+	{name: "inspector", demo: true, steps: []string{"Enter", "3"}, ready: []string{"shipkey › Claims inspector", "preferred_username"}},
+	{name: "device-code", demo: true, steps: []string{"Right", "Right", "Enter"}, ready: []string{"shipkey › Sign in", "Code expires"}},
+}
+
+// BenchmarkIdle is the app's CPU while it sits on each screen for
+// SHIPKEY_IDLE_SECONDS (default 20): every screen in its own tmux server, all
+// at once. It reports, per screen, the percentage of one core from schedstat
+// (%cpu-NAME) and from utime+stime (%tick-NAME, ±0.05 at 20 s). Run it with
+// -benchtime 1x.
+func BenchmarkIdle(b *testing.B) {
+	needTmux(b)
+	bin := binary(b)
+	secs := 20
+	if s, err := strconv.Atoi(os.Getenv("SHIPKEY_IDLE_SECONDS")); err == nil && s > 0 {
+		secs = s
+	}
+	st := storetest.Populate(b, 1, "plaintext")
+	for range b.N {
+		type result struct {
+			name       string
+			pct, ticks float64
+		}
+		results := make([]result, len(idleScreens))
+		var wg sync.WaitGroup
+		for i, sc := range idleScreens {
+			env := homeEnv(b)
+			argv := []string{bin}
+			if sc.demo {
+				env = append(env, "SHIPKEY_SECRETS=memory")
+				argv = append(argv, "demo")
+			} else {
+				env = append(env, st.Env()...)
+			}
+			t := start(b, env, argv...)
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				if sc.demo {
+					t.waitText("shipkey › Get API Key", "Password")
+				} else {
+					t.waitText("shipkey › Welcome", "Default key")
+				}
+				for _, k := range sc.steps {
+					t.keys(k)
+					time.Sleep(300 * time.Millisecond)
+				}
+				t.waitText(sc.ready...)
+				time.Sleep(2 * time.Second) // settle: answers, first loads
+				pid := t.pid()
+				c0, t0 := cpuOf(b, pid), time.Now()
+				time.Sleep(time.Duration(secs) * time.Second)
+				c1, t1 := cpuOf(b, pid), time.Now()
+				t.waitText(sc.ready...) // still there
+				wall := float64(t1.Sub(t0))
+				results[i] = result{sc.name, 100 * float64(c1.ns-c0.ns) / wall, 100 * float64(c1.ticks-c0.ticks) * 1e7 / wall}
+			}()
+		}
+		wg.Wait()
+		if b.Failed() {
+			return
+		}
+		for _, r := range results {
+			b.ReportMetric(r.pct, "%cpu-"+r.name)
+			b.ReportMetric(r.ticks, "%tick-"+r.name)
+		}
+	}
+	b.ReportMetric(0, "ns/op")
+}
