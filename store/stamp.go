@@ -104,3 +104,8 @@ func (s *Store) readStamp() (Stamp, error) {
 	}
 	return Stamp(b), nil
 }
+
+// StampFiles are the files whose stat the stamp follows (config.toml and
+// state.db): a watcher of their directories that sees one of them change
+// knows the stamp may have.
+func (s *Store) StampFiles() []string { return []string{s.configPath(), s.dbPath()} }

@@ -370,9 +370,10 @@ type harness struct {
 	m         *Model
 	st        *fakeStore
 	clock     *clock
-	timers    []tea.Msg // messages of the timers scheduled, in order
-	clipboard []string  // OSC 52 writes (tea.SetClipboard)
-	native    []string  // native clipboard writes
+	timers    []tea.Msg       // messages of the timers scheduled, in order
+	delays    []time.Duration // the delays of the timers scheduled, in order
+	clipboard []string        // OSC 52 writes (tea.SetClipboard)
+	native    []string        // native clipboard writes
 	nativeCur string
 	nativeMu  sync.Mutex   // async mode writes the native clipboard from commands
 	inbox     chan tea.Msg // async mode: what the commands report
@@ -381,6 +382,12 @@ type harness struct {
 }
 
 func newHarness(t *testing.T, setup func(*fakeStore)) *harness {
+	t.Helper()
+	return newHarnessWith(t, setup, nil)
+}
+
+// newHarnessWith is newHarness with the config changed by edit first.
+func newHarnessWith(t *testing.T, setup func(*fakeStore), edit func(*config)) *harness {
 	t.Helper()
 	h := &harness{t: t, clock: &clock{t: t0}}
 	h.st = newFakeStore(h.clock)
@@ -404,7 +411,8 @@ func newHarness(t *testing.T, setup func(*fakeStore)) *harness {
 			defer h.nativeMu.Unlock()
 			return h.nativeCur, nil
 		},
-		after: func(_ time.Duration, fn func(time.Time) tea.Msg) tea.Cmd {
+		after: func(d time.Duration, fn func(time.Time) tea.Msg) tea.Cmd {
+			h.delays = append(h.delays, d)
 			return func() tea.Msg { return timerMsg{fn(h.clock.Now())} }
 		},
 		grants: allGrants,
@@ -414,6 +422,9 @@ func newHarness(t *testing.T, setup func(*fakeStore)) *harness {
 			h.opened = append(h.opened, fmt.Sprint(envOnly, " ", url))
 			return h.openErr
 		},
+	}
+	if edit != nil {
+		edit(&cfg)
 	}
 	h.m = newModel(cfg)
 	h.send(tea.WindowSizeMsg{Width: 100, Height: 30})

@@ -6,53 +6,124 @@ import (
 	tea "charm.land/bubbletea/v2"
 )
 
-// ensureTick starts the once-a-second countdown tick when the active screen
-// shows countdowns and no tick is pending.
+// The countdown tick fires at the whole second at which the active screen's
+// text next changes (a "M:SS" countdown: every second; "3d 04h 12m" or
+// "5 min ago": once a minute), found by rendering the screen for the coming
+// seconds (nextChange). While the store is watched (cfg.changes) that is all
+// it wakes for, at most maxTickGap apart; otherwise it also polls the
+// store's stamp once a second, as before inotify.
+
+// maxTickGap bounds the sleep of a watched screen whose text never changes.
+const maxTickGap = 60
+
+// ensureTick starts the countdown tick when the active screen shows
+// countdowns and no tick is due within the next second; a tick scheduled
+// further ahead (for the text of another state) is replaced.
 func (m *Model) ensureTick() tea.Cmd {
-	if m.ticking || !m.active.hasCountdowns() {
+	if !m.active.hasCountdowns() {
 		return nil
 	}
+	next := nextSecond(m.cfg.now())
+	if m.ticking && !m.tickAt.After(next) {
+		return nil
+	}
+	return m.scheduleTick(next)
+}
+
+// scheduleTick arms the tick for at; an earlier tick still pending is
+// dropped when it fires (its generation is old).
+func (m *Model) scheduleTick(at time.Time) tea.Cmd {
 	m.ticking = true
 	m.tickGen++
-	return m.tickCmd()
+	m.tickAt = at
+	gen := m.tickGen
+	return m.cfg.after(at.Sub(m.cfg.now()), func(t time.Time) tea.Msg { return tickMsg{gen: gen, at: t} })
 }
 
-// tickCmd waits for the next whole second of the wall clock.
-func (m *Model) tickCmd() tea.Cmd {
-	gen := m.tickGen
-	now := m.cfg.now()
-	d := time.Second - time.Duration(now.Nanosecond())
-	return m.cfg.after(d, func(t time.Time) tea.Msg { return tickMsg{gen: gen, at: t} })
-}
+// nextSecond is the first whole second of the wall clock after now.
+func nextSecond(now time.Time) time.Time { return now.Truncate(time.Second).Add(time.Second) }
 
 // handleTick redraws countdowns (the clock was read at the top of Update;
-// views format only what they show), checks the store's stamp, fires
-// refresh-ahead, and schedules the next tick; it lets the chain end when no
-// screen with countdowns is shown.
+// views format only what they show), checks the store's stamp when it is
+// not watched, fires refresh-ahead, and schedules the next tick at the next
+// change of the text shown; it lets the chain end when no screen with
+// countdowns is shown.
 func (m *Model) handleTick(msg tickMsg) tea.Cmd {
 	if msg.gen != m.tickGen {
 		return nil
 	}
+	m.ticking = false
 	if !m.active.hasCountdowns() {
-		m.ticking = false
 		return nil
 	}
 	var cmds []tea.Cmd
-	if !m.req.pending(slotStamp) && !m.req.pending(slotKeys) {
+	if m.cfg.changes == nil && !m.req.pending(slotStamp) && !m.req.pending(slotKeys) {
 		cmds = append(cmds, m.checkStamp()) // what other shipkey processes changed
 	}
+	m.retime(m.c.now)
+	if m.active == screenDetails && m.details.wantsAutoRefresh(m.c.now) {
+		cmds = append(cmds, m.apply(m.details.startAutoRefresh()))
+	}
+	gap := maxTickGap
+	if m.cfg.changes == nil {
+		gap = 1
+	}
+	cmds = append(cmds, m.scheduleTick(m.nextChange(m.c.now, gap)))
+	return tea.Batch(cmds...)
+}
+
+// retime brings the screens that keep time-dependent state up to now.
+func (m *Model) retime(now time.Time) {
 	switch m.active {
 	case screenInspector:
 		if !m.inspector.busy() {
-			m.inspector.retime(m.c.now)
+			m.inspector.retime(now)
 		}
 	case screenSignin:
-		m.signin.retime(m.c.now)
-	case screenDetails:
-		if m.details.wantsAutoRefresh(m.c.now) {
-			cmds = append(cmds, m.apply(m.details.startAutoRefresh()))
+		m.signin.retime(now)
+	}
+}
+
+// nextChange is the first whole second after now, at most gap seconds
+// ahead, at which the app would show other text than it shows at now, or a
+// timed action (auto-refresh, a code's expiry) is due. It renders the
+// screen for each second until then (a fraction of a millisecond each, and
+// only while nothing changes), so no screen has to predict its own text.
+func (m *Model) nextChange(now time.Time, gap int) time.Time {
+	first := nextSecond(now)
+	if gap <= 1 {
+		return first
+	}
+	shown := m.renderAt(now)
+	defer m.renderAt(now) // screens that keep time-dependent state are back at now
+	for i := range gap {
+		t := first.Add(time.Duration(i) * time.Second)
+		if m.timedActionDue(t) || m.renderAt(t) != shown {
+			return t
 		}
 	}
-	cmds = append(cmds, m.tickCmd())
-	return tea.Batch(cmds...)
+	return first.Add(time.Duration(gap-1) * time.Second)
+}
+
+// renderAt is the app's text as it would read at t.
+func (m *Model) renderAt(t time.Time) string {
+	saved := m.c.now
+	defer func() { m.c.now = saved }()
+	m.c.now = t
+	if m.active == screenInspector && !m.inspector.busy() {
+		m.inspector.retime(t)
+	}
+	return m.render()
+}
+
+// timedActionDue reports whether something the tick does is due at t.
+func (m *Model) timedActionDue(t time.Time) bool {
+	switch m.active {
+	case screenDetails:
+		return m.details.wantsAutoRefresh(t)
+	case screenSignin:
+		e := m.signin.prompt.ExpiresAt
+		return m.signin.state != signinExpired && !e.IsZero() && !t.Before(e)
+	}
+	return false
 }

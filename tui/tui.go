@@ -79,6 +79,9 @@ type config struct {
 	theme     Theme
 	// after schedules a timer (tea.Tick); tests record timers instead.
 	after func(time.Duration, func(time.Time) tea.Msg) tea.Cmd
+	// changes, when set, reports changes of the store's files (watchStore):
+	// the stamp is then checked when they change instead of every second.
+	changes <-chan struct{}
 	// grants the form offers (default auth.Grants()).
 	grants []auth.GrantType
 	// openURL opens a sign-in URL in a browser (internal/browser.Open);
@@ -122,6 +125,8 @@ type Model struct {
 
 	tickGen int
 	ticking bool
+	tickAt  time.Time // when the pending tick fires
+	recheck bool      // the store changed while a key list was read (watch.go)
 	// preloaded is the key list Run read before the program started; Init
 	// hands it to Update instead of reading the store.
 	preloaded tea.Msg
@@ -185,6 +190,14 @@ func Run(ctx context.Context, opts Options) error {
 	m.preloaded = m.loadKeys()()
 	if opts.Store != nil {
 		opts.Store.EndReadOnce()
+	}
+	if opts.Backend == nil && opts.Store != nil {
+		// Changes by other shipkey processes are seen through inotify; a
+		// store whose folders cannot be watched (not created yet) is polled.
+		if sw, err := watchStore(opts.Store.StampFiles()); err == nil {
+			defer sw.Close()
+			m.cfg.changes = sw.changes
+		}
 	}
 	env := os.Environ()
 	popts := []tea.ProgramOption{tea.WithContext(ctx), tea.WithFPS(frameRate), tea.WithoutSignalHandler(),
@@ -271,7 +284,7 @@ func (m *Model) Init() tea.Cmd {
 		m.preloaded = nil
 		load = func() tea.Cmd { return func() tea.Msg { return pre } }
 	}
-	return tea.Batch(tea.RequestBackgroundColor, load(), m.ensureTick())
+	return tea.Batch(tea.RequestBackgroundColor, load(), m.ensureTick(), m.listenChanges())
 }
 
 // Update is a dispatcher: each kind of message has its handler. Afterwards
@@ -279,51 +292,64 @@ func (m *Model) Init() tea.Cmd {
 func (m *Model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 	m.c.now = m.cfg.now()
 	defer m.trackWaits()
+	cmd := m.dispatch(msg)
+	if _, ok := msg.(tickMsg); !ok {
+		// Whatever changed, the countdowns move again within a second (the
+		// tick then sleeps until the text changes).
+		cmd = tea.Batch(cmd, m.ensureTick())
+	}
+	return m, cmd
+}
+
+// dispatch hands msg to its handler.
+func (m *Model) dispatch(msg tea.Msg) tea.Cmd {
 	switch msg := msg.(type) {
 	case tea.WindowSizeMsg:
 		m.setSize(msg.Width, msg.Height)
-		return m, nil
+		return nil
 	case tea.BackgroundColorMsg:
 		m.handleBackground(msg.IsDark())
-		return m, nil
+		return nil
 	case tea.KeyPressMsg:
-		return m, m.handleKey(msg)
+		return m.handleKey(msg)
 	case tea.MouseWheelMsg:
-		return m, m.forward(msg)
+		return m.forward(msg)
 	case spinner.TickMsg:
-		return m, m.handleSpinner(msg)
+		return m.handleSpinner(msg)
 	case tickMsg:
-		return m, m.handleTick(msg)
+		return m.handleTick(msg)
 	case clipCopiedMsg:
-		return m, m.handleClipCopied(msg)
+		return m.handleClipCopied(msg)
 	case clipClearMsg:
-		return m, m.handleClipClear(msg)
+		return m.handleClipClear(msg)
 	case keysLoadedMsg:
-		return m, m.handleKeysLoaded(msg)
+		return tea.Batch(m.handleKeysLoaded(msg), m.recheckAfterLoad())
 	case keyTokensMsg:
-		return m, m.handleKeyTokens(msg)
+		return m.handleKeyTokens(msg)
 	case opDoneMsg:
-		return m, m.handleOpDone(msg)
+		return m.handleOpDone(msg)
 	case copyReadyMsg:
-		return m, m.handleCopyReady(msg)
+		return m.handleCopyReady(msg)
 	case livenessMsg:
-		return m, m.handleLiveness(msg)
+		return m.handleLiveness(msg)
 	case noticeMsg:
 		m.notice = msg.text
-		return m, nil
+		return nil
+	case storeChangedMsg:
+		return m.handleStoreChanged()
 	case stampMsg:
-		return m, m.handleStamp(msg)
+		return m.handleStamp(msg)
 	case browserMsg:
 		m.handleBrowser(msg)
-		return m, nil
+		return nil
 	case grantPromptMsg:
-		return m, m.handleGrantPrompt(msg)
+		return m.handleGrantPrompt(msg)
 	case verifiedMsg:
 		m.req.end()
 		m.inspector.verified(msg)
-		return m, nil
+		return nil
 	}
-	return m, m.forward(msg)
+	return m.forward(msg)
 }
 
 // trackWaits starts or stops the clocks behind "waiting for the server…".
