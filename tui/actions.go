@@ -138,7 +138,18 @@ func (m *Model) findKey(label string) (store.Key, bool) {
 // not running.
 func (m *Model) startOp() tea.Cmd {
 	m.req.begin()
-	if m.spinning {
+	return m.ensureSpinner()
+}
+
+// spinnerShown reports whether the spinner is on screen: while something is
+// in flight, but not on the Sign in screen, which waits for a person for
+// minutes with its countdown moving (a spinner there would draw 12 frames a
+// second for nothing).
+func (m *Model) spinnerShown() bool { return m.req.inflight > 0 && m.active != screenSignin }
+
+// ensureSpinner starts the spinner when it is shown and not running.
+func (m *Model) ensureSpinner() tea.Cmd {
+	if m.spinning || !m.spinnerShown() {
 		return nil
 	}
 	m.spinning = true
@@ -149,7 +160,7 @@ func (m *Model) startOp() tea.Cmd {
 func (m *Model) endOp() { m.req.end() }
 
 func (m *Model) handleSpinner(msg tea.Msg) tea.Cmd {
-	if m.req.inflight == 0 {
+	if !m.spinnerShown() {
 		m.spinning = false
 		return nil
 	}

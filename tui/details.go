@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"image/color"
+	"math"
 	"strings"
 	"time"
 
@@ -43,6 +44,7 @@ const (
 // details shows one key's token response with live countdowns.
 type details struct {
 	c              *common
+	bars           map[barKey]string // rendered progress bars (bar)
 	width, height  int
 	key            store.Key
 	tokens         *auth.TokenSet // with secrets; nil when the key has none
@@ -71,7 +73,10 @@ func newDetails(c *common, spinner func() string) *details {
 	return d
 }
 
-func (d *details) restyle() { d.password.SetStyles(d.c.styles.TextInput) }
+func (d *details) restyle() {
+	d.password.SetStyles(d.c.styles.TextInput)
+	clear(d.bars)
+}
 
 // open shows k with tokens; a different key resets the view.
 func (d *details) open(k store.Key, tokens *auth.TokenSet) {
@@ -614,8 +619,28 @@ func (d *details) expiryRow(name string, exp time.Time, life time.Duration, none
 	return out
 }
 
+// barKey is what a bar's text depends on: its width, the cells filled (as
+// bubbles' progress rounds them) and the colour band of the time left.
+type barKey struct{ width, filled, band int }
+
 // bar renders a bubbles progress bar whose colour follows the time left.
+// Its text changes a few times over a token's life, so it is rendered once
+// per change (a cell at a time it is most of a tick's rendering) and kept.
 func (d *details) bar(frac float64, width int) string {
+	k := barKey{width: width, filled: max(0, min(width, int(math.Round(float64(width)*frac)))), band: barBand(frac)}
+	if b, ok := d.bars[k]; ok {
+		return b
+	}
+	b := d.renderBar(frac, width)
+	if d.bars == nil || len(d.bars) > 64 {
+		d.bars = map[barKey]string{}
+	}
+	d.bars[k] = b
+	return b
+}
+
+// renderBar is the bar's text, from bubbles' progress.
+func (d *details) renderBar(frac float64, width int) string {
 	s := d.c.styles
 	opts := []progress.Option{progress.WithoutPercentage(), progress.WithWidth(width), progress.WithFillCharacters('█', '░')}
 	if col := s.barColor(frac); col != nil {

@@ -30,12 +30,11 @@ type signin struct {
 	prompt        auth.Prompt
 	label         string // the key being created or logged in
 	state         signinState
-	spinner       func() string
 	pane          pane
 }
 
-func newSignin(c *common, spinner func() string) *signin {
-	return &signin{c: c, spinner: spinner, pane: newPane(c)}
+func newSignin(c *common) *signin {
+	return &signin{c: c, pane: newPane(c)}
 }
 
 // show displays p for the key label.
@@ -152,9 +151,9 @@ func (s *signin) content() string {
 		if p.Interval > 0 {
 			wait = "Waiting for the approval (asked every " + p.Interval.Round(time.Second).String() + ")…"
 		}
-		line(s.spinner() + " " + st.Subtle.Render(wait))
+		line(st.Subtle.Render(wait))
 	default:
-		line(s.spinner() + " " + st.Subtle.Render("Waiting for the browser…"))
+		line(st.Subtle.Render("Waiting for the browser…"))
 	}
 	line(st.Subtle.Render("Nothing is stored until the server answers; esc cancels."))
 	return b.String()

@@ -136,13 +136,19 @@ func NewStyles(theme Theme) *Styles {
 
 // barColor picks the progress colour for the fraction of lifetime left.
 func (s *Styles) barColor(left float64) color.Color {
+	return [...]color.Color{s.Good, s.Fair, s.Poor}[barBand(left)]
+}
+
+// barBand is the colour band of a bar with left of its life left: 0 good,
+// 1 fair, 2 poor.
+func barBand(left float64) int {
 	switch {
 	case left >= 0.5:
-		return s.Good
+		return 0
 	case left >= 0.2:
-		return s.Fair
+		return 1
 	default:
-		return s.Poor
+		return 2
 	}
 }
 

@@ -64,11 +64,18 @@ func (m *Model) handleTick(msg tickMsg) tea.Cmd {
 	if m.active == screenDetails && m.details.wantsAutoRefresh(m.c.now) {
 		cmds = append(cmds, m.apply(m.details.startAutoRefresh()))
 	}
-	gap := maxTickGap
-	if m.cfg.changes == nil {
-		gap = 1
+	next := nextSecond(m.c.now)
+	if m.cfg.changes != nil && len(cmds) == 0 {
+		// Nothing else happens on this tick: the frame rendered now is the
+		// one View shows. Text that just changed (a seconds countdown) is
+		// due again in a second; text that did not is followed ahead.
+		text := m.render()
+		if text == m.shown {
+			next = m.nextChange(m.c.now, text, maxTickGap)
+		}
+		m.tickText, m.tickTextOK, m.shown = text, true, text
 	}
-	cmds = append(cmds, m.scheduleTick(m.nextChange(m.c.now, gap)))
+	cmds = append(cmds, m.scheduleTick(next))
 	return tea.Batch(cmds...)
 }
 
@@ -85,17 +92,16 @@ func (m *Model) retime(now time.Time) {
 }
 
 // nextChange is the first whole second after now, at most gap seconds
-// ahead, at which the app would show other text than it shows at now, or a
+// ahead, at which the app would show other text than shown (its text at
+// now), or a
 // timed action (auto-refresh, a code's expiry) is due. It renders the
 // screen for each second until then (a fraction of a millisecond each, and
 // only while nothing changes), so no screen has to predict its own text.
-func (m *Model) nextChange(now time.Time, gap int) time.Time {
+func (m *Model) nextChange(now time.Time, shown string, gap int) time.Time {
 	first := nextSecond(now)
-	if gap <= 1 {
-		return first
+	if m.active == screenInspector && !m.inspector.busy() {
+		defer m.inspector.retime(now) // back at now after the probes
 	}
-	shown := m.renderAt(now)
-	defer m.renderAt(now) // screens that keep time-dependent state are back at now
 	for i := range gap {
 		t := first.Add(time.Duration(i) * time.Second)
 		if m.timedActionDue(t) || m.renderAt(t) != shown {

@@ -3,6 +3,7 @@ package tui
 import (
 	"context"
 	"errors"
+	"fmt"
 	"os"
 	"os/signal"
 	"strings"
@@ -127,6 +128,13 @@ type Model struct {
 	ticking bool
 	tickAt  time.Time // when the pending tick fires
 	recheck bool      // the store changed while a key list was read (watch.go)
+	// foot is the footer last rendered and what it was rendered for.
+	foot struct{ key, text string }
+	// tickText is the frame handleTick rendered for the View that follows
+	// it (tickTextOK); shown is the text of the last View.
+	tickText   string
+	tickTextOK bool
+	shown      string
 	// preloaded is the key list Run read before the program started; Init
 	// hands it to Update instead of reading the store.
 	preloaded tea.Msg
@@ -271,7 +279,7 @@ func newModel(cfg config) *Model {
 	m.details.auto = m.settings.AutoRefresh
 	m.keyList = newKeyList(m.c)
 	m.inspector = newInspector(m.c, spin)
-	m.signin = newSignin(m.c, spin)
+	m.signin = newSignin(m.c)
 	m.setSize(80, 24)
 	return m
 }
@@ -291,12 +299,13 @@ func (m *Model) Init() tea.Cmd {
 // the clocks of the requests in flight follow what the handler changed.
 func (m *Model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 	m.c.now = m.cfg.now()
+	m.tickTextOK = false
 	defer m.trackWaits()
 	cmd := m.dispatch(msg)
 	if _, ok := msg.(tickMsg); !ok {
 		// Whatever changed, the countdowns move again within a second (the
 		// tick then sleeps until the text changes).
-		cmd = tea.Batch(cmd, m.ensureTick())
+		cmd = tea.Batch(cmd, m.ensureTick(), m.ensureSpinner())
 	}
 	return m, cmd
 }
@@ -363,7 +372,12 @@ func (m *Model) trackWaits() {
 // View renders the header, the active screen (or the full help), a status
 // line and the short help.
 func (m *Model) View() tea.View {
-	v := tea.NewView(m.render())
+	text := m.tickText
+	if !m.tickTextOK {
+		text = m.render()
+	}
+	m.tickTextOK, m.shown = false, text
+	v := tea.NewView(text)
 	v.AltScreen = true
 	v.MouseMode = tea.MouseModeCellMotion
 	v.WindowTitle = windowTitle
@@ -385,7 +399,7 @@ func (m *Model) render() string {
 		head += s.Crumb.Render(" › Help")
 	}
 	var right []string
-	if m.req.inflight > 0 {
+	if m.spinnerShown() {
 		right = append(right, m.spinner.View())
 	}
 	if m.cfg.demo {
@@ -426,8 +440,23 @@ func (m *Model) render() string {
 }
 
 // footer is the short help of the focused screen; "? help" always stays
-// visible at its end, whatever gets cut for width.
+// visible at its end, whatever gets cut for width. It is rendered again only
+// when its bindings or the width changed (fitting it tries one length after
+// another: most of a frame's rendering otherwise).
 func (m *Model) footer() string {
+	var k strings.Builder
+	fmt.Fprintf(&k, "%d %t %t", m.width, m.showHelp, m.screen().Capturing())
+	for _, b := range m.ShortHelp() {
+		fmt.Fprintf(&k, "\x00%s\x00%s\x00%t", b.Help().Key, b.Help().Desc, b.Enabled())
+	}
+	if key := k.String(); key != m.foot.key {
+		m.foot.key, m.foot.text = key, m.renderFooter()
+	}
+	return m.foot.text
+}
+
+// renderFooter renders the footer.
+func (m *Model) renderFooter() string {
 	h := m.help
 	k := m.c.keys
 	if m.showHelp {
@@ -549,6 +578,7 @@ func (m *Model) handleBackground(dark bool) {
 	*m.c.styles = *NewStyles(t)
 	m.help.Styles = m.c.styles.Help
 	m.spinner.Style = m.c.styles.Spinner
+	m.foot.key = ""
 	m.form.restyle()
 	m.details.restyle()
 	m.keyList.restyle()
