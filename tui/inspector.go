@@ -1,6 +1,7 @@
 package tui
 
 import (
+	"fmt"
 	"strings"
 	"time"
 
@@ -35,6 +36,7 @@ type inspected struct {
 // inspector shows the claims of one or more tokens, scrollable.
 type inspector struct {
 	c             *common
+	lines         map[string]string // rendered claims (claimLines)
 	width, height int
 	mode          inspectorMode
 	source        string // "key demo" or "pasted"
@@ -57,7 +59,11 @@ func newInspector(c *common, spinner func() string) *inspector {
 	return in
 }
 
-func (in *inspector) restyle() { in.paste.SetStyles(in.c.styles.TextInput); in.render() }
+func (in *inspector) restyle() {
+	in.paste.SetStyles(in.c.styles.TextInput)
+	clear(in.lines)
+	in.render()
+}
 
 func (in *inspector) SetSize(width, height int) {
 	in.width, in.height = width, height
@@ -261,7 +267,6 @@ func (in *inspector) render() {
 
 // claims writes name: value lines, aligned, coloured by kind.
 func (in *inspector) claims(b *strings.Builder, cs []auth.Claim) {
-	s := in.c.styles
 	w := 0
 	for _, c := range cs {
 		w = max(w, len([]rune(text.Safe(c.Name))))
@@ -270,34 +275,52 @@ func (in *inspector) claims(b *strings.Builder, cs []auth.Claim) {
 	// "preferred_username" and no wider.
 	w = min(w, max(12, in.width/4))
 	for _, c := range cs {
-		name := text.Safe(c.Name)
-		pad := strings.Repeat(" ", max(1, w-len([]rune(name))+2))
-		var val string
-		switch c.Kind {
-		case auth.ClaimTime:
-			val = s.ClaimTime.Render(text.Safe(c.Display))
-		case auth.ClaimList, auth.ClaimRoles:
-			items := make([]string, len(c.Items))
-			for i, it := range c.Items {
-				items[i] = text.Safe(it)
-			}
-			val = s.ClaimList.Render(strings.Join(items, ", "))
-			if len(items) == 0 {
-				val = s.Subtle.Render("(none)")
-			}
-		default:
-			val = s.Value.Render(text.Safe(c.Display))
+		b.WriteString(in.claimLines(c, w))
+	}
+}
+
+// claimLines renders one claim with its name padded to w. A claim's lines
+// are kept while its text stays (the inspector renders again every second
+// for the few claims whose relative time moves).
+func (in *inspector) claimLines(c auth.Claim, w int) string {
+	key := fmt.Sprintf("%d\x00%d\x00%d\x00%s\x00%s\x00%q", w, in.width, c.Kind, c.Name, c.Display, c.Items)
+	if l, ok := in.lines[key]; ok {
+		return l
+	}
+	s := in.c.styles
+	var b strings.Builder
+	name := text.Safe(c.Name)
+	pad := strings.Repeat(" ", max(1, w-len([]rune(name))+2))
+	var val string
+	switch c.Kind {
+	case auth.ClaimTime:
+		val = s.ClaimTime.Render(text.Safe(c.Display))
+	case auth.ClaimList, auth.ClaimRoles:
+		items := make([]string, len(c.Items))
+		for i, it := range c.Items {
+			items[i] = text.Safe(it)
 		}
-		// Long values wrap under themselves rather than off the edge.
-		valW := in.width - 6 - lipgloss.Width(name) - len(pad)
-		for i, l := range strings.Split(ansi.Wrap(val, max(16, valW), ", "), "\n") {
-			if i == 0 {
-				b.WriteString("      " + s.ClaimName.Render(name) + pad + l + "\n")
-			} else {
-				b.WriteString(strings.Repeat(" ", max(0, in.width-max(16, valW))) + l + "\n")
-			}
+		val = s.ClaimList.Render(strings.Join(items, ", "))
+		if len(items) == 0 {
+			val = s.Subtle.Render("(none)")
+		}
+	default:
+		val = s.Value.Render(text.Safe(c.Display))
+	}
+	// Long values wrap under themselves rather than off the edge.
+	valW := in.width - 6 - lipgloss.Width(name) - len(pad)
+	for i, l := range strings.Split(ansi.Wrap(val, max(16, valW), ", "), "\n") {
+		if i == 0 {
+			b.WriteString("      " + s.ClaimName.Render(name) + pad + l + "\n")
+		} else {
+			b.WriteString(strings.Repeat(" ", max(0, in.width-max(16, valW))) + l + "\n")
 		}
 	}
+	if in.lines == nil || len(in.lines) > 256 {
+		in.lines = map[string]string{}
+	}
+	in.lines[key] = b.String()
+	return b.String()
 }
 
 // signature says the signature state in words.

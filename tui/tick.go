@@ -93,22 +93,32 @@ func (m *Model) retime(now time.Time) {
 
 // nextChange is the first whole second after now, at most gap seconds
 // ahead, at which the app would show other text than shown (its text at
-// now), or a
-// timed action (auto-refresh, a code's expiry) is due. It renders the
-// screen for each second until then (a fraction of a millisecond each, and
-// only while nothing changes), so no screen has to predict its own text.
+// now), or a timed action (auto-refresh, a code's expiry) is due. It
+// renders the screen as of coming seconds, so no screen has to predict its
+// own text. Text that a clock moves never comes back to what it was
+// (countdowns, "ago", bars, "waiting… (Ns)"), so the first change is found
+// by bisection: about 7 renders for a minute ahead.
 func (m *Model) nextChange(now time.Time, shown string, gap int) time.Time {
 	first := nextSecond(now)
 	if m.active == screenInspector && !m.inspector.busy() {
 		defer m.inspector.retime(now) // back at now after the probes
 	}
-	for i := range gap {
-		t := first.Add(time.Duration(i) * time.Second)
-		if m.timedActionDue(t) || m.renderAt(t) != shown {
-			return t
+	at := func(i int) time.Time { return first.Add(time.Duration(i) * time.Second) }
+	changed := func(i int) bool { return m.renderAt(at(i)) != shown }
+	last := gap - 1
+	if !changed(last) && !m.timedActionBy(at(last)) {
+		return at(last)
+	}
+	lo, hi := 0, last // the first change is in [lo, hi]
+	for lo < hi {
+		mid := (lo + hi) / 2
+		if changed(mid) || m.timedActionBy(at(mid)) {
+			hi = mid
+		} else {
+			lo = mid + 1
 		}
 	}
-	return first.Add(time.Duration(gap-1) * time.Second)
+	return at(lo)
 }
 
 // renderAt is the app's text as it would read at t.
@@ -122,8 +132,9 @@ func (m *Model) renderAt(t time.Time) string {
 	return m.render()
 }
 
-// timedActionDue reports whether something the tick does is due at t.
-func (m *Model) timedActionDue(t time.Time) bool {
+// timedActionBy reports whether something the tick does is due at or
+// before t (auto-refresh, the end of a sign-in's wait).
+func (m *Model) timedActionBy(t time.Time) bool {
 	switch m.active {
 	case screenDetails:
 		return m.details.wantsAutoRefresh(t)
