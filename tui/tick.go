@@ -61,19 +61,19 @@ func (m *Model) handleTick(msg tickMsg) tea.Cmd {
 		cmds = append(cmds, m.checkStamp()) // what other shipkey processes changed
 	}
 	m.retime(m.c.now)
+	next := nextSecond(m.c.now)
 	if m.active == screenDetails && m.details.wantsAutoRefresh(m.c.now) {
 		cmds = append(cmds, m.apply(m.details.startAutoRefresh()))
-	}
-	next := nextSecond(m.c.now)
-	if m.cfg.changes != nil && len(cmds) == 0 {
-		// Nothing else happens on this tick: the frame rendered now is the
-		// one View shows. Text that just changed (a seconds countdown) is
-		// due again in a second; text that did not is followed ahead.
+	} else {
+		// Nothing changes on this tick but the time: the frame rendered now
+		// is the one View shows. Text that just changed (a seconds
+		// countdown) is due again in a second; text that did not is
+		// followed ahead, where the store is watched.
 		text := m.render()
-		if text == m.shown {
+		if text == m.shown && m.cfg.changes != nil {
 			next = m.nextChange(m.c.now, text, maxTickGap)
 		}
-		m.tickText, m.tickTextOK, m.shown = text, true, text
+		m.shown, m.reuse = text, true
 	}
 	cmds = append(cmds, m.scheduleTick(next))
 	return tea.Batch(cmds...)

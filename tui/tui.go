@@ -130,11 +130,13 @@ type Model struct {
 	recheck bool      // the store changed while a key list was read (watch.go)
 	// foot is the footer last rendered and what it was rendered for.
 	foot struct{ key, text string }
-	// tickText is the frame handleTick rendered for the View that follows
-	// it (tickTextOK); shown is the text of the last View.
-	tickText   string
-	tickTextOK bool
-	shown      string
+	// shown is the text of the last frame (View's, or the one handleTick
+	// rendered for the View that follows it). reuse: the next View returns
+	// it as it is (set by handleTick, and by a stamp poll that found no
+	// change right after a View; View clears it); fresh: no Update ran
+	// since shown was rendered.
+	shown        string
+	reuse, fresh bool
 	// preloaded is the key list Run read before the program started; Init
 	// hands it to Update instead of reading the store.
 	preloaded tea.Msg
@@ -299,8 +301,14 @@ func (m *Model) Init() tea.Cmd {
 // the clocks of the requests in flight follow what the handler changed.
 func (m *Model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 	m.c.now = m.cfg.now()
-	m.tickTextOK = false
 	defer m.trackWaits()
+	fresh := m.fresh
+	m.fresh, m.reuse = false, false
+	if s, ok := msg.(stampMsg); ok && fresh && s.err == nil && s.stamp == m.stamp {
+		// The store did not change (the stamp poll of an unwatched store,
+		// every second): the frame stays as it is.
+		defer func() { m.fresh, m.reuse = true, true }()
+	}
 	cmd := m.dispatch(msg)
 	if _, ok := msg.(tickMsg); !ok {
 		// Whatever changed, the countdowns move again within a second (the
@@ -372,12 +380,11 @@ func (m *Model) trackWaits() {
 // View renders the header, the active screen (or the full help), a status
 // line and the short help.
 func (m *Model) View() tea.View {
-	text := m.tickText
-	if !m.tickTextOK {
-		text = m.render()
+	if !m.reuse {
+		m.shown = m.render()
 	}
-	m.tickTextOK, m.shown = false, text
-	v := tea.NewView(text)
+	m.reuse, m.fresh = false, true
+	v := tea.NewView(m.shown)
 	v.AltScreen = true
 	v.MouseMode = tea.MouseModeCellMotion
 	v.WindowTitle = windowTitle
