@@ -7,10 +7,11 @@
 //     the wall clock ($EPOCHREALTIME) and execs shipkey; the app, with
 //     SHIPKEY_TRACE_FIRST_FRAME set, appends the time its first frame went
 //     out (tui.EnvTraceFirstFrame).
+//
 //   - BenchmarkIdle: the app's CPU while it sits on each screen (welcome,
 //     keys table, token details, the form, the device-code sign-in) for
 //     SHIPKEY_IDLE_SECONDS (default 20), from /proc/<pid>/stat
 //     (utime+stime) and /proc/<pid>/task/*/schedstat (time on CPU, ns).
 //
-//	go test ./cmd/shipkey/appbench -run '^$' -bench . -benchtime 20x
+//     go test ./cmd/shipkey/appbench -run '^$' -bench . -benchtime 20x
 package appbench
