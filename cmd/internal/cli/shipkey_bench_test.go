@@ -1,0 +1,160 @@
+package cli
+
+import (
+	"bytes"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/shipkey/shipkey/auth/authtest"
+)
+
+// benchWorld is a demo realm on 127.0.0.1 and a store in a temp directory
+// holding one key "prod" with a valid 15-day access token. The environment
+// is set with b.Setenv (the store reads it directly), and the same variables
+// are returned for child processes.
+func benchWorld(b *testing.B, backend string) []string {
+	b.Helper()
+	srv := authtest.NewServer(authtest.DemoConfig())
+	b.Cleanup(srv.Close)
+	dir := b.TempDir()
+	home := filepath.Join(dir, "home")
+	vars := map[string]string{
+		"HOME":               home,
+		"XDG_CONFIG_HOME":    filepath.Join(home, ".config"),
+		"XDG_STATE_HOME":     filepath.Join(home, ".local", "state"),
+		"XDG_DATA_HOME":      filepath.Join(home, ".local", "share"),
+		"XDG_RUNTIME_DIR":    filepath.Join(home, "run"),
+		"SHIPKEY_CONFIG_DIR": filepath.Join(dir, "config"),
+		"SHIPKEY_STATE_DIR":  filepath.Join(dir, "state"),
+		"SHIPKEY_SECRETS":    backend,
+		"SHIPKEY_PASSPHRASE": "bench-passphrase",
+		"SHIPKEY_KEY":        "",
+		"SHIPKEY_CA_FILE":    "",
+		"NO_COLOR":           "1",
+	}
+	env := os.Environ()
+	for k, v := range vars {
+		b.Setenv(k, v)
+		env = append(env, k+"="+v)
+	}
+	if backend == "file" {
+		b.Cleanup(func() { forgetIdentityCache(filepath.Join(vars["SHIPKEY_STATE_DIR"], "secrets.key.age")) })
+	}
+	b.Setenv(envClientSecret, authtest.DemoClientSecret)
+	b.Setenv(envPassword, authtest.DemoPassword)
+	ios, _, errOut := testIO("")
+	if code := runWith([]string{"keys", "new", "--label", "prod", "--auth-url", srv.URL(),
+		"--client-id", authtest.DemoClientID, "--username", authtest.DemoUsername}, ios, os.Getenv); code != 0 {
+		b.Fatalf("keys new: exit %d: %s", code, errOut)
+	}
+	os.Unsetenv(envClientSecret)
+	os.Unsetenv(envPassword)
+	return env
+}
+
+// BenchmarkTokenInProcess is `shipkey token` with a cached valid token, run
+// through runWith as main does: command tree, store open, identity from the
+// in-kernel cache (file backend), secrets read, Last Used written, output.
+func BenchmarkTokenInProcess(b *testing.B) {
+	for _, backend := range []string{"file", "plaintext"} {
+		b.Run(backend, func(b *testing.B) {
+			benchWorld(b, backend)
+			var out, errOut bytes.Buffer
+			ios := &iostreams{In: strings.NewReader(""), Out: &out, ErrOut: &errOut}
+			b.ReportAllocs()
+			for b.Loop() {
+				out.Reset()
+				if code := runWith([]string{"token"}, ios, os.Getenv); code != 0 || !strings.HasPrefix(out.String(), "eyJ") {
+					b.Fatalf("token: exit %d: %s", code, errOut.String())
+				}
+			}
+		})
+	}
+}
+
+// BenchmarkVersionInProcess is the command layer's fixed cost: building the
+// cobra tree and running a command that opens nothing.
+func BenchmarkVersionInProcess(b *testing.B) {
+	var out bytes.Buffer
+	ios := &iostreams{In: strings.NewReader(""), Out: &out, ErrOut: &out}
+	b.ReportAllocs()
+	for b.Loop() {
+		out.Reset()
+		if code := runWith([]string{"version"}, ios, func(string) string { return "" }); code != 0 {
+			b.Fatalf("version: exit %d: %s", code, out.String())
+		}
+	}
+}
+
+// BenchmarkProcess builds the binary once (static, CGO_ENABLED=0, as the
+// README installs it) and execs it per iteration: what a script calling
+// `shipkey token` in a loop feels, start-up included. bare-go is the
+// yardstick: a Go program that prints one line and exits; read token/file
+// as a ratio to it.
+func BenchmarkProcess(b *testing.B) {
+	gobin, err := exec.LookPath("go")
+	if err != nil {
+		b.Skip("no go command")
+	}
+	dir := b.TempDir()
+	bin := filepath.Join(dir, "shipkey")
+	build := exec.Command(gobin, "build", "-o", bin, shipkeyPkg)
+	build.Env = append(os.Environ(), "CGO_ENABLED=0")
+	if out, err := build.CombinedOutput(); err != nil {
+		b.Fatalf("go build: %v\n%s", err, out)
+	}
+	bare := filepath.Join(dir, "bare")
+	if err := os.WriteFile(bare+".go", []byte("package main\n\nimport \"os\"\n\nfunc main() { os.Stdout.WriteString(\"bare\\n\") }\n"), 0o600); err != nil {
+		b.Fatal(err)
+	}
+	build = exec.Command(gobin, "build", "-o", bare, bare+".go")
+	build.Env = append(os.Environ(), "CGO_ENABLED=0", "GO111MODULE=off")
+	if out, err := build.CombinedOutput(); err != nil {
+		b.Fatalf("go build bare: %v\n%s", err, out)
+	}
+	exe := func(b *testing.B, env []string, args ...string) {
+		var out, errOut bytes.Buffer
+		cmd := exec.Command(bin, args...)
+		cmd.Env, cmd.Stdout, cmd.Stderr = env, &out, &errOut
+		if err := cmd.Run(); err != nil || out.Len() == 0 {
+			b.Fatalf("shipkey %v: %v: %s", args, err, errOut.String())
+		}
+	}
+	b.Run("bare-go", func(b *testing.B) {
+		for b.Loop() {
+			var out bytes.Buffer
+			cmd := exec.Command(bare)
+			cmd.Stdout = &out
+			if err := cmd.Run(); err != nil || out.Len() == 0 {
+				b.Fatalf("bare: %v", err)
+			}
+		}
+	})
+	b.Run("version", func(b *testing.B) {
+		env := append(os.Environ(), "NO_COLOR=1")
+		for b.Loop() {
+			exe(b, env, "version")
+		}
+	})
+	for _, backend := range []string{"file", "plaintext"} {
+		b.Run("token/"+backend, func(b *testing.B) {
+			env := benchWorld(b, backend)
+			for b.Loop() {
+				exe(b, env, "token")
+			}
+		})
+	}
+	// The first call after the kernel cache entry expired (10 min): one scrypt
+	// unwrap of the identity. Slow by design; b.Loop keeps it to -benchtime.
+	b.Run("token/file_nocache", func(b *testing.B) {
+		env := benchWorld(b, "file")
+		keyPath := filepath.Join(os.Getenv("SHIPKEY_STATE_DIR"), "secrets.key.age")
+		for b.Loop() {
+			forgetIdentityCache(keyPath)
+			exe(b, env, "token")
+		}
+	})
+}
