@@ -175,3 +175,23 @@ func TestNoTeamBinary(t *testing.T) {
 		t.Fatalf("token: exit %d: %s", code, stderr)
 	}
 }
+
+// TestOnlyCommandBuildsTheNamedCommand: each entry of subcommands builds the
+// command its name says, so `shipkey NAME …` (which builds that one alone)
+// runs the same command as the whole tree would.
+func TestOnlyCommandBuildsTheNamedCommand(t *testing.T) {
+	t.Parallel()
+	f := newFactory(&iostreams{In: strings.NewReader(""), Out: io.Discard, ErrOut: io.Discard}, func(string) string { return "" })
+	for _, c := range subcommands {
+		if got := c.build(f).Name(); got != c.name {
+			t.Errorf("subcommands entry %q builds %q", c.name, got)
+		}
+		root := newCmdRoot(f, onlyCommand([]string{c.name, "--help"}))
+		if n := len(root.Commands()); n != 1 || root.Commands()[0].Name() != c.name {
+			t.Errorf("shipkey %s builds %d commands", c.name, n)
+		}
+	}
+	if n := len(newCmdRoot(f, onlyCommand([]string{"--debug", "token"})).Commands()); n != len(subcommands) {
+		t.Errorf("a command line that starts with a flag builds %d commands, want all %d", n, len(subcommands))
+	}
+}

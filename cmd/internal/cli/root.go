@@ -26,7 +26,7 @@ func runWith(args []string, ios *iostreams, getenv func(string) string) int {
 	f.Args = args
 	defer f.Close()
 
-	root := newCmdRoot(f)
+	root := newCmdRoot(f, onlyCommand(args))
 	if args == nil {
 		args = []string{}
 	}
@@ -45,8 +45,9 @@ func runWith(args []string, ios *iostreams, getenv func(string) string) int {
 	return exitCode(err)
 }
 
-// newCmdRoot builds the command tree.
-func newCmdRoot(f *factory) *cobra.Command {
+// newCmdRoot builds the command tree: every command, or only the one named
+// (onlyCommand).
+func newCmdRoot(f *factory, only string) *cobra.Command {
 	root := &cobra.Command{
 		Use:   "shipkey",
 		Short: "Manage OAuth 2.0 tokens and API keys for the Shipping Service API",
@@ -114,24 +115,49 @@ with its command's code. See each command's help for its own.`,
 	})
 	root.CompletionOptions.HiddenDefaultCmd = false
 
-	root.AddCommand(
-		newCmdKeys(f),
-		newCmdTeam(f),
-		newCmdLogin(f, nil),
-		newCmdToken(f, false, nil),
-		newCmdToken(f, true, nil),
-		newCmdExec(f, nil),
-		newCmdStatus(f, nil),
-		newCmdInspect(f, nil),
-		newCmdLogout(f, nil),
-		newCmdDemo(f, nil),
-		newCmdVersion(f),
-		newCmdUnlock(f),
-		newCmdLock(f),
-		newCmdAgent(f),
-		newCmdServe(f, nil),
-	)
+	for _, c := range subcommands {
+		if only == "" || c.name == only {
+			root.AddCommand(c.build(f))
+		}
+	}
 	return root
+}
+
+// subcommands are shipkey's commands, by name, built on demand.
+var subcommands = []struct {
+	name  string
+	build func(*factory) *cobra.Command
+}{
+	{"keys", newCmdKeys},
+	{"team", newCmdTeam},
+	{"login", func(f *factory) *cobra.Command { return newCmdLogin(f, nil) }},
+	{"token", func(f *factory) *cobra.Command { return newCmdToken(f, false, nil) }},
+	{"header", func(f *factory) *cobra.Command { return newCmdToken(f, true, nil) }},
+	{"exec", func(f *factory) *cobra.Command { return newCmdExec(f, nil) }},
+	{"status", func(f *factory) *cobra.Command { return newCmdStatus(f, nil) }},
+	{"inspect", func(f *factory) *cobra.Command { return newCmdInspect(f, nil) }},
+	{"logout", func(f *factory) *cobra.Command { return newCmdLogout(f, nil) }},
+	{"demo", func(f *factory) *cobra.Command { return newCmdDemo(f, nil) }},
+	{"version", newCmdVersion},
+	{"unlock", newCmdUnlock},
+	{"lock", newCmdLock},
+	{"agent", newCmdAgent},
+	{"serve", func(f *factory) *cobra.Command { return newCmdServe(f, nil) }},
+}
+
+// onlyCommand is the one command a command line runs when its first
+// argument names it: a call such as `shipkey token` then builds that command
+// alone, not the whole tree (help, completion and anything else get it all).
+func onlyCommand(args []string) string {
+	if len(args) == 0 {
+		return ""
+	}
+	for _, c := range subcommands {
+		if c.name == args[0] {
+			return c.name
+		}
+	}
+	return ""
 }
 
 // usageArgs wraps an argument validator so its errors are usage errors.

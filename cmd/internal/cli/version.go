@@ -7,7 +7,8 @@ import (
 	"github.com/spf13/cobra"
 )
 
-// version is set at build time: go build -ldflags "-X main.version=v1.2.3".
+// version is set at build time:
+// go build -ldflags "-X github.com/shipkey/shipkey/cmd/internal/cli.version=v1.2.3" ./cmd/...
 var version = ""
 
 // versionString is the build's version: the ldflags value, else the module
