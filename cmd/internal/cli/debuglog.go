@@ -14,7 +14,7 @@ const redacted = "[redacted]"
 
 // jwtPattern matches anything shaped like a JWT (base64url JSON header and
 // payload): access, refresh and ID tokens.
-var jwtPattern = regexp.MustCompile(`eyJ[A-Za-z0-9_-]*\.[A-Za-z0-9_-]+\.[A-Za-z0-9_-]*`)
+var jwtPattern = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`eyJ[A-Za-z0-9_-]*\.[A-Za-z0-9_-]+\.[A-Za-z0-9_-]*`) }) // compiled on first use, not at every start
 
 // secretSet is the set of secrets this process has seen (client secrets,
 // passwords, tokens), so that debug output can hide them.
@@ -39,7 +39,7 @@ func (r *secretSet) Sensitive(s string) bool {
 	if s == "" {
 		return false
 	}
-	if jwtPattern.MatchString(s) {
+	if jwtPattern().MatchString(s) {
 		return true
 	}
 	r.mu.RLock()

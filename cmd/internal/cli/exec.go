@@ -46,7 +46,7 @@ const (
 // childSecretVars are shipkey's own secrets in the environment: never passed on.
 var childSecretVars = []string{envPassword, envClientSecret, "SHIPKEY_PASSPHRASE"}
 
-var envNamePattern = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
+var envNamePattern = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`) }) // compiled on first use, not at every start
 
 func newCmdExec(f *factory, runF func(context.Context, *execOptions) error) *cobra.Command {
 	opts := &execOptions{IO: f.IO, Now: f.Now, Store: f.Store, Secrets: f.Secrets, Environ: os.Environ}
@@ -96,7 +96,7 @@ Without LABEL: SHIPKEY_KEY, else the default key, else the only key.`,
 			if opts.MinValid < 0 {
 				return usageErrorf("--min-valid must not be negative (see: %s --help)", cmd.CommandPath())
 			}
-			if !envNamePattern.MatchString(opts.EnvName) {
+			if !envNamePattern().MatchString(opts.EnvName) {
 				return usageErrorf("--env %s is not a variable name (letters, digits and _, not starting with a digit)", text.ShellQuote(opts.EnvName))
 			}
 			if unsafeEnvName(opts.EnvName) {

@@ -435,7 +435,7 @@ func findSecrets(r *realm, dirs []string, extra []string) error {
 					return fmt.Errorf("%s holds the %s in plaintext", path, what)
 				}
 			}
-			if loc := jwtPattern.FindIndex(data); loc != nil {
+			if loc := jwtPattern().FindIndex(data); loc != nil {
 				return fmt.Errorf("%s holds a JWT in plaintext at byte %d", path, loc[0])
 			}
 			return nil

@@ -5,8 +5,10 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/shipkey/shipkey/auth/authtest"
 )
@@ -133,6 +135,45 @@ func BenchmarkProcess(b *testing.B) {
 			}
 		}
 	})
+	// Paired: each iteration runs A then B and keeps their ratio; the
+	// reported figure is the median ratio, so the machine's drift cancels
+	// (read these, not the ns/op of separate runs). team: the same call
+	// through shipkey-team, which links the etcd client (what the split
+	// into two programs saves every call).
+	team := filepath.Join(dir, TeamBinary)
+	build = exec.Command(gobin, "build", "-o", team, shipkeyTeamPkg)
+	build.Env = append(os.Environ(), "CGO_ENABLED=0")
+	if out, err := build.CombinedOutput(); err != nil {
+		b.Fatalf("go build %s: %v\n%s", TeamBinary, err, out)
+	}
+	b.Run("paired/token-plaintext", func(b *testing.B) {
+		env := benchWorld(b, "plaintext")
+		tokenCmd := func(bin string) *exec.Cmd {
+			cmd := exec.Command(bin, "token")
+			cmd.Env = env
+			return cmd
+		}
+		pairs := map[string]func() *exec.Cmd{
+			"x-bare":         func() *exec.Cmd { return exec.Command(bare) },
+			"x-shipkey-team": func() *exec.Cmd { return tokenCmd(team) },
+		}
+		ratios := map[string][]float64{}
+		cpuRatios := map[string][]float64{}
+		for b.Loop() {
+			for name, other := range pairs {
+				aWall, aCPU := timeProcess(b, tokenCmd(bin))
+				oWall, oCPU := timeProcess(b, other())
+				ratios[name] = append(ratios[name], float64(aWall)/float64(oWall))
+				if oCPU > 0 {
+					cpuRatios[name] = append(cpuRatios[name], float64(aCPU)/float64(oCPU))
+				}
+			}
+		}
+		for name := range pairs {
+			b.ReportMetric(median(ratios[name]), name+"-wall")
+			b.ReportMetric(median(cpuRatios[name]), name+"-cpu")
+		}
+	})
 	b.Run("version", func(b *testing.B) {
 		env := append(os.Environ(), "NO_COLOR=1")
 		for b.Loop() {
@@ -157,4 +198,31 @@ func BenchmarkProcess(b *testing.B) {
 			exe(b, env, "token")
 		}
 	})
+}
+
+// timeProcess runs cmd and returns its wall time and CPU time (user+system,
+// the kernel's accounting of the finished child).
+func timeProcess(b *testing.B, cmd *exec.Cmd) (time.Duration, time.Duration) {
+	b.Helper()
+	var out, errOut bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &errOut
+	start := time.Now()
+	if err := cmd.Run(); err != nil || out.Len() == 0 {
+		b.Fatalf("%s: %v: %s", cmd.Path, err, errOut.String())
+	}
+	wall := time.Since(start)
+	return wall, cmd.ProcessState.UserTime() + cmd.ProcessState.SystemTime()
+}
+
+// median of xs (0 for none).
+func median(xs []float64) float64 {
+	if len(xs) == 0 {
+		return 0
+	}
+	s := slices.Clone(xs)
+	slices.Sort(s)
+	if len(s)%2 == 1 {
+		return s[len(s)/2]
+	}
+	return (s[len(s)/2-1] + s[len(s)/2]) / 2
 }

@@ -152,7 +152,7 @@ func TestRunsWithoutCobra(t *testing.T) {
 		t.Fatal(err)
 	}
 	token := strings.TrimSuffix(out.String(), "\n")
-	if !jwtPattern.MatchString(token) {
+	if !jwtPattern().MatchString(token) {
 		t.Fatalf("token printed %q", out.String())
 	}
 
