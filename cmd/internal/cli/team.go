@@ -384,6 +384,16 @@ func teamLoginRun(ctx context.Context, opts *loginOptions, teamName, label strin
 		return err
 	}
 	addr := team.Address(teamName, label)
+	if opts.PasswordStdin {
+		// As for a local key: a password given to a grant that takes none
+		// is a mistake to say, not to drop (the grant as cached here).
+		keys, _ := eng.CachedKeys(teamName)
+		for _, k := range keys {
+			if k.Label == label && k.Grant.Or() != auth.GrantPassword {
+				return usageErrorf("--password-stdin is for the password grant; team key %s uses %s", text.Safe(addr), k.Grant)
+			}
+		}
+	}
 	password := ""
 	if opts.PasswordStdin || opts.Getenv(envPassword) != "" {
 		// A password given replaces the team's kept one; none given: the

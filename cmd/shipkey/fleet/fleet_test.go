@@ -81,7 +81,7 @@ func newRealm(tb testing.TB) *realm {
 	r := &realm{}
 	r.Server = authtest.NewServer(authtest.Config{
 		Users:      []authtest.User{{Username: "svc", Password: password}},
-		Clients:    []authtest.Client{{ID: "shipping-api", Secret: clientSecret}},
+		Clients:    []authtest.Client{{ID: "shipping-api", Secret: clientSecret, ServiceAccount: true}},
 		AccessTTL:  10 * time.Minute,
 		RefreshTTL: 2 * time.Hour,
 		Now:        func() time.Time { return time.Now().Add(time.Duration(r.offset.Load())) },
