@@ -339,8 +339,14 @@ func TestQuorumLost(t *testing.T) {
 	if r.code != 0 || strings.TrimSpace(r.stdout) == "" {
 		t.Fatalf("cached token: exit %d: %s", r.code, r.stderr)
 	}
-	if !strings.Contains(r.stderr, "warning: team quorum: etcd did not answer") {
+	if !strings.Contains(r.stderr, "warning: team quorum: etcd did not answer within 1s") {
 		t.Errorf("no warning on stderr: %q", r.stderr)
+	}
+	// The next call, its cached token good enough, does not wait on etcd
+	// again so soon after it failed: it says so instead.
+	r = a.run(ctx, bound, "token", "quorum/svc")
+	if r.code != 0 || strings.TrimSpace(r.stdout) == "" || !strings.Contains(r.stderr, "(under 30s ago); handing out the cached token of quorum/svc without asking") {
+		t.Errorf("token right after the outage was seen: exit %d, stderr %q", r.code, r.stderr)
 	}
 	// b never fetched a token: nothing cached.
 	bctx, bcancel := context.WithTimeout(ctx, 20*time.Second)

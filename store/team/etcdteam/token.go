@@ -5,6 +5,9 @@ import (
 	"crypto/sha256"
 	"errors"
 	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
 	"time"
 
 	clientv3 "go.etcd.io/etcd/client/v3"
@@ -35,6 +38,13 @@ func (e *Engine) Token(ctx context.Context, team, label string, opts TokenOption
 	cached := h.readCache().byLabel(label)
 	stale := int64(-1) // the revision of a cached token etcd no longer holds
 	if cached != nil && fits(cached.Token, e.opts.Now(), opts) {
+		// etcd did not answer a moment ago: a script calling token in a
+		// loop through an outage waits out the bound once per
+		// OutageMemory, not at every call.
+		if at, ok := h.unreachableSince(); ok {
+			h.warnCachedWithoutAsking(cached, at)
+			return cached.Token, nil
+		}
 		// One small read says whether the team still holds this token set
 		// (a logout elsewhere deletes it, a renewal replaces it).
 		current, err := h.stillShared(ctx, cached)
@@ -46,6 +56,7 @@ func (e *Engine) Token(ctx context.Context, team, label string, opts TokenOption
 			if !errors.Is(err, ErrUnavailable) {
 				return nil, err
 			}
+			h.markUnreachable()
 			h.warnCached(cached)
 			return cached.Token, nil
 		}
@@ -69,13 +80,55 @@ func (e *Engine) Token(ctx context.Context, team, label string, opts TokenOption
 	}
 	ts, err := h.fleetTokenRetry(ctx, label, cached, opts)
 	if err == nil {
+		_ = os.Remove(h.unreachablePath()) // etcd answers again
 		return ts, nil
 	}
-	if errors.Is(err, ErrUnavailable) && cached != nil && cached.Token != nil && cached.Token.AccessToken != "" && !cached.Token.Access().Expired(e.opts.Now()) {
-		h.warnCached(cached)
-		return cached.Token, nil
+	if errors.Is(err, ErrUnavailable) {
+		h.markUnreachable()
+		if cached != nil && cached.Token != nil && cached.Token.AccessToken != "" && !cached.Token.Access().Expired(e.opts.Now()) {
+			h.warnCached(cached)
+			return cached.Token, nil
+		}
 	}
 	return nil, err
+}
+
+// OutageMemory is how long after etcd failed to answer a valid cached
+// token is handed out without asking etcd again.
+const OutageMemory = 30 * time.Second
+
+// unreachablePath holds when etcd last failed to answer this machine (a
+// time, no secret); it is removed when etcd answers.
+func (h *handle) unreachablePath() string { return filepath.Join(h.dir(), "unreachable") }
+
+// unreachableSince reports when etcd last failed to answer, if that was
+// under OutageMemory ago by the engine's clock.
+func (h *handle) unreachableSince() (time.Time, bool) {
+	b, err := os.ReadFile(h.unreachablePath())
+	if err != nil {
+		return time.Time{}, false
+	}
+	at, err := time.Parse(time.RFC3339Nano, strings.TrimSpace(string(b)))
+	if err != nil {
+		return time.Time{}, false
+	}
+	age := h.e.opts.Now().Sub(at)
+	return at, age >= 0 && age < OutageMemory
+}
+
+// markUnreachable notes that etcd did not answer now (best effort: without
+// the note the next call only waits the bound again).
+func (h *handle) markUnreachable() {
+	if err := os.MkdirAll(h.dir(), 0o700); err == nil {
+		_ = writeAtomic(h.unreachablePath(), []byte(h.e.opts.Now().UTC().Format(time.RFC3339Nano)+"\n"))
+	}
+}
+
+// warnCachedWithoutAsking says that ce's token is handed out without asking
+// etcd, which did not answer at at.
+func (h *handle) warnCachedWithoutAsking(ce *cacheEntry, at time.Time) {
+	fmt.Fprintf(h.e.opts.Warn, "shipkey: warning: team %s: etcd did not answer at %s (under %s ago); handing out the cached token of %s without asking (valid until %s)\n",
+		h.name(), text.Stamp(at), OutageMemory, text.Safe(Address(h.name(), ce.Def.Label)), text.Stamp(ce.Token.AccessExpiry()))
 }
 
 // warnCached says that ce's token is handed out without etcd.
@@ -97,6 +150,7 @@ func (h *handle) stillShared(ctx context.Context, ce *cacheEntry) (bool, error) 
 	if err != nil {
 		return false, h.etcdErr(err)
 	}
+	_ = os.Remove(h.unreachablePath()) // etcd answers again
 	return ce.TokenRev != 0 && len(resp.Kvs) == 1 && resp.Kvs[0].ModRevision == ce.TokenRev, nil
 }
 
