@@ -19,6 +19,7 @@ import (
 	"github.com/shipkey/shipkey/auth"
 	"github.com/shipkey/shipkey/internal/browser"
 	"github.com/shipkey/shipkey/store"
+	"golang.org/x/term"
 )
 
 // Prefill fills the Get API Key form (the demo fills it all). Secrets given
@@ -137,9 +138,11 @@ type Model struct {
 	// since shown was rendered.
 	shown        string
 	reuse, fresh bool
-	// preloaded is the key list Run read before the program started; Init
-	// hands it to Update instead of reading the store.
-	preloaded tea.Msg
+	// preloaded is what Init runs instead of reading the key list: what
+	// the list Run read before the program started led to, or the wait for
+	// the list Run is reading.
+	preloaded tea.Cmd
+	preread   bool // Run read (or is reading) the first key list
 
 	clipGen int
 	clipSum [32]byte // sha256 of what shipkey last copied (never the text)
@@ -177,6 +180,9 @@ func New(opts Options) *Model {
 	return newModel(cfg)
 }
 
+// firstFrameWait is how long the first frame waits for the first key list.
+const firstFrameWait = 20 * time.Millisecond
+
 // frameRate caps how often Bubble Tea's renderer wakes to flush a frame. Its
 // ticker runs even when nothing changed, and that ticker is what an idle
 // screen costs: measured under tmux, about 1% of a core at the default 60,
@@ -194,13 +200,29 @@ const frameRate = 30
 func Run(ctx context.Context, opts Options) error {
 	m := New(opts)
 	m.ctx = ctx
-	// The first key list is read before the program starts, so the first
-	// frame has it; with a store opened ReadOnce that is the one read of
-	// config.toml and state.db before it. The store then reads afresh.
-	m.preloaded = m.loadKeys()()
-	if opts.Store != nil {
-		opts.Store.EndReadOnce()
+	// The first frame is drawn before any message reached the model: it
+	// has the terminal's size, and the first key list when that takes at
+	// most firstFrameWait to read (with a store opened ReadOnce, the one
+	// read of config.toml and state.db; the store then reads afresh). A
+	// longer read (100k keys) shows "Loading keys…" first.
+	if w, h, err := term.GetSize(int(os.Stdout.Fd())); err == nil {
+		m.setSize(w, h)
 	}
+	loaded := make(chan tea.Msg, 1)
+	go func(load tea.Cmd) {
+		msg := load()
+		if opts.Store != nil {
+			opts.Store.EndReadOnce()
+		}
+		loaded <- msg
+	}(m.loadKeys())
+	select {
+	case msg := <-loaded:
+		_, m.preloaded = m.Update(msg)
+	case <-time.After(firstFrameWait):
+		m.preloaded = func() tea.Msg { return <-loaded }
+	}
+	m.preread = true
 	if opts.Backend == nil && opts.Store != nil {
 		// Changes by other shipkey processes are seen through inotify; a
 		// store whose folders cannot be watched (not created yet) is polled.
@@ -290,9 +312,10 @@ func newModel(cfg config) *Model {
 // countdown tick of the welcome screen.
 func (m *Model) Init() tea.Cmd {
 	load := m.loadKeys
-	if pre := m.preloaded; pre != nil {
-		m.preloaded = nil
-		load = func() tea.Cmd { return func() tea.Msg { return pre } }
+	if m.preread {
+		pre := m.preloaded
+		m.preread, m.preloaded = false, nil
+		load = func() tea.Cmd { return pre }
 	}
 	return tea.Batch(tea.RequestBackgroundColor, load(), m.ensureTick(), m.listenChanges())
 }
