@@ -25,9 +25,13 @@ var built struct {
 	err  error
 }
 
-// binary builds the static shipkey once per run.
+// binary builds the static shipkey once per run, or returns
+// $SHIPKEY_APPBENCH_BIN (another build, to compare releases).
 func binary(b *testing.B) string {
 	b.Helper()
+	if bin := os.Getenv("SHIPKEY_APPBENCH_BIN"); bin != "" {
+		return bin
+	}
 	built.once.Do(func() {
 		dir, err := os.MkdirTemp("", "shipkey-appbench-")
 		if err != nil {
