@@ -69,3 +69,5 @@ require (
 replace github.com/atotto/clipboard => ./third_party/atotto-clipboard
 
 replace charm.land/bubbletea/v2 => ./third_party/bubbletea
+
+replace charm.land/lipgloss/v2 => ./third_party/lipgloss

@@ -9,14 +9,17 @@ import (
 )
 
 // Terminal capabilities are detected once per process, and that is already
-// done before main: lipgloss's package init makes lipgloss.Writer with
-// colorprofile.Detect on stdout (from TERM, COLORTERM, NO_COLOR, terminfo,
-// and inside tmux `tmux info`, about 11 ms). Left to themselves, Bubble Tea
-// and its renderer each detect again, each asking tmux again. Run hands the
-// program lipgloss's profile (tea.WithColorProfile) and an environment
+// done before main: lipgloss's package init makes lipgloss.Writer with the
+// colour profile of stdout (from TERM, COLORTERM, NO_COLOR and terminfo;
+// inside tmux upstream also runs `tmux info`, 5-11 ms, which our copy of
+// lipgloss does not: third_party/lipgloss/PATCH.md). Left to themselves,
+// Bubble Tea and its renderer each detect again, each asking tmux. Run hands
+// the program lipgloss's profile (tea.WithColorProfile) and an environment
 // without TMUX (termEnv), so the renderer's own detection, whose result the
 // program overrides anyway, does not ask tmux; nothing else in Bubble Tea or
-// its renderer reads TMUX.
+// its renderer reads TMUX. The background colour (dark or light) is asked
+// with tea.RequestBackgroundColor: the first frame does not wait for the
+// answer (dark until it comes).
 
 // stdoutProfile is the colour profile lipgloss detected for stdout.
 func stdoutProfile() colorprofile.Profile { return lipgloss.Writer.Profile }

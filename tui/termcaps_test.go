@@ -1,8 +1,15 @@
 package tui
 
 import (
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
 	"slices"
+	"strings"
 	"testing"
+
+	"github.com/charmbracelet/colorprofile"
 )
 
 func TestTermEnvDropsOnlyTMUX(t *testing.T) {
@@ -16,4 +23,48 @@ func TestTermEnvDropsOnlyTMUX(t *testing.T) {
 	if env[1] != "TMUX=/tmp/tmux-0/default,1,0" {
 		t.Fatal("termEnv changed its argument")
 	}
+}
+
+// TestColourProfileAsksNoTmux starts this test binary as a child inside a
+// pretend tmux (TMUX set, a `tmux` on PATH that notes each call, stdout
+// forced to count as a terminal) and reads the colour profile lipgloss
+// detected in its package init: from $COLORTERM and $TERM, never from
+// `tmux info` (upstream runs it there, in every process).
+func TestColourProfileAsksNoTmux(t *testing.T) {
+	t.Parallel()
+	if os.Getenv("SHIPKEY_TEST_PRINT_PROFILE") != "" {
+		t.Skip("the child prints in TestMain")
+	}
+	dir := t.TempDir()
+	calls := filepath.Join(dir, "calls")
+	fake := "#!/bin/sh\necho \"$*\" >> " + calls + "\necho 'Tc: [present]' 'RGB: (flag) true'\n"
+	if err := os.WriteFile(filepath.Join(dir, "tmux"), []byte(fake), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		colorterm string
+		want      colorprofile.Profile
+	}{{"truecolor", colorprofile.TrueColor}, {"", colorprofile.ANSI256}} {
+		cmd := exec.Command(os.Args[0], "-test.run", "^$")
+		cmd.Env = []string{"PATH=" + dir, "TERM=tmux-256color", "TMUX=/tmp/tmux-0/default,1,0", "TTY_FORCE=1",
+			"COLORTERM=" + c.colorterm, "SHIPKEY_TEST_PRINT_PROFILE=1", "HOME=" + dir}
+		out, err := cmd.Output()
+		if err != nil {
+			t.Fatalf("child: %v: %s", err, out)
+		}
+		if got := strings.TrimSpace(string(out)); got != c.want.String() {
+			t.Errorf("COLORTERM=%q inside tmux: profile %s, want %s", c.colorterm, got, c.want)
+		}
+	}
+	if data, err := os.ReadFile(calls); err == nil {
+		t.Fatalf("lipgloss ran tmux: %q", data)
+	}
+}
+
+func TestMain(m *testing.M) {
+	if os.Getenv("SHIPKEY_TEST_PRINT_PROFILE") != "" {
+		fmt.Println(stdoutProfile())
+		os.Exit(0)
+	}
+	os.Exit(m.Run())
 }
