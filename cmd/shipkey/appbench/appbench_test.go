@@ -114,14 +114,17 @@ func (t *term) screen() string {
 	return out
 }
 
-func (t *term) keys(keys ...string) {
-	if out, err := t.tmux(append([]string{"send-keys", "-t", "t"}, keys...)...); err != nil {
-		t.b.Fatalf("send-keys: %v: %s", err, out)
-	}
-}
-
 // waitText polls the screen until it shows every sub (at most 20 s).
 func (t *term) waitText(subs ...string) string {
+	s, err := t.await(subs...)
+	if err != nil {
+		t.b.Fatal(err)
+	}
+	return s
+}
+
+// await is waitText for other goroutines than the benchmark's.
+func (t *term) await(subs ...string) (string, error) {
 	var s string
 	for end := time.Now().Add(20 * time.Second); time.Now().Before(end); time.Sleep(20 * time.Millisecond) {
 		s = t.screen()
@@ -130,20 +133,18 @@ func (t *term) waitText(subs ...string) string {
 			ok = ok && strings.Contains(s, sub)
 		}
 		if ok {
-			return s
+			return s, nil
 		}
 	}
-	t.b.Fatalf("timed out waiting for %q; screen:\n%s", subs, s)
-	return ""
+	return s, fmt.Errorf("timed out waiting for %q; screen:\n%s", subs, s)
 }
 
-func (t *term) pid() int {
+func (t *term) pid() (int, error) {
 	out, err := t.tmux("display-message", "-p", "-t", "t", "#{pane_pid}")
-	pid, perr := strconv.Atoi(strings.TrimSpace(out))
-	if err != nil || perr != nil {
-		t.b.Fatalf("pane pid: %v %v: %s", err, perr, out)
+	if err != nil {
+		return 0, fmt.Errorf("pane pid: %v: %s", err, out)
 	}
-	return pid
+	return strconv.Atoi(strings.TrimSpace(out))
 }
 
 // homeEnv is a private HOME, config and state for the app.
@@ -211,10 +212,10 @@ func BenchmarkFirstFrame(b *testing.B) {
 // ticks, 10 ms) and the sum of its threads' time on CPU from schedstat (ns).
 type cpu struct{ ticks, ns int64 }
 
-func cpuOf(b *testing.B, pid int) cpu {
+func cpuOf(pid int) (cpu, error) {
 	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
 	if err != nil {
-		b.Fatal(err)
+		return cpu{}, err
 	}
 	// Fields after the command name (which may hold spaces) in parentheses.
 	f := strings.Fields(string(data[strings.LastIndexByte(string(data), ')')+2:]))
@@ -228,11 +229,14 @@ func cpuOf(b *testing.B, pid int) cpu {
 			c.ns += ns
 		}
 	}
-	return c
+	return c, nil
 }
 
 // idleScreen is how to reach a screen: the app's arguments and store, the
-// keys to press and what the screen then shows.
+// keys to press and what the screen then shows. The 1-key store's token
+// lasts a year, its refresh window 30 minutes from the store's generation
+// (store/storetest): its countdown shows seconds for half an hour, then
+// "expired". The demo's token lasts 5 minutes (seconds shown).
 type idleScreen struct {
 	name  string
 	demo  bool     // `shipkey demo` (in-process server, memory store); else a 1-key store
@@ -243,7 +247,7 @@ type idleScreen struct {
 var idleScreens = []idleScreen{
 	{name: "welcome", ready: []string{"shipkey › Welcome", "Default key"}},
 	{name: "keys", steps: []string{"2"}, ready: []string{"shipkey › API keys", "key-0000000"}},
-	{name: "details-1y", steps: []string{"1"}, ready: []string{"shipkey › Token details", "Access expires"}},
+	{name: "details-store", steps: []string{"1"}, ready: []string{"shipkey › Token details", "Access expires"}},
 	{name: "form", demo: true, ready: []string{"shipkey › Get API Key", "Password"}},
 	{name: "details", demo: true, steps: []string{"Enter"}, ready: []string{"shipkey › Token details", "Refresh expires"}},
 	{name: "inspector", demo: true, steps: []string{"Enter", "3"}, ready: []string{"shipkey › Claims inspector", "preferred_username"}},
@@ -264,11 +268,7 @@ func BenchmarkIdle(b *testing.B) {
 	}
 	st := storetest.Populate(b, 1, "plaintext")
 	for range b.N {
-		type result struct {
-			name       string
-			pct, ticks float64
-		}
-		results := make([]result, len(idleScreens))
+		results := make([]idleResult, len(idleScreens))
 		var wg sync.WaitGroup
 		for i, sc := range idleScreens {
 			env := homeEnv(b)
@@ -283,29 +283,14 @@ func BenchmarkIdle(b *testing.B) {
 			wg.Add(1)
 			go func() {
 				defer wg.Done()
-				if sc.demo {
-					t.waitText("shipkey › Get API Key", "Password")
-				} else {
-					t.waitText("shipkey › Welcome", "Default key")
+				if err := measure(t, sc, secs, &results[i]); err != nil {
+					b.Errorf("%s: %v", sc.name, err)
 				}
-				for _, k := range sc.steps {
-					t.keys(k)
-					time.Sleep(300 * time.Millisecond)
-				}
-				t.waitText(sc.ready...)
-				time.Sleep(2 * time.Second) // settle: answers, first loads
-				pid := t.pid()
-				c0, t0 := cpuOf(b, pid), time.Now()
-				time.Sleep(time.Duration(secs) * time.Second)
-				c1, t1 := cpuOf(b, pid), time.Now()
-				t.waitText(sc.ready...) // still there
-				wall := float64(t1.Sub(t0))
-				results[i] = result{sc.name, 100 * float64(c1.ns-c0.ns) / wall, 100 * float64(c1.ticks-c0.ticks) * 1e7 / wall}
 			}()
 		}
 		wg.Wait()
 		if b.Failed() {
-			return
+			b.FailNow()
 		}
 		for _, r := range results {
 			b.ReportMetric(r.pct, "%cpu-"+r.name)
@@ -313,4 +298,53 @@ func BenchmarkIdle(b *testing.B) {
 		}
 	}
 	b.ReportMetric(0, "ns/op")
+}
+
+// idleResult is a screen's CPU, in percent of one core.
+type idleResult struct {
+	name       string
+	pct, ticks float64
+}
+
+// measure reaches sc in t, lets it settle, and measures the app's CPU over
+// secs seconds.
+func measure(t *term, sc idleScreen, secs int, r *idleResult) error {
+	first := []string{"shipkey › Welcome", "Default key"}
+	if sc.demo {
+		first = []string{"shipkey › Get API Key", "Password"}
+	}
+	if _, err := t.await(first...); err != nil {
+		return err
+	}
+	for _, k := range sc.steps {
+		if out, err := t.tmux("send-keys", "-t", "t", k); err != nil {
+			return fmt.Errorf("send-keys %s: %v: %s", k, err, out)
+		}
+		time.Sleep(300 * time.Millisecond)
+	}
+	if _, err := t.await(sc.ready...); err != nil {
+		return err
+	}
+	time.Sleep(2 * time.Second) // settle: answers, first loads
+	pid, err := t.pid()
+	if err != nil {
+		return err
+	}
+	c0, err := cpuOf(pid)
+	t0 := time.Now()
+	if err != nil {
+		return err
+	}
+	time.Sleep(time.Duration(secs) * time.Second)
+	c1, err := cpuOf(pid)
+	t1 := time.Now()
+	if err != nil {
+		return err
+	}
+	if _, err := t.await(sc.ready...); err != nil { // still there
+		return err
+	}
+	wall := float64(t1.Sub(t0))
+	*r = idleResult{sc.name, 100 * float64(c1.ns-c0.ns) / wall, 100 * float64(c1.ticks-c0.ticks) * 1e7 / wall}
+	return nil
 }
