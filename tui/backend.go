@@ -28,7 +28,8 @@ type Backend interface {
 	Connections() []auth.Connection
 	Settings() store.Settings
 	// Stamp identifies the store's content (a few stat calls): the app
-	// compares it on its 1 s tick and reloads only when it changed.
+	// compares it when the store's files change (or on its tick, for a
+	// backend it cannot watch) and reloads only when it changed.
 	Stamp() (store.Stamp, error)
 }
 

@@ -52,8 +52,7 @@ func (s screenID) String() string {
 func (s screenID) modal() bool { return s == screenSignin }
 
 // hasCountdowns reports whether the screen shows live countdowns or
-// relative times (and so needs the once-a-second tick, which also looks for
-// changes by other shipkey processes).
+// relative times (and so needs the countdown tick).
 func (s screenID) hasCountdowns() bool {
 	return s != screenForm
 }

@@ -87,7 +87,7 @@ type browserMsg struct {
 	err  error
 }
 
-// tickMsg is the once-a-second countdown tick.
+// tickMsg is the countdown tick (tick.go: when the text shown changes).
 type tickMsg struct {
 	gen int
 	at  time.Time

@@ -49,7 +49,7 @@ func (s *signin) show(label string, p auth.Prompt) {
 // device reports whether the prompt is a device code's (else a browser's).
 func (s *signin) device() bool { return s.prompt.UserCode != "" }
 
-// retime moves the flow on with the clock (the once-a-second tick).
+// retime moves the flow on with the clock (the countdown tick).
 func (s *signin) retime(now time.Time) {
 	if e := s.prompt.ExpiresAt; !e.IsZero() && !now.Before(e) {
 		s.state = signinExpired
