@@ -180,8 +180,13 @@ func New(opts Options) *Model {
 	return newModel(cfg)
 }
 
-// firstFrameWait is how long the first frame waits for the first key list.
-const firstFrameWait = 20 * time.Millisecond
+// firstFrameBy is how long after the process started the first frame waits
+// for the first key list at the latest (a process that took longer to get
+// here does not wait at all).
+const firstFrameBy = 25 * time.Millisecond
+
+// processStart is about when the process started (this package's init).
+var processStart = time.Now()
 
 // frameRate caps how often Bubble Tea's renderer wakes to flush a frame. Its
 // ticker runs even when nothing changed, and that ticker is what an idle
@@ -201,10 +206,10 @@ func Run(ctx context.Context, opts Options) error {
 	m := New(opts)
 	m.ctx = ctx
 	// The first frame is drawn before any message reached the model: it
-	// has the terminal's size, and the first key list when that takes at
-	// most firstFrameWait to read (with a store opened ReadOnce, the one
-	// read of config.toml and state.db; the store then reads afresh). A
-	// longer read (100k keys) shows "Loading keys…" first.
+	// has the terminal's size, and the first key list when that is read
+	// within firstFrameBy of the process's start (with a store opened
+	// ReadOnce, the one read of config.toml and state.db; the store then
+	// reads afresh). A longer read (100k keys) shows "Loading keys…" first.
 	if w, h, err := term.GetSize(int(os.Stdout.Fd())); err == nil {
 		m.setSize(w, h)
 	}
@@ -219,7 +224,7 @@ func Run(ctx context.Context, opts Options) error {
 	select {
 	case msg := <-loaded:
 		_, m.preloaded = m.Update(msg)
-	case <-time.After(firstFrameWait):
+	case <-time.After(time.Until(processStart.Add(firstFrameBy))):
 		m.preloaded = func() tea.Msg { return <-loaded }
 	}
 	m.preread = true
