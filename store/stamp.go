@@ -109,3 +109,13 @@ func (s *Store) readStamp() (Stamp, error) {
 // state.db): a watcher of their directories that sees one of them change
 // knows the stamp may have.
 func (s *Store) StampFiles() []string { return []string{s.configPath(), s.dbPath()} }
+
+// IndexBytes is the size of state.db (0 when there is none): what listing
+// the keys costs grows with it (about 1 KB and 3 µs a key).
+func (s *Store) IndexBytes() int64 {
+	fi, err := os.Stat(s.dbPath())
+	if err != nil {
+		return 0
+	}
+	return fi.Size()
+}

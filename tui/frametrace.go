@@ -16,26 +16,34 @@ import (
 // shipkey; the difference is exec → first frame). Unset: nothing is traced.
 const EnvTraceFirstFrame = "SHIPKEY_TRACE_FIRST_FRAME"
 
-// frameTrace is the terminal (stdout, still a term.File, so Bubble Tea sees a
-// TTY) that notes when the first frame went out: the write that sets the
-// window title, which Bubble Tea's renderer writes once, within the first
-// frame's single write.
-type frameTrace struct {
+// terminal is stdout (still a term.File, so Bubble Tea sees a TTY) that
+// knows when the first frame went out: the write that sets the window
+// title, which Bubble Tea's renderer writes once, within the first frame's
+// single write. It closes firstFrame then, and with a trace path set
+// appends the time there.
+type terminal struct {
 	*os.File
-	path string
-	done atomic.Bool
+	trace      string
+	firstFrame chan struct{}
+	done       atomic.Bool // the first frame went out
+}
+
+func newTerminal(f *os.File, trace string) *terminal {
+	return &terminal{File: f, trace: trace, firstFrame: make(chan struct{})}
 }
 
 var firstFrameMark = []byte(ansi.SetWindowTitle(windowTitle))
 
-func (f *frameTrace) Write(p []byte) (int, error) {
-	n, err := f.File.Write(p)
-	if !f.done.Load() && bytes.Contains(p, firstFrameMark) {
-		f.done.Store(true)
-		at := time.Now().UnixNano()
-		if out, oerr := os.OpenFile(f.path, os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o600); oerr == nil {
-			_, _ = out.WriteString(strconv.FormatInt(at, 10) + "\n")
-			_ = out.Close()
+func (t *terminal) Write(p []byte) (int, error) {
+	n, err := t.File.Write(p)
+	if !t.done.Load() && bytes.Contains(p, firstFrameMark) && t.done.CompareAndSwap(false, true) {
+		close(t.firstFrame)
+		if t.trace != "" {
+			at := time.Now().UnixNano()
+			if out, oerr := os.OpenFile(t.trace, os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o600); oerr == nil {
+				_, _ = out.WriteString(strconv.FormatInt(at, 10) + "\n")
+				_ = out.Close()
+			}
 		}
 	}
 	return n, err

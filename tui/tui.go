@@ -185,6 +185,10 @@ func New(opts Options) *Model {
 // here does not wait at all).
 const firstFrameBy = 25 * time.Millisecond
 
+// bigIndex is the size of state.db from which the first frame does not wait
+// for the key list (about 4k keys, whose list takes 10 ms and more to read).
+const bigIndex = 4 << 20
+
 // processStart is about when the process started (this package's init).
 var processStart = time.Now()
 
@@ -213,19 +217,45 @@ func Run(ctx context.Context, opts Options) error {
 	if w, h, err := term.GetSize(int(os.Stdout.Fd())); err == nil {
 		m.setSize(w, h)
 	}
+	out := newTerminal(os.Stdout, opts.TraceFirstFrame)
+	ended := make(chan struct{})
+	defer close(ended)
+	// A large index is read once the first frame is out: its read would
+	// miss firstFrameBy anyway, and meanwhile take the CPU the first frame
+	// needs (at 100k keys, 25 ms of it).
+	big := opts.Store != nil && opts.Store.IndexBytes() > bigIndex
 	loaded := make(chan tea.Msg, 1)
 	go func(load tea.Cmd) {
+		if big {
+			select {
+			case <-out.firstFrame:
+			case <-ended:
+				return
+			}
+		}
 		msg := load()
 		if opts.Store != nil {
 			opts.Store.EndReadOnce()
 		}
 		loaded <- msg
 	}(m.loadKeys())
-	select {
-	case msg := <-loaded:
-		_, m.preloaded = m.Update(msg)
-	case <-time.After(time.Until(processStart.Add(firstFrameBy))):
-		m.preloaded = func() tea.Msg { return <-loaded }
+	wait := func() tea.Msg {
+		select {
+		case msg := <-loaded:
+			return msg
+		case <-ended:
+			return nil
+		}
+	}
+	if big {
+		m.preloaded = wait
+	} else {
+		select {
+		case msg := <-loaded:
+			_, m.preloaded = m.Update(msg)
+		case <-time.After(time.Until(processStart.Add(firstFrameBy))):
+			m.preloaded = wait
+		}
 	}
 	m.preread = true
 	if opts.Backend == nil && opts.Store != nil {
@@ -237,12 +267,8 @@ func Run(ctx context.Context, opts Options) error {
 		}
 	}
 	env := os.Environ()
-	popts := []tea.ProgramOption{tea.WithContext(ctx), tea.WithFPS(frameRate), tea.WithoutSignalHandler(),
-		tea.WithColorProfile(stdoutProfile()), tea.WithEnvironment(termEnv(env))}
-	if opts.TraceFirstFrame != "" {
-		popts = append(popts, tea.WithOutput(&frameTrace{File: os.Stdout, path: opts.TraceFirstFrame}))
-	}
-	p := tea.NewProgram(m, popts...)
+	p := tea.NewProgram(m, tea.WithContext(ctx), tea.WithFPS(frameRate), tea.WithoutSignalHandler(),
+		tea.WithColorProfile(stdoutProfile()), tea.WithEnvironment(termEnv(env)), tea.WithOutput(out))
 	if opts.Notices != nil {
 		// Send blocks until the program's loop runs; deliver from a goroutine.
 		opts.Notices.attach(func(msg tea.Msg) { go p.Send(msg) })
