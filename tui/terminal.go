@@ -20,7 +20,9 @@ const EnvTraceFirstFrame = "SHIPKEY_TRACE_FIRST_FRAME"
 // knows when the first frame went out: the write that sets the window
 // title, which Bubble Tea's renderer writes once, within the first frame's
 // single write. It closes firstFrame then, and with a trace path set
-// appends the time there.
+// appends the time there. (A tea.ExecProcess child would get this writer
+// as its stdout, a pipe rather than the terminal: give such a child
+// os.Stdout itself.)
 type terminal struct {
 	*os.File
 	trace      string
