@@ -363,9 +363,32 @@ func (in *inspector) View() string {
 		}
 		top = s.Subtle.Render("Source: " + text.Safe(src) + "  ·  p pastes another token")
 	}
-	claims := strings.Split(in.vp.View(), "\n")
+	claims := in.visibleClaims()
 	claims = markMore(claims, in.width, in.vp.YOffset() > 0, !in.vp.AtBottom(), s.Subtle)
 	return fitBlock("  "+top+"\n"+strings.Join(in.sum, "\n")+"\n"+strings.Join(claims, "\n"), in.width, in.height)
+}
+
+// visibleClaims is the claims in sight, height lines, as the viewport
+// shows them (its View pads them through a lipgloss style: most of this
+// screen's work every second, when its relative times move).
+func (in *inspector) visibleClaims() []string {
+	lines := strings.Split(in.vp.GetContent(), "\n")
+	h := in.vp.Height()
+	off := min(in.vp.YOffset(), max(0, len(lines)-h))
+	end := min(len(lines), off+h)
+	out := append(make([]string, 0, h), lines[off:end]...)
+	for len(out) < h {
+		out = append(out, "")
+	}
+	w := in.vp.Width()
+	for i, l := range out {
+		if lw := ansi.StringWidth(l); lw > w {
+			out[i] = ansi.Cut(l, 0, w)
+		} else {
+			out[i] = l + strings.Repeat(" ", w-lw)
+		}
+	}
+	return out
 }
 
 // summarize is the summary on the first token (the access token of a key,
