@@ -31,10 +31,11 @@ type cursedRenderer struct {
 	hardTabs      bool // whether to use hard tabs to optimize cursor movements
 	backspace     bool // whether to use backspace to optimize cursor movements
 	mapnl         bool
-	syncdUpdates  bool // whether to use synchronized output mode for updates
-	starting      bool // indicates whether the renderer is starting after being stopped
-	pendingErase  bool // an scr.Erase() is pending and hasn't been drained by flush yet
-	noInput       bool // whether input is disabled, in which case keyboard enhancement queries are pointless
+	syncdUpdates  bool     // whether to use synchronized output mode for updates
+	starting      bool     // indicates whether the renderer is starting after being stopped
+	pendingErase  bool     // an scr.Erase() is pending and hasn't been drained by flush yet
+	noInput       bool     // whether input is disabled, in which case keyboard enhancement queries are pointless
+	drawn         []string // shipkey: the content's lines in cellbuf (alt screen), nil: redraw all
 }
 
 var _ renderer = &cursedRenderer{}
@@ -322,6 +323,11 @@ func (s *cursedRenderer) flush(closing bool) error {
 		return nil
 	}
 
+	// shipkey: in the alt screen, only the lines whose text changed are
+	// drawn again (PATCH.md); a redraw of every cell marks every line
+	// touched, and the terminal renderer then diffs them all.
+	partial := !s.starting && view.AltScreen && s.drawn != nil && frameArea == s.cellbuf.Bounds()
+
 	// We're no longer starting.
 	s.starting = false
 	s.pendingErase = false
@@ -339,10 +345,27 @@ func (s *cursedRenderer) flush(closing bool) error {
 		s.cellbuf.Resize(frameArea.Dx(), frameArea.Dy())
 	}
 
-	// Clear our screen buffer before copying the new frame into it to ensure
-	// we erase any old content.
-	s.cellbuf.Clear()
-	content.Draw(s.cellbuf, s.cellbuf.Bounds())
+	lines := strings.Split(view.Content, "\n")
+	if partial && len(lines) == len(s.drawn) {
+		w := s.cellbuf.Bounds().Dx()
+		for y := 0; y < len(lines) && y < s.cellbuf.Bounds().Dy(); y++ {
+			if lines[y] == s.drawn[y] {
+				continue
+			}
+			line := uv.Rect(0, y, w, 1)
+			s.cellbuf.ClearArea(line)
+			uv.NewStyledString(lines[y]).Draw(s.cellbuf, line)
+		}
+	} else {
+		// Clear our screen buffer before copying the new frame into it to ensure
+		// we erase any old content.
+		s.cellbuf.Clear()
+		content.Draw(s.cellbuf, s.cellbuf.Bounds())
+	}
+	s.drawn = nil
+	if view.AltScreen {
+		s.drawn = lines
+	}
 
 	// If the frame height is greater than the screen height, we drop the
 	// lines from the top of the buffer.
@@ -639,6 +662,7 @@ func (s *cursedRenderer) reset() {
 }
 
 func reset(s *cursedRenderer) {
+	s.drawn = nil // a new terminal renderer knows no line: draw them all
 	s.buf.Reset()
 	scr := uv.NewTerminalRenderer(&s.buf, s.env)
 	scr.SetColorProfile(s.profile)
@@ -676,6 +700,7 @@ func (s *cursedRenderer) resize(w, h int) {
 	s.width, s.height = w, h
 	s.scr.Resize(s.width, s.height)
 	s.pendingErase = true
+	s.drawn = nil
 	s.mu.Unlock()
 }
 
@@ -687,6 +712,7 @@ func (s *cursedRenderer) clearScreen() {
 	s.scr.MoveTo(0, 0)
 	s.scr.Erase()
 	s.pendingErase = true
+	s.drawn = nil
 	s.mu.Unlock()
 }
 
