@@ -5,6 +5,8 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	uv "github.com/charmbracelet/ultraviolet"
 )
 
 // countingRenderer counts the renderer's frames (flush calls).
@@ -51,5 +53,37 @@ func TestIdleProgramFlushesNoFrames(t *testing.T) {
 	}
 	if after < 1 {
 		t.Fatal("no frame after a message")
+	}
+}
+
+// shipkey's patch (PATCH.md): in the alt screen a frame redraws only the
+// lines that changed; the cells end up as a whole redraw would leave them,
+// and so does what the terminal is told (the writes differ only in size).
+func TestChangedLinesOnlyLeaveTheSameCells(t *testing.T) {
+	frames := []string{
+		"title\n\x1b[1mbold\x1b[0m line\ncountdown 4:59\nfooter",
+		"title\n\x1b[1mbold\x1b[0m line\ncountdown 4:58\nfooter",
+		"title\n\x1b[31mred\x1b[0m now\ncountdown 4:57\nfooter",
+		"title\nshort\ncountdown 4:56\n\x1b[2mfooter\x1b[0m",
+	}
+	var out bytes.Buffer
+	r := newCursedRenderer(&out, []string{"TERM=xterm-256color"}, 20, 4)
+	for i, f := range frames {
+		r.render(View{Content: f, AltScreen: true})
+		if err := r.flush(false); err != nil {
+			t.Fatal(err)
+		}
+		full := uv.NewScreenBuffer(20, 4)
+		uv.NewStyledString(f).Draw(full, full.Bounds())
+		for y := range 4 {
+			for x := range 20 {
+				if a, b := r.cellbuf.CellAt(x, y), full.CellAt(x, y); !a.Equal(b) {
+					t.Fatalf("frame %d: cell %d,%d is %+v, a whole redraw gives %+v", i, x, y, a, b)
+				}
+			}
+		}
+		if i > 0 && r.drawn == nil {
+			t.Fatalf("frame %d was not drawn line by line", i)
+		}
 	}
 }
