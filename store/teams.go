@@ -41,18 +41,18 @@ func ValidTeamName(name string) bool {
 }
 
 // Teams lists the teams this machine belongs to (config.toml), by name.
+// They are read from the index, which records them whenever it is rebuilt
+// from config.toml: a hand edit is seen as any other (index.go), and a
+// config.toml of 100,000 keys is not parsed to find a team.
 func (s *Store) Teams() ([]TeamConn, error) {
-	var cfg *configFile
-	var err error
-	if data := s.hold.config(); data != nil {
-		cfg, err = parseConfig(s.configPath(), data) // read once (readonce.go)
-	} else {
-		cfg, err = loadConfig(s.configPath())
-	}
+	var teams []TeamConn
+	err := s.view(func(t *tx) (err error) {
+		teams, err = t.teams()
+		return err
+	})
 	if err != nil {
 		return nil, err
 	}
-	teams := slices.Clone(cfg.Teams)
 	slices.SortFunc(teams, func(a, b TeamConn) int { return strings.Compare(a.Name, b.Name) })
 	return teams, nil
 }
