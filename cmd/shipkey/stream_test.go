@@ -1,0 +1,58 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"fmt"
+	"strings"
+	"testing"
+	"text/tabwriter"
+
+	"github.com/shipkey/shipkey/store"
+)
+
+// TestWriteTableTwoWalks: a table too long to keep is walked twice, to
+// measure and then to write, and comes out byte for byte as the table kept
+// in one walk and as text/tabwriter aligns it; cells sees pass 0 once per
+// key, then pass 1.
+func TestWriteTableTwoWalks(t *testing.T) {
+	t.Parallel()
+	var keys []store.Key
+	for i := range 50 {
+		keys = append(keys, store.Key{Label: strings.Repeat("ä", i%7) + fmt.Sprint("k", i*37), Username: strings.Repeat("u", (i*13)%11)})
+	}
+	head := []string{"", "LABEL", "USER", "LAST"}
+	var want bytes.Buffer
+	tw := tabwriter.NewWriter(&want, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, strings.Join(head, "\t"))
+	for _, k := range keys {
+		fmt.Fprintln(tw, strings.Join([]string{"*", k.Label, k.Username, "end " + k.Label}, "\t"))
+	}
+	_ = tw.Flush()
+
+	for _, tc := range []struct {
+		keep  int
+		walks int
+	}{{1 << 20, 1}, {200, 2}, {0, 2}} {
+		var out bytes.Buffer
+		w := bufio.NewWriter(&out)
+		walks, passes := 0, map[int]int{}
+		walk := func(fn func(store.Key) error) error {
+			walks++
+			return eachOf(keys)(fn)
+		}
+		n, err := writeTable(w, head, walk, func(k store.Key, pass int) []string {
+			passes[pass]++
+			return []string{"*", k.Label, k.Username, "end " + k.Label}
+		}, tc.keep)
+		if err != nil || n != len(keys) {
+			t.Fatalf("keep %d: writeTable = %d, %v", tc.keep, n, err)
+		}
+		if walks != tc.walks || passes[0] != len(keys) || passes[1] != (tc.walks-1)*len(keys) {
+			t.Fatalf("keep %d: %d walks, cells by pass %v", tc.keep, walks, passes)
+		}
+		if out.String() != want.String() {
+			t.Fatalf("keep %d: table\n%s\nwant (text/tabwriter)\n%s", tc.keep, out.String(), want.String())
+		}
+	}
+}
