@@ -1,5 +1,7 @@
 package store
 
+import bolt "go.etcd.io/bbolt"
+
 // EachKey calls fn for every key in label order, as Keys lists them, one at a
 // time from state.db's cursor within one read transaction: memory stays flat
 // in the number of keys (keys list and status at 100,000 keys). An error from
@@ -35,6 +37,12 @@ func (t *tx) eachKey(fn func(Key) error) error {
 		return nil
 	}
 	def := t.defaultLabel()
+	// One cursor over the states for every lookup: a Get per key opens the
+	// bucket and a cursor each time.
+	var sc *bolt.Cursor
+	if sb := t.bucket(bucketState); sb != nil {
+		sc = sb.Cursor()
+	}
 	c := b.Cursor()
 	n := 0
 	for k, v := c.First(); k != nil; k, v = c.Next() {
@@ -46,11 +54,15 @@ func (t *tx) eachKey(fn func(Key) error) error {
 		if err != nil {
 			return t.damaged("key " + quoteLabel(string(k)))
 		}
-		key, err := t.key(e, def)
-		if err != nil {
-			return err
+		var ks keyState
+		if sc != nil {
+			if id, sv := sc.Seek([]byte(e.ID)); sv != nil && string(id) == e.ID {
+				if ks, err = t.sd.decode(sv); err != nil {
+					return t.damaged("state of key id " + quoteLabel(e.ID))
+				}
+			}
 		}
-		if err := fn(key); err != nil {
+		if err := fn(makeKey(e, ks, def)); err != nil {
 			return err
 		}
 	}

@@ -2,6 +2,7 @@ package main
 
 import (
 	"bufio"
+	"bytes"
 	"encoding/json"
 	"strings"
 	"unicode/utf8"
@@ -16,13 +17,19 @@ import (
 // jsonArray writes a JSON array one element at a time, byte for byte as
 // json.Encoder with SetIndent("", "  ") writes the whole slice.
 type jsonArray struct {
-	w *bufio.Writer
-	n int
+	w   *bufio.Writer
+	n   int
+	buf bytes.Buffer
+	enc *json.Encoder // into buf, reused: MarshalIndent allocates twice a value
 }
 
 func (a *jsonArray) add(v any) error {
-	b, err := json.MarshalIndent(v, "  ", "  ")
-	if err != nil {
+	if a.enc == nil {
+		a.enc = json.NewEncoder(&a.buf)
+		a.enc.SetIndent("  ", "  ")
+	}
+	a.buf.Reset()
+	if err := a.enc.Encode(v); err != nil {
 		return err
 	}
 	if a.n == 0 {
@@ -31,7 +38,7 @@ func (a *jsonArray) add(v any) error {
 		a.w.WriteString(",\n  ")
 	}
 	a.n++
-	_, err = a.w.Write(b)
+	_, err := a.w.Write(bytes.TrimSuffix(a.buf.Bytes(), []byte("\n")))
 	return err
 }
 
