@@ -23,8 +23,10 @@ func (s *Store) EachKey(fn func(Key) error) error {
 // Each key's state record is a B-tree lookup at a random place in the file,
 // and Linux maps the 16 pages around each page fault (fault-around, which
 // MADV_RANDOM does not turn off), so a walk over 100,000 keys would
-// otherwise hold the whole file (84 MB) and one released every 1024 keys
-// holds about 20 MB of it.
+// otherwise hold the whole file (84 MB). Released every 1024 keys it holds
+// about 20 MB at its peak, every 128 keys about 7 MB for 1.2x the time of
+// the walk (each key's state is then a page fault), every 32 keys 2 MB for
+// 1.6x (BenchmarkScale).
 func (s *Store) WalkKeys(body func(each func(func(Key) error) error) error) error {
 	return s.view(func(t *tx) error {
 		return body(func(fn func(Key) error) error { return t.eachKey(fn) })
@@ -71,4 +73,4 @@ func (t *tx) eachKey(fn func(Key) error) error {
 }
 
 // releaseEvery is how many keys EachKey reads between two releaseMapped.
-const releaseEvery = 1024
+const releaseEvery = 128
