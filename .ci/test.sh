@@ -4,8 +4,8 @@
 # the real Secret Service test, the oauth2-mock-server npm package,
 # staticcheck, gotestsum), then runs go vet, staticcheck, the keyring tests
 # against a real Secret Service, and go test over the module (-race on all
-# packages but cmd/shipkey, see step 5) through gotestsum: one line per package
-# (per test for cmd/shipkey) as it finishes, then the slowest tests, the
+# packages but cmd/internal/cli, see step 5) through gotestsum: one line per package
+# (per test for cmd/internal/cli) as it finishes, then the slowest tests, the
 # summary, and the total wall time. It exits non-zero when anything failed.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -29,7 +29,7 @@ command -v node >/dev/null || pkgs+=(nodejs)
 command -v dbus-run-session >/dev/null || pkgs+=(dbus dbus-daemon)
 command -v gnome-keyring-daemon >/dev/null || pkgs+=(gnome-keyring)
 [ "${#pkgs[@]}" -eq 0 ] || apt_install "${pkgs[@]}"
-# curl reads shipkey's header --curl-config in cmd/shipkey's token_output script.
+# curl reads shipkey's header --curl-config in cmd/internal/cli's token_output script.
 command -v curl >/dev/null || apt_install curl ca-certificates
 # NodeSource's nodejs carries npm; Debian's needs its own package.
 command -v npm >/dev/null || apt_install npm
@@ -113,21 +113,21 @@ done
 #    summary as the last lines.
 #    - The in-process packages (auth, store, tui, internal) run with the race
 #      detector: their goroutines share memory.
-#    - cmd/shipkey runs without it, and names each test as it finishes (it is
+#    - cmd/internal/cli runs without it, and names each test as it finishes (it is
 #      the long one). Its tests drive shipkey processes (testscript, tmux,
 #      twenty concurrent binaries) that share a store through files and locks,
 #      which the race detector cannot see; under -race every process testscript
 #      starts is the race-built test binary, several times slower, and the
 #      package took 369 of the suite's 377 s. Its in-process code is argument
 #      parsing and printing over the store, which runs under -race above.
-log "go test ./... (race detector on all but cmd/shipkey; each package as it finishes)"
+log "go test ./... (race detector on all but cmd/internal/cli; each package as it finishes)"
 json="$scratch/go-test.json" cmdjson="$scratch/go-test-cmd.json"
-inproc=$(go list ./... | grep -v '/cmd/shipkey$')
+inproc=$(go list ./... | grep -v '/cmd/internal/cli$')
 gotestsum --format pkgname-and-test-fails --format-icons text --hide-summary=all --jsonfile "$json" \
   -- -race -count=1 -timeout 20m $inproc &
 inproc_pid=$!
 gotestsum --format testname --format-icons text --hide-summary=all --jsonfile "$cmdjson" \
-  -- -count=1 -timeout 20m ./cmd/shipkey/ || failed=1
+  -- -count=1 -timeout 20m ./cmd/internal/cli/ || failed=1
 wait "$inproc_pid" || failed=1
 
 log "slowest tests (over 2s)"

@@ -11,6 +11,7 @@ import (
 	"regexp"
 	"slices"
 	"strings"
+	"sync"
 
 	"github.com/shipkey/shipkey/internal/text"
 )
@@ -20,7 +21,7 @@ const excerptSize = 200
 
 // tokenLike matches runs that could be a token or another secret: long
 // base64/base64url/JWT-alphabet strings.
-var tokenLike = regexp.MustCompile(`[A-Za-z0-9._~+=-]{32,}`)
+var tokenLike = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`[A-Za-z0-9._~+=-]{32,}`) }) // compiled on first use, not at every start
 
 // secretsOf lists what must never appear in an *Error for a request made with
 // conn and clientSecret: the client secret, the other secrets given
@@ -158,7 +159,7 @@ func redact(s string, secrets []string) string {
 // excerptSize bytes (on a rune boundary) and sanitized for the terminal.
 func scrub(s string, secrets []string) string {
 	s = redact(s, secrets)
-	s = tokenLike.ReplaceAllString(s, "[redacted]")
+	s = tokenLike().ReplaceAllString(s, "[redacted]")
 	s = strings.TrimSpace(s)
 	if len(s) > excerptSize {
 		cut := excerptSize

@@ -5,13 +5,16 @@ import (
 	"regexp"
 	"slices"
 	"strings"
+	"sync"
 )
 
 // charRef matches one HTML character reference as a browser reads it:
 // numeric (decimal or hex, any number of leading zeros, the ";" optional) or
 // named (&quot;, &QUOT;, &apos;, &amp …, the ";" optional for the legacy
 // names). html.UnescapeString decides what it stands for.
-var charRef = regexp.MustCompile(`&(#[0-9]+;?|#[xX][0-9a-fA-F]+;?|[A-Za-z][A-Za-z0-9]*;?)`)
+var charRef = sync.OnceValue(func() *regexp.Regexp {
+	return regexp.MustCompile(`&(#[0-9]+;?|#[xX][0-9a-fA-F]+;?|[A-Za-z][A-Za-z0-9]*;?)`)
+}) // compiled on first use, not at every start
 
 // redactHTML replaces every run of s that, once its HTML character references
 // are decoded, spells one of secrets: `&quot;`, `&#34;`, `&#x22;`, `&#0034;`,
@@ -22,7 +25,7 @@ func redactHTML(s string, secrets []string) string {
 	if !strings.Contains(s, "&") {
 		return s
 	}
-	refs := charRef.FindAllStringIndex(s, -1)
+	refs := charRef().FindAllStringIndex(s, -1)
 	if len(refs) == 0 {
 		return s
 	}

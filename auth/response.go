@@ -6,6 +6,7 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/shipkey/shipkey/internal/text"
@@ -20,7 +21,7 @@ const MaxLifetime = 10 * 365 * 24 * time.Hour
 
 // b64token is RFC 6750 §2.1's b64token, the whole alphabet of a bearer token:
 // 1*( ALPHA / DIGIT / "-" / "." / "_" / "~" / "+" / "/" ) *"=".
-var b64token = regexp.MustCompile(`^[A-Za-z0-9._~+/-]+=*$`)
+var b64token = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^[A-Za-z0-9._~+/-]+=*$`) }) // compiled on first use, not at every start
 
 // visibleASCII reports whether s is non-empty and only printable ASCII
 // without spaces (%x21-7E): what a refresh or ID token may hold.
@@ -105,7 +106,7 @@ func lifetime(tok *oauth2.Token, key string) (secs int64, present bool, problem 
 // refresh_expires_in are numbers in [0, MaxLifetime]; and the access token is
 // not already expired when it arrives (by the stated lifetime or the JWT exp).
 func (c *Client) tokenSet(op string, tok *oauth2.Token) (*TokenSet, error) {
-	if !b64token.MatchString(tok.AccessToken) {
+	if !b64token().MatchString(tok.AccessToken) {
 		return nil, malformed(op, "the access token holds characters a bearer token may not (RFC 6750 allows letters, digits and -._~+/ with trailing =)")
 	}
 	if tok.RefreshToken != "" && !visibleASCII(tok.RefreshToken) {

@@ -5,9 +5,13 @@ import (
 	"crypto/sha256"
 	"crypto/subtle"
 	"encoding/base64"
-	"html/template"
+	"fmt"
+	"html"
+	"io"
+	"maps"
 	"net/http"
 	"net/url"
+	"slices"
 	"strings"
 	"time"
 )
@@ -203,22 +207,6 @@ func (s *Server) deviceCodeGrant(form url.Values, client Client, issuer string) 
 	return s.issueFor(issuer, username, client.ID, scope, "")
 }
 
-var pageTemplate = template.Must(template.New("page").Parse(`<!doctype html>
-<html><head><meta charset="utf-8"><title>{{.Title}}</title></head>
-<body>
-<h1>{{.Title}}</h1>
-{{if .Message}}<p id="message">{{.Message}}</p>{{end}}
-{{if .Form}}<form method="post" action="{{.Action}}">
-{{range $k, $v := .Hidden}}<input type="hidden" name="{{$k}}" value="{{$v}}">
-{{end}}{{if .AskCode}}<label>Code <input name="user_code" value="{{.UserCode}}"></label><br>
-{{end}}<label>Username <input name="username"></label><br>
-<label>Password <input name="password" type="password"></label><br>
-<button name="action" value="approve">Sign in and allow</button>
-<button name="action" value="deny">Deny</button>
-</form>{{end}}
-</body></html>
-`))
-
 type page struct {
 	Title, Message, Action, UserCode string
 	Form, AskCode                    bool
@@ -229,7 +217,34 @@ func writePage(w http.ResponseWriter, status int, p page) {
 	w.Header().Set("Content-Type", "text/html; charset=utf-8")
 	w.Header().Set("Cache-Control", "no-store")
 	w.WriteHeader(status)
-	_ = pageTemplate.Execute(w, p)
+	_, _ = io.WriteString(w, p.html())
+}
+
+// html is the page, every value escaped. (Written out rather than with
+// html/template, whose package initialisation every shipkey process, which
+// links this server for its demo, would pay.)
+func (p page) html() string {
+	e := html.EscapeString
+	var b strings.Builder
+	fmt.Fprintf(&b, "<!doctype html>\n<html><head><meta charset=\"utf-8\"><title>%s</title></head>\n<body>\n<h1>%s</h1>\n", e(p.Title), e(p.Title))
+	if p.Message != "" {
+		fmt.Fprintf(&b, "<p id=\"message\">%s</p>\n", e(p.Message))
+	}
+	if p.Form {
+		fmt.Fprintf(&b, "<form method=\"post\" action=\"%s\">\n", e(p.Action))
+		for _, k := range slices.Sorted(maps.Keys(p.Hidden)) {
+			fmt.Fprintf(&b, "<input type=\"hidden\" name=\"%s\" value=\"%s\">\n", e(k), e(p.Hidden[k]))
+		}
+		if p.AskCode {
+			fmt.Fprintf(&b, "<label>Code <input name=\"user_code\" value=\"%s\"></label><br>\n", e(p.UserCode))
+		}
+		b.WriteString("<label>Username <input name=\"username\"></label><br>\n" +
+			"<label>Password <input name=\"password\" type=\"password\"></label><br>\n" +
+			"<button name=\"action\" value=\"approve\">Sign in and allow</button>\n" +
+			"<button name=\"action\" value=\"deny\">Deny</button>\n</form>")
+	}
+	b.WriteString("\n</body></html>\n")
+	return b.String()
 }
 
 // checkUser checks a page's username and password. s.mu not held.

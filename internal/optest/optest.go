@@ -4,7 +4,7 @@
 // holds Browser, which completes the provider's development login, consent
 // and device pages over HTTP as a person would.
 //
-// The auth package's tests call the grants directly against it; cmd/shipkey's
+// The auth package's tests call the grants directly against it; cmd/internal/cli's
 // run the shipkey binary against it with Browser as a scripted $BROWSER.
 //
 // Setup: npm ci --prefix auth/testdata/oidcprovider (.ci/test.sh does it).

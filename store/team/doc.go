@@ -22,6 +22,10 @@
 // transaction that checks the revision it read and that it still owns the
 // mutex. Others wait on the mutex (a watch) and reuse the result.
 //
+// This package names the engine (Engine, its options and results) and
+// links no etcd client; package etcdteam implements it on etcd, so that a
+// program that never opens a team (cmd/shipkey) pays nothing for gRPC.
+//
 // What it must never do: put a secret or a token into etcd unencrypted, into
 // an error or onto a terminal unsanitized; write an item encrypted to a
 // member set other than the current roster; wait on etcd without a bound.

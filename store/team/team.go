@@ -3,19 +3,49 @@ package team
 import (
 	"context"
 	"errors"
-	"fmt"
 	"io"
-	"os"
 	"strings"
 	"time"
 
-	"filippo.io/age"
-	clientv3 "go.etcd.io/etcd/client/v3"
-
 	"github.com/shipkey/shipkey/auth"
-	"github.com/shipkey/shipkey/internal/text"
 	"github.com/shipkey/shipkey/store"
 )
+
+// Engine is the team store: one per process, teams opened on demand. Its
+// implementation on etcd is package etcdteam; this package holds only what
+// callers name, so that a program that never opens a team links no etcd
+// client (the shipkey binary: see cmd/shipkey-team).
+type Engine interface {
+	// Teams lists the teams this machine joined.
+	Teams() ([]store.TeamConn, error)
+	// Init creates a team with this machine as its only member; Join
+	// records a team another member created and returns this machine's
+	// recipient for a member to add.
+	Init(ctx context.Context, opts JoinOptions) (Member, error)
+	Join(ctx context.Context, opts JoinOptions) (string, error)
+	Members(ctx context.Context, team string) ([]Member, error)
+	AddMember(ctx context.Context, team, recipient, name string) (Member, error)
+	RemoveMember(ctx context.Context, team, who string) (Member, error)
+
+	// Keys reads a team's keys from etcd; CachedKeys from this machine's
+	// cache, without a round trip.
+	Keys(ctx context.Context, team string) ([]Key, error)
+	CachedKeys(team string) ([]Key, error)
+	CreateKey(ctx context.Context, team string, nk NewKey) (Key, error)
+	RemoveKey(ctx context.Context, team, label string) error
+	RenameKey(ctx context.Context, team, label, newLabel string) error
+
+	// Token hands out a key's access token, renewing it once for the whole
+	// team when due; CachedToken is the cached one with the key, no round
+	// trip.
+	Token(ctx context.Context, team, label string, opts TokenOptions) (*auth.TokenSet, error)
+	CachedToken(team, label string) (*Key, string, error)
+	Login(ctx context.Context, team, label string, opts LoginOptions) (Key, *auth.TokenSet, error)
+	Logout(ctx context.Context, team, label string) (LogoutResult, error)
+	// Watch calls changed whenever a team's keys or tokens change, until
+	// ctx ends.
+	Watch(ctx context.Context, team string, changed func()) error
+}
 
 // DefaultTimeout bounds a command's etcd work when the team's config sets
 // none.
@@ -48,25 +78,6 @@ type Options struct {
 	LockTTL int // seconds; 0 = DefaultLockTTL
 }
 
-// Engine is the team store: one per process, teams opened on demand.
-type Engine struct {
-	opts Options
-}
-
-// New returns an engine; nothing is opened until a team is used.
-func New(opts Options) *Engine {
-	if opts.Now == nil {
-		opts.Now = time.Now
-	}
-	if opts.Warn == nil {
-		opts.Warn = os.Stderr
-	}
-	if opts.LockTTL <= 0 {
-		opts.LockTTL = DefaultLockTTL
-	}
-	return &Engine{opts: opts}
-}
-
 // SplitAddress splits "T/LABEL" into team and label; ok is false for a
 // plain label.
 func SplitAddress(addr string) (team, label string, ok bool) {
@@ -80,100 +91,6 @@ func SplitAddress(addr string) (team, label string, ok bool) {
 // Address is "T/LABEL".
 func Address(team, label string) string { return team + "/" + label }
 
-func prefix(team string) string { return "/shipkey/teams/" + team + "/" }
-
-func rosterKey(team string) string           { return prefix(team) + "roster" }
-func keyKey(team, id string) string          { return prefix(team) + "keys/" + id }
-func tokenKey(team, id string) string        { return prefix(team) + "tokens/" + id }
-func lockPrefix(team, id string) string      { return prefix(team) + "locks/" + id }
-func keysPrefix(team string) string          { return prefix(team) + "keys/" }
-func tokensPrefix(team string) string        { return prefix(team) + "tokens/" }
-func idOf(etcdKey, itemPrefix string) string { return strings.TrimPrefix(etcdKey, itemPrefix) }
-
-// handle is one team opened: its connection, this member's identity, and an
-// etcd client dialled on first use.
-type handle struct {
-	e        *Engine
-	tc       store.TeamConn
-	id       *age.X25519Identity
-	password string
-	timeout  time.Duration
-	cli      *clientv3.Client
-}
-
-func (e *Engine) open(team string) (*handle, error) {
-	if e.opts.Store == nil {
-		return nil, errors.New("team: no store")
-	}
-	tc, err := e.opts.Store.Team(team)
-	if err != nil {
-		return nil, err
-	}
-	sec, err := e.opts.Store.TeamSecrets(team)
-	if err != nil {
-		return nil, err
-	}
-	id, err := age.ParseX25519Identity(sec.Identity)
-	if err != nil {
-		return nil, fmt.Errorf("team %s: the stored member identity is damaged; join again", team)
-	}
-	h := &handle{e: e, tc: tc, id: id, password: sec.EtcdPassword, timeout: e.opts.Timeout}
-	if h.timeout == 0 && tc.Timeout != "" {
-		if d, err := time.ParseDuration(tc.Timeout); err == nil && d > 0 {
-			h.timeout = d
-		}
-	}
-	if h.timeout == 0 {
-		h.timeout = DefaultTimeout
-	}
-	return h, nil
-}
-
-func (h *handle) name() string { return h.tc.Name }
-
-func (h *handle) client() (*clientv3.Client, error) {
-	if h.cli == nil {
-		cli, err := dial(h.tc, h.password)
-		if err != nil {
-			return nil, err
-		}
-		h.cli = cli
-	}
-	return h.cli, nil
-}
-
-func (h *handle) close() {
-	if h.cli != nil {
-		_ = h.cli.Close()
-	}
-}
-
-// bound is ctx limited to the team's timeout.
-func (h *handle) bound(ctx context.Context) (context.Context, context.CancelFunc) {
-	return context.WithTimeout(ctx, h.timeout)
-}
-
-// etcdErr turns an etcd failure into one line; unavailability wraps
-// ErrUnavailable.
-func (h *handle) etcdErr(err error) error {
-	if err == nil {
-		return nil
-	}
-	var known interface{ teamError() }
-	if errors.As(err, &known) || errors.Is(err, ErrNotMember) || errors.Is(err, ErrNoTeam) {
-		return err
-	}
-	if unavailable(err) {
-		return &Error{Team: h.name(), Msg: fmt.Sprintf("etcd at %s did not answer within %s (unreachable or no quorum)", strings.Join(h.tc.Endpoints, ","), h.timeout), Kind: ErrUnavailable}
-	}
-	return &Error{Team: h.name(), Msg: "etcd: " + text.Safe(err.Error())}
-}
-
-// notMember is the error for an item this identity cannot open.
-func (h *handle) notMember() error {
-	return &Error{Team: h.name(), Msg: fmt.Sprintf("not a member of %s: ask a member to run `shipkey team add %s %s`", h.name(), h.name(), h.id.Recipient()), Kind: ErrNotMember}
-}
-
 // Error is a team failure, one line; it matches its Kind with errors.Is.
 type Error struct {
 	Team string
@@ -183,4 +100,97 @@ type Error struct {
 
 func (e *Error) Error() string { return "team " + e.Team + ": " + e.Msg }
 func (e *Error) Unwrap() error { return e.Kind }
-func (e *Error) teamError()    {}
+
+// Definition is a team key as its members share it, encrypted in etcd: the
+// definition fields of store.Key (checked by TestDefinitionMirrorsStoreKey)
+// and the key's secrets.
+type Definition struct {
+	ID               string          `json:"id"`
+	Label            string          `json:"label"`
+	Conn             auth.Connection `json:"conn"`
+	Grant            auth.GrantType  `json:"grant,omitempty"`
+	CallbackPort     int             `json:"callback_port,omitempty"`
+	Username         string          `json:"username,omitempty"`
+	RememberPassword bool            `json:"remember_password,omitempty"`
+	CreatedAt        time.Time       `json:"created_at"`
+
+	ClientSecret string `json:"client_secret,omitempty"`
+	Password     string `json:"password,omitempty"`
+}
+
+// Key is a team key as listed: no secret.
+type Key struct {
+	Team      string
+	Label     string
+	ID        string
+	Grant     auth.GrantType
+	Conn      auth.Connection
+	Username  string
+	CreatedAt time.Time
+	Token     auth.TokenSet // redacted; zero ObtainedAt: no token yet
+	Masked    string
+	// HasRefreshToken: the shared token set carries a refresh token.
+	HasRefreshToken bool
+}
+
+// Address is the key's "T/LABEL".
+func (k Key) Address() string { return Address(k.Team, k.Label) }
+
+// NewKey is what `keys new --team` takes. Each grant reads only its own
+// fields, as store.NewKey's.
+type NewKey struct {
+	Label        string
+	Conn         auth.Connection
+	Grant        auth.GrantType // empty: the password grant
+	CallbackPort int
+	Username     string
+	ClientSecret string
+	Password     string // kept (encrypted to the team) so any member renews unattended
+	// Prompt is told what a person must do for an interactive grant.
+	Prompt auth.Prompter
+}
+
+// ErrKeyNotFound: no team key has the label.
+var ErrKeyNotFound = errors.New("no such key")
+
+// Member is one recipient of a team's items.
+type Member struct {
+	Name      string    `json:"name"`
+	Recipient string    `json:"recipient"` // age X25519 recipient, age1…
+	AddedAt   time.Time `json:"added_at"`
+}
+
+// JoinOptions create or join a team on this machine.
+type JoinOptions struct {
+	Conn         store.TeamConn // Name and Endpoints required
+	EtcdPassword string
+	Name         string // this member's name in the roster (init)
+}
+
+// LogoutResult says what Logout did.
+type LogoutResult struct {
+	End auth.EndResult
+	// HadToken is false when the team held no token set for the key (logged
+	// out already): no session was ended.
+	HadToken bool
+}
+
+// LoginOptions are what Login takes.
+type LoginOptions struct {
+	// Password, when set, is used for the password grant instead of the kept
+	// one, and replaces the kept one for the team once it works.
+	Password string
+}
+
+// TokenOptions say what a caller of Token needs.
+type TokenOptions struct {
+	// MinValid asks for a token valid at least this long (token --min-valid).
+	MinValid time.Duration
+	// Force renews even when the shared token would do (refresh now).
+	Force bool
+}
+
+// Request is what the key's grant needs.
+func (d Definition) Request() auth.Request {
+	return auth.Request{Conn: d.Conn, ClientSecret: d.ClientSecret, Username: d.Username, Password: d.Password, CallbackPort: d.CallbackPort}
+}

@@ -21,6 +21,7 @@ import (
 	"github.com/shipkey/shipkey/auth/authtest"
 	"github.com/shipkey/shipkey/store"
 	"github.com/shipkey/shipkey/store/team"
+	"github.com/shipkey/shipkey/store/team/etcdteam"
 	"github.com/shipkey/shipkey/store/team/etcdtest"
 )
 
@@ -83,7 +84,7 @@ func newServer(t *testing.T, clk ...*clock) *authtest.Server {
 // identity) and engine, on a clock the test moves.
 type machine struct {
 	st  *store.Store
-	eng *team.Engine
+	eng team.Engine
 	now *clock
 	log *bytes.Buffer
 }
@@ -115,7 +116,7 @@ func newMachine(t *testing.T, timeout time.Duration, clk ...*clock) *machine {
 	if err != nil {
 		t.Fatal(err)
 	}
-	m.eng = team.New(team.Options{Store: m.st, Auth: a, Now: m.now.Now, Warn: m.log, Timeout: timeout})
+	m.eng = etcdteam.New(team.Options{Store: m.st, Auth: a, Now: m.now.Now, Warn: m.log, Timeout: timeout})
 	return m
 }
 

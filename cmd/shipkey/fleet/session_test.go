@@ -97,6 +97,16 @@ func TestTeamLoginWrongPassword(t *testing.T) {
 	if tok := strings.TrimSpace(b.must(t, ctx, nil, "token", "wrongpw/svc")); tok == "" {
 		t.Errorf("b: no token with the team's kept password")
 	}
+
+	// A password given to a team key whose grant takes none is refused in
+	// one line, as for a local key, not silently dropped.
+	a.must(t, ctx, []string{"SHIPKEY_CLIENT_SECRET=" + clientSecret},
+		"keys", "new", "--team", "wrongpw", "--grant", "client-credentials", "--label", "cc", "--auth-url", srv.URL(), "--client-id", "shipping-api")
+	r = a.run(ctx, nil, "login", "wrongpw/cc", "--password-stdin")
+	if r.code != 2 || !strings.Contains(r.stderr, "--password-stdin is for the password grant; team key wrongpw/cc uses client-credentials") ||
+		strings.Count(strings.TrimSpace(r.stderr), "\n") != 0 {
+		t.Errorf("login --password-stdin on a client-credentials team key: exit %d, stderr %q", r.code, r.stderr)
+	}
 }
 
 // text shows which of two tokens a failure is about without printing either.

@@ -1,0 +1,118 @@
+package cli
+
+import (
+	"crypto/sha256"
+	"encoding/base64"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"os"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/shipkey/shipkey/internal/optest"
+)
+
+// childBrowser is a scripted $BROWSER: it completes authtest's device or
+// authorization page for the URL it is given, as a person would, with
+// $USERNAME and $PASSWORD, and follows the redirect back to shipkey's
+// loopback callback. $BROWSER_ACTION says what the person does:
+//
+//	approve      sign in and allow (the default)
+//	deny         press Deny
+//	ignore       nothing (shipkey's wait runs out)
+//	interrupt    ctrl+c: SIGINT to shipkey (its parent)
+//	inject-pkce  an attacker's code: the authorization is completed with
+//	             another PKCE challenge, and its code handed to shipkey,
+//	             which the server must refuse at the exchange
+//
+// Each visit is appended to $BROWSER_LOG (when set): "visit <action> <status>".
+func childBrowser() {
+	target := os.Args[len(os.Args)-1]
+	action := os.Getenv("BROWSER_ACTION")
+	if action == "" {
+		action = "approve"
+	}
+	status := "-"
+	defer func() { logVisit(action, status) }()
+	switch action {
+	case "ignore":
+		return
+	case "interrupt":
+		_ = syscall.Kill(os.Getppid(), syscall.SIGINT)
+		return
+	}
+	u, err := url.Parse(target)
+	if err != nil {
+		os.Exit(90)
+	}
+	if action == "inject-pkce" {
+		injectChallenge(u)
+		action = "approve"
+	}
+	form := url.Values{"username": {os.Getenv("USERNAME")}, "password": {os.Getenv("PASSWORD")}, "action": {action}}
+	client := &http.Client{Timeout: 20 * time.Second}
+	resp, err := client.Post(u.String(), "application/x-www-form-urlencoded", strings.NewReader(form.Encode()))
+	if err != nil {
+		status = "error"
+		os.Exit(91)
+	}
+	_, _ = io.Copy(io.Discard, resp.Body)
+	resp.Body.Close()
+	status = fmt.Sprint(resp.StatusCode)
+}
+
+// logVisit appends "visit <action> <status>" to $BROWSER_LOG when it is set.
+func logVisit(action, status string) {
+	path := os.Getenv("BROWSER_LOG")
+	if path == "" {
+		return
+	}
+	f, err := os.OpenFile(path, os.O_APPEND|os.O_CREATE|os.O_WRONLY, 0o600)
+	if err == nil {
+		fmt.Fprintf(f, "visit %s %s\n", action, status)
+		f.Close()
+	}
+}
+
+// injectChallenge replaces the authorization URL's PKCE challenge with an
+// attacker's: the code the server then issues is bound to a verifier
+// shipkey does not hold.
+func injectChallenge(u *url.URL) {
+	q := u.Query()
+	sum := sha256.Sum256([]byte("an attacker's verifier, not shipkey's"))
+	q.Set("code_challenge", base64.RawURLEncoding.EncodeToString(sum[:]))
+	u.RawQuery = q.Encode()
+}
+
+// childOPBrowser is the scripted $BROWSER for the real OpenID provider
+// (internal/optest): it completes oidc-provider's device, login and consent
+// pages through optest.Browser, following the redirect back to shipkey's
+// loopback callback. $BROWSER_ACTION is approve (the default), deny (the
+// pages' abort), ignore or inject-pkce, as for childBrowser; the visit is
+// logged to $BROWSER_LOG with "ok" or "error" for its status.
+func childOPBrowser() {
+	action := os.Getenv("BROWSER_ACTION")
+	if action == "" {
+		action = "approve"
+	}
+	status := "-"
+	defer func() { logVisit(action, status) }()
+	if action == "ignore" {
+		return
+	}
+	u, err := url.Parse(os.Args[len(os.Args)-1])
+	if err != nil {
+		status = "error"
+		return
+	}
+	if action == "inject-pkce" {
+		injectChallenge(u)
+	}
+	status = "ok"
+	if _, _, err := (optest.Browser{Deny: action == "deny"}).Visit(u.String()); err != nil {
+		status = "error"
+	}
+}

@@ -1,0 +1,568 @@
+package cli
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/shipkey/shipkey/auth"
+	"github.com/shipkey/shipkey/internal/text"
+	"github.com/shipkey/shipkey/store"
+	"github.com/shipkey/shipkey/store/team"
+	"github.com/shipkey/shipkey/tui"
+	"github.com/spf13/cobra"
+)
+
+func newCmdKeys(f *factory) *cobra.Command {
+	cmd := groupCommand(&cobra.Command{
+		Use:   "keys",
+		Short: "Get, list, rename and remove API keys",
+	})
+	cmd.AddCommand(
+		newCmdKeysNew(f, nil),
+		newCmdKeysList(f, nil),
+		newCmdKeysRm(f, nil),
+		newCmdKeysRename(f, nil),
+		newCmdKeysDefault(f, nil),
+	)
+	return cmd
+}
+
+// keysNewOptions is "Get API Key".
+type keysNewOptions struct {
+	IO      *iostreams
+	Getenv  func(string) string
+	Now     func() time.Time
+	Store   func() (*store.Store, error)
+	Secrets *secretSet
+	Team    func() (team.Engine, error)
+
+	TeamName         string // --team: a team key, shared through etcd
+	Label            string
+	Grant            string
+	AuthURL          string
+	Realm            string
+	TokenURL         string
+	Issuer           string
+	ClientID         string
+	Username         string
+	Scopes           []string
+	BasicAuth        bool
+	RememberPassword bool
+	PasswordStdin    bool
+	SecretStdin      bool // --client-secret-stdin
+	PublicClient     bool
+	CallbackPort     int
+	BrowserWait      time.Duration // --browser-timeout
+}
+
+func newCmdKeysNew(f *factory, runF func(context.Context, *keysNewOptions) error) *cobra.Command {
+	opts := &keysNewOptions{IO: f.IO, Getenv: f.Getenv, Now: f.Now, Store: f.Store, Secrets: f.Secrets, Team: f.Team}
+	cmd := &cobra.Command{
+		Use:   "new --label L --auth-url URL --client-id ID [--grant G] [--username U]",
+		Short: "Get an API key (run a grant and keep the key)",
+		Long: `Get an API key: obtain tokens from the realm by a grant and keep the key
+under a label. --grant is one of:
+
+  password            username and password (the default; --username)
+  client-credentials  the client's own service account: no person, renews
+                      itself at expiry
+  device-code         approve a code on another device (RFC 8628): the code
+                      and the URL are printed on stderr
+  authcode            sign in with a browser (PKCE) that comes back to
+                      http://127.0.0.1 (--callback-port to fix the port)
+
+The client secret comes from SHIPKEY_CLIENT_SECRET, --client-secret-stdin
+(one line) or a hidden prompt; --public-client asks for none. The password
+comes from SHIPKEY_PASSWORD, --password-stdin (one line) or a hidden prompt.
+No flag takes a secret. The browser grants open the URL with $BROWSER (or
+the desktop's opener) and always print it.`,
+		Example: `  SHIPKEY_CLIENT_SECRET=… shipkey keys new --label prod \
+    --auth-url https://auth.example.com --client-id shipping-api --username me
+  pass show shipping | shipkey keys new --label prod --password-stdin …
+  SHIPKEY_CLIENT_SECRET=… shipkey keys new --grant client-credentials --label ci \
+    --auth-url https://auth.example.com --client-id shipping-ci`,
+		Args: usageArgs(cobra.NoArgs),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			// Every missing flag in one message.
+			missing := missingFlags(cmd, "label")
+			if opts.AuthURL == "" && opts.TokenURL == "" && opts.Issuer == "" {
+				missing = append(missing, "--auth-url (or --token-url or --issuer)")
+			}
+			grant, err := auth.GrantFor(auth.GrantType(opts.Grant))
+			if err != nil {
+				return usageErrorf("--grant %s is not one of %s", text.ShellQuote(opts.Grant), grantNames())
+			}
+			missing = append(missing, missingFlags(cmd, "client-id")...)
+			if grant.Type() == auth.GrantPassword {
+				missing = append(missing, missingFlags(cmd, "username")...)
+			} else {
+				for _, f := range []string{"username", "remember-password", "password-stdin"} {
+					if cmd.Flags().Changed(f) {
+						return usageErrorf("--%s is for the password grant, not --grant %s", f, grant.Type())
+					}
+				}
+			}
+			if cmd.Flags().Changed("callback-port") && grant.Type() != auth.GrantAuthCode {
+				return usageErrorf("--callback-port is for --grant %s", auth.GrantAuthCode)
+			}
+			if opts.CallbackPort < 0 || opts.CallbackPort > 65535 {
+				return usageErrorf("--callback-port %d is not a TCP port (1-65535)", opts.CallbackPort)
+			}
+			if opts.PublicClient && (opts.SecretStdin || opts.BasicAuth) {
+				return usageErrorf("--public-client has no secret: drop --client-secret-stdin and --basic-auth")
+			}
+			if opts.PublicClient && grant.Type() == auth.GrantClientCredentials {
+				return usageErrorf("--grant client-credentials needs the client's secret: drop --public-client")
+			}
+			if opts.SecretStdin && opts.PasswordStdin {
+				return usageErrorf("--client-secret-stdin and --password-stdin both read stdin; pass one secret in its variable")
+			}
+			if len(missing) > 0 {
+				return usageErrorf("missing %s (see: %s --help)", strings.Join(missing, ", "), cmd.CommandPath())
+			}
+			if l := strings.TrimSpace(opts.Label); text.Safe(l) != l {
+				return usageErrorf("--label %s contains control characters; choose another", text.ShellQuote(l))
+			}
+			if opts.TeamName != "" && !grant.Unattended(auth.Kept{Password: true}) {
+				return usageErrorf("--team keys renew on every member's machine without a person: use --grant password or client-credentials, not %s", grant.Type())
+			}
+			if opts.TokenURL != "" && opts.Issuer != "" {
+				return usageErrorf("--token-url and --issuer exclude each other (see: %s --help)", cmd.CommandPath())
+			}
+			if runF != nil {
+				return runF(cmd.Context(), opts)
+			}
+			return keysNewRun(cmd.Context(), opts)
+		},
+	}
+	fl := cmd.Flags()
+	fl.StringVar(&opts.Label, "label", "", "label of the new key (unique)")
+	fl.StringVar(&opts.Grant, "grant", string(auth.GrantPassword), "how to obtain tokens: "+grantNames())
+	fl.StringVar(&opts.AuthURL, "auth-url", "", "base URL of the authorization server, e.g. https://auth.example.com")
+	fl.StringVar(&opts.Realm, "realm", "", "Keycloak realm (default \"master\")")
+	fl.StringVar(&opts.TokenURL, "token-url", "", "token endpoint, overriding the realm's")
+	fl.StringVar(&opts.Issuer, "issuer", "", "OIDC issuer; endpoints come from its discovery document")
+	fl.StringVar(&opts.ClientID, "client-id", "", "client id of the registered client application")
+	fl.StringVar(&opts.Username, "username", "", "user of the client application")
+	fl.StringArrayVar(&opts.Scopes, "scope", nil, "scope to request (repeatable, or space-separated)")
+	fl.BoolVar(&opts.BasicAuth, "basic-auth", false, "send the client credentials with HTTP Basic instead of in the form")
+	fl.BoolVar(&opts.RememberPassword, "remember-password", false, "keep the password with the key's secrets to log in again unattended")
+	fl.BoolVar(&opts.PasswordStdin, "password-stdin", false, "read the password from stdin (one line)")
+	fl.BoolVar(&opts.SecretStdin, "client-secret-stdin", false, "read the client secret from stdin (one line)")
+	fl.BoolVar(&opts.PublicClient, "public-client", false, "the client has no secret: none is asked for or sent")
+	fl.DurationVar(&opts.BrowserWait, "browser-timeout", auth.DefaultBrowserWait, "authcode: how long to wait for the browser to come back")
+	fl.IntVar(&opts.CallbackPort, "callback-port", 0, "authcode: listen on this port (redirect http://127.0.0.1:N/callback); default any free port")
+	fl.StringVar(&opts.TeamName, "team", "", "make it a team key, shared end-to-end encrypted through the team's etcd (addressed TEAM/LABEL)")
+	return cmd
+}
+
+// grantNames lists the grants for help and messages.
+func grantNames() string {
+	var names []string
+	for _, g := range auth.Grants() {
+		names = append(names, string(g))
+	}
+	return strings.Join(names, ", ")
+}
+
+func keysNewRun(ctx context.Context, opts *keysNewOptions) error {
+	var scopes []string
+	for _, s := range opts.Scopes {
+		scopes = append(scopes, strings.Fields(s)...)
+	}
+	conn := auth.Connection{
+		AuthURL:      opts.AuthURL,
+		Realm:        opts.Realm,
+		ClientID:     opts.ClientID,
+		TokenURL:     opts.TokenURL,
+		Issuer:       opts.Issuer,
+		Scopes:       scopes,
+		BasicAuth:    opts.BasicAuth,
+		PublicClient: opts.PublicClient,
+	}
+	grant := auth.GrantType(opts.Grant)
+	// Check everything that can be checked before asking for anything secret:
+	// the connection's shape, the store, and that the label is free.
+	if err := conn.Validate(); err != nil {
+		return err
+	}
+	st, err := opts.Store()
+	if err != nil {
+		return err
+	}
+	var eng team.Engine
+	if opts.TeamName != "" {
+		if _, err := st.Team(opts.TeamName); err != nil {
+			return err
+		}
+		if eng, err = opts.Team(); err != nil { // before any secret is read: it may hand the command on
+			return err
+		}
+	} else if _, err := st.Key(strings.TrimSpace(opts.Label)); err == nil {
+		return fmt.Errorf("the label %s is already in use; choose another (see: shipkey keys list)", text.ShellQuote(strings.TrimSpace(opts.Label)))
+	} else if !errors.Is(err, store.ErrNotFound) {
+		return err
+	}
+	var clientSecret, password string
+	if !opts.PublicClient {
+		clientSecret, err = readSecret(opts.IO, opts.Getenv, secretSource{
+			What:      "client secret",
+			Env:       envClientSecret,
+			FromStdin: opts.SecretStdin,
+			StdinFlag: "--client-secret-stdin",
+			Prompt:    "Client secret: ",
+			Hint:      "set " + envClientSecret + " or pass --client-secret-stdin (or --public-client for a client without one)",
+		})
+		if err != nil {
+			return err
+		}
+		opts.Secrets.Add(clientSecret)
+	}
+	if grant.Or() == auth.GrantPassword {
+		password, err = readSecret(opts.IO, opts.Getenv, userPassword(opts.Username, opts.PasswordStdin))
+		if err != nil {
+			return err
+		}
+		opts.Secrets.Add(password)
+	}
+
+	if opts.TeamName != "" {
+		tk, err := eng.CreateKey(ctx, opts.TeamName, team.NewKey{
+			Label: strings.TrimSpace(opts.Label), Grant: grant, Conn: conn,
+			Username: opts.Username, ClientSecret: clientSecret, Password: password,
+		})
+		if err != nil {
+			return err
+		}
+		fmt.Fprintf(opts.IO.ErrOut, "Got team API key %s (%s), shared with every member of %s\n", text.Safe(tk.Address()), lifetimes(teamStoreKey(tk), opts.Now()), opts.TeamName)
+		return nil
+	}
+	key, ts, err := st.Create(ctx, store.NewKey{
+		Label:            opts.Label,
+		Conn:             conn,
+		Grant:            grant,
+		CallbackPort:     opts.CallbackPort,
+		Username:         opts.Username,
+		ClientSecret:     clientSecret,
+		Password:         password,
+		RememberPassword: opts.RememberPassword,
+		Prompt:           newPrompter(opts.IO, opts.Getenv),
+		Wait:             opts.BrowserWait,
+	})
+	if err != nil {
+		return interrupted(ctx, err)
+	}
+	opts.Secrets.Add(ts.AccessToken, ts.RefreshToken, ts.IDToken)
+	fmt.Fprintf(opts.IO.ErrOut, "Got API key %s (%s)\n", text.Safe(key.Label), lifetimes(key, opts.Now()))
+	return nil
+}
+
+// keysListOptions lists keys.
+type keysListOptions struct {
+	IO    *iostreams
+	Now   func() time.Time
+	Store func() (*store.Store, error)
+	// TeamKeys lists the keys of the teams this machine joined (nil: none).
+	TeamKeys func(*store.Store) ([]store.Key, error)
+	JSON     bool
+}
+
+func newCmdKeysList(f *factory, runF func(*keysListOptions) error) *cobra.Command {
+	opts := &keysListOptions{IO: f.IO, Now: f.Now, Store: f.Store}
+	opts.TeamKeys = func(st *store.Store) ([]store.Key, error) { return teamKeys(context.Background(), f, st) }
+	cmd := &cobra.Command{
+		Use:     "list",
+		Aliases: []string{"ls"},
+		Short:   "List API keys (the default key is marked *)",
+		Args:    usageArgs(cobra.NoArgs),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if runF != nil {
+				return runF(opts)
+			}
+			return keysListRun(opts)
+		},
+	}
+	cmd.Flags().BoolVar(&opts.JSON, "json", false, "print a JSON array")
+	return cmd
+}
+
+// keyJSON is one key in `keys list --json`.
+type keyJSON struct {
+	Label            string  `json:"label"`
+	APIKey           string  `json:"api_key"`
+	LastUsed         *string `json:"last_used"`
+	AccessExpiresAt  *string `json:"access_expires_at"`
+	RefreshExpiresAt *string `json:"refresh_expires_at"`
+	AuthURL          string  `json:"auth_url"`
+	Realm            string  `json:"realm"`
+	ClientID         string  `json:"client_id"`
+	Username         string  `json:"username"`
+	Default          bool    `json:"default"`
+	Status           string  `json:"status"`
+}
+
+func keysListRun(opts *keysListOptions) error {
+	st, err := opts.Store()
+	if err != nil {
+		return err
+	}
+	// Team keys (a few, from the team's store) come after the local ones.
+	var teamKeys []store.Key
+	if opts.TeamKeys != nil {
+		if teamKeys, err = opts.TeamKeys(st); err != nil {
+			return err
+		}
+	}
+	now := opts.Now()
+	// Buffered, one key at a time from the index: at 100k keys unbuffered
+	// writes were most of the cost, and a list built first most of the memory.
+	bw := bufio.NewWriterSize(opts.IO.Out, 64<<10)
+	return st.WalkKeys(func(local keyWalk) error {
+		each := walkThen(local, eachOf(teamKeys))
+		if opts.JSON {
+			arr := &jsonArray{w: bw}
+			if err := each(func(k store.Key) error { return arr.add(keyToJSON(k, now)) }); err != nil {
+				return err
+			}
+			return arr.close()
+		}
+		// The app's columns (tui.KeyColumns), with times in words, aligned.
+		head := []string{""}
+		for _, c := range tui.KeyColumns {
+			head = append(head, strings.ToUpper(c.Title))
+		}
+		n, err := writeTable(bw, head, each, func(k store.Key, _ int) []string { return keyCells(k, now) }, tableKeep)
+		if err == nil && n == 0 {
+			fmt.Fprintln(opts.IO.ErrOut, "No API keys yet. Get one with: shipkey keys new (see: shipkey keys new --help)")
+		}
+		return err
+	})
+}
+
+// keyToJSON is one key of keys list --json.
+func keyToJSON(k store.Key, now time.Time) keyJSON {
+	status := k.StatusAt(now)
+	j := keyJSON{
+		Label:    k.Label,
+		APIKey:   k.Masked,
+		LastUsed: rfc3339OrNil(k.LastUsed),
+		AuthURL:  k.Conn.AuthURL,
+		Realm:    k.Conn.RealmName(),
+		ClientID: k.Conn.ClientID,
+		Username: k.Username,
+		Default:  k.Default,
+		Status:   status.String(),
+	}
+	if status != store.StatusNoToken {
+		j.AccessExpiresAt = rfc3339OrNil(k.Token.AccessExpiry())
+		j.RefreshExpiresAt = rfc3339OrNil(k.Token.RefreshExpiresAt)
+	}
+	return j
+}
+
+// keyCells is one row of the keys table: the default mark, then the app's
+// columns.
+func keyCells(k store.Key, now time.Time) []string {
+	r := tui.NewKeyRow(k)
+	cells := make([]string, 1, 1+len(tui.KeyColumns))
+	cells[0] = " "
+	if k.Default {
+		cells[0] = "*"
+	}
+	for _, c := range tui.KeyColumns {
+		cells = append(cells, c.Cell(&r, now, tui.Words))
+	}
+	return cells
+}
+
+// keysRmOptions removes a key.
+type keysRmOptions struct {
+	IO    *iostreams
+	Now   func() time.Time
+	Store func() (*store.Store, error)
+	Team  func() (team.Engine, error)
+	Label string
+	Yes   bool
+	Force bool
+}
+
+func newCmdKeysRm(f *factory, runF func(context.Context, *keysRmOptions) error) *cobra.Command {
+	opts := &keysRmOptions{IO: f.IO, Now: f.Now, Store: f.Store, Team: f.Team}
+	cmd := &cobra.Command{
+		Use:     "rm LABEL",
+		Aliases: []string{"remove"},
+		Short:   "Remove an API key and its secrets",
+		Long: `Remove an API key and its secrets. On a terminal it asks first unless --yes;
+without a terminal --yes is required.
+
+The key's session is ended at the server first, as "shipkey logout" does.
+When the server refuses or cannot be reached the key is kept, logged out with
+its end pending (exit 1): run keys rm again to retry, or pass --force to
+remove it anyway (its tokens then stay valid at the server until they
+expire; exit 1 as well).`,
+		Args:              usageArgs(cobra.ExactArgs(1)),
+		ValidArgsFunction: completeLabels(f, 1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			opts.Label = args[0]
+			if runF != nil {
+				return runF(cmd.Context(), opts)
+			}
+			return keysRmRun(cmd.Context(), opts)
+		},
+	}
+	cmd.Flags().BoolVarP(&opts.Yes, "yes", "y", false, "do not ask for confirmation")
+	cmd.Flags().BoolVar(&opts.Force, "force", false, "remove the key even when its session cannot be ended at the server")
+	return cmd
+}
+
+func keysRmRun(ctx context.Context, opts *keysRmOptions) error {
+	st, err := opts.Store()
+	if err != nil {
+		return err
+	}
+	if t, l, ok := teamKeyAddress(st, opts.Label); ok {
+		if !opts.Yes {
+			return usageErrorf("removing team key %s removes it for every member of %s; pass --yes", text.Safe(opts.Label), t)
+		}
+		eng, err := opts.Team()
+		if err != nil {
+			return err
+		}
+		if err := eng.RemoveKey(ctx, t, l); err != nil {
+			return err
+		}
+		fmt.Fprintln(opts.IO.ErrOut, "Removed team API key "+text.Safe(opts.Label)+" for every member of "+t)
+		return nil
+	}
+	key, err := st.Key(opts.Label)
+	if err != nil {
+		return suggestLabel(st, opts.Label, err)
+	}
+	label := text.Safe(key.Label)
+	if !opts.Yes {
+		if !opts.IO.StdinTTY {
+			return usageErrorf("not removing API key %s without confirmation: no terminal to ask on; pass --yes", label)
+		}
+		fmt.Fprintf(opts.IO.ErrOut, "Remove API key %s and its secrets? [y/N] ", label)
+		answer, err := opts.IO.ReadLine()
+		if err != nil {
+			answer = ""
+		}
+		switch strings.ToLower(strings.TrimSpace(answer)) {
+		case "y", "yes":
+		default:
+			fmt.Fprintln(opts.IO.ErrOut, "Kept API key "+label)
+			return nil
+		}
+	}
+	res, err := st.RemoveWith(ctx, key.Label, store.RemoveOptions{Force: opts.Force})
+	var pending *store.EndPendingError
+	if errors.As(err, &pending) {
+		since := ""
+		if !key.EndPending.IsZero() {
+			since = " (pending since " + text.Stamp(key.EndPending) + ")"
+		}
+		q := text.ShellQuote(key.Label)
+		return fmt.Errorf("%s: %s%s; it hands out no token and its end is pending: run shipkey keys rm %s to try again, or shipkey keys rm %s --force to remove it anyway: %w",
+			"Kept API key "+label, endFailure(pending.Err), since, q, q, pending.Err)
+	}
+	if err != nil && auth.KindOf(err) == auth.KindUnknown {
+		return err // a local failure: the key is still there
+	}
+	if key.LoggedOut && key.EndPending.IsZero() && err == nil {
+		fmt.Fprintln(opts.IO.ErrOut, "Removed API key "+label+" (it had no session to end)")
+		return nil
+	}
+	return reportEnd(opts.IO.ErrOut, "Removed API key "+label, "it is gone here", "get a new one with: shipkey keys new", key, res, err, opts.Now())
+}
+
+// keysRenameOptions renames a key.
+type keysRenameOptions struct {
+	IO       *iostreams
+	Store    func() (*store.Store, error)
+	Team     func() (team.Engine, error)
+	Label    string
+	NewLabel string
+}
+
+func newCmdKeysRename(f *factory, runF func(*keysRenameOptions) error) *cobra.Command {
+	opts := &keysRenameOptions{IO: f.IO, Store: f.Store, Team: f.Team}
+	return &cobra.Command{
+		Use:               "rename LABEL NEW-LABEL",
+		Aliases:           []string{"mv"},
+		Short:             "Change an API key's label",
+		Args:              usageArgs(cobra.ExactArgs(2)),
+		ValidArgsFunction: completeLabels(f, 1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			opts.Label, opts.NewLabel = args[0], args[1]
+			if runF != nil {
+				return runF(opts)
+			}
+			return keysRenameRun(opts)
+		},
+	}
+}
+
+func keysRenameRun(opts *keysRenameOptions) error {
+	st, err := opts.Store()
+	if err != nil {
+		return err
+	}
+	if t, l, ok := teamKeyAddress(st, opts.Label); ok {
+		nl := strings.TrimPrefix(opts.NewLabel, t+"/")
+		eng, err := opts.Team()
+		if err != nil {
+			return err
+		}
+		if err := eng.RenameKey(context.Background(), t, l, nl); err != nil {
+			return err
+		}
+		fmt.Fprintf(opts.IO.ErrOut, "Renamed team API key %s to %s for every member\n", text.Safe(opts.Label), text.Safe(team.Address(t, nl)))
+		return nil
+	}
+	if err := st.Rename(opts.Label, opts.NewLabel); err != nil {
+		return suggestLabel(st, opts.Label, err)
+	}
+	fmt.Fprintf(opts.IO.ErrOut, "Renamed API key %s to %s\n", text.Safe(opts.Label), text.Safe(opts.NewLabel))
+	return nil
+}
+
+// keysDefaultOptions sets the default key.
+type keysDefaultOptions struct {
+	IO    *iostreams
+	Store func() (*store.Store, error)
+	Label string
+}
+
+func newCmdKeysDefault(f *factory, runF func(*keysDefaultOptions) error) *cobra.Command {
+	opts := &keysDefaultOptions{IO: f.IO, Store: f.Store}
+	return &cobra.Command{
+		Use:               "default LABEL",
+		Short:             "Make an API key the default (used when no label is given)",
+		Args:              usageArgs(cobra.ExactArgs(1)),
+		ValidArgsFunction: completeLabels(f, 1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			opts.Label = args[0]
+			if runF != nil {
+				return runF(opts)
+			}
+			return keysDefaultRun(opts)
+		},
+	}
+}
+
+func keysDefaultRun(opts *keysDefaultOptions) error {
+	st, err := opts.Store()
+	if err != nil {
+		return err
+	}
+	if err := st.SetDefault(opts.Label); err != nil {
+		return suggestLabel(st, opts.Label, err)
+	}
+	fmt.Fprintf(opts.IO.ErrOut, "API key %s is now the default\n", text.Safe(opts.Label))
+	return nil
+}

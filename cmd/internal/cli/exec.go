@@ -1,0 +1,255 @@
+package cli
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"os/exec"
+	"os/signal"
+	"regexp"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/shipkey/shipkey/auth"
+	"github.com/shipkey/shipkey/internal/text"
+	"github.com/shipkey/shipkey/store"
+	"github.com/spf13/cobra"
+)
+
+// execOptions runs a command with a key's access token in its environment.
+type execOptions struct {
+	IO      *iostreams
+	Now     func() time.Time
+	Store   func() (*store.Store, error)
+	Secrets *secretSet
+	// Environ is the environment the command starts from (os.Environ).
+	Environ func() []string
+
+	Label    string
+	Command  []string // the command and its arguments, after --
+	MinValid time.Duration
+	EnvName  string
+	// TeamToken hands out a team key's token ("T/LABEL").
+	TeamToken func(ctx context.Context, team, label string, minValid time.Duration) (*auth.TokenSet, error)
+}
+
+// Exit codes of exec when the command cannot be run, as POSIX shells use.
+const (
+	exitCannotRun = 126 // found but not executable
+	exitNotFound  = 127 // no such command
+)
+
+// childSecretVars are shipkey's own secrets in the environment: never passed on.
+var childSecretVars = []string{envPassword, envClientSecret, "SHIPKEY_PASSPHRASE"}
+
+var envNamePattern = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`) }) // compiled on first use, not at every start
+
+func newCmdExec(f *factory, runF func(context.Context, *execOptions) error) *cobra.Command {
+	opts := &execOptions{IO: f.IO, Now: f.Now, Store: f.Store, Secrets: f.Secrets, Environ: os.Environ}
+	opts.TeamToken = func(ctx context.Context, t, l string, minValid time.Duration) (*auth.TokenSet, error) {
+		return teamToken(ctx, f, t, l, minValid)
+	}
+	cmd := &cobra.Command{
+		Use:   "exec [LABEL] -- COMMAND [ARG...]",
+		Short: "Run a command with the key's access token in its environment",
+		Long: `Run COMMAND with the key's access token in SHIPKEY_TOKEN (or the variable
+named by --env), valid for at least --min-valid (renewed first when needed).
+None of shipkey's own secrets (SHIPKEY_PASSWORD, SHIPKEY_CLIENT_SECRET,
+SHIPKEY_PASSPHRASE) reach the command's environment. Standard input, output
+and error are the command's; SIGINT, SIGTERM and SIGHUP sent to shipkey are
+passed on to it.
+
+The exit code is the command's own (128+N when signal N ended it); 127 when
+COMMAND is not found, 126 when it cannot be run; shipkey's own when no token
+can be had (3: log in again).
+
+--env refuses variables that the loader, shells or runtimes act on (LD_*,
+DYLD_*, PATH, IFS, ENV, BASH_ENV, NODE_OPTIONS, …) and SHIPKEY_* other than
+SHIPKEY_TOKEN. A signal that arrives before COMMAND starts ends shipkey with
+128+N and COMMAND is not run.
+
+Without LABEL: SHIPKEY_KEY, else the default key, else the only key.`,
+		Example: `  shipkey exec prod -- ./sync-shipments      # reads $SHIPKEY_TOKEN
+  shipkey exec -- sh -c 'printf "header = \"Authorization: Bearer %s\"\n" "$SHIPKEY_TOKEN" | curl -K - https://api.example.com/…'
+  shipkey exec prod --min-valid 10m --env API_TOKEN -- ./long-running-job`,
+		Args: func(cmd *cobra.Command, args []string) error {
+			dash := cmd.ArgsLenAtDash()
+			switch {
+			case dash < 0:
+				return usageErrorf("name the command after --: %s (see: %s --help)", cmd.Use, cmd.CommandPath())
+			case dash > 1:
+				return usageErrorf("at most one LABEL before --, got %d (see: %s --help)", dash, cmd.CommandPath())
+			case dash == len(args):
+				return usageErrorf("no command after -- (see: %s --help)", cmd.CommandPath())
+			}
+			return nil
+		},
+		ValidArgsFunction: completeExec(f),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			dash := cmd.ArgsLenAtDash()
+			opts.Label = labelArg(args[:dash])
+			opts.Command = args[dash:]
+			if opts.MinValid < 0 {
+				return usageErrorf("--min-valid must not be negative (see: %s --help)", cmd.CommandPath())
+			}
+			if !envNamePattern().MatchString(opts.EnvName) {
+				return usageErrorf("--env %s is not a variable name (letters, digits and _, not starting with a digit)", text.ShellQuote(opts.EnvName))
+			}
+			if unsafeEnvName(opts.EnvName) {
+				return usageErrorf("--env %s: the loader, a shell or shipkey itself acts on that variable; name another (such as API_TOKEN)", opts.EnvName)
+			}
+			if runF != nil {
+				return runF(cmd.Context(), opts)
+			}
+			return execRun(cmd.Context(), opts)
+		},
+	}
+	cmd.Flags().DurationVar(&opts.MinValid, "min-valid", time.Minute, "the token must stay valid at least this long; renewed first otherwise")
+	cmd.Flags().StringVar(&opts.EnvName, "env", "SHIPKEY_TOKEN", "name of the variable that carries the token")
+	return cmd
+}
+
+func execRun(ctx context.Context, opts *execOptions) error {
+	// Listen from the start: a signal that arrives before the command starts
+	// ends shipkey (128+N) and the command never runs; one that arrives after
+	// is passed on to it.
+	sigs := make(chan os.Signal, 4)
+	signal.Notify(sigs, forwardedSignals...)
+	defer signal.Stop(sigs)
+	ctx, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
+	var (
+		mu    sync.Mutex
+		child *os.Process // set once the command has started
+	)
+	done := make(chan struct{})
+	defer close(done)
+	go func() {
+		for {
+			select {
+			case sig := <-sigs:
+				mu.Lock()
+				p := child
+				mu.Unlock()
+				switch s, ok := sig.(syscall.Signal); {
+				case p == nil && ok:
+					cancel(signalCause{s})
+				case p != nil && !fromOwnTerminal(sig):
+					_ = p.Signal(sig)
+				}
+			case <-done:
+				return
+			}
+		}
+	}()
+	const notRun = "the command was not run"
+
+	// Find the command first: a typo should not cost a token refresh.
+	path, err := exec.LookPath(opts.Command[0])
+	if err != nil {
+		return commandError(opts.Command[0], err)
+	}
+	st, err := opts.Store()
+	if err != nil {
+		return err
+	}
+	var ts *auth.TokenSet
+	if t, l, ok := teamKeyAddress(st, opts.Label); ok && opts.TeamToken != nil {
+		ts, err = opts.TeamToken(ctx, t, l, opts.MinValid)
+	} else {
+		var key store.Key
+		if key, err = resolveKey(st, opts.Label); err == nil {
+			ts, err = freshToken(ctx, st, key, opts.MinValid, opts.Secrets, opts.IO, opts.Now)
+		}
+	}
+	if sig, ok := stoppedBy(ctx); ok {
+		return signalExit(sig, notRun)
+	}
+	if err != nil {
+		return err
+	}
+
+	c := exec.Command(path, opts.Command[1:]...)
+	c.Args[0] = opts.Command[0]
+	c.Env = childEnv(opts.Environ(), opts.EnvName, ts.AccessToken)
+	c.Stdin, c.Stdout, c.Stderr = opts.IO.In, opts.IO.Out, opts.IO.ErrOut
+
+	// Under mu, a signal is either seen here (not started) or passed on to
+	// the started command, never lost between.
+	mu.Lock()
+	if sig, ok := stoppedBy(ctx); ok {
+		mu.Unlock()
+		return signalExit(sig, notRun)
+	}
+	if err := c.Start(); err != nil {
+		mu.Unlock()
+		return commandError(opts.Command[0], err)
+	}
+	child = c.Process
+	mu.Unlock()
+	return childExit(c.Wait())
+}
+
+// childEnv is env without shipkey's secrets and without any earlier value of
+// name, plus name=token.
+func childEnv(env []string, name, token string) []string {
+	drop := append([]string{name}, childSecretVars...)
+	out := make([]string, 0, len(env)+1)
+next:
+	for _, kv := range env {
+		k, _, _ := strings.Cut(kv, "=")
+		for _, d := range drop {
+			if k == d {
+				continue next
+			}
+		}
+		out = append(out, kv)
+	}
+	return append(out, name+"="+token)
+}
+
+// childExit turns the command's end into shipkey's exit: its exit code, or
+// 128+N for a death by signal N; no line is printed (the command spoke for
+// itself).
+func childExit(err error) error {
+	if err == nil {
+		return nil
+	}
+	var ee *exec.ExitError
+	if !errors.As(err, &ee) {
+		return fmt.Errorf("running the command: %w", err)
+	}
+	if ws, ok := ee.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
+		return &exitError{code: 128 + int(ws.Signal())}
+	}
+	return &exitError{code: ee.ExitCode()}
+}
+
+// commandError is the one line for a command that cannot be run: 127 when it
+// does not exist, 126 otherwise.
+func commandError(name string, err error) error {
+	code := exitCannotRun
+	what := "cannot be run"
+	if errors.Is(err, exec.ErrNotFound) || errors.Is(err, fs.ErrNotExist) {
+		code, what = exitNotFound, "command not found"
+	}
+	return &exitError{code: code, err: fmt.Errorf("%s: %s (%v)", text.Safe(name), what, unwrapExecError(err))}
+}
+
+// unwrapExecError drops exec.Error's "exec: NAME:" prefix (the line names
+// the command already).
+func unwrapExecError(err error) error {
+	var ee *exec.Error
+	if errors.As(err, &ee) {
+		return ee.Err
+	}
+	var pe *fs.PathError
+	if errors.As(err, &pe) {
+		return pe.Err
+	}
+	return err
+}

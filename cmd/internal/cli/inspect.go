@@ -1,0 +1,459 @@
+package cli
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/shipkey/shipkey/auth"
+	"github.com/shipkey/shipkey/internal/text"
+	"github.com/shipkey/shipkey/store"
+	"github.com/spf13/cobra"
+)
+
+// inspectOptions decodes a token's claims.
+type inspectOptions struct {
+	IO    *iostreams
+	Now   func() time.Time
+	Store func() (*store.Store, error)
+	Auth  func() (*auth.Client, error)
+	// TeamCurrent is a team key's cached token ("T/LABEL"); ok is false for
+	// a label that is not a team key's.
+	TeamCurrent func(st *store.Store, label string) (ts *auth.TokenSet, ok bool, err error)
+
+	Token  string // the argument: a token, "-" for stdin, or "" for a key's token
+	Key    string // --key
+	JSON   bool
+	Verify bool
+	JWKS   string // --jwks: a key set (file or URL) to verify against
+}
+
+func newCmdInspect(f *factory, runF func(context.Context, *inspectOptions) error) *cobra.Command {
+	opts := &inspectOptions{IO: f.IO, Now: f.Now, Store: f.Store, Auth: f.Auth}
+	opts.TeamCurrent = func(st *store.Store, label string) (*auth.TokenSet, bool, error) { return teamCurrent(f, st, label) }
+	cmd := &cobra.Command{
+		Use:   "inspect [TOKEN | -]",
+		Short: "Decode a token's claims (and check its signature with --verify)",
+		Long: `Decode a token's header and claims without trusting it: times shown absolute
+and relative, roles listed, the signature checked against the realm's keys with
+--verify (only for issuers of your own keys; no URL named by the token is
+fetched). The realm's keys are found through its discovery document, at the
+issuer or beside the token endpoint, else at Keycloak's certs path. With
+--jwks FILE|URL the signature is checked against a key set you were given
+(JWK Set JSON or a PEM public key or certificate), whoever issued the token.
+
+Without TOKEN it inspects the current access token of a key (--key, else
+SHIPKEY_KEY, else the default key, else the only key) and asks the server
+whether it still accepts it.
+
+Prefer "-" to read the token from stdin: a token given as an argument is
+visible to other users in the process list and stays in your shell history.
+
+Exit codes: 0 when the signature was verified or --verify was not given; 1
+when --verify was given and the signature failed or could not be checked, or
+when the server no longer accepts the key's token. The report is printed
+first either way.`,
+		Example: `  shipkey inspect
+  shipkey token other | shipkey inspect - --verify
+  pbpaste | shipkey inspect - --jwks realm-keys.json
+  pbpaste | shipkey inspect - --json`,
+		Args: usageArgs(cobra.MaximumNArgs(1)),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			opts.Token = labelArg(args)
+			if opts.Token != "" && opts.Key != "" {
+				return usageErrorf("give either a token or --key, not both (see: %s --help)", cmd.CommandPath())
+			}
+			if opts.JWKS != "" {
+				opts.Verify = true
+			}
+			if runF != nil {
+				return runF(cmd.Context(), opts)
+			}
+			return inspectRun(cmd.Context(), opts)
+		},
+	}
+	cmd.Flags().BoolVar(&opts.JSON, "json", false, "print JSON")
+	cmd.Flags().BoolVar(&opts.Verify, "verify", false, "check the signature against the realm's published keys")
+	cmd.Flags().StringVar(&opts.JWKS, "jwks", "", "check the signature against this key set instead: a file or URL holding a JWK Set or a PEM public key (implies --verify)")
+	cmd.Flags().StringVar(&opts.Key, "key", "", "inspect this key's current access token")
+	_ = cmd.RegisterFlagCompletionFunc("key", completeLabelFlag(f))
+	return cmd
+}
+
+// inspection is what inspect found out.
+type inspection struct {
+	Label    string // the key whose token it is, or ""
+	Decoded  *auth.Decoded
+	Verified *auth.Verification
+	Live     *auth.Liveness
+	// Skew is how far the JWT's exp is from obtained-at + expires_in, for a
+	// key's token, when that exceeds auth.SkewTolerance (zero otherwise).
+	Skew time.Duration
+}
+
+func inspectRun(ctx context.Context, opts *inspectOptions) error {
+	var in inspection
+	token, err := inspectToken(opts, &in)
+	if err != nil {
+		return err
+	}
+	now := opts.Now()
+	in.Decoded, err = auth.Decode(token, now)
+	if err != nil {
+		return fmt.Errorf("cannot decode the token: %w", err)
+	}
+	if in.Decoded.Format != auth.FormatJWT && opts.Token != "" && in.Label == "" {
+		labelHint(opts)
+	}
+	if opts.Verify && in.Decoded.Format == auth.FormatJWT {
+		v, err := inspectVerify(ctx, opts, token)
+		if err != nil {
+			return err
+		}
+		in.Verified = &v
+	}
+	if in.Label != "" {
+		st, err := opts.Store()
+		if err != nil {
+			return err
+		}
+		l, err := st.Liveness(ctx, in.Label)
+		if err != nil {
+			l = auth.Liveness{State: auth.LiveUnknown, Reason: err.Error()}
+		}
+		in.Live = &l
+	}
+	if opts.JSON {
+		err = writeInspectionJSON(opts.IO.Out, in, opts.Verify)
+	} else {
+		err = writeInspection(opts.IO.Out, in, opts.Verify, now)
+	}
+	if err != nil {
+		return err
+	}
+	return inspectVerdict(in, opts.Verify)
+}
+
+// inspectVerdict is inspect's exit, once everything is printed: 1 when
+// --verify was asked and the signature failed or could not be checked, or
+// when the server no longer accepts the key's token; nil otherwise.
+func inspectVerdict(in inspection, verifyAsked bool) error {
+	var problems []string
+	if verifyAsked {
+		switch {
+		case in.Verified == nil:
+			problems = append(problems, "the signature cannot be checked ("+unverifiableWhy(in.Decoded)+")")
+		case in.Verified.State == auth.SigFailed:
+			why := "the signature is not valid"
+			if in.Verified.Reason != "" {
+				why += ": " + text.Safe(in.Verified.Reason)
+			}
+			problems = append(problems, why)
+		case in.Verified.State != auth.SigVerified:
+			why := "the signature could not be checked"
+			if in.Verified.Reason != "" {
+				why += ": " + text.Safe(in.Verified.Reason)
+			}
+			problems = append(problems, why)
+		}
+	}
+	if in.Live != nil && in.Live.State == auth.LiveInactive {
+		problems = append(problems, "the server no longer accepts the token of API key "+text.Safe(in.Label)+
+			"; log in again with: shipkey login "+text.ShellQuote(in.Label))
+	}
+	if len(problems) == 0 {
+		return nil
+	}
+	return &exitError{code: exitFailure, err: errors.New(strings.Join(problems, "; "))}
+}
+
+// unverifiableWhy says why a token that was never checked cannot be.
+func unverifiableWhy(d *auth.Decoded) string {
+	if d.Format == auth.FormatOpaque {
+		return "an opaque token has no signature a client can check"
+	}
+	return "see Signature above"
+}
+
+// inspectToken finds the token to inspect: the argument, stdin for "-", or
+// the resolved key's current access token (recording its label in in).
+func inspectToken(opts *inspectOptions, in *inspection) (string, error) {
+	switch opts.Token {
+	case "-":
+		line, err := opts.IO.ReadLine()
+		if errors.Is(err, io.EOF) || strings.TrimSpace(line) == "" {
+			return "", usageErrorf("no token on stdin")
+		}
+		if err != nil {
+			return "", fmt.Errorf("reading the token from stdin: %w", err)
+		}
+		return text.BearerToken(line), nil
+	case "":
+		st, err := opts.Store()
+		if err != nil {
+			return "", err
+		}
+		var ts *auth.TokenSet
+		key := store.Key{Label: opts.Key}
+		teamKey := false
+		if opts.TeamCurrent != nil {
+			ts, teamKey, err = opts.TeamCurrent(st, opts.Key)
+		}
+		if !teamKey && err == nil {
+			if key, err = resolveKey(st, opts.Key); err == nil {
+				ts, err = st.Current(key.Label)
+			}
+		}
+		if err != nil {
+			return "", err
+		}
+		if ts == nil || ts.AccessToken == "" {
+			return "", fmt.Errorf("API key %s has no token: %w; run: shipkey login %s",
+				text.Safe(key.Label), store.ErrLoginNeeded, text.ShellQuote(key.Label))
+		}
+		in.Label = key.Label
+		if skew, bad := ts.Skew(); bad {
+			in.Skew = skew
+		}
+		return ts.AccessToken, nil
+	default:
+		return text.BearerToken(opts.Token), nil
+	}
+}
+
+// writeInspection prints the human form. Claim names and displays come
+// sanitized from auth.Decode; everything else untrusted is sanitized here.
+func writeInspection(w io.Writer, in inspection, verifyAsked bool, now time.Time) error {
+	d := in.Decoded
+	if in.Label != "" {
+		fmt.Fprintf(w, "Key:       %s\n", text.Safe(in.Label))
+	}
+	if d.Format == auth.FormatOpaque {
+		fmt.Fprintln(w, "Token:     opaque (not a JWT; there are no claims to decode)")
+	} else {
+		kind := "JWT"
+		if d.Typ != "" {
+			kind += ", " + d.Typ + " token"
+		}
+		fmt.Fprintf(w, "Token:     %s\n", kind)
+		if !d.ExpiresAt.IsZero() {
+			state := "valid"
+			if !now.Before(d.ExpiresAt) {
+				state = "expired"
+			}
+			fmt.Fprintf(w, "Expiry:    %s (%s)\n", state, text.Relative(d.ExpiresAt, now))
+		}
+		if in.Skew != 0 {
+			fmt.Fprintf(w, "Clock:     exp and expires_in disagree by %s: this machine's clock or the server's is off\n", in.Skew.Round(time.Second))
+		}
+		for _, f := range d.FutureTimes(now) {
+			fmt.Fprintf(w, "Clock:     %s\n", f.Warning())
+		}
+		fmt.Fprintln(w)
+		writeClaims(w, "Header", d.Header)
+		fmt.Fprintln(w)
+		writeClaims(w, "Payload", d.Payload)
+		fmt.Fprintln(w)
+		fmt.Fprintf(w, "Signature: %s\n", signatureLine(d, in.Verified, verifyAsked))
+	}
+	if in.Live != nil {
+		fmt.Fprintf(w, "Server:    %s\n", livenessLine(d, *in.Live, now))
+	}
+	return nil
+}
+
+func writeClaims(w io.Writer, title string, claims []auth.Claim) {
+	fmt.Fprintln(w, title)
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	for _, c := range claims {
+		value := c.Display
+		if value == "" && len(c.Items) > 0 {
+			value = strings.Join(c.Items, ", ")
+		}
+		fmt.Fprintf(tw, "  %s\t%s\n", text.Safe(c.Name), text.Safe(value))
+	}
+	tw.Flush()
+}
+
+func signatureLine(d *auth.Decoded, v *auth.Verification, asked bool) string {
+	switch {
+	case v != nil:
+		line := v.State.String()
+		if v.State == auth.SigVerified && v.KeyID != "" {
+			line += " (key " + text.Safe(v.KeyID) + ")"
+		}
+		if v.Reason != "" {
+			line += ": " + text.Safe(v.Reason)
+		}
+		return line
+	case d.SymmetricSigned:
+		return "not verified: HMAC-signed (" + text.Safe(d.Alg) + "): a client cannot check it"
+	case asked:
+		return "not verified"
+	default:
+		return "not checked (pass --verify)"
+	}
+}
+
+// livenessLine is the server's verdict in one flat sentence: the reason,
+// and the server's words, after a colon.
+func livenessLine(d *auth.Decoded, l auth.Liveness, now time.Time) string {
+	reason := ""
+	if detail := l.Detail(); detail != "" {
+		reason = ": " + text.Safe(detail)
+	}
+	switch l.State {
+	case auth.LiveActive:
+		return "the server accepts this token (" + text.Safe(l.Via) + ")"
+	case auth.LiveInactive:
+		if d.Format == auth.FormatJWT && now.Before(d.ExpiresAt) {
+			return "valid until " + text.Stamp(d.ExpiresAt) +
+				", but the server no longer accepts it" + reason
+		}
+		return "the server no longer accepts this token" + reason
+	default:
+		return "cannot tell whether the server accepts it" + reason
+	}
+}
+
+// inspectionJSON is `inspect --json`.
+type inspectionJSON struct {
+	Format    string         `json:"format"`
+	Key       string         `json:"key,omitempty"`
+	Header    map[string]any `json:"header,omitempty"`
+	Payload   any            `json:"payload,omitempty"`
+	ExpiresAt *string        `json:"expires_at,omitempty"`
+	Signature *signatureJSON `json:"signature,omitempty"`
+	Liveness  *livenessJSON  `json:"liveness,omitempty"`
+	// ClockSkewSeconds is exp minus obtained-at + expires_in, when over a minute.
+	ClockSkewSeconds int64 `json:"clock_skew_seconds,omitempty"`
+}
+
+type signatureJSON struct {
+	State  string `json:"state"`
+	Reason string `json:"reason,omitempty"`
+	KeyID  string `json:"key_id,omitempty"`
+	Issuer string `json:"issuer,omitempty"`
+}
+
+type livenessJSON struct {
+	State  string `json:"state"`
+	Via    string `json:"via,omitempty"`
+	Reason string `json:"reason,omitempty"`
+}
+
+func writeInspectionJSON(w io.Writer, in inspection, verifyAsked bool) error {
+	d := in.Decoded
+	out := inspectionJSON{Format: "opaque", Key: in.Label, ClockSkewSeconds: int64(in.Skew / time.Second)}
+	if d.Format == auth.FormatJWT {
+		out.Format = "jwt"
+		out.Header = make(map[string]any, len(d.Header))
+		for _, c := range d.Header {
+			out.Header[c.Name] = sanitizeJSON(c.Value)
+		}
+		out.Payload = sanitizeJSON(map[string]any(d.Raw))
+		out.ExpiresAt = rfc3339OrNil(d.ExpiresAt)
+		switch {
+		case in.Verified != nil:
+			out.Signature = &signatureJSON{State: in.Verified.State.String(), Reason: text.Safe(in.Verified.Reason),
+				KeyID: text.Safe(in.Verified.KeyID), Issuer: text.Safe(in.Verified.Issuer)}
+		case verifyAsked || d.SymmetricSigned:
+			out.Signature = &signatureJSON{State: auth.SigNotChecked.String()}
+		}
+	}
+	if in.Live != nil {
+		out.Liveness = &livenessJSON{State: in.Live.State.String(), Via: text.Safe(in.Live.Via), Reason: text.Safe(in.Live.Reason)}
+	}
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	return enc.Encode(out)
+}
+
+// sanitizeJSON returns v with every string and object key passed through
+// auth.Sanitize, so untrusted claims cannot carry terminal controls.
+func sanitizeJSON(v any) any {
+	switch x := v.(type) {
+	case string:
+		return text.Safe(x)
+	case map[string]any:
+		m := make(map[string]any, len(x))
+		for k, e := range x {
+			m[text.Safe(k)] = sanitizeJSON(e)
+		}
+		return m
+	case []any:
+		l := make([]any, len(x))
+		for i, e := range x {
+			l[i] = sanitizeJSON(e)
+		}
+		return l
+	default:
+		return v
+	}
+}
+
+// inspectVerify checks the token's signature: against the key set of
+// --jwks, else against the keys of the realm that issued it (one of the
+// store's connections).
+func inspectVerify(ctx context.Context, opts *inspectOptions, token string) (auth.Verification, error) {
+	client, err := opts.Auth()
+	if err != nil {
+		return auth.Verification{}, err
+	}
+	if opts.JWKS != "" {
+		ks, err := loadKeySet(ctx, client, opts.JWKS)
+		if err != nil {
+			return auth.Verification{}, err
+		}
+		return client.VerifyWithKeySet(token, ks), nil
+	}
+	st, err := opts.Store()
+	if err != nil {
+		return auth.Verification{}, err
+	}
+	v := client.Verify(ctx, st.Connections(), token)
+	if v.KeysUnavailable {
+		v.Reason += "; to check it against a key set you have, pass --jwks FILE|URL"
+	}
+	return v, nil
+}
+
+// loadKeySet reads the key set named by --jwks: an http(s) URL, else a file.
+func loadKeySet(ctx context.Context, client *auth.Client, src string) (auth.KeySet, error) {
+	if strings.HasPrefix(src, "https://") || strings.HasPrefix(src, "http://") {
+		ks, err := client.FetchKeySet(ctx, src)
+		if err != nil {
+			return auth.KeySet{}, fmt.Errorf("--jwks: %w", err)
+		}
+		return ks, nil
+	}
+	data, err := os.ReadFile(src)
+	if err != nil {
+		return auth.KeySet{}, fmt.Errorf("--jwks %s: %w", text.Safe(src), unwrapExecError(err))
+	}
+	ks, err := auth.ParseKeySet(data)
+	if err != nil {
+		return auth.KeySet{}, fmt.Errorf("--jwks %s: %w", text.Safe(src), err)
+	}
+	return ks, nil
+}
+
+// labelHint says, when the opaque "token" given is a key's label, how to
+// inspect that key's token instead (a person types inspect prod for inspect
+// --key prod).
+func labelHint(opts *inspectOptions) {
+	st, err := opts.Store()
+	if err != nil {
+		return
+	}
+	if _, err := st.Key(opts.Token); err == nil {
+		fmt.Fprintf(opts.IO.ErrOut, "shipkey: %s is also the label of a key; to inspect its token: shipkey inspect --key %s\n",
+			text.ShellQuote(opts.Token), text.ShellQuote(opts.Token))
+	}
+}

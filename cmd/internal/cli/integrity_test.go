@@ -1,0 +1,306 @@
+//go:build unix
+
+package cli
+
+import (
+	"bytes"
+	"io/fs"
+	"math/rand/v2"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/shipkey/shipkey/auth/authtest"
+)
+
+// The real binary against damaged and crashed stores: a fault while bbolt
+// reads a truncated state.db is a SIGBUS, which only a separate process can
+// show, and kill -9 is only real for a process.
+
+// integrityRig is one store and one realm for the binary.
+type integrityRig struct {
+	t        *testing.T
+	bin      string
+	srv      *authtest.Server
+	env      []string
+	cfgDir   string
+	stateDir string
+}
+
+const (
+	rigPassword     = "integrity-password-41c9"
+	rigClientSecret = "integrity-secret-7d02"
+)
+
+func newIntegrityRig(t *testing.T, backend string) *integrityRig {
+	t.Helper()
+	srv := authtest.NewServer(authtest.Config{
+		Users:      []authtest.User{{Username: "alice", Password: rigPassword}},
+		Clients:    []authtest.Client{{ID: "shipping-api", Secret: rigClientSecret}},
+		AccessTTL:  time.Hour,
+		RefreshTTL: 2 * time.Hour,
+	})
+	t.Cleanup(srv.Close)
+	dir := t.TempDir()
+	r := &integrityRig{
+		t: t, bin: buildShipkey(t), srv: srv,
+		cfgDir: filepath.Join(dir, "config"), stateDir: filepath.Join(dir, "state"),
+	}
+	r.env = []string{
+		"PATH=" + os.Getenv("PATH"),
+		"HOME=" + filepath.Join(dir, "home"),
+		"XDG_RUNTIME_DIR=" + filepath.Join(dir, "run"),
+		"SHIPKEY_CONFIG_DIR=" + r.cfgDir,
+		"SHIPKEY_STATE_DIR=" + r.stateDir,
+		"SHIPKEY_SECRETS=" + backend,
+		"SHIPKEY_PASSPHRASE=integrity-passphrase",
+		"SHIPKEY_CLIENT_SECRET=" + rigClientSecret,
+		"SHIPKEY_PASSWORD=" + rigPassword,
+	}
+	if err := os.MkdirAll(filepath.Join(dir, "run"), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _, _, _ = r.run("lock") })
+	return r
+}
+
+func (r *integrityRig) command(args ...string) *exec.Cmd {
+	cmd := exec.Command(r.bin, args...)
+	cmd.Env = r.env
+	return cmd
+}
+
+// run runs shipkey and returns stdout, stderr and the exit code.
+func (r *integrityRig) run(args ...string) (string, string, int) {
+	cmd := r.command(args...)
+	var o, e bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &o, &e
+	done := make(chan error, 1)
+	if err := cmd.Start(); err != nil {
+		r.t.Fatal(err)
+	}
+	go func() { done <- cmd.Wait() }()
+	select {
+	case <-done:
+	case <-time.After(60 * time.Second):
+		_ = cmd.Process.Kill()
+		<-done
+		r.t.Fatalf("shipkey %v did not finish", args)
+	}
+	return o.String(), e.String(), cmd.ProcessState.ExitCode()
+}
+
+func (r *integrityRig) newKey(label string) {
+	r.t.Helper()
+	if _, stderr, code := r.run("keys", "new", "--label", label, "--auth-url", r.srv.URL(), "--client-id", "shipping-api", "--username", "alice"); code != 0 {
+		r.t.Fatalf("keys new %s: exit %d: %s", label, code, stderr)
+	}
+}
+
+// noCrashDump fails when stderr shows a Go crash or more than one line.
+func noCrashDump(t *testing.T, what, stderr string) {
+	t.Helper()
+	for _, bad := range []string{"goroutine ", "SIGBUS", "panic", "runtime."} {
+		if strings.Contains(stderr, bad) {
+			t.Fatalf("%s: a crash dump:\n%s", what, stderr)
+		}
+	}
+}
+
+// TestTruncatedStateDBBinary: every command on a truncated state.db (the
+// audit's 8192 and 12288 bytes of a 32 KiB file, and every other page
+// boundary) works, says once that the file was damaged and set aside, and
+// token and status agree.
+func TestTruncatedStateDBBinary(t *testing.T) {
+	t.Parallel()
+	r := newIntegrityRig(t, "plaintext")
+	r.newKey("k")
+	r.newKey("other")
+	tok, stderr, code := r.run("token", "k")
+	if code != 0 {
+		t.Fatalf("token: %d %s", code, stderr)
+	}
+	dbPath := filepath.Join(r.stateDir, "state.db")
+	whole, err := os.ReadFile(dbPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cuts := []int{8192, 12288}
+	for off := 4096; off < len(whole); off += 4096 {
+		if off != 8192 && off != 12288 {
+			cuts = append(cuts, off)
+		}
+	}
+	for i, cut := range cuts {
+		if err := os.WriteFile(dbPath, whole[:cut], 0o600); err != nil {
+			t.Fatal(err)
+		}
+		cmds := [][]string{{"token", "k"}, {"status"}, {"keys", "list"}}
+		// Every command, each on a freshly cut file.
+		first := cmds[i%len(cmds)]
+		out, stderr, code := r.run(first...)
+		what := strings.Join(first, " ") + " on state.db cut at " + strconv.Itoa(cut)
+		noCrashDump(t, what, stderr)
+		if code != 0 {
+			t.Fatalf("%s: exit %d: %s", what, code, stderr)
+		}
+		if n := strings.Count(stderr, "was damaged"); n > 1 || strings.Count(stderr, "\n") > 1 {
+			t.Fatalf("%s: not one line: %q", what, stderr)
+		}
+		if first[0] == "token" && out != tok {
+			t.Fatalf("%s: another token", what)
+		}
+		// status and token agree afterwards.
+		if _, stderr, code := r.run("status", "k"); code != 0 {
+			t.Fatalf("%s: status then: exit %d: %s", what, code, stderr)
+		}
+		if out, stderr, code := r.run("token", "k"); code != 0 || out != tok {
+			t.Fatalf("%s: token then: exit %d: %s", what, code, stderr)
+		}
+	}
+	if aside, _ := filepath.Glob(dbPath + ".damaged-*"); len(aside) == 0 {
+		t.Fatal("no damaged state.db was set aside")
+	}
+}
+
+// TestKillNineLeavesNothingBehind kills `keys new`, `keys rm` and `token` at
+// random instants; after the next holder of the store lock (a plain
+// `shipkey token`, once what was left is older than the sweep's age) there is
+// no orphaned secret file and no temporary file, and the store opens.
+func TestKillNineLeavesNothingBehind(t *testing.T) {
+	t.Parallel()
+	for _, backend := range []string{"plaintext", "file"} {
+		t.Run(backend, func(t *testing.T) {
+			t.Parallel()
+			r := newIntegrityRig(t, backend)
+			r.newKey("k")
+			rng := rand.New(rand.NewPCG(9, uint64(len(backend))))
+			const rounds = 12
+			for i := range rounds {
+				for _, args := range [][]string{
+					{"keys", "new", "--label", "n" + strconv.Itoa(i), "--auth-url", r.srv.URL(), "--client-id", "shipping-api", "--username", "alice"},
+					{"keys", "rm", "--yes", "n" + strconv.Itoa(i-1)},
+					{"token", "k"},
+				} {
+					cmd := r.command(args...)
+					if err := cmd.Start(); err != nil {
+						t.Fatal(err)
+					}
+					time.Sleep(time.Duration(rng.IntN(120)) * time.Millisecond)
+					_ = cmd.Process.Signal(syscall.SIGKILL)
+					_ = cmd.Wait()
+				}
+			}
+			// Beside whatever the kills left, exactly what a kill in the
+			// worst window leaves: a `keys new` killed after its secret file
+			// and before config.toml, and a write killed before its rename.
+			secretsDir := filepath.Join(r.stateDir, map[string]string{"plaintext": "plaintext.d", "file": "secrets.d"}[backend])
+			ext := map[string]string{"plaintext": ".json", "file": ".age"}[backend]
+			entries, err := os.ReadDir(secretsDir)
+			if err != nil || len(entries) == 0 {
+				t.Fatalf("no secret files: %v", err)
+			}
+			data, err := os.ReadFile(filepath.Join(secretsDir, entries[0].Name()))
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, name := range []string{"00000000deadbeef" + ext, ".00000000deadbeef" + ext + ".tmp-424242"} {
+				if err := os.WriteFile(filepath.Join(secretsDir, name), data, 0o600); err != nil {
+					t.Fatal(err)
+				}
+			}
+			// What the kills left is older than the sweep's age now.
+			old := time.Now().Add(-5 * time.Minute)
+			for _, root := range []string{r.cfgDir, r.stateDir} {
+				_ = filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
+					if err == nil {
+						_ = os.Chtimes(p, old, old)
+					}
+					return nil
+				})
+			}
+			if _, stderr, code := r.run("token", "k"); code != 0 {
+				t.Fatalf("token after the kills: exit %d: %s", code, stderr)
+			}
+			cfg, err := os.ReadFile(filepath.Join(r.cfgDir, "config.toml"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			ids := map[string]bool{}
+			for _, m := range regexp.MustCompile(`(?m)^id\s*=\s*['"]([^'"]+)['"]`).FindAllStringSubmatch(string(cfg), -1) {
+				ids[m[1]] = true
+			}
+			if len(ids) == 0 {
+				t.Fatalf("no key ids in config.toml:\n%s", cfg)
+			}
+			for _, root := range []string{r.cfgDir, r.stateDir} {
+				_ = filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
+					if err != nil || d.IsDir() {
+						return nil
+					}
+					name := d.Name()
+					if strings.Contains(name, ".tmp-") {
+						t.Errorf("temporary file left: %s", p)
+					}
+					if dir := filepath.Base(filepath.Dir(p)); dir == "secrets.d" || dir == "plaintext.d" {
+						id := strings.TrimSuffix(strings.TrimSuffix(name, ".age"), ".json")
+						if !ids[id] {
+							t.Errorf("orphaned secret file: %s", p)
+						}
+					}
+					return nil
+				})
+			}
+			if _, stderr, code := r.run("keys", "list"); code != 0 {
+				t.Fatalf("keys list after the kills: exit %d: %s", code, stderr)
+			}
+		})
+	}
+}
+
+// TestForeignStoreBinary: shipkey run as root on a store that belongs to
+// another user (sudo -E) refuses it in one line naming the owner and the
+// file, and leaves no root-owned file behind.
+func TestForeignStoreBinary(t *testing.T) {
+	t.Parallel()
+	if os.Geteuid() != 0 {
+		if os.Getenv("CI") == "true" {
+			t.Fatal("this test needs root (CI runs as root)")
+		}
+		t.Skip("needs root to give the store to another user")
+	}
+	r := newIntegrityRig(t, "plaintext")
+	r.newKey("k")
+	for _, dir := range []string{r.cfgDir, r.stateDir} {
+		if out, err := exec.Command("chown", "-R", "65534:65534", dir).CombinedOutput(); err != nil {
+			t.Fatalf("chown: %v %s", err, out)
+		}
+	}
+	for _, args := range [][]string{{"token", "k"}, {"keys", "list"}, {"status"},
+		{"keys", "new", "--label", "x", "--auth-url", r.srv.URL(), "--client-id", "shipping-api", "--username", "alice"}} {
+		_, stderr, code := r.run(args...)
+		noCrashDump(t, args[0], stderr)
+		if code != 1 || !strings.Contains(stderr, "belongs to") || !strings.Contains(stderr, "uid 65534") || strings.Count(stderr, "\n") != 1 {
+			t.Fatalf("%v on another user's store: exit %d: %q", args, code, stderr)
+		}
+	}
+	for _, root := range []string{r.cfgDir, r.stateDir} {
+		_ = filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
+			if err != nil {
+				return nil
+			}
+			if fi, err := d.Info(); err == nil {
+				if st, ok := fi.Sys().(*syscall.Stat_t); ok && st.Uid != 65534 {
+					t.Errorf("%s is owned by uid %d", p, st.Uid)
+				}
+			}
+			return nil
+		})
+	}
+}

@@ -1,0 +1,204 @@
+package cli
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"strings"
+
+	"github.com/spf13/cobra"
+
+	"github.com/shipkey/shipkey/store/team"
+)
+
+// run is the whole program: it parses os.Args, runs the command and returns
+// the exit code.
+func run() int {
+	return runWith(os.Args[1:], systemIO(), os.Getenv)
+}
+
+// runWith runs shipkey with explicit arguments, streams and environment.
+func runWith(args []string, ios *iostreams, getenv func(string) string) int {
+	ctx, stop := notifyContext(context.Background())
+	defer stop()
+
+	f := newFactory(ios, getenv)
+	f.Args = args
+	defer f.Close()
+
+	root := newCmdRoot(f, onlyCommand(args))
+	if args == nil {
+		args = []string{}
+	}
+	root.SetArgs(args)
+	root.SetIn(ios.In)
+	root.SetOut(ios.Out)
+	root.SetErr(ios.ErrOut)
+
+	err := root.ExecuteContext(ctx)
+	if err == nil {
+		return exitOK
+	}
+	if !silent(err) {
+		fmt.Fprintln(ios.ErrOut, errorLine(err))
+	}
+	return exitCode(err)
+}
+
+// newCmdRoot builds the command tree: every command, or only the one named
+// (onlyCommand).
+func newCmdRoot(f *factory, only string) *cobra.Command {
+	root := &cobra.Command{
+		Use:   "shipkey",
+		Short: "Manage OAuth 2.0 tokens and API keys for the Shipping Service API",
+		Long: `shipkey gets API keys for the Shipping Service API (OAuth 2.0 password grant
+against its Keycloak realm), keeps their secrets in the OS keyring or an
+encrypted file, and hands out fresh access tokens to scripts.
+
+Run it without arguments in a terminal for the interactive app.
+
+Environment:
+  SHIPKEY_KEY            label of the key to use when none is given
+  SHIPKEY_CLIENT_SECRET  client secret for "keys new" (else a hidden prompt)
+  SHIPKEY_PASSWORD       password for "keys new" and "login" (else --password-stdin or a prompt)
+  SHIPKEY_SECRETS        secrets backend: auto, keyring, file, plaintext
+  SHIPKEY_PASSPHRASE     passphrase of the encrypted secrets files
+  SHIPKEY_UNLOCK_TIMEOUT how long an unlock lasts without use (default 10m; 0 = this process only)
+  SHIPKEY_UNLOCK_MECH    where the unlocked key is kept: auto, kernel, agent, none
+  SHIPKEY_CONFIG_DIR     where config.toml lives
+  SHIPKEY_STATE_DIR      where state.db, locks and the encrypted secrets live
+  SHIPKEY_CA_FILE        PEM bundle of extra CA roots for a private CA
+
+Exit codes: 0 success, 1 failure, 2 usage error, 3 login needed; exec exits
+with its command's code. See each command's help for its own.`,
+		Args:          usageArgs(cobra.NoArgs),
+		SilenceErrors: true,
+		SilenceUsage:  true,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if !f.IO.IsInteractive() {
+				fmt.Fprint(f.IO.ErrOut, cmd.UsageString())
+				return usageErrorf("not a terminal: run a command (see above), or run shipkey in a terminal for the interactive app")
+			}
+			// One read of the store before the first frame; tui.Run ends
+			// ReadOnce once the first key list is read.
+			st, err := f.readingStore()
+			if err != nil {
+				return err
+			}
+			// The team engine only on a machine that joined a team (in
+			// cmd/shipkey this hands the app to shipkey-team, so before
+			// anything is asked).
+			var eng team.Engine
+			if teams, err := st.Teams(); err != nil {
+				return err
+			} else if len(teams) > 0 {
+				if eng, err = f.Team(); err != nil {
+					return err
+				}
+			}
+			client, err := f.Auth()
+			if err != nil {
+				return err
+			}
+			// Ask for the passphrase and say any keyring fallback now, while
+			// the terminal is still a terminal.
+			if err := st.Unlock(); err != nil {
+				return err
+			}
+			return runTUI(cmd.Context(), uiOptions{Store: st, Auth: client, Now: f.Now, Diag: f.Diag, Team: eng})
+		},
+	}
+	root.PersistentFlags().BoolVar(&f.Debug, "debug", false, "log HTTP requests to stderr (secrets redacted)")
+	root.PersistentFlags().DurationVar(&f.Timeout, "timeout", 0, "bound each request to the server, e.g. 45s (default 30s; also "+EnvTimeout+" or timeout in config.toml)")
+	root.SetFlagErrorFunc(func(cmd *cobra.Command, err error) error {
+		return &usageError{fmt.Errorf("%w (see: %s --help)", err, cmd.CommandPath())}
+	})
+	root.CompletionOptions.HiddenDefaultCmd = false
+
+	for _, c := range subcommands {
+		if only == "" || c.name == only {
+			root.AddCommand(c.build(f))
+		}
+	}
+	return root
+}
+
+// subcommands are shipkey's commands, by name, built on demand.
+var subcommands = []struct {
+	name  string
+	build func(*factory) *cobra.Command
+}{
+	{"keys", newCmdKeys},
+	{"team", newCmdTeam},
+	{"login", func(f *factory) *cobra.Command { return newCmdLogin(f, nil) }},
+	{"token", func(f *factory) *cobra.Command { return newCmdToken(f, false, nil) }},
+	{"header", func(f *factory) *cobra.Command { return newCmdToken(f, true, nil) }},
+	{"exec", func(f *factory) *cobra.Command { return newCmdExec(f, nil) }},
+	{"status", func(f *factory) *cobra.Command { return newCmdStatus(f, nil) }},
+	{"inspect", func(f *factory) *cobra.Command { return newCmdInspect(f, nil) }},
+	{"logout", func(f *factory) *cobra.Command { return newCmdLogout(f, nil) }},
+	{"demo", func(f *factory) *cobra.Command { return newCmdDemo(f, nil) }},
+	{"version", newCmdVersion},
+	{"unlock", newCmdUnlock},
+	{"lock", newCmdLock},
+	{"agent", newCmdAgent},
+	{"serve", func(f *factory) *cobra.Command { return newCmdServe(f, nil) }},
+}
+
+// onlyCommand is the one command a command line runs when its first
+// argument names it: a call such as `shipkey token` then builds that command
+// alone, not the whole tree (help, completion and anything else get it all).
+func onlyCommand(args []string) string {
+	if len(args) == 0 {
+		return ""
+	}
+	for _, c := range subcommands {
+		if c.name == args[0] {
+			return c.name
+		}
+	}
+	return ""
+}
+
+// usageArgs wraps an argument validator so its errors are usage errors.
+func usageArgs(v cobra.PositionalArgs) cobra.PositionalArgs {
+	return func(cmd *cobra.Command, args []string) error {
+		if err := v(cmd, args); err != nil {
+			if cmd.HasSubCommands() && len(args) > 0 {
+				return usageErrorf("unknown command %q for %q (see: %s --help)", args[0], cmd.CommandPath(), cmd.CommandPath())
+			}
+			return &usageError{fmt.Errorf("%w (see: %s --help)", err, cmd.CommandPath())}
+		}
+		return nil
+	}
+}
+
+// groupCommand makes cmd a pure group: help without arguments, a usage error
+// for an unknown subcommand.
+func groupCommand(cmd *cobra.Command) *cobra.Command {
+	cmd.Args = usageArgs(cobra.NoArgs)
+	cmd.RunE = func(c *cobra.Command, args []string) error {
+		return c.Help()
+	}
+	return cmd
+}
+
+// labelArg returns the optional label argument, or "".
+func labelArg(args []string) string {
+	if len(args) > 0 {
+		return args[0]
+	}
+	return ""
+}
+
+// missingFlags returns "--name" for each named flag that is empty.
+func missingFlags(cmd *cobra.Command, names ...string) []string {
+	var missing []string
+	for _, n := range names {
+		fl := cmd.Flags().Lookup(n)
+		if fl == nil || strings.TrimSpace(fl.Value.String()) == "" {
+			missing = append(missing, "--"+n)
+		}
+	}
+	return missing
+}

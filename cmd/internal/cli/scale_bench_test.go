@@ -1,0 +1,106 @@
+//go:build unix
+
+package cli
+
+import (
+	"bytes"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/shipkey/shipkey/store/storetest"
+)
+
+// BenchmarkScale execs the built binary against stores of 1, 1k, 10k and
+// 100k keys (store/storetest, generated through store.Import and cached
+// under os.TempDir, so only the first run pays for generating 100k keys):
+//
+//   - token: `shipkey token LABEL` of a key in the middle, with a cached
+//     valid token and Last Used written (the file backend, its identity
+//     from the kernel keyring cache after one warm-up call);
+//   - keys-list, keys-list-json, status: `shipkey keys list [--json]`,
+//     `shipkey status`, one key at a time from the index (memory flat).
+//
+// It reports the peak RSS of one such process (maxrss-MB, by /usr/bin/time). Run one size:
+//
+//	go test ./cmd/shipkey -run '^$' -bench 'Scale/token/keys=100000$' -benchtime 20x
+func BenchmarkScale(b *testing.B) {
+	bin := buildBinary(b)
+	home := b.TempDir()
+	base := append(os.Environ(),
+		"HOME="+home, "XDG_CONFIG_HOME="+filepath.Join(home, ".config"), "XDG_STATE_HOME="+filepath.Join(home, ".state"),
+		"XDG_RUNTIME_DIR="+filepath.Join(home, "run"), "SHIPKEY_CA_FILE=", "NO_COLOR=1")
+	for _, cmd := range []string{"token", "keys-list", "keys-list-json", "status"} {
+		for _, n := range []int{1, 1000, 10000, 100000} {
+			b.Run(fmt.Sprintf("%s/keys=%d", cmd, n), func(b *testing.B) {
+				st := storetest.Populate(b, n, "file")
+				b.Cleanup(func() { forgetIdentityCache(filepath.Join(st.StateDir, "secrets.key.age")) })
+				env := append(append([]string{}, base...), st.Env()...)
+				args := map[string][]string{
+					"token":          {"token", storetest.Label(n / 2)},
+					"keys-list":      {"keys", "list"},
+					"keys-list-json": {"keys", "list", "--json"},
+					"status":         {"status"},
+				}[cmd]
+				execShipkey(b, bin, env, args) // warm-up: the identity's one scrypt, page cache
+				for b.Loop() {
+					execShipkey(b, bin, env, args)
+				}
+				if kib := peakRSS(b, bin, env, args); kib > 0 {
+					b.ReportMetric(float64(kib)/1024, "maxrss-MB")
+				}
+			})
+		}
+	}
+}
+
+// buildBinary builds shipkey once per benchmark.
+func buildBinary(b *testing.B) string {
+	b.Helper()
+	gobin, err := exec.LookPath("go")
+	if err != nil {
+		b.Skip("no go command")
+	}
+	bin := filepath.Join(b.TempDir(), "shipkey")
+	if out, err := exec.Command(gobin, "build", "-o", bin, shipkeyPkg).CombinedOutput(); err != nil {
+		b.Fatalf("go build: %v\n%s", err, out)
+	}
+	return bin
+}
+
+// execShipkey runs the binary once.
+func execShipkey(b *testing.B, bin string, env, args []string) {
+	var out, errOut bytes.Buffer
+	cmd := exec.Command(bin, args...)
+	cmd.Env, cmd.Stdout, cmd.Stderr = env, &out, &errOut
+	if err := cmd.Run(); err != nil || out.Len() == 0 {
+		b.Fatalf("shipkey %s: %v: %s", strings.Join(args, " "), err, errOut.String())
+	}
+}
+
+// peakRSS runs the binary once under /usr/bin/time and returns its peak
+// RSS in KiB (0 without GNU time). The rusage of a child that Go starts
+// directly is no use: Go starts it with vfork, and Linux carries the
+// parent's high-water mark (this benchmark's, after generating a store)
+// across the exec.
+func peakRSS(b *testing.B, bin string, env, args []string) int64 {
+	if _, err := os.Stat("/usr/bin/time"); err != nil {
+		return 0
+	}
+	outFile := filepath.Join(b.TempDir(), "rss")
+	cmd := exec.Command("/usr/bin/time", append([]string{"-f", "%M", "-o", outFile, bin}, args...)...)
+	cmd.Env = env
+	if out, err := cmd.CombinedOutput(); err != nil {
+		b.Fatalf("time shipkey: %v: %s", err, out)
+	}
+	data, err := os.ReadFile(outFile)
+	if err != nil {
+		return 0
+	}
+	kib, _ := strconv.ParseInt(strings.TrimSpace(string(data)), 10, 64)
+	return kib
+}

@@ -1,0 +1,245 @@
+package cli
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/shipkey/shipkey/auth"
+	"github.com/shipkey/shipkey/internal/text"
+	"github.com/shipkey/shipkey/store"
+	"github.com/spf13/cobra"
+)
+
+// serveOptions hands out tokens over a unix socket.
+type serveOptions struct {
+	IO      *iostreams
+	Store   func() (*store.Store, error)
+	Secrets *secretSet
+
+	Socket string   // --socket: the unix socket's path
+	Keys   []string // --key: the labels served (all when empty)
+}
+
+func newCmdServe(f *factory, runF func(context.Context, *serveOptions) error) *cobra.Command {
+	opts := &serveOptions{IO: f.IO, Store: f.Store, Secrets: f.Secrets}
+	cmd := &cobra.Command{
+		Use:   "serve --socket PATH [--key LABEL]...",
+		Short: "Hand out tokens over a unix socket to local services and containers",
+		Long: `Serve the keys' access tokens over HTTP on a unix socket, for services and
+containers that should hold neither the client secret nor shipkey's store:
+
+  GET /v1/token/LABEL?min_valid=60   the "shipkey token --json" body
+
+  curl --unix-socket PATH http://shipkey/v1/token/LABEL
+
+min_valid is in seconds (or a duration such as 5m): the token is renewed first
+when it would expire sooner. Tokens come from the store's one lifecycle: many
+clients asking at once after expiry cause one refresh.
+
+The socket is created mode 0600 in a directory only you can open (made 0700
+when missing; one open to others is refused). Connections from another user
+are refused (SO_PEERCRED), whatever the file modes. It never listens on TCP.
+Only the keys named with --key are served (all keys when none is named).
+SIGINT or SIGTERM stops it and removes the socket.
+
+Answers: 200 with the token; 400 bad min_valid; 401 the key needs a login
+(shipkey login); 403 a key not served; 404 no such key; 502 the server
+refused or could not be reached.`,
+		Example: `  shipkey serve --socket "$XDG_RUNTIME_DIR/shipkey/token.sock" --key prod
+  curl -s --unix-socket "$XDG_RUNTIME_DIR/shipkey/token.sock" http://shipkey/v1/token/prod`,
+		Args: usageArgs(cobra.NoArgs),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if opts.Socket == "" {
+				return usageErrorf("name the socket: --socket PATH (see: %s --help)", cmd.CommandPath())
+			}
+			if runF != nil {
+				return runF(cmd.Context(), opts)
+			}
+			return serveRun(cmd.Context(), opts)
+		},
+	}
+	cmd.Flags().StringVar(&opts.Socket, "socket", "", "path of the unix socket to create")
+	cmd.Flags().StringArrayVar(&opts.Keys, "key", nil, "serve this key (repeat for more; all keys when none)")
+	_ = cmd.RegisterFlagCompletionFunc("key", completeLabelFlag(f))
+	return cmd
+}
+
+func serveRun(ctx context.Context, opts *serveOptions) error {
+	st, err := opts.Store()
+	if err != nil {
+		return err
+	}
+	// The named keys must exist now, and the backend be unlocked before the
+	// first client waits on a prompt nobody sees.
+	for _, l := range opts.Keys {
+		if _, err := resolveKey(st, l); err != nil {
+			return err
+		}
+	}
+	if err := st.Unlock(); err != nil {
+		return err
+	}
+	ln, err := listenSocket(opts.Socket)
+	if err != nil {
+		return err
+	}
+	srv := &http.Server{
+		Handler:           newTokenHandler(st, opts.Keys, opts.Secrets),
+		ReadHeaderTimeout: 10 * time.Second,
+	}
+	refused := func(uid int) {
+		fmt.Fprintf(opts.IO.ErrOut, "shipkey: serve: refused a connection from uid %d (only uid %d is served)\n", uid, ln.uid)
+	}
+	served := make(chan error, 1)
+	go func() { served <- srv.Serve(&peerListener{ln: ln, refused: refused}) }()
+	what := "all keys"
+	if len(opts.Keys) > 0 {
+		what = "keys " + text.Safe(strings.Join(opts.Keys, ", "))
+	}
+	fmt.Fprintf(opts.IO.ErrOut, "Serving tokens of %s on %s (stop with ctrl+c or SIGTERM)\n", what, text.Safe(opts.Socket))
+
+	select {
+	case err := <-served:
+		ln.remove()
+		return fmt.Errorf("serving on %s: %w", text.Safe(opts.Socket), err)
+	case <-ctx.Done():
+	}
+	shutdown, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+	defer cancel()
+	_ = srv.Shutdown(shutdown)
+	ln.remove()
+	why := "stopped"
+	if sig, ok := stoppedBy(ctx); ok {
+		why = sig.String()
+	}
+	fmt.Fprintf(opts.IO.ErrOut, "Stopped serving tokens (%s); removed %s\n", why, text.Safe(opts.Socket))
+	return nil
+}
+
+// tokenHandler answers GET /v1/token/{label}.
+type tokenHandler struct {
+	st      *store.Store
+	keys    []string // served labels; all when empty
+	secrets *secretSet
+}
+
+func newTokenHandler(st *store.Store, keys []string, secrets *secretSet) http.Handler {
+	h := &tokenHandler{st: st, keys: keys, secrets: secrets}
+	mux := http.NewServeMux()
+	mux.HandleFunc("GET /v1/token/{label}", h.token)
+	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
+		writeServeError(w, http.StatusNotFound, "not_found", "the one path is GET /v1/token/LABEL?min_valid=SECONDS")
+	})
+	return mux
+}
+
+func (h *tokenHandler) token(w http.ResponseWriter, r *http.Request) {
+	label := r.PathValue("label")
+	if len(h.keys) > 0 && !slices.Contains(h.keys, label) {
+		writeServeError(w, http.StatusForbidden, "not_served", fmt.Sprintf("key %s is not served here (serve --key)", text.Safe(label)))
+		return
+	}
+	minValid, err := parseMinValid(r.URL.Query().Get("min_valid"))
+	if err != nil {
+		writeServeError(w, http.StatusBadRequest, "invalid_request", err.Error())
+		return
+	}
+	ts, err := h.st.Token(r.Context(), label, store.TokenOptions{MarkUsed: true, MinValid: minValid})
+	if err != nil {
+		status, code := serveErrorStatus(err)
+		writeServeError(w, status, code, err.Error())
+		return
+	}
+	h.secrets.Add(ts.AccessToken, ts.RefreshToken, ts.IDToken)
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Cache-Control", "no-store")
+	_ = writeJSON(w, newTokenDoc(label, ts))
+}
+
+// parseMinValid reads min_valid: whole seconds, or a duration (5m); empty
+// is zero.
+func parseMinValid(s string) (time.Duration, error) {
+	if s == "" {
+		return 0, nil
+	}
+	d, err := time.ParseDuration(s)
+	if n, nerr := strconv.ParseInt(s, 10, 64); nerr == nil {
+		d, err = time.Duration(n)*time.Second, nil
+	}
+	if err != nil || d < 0 {
+		return 0, fmt.Errorf("min_valid=%s is not a number of seconds (or a duration such as 5m)", text.Safe(s))
+	}
+	return d, nil
+}
+
+// serveErrorStatus maps a token failure to an HTTP status and error code.
+func serveErrorStatus(err error) (int, string) {
+	switch {
+	case errors.Is(err, store.ErrNotFound):
+		return http.StatusNotFound, "no_such_key"
+	case errors.Is(err, store.ErrLoginNeeded) || auth.IsLoginRequired(err):
+		return http.StatusUnauthorized, "login_needed"
+	case auth.KindOf(err) != auth.KindUnknown:
+		return http.StatusBadGateway, "server_error"
+	default:
+		return http.StatusInternalServerError, "internal_error"
+	}
+}
+
+// writeServeError writes {"error","error_description"}; the description is
+// sanitized (it may quote a server's words).
+func writeServeError(w http.ResponseWriter, status int, code, desc string) {
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Cache-Control", "no-store")
+	w.WriteHeader(status)
+	_ = writeJSON(w, map[string]string{"error": code, "error_description": text.Safe(desc)})
+}
+
+// peerListener accepts only connections whose peer runs as the socket's
+// owner; any other is answered 403 and closed.
+type peerListener struct {
+	ln      *socketListener
+	refused func(uid int)
+}
+
+func (l *peerListener) Accept() (net.Conn, error) {
+	for {
+		c, err := l.ln.AcceptUnix()
+		if err != nil {
+			return nil, err
+		}
+		uid, err := peerUID(c)
+		if err == nil && uid == l.ln.uid {
+			return c, nil
+		}
+		if err != nil {
+			uid = -1
+		}
+		l.refused(uid)
+		go refuseConn(c)
+	}
+}
+
+func (l *peerListener) Close() error   { return l.ln.Close() }
+func (l *peerListener) Addr() net.Addr { return l.ln.Addr() }
+
+// refuseConn answers 403 to a peer of another user and closes, after
+// reading what it sent (closing on unread data would reset the connection
+// before the peer reads the answer). Nothing it sent is looked at.
+func refuseConn(c *net.UnixConn) {
+	defer c.Close()
+	_ = c.SetDeadline(time.Now().Add(time.Second))
+	body := `{"error":"forbidden","error_description":"this socket serves only its owner's processes"}` + "\n"
+	_, _ = io.WriteString(c, "HTTP/1.1 403 Forbidden\r\nContent-Type: application/json\r\nConnection: close\r\nContent-Length: "+
+		strconv.Itoa(len(body))+"\r\n\r\n"+body)
+	_ = c.CloseWrite()
+	_, _ = io.Copy(io.Discard, io.LimitReader(c, 64<<10))
+}

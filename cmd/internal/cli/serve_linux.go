@@ -1,0 +1,89 @@
+//go:build linux
+
+package cli
+
+import (
+	"errors"
+	"fmt"
+	"net"
+	"os"
+	"path/filepath"
+	"syscall"
+	"time"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/shipkey/shipkey/internal/text"
+	"github.com/shipkey/shipkey/store/unlock"
+)
+
+// socketListener is the token socket: a unix listener whose file is removed
+// when it is closed.
+type socketListener struct {
+	*net.UnixListener
+	path string
+	uid  int // the only peer uid served
+}
+
+func (l *socketListener) remove() {
+	_ = l.Close()
+	_ = os.Remove(l.path)
+}
+
+// listenSocket creates the socket at path mode 0600, in a directory only
+// this user can open (made 0700 when missing). A stale socket nobody listens
+// on is replaced; a live one, or a file that is not a socket, is an error.
+func listenSocket(path string) (*socketListener, error) {
+	path, err := filepath.Abs(path)
+	if err != nil {
+		return nil, err
+	}
+	show := text.Safe(path)
+	dir := filepath.Dir(path)
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return nil, fmt.Errorf("creating the socket's directory: %w", err)
+	}
+	fi, err := os.Stat(dir)
+	if err != nil {
+		return nil, err
+	}
+	uid := os.Getuid()
+	if st, ok := fi.Sys().(*syscall.Stat_t); ok && int(st.Uid) != uid {
+		return nil, fmt.Errorf("the socket's directory %s belongs to uid %d, not you; use a directory of your own", text.Safe(dir), st.Uid)
+	}
+	if perm := fi.Mode().Perm(); perm&0o077 != 0 {
+		return nil, fmt.Errorf("the socket's directory %s is open to other users (mode %04o); use one only you can open (chmod 700 %s)", text.Safe(dir), perm, text.ShellQuote(dir))
+	}
+	if fi, err := os.Lstat(path); err == nil {
+		if fi.Mode()&os.ModeSocket == 0 {
+			return nil, fmt.Errorf("%s exists and is not a socket; remove it or name another path", show)
+		}
+		if c, err := net.DialTimeout("unix", path, time.Second); err == nil {
+			c.Close()
+			return nil, fmt.Errorf("%s: another server already listens on it", show)
+		}
+		if err := os.Remove(path); err != nil {
+			return nil, fmt.Errorf("removing the stale socket %s: %w", show, err)
+		}
+	} else if !errors.Is(err, os.ErrNotExist) {
+		return nil, err
+	}
+	old := unix.Umask(0o177) // the socket is born 0600: no moment open to others
+	ln, err := net.ListenUnix("unix", &net.UnixAddr{Name: path, Net: "unix"})
+	unix.Umask(old)
+	if err != nil {
+		return nil, fmt.Errorf("listening on %s: %w", show, unwrapExecError(err))
+	}
+	if err := os.Chmod(path, 0o600); err != nil {
+		ln.Close()
+		return nil, err
+	}
+	return &socketListener{UnixListener: ln, path: path, uid: uid}, nil
+}
+
+// peerUID is the uid of the process at the other end (SO_PEERCRED), as the
+// unlock agent asks it.
+func peerUID(c *net.UnixConn) (int, error) {
+	uid, _, err := unlock.PeerUID(c)
+	return uid, err
+}

@@ -1,0 +1,179 @@
+//go:build linux
+
+package cli
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/shipkey/shipkey/auth/authtest"
+)
+
+// TestServeSocket runs shipkey serve as a user would: the socket is 0600 in
+// a 0700 directory; 100 clients asking at once after the token expired
+// cause exactly one refresh at the server and all get the new token; keys
+// not named are not served; curl --unix-socket works; a peer of another
+// user is refused even when the file modes would let it in (when the test
+// can switch uid); SIGTERM stops it and removes the socket.
+func TestServeSocket(t *testing.T) {
+	t.Parallel()
+	bin, err := exec.LookPath("shipkey")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var offset atomic.Int64
+	// Backdated so that the token's exp lies 3 s ahead when it arrives:
+	// within the lifecycle's margin, so due for a refresh at once.
+	offset.Store(int64(-(10*time.Minute - 3*time.Second)))
+	srv := authtest.NewServer(lcConfig(func(c *authtest.Config) {
+		c.AccessTTL = 10 * time.Minute
+		c.Now = func() time.Time { return time.Now().Add(time.Duration(offset.Load())) }
+	}))
+	t.Cleanup(srv.Close)
+	c := newCLIRun(t, bin, 2*time.Minute)
+	c.newKey(srv, "k")
+	c.newKey(srv, "other")
+	offset.Store(0)
+	before := srv.Count("refresh_token")
+
+	dir := filepath.Join(t.TempDir(), "sock")
+	sock := filepath.Join(dir, "token.sock")
+	cmd := exec.CommandContext(c.ctx, bin, "serve", "--socket", sock, "--key", "k")
+	cmd.Env = c.env
+	var stderrBuf syncBuffer
+	cmd.Stderr = &stderrBuf
+	stderr := stderrBuf.String
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = cmd.Process.Kill() })
+	for i := 0; ; i++ {
+		if conn, err := net.Dial("unix", sock); err == nil {
+			conn.Close()
+			break
+		}
+		if i == 500 {
+			t.Fatalf("the socket never answered; stderr:\n%s", stderr())
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	for path, want := range map[string]os.FileMode{dir: 0o700, sock: 0o600} {
+		fi, err := os.Stat(path)
+		if err != nil || fi.Mode().Perm() != want {
+			t.Fatalf("%s: mode %v (%v), want %04o", path, fi.Mode().Perm(), err, want)
+		}
+	}
+
+	client := &http.Client{Timeout: 30 * time.Second, Transport: &http.Transport{
+		DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) {
+			return (&net.Dialer{}).DialContext(ctx, "unix", sock)
+		},
+		MaxIdleConnsPerHost: 100,
+	}}
+	get := func(path string) (int, []byte) {
+		resp, err := client.Get("http://shipkey" + path)
+		if err != nil {
+			t.Error(err)
+			return 0, nil
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		return resp.StatusCode, b
+	}
+
+	const clients = 100
+	tokens := make([]string, clients)
+	var wg sync.WaitGroup
+	start := make(chan struct{})
+	for i := range clients {
+		wg.Go(func() {
+			<-start
+			status, body := get("/v1/token/k?min_valid=60")
+			var doc map[string]any
+			if status != http.StatusOK || json.Unmarshal(body, &doc) != nil {
+				t.Errorf("client %d: %d %s", i, status, body)
+				return
+			}
+			for _, f := range []string{"access_token", "token_type", "expires_at", "key", "scope"} {
+				if _, ok := doc[f]; !ok {
+					t.Errorf("client %d: no %s in %s", i, f, body)
+				}
+			}
+			tokens[i], _ = doc["access_token"].(string)
+		})
+	}
+	close(start)
+	wg.Wait()
+	if n := srv.Count("refresh_token") - before; n != 1 {
+		t.Errorf("%d refreshes at the server for %d clients after expiry, want 1", n, clients)
+	}
+	for i, tok := range tokens {
+		if tok == "" || tok != tokens[0] {
+			t.Fatalf("client %d got another token than client 0", i)
+		}
+	}
+
+	if status, body := get("/v1/token/other"); status != http.StatusForbidden || !strings.Contains(string(body), "not served") {
+		t.Errorf("a key not named: %d %s", status, body)
+	}
+	if status, _ := get("/v1/token/k?min_valid=soon"); status != http.StatusBadRequest {
+		t.Errorf("a bad min_valid: %d", status)
+	}
+
+	// curl, as the README says.
+	out, err := exec.CommandContext(c.ctx, "curl", "-sS", "--unix-socket", sock, "http://shipkey/v1/token/k").Output()
+	if err != nil || !strings.Contains(string(out), `"access_token": "`+tokens[0]+`"`) {
+		t.Errorf("curl --unix-socket: %v\n%s", err, out)
+	}
+
+	// Another user, let in by the file modes, is still refused by its uid.
+	if os.Getuid() == 0 {
+		// Every directory above the socket opened to others, as a careless
+		// mount might.
+		for d := dir; d != "/" && d != os.TempDir(); d = filepath.Dir(d) {
+			if err := os.Chmod(d, 0o711); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if err := os.Chmod(sock, 0o666); err != nil {
+			t.Fatal(err)
+		}
+		nobody := exec.CommandContext(c.ctx, "curl", "-sS", "--unix-socket", sock, "http://shipkey/v1/token/k")
+		nobody.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: 65534, Gid: 65534}}
+		out, err := nobody.CombinedOutput()
+		if err != nil || !strings.Contains(string(out), "serves only its owner") || strings.Contains(string(out), tokens[0]) {
+			t.Errorf("uid 65534: %v\n%s", err, out)
+		}
+		if !strings.Contains(stderr(), "refused a connection from uid 65534") {
+			t.Errorf("serve did not say it refused uid 65534:\n%s", stderr())
+		}
+	} else {
+		t.Log("not root: the other-uid check needs to switch uid")
+	}
+
+	if err := cmd.Process.Signal(syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Wait(); err != nil {
+		t.Fatalf("serve after SIGTERM: %v\n%s", err, stderr())
+	}
+	if _, err := os.Lstat(sock); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("the socket is still there after SIGTERM (%v)", err)
+	}
+	if strings.Contains(stderr(), tokens[0]) {
+		t.Error("serve printed the token on stderr")
+	}
+}

@@ -1,0 +1,23 @@
+//go:build !linux
+
+package cli
+
+import (
+	"errors"
+	"net"
+)
+
+// socketListener is the token socket (Linux only: peers are checked with
+// SO_PEERCRED).
+type socketListener struct {
+	*net.UnixListener
+	uid int
+}
+
+func (l *socketListener) remove() {}
+
+func listenSocket(string) (*socketListener, error) {
+	return nil, errors.New("shipkey serve needs Linux (it checks each client's user with SO_PEERCRED)")
+}
+
+func peerUID(*net.UnixConn) (int, error) { return 0, errors.New("no SO_PEERCRED here") }

@@ -1,0 +1,361 @@
+package cli
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/shipkey/shipkey/auth"
+	"github.com/shipkey/shipkey/internal/text"
+	"github.com/shipkey/shipkey/store"
+	"github.com/shipkey/shipkey/store/team"
+	"github.com/spf13/cobra"
+)
+
+// loginOptions logs an existing key in again.
+type loginOptions struct {
+	IO            *iostreams
+	Getenv        func(string) string
+	Now           func() time.Time
+	Store         func() (*store.Store, error)
+	Secrets       *secretSet
+	Label         string
+	PasswordStdin bool
+	BrowserWait   time.Duration
+	// Team is the team engine, for "T/LABEL".
+	Team func() (team.Engine, error)
+}
+
+func newCmdLogin(f *factory, runF func(context.Context, *loginOptions) error) *cobra.Command {
+	opts := &loginOptions{IO: f.IO, Getenv: f.Getenv, Now: f.Now, Store: f.Store, Secrets: f.Secrets, Team: f.Team}
+	cmd := &cobra.Command{
+		Use:   "login [LABEL]",
+		Short: "Log an API key in again (new tokens by its grant)",
+		Long: `Log an API key in again by its grant (see: shipkey keys new --help).
+
+For the password grant, the password comes from SHIPKEY_PASSWORD,
+--password-stdin (one line) or a hidden prompt; when the key remembers its
+password and none is given, the remembered one is used. The device code and
+browser grants print what to do on stderr and wait (ctrl+c cancels, exit
+130). Without LABEL: SHIPKEY_KEY, else the default key, else the only key.
+
+A team key (TEAM/LABEL) gets new tokens for the whole team, under the
+team-wide lock: client credentials run again; the password grant uses the
+team's kept password, or the one given (which then replaces it for the team).`,
+		Args:              usageArgs(cobra.MaximumNArgs(1)),
+		ValidArgsFunction: completeLabels(f, 1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			opts.Label = labelArg(args)
+			if runF != nil {
+				return runF(cmd.Context(), opts)
+			}
+			return loginRun(cmd.Context(), opts)
+		},
+	}
+	cmd.Flags().BoolVar(&opts.PasswordStdin, "password-stdin", false, "read the password from stdin (one line)")
+	cmd.Flags().DurationVar(&opts.BrowserWait, "browser-timeout", auth.DefaultBrowserWait, "authcode: how long to wait for the browser to come back")
+	return cmd
+}
+
+func loginRun(ctx context.Context, opts *loginOptions) error {
+	st, err := opts.Store()
+	if err != nil {
+		return err
+	}
+	if t, l, ok := teamKeyAddress(st, opts.Label); ok && opts.Team != nil {
+		return teamLoginRun(ctx, opts, t, l)
+	}
+	key, err := resolveKey(st, opts.Label)
+	if err != nil {
+		return err
+	}
+	password := ""
+	if key.Grant.Or() != auth.GrantPassword {
+		if opts.PasswordStdin {
+			return usageErrorf("--password-stdin is for the password grant; key %s uses %s", text.Safe(key.Label), key.Grant)
+		}
+	} else if !key.RememberPassword || opts.PasswordStdin || opts.Getenv(envPassword) != "" {
+		password, err = readSecret(opts.IO, opts.Getenv, userPassword(key.Username, opts.PasswordStdin))
+		if err != nil {
+			return err
+		}
+		opts.Secrets.Add(password)
+	}
+	key, ts, err := st.Login(ctx, key.Label, store.LoginOptions{Password: password, Prompt: newPrompter(opts.IO, opts.Getenv), Wait: opts.BrowserWait})
+	if err != nil {
+		return interrupted(ctx, err)
+	}
+	opts.Secrets.Add(ts.AccessToken, ts.RefreshToken, ts.IDToken)
+	fmt.Fprintf(opts.IO.ErrOut, "Logged in API key %s (%s)\n", text.Safe(key.Label), lifetimes(key, opts.Now()))
+	return nil
+}
+
+// tokenOptions prints a key's access token, or the header carrying it.
+type tokenOptions struct {
+	IO       *iostreams
+	Now      func() time.Time
+	Store    func() (*store.Store, error)
+	Secrets  *secretSet
+	Label    string
+	MinValid time.Duration // --min-valid: renew first unless valid this long
+	Header   bool          // print "Authorization: Bearer <token>" (the header command)
+	// Output is token's format: text, json or exec-credential (--output,
+	// --json).
+	Output string
+	// CurlConfig prints the header as a curl config line (header
+	// --curl-config).
+	CurlConfig bool
+	// TeamToken hands out a team key's token ("T/LABEL").
+	TeamToken func(ctx context.Context, team, label string, minValid time.Duration) (*auth.TokenSet, error)
+}
+
+// newCmdToken builds "token", or "header" when header is set: one command
+// body, two ways to print the result.
+func newCmdToken(f *factory, header bool, runF func(context.Context, *tokenOptions) error) *cobra.Command {
+	opts := &tokenOptions{IO: f.IO, Now: f.Now, Store: f.readingStore, Secrets: f.Secrets, Header: header}
+	opts.TeamToken = func(ctx context.Context, t, l string, minValid time.Duration) (*auth.TokenSet, error) {
+		return teamToken(ctx, f, t, l, minValid)
+	}
+	cmd := &cobra.Command{
+		Use:   "token [LABEL]",
+		Short: "Print the key's access token, refreshed first if needed",
+		Long: `Print the key's access token and a newline on stdout, refreshing it first
+when it is about to expire, or when it would expire within --min-valid. Made
+for scripts and for tools that cache what they get:
+
+  --json                    {"access_token","token_type","expires_at","key","scope"}
+                            (expires_at in RFC 3339, omitted when unknown)
+  --output exec-credential  a Kubernetes client.authentication.k8s.io/v1
+                            ExecCredential, for a kubeconfig exec plugin
+
+Never put the token on another command's command line, as in
+curl -H "Authorization: Bearer $(shipkey token)": argv is readable by every
+local user (ps, /proc/*/cmdline). Hand it over on stdin or in the
+environment instead:
+
+  shipkey header --curl-config | curl -K - https://api.example.com/…
+  shipkey exec -- ./job    (the job reads $SHIPKEY_TOKEN)
+
+Without LABEL: SHIPKEY_KEY, else the default key, else the only key.
+Exit code 3 means only a new login can help (shipkey login).`,
+	}
+	if header {
+		cmd.Use = "header [LABEL]"
+		cmd.Short = "Print \"Authorization: Bearer <token>\" for the key"
+		cmd.Long = `Print the HTTP header that carries the key's access token. With
+--curl-config, print it as a curl config line (header = "…", quoted as curl
+wants) for curl to read on stdin:
+
+  shipkey header --curl-config | curl -K - https://api.example.com/…
+
+Never pass the header on curl's command line (curl -H "$(shipkey header)"):
+argv is readable by every local user (ps, /proc/*/cmdline); curl -K - reads
+it from stdin instead.
+
+The token is refreshed first if needed, as with "shipkey token".`
+	}
+	cmd.Args = usageArgs(cobra.MaximumNArgs(1))
+	cmd.ValidArgsFunction = completeLabels(f, 1)
+	cmd.RunE = func(cmd *cobra.Command, args []string) error {
+		opts.Label = labelArg(args)
+		if opts.MinValid < 0 {
+			return usageErrorf("--min-valid must not be negative (see: %s --help)", cmd.CommandPath())
+		}
+		if err := tokenOutputFlags(cmd, opts); err != nil {
+			return err
+		}
+		if runF != nil {
+			return runF(cmd.Context(), opts)
+		}
+		return tokenRun(cmd.Context(), opts)
+	}
+	cmd.Flags().DurationVar(&opts.MinValid, "min-valid", 0, "hand out a token valid for at least this long (e.g. 5m), renewing first")
+	if header {
+		cmd.Flags().BoolVar(&opts.CurlConfig, "curl-config", false, "print a curl config line (header = \"…\") for: curl -K - URL")
+	} else {
+		cmd.Flags().StringVarP(&opts.Output, "output", "o", outputText, "format: "+strings.Join(tokenOutputs, ", "))
+		cmd.Flags().Bool("json", false, "same as --output json")
+	}
+	return cmd
+}
+
+// tokenOutputFlags checks --output and folds --json into it.
+func tokenOutputFlags(cmd *cobra.Command, opts *tokenOptions) error {
+	if fl := cmd.Flags().Lookup("json"); fl != nil && fl.Changed && fl.Value.String() == "true" {
+		if cmd.Flags().Changed("output") {
+			return usageErrorf("--json and --output: give one (see: %s --help)", cmd.CommandPath())
+		}
+		opts.Output = outputJSON
+	}
+	if opts.Output != "" && !slices.Contains(tokenOutputs, opts.Output) {
+		return usageErrorf("--output %s is not a format; use %s (see: %s --help)", text.ShellQuote(opts.Output), strings.Join(tokenOutputs, ", "), cmd.CommandPath())
+	}
+	return nil
+}
+
+func tokenRun(ctx context.Context, opts *tokenOptions) error {
+	st, err := opts.Store()
+	if err != nil {
+		return err
+	}
+	var ts *auth.TokenSet
+	var name string // the key as the output names it: LABEL or T/LABEL
+	if t, l, ok := teamKeyAddress(st, opts.Label); ok && opts.TeamToken != nil {
+		name = opts.Label
+		ts, err = opts.TeamToken(ctx, t, l, opts.MinValid)
+	} else {
+		var key store.Key
+		if key, err = resolveKey(st, opts.Label); err == nil {
+			name = key.Label
+			ts, err = freshToken(ctx, st, key, opts.MinValid, opts.Secrets, opts.IO, opts.Now)
+		}
+	}
+	if err != nil {
+		return err
+	}
+	switch {
+	case opts.Header && opts.CurlConfig:
+		line, cerr := curlConfigHeader(ts)
+		if cerr != nil {
+			return cerr
+		}
+		_, err = io.WriteString(opts.IO.Out, line)
+	case opts.Header:
+		_, err = fmt.Fprintln(opts.IO.Out, "Authorization: "+ts.Header())
+	default:
+		err = writeToken(opts.IO.Out, opts.Output, name, ts)
+	}
+	return err
+}
+
+// freshToken hands out the key's token valid for at least minValid (renewed
+// first when needed) and counts it as used. When even a fresh token cannot
+// live that long (the server issues shorter ones), it says so on stderr and
+// hands it out anyway.
+func freshToken(ctx context.Context, st *store.Store, key store.Key, minValid time.Duration, secrets *secretSet, ios *iostreams, now func() time.Time) (*auth.TokenSet, error) {
+	ts, err := st.Token(ctx, key.Label, store.TokenOptions{MarkUsed: true, MinValid: minValid})
+	if err != nil {
+		return nil, err
+	}
+	secrets.Add(ts.AccessToken, ts.RefreshToken, ts.IDToken)
+	if minValid > 0 && !ts.Access().ValidFor(now(), minValid) {
+		fmt.Fprintf(ios.ErrOut, "shipkey: warning: API key %s: this token is valid only until %s, less than --min-valid %s: the server issues shorter-lived tokens\n",
+			text.Safe(key.Label), text.Stamp(ts.AccessExpiry()), minValid)
+	}
+	return ts, nil
+}
+
+// logoutOptions ends a key's session.
+type logoutOptions struct {
+	IO    *iostreams
+	Now   func() time.Time
+	Store func() (*store.Store, error)
+	Label string
+	// Team is the team engine, for "T/LABEL".
+	Team func() (team.Engine, error)
+}
+
+func newCmdLogout(f *factory, runF func(context.Context, *logoutOptions) error) *cobra.Command {
+	opts := &logoutOptions{IO: f.IO, Now: f.Now, Store: f.Store, Team: f.Team}
+	return &cobra.Command{
+		Use:   "logout [LABEL]",
+		Short: "End the key's session at the server and drop its tokens (the key stays)",
+		Long: `End the key's session at the server with whatever it offers (the realm's
+logout endpoint, else token revocation) and drop its tokens here; the key and
+its secrets stay, for "shipkey login".
+
+Exit code 0 when the server ended the session or offers no way to (then the
+tokens stay valid at the server until they expire, as stderr says), and the
+tokens are dropped. 1 when the server refused or could not be reached: the key
+hands out no token, its end is pending (shipkey status shows it) and its
+tokens are kept only to end the session; run logout again to retry.
+
+A team key (TEAM/LABEL) is logged out once for the whole team, under the
+team-wide lock: the session ends at the server and the team's shared tokens
+are deleted, so every member drops its cached token on its next "token". A
+key whose grant runs unattended (client credentials, a kept password) gets
+new tokens on the next "token" anywhere; "shipkey login TEAM/LABEL" does it
+now. When the server refuses or cannot be reached, the team's tokens are kept
+(the session is alive) and the exit code is 1; 4 when etcd did not answer.`,
+		Args:              usageArgs(cobra.MaximumNArgs(1)),
+		ValidArgsFunction: completeLabels(f, 1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			opts.Label = labelArg(args)
+			if runF != nil {
+				return runF(cmd.Context(), opts)
+			}
+			return logoutRun(cmd.Context(), opts)
+		},
+	}
+}
+
+func logoutRun(ctx context.Context, opts *logoutOptions) error {
+	st, err := opts.Store()
+	if err != nil {
+		return err
+	}
+	if t, l, ok := teamKeyAddress(st, opts.Label); ok && opts.Team != nil {
+		return teamLogoutRun(ctx, opts, t, l)
+	}
+	key, err := resolveKey(st, opts.Label)
+	if err != nil {
+		return err
+	}
+	res, err := st.Logout(ctx, key.Label)
+	if err != nil && auth.KindOf(err) == auth.KindUnknown {
+		return err // a local failure: nothing was dropped
+	}
+	label := text.Safe(key.Label)
+	again := "log in again with: shipkey login " + text.ShellQuote(key.Label)
+	if key.LoggedOut && key.EndPending.IsZero() && err == nil {
+		fmt.Fprintf(opts.IO.ErrOut, "API key %s was already logged out; no session to end (%s)\n", label, again)
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("%s here (no token is handed out), but %s; ending it is pending, its tokens kept only for that: run shipkey logout %s to try again: %w",
+			"Logged out API key "+label, endFailure(err), text.ShellQuote(key.Label), err)
+	}
+	return reportEnd(opts.IO.ErrOut, "Logged out API key "+label, "dropped its tokens here", again, key, res, err, opts.Now())
+}
+
+// endFailure says why ending a session at the server failed.
+func endFailure(err error) string {
+	switch auth.KindOf(err) {
+	case auth.KindNetwork, auth.KindTimeout, auth.KindTLS:
+		return "the server could not be reached to end the session"
+	}
+	return "the server refused to end the session"
+}
+
+// reportEnd says what the server did when a key's session was ended (logout,
+// keys rm), after the local cleanup done says: ended it (exit 0), offers no
+// way to (exit 0, with a warning that the tokens stay valid at the server
+// until they expire), or refused or could not be reached (exit 1).
+func reportEnd(w io.Writer, done, dropped, next string, key store.Key, res auth.EndResult, err error, now time.Time) error {
+	switch {
+	case err != nil:
+		what := "the server refused to end the session"
+		switch auth.KindOf(err) {
+		case auth.KindNetwork, auth.KindTimeout, auth.KindTLS:
+			what = "the server could not be reached to end the session"
+		}
+		return fmt.Errorf("%s: %s, but %s, so its tokens may stay valid there until they expire: %w", done, dropped, what, err)
+	case res.Ended():
+		how := "ended the session at the server (" + res.Via + ")"
+		if res.AlreadyEnded {
+			how = "the server said the session had already ended"
+		}
+		fmt.Fprintf(w, "%s: %s (%s)\n", done, how, next)
+	default:
+		until := ""
+		if exp := key.Token.AccessExpiry(); !exp.IsZero() && now.Before(exp) {
+			until = " (the access token until " + text.Stamp(exp) + ")"
+		}
+		fmt.Fprintf(w, "%s: %s; the server offers no way to end a session, so the tokens stay valid there until they expire%s (%s)\n",
+			done, dropped, until, next)
+	}
+	return nil
+}

@@ -1,0 +1,291 @@
+package cli
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/shipkey/shipkey/auth"
+	"github.com/shipkey/shipkey/internal/text"
+	"github.com/shipkey/shipkey/store"
+	"github.com/spf13/cobra"
+)
+
+// statusOptions reports whether keys are usable, from metadata alone.
+type statusOptions struct {
+	IO    *iostreams
+	Now   func() time.Time
+	Store func() (*store.Store, error)
+	// TeamKeys lists the team keys from this machine's caches (no etcd).
+	TeamKeys func(*store.Store) ([]store.Key, error)
+
+	Label string // "" for every key
+	JSON  bool
+	Quiet bool
+}
+
+func newCmdStatus(f *factory, runF func(context.Context, *statusOptions) error) *cobra.Command {
+	opts := &statusOptions{IO: f.IO, Now: f.Now, Store: f.readingStore}
+	opts.TeamKeys = func(st *store.Store) ([]store.Key, error) { return cachedTeamKeys(f, st) }
+	cmd := &cobra.Command{
+		Use:   "status [LABEL]",
+		Short: "Say whether each key can hand out a token, or needs a login",
+		Long: `Print one line per key (or for the key named): "valid until" the access
+token's expiry, "refresh by" the refresh token's expiry when only the access
+token has expired, or why a login is needed ("login needed", "logged out",
+"session ended" when the server refused the refresh token), or that ending
+its session at the server is pending (a logout or keys rm the server refused
+or never got: run shipkey logout LABEL to retry).
+
+It reads only what shipkey keeps about each key: no secret is read and no
+request is made.
+
+Exit codes: 0 when every key shown is usable (valid or refreshable), 3 when
+one needs a login (run: shipkey login LABEL).`,
+		Example: `  shipkey status
+  shipkey status prod -q || shipkey login prod
+  shipkey status --json | jq -r '.[] | select(.usable | not) | .label'`,
+		Args:              usageArgs(cobra.MaximumNArgs(1)),
+		ValidArgsFunction: completeLabels(f, 1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			opts.Label = labelArg(args)
+			if opts.JSON && opts.Quiet {
+				return usageErrorf("give either --json or --quiet, not both (see: %s --help)", cmd.CommandPath())
+			}
+			if runF != nil {
+				return runF(cmd.Context(), opts)
+			}
+			return statusRun(cmd.Context(), opts)
+		},
+	}
+	cmd.Flags().BoolVar(&opts.JSON, "json", false, "print a JSON array")
+	cmd.Flags().BoolVarP(&opts.Quiet, "quiet", "q", false, "print nothing; only the exit code says")
+	return cmd
+}
+
+// What status says of a key, in --json's "state".
+const (
+	stateValid        = "valid"
+	stateRefreshable  = "refreshable"
+	stateRenewsItself = "renews_itself" // a grant that runs without a person (client credentials)
+	stateLoginNeeded  = "login_needed"
+	stateLoggedOut    = "logged_out"
+	stateSessionEnded = "session_ended"
+	stateEndPending   = "end_pending"
+)
+
+// keyVerdict is where one key stands for status.
+type keyVerdict struct {
+	State  string // one of the state words above
+	Word   string // the state in a few words, for completion descriptions
+	Detail string // the status line after the label
+	Usable bool   // shipkey token would hand out a token without a person
+}
+
+// keyStatus reads a key's state at now by the lifecycle policy (auth.Expiry
+// through Token.Access and Token.Refresh), from metadata alone.
+//
+// The store marks a key logged out both when the user logs out (its token
+// metadata is dropped) and when renewal found that only a login can help (the
+// metadata stays): then a refresh token that is still within its stated life
+// was refused by the server, "session ended"; an expired one is just expired.
+// A key that remembers its password logs in again by itself unless that
+// password was refused.
+func keyStatus(k store.Key, now time.Time) keyVerdict {
+	access, refresh := k.Token.Access(), k.Token.Refresh()
+	login := "; run: shipkey login " + text.ShellQuote(k.Label)
+	switch {
+	case !k.EndPending.IsZero():
+		return keyVerdict{stateEndPending, "end pending", "logged out; ending the session at the server is pending since " +
+			when(k.EndPending, now) + "; run: shipkey logout " + text.ShellQuote(k.Label), false}
+	case k.LoggedOut && k.Token.ObtainedAt.IsZero():
+		if k.RenewsItself() {
+			return keyVerdict{stateLoggedOut, "logged out", "logged out; the " + k.Grant.String() + " grant gets a new token at the next use", true}
+		}
+		if k.RememberPassword {
+			return keyVerdict{stateLoggedOut, "logged out", "logged out; logs in again with the remembered password", true}
+		}
+		return keyVerdict{stateLoggedOut, "logged out", "logged out" + login, false}
+	case k.LoggedOut && refresh.Stated() && !refresh.Expired(now):
+		return keyVerdict{stateSessionEnded, "session ended", "session ended (the server refused the refresh token)" + login, false}
+	case k.LoggedOut && refresh.Expired(now):
+		return keyVerdict{stateLoginNeeded, "login needed", "login needed: the refresh token expired " + when(refresh.At, now) + login, false}
+	case k.LoggedOut:
+		return keyVerdict{stateLoginNeeded, "login needed", "login needed" + login, false}
+	case k.Token.ObtainedAt.IsZero():
+		return keyVerdict{stateLoginNeeded, "login needed", "login needed: no token yet" + login, false}
+	case !access.Expired(now):
+		if !access.Stated() {
+			return keyVerdict{stateValid, "valid", "valid (expiry: " + auth.ExpiryNotStated + ")", true}
+		}
+		return keyVerdict{stateValid, "valid", "valid until " + when(access.At, now), true}
+	case !k.HasRefreshToken && k.RenewsItself():
+		return keyVerdict{stateRenewsItself, "renews itself", "the access token expired " + when(access.At, now) +
+			"; renews itself with the " + k.Grant.String() + " grant", true}
+	case !k.HasRefreshToken && !k.RememberPassword:
+		return keyVerdict{stateLoginNeeded, "login needed", "login needed: the access token expired " + when(access.At, now) + " and there is no refresh token" + login, false}
+	case !k.HasRefreshToken:
+		return keyVerdict{stateRefreshable, "login with remembered password",
+			"the access token expired " + when(access.At, now) + "; logs in again with the remembered password", true}
+	case !refresh.Expired(now):
+		if !refresh.Stated() {
+			return keyVerdict{stateRefreshable, "refreshable", "access token expired; refreshable (refresh token expiry: " + k.Token.RefreshExpiryNote() + ")", true}
+		}
+		return keyVerdict{stateRefreshable, "refreshable", "refresh by " + when(refresh.At, now) + " (the access token expired)", true}
+	case k.RememberPassword:
+		return keyVerdict{stateRefreshable, "login with remembered password",
+			"the refresh token expired " + when(refresh.At, now) + "; logs in again with the remembered password", true}
+	default:
+		return keyVerdict{stateLoginNeeded, "login needed", "login needed: the refresh token expired " + when(refresh.At, now) + login, false}
+	}
+}
+
+// when writes t absolute and relative: "2026-12-06 14:03:05 UTC (in 14d 23h)".
+func when(t, now time.Time) string {
+	return text.Stamp(t) + " (" + text.Relative(t, now) + ")"
+}
+
+// statusJSON is one key in `status --json`.
+type statusJSON struct {
+	Label            string  `json:"label"`
+	Default          bool    `json:"default"`
+	State            string  `json:"state"`
+	Usable           bool    `json:"usable"`
+	Detail           string  `json:"detail"`
+	AccessExpiresAt  *string `json:"access_expires_at"`
+	RefreshExpiresAt *string `json:"refresh_expires_at"`
+}
+
+func statusRun(_ context.Context, opts *statusOptions) error {
+	st, err := opts.Store()
+	if err != nil {
+		return err
+	}
+	// One key, or every key one at a time from the index (then the team
+	// keys cached on this machine): JSON is written as it comes, a table is
+	// written by writeTable.
+	var teamKeys []store.Key
+	if opts.TeamKeys != nil {
+		if teamKeys, err = opts.TeamKeys(st); err != nil {
+			return err
+		}
+	}
+	walks := func(body func(keyWalk) error) error {
+		return st.WalkKeys(func(local keyWalk) error { return body(walkThen(local, eachOf(teamKeys))) })
+	}
+	if _, _, ok := teamKeyAddress(st, opts.Label); ok {
+		var found []store.Key
+		for _, k := range teamKeys {
+			if k.Label == opts.Label {
+				found = append(found, k)
+			}
+		}
+		if len(found) == 0 {
+			return fmt.Errorf("no team key %s on this machine (see: shipkey keys list): %w", text.Safe(opts.Label), store.ErrNotFound)
+		}
+		walks = func(body func(keyWalk) error) error { return body(eachOf(found)) }
+	} else if opts.Label != "" {
+		k, err := st.Key(opts.Label)
+		if err != nil {
+			return suggestLabel(st, opts.Label, err)
+		}
+		walks = func(body func(keyWalk) error) error { return body(eachOf([]store.Key{k})) }
+	}
+	now := opts.Now()
+	var needLogin []string
+	n := 0
+	verdict := func(k store.Key) keyVerdict {
+		n++
+		v := keyStatus(k, now)
+		if !v.Usable {
+			needLogin = append(needLogin, k.Label)
+		}
+		return v
+	}
+	bw := bufio.NewWriterSize(opts.IO.Out, 64<<10)
+	err = walks(func(each keyWalk) error {
+		switch {
+		case opts.Quiet:
+			return each(func(k store.Key) error { verdict(k); return nil })
+		case opts.JSON:
+			arr := &jsonArray{w: bw}
+			err := each(func(k store.Key) error {
+				v := verdict(k)
+				j := statusJSON{Label: k.Label, Default: k.Default, State: v.State, Usable: v.Usable, Detail: v.Detail}
+				if !k.Token.ObtainedAt.IsZero() {
+					j.AccessExpiresAt = rfc3339OrNil(k.Token.AccessExpiry())
+					j.RefreshExpiresAt = rfc3339OrNil(k.Token.RefreshExpiresAt)
+				}
+				return arr.add(j)
+			})
+			if err != nil {
+				return err
+			}
+			return arr.close()
+		default:
+			_, err := writeTable(bw, nil, each, func(k store.Key, pass int) []string {
+				if pass == 0 {
+					return statusCells(k, verdict(k))
+				}
+				return statusCells(k, keyStatus(k, now))
+			}, tableKeep)
+			return err
+		}
+	})
+	if err != nil {
+		return err
+	}
+	if n == 0 {
+		if opts.Quiet {
+			return &exitError{code: exitFailure}
+		}
+		return &exitError{code: exitFailure, err: errNoKeysYet}
+	}
+
+	if len(needLogin) == 0 {
+		return nil
+	}
+	if opts.Quiet {
+		return &exitError{code: exitLoginNeeded}
+	}
+	quoted := make([]string, len(needLogin))
+	for i, l := range needLogin {
+		quoted[i] = text.ShellQuote(l)
+	}
+	return &exitError{code: exitLoginNeeded, err: fmt.Errorf("login needed for %s; run: shipkey login %s",
+		plural(len(needLogin), "API key ", "API keys ")+strings.Join(quoted, ", "), quoted[0])}
+}
+
+// statusCells is one row of the status table: the default mark and the
+// label, then the verdict.
+func statusCells(k store.Key, v keyVerdict) []string {
+	mark := " "
+	if k.Default {
+		mark = "*"
+	}
+	return []string{mark + " " + text.Safe(k.Label), v.Detail}
+}
+
+var errNoKeysYet = errors.New("no API keys yet; get one: shipkey keys new")
+
+func plural(n int, one, many string) string {
+	if n == 1 {
+		return one
+	}
+	return many
+}
+
+// eachOf walks keys as store.EachKey walks the index.
+func eachOf(keys []store.Key) func(func(store.Key) error) error {
+	return func(fn func(store.Key) error) error {
+		for _, k := range keys {
+			if err := fn(k); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+}

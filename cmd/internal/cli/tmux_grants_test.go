@@ -1,0 +1,107 @@
+//go:build !windows
+
+package cli
+
+import (
+	"net/http"
+	"net/url"
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/shipkey/shipkey/auth/authtest"
+)
+
+// The device code as the sign-in screen draws it, letter-spaced in a box:
+// "│  B C D F - G H J K  │".
+var boxedCode = regexp.MustCompile(`│\s+((?:[A-Z] ){4}- (?:[A-Z] ){3}[A-Z])\s+│`)
+
+// TestTmuxGrantChoiceAndDeviceCode runs `shipkey demo` in tmux: the form's
+// grant field switches to device code (the user's fields go), the sign-in
+// screen shows the code and a moving countdown, c puts the code in tmux's
+// buffer by OSC 52, and an approval on the demo realm's device page (sent
+// by the test, as a person's browser would) lands on the token details.
+func TestTmuxGrantChoiceAndDeviceCode(t *testing.T) {
+	t.Parallel()
+	s := startTmuxApp(t, []string{"SHIPKEY_SECRETS=memory", "BROWSER="}, "demo")
+
+	// The demo fills every field; the focus starts on the grant.
+	s.waitText(10*time.Second, "Get API Key", "Grant", "‹ password ›", "Username", "Password")
+	s.keys("Right")
+	s.waitText(5*time.Second, "‹ client credentials ›", "Client Secret")
+	s.keys("Right")
+	screen := s.waitText(5*time.Second, "‹ device code ›", "Device code: approve")
+	for _, gone := range []string{"Username", "Password"} {
+		if strings.Contains(screen, gone) {
+			t.Fatalf("the device code form still shows %s:\n%s", gone, screen)
+		}
+	}
+
+	s.keys("Enter")
+	screen = s.waitText(10*time.Second, "Sign in", "Enter the code", "Code expires", "c copy code")
+	m := boxedCode.FindStringSubmatch(screen)
+	if m == nil {
+		t.Fatalf("no boxed code on the screen:\n%s", screen)
+	}
+	code := strings.ReplaceAll(m[1], " ", "")
+	open := regexp.MustCompile(`Open\s+(http://127\.0\.0\.1:\d+/\S+/device)\s`).FindStringSubmatch(screen)
+	if open == nil {
+		t.Fatalf("no verification URL on the screen:\n%s", screen)
+	}
+
+	// The countdown moves with the clock.
+	countdown := regexp.MustCompile(`Code expires\s+in (\d+:\d\d)`)
+	first := countdown.FindStringSubmatch(screen)
+	if first == nil {
+		t.Fatalf("no countdown:\n%s", screen)
+	}
+	s.waitFor("the countdown to move", 5*time.Second, func(screen string) bool {
+		m := countdown.FindStringSubmatch(screen)
+		return m != nil && m[1] != first[1]
+	})
+
+	// c copies the code: OSC 52 lands in tmux's paste buffer.
+	s.keys("c")
+	s.waitText(5*time.Second, "Copied the device code")
+	s.waitFor("the code in tmux's buffer", 5*time.Second, func(string) bool {
+		out, err := s.tmux("show-buffer")
+		return err == nil && strings.TrimSpace(out) == code
+	})
+
+	// A person approves on the device page.
+	client := &http.Client{Timeout: 10 * time.Second}
+	resp, err := client.PostForm(open[1], url.Values{
+		"user_code": {code}, "username": {authtest.DemoUsername}, "password": {authtest.DemoPassword}, "action": {"approve"},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	_ = resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		t.Fatalf("the device page answered %s", resp.Status)
+	}
+	// The grant polls every 5 s (Keycloak's interval).
+	s.waitText(20*time.Second, "Token details", "grant device code", "Access expires")
+
+	// The keys table names the grant.
+	s.keys("2")
+	s.waitText(5*time.Second, "Grant", "device")
+}
+
+// TestTmuxDeviceCodeEscCancels: esc on the sign-in screen gives up the
+// grant and returns to the form with nothing stored.
+func TestTmuxDeviceCodeEscCancels(t *testing.T) {
+	t.Parallel()
+	s := startTmuxApp(t, []string{"SHIPKEY_SECRETS=memory", "BROWSER="}, "demo")
+	s.waitText(10*time.Second, "Get API Key", "‹ password ›")
+	s.keys("Left", "Left") // password → browser sign-in → device code
+	s.waitText(5*time.Second, "‹ device code ›")
+	s.keys("Enter")
+	s.waitText(10*time.Second, "Sign in", "Enter the code")
+	s.keys("2") // modal: the keys that open other screens stand aside
+	s.keys("Escape")
+	s.waitText(5*time.Second, "Get API Key", "Cancelled: nothing was stored.", "‹ device code ›")
+	s.keys("Escape") // leave the form: the welcome screen has no key
+	s.waitText(5*time.Second, "No API keys yet")
+}

@@ -1,0 +1,474 @@
+//go:build !windows
+
+package cli
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/shipkey/shipkey/auth"
+	"github.com/shipkey/shipkey/auth/authtest"
+)
+
+// tmuxSession is the app running in a private tmux server.
+type tmuxSession struct {
+	t      *testing.T
+	socket string
+}
+
+func (s *tmuxSession) tmux(args ...string) (string, error) {
+	s.t.Helper()
+	cmd := exec.Command("tmux", append([]string{"-L", s.socket, "-f", "/dev/null"}, args...)...)
+	out, err := cmd.CombinedOutput()
+	return string(out), err
+}
+
+func (s *tmuxSession) capture() string {
+	s.t.Helper()
+	out, err := s.tmux("capture-pane", "-p", "-t", "t")
+	if err != nil {
+		s.t.Fatalf("capture-pane: %v: %s", err, out)
+	}
+	return out
+}
+
+// waitFor polls the screen every 50 ms until cond holds, at most limit.
+func (s *tmuxSession) waitFor(what string, limit time.Duration, cond func(screen string) bool) string {
+	s.t.Helper()
+	var screen string
+	for end := time.Now().Add(limit); ; {
+		screen = s.capture()
+		if cond(screen) {
+			return screen
+		}
+		if time.Now().After(end) {
+			s.t.Fatalf("timed out waiting for %s; screen:\n%s", what, screen)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+func (s *tmuxSession) waitText(limit time.Duration, subs ...string) string {
+	s.t.Helper()
+	return s.waitFor(fmt.Sprintf("%q", subs), limit, func(screen string) bool {
+		for _, sub := range subs {
+			if !strings.Contains(screen, sub) {
+				return false
+			}
+		}
+		return true
+	})
+}
+
+func (s *tmuxSession) keys(keys ...string) {
+	s.t.Helper()
+	if out, err := s.tmux(append([]string{"send-keys", "-t", "t"}, keys...)...); err != nil {
+		s.t.Fatalf("send-keys %v: %v: %s", keys, err, out)
+	}
+}
+
+// tmuxHome is a built shipkey with its config, state and home in a
+// temporary folder: the app runs in tmux, the CLI beside it on the same
+// store.
+type tmuxHome struct {
+	t   *testing.T
+	dir string
+	bin string
+	env []string // added to the environment of the app and the CLI
+}
+
+func newTmuxHome(t *testing.T, env []string) *tmuxHome {
+	t.Helper()
+	if _, err := exec.LookPath("tmux"); err != nil {
+		if os.Getenv("CI") == "true" {
+			t.Fatal("tmux is required in CI: apt-get install -y tmux")
+		}
+		t.Skip("tmux not installed (apt-get install -y tmux); skipping the real-terminal test")
+	}
+	dir := t.TempDir()
+	bin := buildShipkey(t)
+	for _, d := range []string{"config", "state", "home"} {
+		if err := os.MkdirAll(filepath.Join(dir, d), 0o700); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return &tmuxHome{t: t, dir: dir, bin: bin, env: append([]string{
+		"HOME=" + filepath.Join(dir, "home"),
+		"SHIPKEY_CONFIG_DIR=" + filepath.Join(dir, "config"),
+		"SHIPKEY_STATE_DIR=" + filepath.Join(dir, "state"),
+		"DISPLAY=", "WAYLAND_DISPLAY=", // no native clipboard: OSC 52 only
+	}, env...)}
+}
+
+// config writes config.toml.
+func (h *tmuxHome) config(toml string) {
+	h.t.Helper()
+	if err := os.WriteFile(filepath.Join(h.dir, "config", "config.toml"), []byte(toml), 0o600); err != nil {
+		h.t.Fatal(err)
+	}
+}
+
+// cli runs the shipkey CLI on the same store, bounded.
+func (h *tmuxHome) cli(args ...string) string {
+	h.t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, h.bin, args...)
+	cmd.Env = append(os.Environ(), h.env...)
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		h.t.Fatalf("shipkey %v: %v\n%s", args, err, out)
+	}
+	return string(out)
+}
+
+// newKey adds a key through the CLI against srv.
+func (h *tmuxHome) newKey(srv *authtest.Server, label string) {
+	h.t.Helper()
+	cmd := []string{"keys", "new", "--label", label, "--auth-url", srv.URL(), "--client-id", authtest.DemoClientID,
+		"--username", authtest.DemoUsername}
+	h.env = append(h.env, "SHIPKEY_CLIENT_SECRET="+authtest.DemoClientSecret, "SHIPKEY_PASSWORD="+authtest.DemoPassword)
+	h.cli(cmd...)
+}
+
+// start runs the app with args in a private tmux server at width×height.
+func (h *tmuxHome) start(width, height int, args ...string) *tmuxSession {
+	t := h.t
+	t.Helper()
+	s := &tmuxSession{t: t, socket: fmt.Sprintf("shipkey-test-%d-%d", os.Getpid(), time.Now().UnixNano())}
+	t.Cleanup(func() { _, _ = s.tmux("kill-server") })
+	var appEnv []string
+	for _, e := range h.env {
+		if !strings.HasPrefix(e, "SHIPKEY_PASSWORD=") && !strings.HasPrefix(e, "SHIPKEY_CLIENT_SECRET=") {
+			appEnv = append(appEnv, e)
+		}
+	}
+	app := append(append([]string{"env"}, appEnv...), h.bin)
+	app = append(app, args...)
+	// tmux's own defaults otherwise (set-clipboard external: an
+	// application's OSC 52 is ignored), as most people run it.
+	if out, err := s.tmux("start-server", ";",
+		"set", "-g", "escape-time", "0", ";",
+		"set", "-g", "remain-on-exit", "on", ";",
+		"new-session", "-d", "-s", "t", "-x", fmt.Sprint(width), "-y", fmt.Sprint(height), strings.Join(app, " ")); err != nil {
+		t.Fatalf("tmux: %v: %s", err, out)
+	}
+	return s
+}
+
+// startTmuxApp builds shipkey and runs it with args in a private tmux server
+// at 100x30, with its config, state and home in a temporary folder and env
+// added to its environment.
+func startTmuxApp(t *testing.T, env []string, args ...string) *tmuxSession {
+	t.Helper()
+	return newTmuxHome(t, env).start(100, 30, args...)
+}
+
+// buffer waits for the tmux paste buffer name and returns its content.
+func (s *tmuxSession) buffer(name string) string {
+	s.t.Helper()
+	for end := time.Now().Add(5 * time.Second); time.Now().Before(end); time.Sleep(50 * time.Millisecond) {
+		if out, err := s.tmux("show-buffer", "-b", name); err == nil && strings.TrimSpace(out) != "" {
+			return strings.TrimSpace(out)
+		}
+	}
+	s.t.Fatalf("tmux holds no buffer %s", name)
+	return ""
+}
+
+// dead reports whether the app has exited.
+func (s *tmuxSession) dead() bool {
+	out, _ := s.tmux("display-message", "-p", "-t", "t", "#{pane_dead}")
+	return strings.TrimSpace(out) == "1"
+}
+
+// TestTmuxDemo runs `shipkey demo` in a real terminal (tmux): gets a key
+// through the walk-through, watches the countdown move, copies the token by
+// OSC 52 into tmux's buffer, and visits the key list and the inspector.
+func TestTmuxDemo(t *testing.T) {
+	t.Parallel()
+	s := startTmuxApp(t, []string{"SHIPKEY_SECRETS=memory"}, "demo")
+
+	// No keys yet: the app opens Get API Key, filled in by the demo.
+	s.waitText(10*time.Second, "Get API Key", "Client Secret", "Password")
+	screen := s.capture()
+	if strings.Contains(screen, "demo-password") || strings.Contains(screen, "demo-client-secret") {
+		t.Fatalf("a secret is on the screen:\n%s", screen)
+	}
+	s.keys("Enter")
+	s.waitText(10*time.Second, "Token details", "Access expires", "Refresh expires", "Bearer")
+
+	// The countdown moves: the refresh token's mm:ss changes between captures.
+	refreshLine := regexp.MustCompile(`Refresh expires.*in (\d+:\d\d)`)
+	first := refreshLine.FindStringSubmatch(s.capture())
+	if first == nil {
+		t.Fatalf("no refresh countdown:\n%s", s.capture())
+	}
+	s.waitFor("the countdown to move", 5*time.Second, func(screen string) bool {
+		m := refreshLine.FindStringSubmatch(screen)
+		return m != nil && m[1] != first[1]
+	})
+
+	// c copies the access token into tmux's buffer shipkey-token, where the
+	// toast says it went.
+	s.keys("c")
+	s.waitText(5*time.Second, "Copied the access token to the tmux buffer")
+	buf := s.buffer("shipkey-token")
+	dec, err := auth.Decode(buf, time.Now())
+	if err != nil || dec.Format != auth.FormatJWT || dec.Username != "demo" {
+		t.Fatalf("the buffer is not the demo user's JWT (err %v)", err)
+	}
+	// And it is the token the details reveal.
+	s.keys("v")
+	s.waitText(5*time.Second, buf[:40])
+	s.keys("v")
+
+	// API keys: the row, with a Last Used that is no longer "never".
+	s.keys("2")
+	screen = s.waitText(5*time.Second, "API Key", "Label", "Last Used", "* demo")
+	row := ""
+	for _, l := range strings.Split(screen, "\n") {
+		if strings.Contains(l, "* demo") {
+			row = l
+		}
+	}
+	if strings.Contains(row, "never") || !strings.Contains(row, "just now") {
+		t.Fatalf("Last Used after a copy: %q", row)
+	}
+
+	// The inspector on the current key.
+	s.keys("3")
+	s.waitText(5*time.Second, "Claims inspector", "preferred_username", "demo")
+
+	s.keys("q")
+	s.waitFor("the app to exit", 5*time.Second, func(string) bool {
+		out, _ := s.tmux("display-message", "-p", "-t", "t", "#{pane_dead}")
+		return strings.TrimSpace(out) == "1"
+	})
+}
+
+// TestTmuxAppKeepsItsFrame runs `shipkey` on the user's own store with the
+// plaintext backend, which warns on every write: the warning must show on the
+// app's status line, never as a stray stderr line that tears the frame.
+func TestTmuxAppKeepsItsFrame(t *testing.T) {
+	t.Parallel()
+	srv := authtest.NewServer(authtest.DemoConfig())
+	t.Cleanup(srv.Close)
+	s := startTmuxApp(t, []string{"SHIPKEY_SECRETS=plaintext"})
+
+	s.waitText(10*time.Second, "Get API Key", "Auth URL")
+	for _, v := range []string{srv.URL(), "", authtest.DemoClientID, authtest.DemoClientSecret,
+		authtest.DemoUsername, authtest.DemoPassword, "mine"} {
+		if v != "" {
+			s.keys("-l", v)
+		}
+		s.keys("Tab")
+	}
+	s.keys("Enter")
+	screen := s.waitText(10*time.Second, "Token details", "Access expires", "unencrypted")
+	lines := strings.Split(screen, "\n")
+	if !strings.HasPrefix(lines[0], "shipkey › Token details") {
+		t.Fatalf("the header is not on the first line:\n%s", screen)
+	}
+	for _, l := range lines {
+		if strings.HasPrefix(strings.TrimSpace(l), "shipkey: ") {
+			t.Fatalf("a stderr line tore the frame: %q\n%s", l, screen)
+		}
+	}
+	if !strings.Contains(screen, "⚠") {
+		t.Fatalf("the warning is not on the status line:\n%s", screen)
+	}
+	s.keys("q")
+}
+
+// At 60×15 the token details do not fit: both countdowns and the state are
+// reached by scrolling; revealing the token at 100×30 does not push them
+// off for good.
+func TestTmuxDetailsScrollWhenSmall(t *testing.T) {
+	t.Parallel()
+	s := newTmuxHome(t, []string{"SHIPKEY_SECRETS=memory"}).start(60, 15, "demo")
+	s.waitText(10*time.Second, "Get API Key")
+	s.keys("Enter")
+	s.waitText(10*time.Second, "Token details", "Access token", "↓ more")
+	s.keys("G")
+	s.waitText(5*time.Second, "Refresh expires", "State", "↑ more")
+	if !regexp.MustCompile(`Refresh expires.*in \d+:\d\d`).MatchString(s.capture()) {
+		t.Fatalf("no refresh countdown after G:\n%s", s.capture())
+	}
+	for range 6 {
+		s.keys("Up")
+	}
+	screen := s.waitText(5*time.Second, "Access expires")
+	if !regexp.MustCompile(`Access expires.*in \d+`).MatchString(screen) {
+		t.Fatalf("no access countdown:\n%s", screen)
+	}
+	if _, err := s.tmux("resize-window", "-t", "t", "-x", "100", "-y", "30"); err != nil {
+		t.Fatal(err)
+	}
+	s.keys("g", "v")
+	s.waitText(5*time.Second, "(v hides)")
+	s.keys("G")
+	s.waitText(5*time.Second, "Access expires", "Refresh expires", "State")
+	s.keys("q")
+}
+
+// With tmux's default options, c and C put the token and the header in
+// shipkey's tmux buffers, and the clear leaves no buffer holding either.
+func TestTmuxClipboardClearReachesTmux(t *testing.T) {
+	t.Parallel()
+	srv := authtest.NewServer(authtest.DemoConfig())
+	t.Cleanup(srv.Close)
+	h := newTmuxHome(t, []string{"SHIPKEY_SECRETS=plaintext"})
+	h.config("clipboard_clear = \"4s\"\n")
+	h.newKey(srv, "mine")
+	s := h.start(100, 30)
+	s.waitText(10*time.Second, "mine")
+	s.keys("1")
+	s.waitText(10*time.Second, "Token details", "Access expires")
+	s.keys("c")
+	s.waitText(5*time.Second, "Copied the access token to the tmux buffer and terminal clipboard; clears in 4s")
+	buf := s.buffer("shipkey-token")
+	s.keys("C")
+	s.waitText(5*time.Second, "Copied the Authorization header to the tmux buffer")
+	if h := s.buffer("shipkey-header"); h != "Authorization: Bearer "+buf {
+		t.Fatal("tmux's buffer shipkey-header does not hold the header")
+	}
+	s.waitText(10*time.Second, "Cleared the clipboard")
+	for end := time.Now().Add(5 * time.Second); ; time.Sleep(50 * time.Millisecond) {
+		// Every buffer, with its whole content (list-buffers shows a sample).
+		names, _ := s.tmux("list-buffers", "-F", "#{buffer_name}")
+		held := false
+		for _, name := range strings.Fields(names) {
+			if out, _ := s.tmux("show-buffer", "-b", name); strings.Contains(out, buf[:40]) {
+				held = true
+			}
+		}
+		if !held {
+			break
+		}
+		if time.Now().After(end) {
+			t.Fatalf("a tmux buffer still holds the token or the header after the clear: %s", names)
+		}
+	}
+	s.keys("q")
+}
+
+// A wrong password keeps the log-in-again prompt open with the error, and
+// what is typed next is text: "X", "y" and "q" neither log out nor quit.
+func TestTmuxLoginPromptSurvivesWrongPassword(t *testing.T) {
+	t.Parallel()
+	srv := authtest.NewServer(authtest.DemoConfig())
+	t.Cleanup(srv.Close)
+	h := newTmuxHome(t, []string{"SHIPKEY_SECRETS=plaintext"})
+	h.newKey(srv, "mine")
+	s := h.start(100, 30)
+	s.waitText(10*time.Second, "mine")
+	s.keys("1")
+	s.waitText(10*time.Second, "Token details", "Access expires")
+	s.keys("l")
+	s.waitText(5*time.Second, "Password", "enter logs in")
+	s.keys("-l", "not-the-password")
+	s.keys("Enter")
+	s.waitText(10*time.Second, "✗", "enter logs in")
+	s.keys("-l", "Xyq")
+	time.Sleep(300 * time.Millisecond)
+	screen := s.waitText(5*time.Second, "Password", "enter logs in")
+	if s.dead() || strings.Contains(screen, "logged out") {
+		t.Fatalf("a retyped password fired bindings:\n%s", screen)
+	}
+	s.keys("C-u")
+	s.keys("-l", authtest.DemoPassword)
+	s.keys("Enter")
+	s.waitFor("the prompt to close", 10*time.Second, func(screen string) bool {
+		return !strings.Contains(screen, "enter logs in") && strings.Contains(screen, "valid")
+	})
+	s.keys("q")
+}
+
+// A key added by the CLI shows in the running app's table within a tick or
+// two.
+func TestTmuxAppSeesKeyAddedByCLI(t *testing.T) {
+	t.Parallel()
+	srv := authtest.NewServer(authtest.DemoConfig())
+	t.Cleanup(srv.Close)
+	h := newTmuxHome(t, []string{"SHIPKEY_SECRETS=plaintext"})
+	h.newKey(srv, "first")
+	s := h.start(100, 30)
+	s.waitText(10*time.Second, "first")
+	s.keys("2")
+	s.waitText(5*time.Second, "API Key", "1 of 1 key")
+	h.newKey(srv, "from-the-cli")
+	s.waitText(5*time.Second, "from-the-cli", "2 of 2 keys")
+	h.cli("keys", "rm", "first", "--yes")
+	s.waitFor("the removed key to go", 5*time.Second, func(screen string) bool {
+		return !strings.Contains(screen, "first") && strings.Contains(screen, "1 of 1 key")
+	})
+	s.keys("q")
+}
+
+// SIGTERM, SIGINT and SIGHUP each end the app and restore the terminal,
+// every time: 20 fresh starts per signal.
+func TestTmuxAlwaysQuitsOnSignals(t *testing.T) {
+	t.Parallel()
+	h := newTmuxHome(t, []string{"SHIPKEY_SECRETS=plaintext"})
+	s := h.start(80, 24)
+	for _, sig := range []syscall.Signal{syscall.SIGTERM, syscall.SIGINT, syscall.SIGHUP} {
+		for i := range 20 {
+			if i > 0 || sig != syscall.SIGTERM {
+				if out, err := s.tmux("respawn-pane", "-k", "-t", "t"); err != nil {
+					t.Fatalf("respawn: %v: %s", err, out)
+				}
+			}
+			s.waitText(10*time.Second, "Get API Key")
+			out, err := s.tmux("display-message", "-p", "-t", "t", "#{pane_pid}")
+			pid, perr := strconv.Atoi(strings.TrimSpace(out))
+			if err != nil || perr != nil {
+				t.Fatalf("pane pid %q: %v %v", out, err, perr)
+			}
+			if err := syscall.Kill(pid, sig); err != nil {
+				t.Fatalf("kill: %v", err)
+			}
+			ok := false
+			for end := time.Now().Add(5 * time.Second); time.Now().Before(end); time.Sleep(20 * time.Millisecond) {
+				if s.dead() {
+					ok = true
+					break
+				}
+			}
+			if !ok {
+				_ = syscall.Kill(pid, syscall.SIGKILL)
+				t.Fatalf("%v #%d: the app did not exit within 5 s", sig, i+1)
+			}
+			if out, _ := s.tmux("display-message", "-p", "-t", "t", "#{alternate_on}"); strings.TrimSpace(out) != "0" {
+				t.Fatalf("%v #%d: the terminal was left in the alternate screen", sig, i+1)
+			}
+		}
+	}
+}
+
+// A CLI request that takes long says so on the terminal's stderr, counting
+// the seconds, and the line is gone once the answer is in.
+func TestTmuxCLIWaitingNotice(t *testing.T) {
+	t.Parallel() // its own realm, store and tmux server
+	srv := authtest.NewServer(authtest.DemoConfig())
+	t.Cleanup(srv.Close)
+	h := newTmuxHome(t, []string{"SHIPKEY_SECRETS=plaintext"})
+	h.newKey(srv, "mine")
+	srv.Inject(authtest.Fault{Endpoint: "token", Delay: 3 * time.Second})
+	// --min-valid beyond the token's life forces a refresh.
+	s := h.start(100, 10, "token", "mine", "--min-valid", "9999h")
+	s.waitText(10*time.Second, "waiting for the server… (1s)")
+	s.waitFor("the command to end", 20*time.Second, func(string) bool { return s.dead() })
+	if screen := s.capture(); strings.Contains(screen, "waiting for the server") {
+		t.Fatalf("the waiting line stayed:\n%s", screen)
+	}
+}

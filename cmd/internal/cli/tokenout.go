@@ -1,0 +1,125 @@
+package cli
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"strings"
+
+	"github.com/shipkey/shipkey/auth"
+)
+
+// Output formats of "shipkey token" (--output).
+const (
+	outputText           = "text"            // the token and a newline
+	outputJSON           = "json"            // tokenDoc
+	outputExecCredential = "exec-credential" // a Kubernetes ExecCredential
+)
+
+var tokenOutputs = []string{outputText, outputJSON, outputExecCredential}
+
+// tokenDoc is what "token --json" prints and what "serve" answers: the token
+// with what a caller needs to cache it.
+type tokenDoc struct {
+	AccessToken string `json:"access_token"`
+	TokenType   string `json:"token_type"`
+	// ExpiresAt is the access token's expiry (RFC 3339, UTC); omitted when
+	// the server stated none and the token carries no exp.
+	ExpiresAt string `json:"expires_at,omitempty"`
+	Key       string `json:"key"`
+	Scope     string `json:"scope"`
+}
+
+func newTokenDoc(label string, ts *auth.TokenSet) tokenDoc {
+	d := tokenDoc{
+		AccessToken: ts.AccessToken,
+		TokenType:   ts.TokenType,
+		Key:         label,
+		Scope:       ts.Scope,
+	}
+	if d.TokenType == "" || strings.EqualFold(d.TokenType, "bearer") {
+		d.TokenType = "Bearer"
+	}
+	if exp := rfc3339OrNil(ts.AccessExpiry()); exp != nil {
+		d.ExpiresAt = *exp
+	}
+	return d
+}
+
+// execCredential is a client.authentication.k8s.io/v1 ExecCredential, as a
+// kubectl exec credential plugin prints it.
+type execCredential struct {
+	APIVersion string               `json:"apiVersion"`
+	Kind       string               `json:"kind"`
+	Status     execCredentialStatus `json:"status"`
+}
+
+type execCredentialStatus struct {
+	Token               string `json:"token"`
+	ExpirationTimestamp string `json:"expirationTimestamp,omitempty"`
+}
+
+func newExecCredential(ts *auth.TokenSet) execCredential {
+	c := execCredential{
+		APIVersion: "client.authentication.k8s.io/v1",
+		Kind:       "ExecCredential",
+		Status:     execCredentialStatus{Token: ts.AccessToken},
+	}
+	if exp := rfc3339OrNil(ts.AccessExpiry()); exp != nil {
+		c.Status.ExpirationTimestamp = *exp
+	}
+	return c
+}
+
+// writeJSON writes v as indented JSON and a newline.
+func writeJSON(w io.Writer, v any) error {
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	enc.SetEscapeHTML(false)
+	return enc.Encode(v)
+}
+
+// writeToken prints ts in the chosen format.
+func writeToken(w io.Writer, format, label string, ts *auth.TokenSet) error {
+	switch format {
+	case outputJSON:
+		return writeJSON(w, newTokenDoc(label, ts))
+	case outputExecCredential:
+		return writeJSON(w, newExecCredential(ts))
+	default:
+		_, err := fmt.Fprintln(w, ts.AccessToken)
+		return err
+	}
+}
+
+// curlConfigHeader is the line of a curl config file (curl -K) that sends
+// ts as the Authorization header. Inside double quotes curl's config syntax
+// knows the escapes \\ \" \t \n \r \v; any other control character cannot be
+// carried and is an error (no real token holds one).
+func curlConfigHeader(ts *auth.TokenSet) (string, error) {
+	var b strings.Builder
+	b.WriteString(`header = "`)
+	for _, r := range "Authorization: " + ts.Header() {
+		switch r {
+		case '\\':
+			b.WriteString(`\\`)
+		case '"':
+			b.WriteString(`\"`)
+		case '\t':
+			b.WriteString(`\t`)
+		case '\n':
+			b.WriteString(`\n`)
+		case '\r':
+			b.WriteString(`\r`)
+		case '\v':
+			b.WriteString(`\v`)
+		default:
+			if r < 0x20 || r == 0x7f {
+				return "", fmt.Errorf("the access token holds a control character (U+%04X) that a curl config cannot carry; log in again: shipkey login", r)
+			}
+			b.WriteRune(r)
+		}
+	}
+	b.WriteString("\"\n")
+	return b.String(), nil
+}

@@ -1,0 +1,107 @@
+package cli
+
+import (
+	"context"
+	"errors"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/shipkey/shipkey/auth"
+	"github.com/shipkey/shipkey/auth/authtest"
+	"github.com/shipkey/shipkey/store"
+	"github.com/shipkey/shipkey/store/team"
+	"github.com/shipkey/shipkey/store/team/etcdteam"
+	"github.com/shipkey/shipkey/store/team/etcdtest"
+)
+
+// TestTeamBackendLive: the app's backend shows a team key created on
+// another machine, and its stamp changes so the 1 s tick reloads the table.
+func TestTeamBackendLive(t *testing.T) {
+	t.Parallel()
+	c, err := etcdtest.Start(filepath.Join(t.TempDir(), "etcd"), 1)
+	if err != nil {
+		if os.Getenv("CI") == "true" {
+			t.Fatal(err)
+		}
+		t.Skip(err)
+	}
+	defer c.Close()
+	srv := authtest.NewServer(authtest.Config{
+		Users:   []authtest.User{{Username: "svc", Password: "pw-team-ui"}},
+		Clients: []authtest.Client{{ID: "shipping-api", Secret: "cs-team-ui"}},
+	})
+	defer srv.Close()
+	a, _ := auth.NewClient(auth.Options{})
+	machine := func(name string) (*store.Store, team.Engine) {
+		dir := filepath.Join(t.TempDir(), name)
+		st, err := store.Open(store.Options{ConfigDir: dir + "/config", StateDir: dir + "/state", Backend: store.BackendPlaintext, Auth: a, Warn: &bytesSink{}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return st, etcdteam.New(team.Options{Store: st, Auth: a, Warn: &bytesSink{}})
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	sa, ea := machine("a")
+	_, eb := machine("b")
+	tc := store.TeamConn{Name: "ui", Endpoints: c.Endpoints()}
+	if _, err := ea.Init(ctx, team.JoinOptions{Conn: tc}); err != nil {
+		t.Fatal(err)
+	}
+	rb, err := eb.Join(ctx, team.JoinOptions{Conn: tc})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := ea.AddMember(ctx, "ui", rb, "b"); err != nil {
+		t.Fatal(err)
+	}
+	b := newTeamBackend(ctx, sa, ea)
+	if b == nil {
+		t.Fatal("no team backend for a machine in a team")
+	}
+	stamp0, _ := b.Stamp()
+	if _, err := eb.CreateKey(ctx, "ui", team.NewKey{Label: "k", Conn: auth.Connection{AuthURL: srv.URL(), Realm: srv.Realm(), ClientID: "shipping-api"},
+		Username: "svc", ClientSecret: "cs-team-ui", Password: "pw-team-ui"}); err != nil {
+		t.Fatal(err)
+	}
+	for {
+		keys, err := b.Keys()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(keys) == 1 && keys[0].Label == "ui/k" {
+			break
+		}
+		select {
+		case <-ctx.Done():
+			t.Fatalf("the app's backend never showed ui/k: %v", keys)
+		case <-time.After(20 * time.Millisecond):
+		}
+	}
+	if s, _ := b.Stamp(); s == stamp0 {
+		t.Error("the stamp did not change: the app would not reload")
+	}
+	if ts, err := b.Current("ui/k"); err != nil || ts.AccessToken == "" {
+		t.Errorf("Current(ui/k): %v", err)
+	}
+	// The app's logout and login of a team key go to the team.
+	if res, err := b.Logout(ctx, "ui/k"); err != nil || !res.Ended() {
+		t.Fatalf("Logout(ui/k): %+v, %v", res, err)
+	}
+	if _, err := b.Current("ui/k"); !errors.Is(err, store.ErrLoginNeeded) {
+		t.Errorf("Current(ui/k) after logout: %v, want login needed", err)
+	}
+	k, ts, err := b.Login(ctx, "ui/k", store.LoginOptions{})
+	if err != nil || k.Label != "ui/k" || ts.AccessToken == "" {
+		t.Fatalf("Login(ui/k): %v", err)
+	}
+	if cur, err := b.Current("ui/k"); err != nil || cur.AccessToken != ts.AccessToken {
+		t.Errorf("Current(ui/k) after login: %v", err)
+	}
+}
+
+type bytesSink struct{}
+
+func (*bytesSink) Write(p []byte) (int, error) { return len(p), nil }

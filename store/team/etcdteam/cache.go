@@ -1,0 +1,137 @@
+package etcdteam
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"time"
+
+	"filippo.io/age"
+	"github.com/gofrs/flock"
+
+	"github.com/shipkey/shipkey/auth"
+)
+
+// cacheFile is a machine's local copy of a team, encrypted to its own
+// identity: what `token` hands out without etcd, and while etcd is down.
+type cacheFile struct {
+	Keys     map[string]*cacheEntry `json:"keys"` // by key id
+	SyncedAt time.Time              `json:"synced_at"`
+}
+
+type cacheEntry struct {
+	Def      Definition     `json:"def"`
+	Token    *auth.TokenSet `json:"token,omitempty"`
+	TokenRev int64          `json:"token_rev,omitempty"`
+}
+
+func (c *cacheFile) byLabel(label string) *cacheEntry {
+	for _, e := range c.Keys {
+		if e.Def.Label == label {
+			return e
+		}
+	}
+	return nil
+}
+
+func (h *handle) dir() string {
+	return filepath.Join(h.e.opts.Store.StateDir(), "teams", h.name())
+}
+
+func (h *handle) cachePath() string { return filepath.Join(h.dir(), "cache.age") }
+
+// readCache reads the local cache; a missing one is empty, a damaged one is
+// said once and treated as empty (it is only a copy of etcd).
+func (h *handle) readCache() *cacheFile {
+	c := &cacheFile{Keys: map[string]*cacheEntry{}}
+	data, err := os.ReadFile(h.cachePath())
+	if err != nil {
+		return c
+	}
+	plain, err := open(data, h.id)
+	if err == nil {
+		err = json.Unmarshal(plain, c)
+	}
+	if err != nil {
+		fmt.Fprintf(h.e.opts.Warn, "shipkey: warning: team %s: the local cache is damaged; it is rebuilt from etcd\n", h.name())
+		return &cacheFile{Keys: map[string]*cacheEntry{}}
+	}
+	if c.Keys == nil {
+		c.Keys = map[string]*cacheEntry{}
+	}
+	return c
+}
+
+// updateCache applies fn to the cache under the cache lock and writes it
+// atomically (temporary file, fsync, rename): a kill leaves the old or the
+// new cache, never half of one.
+func (h *handle) updateCache(ctx context.Context, fn func(c *cacheFile)) error {
+	unlock, err := h.lockFile(ctx, "cache.lock")
+	if err != nil {
+		return err
+	}
+	defer unlock()
+	// Under the lock every temporary file is a killed writer's: sweep them.
+	if olds, _ := filepath.Glob(filepath.Join(h.dir(), ".cache.age.tmp-*")); len(olds) > 0 {
+		for _, o := range olds {
+			_ = os.Remove(o)
+		}
+	}
+	c := h.readCache()
+	fn(c)
+	plain, err := json.Marshal(c)
+	if err != nil {
+		return err
+	}
+	ct, err := seal(plain, []age.Recipient{h.id.Recipient()})
+	if err != nil {
+		return err
+	}
+	return writeAtomic(h.cachePath(), ct)
+}
+
+// lockFile takes an OS file lock in the team's state directory, bounded by
+// the team's timeout.
+func (h *handle) lockFile(ctx context.Context, name string) (func(), error) {
+	if err := os.MkdirAll(h.dir(), 0o700); err != nil {
+		return nil, err
+	}
+	fl := flock.New(filepath.Join(h.dir(), name), flock.SetPermissions(0o600))
+	ctx, cancel := context.WithTimeout(ctx, 4*h.timeout)
+	defer cancel()
+	ok, err := fl.TryLockContext(ctx, 5*time.Millisecond)
+	if err != nil || !ok {
+		return nil, fmt.Errorf("team %s: waiting for the lock %s: another shipkey process holds it", h.name(), name)
+	}
+	return func() { _ = fl.Unlock() }, nil
+}
+
+func writeAtomic(path string, data []byte) (err error) {
+	f, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".tmp-*")
+	if err != nil {
+		return err
+	}
+	defer func() {
+		if err != nil {
+			_ = os.Remove(f.Name())
+		}
+	}()
+	if err := f.Chmod(0o600); err != nil {
+		f.Close()
+		return err
+	}
+	if _, err := f.Write(data); err != nil {
+		f.Close()
+		return err
+	}
+	if err := f.Sync(); err != nil {
+		f.Close()
+		return err
+	}
+	if err := f.Close(); err != nil {
+		return err
+	}
+	return os.Rename(f.Name(), path)
+}

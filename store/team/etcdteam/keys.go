@@ -1,0 +1,292 @@
+package etcdteam
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+
+	clientv3 "go.etcd.io/etcd/client/v3"
+
+	"github.com/shipkey/shipkey/auth"
+	"github.com/shipkey/shipkey/internal/text"
+)
+
+func (h *handle) key(e *cacheEntry) Key {
+	k := Key{Team: h.name(), Label: e.Def.Label, ID: e.Def.ID, Grant: e.Def.Grant, Conn: e.Def.Conn, Username: e.Def.Username, CreatedAt: e.Def.CreatedAt}
+	if e.Token != nil {
+		k.Token = e.Token.Redacted()
+		k.Masked = text.Mask(e.Token.AccessToken)
+		k.HasRefreshToken = e.Token.RefreshToken != ""
+	}
+	return k
+}
+
+func catalogKey(team string) string { return prefix(team) + "catalog" }
+
+// snapshot is the team's keys and tokens read from etcd at one revision.
+type snapshot struct {
+	roster  roster
+	entries map[string]*cacheEntry
+	catRev  int64
+}
+
+// read loads the whole team from etcd and decrypts it; it refreshes the
+// local cache with what it read.
+func (h *handle) read(ctx context.Context) (*snapshot, error) {
+	cli, err := h.client()
+	if err != nil {
+		return nil, err
+	}
+	resp, err := cli.Get(ctx, prefix(h.name()), clientv3.WithPrefix())
+	if err != nil {
+		return nil, h.etcdErr(err)
+	}
+	s := &snapshot{entries: map[string]*cacheEntry{}}
+	found := false
+	tokens := map[string][]byte{}
+	tokenRevs := map[string]int64{}
+	for _, kv := range resp.Kvs {
+		k := string(kv.Key)
+		switch {
+		case k == rosterKey(h.name()):
+			found = true
+			if err := json.Unmarshal(kv.Value, &s.roster.Members); err != nil {
+				return nil, &Error{Team: h.name(), Msg: "the roster in etcd is damaged"}
+			}
+			s.roster.Rev = kv.ModRevision
+		case k == catalogKey(h.name()):
+			s.catRev = kv.ModRevision
+		case strings.HasPrefix(k, keysPrefix(h.name())):
+			var d Definition
+			if err := h.decode(kv.Value, &d); err != nil {
+				return nil, err
+			}
+			s.entries[idOf(k, keysPrefix(h.name()))] = &cacheEntry{Def: d}
+		case strings.HasPrefix(k, tokensPrefix(h.name())):
+			id := idOf(k, tokensPrefix(h.name()))
+			tokens[id], tokenRevs[id] = kv.Value, kv.ModRevision
+		}
+	}
+	if !found {
+		return nil, &Error{Team: h.name(), Msg: "etcd holds no such team", Kind: ErrNoTeam}
+	}
+	for id, data := range tokens {
+		e := s.entries[id]
+		if e == nil {
+			continue
+		}
+		var ts auth.TokenSet
+		if err := h.decode(data, &ts); err != nil {
+			return nil, err
+		}
+		e.Token, e.TokenRev = &ts, tokenRevs[id]
+	}
+	_ = h.updateCache(ctx, func(c *cacheFile) {
+		c.Keys, c.SyncedAt = s.entries, h.e.opts.Now().UTC()
+	})
+	return s, nil
+}
+
+// decode opens an item and unmarshals it.
+func (h *handle) decode(data []byte, v any) error {
+	plain, err := open(data, h.id)
+	if errors.Is(err, errNotRecipient) {
+		return h.notMember()
+	}
+	if err != nil {
+		return &Error{Team: h.name(), Msg: err.Error()}
+	}
+	if err := json.Unmarshal(plain, v); err != nil {
+		return &Error{Team: h.name(), Msg: "an item in etcd is damaged"}
+	}
+	return nil
+}
+
+func (h *handle) encode(v any, r roster) (string, error) {
+	plain, err := json.Marshal(v)
+	if err != nil {
+		return "", err
+	}
+	recips, err := r.recipients()
+	if err != nil {
+		return "", err
+	}
+	ct, err := seal(plain, recips)
+	return string(ct), err
+}
+
+// Keys lists the team's keys from etcd (the cache is refreshed); when etcd
+// does not answer, the cached list is returned with the error.
+func (e *Engine) Keys(ctx context.Context, team string) ([]Key, error) {
+	h, err := e.open(team)
+	if err != nil {
+		return nil, err
+	}
+	defer h.close()
+	bctx, cancel := h.bound(ctx)
+	defer cancel()
+	var entries map[string]*cacheEntry
+	s, err := h.read(bctx)
+	if err == nil {
+		entries = s.entries
+	} else {
+		entries = h.readCache().Keys
+	}
+	keys := make([]Key, 0, len(entries))
+	for _, ce := range entries {
+		keys = append(keys, h.key(ce))
+	}
+	slices.SortFunc(keys, func(a, b Key) int { return strings.Compare(a.Label, b.Label) })
+	return keys, err
+}
+
+// CachedKeys lists the team's keys from the local cache alone (no etcd).
+func (e *Engine) CachedKeys(team string) ([]Key, error) {
+	h, err := e.open(team)
+	if err != nil {
+		return nil, err
+	}
+	keys := []Key{}
+	for _, ce := range h.readCache().Keys {
+		keys = append(keys, h.key(ce))
+	}
+	slices.SortFunc(keys, func(a, b Key) int { return strings.Compare(a.Label, b.Label) })
+	return keys, nil
+}
+
+func newID() string {
+	b := make([]byte, 8)
+	_, _ = rand.Read(b)
+	return hex.EncodeToString(b)
+}
+
+// CreateKey obtains the key's first token (which checks its credentials)
+// and writes the definition and the token, encrypted to the roster, in one
+// transaction that fails when the catalog or the roster changed meanwhile.
+func (e *Engine) CreateKey(ctx context.Context, team string, nk NewKey) (Key, error) {
+	if e.opts.Auth == nil {
+		return Key{}, errors.New("team: no auth client")
+	}
+	if nk.Label == "" || strings.ContainsAny(nk.Label, "/\n\r\t") {
+		return Key{}, fmt.Errorf("label %q: must be non-empty without / or line breaks", text.Safe(nk.Label))
+	}
+	h, err := e.open(team)
+	if err != nil {
+		return Key{}, err
+	}
+	defer h.close()
+	if _, err := auth.GrantFor(nk.Grant); err != nil {
+		return Key{}, err
+	}
+	def := Definition{ID: newID(), Label: nk.Label, Grant: nk.Grant, CallbackPort: nk.CallbackPort, Conn: nk.Conn, Username: nk.Username,
+		ClientSecret: nk.ClientSecret, Password: nk.Password, RememberPassword: nk.Password != "", CreatedAt: e.opts.Now().UTC()}
+	bctx, cancel := h.bound(ctx)
+	defer cancel()
+	s, err := h.read(bctx)
+	if err != nil {
+		return Key{}, err
+	}
+	if (&cacheFile{Keys: s.entries}).byLabel(nk.Label) != nil {
+		return Key{}, fmt.Errorf("team %s: label %s already in use", team, text.Safe(nk.Label))
+	}
+	req := def.Request()
+	req.Prompt = nk.Prompt
+	ts, err := e.opts.Auth.Obtain(ctx, def.Grant, req)
+	if err != nil {
+		return Key{}, err
+	}
+	kv, err := h.encode(def, s.roster)
+	if err != nil {
+		return Key{}, err
+	}
+	tv, err := h.encode(ts, s.roster)
+	if err != nil {
+		return Key{}, err
+	}
+	bctx2, cancel2 := h.bound(ctx)
+	defer cancel2()
+	cli, _ := h.client()
+	resp, err := cli.Txn(bctx2).If(
+		clientv3.Compare(clientv3.ModRevision(rosterKey(team)), "=", s.roster.Rev),
+		clientv3.Compare(clientv3.ModRevision(catalogKey(team)), "=", s.catRev),
+	).Then(
+		clientv3.OpPut(keyKey(team, def.ID), kv),
+		clientv3.OpPut(tokenKey(team, def.ID), tv),
+		clientv3.OpPut(catalogKey(team), def.ID),
+	).Commit()
+	if err != nil {
+		return Key{}, h.etcdErr(err)
+	}
+	if !resp.Succeeded {
+		return Key{}, &Error{Team: team, Msg: "the team changed while the key was created; try again"}
+	}
+	ce := &cacheEntry{Def: def, Token: ts, TokenRev: resp.Header.Revision}
+	_ = h.updateCache(ctx, func(c *cacheFile) { c.Keys[def.ID] = ce })
+	return h.key(ce), nil
+}
+
+// RemoveKey deletes a team key and its token for every member.
+func (e *Engine) RemoveKey(ctx context.Context, team, label string) error {
+	return e.catalogChange(ctx, team, label, func(h *handle, s *snapshot, ce *cacheEntry) ([]clientv3.Op, error) {
+		return []clientv3.Op{clientv3.OpDelete(keyKey(team, ce.Def.ID)), clientv3.OpDelete(tokenKey(team, ce.Def.ID))}, nil
+	})
+}
+
+// RenameKey gives a team key a new label for every member.
+func (e *Engine) RenameKey(ctx context.Context, team, label, newLabel string) error {
+	if newLabel == "" || strings.ContainsAny(newLabel, "/\n\r\t") {
+		return fmt.Errorf("label %q: must be non-empty without / or line breaks", text.Safe(newLabel))
+	}
+	return e.catalogChange(ctx, team, label, func(h *handle, s *snapshot, ce *cacheEntry) ([]clientv3.Op, error) {
+		if (&cacheFile{Keys: s.entries}).byLabel(newLabel) != nil {
+			return nil, fmt.Errorf("team %s: label %s already in use", team, text.Safe(newLabel))
+		}
+		d := ce.Def
+		d.Label = newLabel
+		v, err := h.encode(d, s.roster)
+		if err != nil {
+			return nil, err
+		}
+		return []clientv3.Op{clientv3.OpPut(keyKey(team, d.ID), v)}, nil
+	})
+}
+
+func (e *Engine) catalogChange(ctx context.Context, team, label string, ops func(*handle, *snapshot, *cacheEntry) ([]clientv3.Op, error)) error {
+	h, err := e.open(team)
+	if err != nil {
+		return err
+	}
+	defer h.close()
+	bctx, cancel := h.bound(ctx)
+	defer cancel()
+	s, err := h.read(bctx)
+	if err != nil {
+		return err
+	}
+	ce := (&cacheFile{Keys: s.entries}).byLabel(label)
+	if ce == nil {
+		return fmt.Errorf("team %s: no key %s: %w", team, text.Safe(label), ErrKeyNotFound)
+	}
+	then, err := ops(h, s, ce)
+	if err != nil {
+		return err
+	}
+	cli, _ := h.client()
+	resp, err := cli.Txn(bctx).If(
+		clientv3.Compare(clientv3.ModRevision(rosterKey(team)), "=", s.roster.Rev),
+		clientv3.Compare(clientv3.ModRevision(catalogKey(team)), "=", s.catRev),
+	).Then(append(then, clientv3.OpPut(catalogKey(team), ce.Def.ID))...).Commit()
+	if err != nil {
+		return h.etcdErr(err)
+	}
+	if !resp.Succeeded {
+		return &Error{Team: team, Msg: "the team changed meanwhile; try again"}
+	}
+	_, _ = h.read(bctx) // refresh the cache
+	return nil
+}

@@ -1,0 +1,220 @@
+package etcdteam
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	clientv3 "go.etcd.io/etcd/client/v3"
+	"go.etcd.io/etcd/client/v3/concurrency"
+
+	"github.com/shipkey/shipkey/auth"
+	"github.com/shipkey/shipkey/internal/text"
+)
+
+// lockKey takes the team-wide mutex of key id on a lease (a holder that dies
+// frees it within the TTL); unlock revokes the lease. ctx bounds the grant
+// and the wait; the lease is kept alive until unlock, so a server slower
+// than the etcd bound does not lose the lock.
+func (h *handle) lockKey(ctx context.Context, cli *clientv3.Client, id string) (mu *concurrency.Mutex, unlock func(), err error) {
+	lease, err := cli.Grant(ctx, int64(h.e.opts.LockTTL))
+	if err != nil {
+		return nil, nil, h.etcdErr(err)
+	}
+	sess, err := concurrency.NewSession(cli, concurrency.WithLease(lease.ID), concurrency.WithContext(context.WithoutCancel(ctx)))
+	if err != nil {
+		rctx, rcancel := context.WithTimeout(context.Background(), time.Second)
+		defer rcancel()
+		_, _ = cli.Revoke(rctx, lease.ID)
+		return nil, nil, h.etcdErr(err)
+	}
+	unlock = func() {
+		rctx, rcancel := context.WithTimeout(context.Background(), time.Second)
+		defer rcancel()
+		_, _ = cli.Revoke(rctx, sess.Lease())
+		sess.Orphan()
+	}
+	mu = concurrency.NewMutex(sess, lockPrefix(h.name(), id))
+	if err := mu.Lock(ctx); err != nil {
+		unlock()
+		return nil, nil, h.etcdErr(err)
+	}
+	return mu, unlock, nil
+}
+
+// locked is a team key held under its team-wide mutex, read under it.
+type locked struct {
+	cli    *clientv3.Client
+	mu     *concurrency.Mutex
+	unlock func()
+	def    Definition
+	cur    *auth.TokenSet // nil: no shared token set
+	rev    int64          // the token's mod revision (0: none)
+	catRev int64          // the catalog's, read before the lock
+}
+
+// lockItem finds team key label in etcd, takes its team-wide mutex and
+// reads its definition and token again under it.
+func (h *handle) lockItem(ctx context.Context, label string) (*locked, error) {
+	s, err := h.read(ctx)
+	if err != nil {
+		return nil, err
+	}
+	ce := (&cacheFile{Keys: s.entries}).byLabel(label)
+	if ce == nil {
+		return nil, fmt.Errorf("team %s: no key %s (shipkey keys list): %w", h.name(), text.Safe(label), ErrKeyNotFound)
+	}
+	l := &locked{catRev: s.catRev}
+	l.cli, _ = h.client()
+	if l.mu, l.unlock, err = h.lockKey(ctx, l.cli, ce.Def.ID); err != nil {
+		return nil, err
+	}
+	cur, rev, d, err := h.readItem(ctx, l.cli, ce.Def.ID)
+	if err == nil && d == nil {
+		err = fmt.Errorf("team %s: key %s was removed: %w", h.name(), text.Safe(label), ErrKeyNotFound)
+	}
+	if err != nil {
+		l.unlock()
+		return nil, err
+	}
+	l.def, l.cur, l.rev = *d, cur, rev
+	return l, nil
+}
+
+// Logout ends team key label's session at the server once for the whole
+// team, under the key's team-wide mutex (as a renewal), then deletes the
+// shared token set with a transaction that checks the revision it read; every
+// machine drops its cached token on its next token (Token checks the
+// revision it cached). When the server refuses or cannot be reached the
+// shared token set is kept (the session is still alive) and the error says
+// so; run logout again.
+func (e *Engine) Logout(ctx context.Context, team, label string) (LogoutResult, error) {
+	h, err := e.open(team)
+	if err != nil {
+		return LogoutResult{}, err
+	}
+	defer h.close()
+	bctx, cancel := h.bound(ctx)
+	defer cancel()
+	l, err := h.lockItem(bctx, label)
+	if err != nil {
+		return LogoutResult{}, err
+	}
+	defer l.unlock()
+	def, cur := l.def, l.cur
+	var res LogoutResult
+	if cur != nil && (cur.AccessToken != "" || cur.RefreshToken != "") {
+		if e.opts.Auth == nil {
+			return res, errors.New("team: no auth client")
+		}
+		res.HadToken = true
+		// The server's bound is the auth client's own, not etcd's.
+		if res.End, err = e.opts.Auth.EndSession(ctx, def.Conn, def.ClientSecret, cur); err != nil {
+			return res, err
+		}
+	}
+	if l.rev != 0 {
+		// A bound of its own: the server may have taken the auth timeout.
+		tctx, tcancel := h.bound(ctx)
+		defer tcancel()
+		resp, err := l.cli.Txn(tctx).If(l.mu.IsOwner(), clientv3.Compare(clientv3.ModRevision(tokenKey(team, def.ID)), "=", l.rev)).
+			Then(clientv3.OpDelete(tokenKey(team, def.ID))).Commit()
+		if err != nil {
+			return res, h.etcdErr(err)
+		}
+		if !resp.Succeeded {
+			return res, &Error{Team: team, Msg: "the key's token changed meanwhile (the lock was lost); run logout again"}
+		}
+	}
+	return res, h.updateCache(ctx, func(c *cacheFile) {
+		if ce := c.Keys[def.ID]; ce != nil {
+			ce.Token, ce.TokenRev = nil, 0
+		}
+	})
+}
+
+// Login gets new tokens for team key label by its grant (client credentials
+// run again; the password grant with opts.Password or the kept password),
+// under the key's team-wide mutex, and shares them with the team (a
+// transaction that checks the revisions it read). Interactive grants are
+// refused: team keys run unattended.
+func (e *Engine) Login(ctx context.Context, team, label string, opts LoginOptions) (Key, *auth.TokenSet, error) {
+	ts, k, err := e.login(ctx, team, label, opts)
+	return k, ts, err
+}
+
+func (e *Engine) login(ctx context.Context, team, label string, opts LoginOptions) (*auth.TokenSet, Key, error) {
+	if e.opts.Auth == nil {
+		return nil, Key{}, errors.New("team: no auth client")
+	}
+	h, err := e.open(team)
+	if err != nil {
+		return nil, Key{}, err
+	}
+	defer h.close()
+	bctx, cancel := h.bound(ctx)
+	defer cancel()
+	l, err := h.lockItem(bctx, label)
+	if err != nil {
+		return nil, Key{}, err
+	}
+	defer l.unlock()
+	def := l.def
+	g, err := auth.GrantFor(def.Grant)
+	if err != nil {
+		return nil, Key{}, err
+	}
+	newPassword := opts.Password != "" && opts.Password != def.Password && def.Grant.Or() == auth.GrantPassword
+	if newPassword {
+		def.Password, def.RememberPassword = opts.Password, true
+	}
+	if !g.Unattended(auth.Kept{Password: def.Password != ""}) {
+		return nil, Key{}, fmt.Errorf("team key %s: its %s grant needs a person; team keys run unattended grants only (client credentials, a password)",
+			text.Safe(Address(team, label)), def.Grant.Or())
+	}
+	ts, err := g.Obtain(ctx, e.opts.Auth, def.Request())
+	if err != nil {
+		return nil, Key{}, err
+	}
+	// A bound of its own: the server may have taken the auth timeout.
+	tctx, tcancel := h.bound(ctx)
+	defer tcancel()
+	r, err := h.readRoster(tctx)
+	if err != nil {
+		return nil, Key{}, err
+	}
+	tv, err := h.encode(ts, r)
+	if err != nil {
+		return nil, Key{}, err
+	}
+	ops := []clientv3.Op{clientv3.OpPut(tokenKey(team, def.ID), tv)}
+	if newPassword {
+		kv, err := h.encode(def, r)
+		if err != nil {
+			return nil, Key{}, err
+		}
+		ops = append(ops, clientv3.OpPut(keyKey(team, def.ID), kv))
+	}
+	// Only while this machine owns the mutex, the key still exists (and,
+	// for a new password, its definition was not renamed meanwhile), nobody
+	// wrote the token, and the roster is the one encrypted to.
+	cmp := []clientv3.Cmp{
+		l.mu.IsOwner(),
+		clientv3.Compare(clientv3.CreateRevision(keyKey(team, def.ID)), ">", 0),
+		clientv3.Compare(clientv3.ModRevision(tokenKey(team, def.ID)), "=", l.rev),
+		clientv3.Compare(clientv3.ModRevision(rosterKey(team)), "=", r.Rev),
+	}
+	if newPassword {
+		cmp = append(cmp, clientv3.Compare(clientv3.ModRevision(catalogKey(team)), "=", l.catRev))
+	}
+	resp, err := l.cli.Txn(tctx).If(cmp...).Then(ops...).Commit()
+	if err != nil {
+		return nil, Key{}, h.etcdErr(err)
+	}
+	if !resp.Succeeded {
+		return nil, Key{}, &Error{Team: team, Msg: "the team changed meanwhile; run login again"}
+	}
+	ce := &cacheEntry{Def: def, Token: ts, TokenRev: resp.Header.Revision}
+	return ts, h.key(ce), h.cacheToken(ctx, def, ts, resp.Header.Revision)
+}

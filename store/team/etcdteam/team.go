@@ -1,0 +1,131 @@
+package etcdteam
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"strings"
+	"time"
+
+	"filippo.io/age"
+	clientv3 "go.etcd.io/etcd/client/v3"
+
+	"github.com/shipkey/shipkey/internal/text"
+	"github.com/shipkey/shipkey/store"
+)
+
+// Engine is the team store: one per process, teams opened on demand.
+type Engine struct {
+	opts Options
+}
+
+// New returns an engine; nothing is opened until a team is used.
+func New(opts Options) teamEngine { return newEngine(opts) }
+
+func newEngine(opts Options) *Engine {
+	if opts.Now == nil {
+		opts.Now = time.Now
+	}
+	if opts.Warn == nil {
+		opts.Warn = os.Stderr
+	}
+	if opts.LockTTL <= 0 {
+		opts.LockTTL = DefaultLockTTL
+	}
+	return &Engine{opts: opts}
+}
+
+func prefix(team string) string { return "/shipkey/teams/" + team + "/" }
+
+func rosterKey(team string) string           { return prefix(team) + "roster" }
+func keyKey(team, id string) string          { return prefix(team) + "keys/" + id }
+func tokenKey(team, id string) string        { return prefix(team) + "tokens/" + id }
+func lockPrefix(team, id string) string      { return prefix(team) + "locks/" + id }
+func keysPrefix(team string) string          { return prefix(team) + "keys/" }
+func tokensPrefix(team string) string        { return prefix(team) + "tokens/" }
+func idOf(etcdKey, itemPrefix string) string { return strings.TrimPrefix(etcdKey, itemPrefix) }
+
+// handle is one team opened: its connection, this member's identity, and an
+// etcd client dialled on first use.
+type handle struct {
+	e        *Engine
+	tc       store.TeamConn
+	id       *age.X25519Identity
+	password string
+	timeout  time.Duration
+	cli      *clientv3.Client
+}
+
+func (e *Engine) open(team string) (*handle, error) {
+	if e.opts.Store == nil {
+		return nil, errors.New("team: no store")
+	}
+	tc, err := e.opts.Store.Team(team)
+	if err != nil {
+		return nil, err
+	}
+	sec, err := e.opts.Store.TeamSecrets(team)
+	if err != nil {
+		return nil, err
+	}
+	id, err := age.ParseX25519Identity(sec.Identity)
+	if err != nil {
+		return nil, fmt.Errorf("team %s: the stored member identity is damaged; join again", team)
+	}
+	h := &handle{e: e, tc: tc, id: id, password: sec.EtcdPassword, timeout: e.opts.Timeout}
+	if h.timeout == 0 && tc.Timeout != "" {
+		if d, err := time.ParseDuration(tc.Timeout); err == nil && d > 0 {
+			h.timeout = d
+		}
+	}
+	if h.timeout == 0 {
+		h.timeout = DefaultTimeout
+	}
+	return h, nil
+}
+
+func (h *handle) name() string { return h.tc.Name }
+
+func (h *handle) client() (*clientv3.Client, error) {
+	if h.cli == nil {
+		cli, err := dial(h.tc, h.password)
+		if err != nil {
+			return nil, err
+		}
+		h.cli = cli
+	}
+	return h.cli, nil
+}
+
+func (h *handle) close() {
+	if h.cli != nil {
+		_ = h.cli.Close()
+	}
+}
+
+// bound is ctx limited to the team's timeout.
+func (h *handle) bound(ctx context.Context) (context.Context, context.CancelFunc) {
+	return context.WithTimeout(ctx, h.timeout)
+}
+
+// etcdErr turns an etcd failure into one line; unavailability wraps
+// ErrUnavailable.
+func (h *handle) etcdErr(err error) error {
+	if err == nil {
+		return nil
+	}
+	var known interface{ teamError() }
+	if errors.As(err, &known) || errors.Is(err, ErrNotMember) || errors.Is(err, ErrNoTeam) {
+		return err
+	}
+	if unavailable(err) {
+		return &Error{Team: h.name(), Msg: fmt.Sprintf("etcd at %s did not answer within %s (unreachable or no quorum)", strings.Join(h.tc.Endpoints, ","), h.timeout), Kind: ErrUnavailable}
+	}
+	return &Error{Team: h.name(), Msg: "etcd: " + text.Safe(err.Error())}
+}
+
+// notMember is the error for an item this identity cannot open.
+func (h *handle) notMember() error {
+	return &Error{Team: h.name(), Msg: fmt.Sprintf("not a member of %s: ask a member to run `shipkey team add %s %s`", h.name(), h.name(), h.id.Recipient()), Kind: ErrNotMember}
+}

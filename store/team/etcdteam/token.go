@@ -1,0 +1,354 @@
+package etcdteam
+
+import (
+	"context"
+	"crypto/sha256"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	clientv3 "go.etcd.io/etcd/client/v3"
+
+	"github.com/shipkey/shipkey/auth"
+	"github.com/shipkey/shipkey/internal/text"
+	"github.com/shipkey/shipkey/store"
+)
+
+// fits reports whether ts can be handed out at now for opts.
+func fits(ts *auth.TokenSet, now time.Time, opts TokenOptions) bool {
+	return !opts.Force && ts != nil && ts.AccessToken != "" && ts.Access().ValidFor(now, opts.MinValid)
+}
+
+// Token hands out the access token of team key label: the cached one while
+// it will do and etcd still holds it (one keys-only read: a logout or a
+// renewal on another machine replaced it); else, under the key's local file lock,
+// the shared one from etcd; else one renewal for the whole fleet under the
+// team-wide mutex. When etcd does not answer within the bound, a cached
+// token that has not expired is handed out with a warning; otherwise the
+// error wraps ErrUnavailable.
+func (e *Engine) Token(ctx context.Context, team, label string, opts TokenOptions) (*auth.TokenSet, error) {
+	h, err := e.open(team)
+	if err != nil {
+		return nil, err
+	}
+	defer h.close()
+	cached := h.readCache().byLabel(label)
+	stale := int64(-1) // the revision of a cached token etcd no longer holds
+	if cached != nil && fits(cached.Token, e.opts.Now(), opts) {
+		// etcd did not answer a moment ago: a script calling token in a
+		// loop through an outage waits out the bound once per
+		// OutageMemory, not at every call.
+		if at, ok := h.unreachableSince(); ok {
+			h.warnCachedWithoutAsking(cached, at)
+			return cached.Token, nil
+		}
+		// One small read says whether the team still holds this token set
+		// (a logout elsewhere deletes it, a renewal replaces it).
+		current, err := h.stillShared(ctx, cached)
+		if err == nil && current {
+			return cached.Token, nil
+		}
+		stale = cached.TokenRev
+		if err != nil {
+			if !errors.Is(err, ErrUnavailable) {
+				return nil, err
+			}
+			h.markUnreachable()
+			h.warnCached(cached)
+			return cached.Token, nil
+		}
+	}
+	// A label is user input: the lock of a key not cached yet is named by
+	// its hash, never by the label itself.
+	lockName := fmt.Sprintf("label-%x.lock", sha256.Sum256([]byte(label)))
+	if cached != nil {
+		lockName = "key-" + cached.Def.ID + ".lock"
+	}
+	unlock, err := h.lockFile(ctx, lockName)
+	if err != nil {
+		return nil, err
+	}
+	defer unlock()
+	// Another process of this machine may have done the work meanwhile.
+	if ce := h.readCache().byLabel(label); ce != nil && ce.TokenRev != stale && fits(ce.Token, e.opts.Now(), opts) && !opts.Force {
+		return ce.Token, nil
+	} else if ce != nil {
+		cached = ce
+	}
+	ts, err := h.fleetTokenRetry(ctx, label, cached, opts)
+	if err == nil {
+		_ = os.Remove(h.unreachablePath()) // etcd answers again
+		return ts, nil
+	}
+	if errors.Is(err, ErrUnavailable) {
+		h.markUnreachable()
+		if cached != nil && cached.Token != nil && cached.Token.AccessToken != "" && !cached.Token.Access().Expired(e.opts.Now()) {
+			h.warnCached(cached)
+			return cached.Token, nil
+		}
+	}
+	return nil, err
+}
+
+// OutageMemory is how long after etcd failed to answer a valid cached
+// token is handed out without asking etcd again.
+const OutageMemory = 30 * time.Second
+
+// unreachablePath holds when etcd last failed to answer this machine (a
+// time, no secret); it is removed when etcd answers.
+func (h *handle) unreachablePath() string { return filepath.Join(h.dir(), "unreachable") }
+
+// unreachableSince reports when etcd last failed to answer, if that was
+// under OutageMemory ago by the engine's clock.
+func (h *handle) unreachableSince() (time.Time, bool) {
+	b, err := os.ReadFile(h.unreachablePath())
+	if err != nil {
+		return time.Time{}, false
+	}
+	at, err := time.Parse(time.RFC3339Nano, strings.TrimSpace(string(b)))
+	if err != nil {
+		return time.Time{}, false
+	}
+	age := h.e.opts.Now().Sub(at)
+	return at, age >= 0 && age < OutageMemory
+}
+
+// markUnreachable notes that etcd did not answer now (best effort: without
+// the note the next call only waits the bound again).
+func (h *handle) markUnreachable() {
+	if err := os.MkdirAll(h.dir(), 0o700); err == nil {
+		_ = writeAtomic(h.unreachablePath(), []byte(h.e.opts.Now().UTC().Format(time.RFC3339Nano)+"\n"))
+	}
+}
+
+// warnCachedWithoutAsking says that ce's token is handed out without asking
+// etcd, which did not answer at at.
+func (h *handle) warnCachedWithoutAsking(ce *cacheEntry, at time.Time) {
+	fmt.Fprintf(h.e.opts.Warn, "shipkey: warning: team %s: etcd did not answer at %s (under %s ago); handing out the cached token of %s without asking (valid until %s)\n",
+		h.name(), text.Stamp(at), OutageMemory, text.Safe(Address(h.name(), ce.Def.Label)), text.Stamp(ce.Token.AccessExpiry()))
+}
+
+// warnCached says that ce's token is handed out without etcd.
+func (h *handle) warnCached(ce *cacheEntry) {
+	fmt.Fprintf(h.e.opts.Warn, "shipkey: warning: team %s: etcd did not answer within %s; handing out the cached token of %s (valid until %s)\n",
+		h.name(), h.timeout, text.Safe(Address(h.name(), ce.Def.Label)), text.Stamp(ce.Token.AccessExpiry()))
+}
+
+// stillShared reports whether etcd still holds the token set ce cached, at
+// the revision cached: one linearizable keys-only read, within the bound.
+func (h *handle) stillShared(ctx context.Context, ce *cacheEntry) (bool, error) {
+	cli, err := h.client()
+	if err != nil {
+		return false, err
+	}
+	ctx, cancel := h.bound(ctx)
+	defer cancel()
+	resp, err := cli.Get(ctx, tokenKey(h.name(), ce.Def.ID), clientv3.WithKeysOnly())
+	if err != nil {
+		return false, h.etcdErr(err)
+	}
+	_ = os.Remove(h.unreachablePath()) // etcd answers again
+	return ce.TokenRev != 0 && len(resp.Kvs) == 1 && resp.Kvs[0].ModRevision == ce.TokenRev, nil
+}
+
+// fleetTokenRetry runs fleetToken until it succeeds, fails for a reason
+// other than etcd's availability (a leader election, a lost connection),
+// or the team's bound passes.
+func (h *handle) fleetTokenRetry(ctx context.Context, label string, cached *cacheEntry, opts TokenOptions) (*auth.TokenSet, error) {
+	ctx, cancel := h.bound(ctx)
+	defer cancel()
+	for {
+		ts, err := h.fleetToken(ctx, label, cached, opts)
+		if err == nil || !errors.Is(err, ErrUnavailable) || !pause(ctx) {
+			return ts, err
+		}
+	}
+}
+
+// pause waits a little before a retry; false when ctx ended.
+func pause(ctx context.Context) bool {
+	select {
+	case <-ctx.Done():
+		return false
+	case <-time.After(50 * time.Millisecond):
+		return true
+	}
+}
+
+// fleetToken is the etcd part of Token, bounded by ctx.
+func (h *handle) fleetToken(ctx context.Context, label string, cached *cacheEntry, opts TokenOptions) (*auth.TokenSet, error) {
+	cli, err := h.client()
+	if err != nil {
+		return nil, err
+	}
+	// The cached id saves a listing; the definition and token are read again
+	// in one round trip (it may have been renamed or removed meanwhile).
+	id := ""
+	if cached != nil {
+		id = cached.Def.ID
+	}
+	var (
+		cur *auth.TokenSet
+		rev int64
+		d   *Definition
+	)
+	if id != "" {
+		if cur, rev, d, err = h.readItem(ctx, cli, id); err != nil {
+			return nil, err
+		}
+	}
+	if d == nil || d.Label != label {
+		s, err := h.read(ctx)
+		if err != nil {
+			return nil, err
+		}
+		ce := (&cacheFile{Keys: s.entries}).byLabel(label)
+		if ce == nil {
+			return nil, fmt.Errorf("team %s: no key %s (shipkey keys list): %w", h.name(), text.Safe(label), ErrKeyNotFound)
+		}
+		id, cur, rev, d = ce.Def.ID, ce.Token, ce.TokenRev, &ce.Def
+	}
+	def := *d
+	if fits(cur, h.e.opts.Now(), opts) {
+		return cur, h.cacheToken(ctx, def, cur, rev)
+	}
+
+	// Due everywhere: one renewal for the fleet, under the team-wide mutex on
+	// a lease (a holder that dies frees it within the TTL).
+	mu, unlock, err := h.lockKey(ctx, cli, id)
+	if err != nil {
+		return nil, err
+	}
+	defer unlock()
+	cur, rev, d, err = h.readItem(ctx, cli, id)
+	if err != nil {
+		return nil, err
+	}
+	if d == nil {
+		return nil, fmt.Errorf("team %s: key %s was removed: %w", h.name(), text.Safe(label), ErrKeyNotFound)
+	}
+	def = *d
+	if fits(cur, h.e.opts.Now(), opts) {
+		return cur, h.cacheToken(ctx, def, cur, rev)
+	}
+	ts, err := h.obtain(ctx, def, cur)
+	if err != nil {
+		return nil, err
+	}
+	// Write for the roster as it is now, only while this machine still owns
+	// the mutex and nobody wrote the token since it was read.
+	for attempt := 0; ; attempt++ {
+		if attempt == 10 {
+			return nil, &Error{Team: h.name(), Msg: "the team keeps changing; try again"}
+		}
+		r, err := h.readRoster(ctx)
+		if errors.Is(err, ErrUnavailable) && pause(ctx) {
+			continue
+		}
+		if err != nil {
+			return nil, err
+		}
+		v, err := h.encode(ts, r)
+		if err != nil {
+			return nil, err
+		}
+		resp, err := cli.Txn(ctx).If(
+			mu.IsOwner(),
+			clientv3.Compare(clientv3.ModRevision(tokenKey(h.name(), id)), "=", rev),
+			clientv3.Compare(clientv3.ModRevision(rosterKey(h.name())), "=", r.Rev),
+		).Then(clientv3.OpPut(tokenKey(h.name(), id), v)).
+			Else(clientv3.OpGet(tokenKey(h.name(), id))).Commit()
+		if err != nil {
+			// The write may or may not have been applied (a leader lost
+			// mid-request): keep the new token, look at what etcd holds,
+			// and write again unless it is ours.
+			err = h.etcdErr(err)
+			if !errors.Is(err, ErrUnavailable) || !pause(ctx) {
+				return nil, err
+			}
+			stored, srev, _, rerr := h.readItem(ctx, cli, id)
+			if rerr != nil {
+				continue
+			}
+			if stored != nil && stored.AccessToken == ts.AccessToken {
+				return ts, h.cacheToken(ctx, def, ts, srev)
+			}
+			rev = srev
+			continue
+		}
+		if resp.Succeeded {
+			return ts, h.cacheToken(ctx, def, ts, resp.Header.Revision)
+		}
+		// The roster changed (re-encrypted items) or the lock was lost: take
+		// the new revision and write again, still the only renewal.
+		if kvs := resp.Responses[0].GetResponseRange().Kvs; len(kvs) > 0 {
+			rev = kvs[0].ModRevision
+		}
+	}
+}
+
+// readItem reads a key's definition and token in one round trip; a nil
+// definition means the key is gone.
+func (h *handle) readItem(ctx context.Context, cli *clientv3.Client, id string) (*auth.TokenSet, int64, *Definition, error) {
+	resp, err := cli.Txn(ctx).Then(clientv3.OpGet(keyKey(h.name(), id)), clientv3.OpGet(tokenKey(h.name(), id))).Commit()
+	if err != nil {
+		return nil, 0, nil, h.etcdErr(err)
+	}
+	dk := resp.Responses[0].GetResponseRange().Kvs
+	if len(dk) == 0 {
+		return nil, 0, nil, nil
+	}
+	var d Definition
+	if err := h.decode(dk[0].Value, &d); err != nil {
+		return nil, 0, nil, err
+	}
+	tk := resp.Responses[1].GetResponseRange().Kvs
+	if len(tk) == 0 {
+		return nil, 0, &d, nil
+	}
+	var ts auth.TokenSet
+	if err := h.decode(tk[0].Value, &ts); err != nil {
+		return nil, 0, nil, err
+	}
+	return &ts, tk[0].ModRevision, &d, nil
+}
+
+func (h *handle) cacheToken(ctx context.Context, def Definition, ts *auth.TokenSet, rev int64) error {
+	return h.updateCache(ctx, func(c *cacheFile) {
+		for id, e := range c.Keys {
+			if e.Def.Label == def.Label && id != def.ID {
+				delete(c.Keys, id)
+			}
+		}
+		c.Keys[def.ID] = &cacheEntry{Def: def, Token: ts, TokenRev: rev}
+	})
+}
+
+// obtain gets a new token set for def: the refresh grant while there is a
+// refresh token, else the key's grant when it runs unattended (client
+// credentials; the password grant with the team's kept password). An
+// interactive grant (device code, authorization code) whose refresh token is
+// dead needs a person: the error wraps store.ErrLoginNeeded.
+func (h *handle) obtain(ctx context.Context, def Definition, cur *auth.TokenSet) (*auth.TokenSet, error) {
+	a := h.e.opts.Auth
+	if a == nil {
+		return nil, errors.New("team: no auth client")
+	}
+	if cur != nil && cur.RefreshToken != "" && (cur.RefreshExpiresAt.IsZero() || cur.RefreshValid(h.e.opts.Now())) {
+		ts, err := a.Refresh(ctx, def.Conn, def.ClientSecret, cur)
+		if err == nil || !auth.IsLoginRequired(err) {
+			return ts, err
+		}
+	}
+	g, err := auth.GrantFor(def.Grant)
+	if err != nil {
+		return nil, err
+	}
+	if !g.Unattended(auth.Kept{Password: def.Password != ""}) {
+		return nil, &store.LoginNeededError{Label: Address(h.name(), def.Label), Why: "its " + def.Grant.String() + " grant needs a person and the refresh token is gone"}
+	}
+	return g.Obtain(ctx, a, def.Request())
+}

@@ -1,0 +1,74 @@
+package etcdteam
+
+import (
+	"context"
+	"strings"
+	"time"
+
+	clientv3 "go.etcd.io/etcd/client/v3"
+)
+
+// Watch follows team's prefix in etcd until ctx ends: whenever a key is
+// added, renamed, refreshed or removed (on any machine) or the roster
+// changes, the local cache is rebuilt from etcd and changed is called. Lock
+// traffic is ignored. A broken watch is re-established after a pause; Watch
+// returns only when ctx ends, or at once when the team cannot be opened.
+func (e *Engine) Watch(ctx context.Context, team string, changed func()) error {
+	h, err := e.open(team)
+	if err != nil {
+		return err
+	}
+	defer h.close()
+	cli, err := h.client()
+	if err != nil {
+		return err
+	}
+	locks := prefix(team) + "locks/"
+	sync := func() {
+		rctx, cancel := h.bound(ctx)
+		defer cancel()
+		if _, err := h.read(rctx); err == nil {
+			changed()
+		}
+	}
+	sync()
+	for ctx.Err() == nil {
+		wctx := clientv3.WithRequireLeader(ctx)
+		for resp := range cli.Watch(wctx, prefix(team), clientv3.WithPrefix()) {
+			relevant := false
+			for _, ev := range resp.Events {
+				if !strings.HasPrefix(string(ev.Kv.Key), locks) {
+					relevant = true
+				}
+			}
+			if relevant {
+				sync()
+			}
+		}
+		select {
+		case <-ctx.Done():
+		case <-time.After(time.Second):
+			sync() // catch up on what the broken watch missed
+		}
+	}
+	return nil
+}
+
+// CachedToken is a team key's token from this machine's cache (no etcd): for
+// display. Nil when none is cached.
+func (e *Engine) CachedToken(team, label string) (*Key, string, error) {
+	h, err := e.open(team)
+	if err != nil {
+		return nil, "", err
+	}
+	ce := h.readCache().byLabel(label)
+	if ce == nil {
+		return nil, "", ErrKeyNotFound
+	}
+	k := h.key(ce)
+	tok := ""
+	if ce.Token != nil {
+		tok = ce.Token.AccessToken
+	}
+	return &k, tok, nil
+}
