@@ -24,9 +24,10 @@ func (s *Store) EachKey(fn func(Key) error) error {
 // and Linux maps the 16 pages around each page fault (fault-around, which
 // MADV_RANDOM does not turn off), so a walk over 100,000 keys would
 // otherwise hold the whole file (84 MB). Released every 1024 keys it holds
-// about 20 MB at its peak, every 128 keys about 7 MB for 1.2x the time of
-// the walk (each key's state is then a page fault), every 32 keys 2 MB for
-// 1.6x (BenchmarkScale).
+// about 20 MB at its peak, every 128 keys about 8 MB, every 32 keys about
+// 2 MB, for 1.3x the CPU time of a walk released every 1024 (each key's
+// state is then a page fault, and the tree's upper pages fault in again
+// after each release; BenchmarkScale in cmd/internal/cli).
 func (s *Store) WalkKeys(body func(each func(func(Key) error) error) error) error {
 	return s.view(func(t *tx) error {
 		return body(func(fn func(Key) error) error { return t.eachKey(fn) })
@@ -73,4 +74,4 @@ func (t *tx) eachKey(fn func(Key) error) error {
 }
 
 // releaseEvery is how many keys EachKey reads between two releaseMapped.
-const releaseEvery = 128
+const releaseEvery = 32

@@ -97,7 +97,7 @@ func TestEachKeyMemoryFlat(t *testing.T) {
 		t.Errorf("a walk allocated %.0f bytes a key at 20k keys, %.0f at 2k", large.allocPerKy, small.allocPerKy)
 	}
 	// The walk touches about 10 MB of state.db at 20k keys (all of it
-	// without releaseMapped); released every 128 keys, 2 MB stay.
+	// without releaseMapped); released every 32 keys, 2 MB stay.
 	if large.mapped > 5<<20 {
 		t.Errorf("state.db of 20k keys had %.1f MiB resident at the walk's end: its pages are not released", float64(large.mapped)/(1<<20))
 	}

@@ -335,7 +335,7 @@ func keysListRun(opts *keysListOptions) error {
 		for _, c := range tui.KeyColumns {
 			head = append(head, strings.ToUpper(c.Title))
 		}
-		n, err := writeTable(bw, head, each, func(k store.Key, _ int) []string { return keyCells(k, now) }, tableKeep)
+		n, err := writeTable(bw, head, each, func(k store.Key, _ int) []string { return keyCells(k, now) }, tableKeep, spillFile)
 		if err == nil && n == 0 {
 			fmt.Fprintln(opts.IO.ErrOut, "No API keys yet. Get one with: shipkey keys new (see: shipkey keys new --help)")
 		}

@@ -231,7 +231,7 @@ func statusRun(_ context.Context, opts *statusOptions) error {
 					return statusCells(k, verdict(k))
 				}
 				return statusCells(k, keyStatus(k, now))
-			}, tableKeep)
+			}, tableKeep, spillFile)
 			return err
 		}
 	})

@@ -4,6 +4,8 @@ import (
 	"bufio"
 	"bytes"
 	"encoding/json"
+	"io"
+	"os"
 	"strings"
 	"unicode/utf8"
 
@@ -93,31 +95,66 @@ func walkThen(a, b keyWalk) keyWalk {
 }
 
 // tableKeep is how many bytes of formatted rows the listing commands keep
-// to write a table after one walk (writeTable); a longer table is walked
-// twice.
+// in memory to write a table after one walk (writeTable); past that the
+// rows go to a temporary file (spillFile).
 const tableKeep = 256 << 10
+
+// spillFile is a temporary file for a long table's rows, removed at once
+// (it lives until closed). Rows hold what the table shows: labels, masked
+// API keys, times; never a secret.
+func spillFile() (*os.File, error) {
+	f, err := os.CreateTemp("", "shipkey-table-*")
+	if err != nil {
+		return nil, err
+	}
+	if err := os.Remove(f.Name()); err != nil {
+		_ = f.Close()
+		return nil, err
+	}
+	return f, nil
+}
 
 // writeTable writes the rows that cells makes of the keys of walk, aligned
 // (columns), after head (nil: none), and flushes w. It returns the number of
-// rows. The widths are known only once every row is measured: the rows are
-// kept formatted (rowBuffer) while they fit in keep bytes; past that
-// they are dropped, and a second walk formats them again and writes them,
-// so memory stays flat at any number of keys. pass is 0 in the walk that
-// counts the rows, 1 in a second walk.
-func writeTable(w *bufio.Writer, head []string, walk keyWalk, cells func(k store.Key, pass int) []string, keep int) (int, error) {
+// rows. The widths are known only once every row is measured, so the rows
+// are kept formatted: in memory up to keep bytes, then in the file spill
+// makes. Without that file (spill nil or failing) the rows past keep are
+// dropped and a second walk formats them again to write them. Either way
+// memory stays flat at any number of keys; the file spares the second walk
+// (at 100k keys a walk is about a second: each key's state is a page fault,
+// see store.WalkKeys). pass is 0 in the walk that counts the rows, 1 in a
+// second walk.
+func writeTable(w *bufio.Writer, head []string, walk keyWalk, cells func(k store.Key, pass int) []string, keep int, spill func() (*os.File, error)) (int, error) {
 	var rows rowBuffer
 	n := 0
+	dropped := false
 	err := walk(func(k store.Key) error {
 		n++
 		c := cells(k, 0)
 		rows.cols.measure(c)
-		if n == len(rows.ends)+1 && len(rows.arena) < keep {
-			rows.add(c)
-		} else {
-			rows.arena, rows.ends = nil, nil
+		if dropped {
+			return nil
 		}
+		rows.add(c)
+		if len(rows.arena) < keep {
+			return nil
+		}
+		if rows.file == nil && spill != nil {
+			rows.file, _ = spill()
+		}
+		if rows.file == nil {
+			rows.arena, dropped = nil, true
+			return nil
+		}
+		if _, err := rows.file.Write(rows.arena); err != nil {
+			return err
+		}
+		rows.arena = rows.arena[:0]
 		return nil
 	})
+	if rows.file != nil {
+		defer rows.file.Close()
+	}
 	if err != nil || n == 0 {
 		return n, err
 	}
@@ -125,8 +162,10 @@ func writeTable(w *bufio.Writer, head []string, walk keyWalk, cells func(k store
 		rows.cols.measure(head)
 		rows.cols.write(w, head)
 	}
-	if len(rows.ends) == n {
-		rows.writeRows(w)
+	if !dropped {
+		if err := rows.writeRows(w); err != nil {
+			return n, err
+		}
 		return n, w.Flush()
 	}
 	err = walk(func(k store.Key) error {
@@ -140,12 +179,13 @@ func writeTable(w *bufio.Writer, head []string, walk keyWalk, cells func(k store
 }
 
 // rowBuffer keeps formatted rows for a table whose widths are known only at
-// the end: the cells' bytes in one arena, NUL-separated (cells are sanitized
-// text, free of control characters), about 75 bytes a key.
+// the end: each row's cells NUL-separated and ended by a newline (cells are
+// sanitized text, free of control characters), about 75 bytes a key; in
+// arena, and before it in file once arena grew past its bound.
 type rowBuffer struct {
 	cols  columns
 	arena []byte
-	ends  []int
+	file  *os.File
 }
 
 // add keeps a row (measured already).
@@ -156,14 +196,34 @@ func (r *rowBuffer) add(cells []string) {
 		}
 		r.arena = append(r.arena, c...)
 	}
-	r.ends = append(r.ends, len(r.arena))
+	r.arena = append(r.arena, '\n')
 }
 
-// writeRows writes the rows kept, aligned.
-func (r *rowBuffer) writeRows(w *bufio.Writer) {
-	start := 0
-	for _, end := range r.ends {
-		r.cols.write(w, strings.Split(string(r.arena[start:end]), "\x00"))
-		start = end
+// writeRows writes the rows kept, aligned: those in file, then arena's.
+func (r *rowBuffer) writeRows(w *bufio.Writer) error {
+	row := func(b []byte) { r.cols.write(w, strings.Split(string(b), "\x00")) }
+	if r.file != nil {
+		if _, err := r.file.Seek(0, io.SeekStart); err != nil {
+			return err
+		}
+		br := bufio.NewReaderSize(r.file, 64<<10)
+		for {
+			line, err := br.ReadBytes('\n')
+			if len(line) > 0 {
+				row(line[:len(line)-1])
+			}
+			if err == io.EOF {
+				break
+			}
+			if err != nil {
+				return err
+			}
+		}
 	}
+	for b := r.arena; len(b) > 0; {
+		i := bytes.IndexByte(b, '\n')
+		row(b[:i])
+		b = b[i+1:]
+	}
+	return nil
 }
