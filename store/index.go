@@ -26,7 +26,8 @@ import (
 // call costs the same with one key or 100,000:
 //
 //	meta     version, the fingerprint of the config.toml the index was built
-//	         from, the default label, the settings
+//	         from, the default label, the settings, the teams (each its
+//	         [[teams]] table, under the fingerprint it was read from)
 //	entries  label -> the key's definition (a copy of its [[keys]] table)
 //	ids      key ID -> label
 //	state    key ID -> last used, redacted token timing, masked token,
@@ -59,6 +60,7 @@ var (
 	metaConfig   = []byte("config")
 	metaDefault  = []byte("default")
 	metaSettings = []byte("settings")
+	metaTeams    = []byte("teams")
 )
 
 // errStale: the index does not match config.toml (or the store is not
@@ -74,24 +76,17 @@ const smallConfig = 64 << 10
 
 // configFingerprint identifies config.toml's content without parsing it.
 func configFingerprint(path string) (string, error) {
-	fp, _, err := configFingerprintData(path)
-	return fp, err
-}
-
-// configFingerprintData is configFingerprint and the content it hashed (nil
-// for a file larger than smallConfig or a missing one).
-func configFingerprintData(path string) (string, []byte, error) {
 	f, err := os.Open(path)
 	if errors.Is(err, os.ErrNotExist) {
-		return fpAbsent, nil, nil
+		return fpAbsent, nil
 	}
 	if err != nil {
-		return "", nil, fileError("read", path, err)
+		return "", fileError("read", path, err)
 	}
 	defer f.Close()
 	fi, err := f.Stat()
 	if err != nil {
-		return "", nil, fileError("read", path, err)
+		return "", fileError("read", path, err)
 	}
 	b := make([]byte, 0, 96)
 	b = strconv.AppendInt(b, fi.Size(), 10)
@@ -99,16 +94,14 @@ func configFingerprintData(path string) (string, []byte, error) {
 	b = strconv.AppendInt(b, fi.ModTime().UnixNano(), 10)
 	b = append(b, ':')
 	b = strconv.AppendUint(b, fileIdentity(fi), 10)
-	var content []byte
 	if fi.Size() <= smallConfig {
 		data := make([]byte, fi.Size()+1)
 		n, _ := f.ReadAt(data, 0)
-		content = data[:n]
-		sum := sha256.Sum256(content)
+		sum := sha256.Sum256(data[:n])
 		b = append(b, ':')
 		b = hex.AppendEncode(b, sum[:12])
 	}
-	return string(b), content, nil
+	return string(b), nil
 }
 
 func (s *Store) dbPath() string { return filepath.Join(s.stateDir, dbFileName) }
@@ -245,9 +238,32 @@ func (t *tx) meta(key []byte) []byte {
 }
 
 // fresh reports whether the index was built from the config.toml with
-// fingerprint fp, by this version.
+// fingerprint fp, by this version, teams included.
 func (t *tx) fresh(fp string) bool {
-	return string(t.meta(metaVersion)) == dbVersion && string(t.meta(metaConfig)) == fp
+	return string(t.meta(metaVersion)) == dbVersion && string(t.meta(metaConfig)) == fp && t.teamsFresh(fp)
+}
+
+// teamsFresh reports whether the teams record was read from the config.toml
+// with fingerprint fp. An index written by a release that did not record the
+// teams (or changed config.toml without updating them) is not fresh: txn
+// records them.
+func (t *tx) teamsFresh(fp string) bool {
+	fpOf, _, ok := bytes.Cut(t.meta(metaTeams), []byte("\n"))
+	return ok && string(fpOf) == fp
+}
+
+// teams is the [[teams]] tables of config.toml as the index recorded them
+// (unsorted).
+func (t *tx) teams() ([]TeamConn, error) {
+	_, rec, ok := bytes.Cut(t.meta(metaTeams), []byte("\n"))
+	if !ok {
+		return nil, nil // an empty store: nothing on disk yet
+	}
+	var teams []TeamConn
+	if err := json.Unmarshal(rec, &teams); err != nil {
+		return nil, t.damaged("teams")
+	}
+	return teams, nil
 }
 
 func (t *tx) byLabel(label string) (keyEntry, bool, error) {
@@ -465,7 +481,12 @@ func (t *tx) putConfigMeta(fp string) error {
 	if err != nil {
 		return err
 	}
-	for k, v := range map[string][]byte{string(metaDefault): []byte(t.cfg.Default), string(metaSettings): set, string(metaConfig): []byte(fp)} {
+	teams, err := json.Marshal(t.cfg.Teams)
+	if err != nil {
+		return err
+	}
+	teams = append([]byte(fp+"\n"), teams...)
+	for k, v := range map[string][]byte{string(metaDefault): []byte(t.cfg.Default), string(metaSettings): set, string(metaConfig): []byte(fp), string(metaTeams): teams} {
 		if err := meta.Put([]byte(k), v); err != nil {
 			return err
 		}
@@ -547,7 +568,7 @@ func (s *Store) view(fn func(t *tx) error) error {
 				return err
 			}
 		}
-		fp, cfgData, err := configFingerprintData(s.configPath())
+		fp, err := configFingerprint(s.configPath())
 		if err != nil {
 			return err
 		}
@@ -574,7 +595,7 @@ func (s *Store) view(fn func(t *tx) error) error {
 				})
 			})
 			dmg := (*DamagedDBError)(nil)
-			if !fresh || !s.readOnce.Load() || errors.As(err, &dmg) || !s.hold.keep(db, done, fp, cfgData) {
+			if !fresh || !s.readOnce.Load() || errors.As(err, &dmg) || !s.hold.keep(db, done, fp) {
 				done()
 			}
 		}
@@ -715,11 +736,23 @@ func (s *Store) txn(ctx context.Context, locked bool, fn func(t *tx) error) erro
 				if migrated, err = t.migrate(); err != nil {
 					return err
 				}
-				if string(t.meta(metaConfig)) != fp || len(migrated) > 0 {
+				switch {
+				case string(t.meta(metaConfig)) != fp || len(migrated) > 0:
 					if err := t.reindex(fp); err != nil {
 						return err
 					}
 					if err := t.restoreStates(); err != nil {
+						return err
+					}
+				case !t.teamsFresh(fp):
+					// An index that matches config.toml but lacks its
+					// teams (an earlier release wrote it): the teams are
+					// recorded, the keys stay (100k keys: 4 s once, where a rebuild
+					// takes 35 s).
+					if _, err := t.config(); err != nil {
+						return err
+					}
+					if err := t.putConfigMeta(fp); err != nil {
 						return err
 					}
 				}

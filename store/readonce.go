@@ -22,7 +22,6 @@ type heldRead struct {
 	db      *bolt.DB
 	done    func() // closes db and releases its in-process lock
 	fp      string // config.toml's fingerprint the index matched
-	cfg     []byte // config.toml's content read for fp (nil: too large, missing)
 	users   int    // reads running on db now
 	dropped bool   // released: the last user closes db
 }
@@ -55,13 +54,13 @@ func (h *readHold) done(r *heldRead) {
 
 // keep holds db (open for reading, fresh against fp); it reports false when
 // something is held already (the caller closes db).
-func (h *readHold) keep(db *bolt.DB, done func(), fp string, cfg []byte) bool {
+func (h *readHold) keep(db *bolt.DB, done func(), fp string) bool {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	if h.held != nil {
 		return false
 	}
-	h.held = &heldRead{db: db, done: done, fp: fp, cfg: cfg}
+	h.held = &heldRead{db: db, done: done, fp: fp}
 	return true
 }
 
@@ -73,17 +72,6 @@ func (h *readHold) fingerprint() string {
 		return ""
 	}
 	return h.held.fp
-}
-
-// config is config.toml's content as the held read found it (nil: none
-// held, or not kept).
-func (h *readHold) config() []byte {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	if h.held == nil {
-		return nil
-	}
-	return h.held.cfg
 }
 
 // drop ends the hold: state.db is closed now, or by its last running read.

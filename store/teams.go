@@ -1,12 +1,9 @@
 package store
 
 import (
-	"bytes"
 	"context"
-	"errors"
 	"fmt"
 	"io"
-	"os"
 	"slices"
 	"strings"
 	"time"
@@ -43,68 +40,21 @@ func ValidTeamName(name string) bool {
 	return len(name) <= 40 && validID(name)
 }
 
-// Teams lists the teams this machine belongs to (config.toml), by name. A
-// config.toml in which the word "teams" appears nowhere names no team, and
-// is not parsed here: the app asks before its first frame, and at 100k keys
-// config.toml is 25 MB of TOML, a second to parse (its errors, if any, are
-// the next reader's to tell).
+// Teams lists the teams this machine belongs to (config.toml), by name.
+// They are read from the index, which records them whenever it is rebuilt
+// from config.toml: a hand edit is seen as any other (index.go), and a
+// config.toml of 100,000 keys is not parsed to find a team.
 func (s *Store) Teams() ([]TeamConn, error) {
-	data := s.hold.config() // read once (readonce.go)
-	if data != nil && !bytes.Contains(data, teamsWord) {
-		return nil, nil
-	}
-	if data == nil {
-		switch named, err := fileMentions(s.configPath(), teamsWord); {
-		case errors.Is(err, os.ErrNotExist):
-			return nil, nil
-		case err != nil:
-			return nil, fileError("read", s.configPath(), err)
-		case !named:
-			return nil, nil
-		}
-	}
-	var cfg *configFile
-	var err error
-	if data != nil {
-		cfg, err = parseConfig(s.configPath(), data)
-	} else {
-		cfg, err = loadConfig(s.configPath())
-	}
+	var teams []TeamConn
+	err := s.view(func(t *tx) (err error) {
+		teams, err = t.teams()
+		return err
+	})
 	if err != nil {
 		return nil, err
 	}
-	teams := slices.Clone(cfg.Teams)
 	slices.SortFunc(teams, func(a, b TeamConn) int { return strings.Compare(a.Name, b.Name) })
 	return teams, nil
-}
-
-// teamsWord is in any config.toml that names a team.
-var teamsWord = []byte("teams")
-
-// fileMentions reports whether word is in the file at path, read in pieces
-// (a config.toml of 100k keys is 25 MB: no need to hold it to look).
-func fileMentions(path string, word []byte) (bool, error) {
-	f, err := os.Open(path)
-	if err != nil {
-		return false, err
-	}
-	defer f.Close()
-	buf := make([]byte, 256<<10)
-	keep := 0 // the last len(word)-1 bytes of the previous piece
-	for {
-		n, err := io.ReadFull(f, buf[keep:])
-		if bytes.Contains(buf[:keep+n], word) {
-			return true, nil
-		}
-		if err == io.EOF || err == io.ErrUnexpectedEOF {
-			return false, nil
-		}
-		if err != nil {
-			return false, err
-		}
-		keep = min(len(word)-1, keep+n)
-		copy(buf, buf[len(buf)-keep:])
-	}
 }
 
 // Team is the connection of one team; the error wraps ErrNotFound when this

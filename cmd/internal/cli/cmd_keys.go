@@ -317,43 +317,31 @@ func keysListRun(opts *keysListOptions) error {
 			return err
 		}
 	}
-	each := func(fn func(store.Key) error) error {
-		if err := st.EachKey(fn); err != nil {
-			return err
-		}
-		for _, k := range teamKeys {
-			if err := fn(k); err != nil {
-				return err
-			}
-		}
-		return nil
-	}
 	now := opts.Now()
 	// Buffered, one key at a time from the index: at 100k keys unbuffered
 	// writes were most of the cost, and a list built first most of the memory.
 	bw := bufio.NewWriterSize(opts.IO.Out, 64<<10)
-	if opts.JSON {
-		arr := &jsonArray{w: bw}
-		if err := each(func(k store.Key) error { return arr.add(keyToJSON(k, now)) }); err != nil {
-			return err
+	listingGC()
+	return st.WalkKeys(func(local keyWalk) error {
+		each := walkThen(local, eachOf(teamKeys))
+		if opts.JSON {
+			arr := &jsonArray{w: bw}
+			if err := each(func(k store.Key) error { return arr.add(keyToJSON(k, now)) }); err != nil {
+				return err
+			}
+			return arr.close()
 		}
-		return arr.close()
-	}
-	// The app's columns (tui.KeyColumns), with times in words, aligned: the
-	// rows are kept formatted (rowBuffer) until the widths are known.
-	head := []string{""}
-	for _, c := range tui.KeyColumns {
-		head = append(head, strings.ToUpper(c.Title))
-	}
-	var rows rowBuffer
-	if err := each(func(k store.Key) error { rows.add(keyCells(k, now)); return nil }); err != nil {
+		// The app's columns (tui.KeyColumns), with times in words, aligned.
+		head := []string{""}
+		for _, c := range tui.KeyColumns {
+			head = append(head, strings.ToUpper(c.Title))
+		}
+		n, err := writeTable(bw, head, each, func(k store.Key, _ int) []string { return keyCells(k, now) }, tableKeep, spillFile)
+		if err == nil && n == 0 {
+			fmt.Fprintln(opts.IO.ErrOut, "No API keys yet. Get one with: shipkey keys new (see: shipkey keys new --help)")
+		}
 		return err
-	}
-	if len(rows.ends) == 0 {
-		fmt.Fprintln(opts.IO.ErrOut, "No API keys yet. Get one with: shipkey keys new (see: shipkey keys new --help)")
-		return nil
-	}
-	return rows.flush(bw, head)
+	})
 }
 
 // keyToJSON is one key of keys list --json.

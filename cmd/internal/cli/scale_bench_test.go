@@ -11,6 +11,7 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/shipkey/shipkey/store/storetest"
 )
@@ -22,19 +23,26 @@ import (
 //   - token: `shipkey token LABEL` of a key in the middle, with a cached
 //     valid token and Last Used written (the file backend, its identity
 //     from the kernel keyring cache after one warm-up call);
-//   - keys-list, keys-list-json, status: `shipkey keys list [--json]`,
-//     `shipkey status`, one key at a time from the index (memory flat).
+//   - keys-list, keys-list-json, status, status-json: `shipkey keys list
+//     [--json]`, `shipkey status [--json]`, one key at a time from the
+//     index (memory flat).
 //
-// It reports the peak RSS of one such process (maxrss-MB, by /usr/bin/time). Run one size:
+// The binary is a static build (CGO_ENABLED=0), as released. Besides the
+// time it reports the CPU time (user and system) of a call (cpu-ms/op) and
+// the peak RSS of one call (maxrss-MiB, by /usr/bin/time). Run one size:
 //
-//	go test ./cmd/shipkey -run '^$' -bench 'Scale/token/keys=100000$' -benchtime 20x
+//	go test ./cmd/internal/cli -run '^$' -bench 'Scale/token/keys=100000$' -benchtime 20x
+//
+// The listings' memory at 1k, 10k and 100k keys:
+//
+//	go test ./cmd/internal/cli -run '^$' -bench 'Scale/(keys-list|status).*/keys=1[0-9]*00$' -benchtime 3x
 func BenchmarkScale(b *testing.B) {
 	bin := buildBinary(b)
 	home := b.TempDir()
 	base := append(os.Environ(),
 		"HOME="+home, "XDG_CONFIG_HOME="+filepath.Join(home, ".config"), "XDG_STATE_HOME="+filepath.Join(home, ".state"),
 		"XDG_RUNTIME_DIR="+filepath.Join(home, "run"), "SHIPKEY_CA_FILE=", "NO_COLOR=1")
-	for _, cmd := range []string{"token", "keys-list", "keys-list-json", "status"} {
+	for _, cmd := range []string{"token", "keys-list", "keys-list-json", "status", "status-json"} {
 		for _, n := range []int{1, 1000, 10000, 100000} {
 			b.Run(fmt.Sprintf("%s/keys=%d", cmd, n), func(b *testing.B) {
 				st := storetest.Populate(b, n, "file")
@@ -45,13 +53,16 @@ func BenchmarkScale(b *testing.B) {
 					"keys-list":      {"keys", "list"},
 					"keys-list-json": {"keys", "list", "--json"},
 					"status":         {"status"},
+					"status-json":    {"status", "--json"},
 				}[cmd]
 				execShipkey(b, bin, env, args) // warm-up: the identity's one scrypt, page cache
+				var cpu time.Duration
 				for b.Loop() {
-					execShipkey(b, bin, env, args)
+					cpu += execShipkey(b, bin, env, args)
 				}
+				b.ReportMetric(float64(cpu.Microseconds())/1000/float64(b.N), "cpu-ms/op")
 				if kib := peakRSS(b, bin, env, args); kib > 0 {
-					b.ReportMetric(float64(kib)/1024, "maxrss-MB")
+					b.ReportMetric(float64(kib)/1024, "maxrss-MiB")
 				}
 			})
 		}
@@ -66,20 +77,23 @@ func buildBinary(b *testing.B) string {
 		b.Skip("no go command")
 	}
 	bin := filepath.Join(b.TempDir(), "shipkey")
-	if out, err := exec.Command(gobin, "build", "-o", bin, shipkeyPkg).CombinedOutput(); err != nil {
+	build := exec.Command(gobin, "build", "-o", bin, shipkeyPkg)
+	build.Env = append(os.Environ(), "CGO_ENABLED=0")
+	if out, err := build.CombinedOutput(); err != nil {
 		b.Fatalf("go build: %v\n%s", err, out)
 	}
 	return bin
 }
 
-// execShipkey runs the binary once.
-func execShipkey(b *testing.B, bin string, env, args []string) {
+// execShipkey runs the binary once and returns its CPU time.
+func execShipkey(b *testing.B, bin string, env, args []string) time.Duration {
 	var out, errOut bytes.Buffer
 	cmd := exec.Command(bin, args...)
 	cmd.Env, cmd.Stdout, cmd.Stderr = env, &out, &errOut
 	if err := cmd.Run(); err != nil || out.Len() == 0 {
 		b.Fatalf("shipkey %s: %v: %s", strings.Join(args, " "), err, errOut.String())
 	}
+	return cmd.ProcessState.UserTime() + cmd.ProcessState.SystemTime()
 }
 
 // peakRSS runs the binary once under /usr/bin/time and returns its peak

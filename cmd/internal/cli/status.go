@@ -165,14 +165,17 @@ func statusRun(_ context.Context, opts *statusOptions) error {
 		return err
 	}
 	// One key, or every key one at a time from the index (then the team
-	// keys cached on this machine): JSON is written as it comes, the table's
-	// rows are kept formatted until the widths are known.
-	each := st.EachKey
+	// keys cached on this machine): JSON is written as it comes, a table is
+	// written by writeTable.
 	var teamKeys []store.Key
 	if opts.TeamKeys != nil {
 		if teamKeys, err = opts.TeamKeys(st); err != nil {
 			return err
 		}
+	}
+	walks := func(body func(keyWalk) error) error {
+		listingGC()
+		return st.WalkKeys(func(local keyWalk) error { return body(walkThen(local, eachOf(teamKeys))) })
 	}
 	if _, _, ok := teamKeyAddress(st, opts.Label); ok {
 		var found []store.Key
@@ -184,21 +187,13 @@ func statusRun(_ context.Context, opts *statusOptions) error {
 		if len(found) == 0 {
 			return fmt.Errorf("no team key %s on this machine (see: shipkey keys list): %w", text.Safe(opts.Label), store.ErrNotFound)
 		}
-		each = eachOf(found)
+		walks = func(body func(keyWalk) error) error { return body(eachOf(found)) }
 	} else if opts.Label != "" {
 		k, err := st.Key(opts.Label)
 		if err != nil {
 			return suggestLabel(st, opts.Label, err)
 		}
-		each = eachOf([]store.Key{k})
-	} else if len(teamKeys) > 0 {
-		local := st.EachKey
-		each = func(fn func(store.Key) error) error {
-			if err := local(fn); err != nil {
-				return err
-			}
-			return eachOf(teamKeys)(fn)
-		}
+		walks = func(body func(keyWalk) error) error { return body(eachOf([]store.Key{k})) }
 	}
 	now := opts.Now()
 	var needLogin []string
@@ -212,30 +207,35 @@ func statusRun(_ context.Context, opts *statusOptions) error {
 		return v
 	}
 	bw := bufio.NewWriterSize(opts.IO.Out, 64<<10)
-	switch {
-	case opts.Quiet:
-		err = each(func(k store.Key) error { verdict(k); return nil })
-	case opts.JSON:
-		arr := &jsonArray{w: bw}
-		err = each(func(k store.Key) error {
-			v := verdict(k)
-			j := statusJSON{Label: k.Label, Default: k.Default, State: v.State, Usable: v.Usable, Detail: v.Detail}
-			if !k.Token.ObtainedAt.IsZero() {
-				j.AccessExpiresAt = rfc3339OrNil(k.Token.AccessExpiry())
-				j.RefreshExpiresAt = rfc3339OrNil(k.Token.RefreshExpiresAt)
+	err = walks(func(each keyWalk) error {
+		switch {
+		case opts.Quiet:
+			return each(func(k store.Key) error { verdict(k); return nil })
+		case opts.JSON:
+			arr := &jsonArray{w: bw}
+			err := each(func(k store.Key) error {
+				v := verdict(k)
+				j := statusJSON{Label: k.Label, Default: k.Default, State: v.State, Usable: v.Usable, Detail: v.Detail}
+				if !k.Token.ObtainedAt.IsZero() {
+					j.AccessExpiresAt = rfc3339OrNil(k.Token.AccessExpiry())
+					j.RefreshExpiresAt = rfc3339OrNil(k.Token.RefreshExpiresAt)
+				}
+				return arr.add(j)
+			})
+			if err != nil {
+				return err
 			}
-			return arr.add(j)
-		})
-		if err == nil {
-			err = arr.close()
+			return arr.close()
+		default:
+			_, err := writeTable(bw, nil, each, func(k store.Key, pass int) []string {
+				if pass == 0 {
+					return statusCells(k, verdict(k))
+				}
+				return statusCells(k, keyStatus(k, now))
+			}, tableKeep, spillFile)
+			return err
 		}
-	default:
-		var rows rowBuffer
-		err = each(func(k store.Key) error { rows.add(statusCells(k, verdict(k))); return nil })
-		if err == nil {
-			err = rows.flush(bw, nil)
-		}
-	}
+	})
 	if err != nil {
 		return err
 	}

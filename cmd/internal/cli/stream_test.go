@@ -1,0 +1,63 @@
+package cli
+
+import (
+	"bufio"
+	"bytes"
+	"errors"
+	"fmt"
+	"os"
+	"strings"
+	"testing"
+	"text/tabwriter"
+
+	"github.com/shipkey/shipkey/store"
+)
+
+// TestWriteTableTwoWalks: a table too long to keep in memory goes to a
+// temporary file, or without one is walked twice (to measure, then to
+// write); either way it comes out byte for byte as the table kept in one
+// walk and as text/tabwriter aligns it; cells sees pass 0 once per key,
+// then pass 1 in a second walk.
+func TestWriteTableTwoWalks(t *testing.T) {
+	t.Parallel()
+	var keys []store.Key
+	for i := range 50 {
+		keys = append(keys, store.Key{Label: strings.Repeat("ä", i%7) + fmt.Sprint("k", i*37), Username: strings.Repeat("u", (i*13)%11)})
+	}
+	head := []string{"", "LABEL", "USER", "LAST"}
+	var want bytes.Buffer
+	tw := tabwriter.NewWriter(&want, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, strings.Join(head, "\t"))
+	for _, k := range keys {
+		fmt.Fprintln(tw, strings.Join([]string{"*", k.Label, k.Username, "end " + k.Label}, "\t"))
+	}
+	_ = tw.Flush()
+
+	failing := func() (*os.File, error) { return nil, errors.New("no room") }
+	for _, tc := range []struct {
+		keep  int
+		spill func() (*os.File, error)
+		walks int
+	}{{1 << 20, nil, 1}, {200, nil, 2}, {0, nil, 2}, {200, spillFile, 1}, {0, spillFile, 1}, {200, failing, 2}} {
+		var out bytes.Buffer
+		w := bufio.NewWriter(&out)
+		walks, passes := 0, map[int]int{}
+		walk := func(fn func(store.Key) error) error {
+			walks++
+			return eachOf(keys)(fn)
+		}
+		n, err := writeTable(w, head, walk, func(k store.Key, pass int) []string {
+			passes[pass]++
+			return []string{"*", k.Label, k.Username, "end " + k.Label}
+		}, tc.keep, tc.spill)
+		if err != nil || n != len(keys) {
+			t.Fatalf("keep %d: writeTable = %d, %v", tc.keep, n, err)
+		}
+		if walks != tc.walks || passes[0] != len(keys) || passes[1] != (tc.walks-1)*len(keys) {
+			t.Fatalf("keep %d, spill %v: %d walks, cells by pass %v", tc.keep, tc.spill != nil, walks, passes)
+		}
+		if out.String() != want.String() {
+			t.Fatalf("keep %d, spill %v: table\n%s\nwant (text/tabwriter)\n%s", tc.keep, tc.spill != nil, out.String(), want.String())
+		}
+	}
+}

@@ -1,0 +1,107 @@
+package storetest
+
+import (
+	"bufio"
+	"bytes"
+	"os"
+	"path/filepath"
+	"runtime"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/shipkey/shipkey/store"
+)
+
+// walkCost is what one store.EachKey walk left on the heap and in memory.
+type walkCost struct {
+	retained   int64   // live heap at the last key, over the live heap before the walk
+	allocPerKy float64 // bytes allocated per key
+	mapped     int64   // state.db's resident part at the last key (-1: not known here)
+}
+
+// measureWalk walks a store of n keys once and measures it at its last key.
+func measureWalk(t *testing.T, n int) walkCost {
+	t.Helper()
+	s := Populate(t, n, store.BackendPlaintext)
+	st, err := store.Open(s.Options())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	var before, after runtime.MemStats
+	runtime.GC()
+	runtime.GC() // and what the first one's finalizers freed
+	runtime.ReadMemStats(&before)
+	cost := walkCost{mapped: -1}
+	i := 0
+	err = st.EachKey(func(k store.Key) error {
+		if i++; i < n {
+			return nil
+		}
+		runtime.GC()
+		runtime.ReadMemStats(&after)
+		cost.retained = int64(after.HeapAlloc) - int64(before.HeapAlloc)
+		cost.allocPerKy = float64(after.TotalAlloc-before.TotalAlloc) / float64(n)
+		cost.mapped = mappedRSS(t, filepath.Join(s.StateDir, "state.db"))
+		return nil
+	})
+	if err != nil || i != n {
+		t.Fatalf("EachKey walked %d keys of %d: %v", i, n, err)
+	}
+	return cost
+}
+
+// mappedRSS is the resident size of this process's mapping of path
+// (/proc/self/smaps), or -1 where there is none to read.
+func mappedRSS(t *testing.T, path string) int64 {
+	f, err := os.Open("/proc/self/smaps")
+	if err != nil {
+		return -1
+	}
+	defer f.Close()
+	var rss int64 = -1
+	in := false
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		line := sc.Bytes()
+		if fields := bytes.Fields(line); len(fields) >= 5 && bytes.Contains(fields[0], []byte("-")) && !bytes.HasSuffix(fields[0], []byte(":")) {
+			in = len(fields) >= 6 && string(fields[len(fields)-1]) == path
+			continue
+		}
+		if in && bytes.HasPrefix(line, []byte("Rss:")) {
+			kb, err := strconv.ParseInt(strings.TrimSpace(strings.TrimSuffix(string(line[4:]), "kB")), 10, 64)
+			if err != nil {
+				t.Fatalf("smaps: %q", line)
+			}
+			rss = max(rss, 0) + kb<<10
+		}
+	}
+	return rss
+}
+
+// TestEachKeyMemoryFlat: a walk over the keys (keys list, status) keeps
+// neither the keys nor what it read: at its last key the live heap it added
+// and what it allocated per key are no larger at 20,000 keys than at 2,000,
+// and the part of state.db mapped in memory stays small (releaseMapped),
+// though every key's state is read from a random place in the file. Not
+// parallel: it reads the process's heap statistics; the margins are wide.
+func TestEachKeyMemoryFlat(t *testing.T) {
+	small, large := measureWalk(t, 2000), measureWalk(t, 20000)
+	t.Logf("2k keys: %+v; 20k keys: %+v", small, large)
+	const slack = 1 << 20
+	if large.retained > max(small.retained, 0)+slack {
+		t.Errorf("a walk of 20k keys kept %d bytes on the heap, of 2k keys %d: the heap grows with the keys", large.retained, small.retained)
+	}
+	if large.allocPerKy > 2*small.allocPerKy+256 {
+		t.Errorf("a walk allocated %.0f bytes a key at 20k keys, %.0f at 2k", large.allocPerKy, small.allocPerKy)
+	}
+	// The walk touches about 10 MB of state.db at 20k keys (all of it
+	// without releaseMapped); released every 32 keys, 2 MB stay.
+	if large.mapped > 5<<20 {
+		t.Errorf("state.db of 20k keys had %.1f MiB resident at the walk's end: its pages are not released", float64(large.mapped)/(1<<20))
+	}
+	if large.mapped < 0 && runtime.GOOS == "linux" {
+		t.Errorf("no mapping of state.db found in /proc/self/smaps")
+	}
+}
