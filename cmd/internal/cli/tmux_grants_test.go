@@ -5,6 +5,8 @@ package cli
 import (
 	"net/http"
 	"net/url"
+	"os"
+	"path/filepath"
 	"regexp"
 	"strings"
 	"testing"
@@ -104,4 +106,60 @@ func TestTmuxDeviceCodeEscCancels(t *testing.T) {
 	s.waitText(5*time.Second, "Get API Key", "Cancelled: nothing was stored.", "‹ device code ›")
 	s.keys("Escape") // leave the form: the welcome screen has no key
 	s.waitText(5*time.Second, "No API keys yet")
+}
+
+// TestTmuxBrowserSignIn runs `shipkey demo` in tmux with the browser
+// sign-in grant: the app opens $BROWSER on the realm's authorization URL
+// (a script that notes it), shows "Waiting for the browser…" with a
+// countdown, and when the person signs in on that page (the test posts the
+// realm's form, following its redirect to the app's loopback callback, as a
+// browser would) lands on the token details of a key that uses the grant.
+func TestTmuxBrowserSignIn(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	opened := filepath.Join(dir, "opened")
+	script := filepath.Join(dir, "browser")
+	if err := os.WriteFile(script, []byte("#!/bin/sh\nprintf '%s\\n' \"$1\" > "+opened+".tmp && mv "+opened+".tmp "+opened+"\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	s := startTmuxApp(t, []string{"SHIPKEY_SECRETS=memory", "BROWSER=" + script}, "demo")
+	s.waitText(10*time.Second, "Get API Key", "‹ password ›")
+	s.keys("Left") // password → browser sign-in
+	screen := s.waitText(5*time.Second, "‹ browser sign-in ›", "Browser sign-in (authorization code with PKCE)")
+	for _, gone := range []string{"Username", "Password"} {
+		if strings.Contains(screen, gone) {
+			t.Fatalf("the browser sign-in form still shows %s:\n%s", gone, screen)
+		}
+	}
+	s.keys("Enter")
+	s.waitText(10*time.Second, "Sign in", "Waiting for the browser…", "Waits until")
+
+	var target string
+	s.waitFor("$BROWSER to be opened", 10*time.Second, func(string) bool {
+		b, err := os.ReadFile(opened)
+		target = strings.TrimSpace(string(b))
+		return err == nil && target != ""
+	})
+	u, err := url.Parse(target)
+	if err != nil || u.Hostname() != "127.0.0.1" || u.Query().Get("code_challenge_method") != "S256" ||
+		!strings.HasPrefix(u.Query().Get("redirect_uri"), "http://127.0.0.1:") {
+		t.Fatalf("$BROWSER was opened on %q: want the realm's authorization URL with PKCE and a loopback redirect", target)
+	}
+
+	// A person signs in: the realm's page takes the form and redirects the
+	// browser to the app's loopback callback.
+	client := &http.Client{Timeout: 10 * time.Second}
+	resp, err := client.PostForm(target, url.Values{
+		"username": {authtest.DemoUsername}, "password": {authtest.DemoPassword}, "action": {"approve"},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	_ = resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		t.Fatalf("sign-in and callback answered %s", resp.Status)
+	}
+	s.waitText(10*time.Second, "Token details", "grant browser sign-in", "Access expires")
+	s.keys("2")
+	s.waitText(5*time.Second, "Grant", "browser")
 }
