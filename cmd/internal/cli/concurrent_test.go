@@ -123,23 +123,10 @@ func TestConcurrentTokenRefreshesOnce(t *testing.T) {
 	offset.Store(0)
 
 	// Bounded poll until shipkey itself sees the access token as expired.
-	for i := 0; ; i++ {
+	waitRefreshable(t, 50, func() (string, string, bool) {
 		out, stderr, err := shipkey(nil, "keys", "list", "--json")
-		if err != nil {
-			t.Fatalf("keys list: %v\n%s", err, stderr)
-		}
-		var keys []keyJSON
-		if err := json.Unmarshal([]byte(out), &keys); err != nil || len(keys) != 1 {
-			t.Fatalf("keys list --json = %q (%v)", out, err)
-		}
-		if keys[0].Status == "refreshable" {
-			break
-		}
-		if i == 50 {
-			t.Fatalf("the access token never expired: status %q", keys[0].Status)
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
+		return out, stderr, err == nil
+	})
 	if n := srv.Count("refresh_token"); n != 0 {
 		t.Fatalf("refreshes before the race: %d", n)
 	}
@@ -241,5 +228,30 @@ func assertNotInTree(t *testing.T, dir, secret string) {
 	})
 	if err != nil {
 		t.Fatal(err)
+	}
+}
+
+// waitRefreshable polls `keys list --json` (run by list, which reports
+// whether it exited 0) until its one key reads "refreshable": the access
+// token expired by shipkey's own account, nothing refreshed (keys list never
+// refreshes). At most tries polls, 100 ms apart.
+func waitRefreshable(t *testing.T, tries int, list func() (stdout, stderr string, ok bool)) {
+	t.Helper()
+	for i := 0; ; i++ {
+		out, stderr, ok := list()
+		if !ok {
+			t.Fatalf("keys list failed:\n%s", stderr)
+		}
+		var keys []keyJSON
+		if err := json.Unmarshal([]byte(out), &keys); err != nil || len(keys) != 1 {
+			t.Fatalf("keys list --json = %q (%v)", out, err)
+		}
+		if keys[0].Status == "refreshable" {
+			return
+		}
+		if i == tries {
+			t.Fatalf("the access token never expired: status %q", keys[0].Status)
+		}
+		time.Sleep(100 * time.Millisecond)
 	}
 }

@@ -3,7 +3,6 @@ package cli
 import (
 	"bytes"
 	"context"
-	"encoding/json"
 	"errors"
 	"net/http"
 	"net/url"
@@ -131,23 +130,10 @@ func TestShortLivedTokenLifecycle(t *testing.T) {
 
 	// Let the access token expire: a bounded poll on what shipkey itself
 	// says, without refreshing (keys list never refreshes).
-	for i := 0; ; i++ {
+	waitRefreshable(t, 150, func() (string, string, bool) {
 		out, stderr, code := c.run(nil, "keys", "list", "--json")
-		if code != 0 {
-			t.Fatalf("keys list: exit %d\n%s", code, stderr)
-		}
-		var keys []keyJSON
-		if err := json.Unmarshal([]byte(out), &keys); err != nil || len(keys) != 1 {
-			t.Fatalf("keys list --json = %q (%v)", out, err)
-		}
-		if keys[0].Status == "refreshable" {
-			break
-		}
-		if i == 150 {
-			t.Fatalf("the access token never expired: status %q", keys[0].Status)
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
+		return out, stderr, code == 0
+	})
 	if n := srv.Count("refresh_token"); n != 0 {
 		t.Fatalf("refreshes before the race: %d", n)
 	}
