@@ -68,3 +68,48 @@ func TestMain(m *testing.M) {
 	}
 	os.Exit(m.Run())
 }
+
+func TestAskTmuxForTrueColor(t *testing.T) {
+	t.Parallel()
+	in := []string{"TERM=tmux-256color", "TMUX=/tmp/tmux-0/default,1,0"}
+	for _, c := range []struct {
+		env  []string
+		p    colorprofile.Profile
+		want bool
+	}{
+		{in, colorprofile.ANSI256, true},
+		{in, colorprofile.ANSI, true},
+		{in, colorprofile.TrueColor, false}, // nothing to gain
+		{in, colorprofile.Ascii, false},     // NO_COLOR
+		{in, colorprofile.NoTTY, false},
+		{[]string{"TERM=xterm-256color"}, colorprofile.ANSI256, false},
+		{[]string{"TMUX="}, colorprofile.ANSI256, false},
+	} {
+		if got := askTmuxForTrueColor(c.env, c.p); got != c.want {
+			t.Errorf("askTmuxForTrueColor(%q, %s) = %v, want %v", c.env, c.p, got, c.want)
+		}
+	}
+}
+
+// tmux info's answer decides; a tmux that fails says no.
+func TestTmuxHasTrueColor(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	for name, c := range map[string]struct {
+		script string
+		want   bool
+	}{
+		"tc":     {"echo '  197: Tc: (flag) true'", true},
+		"rgb":    {"echo '  180: RGB: (flag) true'", true},
+		"absent": {"echo '  197: Tc: [missing]'", false},
+		"fails":  {"echo 'no server running' >&2; exit 1", false},
+	} {
+		path := filepath.Join(dir, name)
+		if err := os.WriteFile(path, []byte("#!/bin/sh\n"+c.script+"\n"), 0o700); err != nil {
+			t.Fatal(err)
+		}
+		if got := tmuxHasTrueColor(t.Context(), path, nil); got != c.want {
+			t.Errorf("%s: tmuxHasTrueColor = %v, want %v", name, got, c.want)
+		}
+	}
+}

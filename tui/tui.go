@@ -274,6 +274,18 @@ func Run(ctx context.Context, opts Options) error {
 		opts.Notices.attach(func(msg tea.Msg) { go p.Send(msg) })
 		defer opts.Notices.detach()
 	}
+	if askTmuxForTrueColor(env, stdoutProfile()) {
+		go func() {
+			select {
+			case <-out.firstFrame:
+			case <-ended:
+				return
+			}
+			if msg := upgradeInTmux(ctx, env); msg != nil {
+				p.Send(msg)
+			}
+		}()
+	}
 	sigs := make(chan os.Signal, 1)
 	signal.Notify(sigs, quitSignals...)
 	defer signal.Stop(sigs)

@@ -472,3 +472,61 @@ func TestTmuxCLIWaitingNotice(t *testing.T) {
 		t.Fatalf("the waiting line stayed:\n%s", screen)
 	}
 }
+
+// Inside tmux, $COLORTERM does not reach the app, so its colours start at
+// 256. Once the first frame is out it asks `tmux info`, and where tmux has
+// Tc or RGB it draws in true colour. The tmux on the app's PATH answers
+// `info` as tmux does for a client terminal with Tc (a detached test server
+// has no client) and hands everything else to the real tmux; it notes each
+// call. With NO_COLOR the app asks nothing and draws no colour.
+func TestTmuxTrueColourAfterFirstFrame(t *testing.T) {
+	t.Parallel()
+	real, err := exec.LookPath("tmux")
+	if err != nil {
+		t.Skip("no tmux") // newTmuxHome fails in CI
+	}
+	for _, c := range []struct {
+		name    string
+		env     []string
+		wantRGB bool
+	}{{"colours", nil, true}, {"no-color", []string{"NO_COLOR=1"}, false}} {
+		t.Run(c.name, func(t *testing.T) {
+			t.Parallel()
+			bin := t.TempDir()
+			calls := filepath.Join(bin, "calls")
+			wrapper := "#!/bin/sh\nif [ \"$1\" = info ]; then echo info >> " + calls + "; echo '  197: Tc: (flag) true'; exit 0; fi\nexec " + real + " \"$@\"\n"
+			if err := os.WriteFile(filepath.Join(bin, "tmux"), []byte(wrapper), 0o700); err != nil {
+				t.Fatal(err)
+			}
+			env := append([]string{"SHIPKEY_SECRETS=plaintext", "COLORTERM=", "TERM=tmux-256color", "PATH=" + bin + ":" + os.Getenv("PATH")}, c.env...)
+			s := newTmuxHome(t, env).start(80, 24)
+			s.waitText(10*time.Second, "Get API Key")
+			rgb := regexp.MustCompile(`\x1b\[[0-9;]*[34]8;2;`)
+			if !c.wantRGB {
+				s.keys("Tab") // a redraw after the first frame
+				s.waitText(5*time.Second, "Get API Key")
+				out, _ := s.tmux("capture-pane", "-p", "-e", "-t", "t")
+				if rgb.MatchString(out) {
+					t.Fatalf("true colour under NO_COLOR:\n%q", out)
+				}
+				if data, err := os.ReadFile(calls); err == nil {
+					t.Fatalf("the app ran tmux info under NO_COLOR: %q", data)
+				}
+				return
+			}
+			var screen string
+			for end := time.Now().Add(10 * time.Second); ; time.Sleep(50 * time.Millisecond) {
+				screen, _ = s.tmux("capture-pane", "-p", "-e", "-t", "t")
+				if rgb.MatchString(screen) {
+					break
+				}
+				if time.Now().After(end) {
+					t.Fatalf("no true colour on the screen:\n%q", screen)
+				}
+			}
+			if data, _ := os.ReadFile(calls); string(data) != "info\n" {
+				t.Fatalf("tmux info ran %q times, want once", data)
+			}
+		})
+	}
+}
