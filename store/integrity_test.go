@@ -2,6 +2,7 @@ package store
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"math/rand/v2"
 	"os"
@@ -14,6 +15,7 @@ import (
 
 	"filippo.io/age"
 
+	"github.com/shipkey/shipkey/auth"
 	"github.com/shipkey/shipkey/auth/authtest"
 	"github.com/shipkey/shipkey/store/unlock"
 )
@@ -58,6 +60,11 @@ func checkRecovered(t *testing.T, e *env, backend string, tokens map[string]stri
 	for _, k := range keys {
 		if st := k.StatusAt(e.clk.Now()); st != StatusValid || k.Masked == "" {
 			t.Fatalf("%s: %s: status %v, masked %q: the state was not rebuilt", what, k.Label, st, k.Masked)
+		}
+		// The timing comes back from the copy kept with the secrets, not
+		// guessed (a token without a stated expiry, obtained now).
+		if k.Token.AccessExpiresAt.IsZero() || k.Token.RefreshExpiresAt.IsZero() {
+			t.Fatalf("%s: %s: token timing %+v: the state's copy was not used", what, k.Label, k.Token)
 		}
 		ts, err := s.Token(context.Background(), k.Label, TokenOptions{})
 		if err != nil || ts.AccessToken != tokens[k.Label] {
@@ -386,5 +393,40 @@ func TestForeignStoreRefused(t *testing.T) {
 	}
 	if entries, _ := os.ReadDir(home); len(entries) != 0 {
 		t.Fatalf("root made %d entries in another user's home", len(entries))
+	}
+}
+
+// A secret record read and written again keeps its copy of the state
+// byte for byte, without decoding it; get decodes it when asked.
+func TestStoredMetaRoundTrip(t *testing.T) {
+	t.Parallel()
+	exp := time.Date(2026, 3, 16, 12, 0, 0, 0, time.UTC)
+	in := keySecrets{ClientSecret: "cs", AccessToken: "at"}
+	in.bind("k1", keyState{Masked: "at…", Token: auth.TokenSet{TokenType: "Bearer", AccessExpiresAt: exp}})
+	data, err := json.Marshal(in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out keySecrets
+	if err := json.Unmarshal(data, &out); err != nil {
+		t.Fatal(err)
+	}
+	if out.Meta == nil || out.Meta.m != nil {
+		t.Fatalf("the copy was decoded on read: %+v", out.Meta)
+	}
+	again, err := json.Marshal(out)
+	if err != nil || string(again) != string(data) {
+		t.Fatalf("written again: %s (%v), want %s", again, err, data)
+	}
+	m := out.Meta.get()
+	if m == nil || m.Masked != "at…" || !m.Token.AccessExpiresAt.Equal(exp) {
+		t.Fatalf("get = %+v", m)
+	}
+	var none keySecrets
+	if err := json.Unmarshal([]byte(`{"client_secret":"cs","meta":{"masked":5}}`), &none); err != nil {
+		t.Fatal(err)
+	}
+	if none.Meta.get() != nil {
+		t.Fatal("a copy that does not decode is not nil")
 	}
 }

@@ -1,7 +1,9 @@
 package store
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
 	"fmt"
 	"os"
 	"time"
@@ -26,8 +28,47 @@ type secretMeta struct {
 	EndPending time.Time     `json:"end_pending,omitzero"`
 }
 
-func metaOf(ks keyState) *secretMeta {
-	return &secretMeta{Token: ks.Token.Redacted(), Masked: ks.Masked, LoggedOut: ks.LoggedOut, NoRefresh: ks.NoRefresh, EndPending: ks.EndPending}
+func metaOf(ks keyState) *storedMeta {
+	return &storedMeta{m: &secretMeta{Token: ks.Token.Redacted(), Masked: ks.Masked, LoggedOut: ks.LoggedOut, NoRefresh: ks.NoRefresh, EndPending: ks.EndPending}}
+}
+
+// storedMeta is a secretMeta inside a secret record. Reading a record keeps
+// it as its JSON text (syntax-checked with the record), decoded only when a
+// rebuild asks (get): handing out a token never reads it, and decoding it
+// (reflection over the whole TokenSet, cold in every process) was a tenth of
+// a cached `shipkey token`'s own work. Written back unchanged when not
+// replaced.
+type storedMeta struct {
+	raw json.RawMessage
+	m   *secretMeta
+}
+
+func (sm *storedMeta) UnmarshalJSON(data []byte) error {
+	sm.raw, sm.m = bytes.Clone(data), nil
+	return nil
+}
+
+func (sm *storedMeta) MarshalJSON() ([]byte, error) {
+	if sm.m != nil || len(sm.raw) == 0 {
+		return json.Marshal(sm.m)
+	}
+	return sm.raw, nil
+}
+
+// get decodes the copy of the state (nil when there is none, or when it
+// does not decode: the record's secrets are then used as those of a record
+// written before the copy was kept).
+func (sm *storedMeta) get() *secretMeta {
+	if sm == nil {
+		return nil
+	}
+	if sm.m == nil && len(sm.raw) > 0 {
+		var m *secretMeta
+		if json.Unmarshal(sm.raw, &m) == nil {
+			sm.m = m
+		}
+	}
+	return sm.m
 }
 
 // bind stamps a secret record with its key id and state before it is written.
@@ -52,7 +93,7 @@ func checkBinding(f keyFiles, id string, sec keySecrets) error {
 // stateFromSecrets rebuilds a key's state record from its secret record.
 func stateFromSecrets(sec keySecrets, backend string, now time.Time) keyState {
 	ks := keyState{Secrets: backend}
-	if m := sec.Meta; m != nil {
+	if m := sec.Meta.get(); m != nil {
 		ks.Token, ks.Masked, ks.LoggedOut, ks.NoRefresh, ks.EndPending = m.Token.Redacted(), m.Masked, m.LoggedOut, m.NoRefresh, m.EndPending
 		return ks
 	}

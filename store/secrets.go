@@ -104,7 +104,7 @@ type keySecrets struct {
 	// ID is the key the record belongs to, Meta a copy of its state (see
 	// rebuild.go); neither is secret.
 	ID   string      `json:"id,omitempty"`
-	Meta *secretMeta `json:"meta,omitempty"`
+	Meta *storedMeta `json:"meta,omitempty"`
 }
 
 func (k *keySecrets) setTokens(ts *auth.TokenSet) {
