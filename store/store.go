@@ -71,6 +71,9 @@ type Key struct {
 	EndPending time.Time
 	// HasRefreshToken: the stored token set carries a refresh token.
 	HasRefreshToken bool
+	// Team is the team whose key this is (Label is then "TEAM/LABEL"); empty
+	// for a key of this machine's store. Set by the team engine's callers.
+	Team string
 }
 
 // RenewsItself reports whether the key's grant gets a new token with no

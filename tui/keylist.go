@@ -47,6 +47,7 @@ type keyList struct {
 	rename        textinput.Model
 	mode          listMode
 	target        string // the key being renamed or deleted
+	targetTeam    string // its team ("" for a key of this machine)
 	errMsg        string
 }
 
@@ -392,7 +393,7 @@ func (l *keyList) handleKey(k tea.KeyPressMsg) (action, tea.Cmd) {
 	case key.Matches(k, km.SetDefault):
 		return actSetDefault{label: sel.Label}, nil
 	case key.Matches(k, km.Delete):
-		l.mode, l.target = listConfirming, sel.Label
+		l.mode, l.target, l.targetTeam = listConfirming, sel.Label, sel.Team
 		return nil, nil
 	case key.Matches(k, km.Rename):
 		l.mode, l.target = listRenaming, sel.Label
@@ -517,7 +518,7 @@ func (l *keyList) View() string {
 	b.WriteString(l.tableView() + "\n")
 	switch l.mode {
 	case listConfirming:
-		b.WriteString("  " + s.Warn.Render("Delete key \""+text.Safe(l.target)+"\" and its secrets? (y/n)") + "\n")
+		b.WriteString("  " + s.Warn.Render(l.confirmText()) + "\n")
 	case listRenaming:
 		b.WriteString("  " + s.row("New label", 12, l.rename.View()) + s.Subtle.Render("  enter saves · esc cancels") + "\n")
 	}
@@ -619,4 +620,13 @@ func plural(n int, noun string) string {
 		return "1 " + noun
 	}
 	return strconv.Itoa(n) + " " + noun + "s"
+}
+
+// confirmText asks before a delete: a team key goes for every member of its
+// team.
+func (l *keyList) confirmText() string {
+	if l.targetTeam != "" {
+		return "Delete team key \"" + text.Safe(l.target) + "\" for every member of " + text.Safe(l.targetTeam) + "? (y/n)"
+	}
+	return "Delete key \"" + text.Safe(l.target) + "\" and its secrets? (y/n)"
 }

@@ -234,3 +234,18 @@ func TestHelpListsEachKeyOnceAndCountsGrammatically(t *testing.T) {
 	h.press("2")
 	h.mustShow("1 of 1 key ·")
 }
+
+// A team key's delete asks for the whole team: it goes for every member.
+func TestKeyListDeleteTeamKeySaysTheTeam(t *testing.T) {
+	t.Parallel()
+	h := newHarness(t, func(f *fakeStore) {
+		f.add("demo", "demo", time.Time{})
+		k := f.add("ops/deploy", "svc", time.Time{})
+		k.Team = "ops"
+		f.keys[k.Label] = k
+	})
+	h.press("2", "G", "d")
+	h.mustShow(`Delete team key "ops/deploy" for every member of ops? (y/n)`)
+	h.press("n", "g", "d")
+	h.mustShow(`Delete key "demo" and its secrets? (y/n)`)
+}

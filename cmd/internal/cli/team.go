@@ -71,7 +71,7 @@ func teamKeyAddress(st *store.Store, addr string) (teamName, label string, ok bo
 // label is "T/LABEL".
 func teamStoreKey(k team.Key) store.Key {
 	return store.Key{ID: k.ID, Label: k.Address(), Conn: k.Conn, Grant: k.Grant, Username: k.Username, CreatedAt: k.CreatedAt,
-		Token: k.Token, Masked: k.Masked, HasRefreshToken: k.HasRefreshToken}
+		Token: k.Token, Masked: k.Masked, HasRefreshToken: k.HasRefreshToken, Team: k.Team}
 }
 
 // teamConnFlags are the etcd connection options.

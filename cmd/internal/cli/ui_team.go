@@ -3,6 +3,7 @@ package cli
 import (
 	"context"
 	"strconv"
+	"strings"
 	"sync/atomic"
 
 	"github.com/shipkey/shipkey/auth"
@@ -15,9 +16,9 @@ import (
 // store's keys plus every team's keys ("T/LABEL") from the local caches,
 // which a watch per team keeps in step with etcd. Its stamp changes with
 // every team change, so the app's 1 s tick reloads the table. Team keys are
-// shown and their cached tokens inspected, logged out and in (for the whole
-// team); the other actions the app offers on local keys (refresh, rename,
-// remove) stay with the CLI for now.
+// shown and their cached tokens inspected; logging out and in, refreshing,
+// renaming and removing one acts for the whole team, as the CLI's
+// `logout`, `login`, `refresh`, `keys rename` and `keys rm` on T/LABEL do.
 type teamBackend struct {
 	*store.Store
 	eng   team.Engine
@@ -119,4 +120,42 @@ func (b *teamBackend) Login(ctx context.Context, label string, opts store.LoginO
 		return teamStoreKey(k), ts, nil
 	}
 	return b.Store.Login(ctx, label, opts)
+}
+
+// Refresh renews a team key's shared token now, once for the whole team.
+func (b *teamBackend) Refresh(ctx context.Context, label string) (store.Key, *auth.TokenSet, error) {
+	if t, l, ok := teamKeyAddress(b.Store, label); ok {
+		ts, err := b.eng.Token(ctx, t, l, team.TokenOptions{Force: true})
+		b.gen.Add(1)
+		if err != nil {
+			return store.Key{}, nil, err
+		}
+		k, err := b.Resolve(label)
+		return k, ts, err
+	}
+	return b.Store.Refresh(ctx, label)
+}
+
+// Rename renames a team key for every member; the new label may repeat the
+// team's prefix ("T/NEW" or "NEW"), as in `keys rename`.
+func (b *teamBackend) Rename(label, newLabel string) error {
+	if t, l, ok := teamKeyAddress(b.Store, label); ok {
+		ctx, cancel := context.WithTimeout(context.Background(), team.DefaultTimeout)
+		defer cancel()
+		err := b.eng.RenameKey(ctx, t, l, strings.TrimPrefix(newLabel, t+"/"))
+		b.gen.Add(1)
+		return err
+	}
+	return b.Store.Rename(label, newLabel)
+}
+
+// Remove removes a team key for every member of its team (the app asked
+// "for every member of T?" first).
+func (b *teamBackend) Remove(ctx context.Context, label string) (auth.EndResult, error) {
+	if t, l, ok := teamKeyAddress(b.Store, label); ok {
+		err := b.eng.RemoveKey(ctx, t, l)
+		b.gen.Add(1)
+		return auth.EndResult{}, err
+	}
+	return b.Store.Remove(ctx, label)
 }

@@ -100,6 +100,30 @@ func TestTeamBackendLive(t *testing.T) {
 	if cur, err := b.Current("ui/k"); err != nil || cur.AccessToken != ts.AccessToken {
 		t.Errorf("Current(ui/k) after login: %v", err)
 	}
+	// Refresh, rename and remove act for the whole team, as the CLI's do.
+	k, rts, err := b.Refresh(ctx, "ui/k")
+	if err != nil || k.Label != "ui/k" || k.Team != "ui" || rts.AccessToken == "" || rts.AccessToken == ts.AccessToken {
+		t.Fatalf("Refresh(ui/k): %+v, %v (new token: %v)", k, err, rts != nil && rts.AccessToken != ts.AccessToken)
+	}
+	if err := b.Rename("ui/k", "ui/k2"); err != nil {
+		t.Fatalf("Rename(ui/k, ui/k2): %v", err)
+	}
+	if err := b.Rename("ui/k2", "k3"); err != nil {
+		t.Fatalf("Rename(ui/k2, k3): %v", err)
+	}
+	if others, err := eb.Keys(ctx, "ui"); err != nil || len(others) != 1 || others[0].Label != "k3" {
+		t.Fatalf("the other member sees %+v, %v; want k3", others, err)
+	}
+	if _, err := b.Remove(ctx, "ui/k3"); err != nil {
+		t.Fatalf("Remove(ui/k3): %v", err)
+	}
+	if others, err := eb.Keys(ctx, "ui"); err != nil || len(others) != 0 {
+		t.Fatalf("the other member still sees %+v, %v", others, err)
+	}
+	// A local key's label with a slash is still the store's.
+	if err := b.Rename("nosuch/x", "y"); !errors.Is(err, store.ErrNotFound) {
+		t.Errorf("Rename(nosuch/x): %v, want not found", err)
+	}
 }
 
 type bytesSink struct{}
