@@ -29,7 +29,7 @@ import (
 // Inside tmux, $COLORTERM does not reach the programs (tmux does not pass
 // it on), so the profile from TERM and terminfo is at most 256 colours even
 // where tmux draws true colour. Once the first frame is out, the app asks
-// tmux itself (tmuxHasTrueColor, what upstream lipgloss did before main) and,
+// tmux itself (Model.cfg.askTrueColor, tmuxHasTrueColor, what upstream lipgloss did before main) and,
 // when tmux has Tc or RGB, upgrades the program to true colour.
 
 // stdoutProfile is the colour profile lipgloss detected for stdout.

@@ -9,6 +9,7 @@ import (
 	"strings"
 	"testing"
 
+	tea "charm.land/bubbletea/v2"
 	"github.com/charmbracelet/colorprofile"
 )
 
@@ -111,5 +112,32 @@ func TestTmuxHasTrueColor(t *testing.T) {
 		if got := tmuxHasTrueColor(t.Context(), path, nil); got != c.want {
 			t.Errorf("%s: tmuxHasTrueColor = %v, want %v", name, got, c.want)
 		}
+	}
+}
+
+// The model asks for true colour once, on the program's own colour
+// profile message (so that message is not processed after the upgrade), and
+// hands on what the ask returns.
+func TestModelAsksTrueColourOnce(t *testing.T) {
+	t.Parallel()
+	var asked []colorprofile.Profile
+	h := newHarnessWith(t, nil, func(c *config) {
+		c.askTrueColor = func(p colorprofile.Profile) tea.Msg {
+			asked = append(asked, p)
+			return tea.CapabilityMsg{Content: "RGB"}
+		}
+	})
+	cmd := h.m.dispatch(tea.ColorProfileMsg{Profile: colorprofile.ANSI256})
+	if cmd == nil {
+		t.Fatal("no ask on the program's colour profile")
+	}
+	if msg, ok := cmd().(tea.CapabilityMsg); !ok || msg.Content != "RGB" {
+		t.Fatalf("the ask's message was not handed on: %v", msg)
+	}
+	if cmd := h.m.dispatch(tea.ColorProfileMsg{Profile: colorprofile.TrueColor}); cmd != nil {
+		t.Fatal("asked again on the upgrade's own message")
+	}
+	if len(asked) != 1 || asked[0] != colorprofile.ANSI256 {
+		t.Fatalf("asked %v", asked)
 	}
 }

@@ -16,6 +16,7 @@ import (
 	tea "charm.land/bubbletea/v2"
 	"charm.land/lipgloss/v2"
 	"github.com/atotto/clipboard"
+	"github.com/charmbracelet/colorprofile"
 	"github.com/shipkey/shipkey/auth"
 	"github.com/shipkey/shipkey/internal/browser"
 	"github.com/shipkey/shipkey/store"
@@ -90,6 +91,12 @@ type config struct {
 	// envOnly: only with $BROWSER (a device code: the person may be on
 	// another machine).
 	openURL func(url string, envOnly bool) error
+	// askTrueColor, when set, is run once on the program's colour profile
+	// (its ColorProfileMsg): inside tmux it waits for the first frame and
+	// returns the message that upgrades the program to true colour, or nil
+	// (termcaps.go). Asked from the model so that the program's own first
+	// ColorProfileMsg is behind it, not after it.
+	askTrueColor func(colorprofile.Profile) tea.Msg
 }
 
 // Model is the root tea.Model: it owns the screens, the store and every side
@@ -100,6 +107,8 @@ type Model struct {
 	backend  Backend
 	ctx      context.Context
 	settings store.Settings
+
+	askedTrueColor bool // cfg.askTrueColor ran
 
 	width, height int
 	active        screenID
@@ -267,24 +276,23 @@ func Run(ctx context.Context, opts Options) error {
 		}
 	}
 	env := os.Environ()
+	m.cfg.askTrueColor = func(p colorprofile.Profile) tea.Msg {
+		if !askTmuxForTrueColor(env, p) {
+			return nil
+		}
+		select {
+		case <-out.firstFrame:
+		case <-ended:
+			return nil
+		}
+		return upgradeInTmux(ctx, env)
+	}
 	p := tea.NewProgram(m, tea.WithContext(ctx), tea.WithFPS(frameRate), tea.WithoutSignalHandler(),
 		tea.WithColorProfile(stdoutProfile()), tea.WithEnvironment(termEnv(env)), tea.WithOutput(out))
 	if opts.Notices != nil {
 		// Send blocks until the program's loop runs; deliver from a goroutine.
 		opts.Notices.attach(func(msg tea.Msg) { go p.Send(msg) })
 		defer opts.Notices.detach()
-	}
-	if askTmuxForTrueColor(env, stdoutProfile()) {
-		go func() {
-			select {
-			case <-out.firstFrame:
-			case <-ended:
-				return
-			}
-			if msg := upgradeInTmux(ctx, env); msg != nil {
-				p.Send(msg)
-			}
-		}()
 	}
 	sigs := make(chan os.Signal, 1)
 	signal.Notify(sigs, quitSignals...)
@@ -392,6 +400,12 @@ func (m *Model) dispatch(msg tea.Msg) tea.Cmd {
 		return nil
 	case tea.BackgroundColorMsg:
 		m.handleBackground(msg.IsDark())
+		return nil
+	case tea.ColorProfileMsg:
+		if ask := m.cfg.askTrueColor; ask != nil && !m.askedTrueColor {
+			m.askedTrueColor = true
+			return func() tea.Msg { return ask(msg.Profile) }
+		}
 		return nil
 	case tea.KeyPressMsg:
 		return m.handleKey(msg)

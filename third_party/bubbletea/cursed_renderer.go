@@ -682,6 +682,14 @@ func reset(s *cursedRenderer) {
 // setColorProfile implements renderer.
 func (s *cursedRenderer) setColorProfile(p colorprofile.Profile) {
 	s.mu.Lock()
+	if p != s.profile && s.scr != nil {
+		// The cells are the same, their colours are not: draw every line
+		// again, each cell in the new profile (shipkey's patch: the text
+		// of a line decides whether it is drawn).
+		s.drawn = nil
+		s.scr.Erase()
+		s.pendingErase = true // the view did not change: draw it anyway
+	}
 	s.profile = p
 	s.scr.SetColorProfile(p)
 	s.mu.Unlock()

@@ -481,10 +481,6 @@ func TestTmuxCLIWaitingNotice(t *testing.T) {
 // call. With NO_COLOR the app asks nothing and draws no colour.
 func TestTmuxTrueColourAfterFirstFrame(t *testing.T) {
 	t.Parallel()
-	real, err := exec.LookPath("tmux")
-	if err != nil {
-		t.Skip("no tmux") // newTmuxHome fails in CI
-	}
 	for _, c := range []struct {
 		name    string
 		env     []string
@@ -492,14 +488,19 @@ func TestTmuxTrueColourAfterFirstFrame(t *testing.T) {
 	}{{"colours", nil, true}, {"no-color", []string{"NO_COLOR=1"}, false}} {
 		t.Run(c.name, func(t *testing.T) {
 			t.Parallel()
+			h := newTmuxHome(t, append([]string{"SHIPKEY_SECRETS=plaintext", "COLORTERM=", "TERM=tmux-256color"}, c.env...))
+			real, err := exec.LookPath("tmux") // there: newTmuxHome checked
+			if err != nil {
+				t.Fatal(err)
+			}
 			bin := t.TempDir()
 			calls := filepath.Join(bin, "calls")
 			wrapper := "#!/bin/sh\nif [ \"$1\" = info ]; then echo info >> " + calls + "; echo '  197: Tc: (flag) true'; exit 0; fi\nexec " + real + " \"$@\"\n"
 			if err := os.WriteFile(filepath.Join(bin, "tmux"), []byte(wrapper), 0o700); err != nil {
 				t.Fatal(err)
 			}
-			env := append([]string{"SHIPKEY_SECRETS=plaintext", "COLORTERM=", "TERM=tmux-256color", "PATH=" + bin + ":" + os.Getenv("PATH")}, c.env...)
-			s := newTmuxHome(t, env).start(80, 24)
+			h.env = append(h.env, "PATH="+bin+":"+os.Getenv("PATH"))
+			s := h.start(80, 24)
 			s.waitText(10*time.Second, "Get API Key")
 			rgb := regexp.MustCompile(`\x1b\[[0-9;]*[34]8;2;`)
 			if !c.wantRGB {
@@ -521,7 +522,8 @@ func TestTmuxTrueColourAfterFirstFrame(t *testing.T) {
 					break
 				}
 				if time.Now().After(end) {
-					t.Fatalf("no true colour on the screen:\n%q", screen)
+					calls, _ := os.ReadFile(calls)
+					t.Fatalf("no true colour on the screen (tmux info ran: %q):\n%q", calls, screen)
 				}
 			}
 			if data, _ := os.ReadFile(calls); string(data) != "info\n" {
