@@ -33,6 +33,7 @@ type snapshot struct {
 	roster  roster
 	entries map[string]*cacheEntry
 	catRev  int64
+	rev     int64 // etcd's revision the read saw (a watch goes on from rev+1)
 }
 
 // read loads the whole team from etcd and decrypts it; it refreshes the
@@ -46,7 +47,7 @@ func (h *handle) read(ctx context.Context) (*snapshot, error) {
 	if err != nil {
 		return nil, h.etcdErr(err)
 	}
-	s := &snapshot{entries: map[string]*cacheEntry{}}
+	s := &snapshot{entries: map[string]*cacheEntry{}, rev: resp.Header.Revision}
 	found := false
 	tokens := map[string][]byte{}
 	tokenRevs := map[string]int64{}

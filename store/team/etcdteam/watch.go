@@ -8,6 +8,10 @@ import (
 	clientv3 "go.etcd.io/etcd/client/v3"
 )
 
+// testHookWatchRead runs between Watch's first read and its watch (tests
+// change the team there).
+var testHookWatchRead = func() {}
+
 // Watch follows team's prefix in etcd until ctx ends: whenever a key is
 // added, renamed, refreshed or removed (on any machine) or the roster
 // changes, the local cache is rebuilt from etcd and changed is called. Lock
@@ -24,27 +28,43 @@ func (e *Engine) Watch(ctx context.Context, team string, changed func()) error {
 		return err
 	}
 	locks := prefix(team) + "locks/"
+	// rev is the revision the cache is known to reflect: each watch goes on
+	// from rev+1, so a change between a read and the watch that follows it
+	// is never missed (it was, under load: a key created then showed only
+	// with the next change).
+	var rev int64
 	sync := func() {
 		rctx, cancel := h.bound(ctx)
 		defer cancel()
-		if _, err := h.read(rctx); err == nil {
+		if s, err := h.read(rctx); err == nil {
+			rev = max(rev, s.rev)
 			changed()
 		}
 	}
 	sync()
+	testHookWatchRead()
 	for ctx.Err() == nil {
-		wctx := clientv3.WithRequireLeader(ctx)
-		for resp := range cli.Watch(wctx, prefix(team), clientv3.WithPrefix()) {
+		wctx, cancel := context.WithCancel(clientv3.WithRequireLeader(ctx))
+		opts := []clientv3.OpOption{clientv3.WithPrefix()}
+		if rev > 0 {
+			opts = append(opts, clientv3.WithRev(rev+1))
+		}
+		for resp := range cli.Watch(wctx, prefix(team), opts...) {
+			if resp.CompactRevision != 0 {
+				break // rev+1 is compacted away: read again, watch from there
+			}
 			relevant := false
 			for _, ev := range resp.Events {
 				if !strings.HasPrefix(string(ev.Kv.Key), locks) {
 					relevant = true
 				}
+				rev = max(rev, ev.Kv.ModRevision)
 			}
 			if relevant {
 				sync()
 			}
 		}
+		cancel()
 		select {
 		case <-ctx.Done():
 		case <-time.After(time.Second):
