@@ -561,6 +561,9 @@ func keysDefaultRun(opts *keysDefaultOptions) error {
 	if err != nil {
 		return err
 	}
+	if t, _, ok := teamKeyAddress(st, opts.Label); ok {
+		return usageErrorf("%s", teamDefaultRefusal(opts.Label, t))
+	}
 	if err := st.SetDefault(opts.Label); err != nil {
 		return suggestLabel(st, opts.Label, err)
 	}

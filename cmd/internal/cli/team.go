@@ -67,6 +67,12 @@ func teamKeyAddress(st *store.Store, addr string) (teamName, label string, ok bo
 	return t, l, true
 }
 
+// teamDefaultRefusal says why team key label (of team t) cannot be the
+// default key, and what to do instead.
+func teamDefaultRefusal(label, t string) string {
+	return "team key " + text.Safe(label) + " cannot be the default: the default is a key of this machine (team " + text.Safe(t) + "'s keys are shared); name it instead, as in shipkey token " + text.ShellQuote(label)
+}
+
 // teamStoreKey shows a team key where the CLI and the app show keys: its
 // label is "T/LABEL".
 func teamStoreKey(k team.Key) store.Key {

@@ -2,6 +2,7 @@ package cli
 
 import (
 	"context"
+	"errors"
 	"strconv"
 	"strings"
 	"sync/atomic"
@@ -158,4 +159,12 @@ func (b *teamBackend) Remove(ctx context.Context, label string) (auth.EndResult,
 		return auth.EndResult{}, err
 	}
 	return b.Store.Remove(ctx, label)
+}
+
+// SetDefault refuses a team key: the default is one of this machine's keys.
+func (b *teamBackend) SetDefault(label string) error {
+	if t, _, ok := teamKeyAddress(b.Store, label); ok {
+		return errors.New(teamDefaultRefusal(label, t))
+	}
+	return b.Store.SetDefault(label)
 }

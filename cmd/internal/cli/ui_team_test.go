@@ -5,6 +5,7 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -99,6 +100,9 @@ func TestTeamBackendLive(t *testing.T) {
 	}
 	if cur, err := b.Current("ui/k"); err != nil || cur.AccessToken != ts.AccessToken {
 		t.Errorf("Current(ui/k) after login: %v", err)
+	}
+	if err := b.SetDefault("ui/k"); err == nil || !strings.Contains(err.Error(), "cannot be the default") {
+		t.Errorf("SetDefault(ui/k): %v", err)
 	}
 	// Refresh, rename and remove act for the whole team, as the CLI's do.
 	k, rts, err := b.Refresh(ctx, "ui/k")

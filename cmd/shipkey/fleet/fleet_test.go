@@ -229,6 +229,11 @@ func TestFleetRaceOneTokenRequest(t *testing.T) {
 	if out := a.must(t, ctx, nil, "inspect", "--key", "race/svc", "--json"); !strings.Contains(out, `"race/svc"`) {
 		t.Errorf("inspect --key race/svc does not name the key: %.300s", out)
 	}
+	// A team key is not this machine's default: one line says so and what
+	// to do instead.
+	if r := a.run(ctx, nil, "keys", "default", "race/svc"); r.code != 2 || !strings.Contains(r.stderr, "cannot be the default") || strings.Count(strings.TrimSpace(r.stderr), "\n") > 0 {
+		t.Errorf("keys default race/svc: exit %d: %q", r.code, r.stderr)
+	}
 	// The same key through exec, then renamed on b and seen on a, then
 	// removed: T/LABEL everywhere.
 	if got := a.must(t, ctx, nil, "exec", "race/svc", "--", "sh", "-c", `printf %s "$SHIPKEY_TOKEN"`); got != token {
