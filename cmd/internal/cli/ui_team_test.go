@@ -3,7 +3,6 @@ package cli
 import (
 	"context"
 	"errors"
-	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -21,14 +20,7 @@ import (
 // another machine, and its stamp changes so the 1 s tick reloads the table.
 func TestTeamBackendLive(t *testing.T) {
 	t.Parallel()
-	c, err := etcdtest.Start(filepath.Join(t.TempDir(), "etcd"), 1)
-	if err != nil {
-		if os.Getenv("CI") == "true" {
-			t.Fatal(err)
-		}
-		t.Skip(err)
-	}
-	defer c.Close()
+	c := etcdtest.Need(t, 1)
 	srv := authtest.NewServer(authtest.Config{
 		Users:   []authtest.User{{Username: "svc", Password: "pw-team-ui"}},
 		Clients: []authtest.Client{{ID: "shipping-api", Secret: "cs-team-ui"}},

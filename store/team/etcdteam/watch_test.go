@@ -2,7 +2,6 @@ package etcdteam
 
 import (
 	"context"
-	"os"
 	"path/filepath"
 	"testing"
 	"time"
@@ -23,14 +22,7 @@ func (discard) Write(p []byte) (int, error) { return len(p), nil }
 // reaches the cache: the watch goes on from the read's revision, not from
 // whenever it started. Before, the key showed only with the next change.
 func TestWatchMissesNothingAfterItsRead(t *testing.T) {
-	c, err := etcdtest.Start(filepath.Join(t.TempDir(), "etcd"), 1)
-	if err != nil {
-		if os.Getenv("CI") == "true" {
-			t.Fatal(err)
-		}
-		t.Skip(err)
-	}
-	defer c.Close()
+	c := etcdtest.Need(t, 1)
 	srv := authtest.NewServer(authtest.Config{
 		Users:   []authtest.User{{Username: "svc", Password: "pw-watch"}},
 		Clients: []authtest.Client{{ID: "shipping-api", Secret: "cs-watch"}},

@@ -15,6 +15,7 @@ import (
 	"strings"
 	"sync"
 	"syscall"
+	"testing"
 	"time"
 
 	clientv3 "go.etcd.io/etcd/client/v3"
@@ -239,4 +240,20 @@ func (c *Cluster) Close() {
 	for i := range c.Members {
 		c.Kill(i)
 	}
+}
+
+// Need starts a cluster of members for one test, closed when it ends. Where
+// etcd cannot start, the test fails under CI=true (CI installs etcd) and is
+// skipped elsewhere, saying why.
+func Need(tb testing.TB, members int) *Cluster {
+	tb.Helper()
+	c, err := Start(filepath.Join(tb.TempDir(), "etcd"), members)
+	if err != nil {
+		if os.Getenv("CI") == "true" {
+			tb.Fatal(err)
+		}
+		tb.Skip(err)
+	}
+	tb.Cleanup(c.Close)
+	return c
 }
