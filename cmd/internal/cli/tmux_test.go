@@ -4,6 +4,7 @@ package cli
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"os/exec"
@@ -145,7 +146,7 @@ func (h *tmuxHome) start(width, height int, args ...string) *tmuxSession {
 	t := h.t
 	t.Helper()
 	s := &tmuxSession{t: t, socket: fmt.Sprintf("shipkey-test-%d-%d", os.Getpid(), time.Now().UnixNano())}
-	t.Cleanup(func() { _, _ = s.tmux("kill-server") })
+	t.Cleanup(s.stop)
 	var appEnv []string
 	for _, e := range h.env {
 		if !strings.HasPrefix(e, "SHIPKEY_PASSWORD=") && !strings.HasPrefix(e, "SHIPKEY_CLIENT_SECRET=") {
@@ -163,6 +164,24 @@ func (h *tmuxHome) start(width, height int, args ...string) *tmuxSession {
 		t.Fatalf("tmux: %v: %s", err, out)
 	}
 	return s
+}
+
+// stop ends the tmux server and waits (at most 10 s) for the app to exit,
+// so that the test's temporary folder is not removed under an app that is
+// still writing to it (the app ends on the server's SIGHUP, in its own time).
+func (s *tmuxSession) stop() {
+	out, _ := s.tmux("display-message", "-p", "-t", "t", "#{pane_pid}")
+	pid, _ := strconv.Atoi(strings.TrimSpace(out))
+	_, _ = s.tmux("kill-server")
+	if pid <= 0 {
+		return
+	}
+	for end := time.Now().Add(10 * time.Second); time.Now().Before(end); time.Sleep(20 * time.Millisecond) {
+		if err := syscall.Kill(pid, 0); errors.Is(err, syscall.ESRCH) {
+			return
+		}
+	}
+	s.t.Logf("the app (pid %d) was still running 10 s after the tmux server ended", pid)
 }
 
 // startTmuxApp builds shipkey and runs it with args in a private tmux server
