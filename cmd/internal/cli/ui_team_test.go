@@ -3,7 +3,6 @@ package cli
 import (
 	"context"
 	"errors"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -12,7 +11,6 @@ import (
 	"github.com/shipkey/shipkey/auth/authtest"
 	"github.com/shipkey/shipkey/store"
 	"github.com/shipkey/shipkey/store/team"
-	"github.com/shipkey/shipkey/store/team/etcdteam"
 	"github.com/shipkey/shipkey/store/team/etcdtest"
 )
 
@@ -26,30 +24,10 @@ func TestTeamBackendLive(t *testing.T) {
 		Clients: []authtest.Client{{ID: "shipping-api", Secret: "cs-team-ui"}},
 	})
 	defer srv.Close()
-	a, _ := auth.NewClient(auth.Options{})
-	machine := func(name string) (*store.Store, team.Engine) {
-		dir := filepath.Join(t.TempDir(), name)
-		st, err := store.Open(store.Options{ConfigDir: dir + "/config", StateDir: dir + "/state", Backend: store.BackendPlaintext, Auth: a, Warn: &bytesSink{}})
-		if err != nil {
-			t.Fatal(err)
-		}
-		return st, etcdteam.New(team.Options{Store: st, Auth: a, Warn: &bytesSink{}})
-	}
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	sa, ea := machine("a")
-	_, eb := machine("b")
-	tc := store.TeamConn{Name: "ui", Endpoints: c.Endpoints()}
-	if _, err := ea.Init(ctx, team.JoinOptions{Conn: tc}); err != nil {
-		t.Fatal(err)
-	}
-	rb, err := eb.Join(ctx, team.JoinOptions{Conn: tc})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := ea.AddMember(ctx, "ui", rb, "b"); err != nil {
-		t.Fatal(err)
-	}
+	ma, mb := etcdtest.TeamOfTwo(t, ctx, c, "ui")
+	sa, ea, eb := ma.Store, ma.Engine, mb.Engine
 	b := newTeamBackend(ctx, sa, ea)
 	if b == nil {
 		t.Fatal("no team backend for a machine in a team")
