@@ -99,7 +99,3 @@ func TestTeamBackendLive(t *testing.T) {
 		t.Errorf("Rename(nosuch/x): %v, want not found", err)
 	}
 }
-
-type bytesSink struct{}
-
-func (*bytesSink) Write(p []byte) (int, error) { return len(p), nil }
