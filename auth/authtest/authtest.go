@@ -42,6 +42,28 @@ type Client struct {
 	// RedirectURIs are the exact redirect URIs allowed; none allows any
 	// http loopback URI (RFC 8252 §7.3).
 	RedirectURIs []string
+
+	// AuthMethod is how the client authenticates (Keycloak: Credentials →
+	// Client Authenticator), one of the Auth* constants; the zero value is
+	// a client secret (Basic or form), or none for a public client.
+	AuthMethod string
+	// JWKS is the client's registered public key set (JSON), for
+	// private_key_jwt and self_signed_tls_client_auth (Keycloak: Keys →
+	// JWKS).
+	JWKS string
+	// CertSubject is the subject CN a tls_client_auth certificate must
+	// have (Keycloak: "Subject DN"); empty means the client id.
+	CertSubject string
+	// DPoP requires DPoP-bound tokens (Keycloak: "Require DPoP bound
+	// tokens"): a token request without a proof is refused.
+	DPoP bool
+	// RequirePAR refuses an authorization request that was not pushed
+	// first (Keycloak: "Pushed authorization request required").
+	RequirePAR bool
+	// DevicePKCE requires PKCE (S256) on the device authorization request
+	// (Keycloak: "Proof Key for Code Exchange Code Challenge Method", which
+	// applies to the device grant too).
+	DevicePKCE bool
 }
 
 // Config describes the realm. Zero fields take Keycloak-like defaults.
@@ -108,6 +130,14 @@ type Config struct {
 	// zero: Keycloak's 5 s). A poll sooner than it is answered slow_down,
 	// which adds 5 s.
 	DeviceInterval time.Duration
+	// DPoPNonces makes the token and PAR endpoints require a server nonce
+	// in DPoP proofs (RFC 9449 §8): a proof without the current one gets
+	// use_dpop_nonce and a DPoP-Nonce header.
+	DPoPNonces bool
+	// MTLS also serves the realm on a TLS listener on 127.0.0.1 that asks
+	// for client certificates (RFC 8705), with a certificate from the
+	// server's CA (Server.CA); discovery's mtls_endpoint_aliases name it.
+	MTLS bool
 }
 
 // ErrorBodies is the shape of error answers (Config.ErrorBodies).

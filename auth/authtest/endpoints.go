@@ -43,6 +43,7 @@ func (s *Server) routes() *http.ServeMux {
 	mux.Handle(oidc+"/auth/device", s.endpoint("device", s.deviceAuthorization, post))
 	mux.Handle(base+"/device", s.endpoint("device-page", s.devicePage, get, post))
 	mux.Handle(oidc+"/auth", s.endpoint("authorize", s.authorizePage, get, post))
+	mux.Handle(oidc+"/ext/par/request", s.endpoint("par", s.par, post))
 	// An endpoint a profile removes answers 404 at Keycloak's path, and
 	// requests to it are still counted under its name.
 	introspect, logout := s.introspect, s.logout
@@ -116,11 +117,7 @@ func (s *Server) endpoint(name string, h func(http.ResponseWriter, *http.Request
 			writeJSON(w, http.StatusMethodNotAllowed, map[string]string{"error": "HTTP 405 Method Not Allowed"})
 			return
 		}
-		scheme := "http"
-		if r.TLS != nil {
-			scheme = "https"
-		}
-		h(w, r, scheme+"://"+r.Host+"/auth/realms/"+s.realm)
+		h(w, r, s.issuerFor(r))
 	})
 }
 
@@ -205,6 +202,9 @@ func (s *Server) clientForm(r *http.Request) (url.Values, Client, *oauthError) {
 }
 
 func (s *Server) authenticateClient(r *http.Request, form url.Values) (Client, *oauthError) {
+	if form.Has("client_assertion") || form.Has("client_assertion_type") {
+		return s.jwtClient(r, form)
+	}
 	var id, secret string
 	haveID, haveSecret := false, false
 	if h := r.Header.Get("Authorization"); h != "" {
@@ -228,6 +228,12 @@ func (s *Server) authenticateClient(r *http.Request, form url.Values) (Client, *
 	s.mu.Unlock()
 	if !ok || c.Disabled {
 		return Client{}, errf(http.StatusUnauthorized, "invalid_client", "Invalid client or Invalid client credentials")
+	}
+	switch c.AuthMethod {
+	case AuthPrivateKeyJWT, AuthClientSecretJWT:
+		return Client{}, errf(http.StatusBadRequest, "invalid_client", "Parameter client_assertion_type is missing")
+	case AuthTLSClient, AuthSelfSignedTLS:
+		return s.tlsClient(r, c)
 	}
 	if c.Secret == "" { // public client
 		return c, nil
@@ -281,18 +287,29 @@ func (s *Server) token(w http.ResponseWriter, r *http.Request, issuer string) {
 		s.writeError(w, e)
 		return
 	}
+	var bind binding
+	if client.AuthMethod == AuthTLSClient || client.AuthMethod == AuthSelfSignedTLS {
+		bind.x5t = certThumbprint(r) // certificate-bound tokens (RFC 8705 §3)
+	}
+	if bind.jkt, e = s.dpopProof(w, r, client); e != nil {
+		s.writeError(w, e)
+		return
+	}
+	if n := s.currentDPoPNonce(); n != "" {
+		w.Header().Set("DPoP-Nonce", n)
+	}
 	var resp tokenResponse
 	switch grant {
 	case "password":
-		resp, e = s.passwordGrant(form, client, issuer)
+		resp, e = s.passwordGrant(form, client, issuer, bind)
 	case "client_credentials":
-		resp, e = s.clientCredentialsGrant(form, client, issuer)
+		resp, e = s.clientCredentialsGrant(form, client, issuer, bind)
 	case grantDeviceCode:
-		resp, e = s.deviceCodeGrant(form, client, issuer)
+		resp, e = s.deviceCodeGrant(form, client, issuer, bind)
 	case "authorization_code":
-		resp, e = s.authorizationCodeGrant(form, client, issuer)
+		resp, e = s.authorizationCodeGrant(form, client, issuer, bind)
 	default:
-		resp, e = s.refreshGrant(form, client, issuer)
+		resp, e = s.refreshGrant(form, client, issuer, bind)
 	}
 	if e != nil {
 		s.writeError(w, e)
@@ -323,7 +340,7 @@ func (s *Server) grantedScope(requested string) (string, bool, *oauthError) {
 	return strings.Join(granted, " "), slices.Contains(words, "offline_access"), nil
 }
 
-func (s *Server) passwordGrant(form url.Values, client Client, issuer string) (tokenResponse, *oauthError) {
+func (s *Server) passwordGrant(form url.Values, client Client, issuer string, bind binding) (tokenResponse, *oauthError) {
 	if client.NoDirectAccessGrant {
 		return tokenResponse{}, errf(http.StatusBadRequest, "unauthorized_client", "Client not allowed for direct access grants")
 	}
@@ -363,7 +380,7 @@ func (s *Server) passwordGrant(form url.Values, client Client, issuer string) (t
 
 	ss := &session{
 		id: newUUID(), username: u.Username, clientID: client.ID, scope: scope, offline: offline,
-		started: now, lastRefresh: now, redeemed: map[string]bool{},
+		started: now, lastRefresh: now, redeemed: map[string]bool{}, bind: bind,
 	}
 	s.mu.Lock()
 	s.sessions[ss.id] = ss
@@ -401,7 +418,7 @@ func (s *Server) aliveLocked(ss *session, now int64) bool {
 	return now <= ss.lastRefresh+s.refreshSecs
 }
 
-func (s *Server) refreshGrant(form url.Values, client Client, issuer string) (tokenResponse, *oauthError) {
+func (s *Server) refreshGrant(form url.Values, client Client, issuer string, bind binding) (tokenResponse, *oauthError) {
 	raw := form.Get("refresh_token")
 	if raw == "" {
 		return tokenResponse{}, errf(http.StatusBadRequest, "invalid_request", "Missing form parameter: refresh_token")
@@ -438,6 +455,21 @@ func (s *Server) refreshGrant(form url.Values, client Client, issuer string) (to
 	if rec == nil || rec.Disabled {
 		s.mu.Unlock()
 		return tokenResponse{}, errf(http.StatusBadRequest, "invalid_grant", "User disabled")
+	}
+	if ss.bind.x5t != "" && bind.x5t != ss.bind.x5t {
+		s.mu.Unlock()
+		return tokenResponse{}, errf(http.StatusUnauthorized, "unauthorized_client", "Client certificate missing, or its thumbprint and one in the refresh token did NOT match")
+	}
+	if ss.bind.jkt != "" && bind.jkt == "" {
+		s.mu.Unlock()
+		return tokenResponse{}, errf(http.StatusBadRequest, "invalid_request", "DPoP proof is missing")
+	}
+	if ss.bind.jkt != "" && bind.jkt != ss.bind.jkt {
+		s.mu.Unlock()
+		return tokenResponse{}, errf(http.StatusBadRequest, "invalid_dpop_proof", "DPoP proof public key thumbprint does not match the refresh token's")
+	}
+	if bind.jkt != "" {
+		ss.bind.jkt = bind.jkt
 	}
 	if s.rotate {
 		if ss.redeemed[p.Jti] {
@@ -570,9 +602,11 @@ func (s *Server) introspect(w http.ResponseWriter, r *http.Request, _ string) {
 }
 
 func (s *Server) userinfo(w http.ResponseWriter, r *http.Request, _ string) {
-	tok := ""
+	tok, scheme := "", ""
 	if h := r.Header.Get("Authorization"); len(h) > 7 && strings.EqualFold(h[:7], "bearer ") {
-		tok = strings.TrimSpace(h[7:])
+		tok, scheme = strings.TrimSpace(h[7:]), "Bearer"
+	} else if len(h) > 5 && strings.EqualFold(h[:5], "dpop ") {
+		tok, scheme = strings.TrimSpace(h[5:]), "DPoP"
 	}
 	if tok == "" && r.Method == http.MethodPost && isForm(r) && r.ParseForm() == nil {
 		tok = r.PostForm.Get("access_token")
@@ -588,6 +622,10 @@ func (s *Server) userinfo(w http.ResponseWriter, r *http.Request, _ string) {
 	p, err := s.parseAccess(tok)
 	if err != nil || p.Typ != "Bearer" || p.expiredAt(s.now().Unix()) {
 		s.writeError(w, challenge("invalid_token", "Token verification failed"))
+		return
+	}
+	if e := s.checkBoundToken(r, p, tok, scheme); e != nil {
+		s.writeError(w, e)
 		return
 	}
 	_, u, ok := s.liveToken(tok)
@@ -627,7 +665,10 @@ func (s *Server) certs(w http.ResponseWriter, _ *http.Request, _ string) {
 
 func (s *Server) discovery(w http.ResponseWriter, _ *http.Request, issuer string) {
 	oidc := issuer + "/protocol/openid-connect"
-	authMethods := []string{"client_secret_basic", "client_secret_post"}
+	authMethods := []string{"private_key_jwt", "client_secret_basic", "client_secret_post", "tls_client_auth", "client_secret_jwt"}
+	if s.ca != nil {
+		authMethods = append(authMethods, "self_signed_tls_client_auth")
+	}
 	scopes := slices.Clone(builtinScopes)
 	for _, sc := range s.defaultScope {
 		if !slices.Contains(scopes, sc) {
@@ -656,8 +697,28 @@ func (s *Server) discovery(w http.ResponseWriter, _ *http.Request, issuer string
 		"scopes_supported":                               scopes,
 		"claims_supported": []string{"aud", "sub", "iss", "auth_time", "name", "given_name", "family_name",
 			"preferred_username", "email", "email_verified", "acr", "azp", "sid"},
-		"backchannel_logout_supported":  true,
-		"frontchannel_logout_supported": true,
+		"backchannel_logout_supported":                             true,
+		"frontchannel_logout_supported":                            true,
+		"pushed_authorization_request_endpoint":                    oidc + "/ext/par/request",
+		"require_pushed_authorization_requests":                    false, // Keycloak says false even for clients that require it
+		"dpop_signing_alg_values_supported":                        dpopAlgNames(),
+		"token_endpoint_auth_signing_alg_values_supported":         []string{"PS384", "ES384", "RS384", "HS256", "HS512", "ES256", "RS256", "HS384", "ES512", "PS256", "PS512", "RS512", "EdDSA"},
+		"tls_client_certificate_bound_access_tokens":               true,
+		"introspection_endpoint_auth_signing_alg_values_supported": []string{"PS384", "ES384", "RS384", "HS256", "HS512", "ES256", "RS256", "HS384", "ES512", "PS256", "PS512", "RS512", "EdDSA"},
+		"revocation_endpoint_auth_signing_alg_values_supported":    []string{"PS384", "ES384", "RS384", "HS256", "HS512", "ES256", "RS256", "HS384", "ES512", "PS256", "PS512", "RS512", "EdDSA"},
+	}
+	if s.mtlsURL != "" {
+		mb := s.mtlsURL + "/auth/realms/" + s.realm
+		mo := mb + "/protocol/openid-connect"
+		doc["mtls_endpoint_aliases"] = map[string]string{
+			"token_endpoint":                        mo + "/token",
+			"revocation_endpoint":                   mb + s.revocationPath(),
+			"introspection_endpoint":                mo + "/token/introspect",
+			"device_authorization_endpoint":         mo + "/auth/device",
+			"pushed_authorization_request_endpoint": mo + "/ext/par/request",
+			"end_session_endpoint":                  mo + "/logout",
+			"userinfo_endpoint":                     mo + "/userinfo",
+		}
 	}
 	if s.opts.NoIntrospection {
 		delete(doc, "introspection_endpoint")

@@ -37,6 +37,7 @@ type deviceAuth struct {
 	interval             int64
 	state                string // "pending", "approved", "denied", "redeemed"
 	username             string
+	challenge            string // PKCE (S256) of the device authorization request
 }
 
 // authCode is one authorization code issued by the authorization page.
@@ -45,6 +46,7 @@ type authCode struct {
 	challenge, method      string
 	scope, nonce, username string
 	expires                int64
+	dpopJKT                string // the authorization request's dpop_jkt
 }
 
 // defaultDeviceInterval is Keycloak's polling interval.
@@ -73,7 +75,7 @@ func userCode() string {
 }
 
 // newSession opens a user session for username and client. s.mu not held.
-func (s *Server) newSession(username, clientID, scope, nonce string) (userRecord, session, *oauthError) {
+func (s *Server) newSession(username, clientID, scope, nonce string, bind binding) (userRecord, session, *oauthError) {
 	now := s.now().Unix()
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -84,7 +86,7 @@ func (s *Server) newSession(username, clientID, scope, nonce string) (userRecord
 	ss := &session{
 		id: newUUID(), username: rec.Username, clientID: clientID, scope: scope, nonce: nonce,
 		offline: strings.Contains(" "+scope+" ", " offline_access "),
-		started: now, lastRefresh: now, redeemed: map[string]bool{},
+		started: now, lastRefresh: now, redeemed: map[string]bool{}, bind: bind,
 	}
 	s.sessions[ss.id] = ss
 	return *rec, *ss, nil
@@ -92,8 +94,8 @@ func (s *Server) newSession(username, clientID, scope, nonce string) (userRecord
 
 // issueFor opens a session for username and issues its first tokens; nonce
 // goes into the ID token.
-func (s *Server) issueFor(issuer, username, clientID, scope, nonce string) (tokenResponse, *oauthError) {
-	u, ss, e := s.newSession(username, clientID, scope, nonce)
+func (s *Server) issueFor(issuer, username, clientID, scope, nonce string, bind binding) (tokenResponse, *oauthError) {
+	u, ss, e := s.newSession(username, clientID, scope, nonce, bind)
 	if e != nil {
 		return tokenResponse{}, e
 	}
@@ -107,8 +109,8 @@ func (s *Server) issueFor(issuer, username, clientID, scope, nonce string) (toke
 // clientCredentialsGrant answers as Keycloak 12 and later do by default: an
 // access token for the client's service account, no refresh token
 // (refresh_expires_in 0).
-func (s *Server) clientCredentialsGrant(form url.Values, client Client, issuer string) (tokenResponse, *oauthError) {
-	if client.Secret == "" {
+func (s *Server) clientCredentialsGrant(form url.Values, client Client, issuer string, bind binding) (tokenResponse, *oauthError) {
+	if !client.isConfidential() {
 		return tokenResponse{}, errf(http.StatusUnauthorized, "unauthorized_client", "Public client not allowed to retrieve service account")
 	}
 	if !client.ServiceAccount {
@@ -118,7 +120,7 @@ func (s *Server) clientCredentialsGrant(form url.Values, client Client, issuer s
 	if e != nil {
 		return tokenResponse{}, e
 	}
-	resp, e := s.issueFor(issuer, serviceAccountPrefix+client.ID, client.ID, scope, "")
+	resp, e := s.issueFor(issuer, serviceAccountPrefix+client.ID, client.ID, scope, "", bind)
 	if e != nil {
 		return tokenResponse{}, e
 	}
@@ -144,13 +146,25 @@ func (s *Server) deviceAuthorization(w http.ResponseWriter, r *http.Request, iss
 		s.writeError(w, e)
 		return
 	}
+	challenge, method := form.Get("code_challenge"), form.Get("code_challenge_method")
+	switch {
+	case client.DevicePKCE && method == "":
+		s.writeError(w, errf(http.StatusBadRequest, "invalid_request", "Missing parameter: code_challenge_method"))
+		return
+	case challenge != "" && method != "S256":
+		s.writeError(w, errf(http.StatusBadRequest, "invalid_request", "Invalid parameter: code challenge method is not configured one"))
+		return
+	case method != "" && challenge == "":
+		s.writeError(w, errf(http.StatusBadRequest, "invalid_request", "Missing parameter: code_challenge"))
+		return
+	}
 	interval := int64(defaultDeviceInterval)
 	if s.opts.DeviceInterval > 0 {
 		interval = wholeSeconds(s.opts.DeviceInterval)
 	}
 	d := &deviceAuth{
 		deviceCode: randomToken(32), userCode: userCode(), clientID: client.ID, scope: scope,
-		expires: s.now().Unix() + 600, interval: interval, state: "pending",
+		expires: s.now().Unix() + 600, interval: interval, state: "pending", challenge: challenge,
 	}
 	s.mu.Lock()
 	s.devices[d.deviceCode] = d
@@ -167,7 +181,7 @@ func (s *Server) deviceAuthorization(w http.ResponseWriter, r *http.Request, iss
 }
 
 // deviceCodeGrant is RFC 8628 §3.4-3.5: the client polls.
-func (s *Server) deviceCodeGrant(form url.Values, client Client, issuer string) (tokenResponse, *oauthError) {
+func (s *Server) deviceCodeGrant(form url.Values, client Client, issuer string, bind binding) (tokenResponse, *oauthError) {
 	code := form.Get("device_code")
 	now := s.now().Unix()
 	s.mu.Lock()
@@ -201,10 +215,14 @@ func (s *Server) deviceCodeGrant(form url.Values, client Client, issuer string) 
 		s.mu.Unlock()
 		return tokenResponse{}, errf(http.StatusBadRequest, "invalid_grant", "Device code already used")
 	}
+	if e := checkPKCE(d.challenge, form.Get("code_verifier")); e != nil {
+		s.mu.Unlock()
+		return tokenResponse{}, e
+	}
 	d.state = "redeemed"
 	username, scope := d.username, d.scope
 	s.mu.Unlock()
-	return s.issueFor(issuer, username, client.ID, scope, "")
+	return s.issueFor(issuer, username, client.ID, scope, "", bind)
 }
 
 type page struct {
@@ -322,11 +340,22 @@ func (s *Server) authorizePage(w http.ResponseWriter, r *http.Request, issuer st
 	s.mu.Lock()
 	client, ok := s.clients[q.Get("client_id")]
 	s.mu.Unlock()
-	redirect := q.Get("redirect_uri")
 	if !ok || client.Disabled {
 		writePage(w, http.StatusBadRequest, page{Title: "Sign in", Message: "Client not found."})
 		return
 	}
+	requestURI := q.Get("request_uri")
+	if pushed, e := s.pushedParams(q, client); e != nil {
+		if requestURI == "" && redirectAllowed(client, q.Get("redirect_uri")) {
+			redirectError(w, r, q.Get("redirect_uri"), q.Get("state"), issuer, e)
+			return
+		}
+		writePage(w, http.StatusBadRequest, page{Title: "Sign in", Message: e.desc})
+		return
+	} else {
+		q = pushed
+	}
+	redirect := q.Get("redirect_uri")
 	if !redirectAllowed(client, redirect) {
 		writePage(w, http.StatusBadRequest, page{Title: "Sign in", Message: "Invalid parameter: redirect_uri"})
 		return
@@ -357,15 +386,19 @@ func (s *Server) authorizePage(w http.ResponseWriter, r *http.Request, issuer st
 	}
 	if r.Method == http.MethodGet || q.Get("action") == "" {
 		hidden := map[string]string{}
-		for _, k := range []string{"response_type", "client_id", "redirect_uri", "state", "scope", "nonce", "code_challenge", "code_challenge_method"} {
+		for _, k := range []string{"response_type", "client_id", "redirect_uri", "state", "scope", "nonce", "code_challenge", "code_challenge_method", "dpop_jkt"} {
 			if v := q.Get(k); v != "" {
 				hidden[k] = v
 			}
+		}
+		if requestURI != "" { // the pushed request, not its parameters
+			hidden = map[string]string{"client_id": client.ID, "request_uri": requestURI}
 		}
 		writePage(w, http.StatusOK, page{Title: "Sign in to " + s.realm, Action: issuer + "/protocol/openid-connect/auth", Form: true, Hidden: hidden})
 		return
 	}
 	if q.Get("action") != "approve" {
+		s.dropPAR(requestURI)
 		back(url.Values{"error": {"access_denied"}, "error_description": {"The end user denied the request"}})
 		return
 	}
@@ -378,15 +411,17 @@ func (s *Server) authorizePage(w http.ResponseWriter, r *http.Request, issuer st
 	s.codes[code] = &authCode{
 		clientID: client.ID, redirectURI: redirect, challenge: q.Get("code_challenge"), method: q.Get("code_challenge_method"),
 		scope: scope, nonce: q.Get("nonce"), username: strings.ToLower(q.Get("username")), expires: s.now().Unix() + 60,
+		dpopJKT: q.Get("dpop_jkt"),
 	}
 	s.mu.Unlock()
+	s.dropPAR(requestURI)
 	back(url.Values{"code": {code}})
 }
 
 // authorizationCodeGrant redeems a code: once, by the client it was issued
 // to, with the same redirect_uri, and with the PKCE verifier when a
 // challenge was sent.
-func (s *Server) authorizationCodeGrant(form url.Values, client Client, issuer string) (tokenResponse, *oauthError) {
+func (s *Server) authorizationCodeGrant(form url.Values, client Client, issuer string, bind binding) (tokenResponse, *oauthError) {
 	code := form.Get("code")
 	s.mu.Lock()
 	c, ok := s.codes[code]
@@ -401,15 +436,33 @@ func (s *Server) authorizationCodeGrant(form url.Values, client Client, issuer s
 		return tokenResponse{}, errf(http.StatusBadRequest, "invalid_grant", "Auth error")
 	case c.redirectURI != form.Get("redirect_uri"):
 		return tokenResponse{}, errf(http.StatusBadRequest, "invalid_grant", "Incorrect redirect_uri")
-	case c.challenge != "":
-		v := form.Get("code_verifier")
-		sum := sha256.Sum256([]byte(v))
-		if v == "" {
-			return tokenResponse{}, errf(http.StatusBadRequest, "invalid_grant", "PKCE code verifier not specified")
-		}
-		if subtle.ConstantTimeCompare([]byte(base64.RawURLEncoding.EncodeToString(sum[:])), []byte(c.challenge)) != 1 {
-			return tokenResponse{}, errf(http.StatusBadRequest, "invalid_grant", "PKCE verification failed: Invalid code verifier")
-		}
+	case c.dpopJKT != "" && bind.jkt != c.dpopJKT:
+		return tokenResponse{}, errf(http.StatusBadRequest, "invalid_dpop_proof", "DPoP Proof public key thumbprint does not match dpop_jkt")
 	}
-	return s.issueFor(issuer, c.username, client.ID, c.scope, c.nonce)
+	if e := checkPKCE(c.challenge, form.Get("code_verifier")); e != nil {
+		return tokenResponse{}, e
+	}
+	return s.issueFor(issuer, c.username, client.ID, c.scope, c.nonce, bind)
+}
+
+// checkPKCE checks a code_verifier against the S256 challenge of the
+// request that started the grant (none: nothing to check).
+func checkPKCE(challenge, verifier string) *oauthError {
+	if challenge == "" {
+		return nil
+	}
+	if verifier == "" {
+		return errf(http.StatusBadRequest, "invalid_grant", "PKCE code verifier not specified")
+	}
+	sum := sha256.Sum256([]byte(verifier))
+	if subtle.ConstantTimeCompare([]byte(base64.RawURLEncoding.EncodeToString(sum[:])), []byte(challenge)) != 1 {
+		return errf(http.StatusBadRequest, "invalid_grant", "PKCE verification failed: Invalid code verifier")
+	}
+	return nil
+}
+
+// redirectError sends an authorization error back to the client's redirect URI.
+func redirectError(w http.ResponseWriter, r *http.Request, redirect, state, issuer string, e *oauthError) {
+	params := url.Values{"error": {e.code}, "error_description": {e.desc}, "state": {state}, "iss": {issuer}}
+	http.Redirect(w, r, redirect+"?"+params.Encode(), http.StatusFound)
 }

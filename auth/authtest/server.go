@@ -3,8 +3,11 @@ package authtest
 import (
 	"crypto/rand"
 	"crypto/sha256"
+	"crypto/tls"
 	"errors"
 	"fmt"
+	"io"
+	"log"
 	"net"
 	"net/http"
 	"strconv"
@@ -44,6 +47,14 @@ type Server struct {
 	counts   map[string]int
 	devices  map[string]*deviceAuth // by device code
 	codes    map[string]*authCode   // authorization codes not yet redeemed
+	pars     map[string]*parRequest // pushed authorization requests by request_uri
+
+	dpopNonce     string      // the nonce DPoP proofs must carry (Config.DPoPNonces)
+	dpopJTIs      ReplayCache // DPoP proofs seen
+	assertionJTIs ReplayCache // client assertions seen
+	ca            *CA         // the mTLS listener's CA (Config.MTLS)
+	mtlsURL       string      // the mTLS listener's base URL
+	mtlsSrv       *http.Server
 }
 
 type userRecord struct {
@@ -59,6 +70,7 @@ type session struct {
 	offline                bool
 	started, lastRefresh   int64           // unix seconds
 	redeemed               map[string]bool // refresh token jtis already used (rotation)
+	bind                   binding         // what the session's tokens are bound to (DPoP key, certificate)
 }
 
 // DemoConfig is the realm `shipkey demo` serves and tests use as a default:
@@ -127,8 +139,50 @@ func Start(addr string, cfg Config) (*Server, error) {
 		ErrorLog:          nil,
 	}
 	go func() { _ = s.srv.Serve(ln) }()
+	if cfg.MTLS {
+		if err := s.startMTLS(ln.Addr().(*net.TCPAddr).IP); err != nil {
+			s.Close()
+			return nil, err
+		}
+	}
 	return s, nil
 }
+
+// startMTLS serves the realm again over TLS on the same loopback address
+// with a port of its own, asking every client for a certificate.
+func (s *Server) startMTLS(ip net.IP) error {
+	ca, err := NewCA("authtest realm " + s.realm)
+	if err != nil {
+		return err
+	}
+	cert, err := ca.serverCert()
+	if err != nil {
+		return err
+	}
+	ln, err := net.Listen("tcp", net.JoinHostPort(ip.String(), "0"))
+	if err != nil {
+		return err
+	}
+	s.ca = ca
+	s.mtlsURL = "https://" + ln.Addr().String()
+	s.mtlsSrv = &http.Server{
+		Handler:           s.mux,
+		ReadHeaderTimeout: 10 * time.Second,
+		TLSConfig:         &tls.Config{Certificates: []tls.Certificate{cert}, ClientAuth: tls.RequestClientCert, MinVersion: tls.VersionTLS12},
+		ErrorLog:          log.New(io.Discard, "", 0),
+	}
+	go func() { _ = s.mtlsSrv.ServeTLS(ln, "", "") }()
+	return nil
+}
+
+// CA is the certificate authority of the mTLS listener (Config.MTLS): its
+// certificate is what clients trust, and IssueClient makes certificates
+// tls_client_auth accepts. Nil without MTLS.
+func (s *Server) CA() *CA { return s.ca }
+
+// MTLSURL is the base URL of the mTLS listener ("" without MTLS): the realm
+// is at MTLSURL()+"/auth/realms/"+Realm(), with the same issuer as URL().
+func (s *Server) MTLSURL() string { return s.mtlsURL }
 
 func loopbackAddr(addr string) (string, error) {
 	if _, err := strconv.Atoi(addr); err == nil {
@@ -167,6 +221,7 @@ func newServer(cfg Config) (*Server, error) {
 		counts:   map[string]int{},
 		devices:  map[string]*deviceAuth{},
 		codes:    map[string]*authCode{},
+		pars:     map[string]*parRequest{},
 	}
 	if s.realm == "" {
 		s.realm = DemoRealm
@@ -218,6 +273,7 @@ func newServer(cfg Config) (*Server, error) {
 		return nil, err
 	}
 	s.hmacKid = newUUID()
+	s.dpopNonce = randomToken(16)
 	s.mux = s.routes()
 	return s, nil
 }
@@ -248,6 +304,9 @@ func (s *Server) Close() {
 		if s.srv != nil {
 			_ = s.srv.Close()
 		}
+		if s.mtlsSrv != nil {
+			_ = s.mtlsSrv.Close()
+		}
 	})
 }
 
@@ -270,7 +329,7 @@ func (s *Server) Count(name string) int {
 // serve, so that a typo cannot make a fault test pass silently.
 func (s *Server) Inject(f Fault) {
 	switch f.Endpoint {
-	case "token", "certs", "logout", "userinfo", "introspect", "revoke", "discovery", "device":
+	case "token", "certs", "logout", "userinfo", "introspect", "revoke", "discovery", "device", "par":
 	default:
 		panic(fmt.Sprintf("authtest: Inject: unknown endpoint %q", f.Endpoint))
 	}

@@ -232,6 +232,9 @@ func (s *Server) issue(issuer string, u userRecord, ss session, now int64) (toke
 		"resource_access": resource,
 		"scope":           ss.scope,
 	}
+	if cnf := ss.bind.cnf(); cnf != nil {
+		access["cnf"] = cnf
+	}
 	if len(aud) == 1 {
 		access["aud"] = aud[0]
 	} else {
@@ -289,6 +292,9 @@ func (s *Server) issue(issuer string, u userRecord, ss session, now int64) (toke
 	tokenType := "Bearer"
 	if s.opts.LowercaseTokenType {
 		tokenType = "bearer"
+	}
+	if ss.bind.jkt != "" {
+		tokenType = "DPoP"
 	}
 	resp := tokenResponse{
 		AccessToken:      accessToken,
