@@ -104,12 +104,6 @@ for target in auth:FuzzTokenResponse auth:FuzzRedact store:FuzzRecordCodec store
   done
 done
 
-# 4b. The patched copy of Bubble Tea (its own module, outside ./...): an idle
-#     program flushes no frames, a frame redraws only its changed lines
-#     (third_party/bubbletea/PATCH.md).
-log "third_party/bubbletea: the renderer's patch"
-(cd third_party/bubbletea && go test -count=1 -run 'TestIdleProgramFlushesNoFrames|TestChangedLinesOnlyLeaveTheSameCells' .) || failed=1
-
 # 5. Every test, in two runs at once (the binary tests mostly wait on
 #    processes and terminals, so they overlap well with the CPU-bound ones).
 #    CI=true makes the real-server and tmux tests fail instead of skip when

@@ -15,8 +15,6 @@ import (
 	"charm.land/bubbles/v2/spinner"
 	tea "charm.land/bubbletea/v2"
 	"charm.land/lipgloss/v2"
-	"github.com/atotto/clipboard"
-	"github.com/charmbracelet/colorprofile"
 	"github.com/shipkey/shipkey/auth"
 	"github.com/shipkey/shipkey/internal/browser"
 	"github.com/shipkey/shipkey/store"
@@ -48,8 +46,9 @@ type Options struct {
 	Prefill Prefill
 	// Demo shows a "demo server" badge.
 	Demo bool
-	// Clipboard writes the native clipboard; nil uses github.com/atotto/clipboard
-	// when the system has one. Copies also go to a named tmux buffer inside
+	// Clipboard writes the native clipboard; nil runs the system's clipboard
+	// program (wl-copy, pbcopy, xclip, xsel or clip.exe, looked up on the
+	// first copy). Copies also go to a named tmux buffer inside
 	// tmux ($TMUX set), else out by OSC 52 (tea.SetClipboard), which works
 	// over SSH.
 	Clipboard func(string) error
@@ -91,12 +90,6 @@ type config struct {
 	// envOnly: only with $BROWSER (a device code: the person may be on
 	// another machine).
 	openURL func(url string, envOnly bool) error
-	// askTrueColor, when set, is run once on the program's colour profile
-	// (its ColorProfileMsg): inside tmux it waits for the first frame and
-	// returns the message that upgrades the program to true colour, or nil
-	// (termcaps.go). Asked from the model so that the program's own first
-	// ColorProfileMsg is behind it, not after it.
-	askTrueColor func(colorprofile.Profile) tea.Msg
 }
 
 // Model is the root tea.Model: it owns the screens, the store and every side
@@ -107,8 +100,6 @@ type Model struct {
 	backend  Backend
 	ctx      context.Context
 	settings store.Settings
-
-	askedTrueColor bool // cfg.askTrueColor ran
 
 	width, height int
 	active        screenID
@@ -183,8 +174,9 @@ func New(opts Options) *Model {
 	if opts.Auth != nil {
 		cfg.verifier = opts.Auth
 	}
-	if cfg.clipWrite == nil && !clipboard.Unsupported {
-		cfg.clipWrite, cfg.clipRead = clipboard.WriteAll, clipboard.ReadAll
+	if cfg.clipWrite == nil {
+		native := newNativeClipboard()
+		cfg.clipWrite, cfg.clipRead = native.Write, native.Read
 	}
 	return newModel(cfg)
 }
@@ -275,20 +267,8 @@ func Run(ctx context.Context, opts Options) error {
 			m.cfg.changes = sw.changes
 		}
 	}
-	env := os.Environ()
-	m.cfg.askTrueColor = func(p colorprofile.Profile) tea.Msg {
-		if !askTmuxForTrueColor(env, p) {
-			return nil
-		}
-		select {
-		case <-out.firstFrame:
-		case <-ended:
-			return nil
-		}
-		return upgradeInTmux(ctx, env)
-	}
 	p := tea.NewProgram(m, tea.WithContext(ctx), tea.WithFPS(frameRate), tea.WithoutSignalHandler(),
-		tea.WithColorProfile(stdoutProfile()), tea.WithEnvironment(termEnv(env)), tea.WithOutput(out))
+		tea.WithColorProfile(stdoutProfile()), tea.WithEnvironment(termEnv(os.Environ())), tea.WithOutput(out))
 	if opts.Notices != nil {
 		// Send blocks until the program's loop runs; deliver from a goroutine.
 		opts.Notices.attach(func(msg tea.Msg) { go p.Send(msg) })
@@ -400,12 +380,6 @@ func (m *Model) dispatch(msg tea.Msg) tea.Cmd {
 		return nil
 	case tea.BackgroundColorMsg:
 		m.handleBackground(msg.IsDark())
-		return nil
-	case tea.ColorProfileMsg:
-		if ask := m.cfg.askTrueColor; ask != nil && !m.askedTrueColor {
-			m.askedTrueColor = true
-			return func() tea.Msg { return ask(msg.Profile) }
-		}
 		return nil
 	case tea.KeyPressMsg:
 		return m.handleKey(msg)

@@ -492,13 +492,15 @@ func TestTmuxCLIWaitingNotice(t *testing.T) {
 	}
 }
 
-// Inside tmux, $COLORTERM does not reach the app, so its colours start at
-// 256. Once the first frame is out it asks `tmux info`, and where tmux has
-// Tc or RGB it draws in true colour. The tmux on the app's PATH answers
-// `info` as tmux does for a client terminal with Tc (a detached test server
-// has no client) and hands everything else to the real tmux; it notes each
-// call. With NO_COLOR the app asks nothing and draws no colour.
-func TestTmuxTrueColourAfterFirstFrame(t *testing.T) {
+// Inside tmux, $COLORTERM does not reach the app, so TERM and terminfo alone
+// say 256 colours; where tmux has Tc or RGB the app draws in true colour all
+// the same (lipgloss asks `tmux info` before main), and it asks once: the
+// program's own detection is handed lipgloss's answer and no TMUX. The tmux on
+// the app's PATH answers `info` as tmux does for a client terminal with Tc (a
+// detached test server has no client) and hands everything else to the real
+// tmux; it notes each call. With NO_COLOR the app asks nothing and draws no
+// colour.
+func TestTmuxTrueColour(t *testing.T) {
 	t.Parallel()
 	for _, c := range []struct {
 		name    string
@@ -546,7 +548,7 @@ func TestTmuxTrueColourAfterFirstFrame(t *testing.T) {
 				}
 			}
 			if data, _ := os.ReadFile(calls); string(data) != "info\n" {
-				t.Fatalf("tmux info ran %q times, want once", data)
+				t.Fatalf("tmux info ran %q, want once", data)
 			}
 		})
 	}
