@@ -58,11 +58,11 @@ func allRefs(s string) string {
 // decoded.
 func FuzzRedact(f *testing.F) {
 	f.Add(`pa"ss`, []byte{0, 1, 2, 3, 4})
-	f.Add(`a&b<c>'d`, []byte{5, 6, 7})
+	f.Add(`a<b>'c"d`, []byte{5, 6, 7})
 	f.Add("sécret✓", []byte{1, 2})
 	f.Fuzz(func(t *testing.T, secret string, forms []byte) {
 		if len(secret) < 3 || strings.ContainsAny(secret, "[]&;#") || !utf8.ValidString(secret) || strings.ContainsRune(secret, 0) {
-			t.Skip()
+			t.Skip("not a secret this property covers: shorter than 3 bytes, not UTF-8, or with NUL or one of [ ] & ; # (the reference syntax itself)")
 		}
 		var enc strings.Builder
 		for i, r := range secret {
