@@ -14,9 +14,16 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	"crypto"
+	"crypto/ecdsa"
+	"crypto/elliptic"
 	"crypto/rand"
+	"crypto/rsa"
+	"crypto/x509"
+	"encoding/base64"
 	"encoding/hex"
 	"encoding/json"
+	"encoding/pem"
 	"fmt"
 	"html"
 	"io"
@@ -32,6 +39,9 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	jose "github.com/go-jose/go-jose/v4"
+	"github.com/shipkey/shipkey/auth/authtest"
 )
 
 // Provider is the running oidc-provider. ClientID is a confidential client
@@ -45,6 +55,30 @@ type Provider struct {
 	ClientID, ClientSecret string
 	PublicClientID         string
 	ShortClientID          string
+	Hardened               Hardened
+}
+
+// Hardened are the provider's clients configured as a hardened realm would
+// be (see server.js), with the keys and certificates a test hands shipkey.
+// Their access tokens live 2 s. Every DPoP proof needs a server nonce.
+type Hardened struct {
+	// RSAClientID and ECClientID authenticate with private_key_jwt; the
+	// provider holds the public halves of RSAKeyPEM and ECKeyPEM (PKCS#8).
+	RSAClientID, ECClientID string
+	RSAKeyPEM, ECKeyPEM     []byte
+	// HMACClientID authenticates with client_secret_jwt over JWTSecret.
+	HMACClientID, JWTSecret string
+	// MTLSClientID authenticates with tls_client_auth: ClientCertPEM and
+	// ClientKeyPEM, issued by the CA in CAPEM (which also issued the HTTPS
+	// listener's certificate at MTLSURL). Its tokens are certificate-bound.
+	MTLSClientID, MTLSURL       string
+	CAPEM                       []byte
+	ClientCertPEM, ClientKeyPEM []byte
+	// DPoPClientID (client_secret_post with ClientSecret) must get
+	// DPoP-bound tokens; PARClientID (likewise) must push its
+	// authorization requests; DevicePKCEClientID (public) must send PKCE
+	// on the device grant.
+	DPoPClientID, PARClientID, DevicePKCEClientID string
 }
 
 // Active asks the provider's introspection endpoint (RFC 7662, as the
@@ -145,11 +179,16 @@ func launch() (*Provider, string) {
 	_, _ = rand.Read(secret)
 	p := &Provider{ClientID: "shipping-api", ClientSecret: "op-" + hex.EncodeToString(secret),
 		PublicClientID: "shipping-cli", ShortClientID: "shipping-short"}
+	hardenedEnv, err := p.Hardened.make()
+	if err != nil {
+		return nil, "hardened clients: " + err.Error()
+	}
 	ctx, cancel := context.WithCancel(context.Background())
 	cmd := exec.CommandContext(ctx, node, filepath.Join(d, "server.js"))
 	// The secret goes through the environment, never argv.
 	cmd.Env = append(os.Environ(), "SHIPKEY_OP_CLIENT_ID="+p.ClientID, "SHIPKEY_OP_CLIENT_SECRET="+p.ClientSecret,
 		"SHIPKEY_OP_PUBLIC_CLIENT_ID="+p.PublicClientID, "SHIPKEY_OP_SHORT_CLIENT_ID="+p.ShortClientID)
+	cmd.Env = append(cmd.Env, hardenedEnv...)
 	cmd.WaitDelay = 5 * time.Second
 	var stderr LockedBuffer
 	cmd.Stderr = &stderr
@@ -181,19 +220,21 @@ func launch() (*Provider, string) {
 		<-exited
 	}
 	mu.Unlock()
-	lines := make(chan string, 1)
+	lines := make(chan [2]string, 1)
 	go func() {
 		r := bufio.NewReader(stdout)
 		line, _ := r.ReadString('\n')
-		lines <- strings.TrimSpace(line)
+		mtls, _ := r.ReadString('\n')
+		lines <- [2]string{strings.TrimSpace(line), strings.TrimSpace(mtls)}
 		_, _ = io.Copy(io.Discard, r)
 	}()
 	select {
-	case line := <-lines:
-		if !strings.HasPrefix(line, "http://127.0.0.1:") {
-			return nil, fmt.Sprintf("server.js printed %q, want its issuer; stderr: %s", line, stderr.String())
+	case got := <-lines:
+		line := got[0]
+		if !strings.HasPrefix(line, "http://127.0.0.1:") || !strings.HasPrefix(got[1], "https://127.0.0.1:") {
+			return nil, fmt.Sprintf("server.js printed %q, want its issuer and its mTLS URL; stderr: %s", got, stderr.String())
 		}
-		p.Issuer = line
+		p.Issuer, p.Hardened.MTLSURL = line, got[1]
 	case <-exited:
 		return nil, "server.js exited before printing its issuer; stderr: " + stderr.String()
 	case <-time.After(60 * time.Second):
@@ -298,4 +339,59 @@ func (b Browser) Visit(start string) (title string, status int, err error) {
 		action, _ := base.Parse(attrs(f[1])["action"])
 		resp, err = c.PostForm(action.String(), form)
 	}
+}
+
+// make fills in the hardened clients' keys and certificates and returns the
+// environment server.js reads them from (public keys, the CA and the
+// listener's certificate; the JWT secret, a test value, too).
+func (h *Hardened) make() ([]string, error) {
+	h.RSAClientID, h.ECClientID, h.HMACClientID, h.MTLSClientID = "shipping-rsa", "shipping-ec", "shipping-hmac", "shipping-mtls"
+	h.DPoPClientID, h.PARClientID, h.DevicePKCEClientID = "shipping-dpop", "shipping-par", "shipping-device-pkce"
+	secret := make([]byte, 24)
+	_, _ = rand.Read(secret)
+	h.JWTSecret = "op-jwt-" + hex.EncodeToString(secret)
+	rsaKey, err := rsa.GenerateKey(rand.Reader, 2048)
+	if err != nil {
+		return nil, err
+	}
+	ecKey, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		return nil, err
+	}
+	env := []string{"SHIPKEY_OP_JWT_SECRET=" + h.JWTSecret}
+	for _, k := range []struct {
+		name string
+		key  crypto.Signer
+		pem  *[]byte
+	}{{"SHIPKEY_OP_RSA_JWKS", rsaKey, &h.RSAKeyPEM}, {"SHIPKEY_OP_EC_JWKS", ecKey, &h.ECKeyPEM}} {
+		der, err := x509.MarshalPKCS8PrivateKey(k.key)
+		if err != nil {
+			return nil, err
+		}
+		*k.pem = pem.EncodeToMemory(&pem.Block{Type: "PRIVATE KEY", Bytes: der})
+		pub := jose.JSONWebKey{Key: k.key.Public(), Use: "sig"}
+		tp, err := pub.Thumbprint(crypto.SHA256)
+		if err != nil {
+			return nil, err
+		}
+		pub.KeyID = base64.RawURLEncoding.EncodeToString(tp)
+		set, err := json.Marshal(jose.JSONWebKeySet{Keys: []jose.JSONWebKey{pub}})
+		if err != nil {
+			return nil, err
+		}
+		env = append(env, k.name+"="+string(set))
+	}
+	ca, err := authtest.NewCA("oidc-provider test CA")
+	if err != nil {
+		return nil, err
+	}
+	h.CAPEM = ca.CertPEM()
+	if h.ClientCertPEM, h.ClientKeyPEM, err = ca.IssueClient(h.MTLSClientID); err != nil {
+		return nil, err
+	}
+	serverCert, serverKey, err := ca.IssueServer()
+	if err != nil {
+		return nil, err
+	}
+	return append(env, "SHIPKEY_OP_TLS_CA="+string(h.CAPEM), "SHIPKEY_OP_TLS_CERT="+string(serverCert), "SHIPKEY_OP_TLS_KEY="+string(serverKey)), nil
 }

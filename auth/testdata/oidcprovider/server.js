@@ -16,7 +16,27 @@
 // whose access tokens live 2 s (expiry tests). All are native clients: any
 // loopback port may receive their codes (RFC 8252). It exits when stdin closes, so a
 // test that dies leaves no server behind.
+//
+// Hardened clients, each with one of the switches a hardened realm sets
+// (their access tokens live SHIPKEY_OP_HARDENED_TTL seconds, default 2, so
+// renewal is seen for real):
+//   shipping-rsa, shipping-ec   private_key_jwt; their public key sets come in
+//                               SHIPKEY_OP_RSA_JWKS and SHIPKEY_OP_EC_JWKS
+//   shipping-hmac               client_secret_jwt with SHIPKEY_OP_JWT_SECRET
+//   shipping-mtls               tls_client_auth, subject CN=shipping-mtls, a
+//                               certificate from the CA in SHIPKEY_OP_TLS_CA;
+//                               certificate-bound tokens
+//   shipping-dpop               client_secret_post, DPoP-bound tokens required,
+//                               with server nonces (as every DPoP proof here)
+//   shipping-par                client_secret_post, PAR required
+//   shipping-device-pkce        public; PKCE (S256) required on the device
+//                               grant, which oidc-provider does not do itself:
+//                               the wrapper below adds it as Keycloak has it
+// When SHIPKEY_OP_TLS_CERT/KEY/CA are set, the same provider is also served
+// over HTTPS on another port that asks for client certificates, printed as
+// the second line on stdout and named by discovery's mtls_endpoint_aliases.
 import http from 'node:http';
+import https from 'node:https';
 import crypto from 'node:crypto';
 import Provider from 'oidc-provider';
 
@@ -30,11 +50,102 @@ const clientSecret = env('SHIPKEY_OP_CLIENT_SECRET', 'op-client-secret');
 const publicClientId = env('SHIPKEY_OP_PUBLIC_CLIENT_ID', 'shipping-cli');
 const shortClientId = env('SHIPKEY_OP_SHORT_CLIENT_ID', 'shipping-short');
 const shortTTL = 2;
-const ttl = (seconds) => (ctx, token, client) => (client?.clientId === shortClientId ? shortTTL : seconds);
 const grants = ['authorization_code', 'refresh_token', 'urn:ietf:params:oauth:grant-type:device_code'];
+const deviceGrant = 'urn:ietf:params:oauth:grant-type:device_code';
+const hardenedTTL = Number(env('SHIPKEY_OP_HARDENED_TTL', '2'));
+const jwks = (name) => { const v = env(name, ''); return v ? JSON.parse(v) : undefined; };
+const tlsCert = env('SHIPKEY_OP_TLS_CERT', ''), tlsKey = env('SHIPKEY_OP_TLS_KEY', ''), tlsCA = env('SHIPKEY_OP_TLS_CA', '');
+const native = { application_type: 'native', response_types: ['code'], redirect_uris: ['http://127.0.0.1/callback'] };
+const hardened = [
+  { client_id: 'shipping-rsa', token_endpoint_auth_method: 'private_key_jwt', jwks: jwks('SHIPKEY_OP_RSA_JWKS') },
+  { client_id: 'shipping-ec', token_endpoint_auth_method: 'private_key_jwt', jwks: jwks('SHIPKEY_OP_EC_JWKS') },
+  { client_id: 'shipping-hmac', token_endpoint_auth_method: 'client_secret_jwt', client_secret: env('SHIPKEY_OP_JWT_SECRET', crypto.randomBytes(32).toString('hex')) },
+  { client_id: 'shipping-dpop', token_endpoint_auth_method: 'client_secret_post', client_secret: clientSecret, dpop_bound_access_tokens: true },
+  { client_id: 'shipping-par', token_endpoint_auth_method: 'client_secret_post', client_secret: clientSecret, require_pushed_authorization_requests: true },
+  ...(tlsCA ? [{
+    client_id: 'shipping-mtls', token_endpoint_auth_method: 'tls_client_auth',
+    tls_client_auth_subject_dn: 'CN=shipping-mtls', tls_client_certificate_bound_access_tokens: true,
+  }] : []),
+].filter((c) => c.token_endpoint_auth_method !== 'private_key_jwt' || c.jwks)
+  .map((c) => ({ ...native, grant_types: [...grants, 'client_credentials'], ...c }));
+hardened.push({ ...native, client_id: 'shipping-device-pkce', token_endpoint_auth_method: 'none', grant_types: grants });
+const hardenedIds = new Set(hardened.map((c) => c.client_id));
+const devicePKCE = new Set(['shipping-device-pkce']);
+const ttlFor = (seconds) => (ctx, token, client) => {
+  if (client?.clientId === shortClientId) return shortTTL;
+  if (hardenedIds.has(client?.clientId)) return hardenedTTL;
+  return seconds;
+};
+
+// readForm reads a form body once and leaves it where oidc-provider looks
+// for an already parsed body (req.body), so the provider still sees it.
+const readForm = async (ctx) => {
+  if (!ctx.is('application/x-www-form-urlencoded')) return new URLSearchParams();
+  const chunks = [];
+  for await (const c of ctx.req) chunks.push(c);
+  ctx.req.body = Buffer.concat(chunks).toString();
+  return new URLSearchParams(ctx.req.body);
+};
+const s256 = (v) => crypto.createHash('sha256').update(v).digest('base64url');
+const challenges = new Map(); // device_code -> code_challenge
+const fail = (ctx, desc) => {
+  ctx.status = 400;
+  ctx.body = { error: 'invalid_request', error_description: desc };
+};
+
+// PKCE on the device grant for the clients in devicePKCE: the device
+// authorization request must carry an S256 challenge, the token poll its
+// verifier (Keycloak's messages).
+const deviceWithPKCE = async (ctx, next) => {
+  if (ctx.method !== 'POST' || (ctx.path !== '/device/auth' && ctx.path !== '/token')) return next();
+  const form = await readForm(ctx);
+  if (!devicePKCE.has(form.get('client_id'))) return next();
+  if (ctx.path === '/device/auth') {
+    if (!form.get('code_challenge_method')) return fail(ctx, 'Missing parameter: code_challenge_method');
+    if (form.get('code_challenge_method') !== 'S256' || !form.get('code_challenge')) return fail(ctx, 'Invalid parameter: code challenge method is not configured one');
+    await next();
+    if (ctx.status === 200 && ctx.body?.device_code) challenges.set(ctx.body.device_code, form.get('code_challenge'));
+    return undefined;
+  }
+  if (form.get('grant_type') === deviceGrant) {
+    const want = challenges.get(form.get('device_code'));
+    if (want && !form.get('code_verifier')) return fail(ctx, 'PKCE code verifier not specified');
+    if (want && s256(form.get('code_verifier')) !== want) {
+      ctx.status = 400;
+      ctx.body = { error: 'invalid_grant', error_description: 'PKCE verification failed: Invalid code verifier' };
+      return undefined;
+    }
+  }
+  return next();
+};
+
+// The HTTPS listener for RFC 8705 (started before the provider so its port
+// can go into discovery).
+const mtlsServer = tlsCA ? https.createServer({
+  cert: tlsCert, key: tlsKey, ca: tlsCA, requestCert: true, rejectUnauthorized: false,
+}) : null;
+const mtlsBase = () => `https://127.0.0.1:${mtlsServer.address().port}`;
+function mtlsAliases() {
+  if (!mtlsServer) return {};
+  const b = mtlsBase();
+  return {
+    mtls_endpoint_aliases: {
+      token_endpoint: `${b}/token`,
+      revocation_endpoint: `${b}/token/revocation`,
+      introspection_endpoint: `${b}/token/introspection`,
+      device_authorization_endpoint: `${b}/device/auth`,
+      pushed_authorization_request_endpoint: `${b}/request`,
+      userinfo_endpoint: `${b}/me`,
+    },
+  };
+}
+
+process.stdin.on('end', () => process.exit(0));
+process.stdin.resume();
 
 const server = http.createServer();
-server.listen(0, '127.0.0.1', () => {
+const listening = (srv) => new Promise((resolve) => { srv.listen(0, '127.0.0.1', resolve); });
+Promise.all([listening(server), ...(mtlsServer ? [listening(mtlsServer)] : [])]).then(() => {
   const issuer = `http://127.0.0.1:${server.address().port}`;
   const provider = new Provider(issuer, {
     clients: [
@@ -64,6 +175,7 @@ server.listen(0, '127.0.0.1', () => {
         response_types: ['code'],
         redirect_uris: ['http://127.0.0.1/callback'],
       },
+      ...hardened,
     ],
     cookies: { keys: [crypto.randomBytes(32).toString('hex')] },
     features: {
@@ -72,15 +184,34 @@ server.listen(0, '127.0.0.1', () => {
       revocation: { enabled: true },
       introspection: { enabled: true },
       devInteractions: { enabled: true },
+      dPoP: { enabled: true, nonceSecret: crypto.randomBytes(32), requireNonce: () => true },
+      pushedAuthorizationRequests: { enabled: true },
+      mTLS: {
+        enabled: Boolean(tlsCA),
+        certificateBoundAccessTokens: true,
+        tlsClientAuth: true,
+        selfSignedTlsClientAuth: true,
+        getCertificate(ctx) {
+          const peer = ctx.socket.getPeerCertificate?.();
+          return peer?.raw ? new crypto.X509Certificate(peer.raw).toString() : undefined;
+        },
+        certificateAuthorized: (ctx) => ctx.socket.authorized === true,
+        certificateSubjectMatches(ctx, property, expected) {
+          const peer = ctx.socket.getPeerCertificate?.();
+          return property === 'tls_client_auth_subject_dn' && `CN=${peer?.subject?.CN}` === expected;
+        },
+      },
     },
+    clientAuthMethods: ['none', 'client_secret_basic', 'client_secret_post', 'client_secret_jwt', 'private_key_jwt',
+      ...(tlsCA ? ['tls_client_auth', 'self_signed_tls_client_auth'] : [])],
+    discovery: mtlsAliases(),
     scopes: ['openid', 'offline_access', 'api'],
     issueRefreshToken: async (ctx, client) => client.grantTypeAllowed('refresh_token'),
     findAccount: async (ctx, id) => ({ accountId: id, claims: async () => ({ sub: id }) }),
-    ttl: { AccessToken: ttl(3600), ClientCredentials: ttl(600), DeviceCode: 600, AuthorizationCode: 60 },
+    ttl: { AccessToken: ttlFor(3600), ClientCredentials: ttlFor(600), DeviceCode: 600, AuthorizationCode: 60 },
   });
+  provider.use(deviceWithPKCE);
   server.on('request', provider.callback());
-  process.stdout.write(issuer + '\n');
+  if (mtlsServer) mtlsServer.on('request', provider.callback());
+  process.stdout.write(issuer + '\n' + (mtlsServer ? mtlsBase() : '') + '\n');
 });
-
-process.stdin.on('end', () => process.exit(0));
-process.stdin.resume();
