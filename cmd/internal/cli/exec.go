@@ -100,7 +100,7 @@ Without LABEL: SHIPKEY_KEY, else the default key, else the only key.`,
 				return usageErrorf("--env %s is not a variable name (letters, digits and _, not starting with a digit)", text.ShellQuote(opts.EnvName))
 			}
 			if unsafeEnvName(opts.EnvName) {
-				return usageErrorf("--env %s: the loader, a shell or shipkey itself acts on that variable; name another (such as API_TOKEN)", opts.EnvName)
+				return usageErrorf("--env %s: the loader, the C library, git, a shell or shipkey itself acts on that variable; name another (such as API_TOKEN)", opts.EnvName)
 			}
 			if runF != nil {
 				return runF(cmd.Context(), opts)

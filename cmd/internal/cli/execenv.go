@@ -5,18 +5,27 @@ import (
 	"strings"
 )
 
-// Variables exec's --env must not name: the dynamic loader, shells and
-// language runtimes act on them (a token in LD_PRELOAD makes the loader
-// print it to stderr; one in PATH or IFS changes what runs), and shipkey's
-// own settings are not for the command.
+// Variables exec's --env must not name: the dynamic loader, the C library,
+// shells, git and language runtimes act on them (a token in LD_PRELOAD makes
+// the loader print it to stderr; in GIT_DIR or GIT_TRACE git prints it; in
+// GLIBC_TUNABLES or MALLOC_* the C library parses it; in LC_ALL or TERM a
+// shell or curses warns with it; in PATH or IFS it changes what runs), and
+// shipkey's own settings are not for the command. Whole namespaces go by
+// prefix (every GIT_ variable belongs to git, which prints many of them).
 var (
-	unsafeEnvPrefixes = []string{"LD_", "DYLD_", "BASH_FUNC_", "SHIPKEY_"}
-	unsafeEnvNames    = []string{
+	unsafeEnvPrefixes = []string{
+		"LD_", "DYLD_", "GLIBC_", "MALLOC_", "GCONV_", "LC_", "BASH_FUNC_", "GIT_",
+		"PYTHON", "PERL", "RUBY", "NODE_", "JAVA_", "_JAVA_", "JDK_JAVA_", "SSH_", "SUDO_",
+		"SHIPKEY_",
+	}
+	unsafeEnvNames = []string{
 		"PATH", "IFS", "ENV", "BASH_ENV", "CDPATH", "PS4", "SHELLOPTS", "BASHOPTS",
-		"GLOBIGNORE", "PROMPT_COMMAND", "SHELL", "HOME", "TMPDIR",
-		"GCONV_PATH", "LOCPATH", "NLSPATH", "HOSTALIASES", "RESOLV_HOST_CONF", "MALLOC_CONF",
-		"NODE_OPTIONS", "PYTHONSTARTUP", "PYTHONPATH", "PYTHONHOME", "PERL5OPT", "PERL5LIB",
-		"RUBYOPT", "RUBYLIB", "JAVA_TOOL_OPTIONS", "_JAVA_OPTIONS", "GIT_SSH_COMMAND",
+		"GLOBIGNORE", "PROMPT_COMMAND", "SHELL", "HOME", "TMPDIR", "TERM", "TERMINFO", "TERMCAP",
+		"LANG", "LANGUAGE", "TZ", "TZDIR", "LOCPATH", "NLSPATH", "HOSTALIASES", "RESOLV_HOST_CONF",
+		"LOCALDOMAIN", "RES_OPTIONS", "EDITOR", "VISUAL", "PAGER", "MANPAGER", "LESSOPEN",
+		"LESSCLOSE", "BROWSER", "XDG_CONFIG_HOME", "XDG_DATA_HOME", "XDG_RUNTIME_DIR",
+		"HTTP_PROXY", "HTTPS_PROXY", "ALL_PROXY", "NO_PROXY",
+		"http_proxy", "https_proxy", "all_proxy", "no_proxy",
 	}
 )
 
