@@ -137,7 +137,8 @@ func lower(c byte) byte {
 }
 
 // redact replaces every encoding of every secret (of 3 bytes or more) in s,
-// every HTML character-reference form included (redactHTML).
+// every HTML character-reference form (redactHTML) and every JSON \u-escape
+// form (redactJSON) included.
 func redact(s string, secrets []string) string {
 	var all []string
 	for _, sec := range secrets {
@@ -151,7 +152,7 @@ func redact(s string, secrets []string) string {
 			s = strings.ReplaceAll(s, v, "[redacted]")
 		}
 	}
-	return redactHTML(s, secrets)
+	return redactJSON(redactHTML(s, secrets), secrets)
 }
 
 // scrub prepares server-provided text for an *Error: every encoding of every

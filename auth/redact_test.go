@@ -1,10 +1,12 @@
 package auth
 
 import (
+	"encoding/json"
 	"fmt"
 	"html"
 	"strings"
 	"testing"
+	"unicode/utf16"
 	"unicode/utf8"
 )
 
@@ -96,4 +98,46 @@ func FuzzRedact(f *testing.F) {
 
 func isHexDigit(c byte) bool {
 	return '0' <= c && c <= '9' || 'a' <= c && c <= 'f' || 'A' <= c && c <= 'F'
+}
+
+// TestRedactJSONUnicodeEscapes: a secret a server echoes inside a JSON
+// string with some or all characters written as \uXXXX (either hex case,
+// surrogate pairs for characters outside the BMP) or as \" \/ never survives
+// redaction, and the text around it stays.
+func TestRedactJSONUnicodeEscapes(t *testing.T) {
+	t.Parallel()
+	const secret = `s3cr"et/𝄞x`
+	every := func(upper bool) string {
+		var b strings.Builder
+		for _, r := range secret {
+			for _, u := range utf16.Encode([]rune{r}) {
+				if upper {
+					fmt.Fprintf(&b, `\u%04X`, u)
+				} else {
+					fmt.Fprintf(&b, `\u%04x`, u)
+				}
+			}
+		}
+		return b.String()
+	}
+	forms := map[string]string{
+		"every character, lower hex": every(false),
+		"every character, upper hex": every(true),
+		"some characters":            `\u0073\u0033cr\"et\/\ud834\udd1ex`,
+		"quote as \\u0022":           `s3cr\u0022et/\uD834\uDD1Ex`,
+	}
+	for name, form := range forms {
+		var decoded string
+		if err := json.Unmarshal([]byte(`"`+form+`"`), &decoded); err != nil || decoded != secret {
+			t.Fatalf("%s: the form decodes to %q (%v), not the secret", name, decoded, err)
+		}
+		body := `{"error":"invalid_client","error_description":"bad secret ` + form + ` given"}`
+		out := scrub(body, []string{secret})
+		if strings.Contains(out, form) || strings.Contains(out, `\u0073\u0033`) {
+			t.Errorf("%s: not redacted: %s", name, out)
+		}
+		if !strings.Contains(out, "bad secret [redacted] given") {
+			t.Errorf("%s: the text around it changed: %s", name, out)
+		}
+	}
 }
