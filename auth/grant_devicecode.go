@@ -42,6 +42,11 @@ type deviceAuthResponse struct {
 // maxDeviceWait bounds a device code's life whatever the server says.
 const maxDeviceWait = 30 * time.Minute
 
+// maxDeviceInterval bounds the wait between polls whatever the server says:
+// an interval of 1e18 seconds would overflow a time.Duration (a negative
+// ticker period panics) and one beyond the code's life would never poll.
+const maxDeviceInterval = time.Minute
+
 func (deviceCodeGrant) Obtain(ctx context.Context, c *Client, r Request) (*TokenSet, error) {
 	const op = "device-code"
 	if err := r.Conn.Validate(); err != nil {
@@ -102,6 +107,7 @@ func (deviceCodeGrant) Obtain(ctx context.Context, c *Client, r Request) (*Token
 	if interval <= 0 {
 		interval = 5 // RFC 8628 §3.2
 	}
+	interval = min(interval, int64(maxDeviceInterval/time.Second))
 	r.Prompt(Prompt{
 		Grant:                   GrantDeviceCode,
 		UserCode:                da.UserCode,

@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/base64"
+	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
@@ -88,7 +89,7 @@ type deviceServer struct {
 	pollTimes  chan time.Time
 }
 
-func newDeviceServer(t *testing.T, interval int, answers ...string) *deviceServer {
+func newDeviceServer(t *testing.T, interval any, answers ...string) *deviceServer {
 	d := &deviceServer{answers: answers, pollTimes: make(chan time.Time, 16)}
 	mux := http.NewServeMux()
 	mux.HandleFunc("POST /realms/r/protocol/openid-connect/auth/device", func(w http.ResponseWriter, r *http.Request) {
@@ -99,7 +100,7 @@ func newDeviceServer(t *testing.T, interval int, answers ...string) *deviceServe
 			d.deviceAuth.Store("form:" + r.PostForm.Get("client_secret"))
 		}
 		w.Header().Set("Content-Type", "application/json")
-		body := `{"device_code":"dc-1","user_code":"WDJB-MJHT","verification_uri":"` + d.URL + `/device","verification_uri_complete":"` + d.URL + `/device?user_code=WDJB-MJHT","expires_in":600,"interval":` + strconv.Itoa(interval) + `}`
+		body := `{"device_code":"dc-1","user_code":"WDJB-MJHT","verification_uri":"` + d.URL + `/device","verification_uri_complete":"` + d.URL + `/device?user_code=WDJB-MJHT","expires_in":600,"interval":` + fmt.Sprint(interval) + `}`
 		_, _ = w.Write([]byte(body))
 	})
 	mux.HandleFunc("POST /realms/r/protocol/openid-connect/token", func(w http.ResponseWriter, r *http.Request) {
@@ -125,7 +126,7 @@ func newDeviceServer(t *testing.T, interval int, answers ...string) *deviceServe
 
 // deviceDiscovery serves discovery beside d, so the device endpoint is
 // found as it is on a real server.
-func deviceDiscovery(t *testing.T, interval int, answers ...string) (*deviceServer, Connection) {
+func deviceDiscovery(t *testing.T, interval any, answers ...string) (*deviceServer, Connection) {
 	d := newDeviceServer(t, interval, answers...)
 	mux := d.Config.Handler.(*http.ServeMux)
 	mux.HandleFunc("GET /realms/r/.well-known/openid-configuration", func(w http.ResponseWriter, r *http.Request) {
@@ -198,6 +199,21 @@ func TestDeviceCodeGrant(t *testing.T) {
 		_, conn := deviceDiscovery(t, 1)
 		_, err := cliNewClient(t, Options{}).Obtain(cliCtx(t), GrantDeviceCode, Request{Conn: conn, ClientSecret: "sekret-123"})
 		cliSafeErr(t, err, KindInteractionRequired)
+	})
+	t.Run("a huge interval is clamped, not a panic", func(t *testing.T) {
+		t.Parallel()
+		for _, interval := range []string{"9223372037", "1e18", `"9223372037"`} {
+			_, conn := deviceDiscovery(t, interval, "authorization_pending")
+			ctx, cancel := context.WithCancel(cliCtx(t))
+			var got Prompt
+			_, err := cliNewClient(t, Options{}).Obtain(ctx, GrantDeviceCode, Request{Conn: conn, ClientSecret: "sekret-123", Prompt: func(p Prompt) { got = p; cancel() }})
+			if err == nil {
+				t.Fatalf("interval %s: a cancelled wait succeeded", interval)
+			}
+			if got.Interval != maxDeviceInterval {
+				t.Errorf("interval %s: the prompt says polls every %v, want %v", interval, got.Interval, maxDeviceInterval)
+			}
+		}
 	})
 	t.Run("cancelled", func(t *testing.T) {
 		t.Parallel()

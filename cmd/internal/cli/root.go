@@ -4,10 +4,13 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"regexp"
 	"strings"
+	"sync"
 
 	"github.com/spf13/cobra"
 
+	"github.com/shipkey/shipkey/internal/text"
 	"github.com/shipkey/shipkey/store/team"
 )
 
@@ -18,7 +21,10 @@ func run() int {
 }
 
 // runWith runs shipkey with explicit arguments, streams and environment.
-func runWith(args []string, ios *iostreams, getenv func(string) string) int {
+// A panic in the command becomes one line and exit 1, never a stack dump
+// (which could hold a secret and tells a person nothing).
+func runWith(args []string, ios *iostreams, getenv func(string) string) (code int) {
+	defer recoverInto(ios, &code)
 	ctx, stop := notifyContext(context.Background())
 	defer stop()
 
@@ -44,6 +50,27 @@ func runWith(args []string, ios *iostreams, getenv func(string) string) int {
 	}
 	return exitCode(err)
 }
+
+// recoverInto turns a panic of the running command into one line on
+// ios.ErrOut and exitFailure in *code. The panic's text is cut to its first
+// line and stripped of anything long enough to be a token.
+func recoverInto(ios *iostreams, code *int) {
+	r := recover()
+	if r == nil {
+		return
+	}
+	what, _, _ := strings.Cut(fmt.Sprint(r), "\n")
+	what = panicSecretLike().ReplaceAllString(what, "…")
+	if len([]rune(what)) > 120 {
+		what = string([]rune(what)[:120]) + "…"
+	}
+	fmt.Fprintf(ios.ErrOut, "shipkey: internal error (a bug in shipkey): %s; please report it with the command you ran\n", text.Safe(what))
+	*code = exitFailure
+}
+
+// panicSecretLike matches runs a panic's text must not show: anything
+// long enough to be a token or a secret.
+var panicSecretLike = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`[A-Za-z0-9._~+/=-]{20,}`) })
 
 // newCmdRoot builds the command tree: every command, or only the one named
 // (onlyCommand).
