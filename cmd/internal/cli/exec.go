@@ -114,6 +114,7 @@ Without LABEL: SHIPKEY_KEY, else the default key, else the only key.`,
 }
 
 func execRun(ctx context.Context, opts *execOptions) error {
+	noCoreDump() // this process holds the token while the command runs
 	// Listen from the start: a signal that arrives before the command starts
 	// ends shipkey (128+N) and the command never runs; one that arrives after
 	// is passed on to it.

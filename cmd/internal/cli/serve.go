@@ -73,6 +73,7 @@ refused or could not be reached.`,
 }
 
 func serveRun(ctx context.Context, opts *serveOptions) error {
+	noCoreDump() // it holds every served key's tokens for hours
 	st, err := opts.Store()
 	if err != nil {
 		return err

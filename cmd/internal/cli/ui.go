@@ -29,6 +29,7 @@ type uiOptions struct {
 // runTUI opens the full-screen app; the only place the CLI calls package tui
 // (besides `keys list`, which draws the app's table columns, tui.KeyColumns).
 func runTUI(ctx context.Context, o uiOptions) error {
+	noCoreDump() // the app holds secrets and tokens while it is open
 	opts := tui.Options{Store: o.Store, Auth: o.Auth, Now: o.Now, Prefill: o.Prefill, Demo: o.Demo,
 		TraceFirstFrame: os.Getenv(tui.EnvTraceFirstFrame)}
 	if o.Team != nil {
