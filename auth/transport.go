@@ -47,32 +47,15 @@ func buildHTTPClient(opts Options, logger *slog.Logger) (*http.Client, error) {
 	if opts.HTTPClient != nil {
 		hc = *opts.HTTPClient
 	} else {
-		dialTimeout := opts.DialTimeout
-		if dialTimeout <= 0 {
-			dialTimeout = DefaultDialTimeout
-		}
 		timeout := opts.Timeout
 		if timeout <= 0 {
 			timeout = DefaultTimeout
 		}
-		roots, err := rootPool(opts.CAFile)
+		t, err := newBaseTransport(opts.DialTimeout, timeout, opts.CAFile)
 		if err != nil {
 			return nil, err
 		}
-		dialer := &net.Dialer{Timeout: dialTimeout, KeepAlive: 30 * time.Second}
-		hc = http.Client{
-			Timeout: timeout,
-			Transport: &http.Transport{
-				Proxy:                 http.ProxyFromEnvironment,
-				DialContext:           dialer.DialContext,
-				TLSClientConfig:       &tls.Config{MinVersion: tls.VersionTLS12, RootCAs: roots},
-				TLSHandshakeTimeout:   dialTimeout,
-				ResponseHeaderTimeout: timeout,
-				ForceAttemptHTTP2:     true,
-				MaxIdleConns:          4,
-				IdleConnTimeout:       idleConnTimeout,
-			},
-		}
+		hc = http.Client{Timeout: timeout, Transport: t}
 	}
 	if hc.CheckRedirect == nil {
 		hc.CheckRedirect = func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }
@@ -83,6 +66,31 @@ func buildHTTPClient(opts Options, logger *slog.Logger) (*http.Client, error) {
 	}
 	hc.Transport = &guardTransport{base: base, logger: logger, waiting: opts.Waiting}
 	return &hc, nil
+}
+
+// newBaseTransport is the transport auth talks through: dialTimeout bounds
+// connecting and the TLS handshake (default DefaultDialTimeout),
+// headerTimeout the wait for an answer's headers; TLS 1.2+ with verification
+// on, caFile's roots added to the system's, proxies from the environment.
+func newBaseTransport(dialTimeout, headerTimeout time.Duration, caFile string) (*http.Transport, error) {
+	if dialTimeout <= 0 {
+		dialTimeout = DefaultDialTimeout
+	}
+	roots, err := rootPool(caFile)
+	if err != nil {
+		return nil, err
+	}
+	dialer := &net.Dialer{Timeout: dialTimeout, KeepAlive: 30 * time.Second}
+	return &http.Transport{
+		Proxy:                 http.ProxyFromEnvironment,
+		DialContext:           dialer.DialContext,
+		TLSClientConfig:       &tls.Config{MinVersion: tls.VersionTLS12, RootCAs: roots},
+		TLSHandshakeTimeout:   dialTimeout,
+		ResponseHeaderTimeout: headerTimeout,
+		ForceAttemptHTTP2:     true,
+		MaxIdleConns:          4,
+		IdleConnTimeout:       idleConnTimeout,
+	}, nil
 }
 
 // SetTimeout bounds every later request to d (the whole request, and the

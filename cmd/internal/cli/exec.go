@@ -33,6 +33,8 @@ type execOptions struct {
 	Command  []string // the command and its arguments, after --
 	MinValid time.Duration
 	EnvName  string
+	// ForceRefresh renews the token before the command starts.
+	ForceRefresh bool
 	// TeamToken hands out a team key's token ("T/LABEL").
 	TeamToken func(ctx context.Context, team, label string, minValid time.Duration) (*auth.TokenSet, error)
 }
@@ -110,6 +112,7 @@ Without LABEL: SHIPKEY_KEY, else the default key, else the only key.`,
 	}
 	cmd.Flags().DurationVar(&opts.MinValid, "min-valid", time.Minute, "the token must stay valid at least this long; renewed first otherwise")
 	cmd.Flags().StringVar(&opts.EnvName, "env", "SHIPKEY_TOKEN", "name of the variable that carries the token")
+	cmd.Flags().BoolVar(&opts.ForceRefresh, "force-refresh", false, "renew the token before running the command, even when it looks valid")
 	return cmd
 }
 
@@ -160,11 +163,18 @@ func execRun(ctx context.Context, opts *execOptions) error {
 	}
 	var ts *auth.TokenSet
 	if t, l, ok := teamKeyAddress(st, opts.Label); ok && opts.TeamToken != nil {
+		if opts.ForceRefresh {
+			return usageErrorf("--force-refresh takes a key of this machine; a team key is renewed for the whole team with: shipkey login %s", text.ShellQuote(opts.Label))
+		}
 		ts, err = opts.TeamToken(ctx, t, l, opts.MinValid)
 	} else {
 		var key store.Key
 		if key, err = resolveKey(st, opts.Label); err == nil {
-			ts, err = freshToken(ctx, st, key, opts.MinValid, opts.Secrets, opts.IO, opts.Now)
+			if opts.ForceRefresh {
+				ts, err = forcedToken(ctx, st, key, opts.Secrets)
+			} else {
+				ts, err = freshToken(ctx, st, key, opts.MinValid, opts.Secrets, opts.IO, opts.Now)
+			}
 		}
 	}
 	if sig, ok := stoppedBy(ctx); ok {

@@ -170,6 +170,7 @@ var subcommands = []struct {
 	{"lock", newCmdLock},
 	{"agent", newCmdAgent},
 	{"serve", func(f *factory) *cobra.Command { return newCmdServe(f, nil) }},
+	{"api", func(f *factory) *cobra.Command { return newCmdAPI(f, nil) }},
 }
 
 // onlyCommand is the one command a command line runs when its first

@@ -148,6 +148,9 @@ func TestScripts(t *testing.T) {
 			"sigterm":       cmdSigterm,
 			"headerserver":  cmdHeaderServer,
 			"jsonfield":     cmdJSONField,
+			"apiserver":     cmdAPIServer,
+			"bigjson":       cmdBigJSON,
+			"samebody":      cmdSameBody,
 		},
 	})
 }
@@ -222,6 +225,7 @@ func setupScript(env *testscript.Env) error {
 	}
 	r.srv = authtest.NewServer(r.config(1314000*time.Second, 30*time.Minute, false))
 	env.Values[scriptKey{}] = r
+	env.Values[apiKey{}] = &apiHolder{}
 	env.Defer(func() {
 		r.mu.Lock()
 		defer r.mu.Unlock()

@@ -101,7 +101,10 @@ type tokenOptions struct {
 	Secrets  *secretSet
 	Label    string
 	MinValid time.Duration // --min-valid: renew first unless valid this long
-	Header   bool          // print "Authorization: Bearer <token>" (the header command)
+	// ForceRefresh renews now, even when the token looks valid
+	// (--force-refresh): by the refresh token or the key's grant.
+	ForceRefresh bool
+	Header       bool // print "Authorization: Bearer <token>" (the header command)
 	// Output is token's format: text, json or exec-credential (--output,
 	// --json).
 	Output string
@@ -173,6 +176,7 @@ The token is refreshed first if needed, as with "shipkey token".`
 		return tokenRun(cmd.Context(), opts)
 	}
 	cmd.Flags().DurationVar(&opts.MinValid, "min-valid", 0, "hand out a token valid for at least this long (e.g. 5m), renewing first")
+	cmd.Flags().BoolVar(&opts.ForceRefresh, "force-refresh", false, "renew the token now, even when it looks valid (one the server revoked)")
 	if header {
 		cmd.Flags().BoolVar(&opts.CurlConfig, "curl-config", false, "print a curl config line (header = \"…\") for: curl -K - URL")
 	} else {
@@ -204,13 +208,20 @@ func tokenRun(ctx context.Context, opts *tokenOptions) error {
 	var ts *auth.TokenSet
 	var name string // the key as the output names it: LABEL or T/LABEL
 	if t, l, ok := teamKeyAddress(st, opts.Label); ok && opts.TeamToken != nil {
+		if opts.ForceRefresh {
+			return usageErrorf("--force-refresh takes a key of this machine; a team key is renewed for the whole team with: shipkey login %s", text.ShellQuote(opts.Label))
+		}
 		name = opts.Label
 		ts, err = opts.TeamToken(ctx, t, l, opts.MinValid)
 	} else {
 		var key store.Key
 		if key, err = resolveKey(st, opts.Label); err == nil {
 			name = key.Label
-			ts, err = freshToken(ctx, st, key, opts.MinValid, opts.Secrets, opts.IO, opts.Now)
+			if opts.ForceRefresh {
+				ts, err = forcedToken(ctx, st, key, opts.Secrets)
+			} else {
+				ts, err = freshToken(ctx, st, key, opts.MinValid, opts.Secrets, opts.IO, opts.Now)
+			}
 		}
 	}
 	if err != nil {
@@ -245,6 +256,17 @@ func freshToken(ctx context.Context, st *store.Store, key store.Key, minValid ti
 		fmt.Fprintf(ios.ErrOut, "shipkey: warning: API key %s: this token is valid only until %s, less than --min-valid %s: the server issues shorter-lived tokens\n",
 			text.Safe(key.Label), text.Stamp(ts.AccessExpiry()), minValid)
 	}
+	return ts, nil
+}
+
+// forcedToken renews the key's token now, even when it looks valid (the
+// server may have revoked it), by the refresh token or the key's grant.
+func forcedToken(ctx context.Context, st *store.Store, key store.Key, secrets *secretSet) (*auth.TokenSet, error) {
+	_, ts, err := st.Refresh(ctx, key.Label)
+	if err != nil {
+		return nil, err
+	}
+	secrets.Add(ts.AccessToken, ts.RefreshToken, ts.IDToken)
 	return ts, nil
 }
 

@@ -1,0 +1,371 @@
+package authtest
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/url"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+)
+
+// ResourceConfig describes a ResourceServer: the authorization server it
+// trusts and the credentials it introspects tokens with.
+type ResourceConfig struct {
+	// Issuer is the authorization server's issuer; its discovery document
+	// (Issuer+"/.well-known/openid-configuration") names the introspection
+	// endpoint. An authtest Server's Issuer() or oidc-provider's issuer.
+	Issuer string
+	// IntrospectionURL, when set, is used as it is and discovery is skipped.
+	IntrospectionURL string
+	// ClientID and ClientSecret authenticate the resource server at the
+	// introspection endpoint (client_secret_post), as a confidential client.
+	ClientID, ClientSecret string
+	// Realm is the realm parameter of the WWW-Authenticate challenge
+	// (default "shipping").
+	Realm string
+}
+
+// ResourceServer is an API protected by an authorization server, on
+// loopback: it checks every request's bearer token by introspection (RFC
+// 7662) at the authorization server, with no cache, so a token revoked or a
+// session ended there is refused at the next request, as a careful real API
+// does. A refused request's body is never read (a client that sent
+// Expect: 100-continue can send it again). A request without a token, or with one the server says is not
+// active, is answered 401 with an RFC 6750 challenge in WWW-Authenticate
+// (error="invalid_token" for a refused token). An accepted request is
+// answered 200 with a JSON Echo of what arrived, so that a test can check a
+// body came whole. Paths under /test/ answer canned bodies (see Handler).
+//
+// It never logs a token and listens only on 127.0.0.1.
+type ResourceServer struct {
+	cfg    ResourceConfig
+	ln     net.Listener
+	srv    *http.Server
+	url    string
+	client *http.Client
+
+	mu         sync.Mutex
+	introspect string // the introspection endpoint, once discovered
+	counts     map[string]int
+	refuseNext int // answer the next n authenticated requests 401 invalid_token
+}
+
+// Echo is the JSON body a ResourceServer answers an accepted request with.
+type Echo struct {
+	Method      string `json:"method"`
+	Path        string `json:"path"`
+	Query       string `json:"query,omitempty"`
+	ContentType string `json:"content_type,omitempty"`
+	// BodyBytes and BodySHA256 describe the request body as it arrived:
+	// compare them with what was sent.
+	BodyBytes  int64  `json:"body_bytes"`
+	BodySHA256 string `json:"body_sha256"`
+	// Subject, ClientID and Scope are what introspection said of the token.
+	Subject  string `json:"sub,omitempty"`
+	ClientID string `json:"client_id,omitempty"`
+	Scope    string `json:"scope,omitempty"`
+	// Headers are the request's headers other than Authorization and DPoP.
+	Headers map[string]string `json:"headers,omitempty"`
+}
+
+// NewResourceServer starts a resource server on 127.0.0.1 with a random
+// port. It panics if it cannot listen, like httptest.NewServer. Close it when
+// done.
+func NewResourceServer(cfg ResourceConfig) *ResourceServer {
+	rs, err := StartResourceServer("127.0.0.1:0", cfg)
+	if err != nil {
+		panic("authtest: " + err.Error())
+	}
+	return rs
+}
+
+// StartResourceServer starts a resource server on addr, which must be a
+// loopback address (as Start).
+func StartResourceServer(addr string, cfg ResourceConfig) (*ResourceServer, error) {
+	hostport, err := loopbackAddr(addr)
+	if err != nil {
+		return nil, err
+	}
+	if cfg.Issuer == "" && cfg.IntrospectionURL == "" {
+		return nil, errors.New("resource server: name the authorization server (Issuer or IntrospectionURL)")
+	}
+	if cfg.Realm == "" {
+		cfg.Realm = "shipping"
+	}
+	ln, err := net.Listen("tcp", hostport)
+	if err != nil {
+		return nil, fmt.Errorf("listen on %s: %w", hostport, err)
+	}
+	rs := &ResourceServer{
+		cfg:        cfg,
+		ln:         ln,
+		url:        "http://" + ln.Addr().String(),
+		client:     &http.Client{Timeout: 10 * time.Second},
+		introspect: cfg.IntrospectionURL,
+		counts:     map[string]int{},
+	}
+	rs.srv = &http.Server{Handler: rs.Handler(), ReadHeaderTimeout: 10 * time.Second}
+	go func() { _ = rs.srv.Serve(ln) }()
+	return rs, nil
+}
+
+// URL is the API's base URL, e.g. "http://127.0.0.1:41235".
+func (rs *ResourceServer) URL() string { return rs.url }
+
+// Close stops the server.
+func (rs *ResourceServer) Close() { _ = rs.srv.Close() }
+
+// Count is the number of requests seen so far by outcome: "requests" (all),
+// "accepted", "refused" (401) and "introspections".
+func (rs *ResourceServer) Count(name string) int {
+	rs.mu.Lock()
+	defer rs.mu.Unlock()
+	return rs.counts[name]
+}
+
+// RefuseNext makes the next n requests that carry a token be answered 401
+// invalid_token whatever introspection would say, as an API whose own view
+// of a token is stale does: a client renews and retries, and sees a second
+// refusal when n > 1.
+func (rs *ResourceServer) RefuseNext(n int) {
+	rs.mu.Lock()
+	defer rs.mu.Unlock()
+	rs.refuseNext = n
+}
+
+func (rs *ResourceServer) count(name string) {
+	rs.mu.Lock()
+	defer rs.mu.Unlock()
+	rs.counts[name]++
+}
+
+// Handler serves the API: every path checks the token; an accepted request
+// gets its Echo, except these canned answers (for screens and clients):
+//
+//	/test/status/{code}   answers code with the Echo as body
+//	/test/large?n=N       a JSON array of N objects (default 2000)
+//	/test/hostile         JSON whose strings carry terminal control sequences
+//	/test/bytes?n=N       N bytes of application/octet-stream (streamed)
+func (rs *ResourceServer) Handler() http.Handler {
+	return http.HandlerFunc(rs.serve)
+}
+
+func (rs *ResourceServer) serve(w http.ResponseWriter, r *http.Request) {
+	rs.count("requests")
+	tok, ok := bearerToken(r)
+	if !ok {
+		// RFC 6750 §3.1: no error code when the request carried no token.
+		rs.challenge(w, "", "")
+		return
+	}
+	rs.mu.Lock()
+	forced := rs.refuseNext > 0
+	if forced {
+		rs.refuseNext--
+	}
+	rs.mu.Unlock()
+	if forced {
+		rs.challenge(w, "invalid_token", "The access token is not active")
+		return
+	}
+	info, err := rs.introspectToken(r, tok)
+	switch {
+	case err != nil:
+		w.Header().Set("Content-Type", "application/json")
+		w.WriteHeader(http.StatusServiceUnavailable)
+		_ = json.NewEncoder(w).Encode(map[string]string{"error": "introspection failed", "error_description": err.Error()})
+		return
+	case !info.Active:
+		rs.challenge(w, "invalid_token", "The access token is not active")
+		return
+	}
+	rs.count("accepted")
+	switch {
+	case r.URL.Path == "/test/large":
+		writeLarge(w, r)
+		return
+	case r.URL.Path == "/test/hostile":
+		w.Header().Set("Content-Type", "application/json")
+		_, _ = io.WriteString(w, hostileBody)
+		return
+	case r.URL.Path == "/test/bytes":
+		writeBytes(w, r)
+		return
+	}
+	h := sha256.New()
+	n, err := io.Copy(h, r.Body)
+	if err != nil {
+		http.Error(w, "reading the body: "+err.Error(), http.StatusBadRequest)
+		return
+	}
+	e := Echo{
+		Method:      r.Method,
+		Path:        r.URL.Path,
+		Query:       r.URL.RawQuery,
+		ContentType: r.Header.Get("Content-Type"),
+		BodyBytes:   n,
+		BodySHA256:  hex.EncodeToString(h.Sum(nil)),
+		Subject:     info.Subject,
+		ClientID:    info.ClientID,
+		Scope:       info.Scope,
+		Headers:     map[string]string{},
+	}
+	for k := range r.Header {
+		if k != "Authorization" && k != "Dpop" {
+			e.Headers[k] = r.Header.Get(k)
+		}
+	}
+	status := http.StatusOK
+	if code, ok := strings.CutPrefix(r.URL.Path, "/test/status/"); ok {
+		if c, err := strconv.Atoi(code); err == nil && c >= 200 && c <= 599 {
+			status = c
+		}
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(status)
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	_ = enc.Encode(e)
+}
+
+// challenge answers 401 with an RFC 6750 Bearer challenge.
+func (rs *ResourceServer) challenge(w http.ResponseWriter, code, desc string) {
+	rs.count("refused")
+	c := `Bearer realm="` + rs.cfg.Realm + `"`
+	if code != "" {
+		c += `, error="` + code + `", error_description="` + desc + `"`
+	}
+	w.Header().Set("WWW-Authenticate", c)
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(http.StatusUnauthorized)
+	body := map[string]string{"error": "unauthorized"}
+	if code != "" {
+		body = map[string]string{"error": code, "error_description": desc}
+	}
+	_ = json.NewEncoder(w).Encode(body)
+}
+
+// bearerToken is the request's bearer token (RFC 6750 §2.1).
+func bearerToken(r *http.Request) (string, bool) {
+	h := r.Header.Get("Authorization")
+	scheme, tok, ok := strings.Cut(h, " ")
+	if !ok || !strings.EqualFold(scheme, "bearer") {
+		return "", false
+	}
+	tok = strings.TrimSpace(tok)
+	return tok, tok != ""
+}
+
+// introspection is what the resource server reads of an introspection answer.
+type introspection struct {
+	Active   bool   `json:"active"`
+	Subject  string `json:"sub"`
+	ClientID string `json:"client_id"`
+	Scope    string `json:"scope"`
+}
+
+func (rs *ResourceServer) introspectToken(r *http.Request, tok string) (introspection, error) {
+	rs.count("introspections")
+	endpoint, err := rs.introspectionURL(r)
+	if err != nil {
+		return introspection{}, err
+	}
+	form := url.Values{"token": {tok}, "client_id": {rs.cfg.ClientID}, "client_secret": {rs.cfg.ClientSecret}}
+	req, err := http.NewRequestWithContext(r.Context(), http.MethodPost, endpoint, strings.NewReader(form.Encode()))
+	if err != nil {
+		return introspection{}, err
+	}
+	req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+	req.Header.Set("Accept", "application/json")
+	resp, err := rs.client.Do(req)
+	if err != nil {
+		return introspection{}, errors.New("the authorization server could not be reached")
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return introspection{}, fmt.Errorf("the authorization server answered introspection with HTTP %d", resp.StatusCode)
+	}
+	var info introspection
+	if err := json.NewDecoder(io.LimitReader(resp.Body, 1<<20)).Decode(&info); err != nil {
+		return introspection{}, fmt.Errorf("introspection answer: %v", err)
+	}
+	return info, nil
+}
+
+// introspectionURL is the introspection endpoint, discovered once.
+func (rs *ResourceServer) introspectionURL(r *http.Request) (string, error) {
+	rs.mu.Lock()
+	u := rs.introspect
+	rs.mu.Unlock()
+	if u != "" {
+		return u, nil
+	}
+	req, err := http.NewRequestWithContext(r.Context(), http.MethodGet, strings.TrimRight(rs.cfg.Issuer, "/")+"/.well-known/openid-configuration", nil)
+	if err != nil {
+		return "", err
+	}
+	resp, err := rs.client.Do(req)
+	if err != nil {
+		return "", errors.New("the authorization server's discovery could not be reached")
+	}
+	defer resp.Body.Close()
+	var doc struct {
+		Introspection string `json:"introspection_endpoint"`
+	}
+	if resp.StatusCode != http.StatusOK || json.NewDecoder(io.LimitReader(resp.Body, 1<<20)).Decode(&doc) != nil || doc.Introspection == "" {
+		return "", errors.New("the authorization server announces no introspection endpoint")
+	}
+	rs.mu.Lock()
+	rs.introspect = doc.Introspection
+	rs.mu.Unlock()
+	return doc.Introspection, nil
+}
+
+// hostileBody is JSON whose strings carry terminal control sequences: clear
+// screen, an OSC 52 clipboard write, a C1 CSI and a right-to-left override.
+const hostileBody = `{"name":"evil\u001b[2J\u001b[H","note":"copy\u001b]52;c;ZXZpbA==\u0007me","c1":"\u009b31mred","bidi":"\u202eesrever","bell":"\u0007"}` + "\n"
+
+func writeLarge(w http.ResponseWriter, r *http.Request) {
+	n := 2000
+	if v, err := strconv.Atoi(r.URL.Query().Get("n")); err == nil && v >= 0 && v <= 1_000_000 {
+		n = v
+	}
+	w.Header().Set("Content-Type", "application/json")
+	_, _ = io.WriteString(w, "[")
+	for i := range n {
+		sep := ","
+		if i == 0 {
+			sep = ""
+		}
+		_, _ = fmt.Fprintf(w, `%s{"id":%d,"name":"shipment-%05d","status":"in_transit"}`, sep, i, i)
+	}
+	_, _ = io.WriteString(w, "]\n")
+}
+
+func writeBytes(w http.ResponseWriter, r *http.Request) {
+	n, err := strconv.ParseInt(r.URL.Query().Get("n"), 10, 64)
+	if err != nil || n < 0 || n > 1<<32 {
+		n = 1 << 20
+	}
+	w.Header().Set("Content-Type", "application/octet-stream")
+	w.Header().Set("Content-Length", strconv.FormatInt(n, 10))
+	chunk := make([]byte, 32<<10)
+	for i := range chunk {
+		chunk[i] = byte('a' + i%26)
+	}
+	for n > 0 {
+		m := min(n, int64(len(chunk)))
+		if _, err := w.Write(chunk[:m]); err != nil {
+			return
+		}
+		n -= m
+	}
+}

@@ -1,0 +1,494 @@
+package cli
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"os"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/itchyny/gojq"
+	"github.com/spf13/cobra"
+
+	"github.com/shipkey/shipkey/auth"
+	"github.com/shipkey/shipkey/internal/text"
+	"github.com/shipkey/shipkey/store"
+)
+
+// apiOptions calls the API with a key's token, as gh api does.
+type apiOptions struct {
+	IO      *iostreams
+	Getenv  func(string) string
+	Now     func() time.Time
+	Store   func() (*store.Store, error)
+	Secrets *secretSet
+	// Client builds the HTTP client that sends the key's token (the
+	// factory's; tests may replace it).
+	Client func(auth.APISource) (*http.Client, error)
+
+	Label        string   // --key
+	Target       string   // PATH or URL
+	Method       string   // -X
+	Headers      []string // -H "Name: value"
+	RawFields    []string // -f key=value (strings)
+	TypedFields  []string // -F key=value (true, false, null, numbers, @file)
+	Input        string   // --input FILE or -
+	Include      bool     // -i
+	JQ           string   // --jq
+	Silent       bool     // --silent
+	ForceRefresh bool     // --force-refresh
+}
+
+func newCmdAPI(f *factory, runF func(context.Context, *apiOptions) error) *cobra.Command {
+	opts := &apiOptions{IO: f.IO, Getenv: f.Getenv, Now: f.Now, Store: f.readingStore, Secrets: f.Secrets, Client: f.APIClient}
+	cmd := &cobra.Command{
+		Use:   "api [--key KEY] URL",
+		Short: "Call the API with the key's token (like gh api)",
+		Long: `Send an HTTP request with the key's access token and print the answer.
+
+URL is a full https:// URL (http:// only to loopback). The token goes in
+the Authorization header; it is renewed first when it is about to expire.
+When the API answers 401 and its WWW-Authenticate says the token is invalid
+(error="invalid_token", or a DPoP nonce is asked for), the token is renewed
+once, forced, and the request sent once more; nothing else is ever retried.
+A body read from standard input is sent with Expect: 100-continue, so that
+it can still be sent whole after such a refusal.
+
+The body: -f key=value adds a string field and -F key=value a typed one
+(true, false, null and numbers as JSON; @FILE the file's text, @- standard
+input's) to a JSON object; --input FILE (or - for standard input) sends the
+file as it is, streamed. A body makes the method POST unless -X says
+otherwise. Content-Type and Accept default to application/json (-H sets
+them).
+
+The answer's body goes to stdout as it arrives (through --jq EXPR when
+given: the body is then read whole and each result printed, strings raw);
+-i prints the status line and headers first; --silent prints no body. Text
+printed to a terminal has its control characters made visible. With stdout
+not a terminal and stderr one, a long download shows its progress on stderr.
+
+Exit codes: 0 for a 2xx answer; 1 for any other (the body is still printed
+on stdout, the status line on stderr) and for a network failure (one line);
+3 when only a new login can help (shipkey login). Without --key:
+SHIPKEY_KEY, else the default key, else the only key.`,
+		Example: `  shipkey api https://api.example.com/v1/shipments
+  shipkey api -X POST https://api.example.com/v1/shipments -f ref=A1 -F weight=2.5
+  gzip -dc shipments.json.gz | shipkey api --input - https://api.example.com/v1/shipments/import
+  shipkey api https://api.example.com/v1/shipments --jq '.[].id'`,
+		Args: usageArgs(cobra.ExactArgs(1)),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			opts.Target = args[0]
+			if opts.Input != "" && (len(opts.RawFields) > 0 || len(opts.TypedFields) > 0) {
+				return usageErrorf("--input and -f/-F: give the body one way (see: %s --help)", cmd.CommandPath())
+			}
+			if opts.JQ != "" && opts.Silent {
+				return usageErrorf("--jq and --silent: give one (see: %s --help)", cmd.CommandPath())
+			}
+			if runF != nil {
+				return runF(cmd.Context(), opts)
+			}
+			return apiRun(cmd.Context(), opts)
+		},
+	}
+	cmd.Flags().StringVar(&opts.Label, "key", "", "the API key whose token is sent")
+	cmd.Flags().StringVarP(&opts.Method, "method", "X", "", "HTTP method (default GET, or POST with a body)")
+	cmd.Flags().StringArrayVarP(&opts.Headers, "header", "H", nil, `add a request header "Name: value" (repeatable)`)
+	cmd.Flags().StringArrayVarP(&opts.RawFields, "raw-field", "f", nil, "add a string field key=value to the JSON body")
+	cmd.Flags().StringArrayVarP(&opts.TypedFields, "field", "F", nil, "add a typed field key=value (true, false, null, numbers, @FILE) to the JSON body")
+	cmd.Flags().StringVar(&opts.Input, "input", "", "send FILE (- for standard input) as the body, streamed")
+	cmd.Flags().BoolVarP(&opts.Include, "include", "i", false, "print the status line and headers before the body")
+	cmd.Flags().StringVarP(&opts.JQ, "jq", "q", "", "filter the JSON answer with a jq expression")
+	cmd.Flags().BoolVar(&opts.Silent, "silent", false, "print no body")
+	cmd.Flags().BoolVar(&opts.ForceRefresh, "force-refresh", false, "renew the token before sending, even when it looks valid")
+	_ = cmd.RegisterFlagCompletionFunc("key", completeLabelFlag(f))
+	return cmd
+}
+
+// APIClient is the HTTP client for calling an API with tokens from source:
+// SHIPKEY_CA_FILE's roots, --timeout for the answer's headers, --debug's
+// log.
+func (f *factory) APIClient(source auth.APISource) (*http.Client, error) {
+	timeout, err := f.requestTimeout()
+	if err != nil {
+		return nil, err
+	}
+	return auth.NewAPIClient(auth.APIOptions{
+		Source:        source,
+		CAFile:        f.Getenv("SHIPKEY_CA_FILE"),
+		HeaderTimeout: timeout,
+		Logger:        f.Logger(),
+	})
+}
+
+func apiRun(ctx context.Context, opts *apiOptions) error {
+	target, err := apiTarget(opts.Target)
+	if err != nil {
+		return err
+	}
+	jq, err := compileJQ(opts.JQ)
+	if err != nil {
+		return err
+	}
+	body, err := apiBody(opts)
+	if err != nil {
+		return err
+	}
+	method := strings.ToUpper(opts.Method)
+	if method == "" {
+		method = http.MethodGet
+		if body.present() {
+			method = http.MethodPost
+		}
+	}
+	req, err := http.NewRequestWithContext(ctx, method, target.String(), body.reader)
+	if err != nil {
+		return usageErrorf("%s %s: %v", text.Safe(method), text.Safe(opts.Target), err)
+	}
+	req.GetBody, req.ContentLength = body.getBody, body.length
+	req.Header.Set("Accept", "application/json")
+	if body.present() {
+		req.Header.Set("Content-Type", "application/json")
+	}
+	for _, h := range opts.Headers {
+		name, value, ok := strings.Cut(h, ":")
+		name = strings.TrimSpace(name)
+		if !ok || name == "" || strings.ContainsAny(name, " \t\r\n") {
+			return usageErrorf("-H %s is not a header; write \"Name: value\"", text.ShellQuote(h))
+		}
+		if strings.EqualFold(name, "Authorization") {
+			return usageErrorf("-H Authorization: the key's token is the authorization; use shipkey curl for another")
+		}
+		req.Header.Set(name, strings.TrimSpace(value))
+	}
+
+	st, err := opts.Store()
+	if err != nil {
+		return err
+	}
+	if _, _, ok := teamKeyAddress(st, opts.Label); ok {
+		return usageErrorf("shipkey api takes a key of this machine; for a team key run: shipkey exec %s -- …", text.ShellQuote(opts.Label))
+	}
+	key, err := resolveKey(st, opts.Label)
+	if err != nil {
+		return err
+	}
+	client, err := opts.Client(keySource(st, key, opts.ForceRefresh, opts.Secrets))
+	if err != nil {
+		return err
+	}
+	resp, err := client.Do(req)
+	if err != nil {
+		return apiError(method, target, err)
+	}
+	defer resp.Body.Close()
+	return writeAnswer(opts, resp, jq)
+}
+
+// keySource hands out the key's token to the API client: the stored one
+// (renewed first when due), or a renewed one when forced (first with
+// forceFirst, and after an invalid-token 401).
+func keySource(st *store.Store, key store.Key, forceFirst bool, secrets *secretSet) auth.APISource {
+	return func(ctx context.Context, force bool) (*auth.TokenSet, error) {
+		var ts *auth.TokenSet
+		var err error
+		if force || forceFirst {
+			forceFirst = false
+			_, ts, err = st.Refresh(ctx, key.Label)
+		} else {
+			ts, err = st.Token(ctx, key.Label, store.TokenOptions{MarkUsed: true})
+		}
+		if err != nil {
+			return nil, err
+		}
+		secrets.Add(ts.AccessToken, ts.RefreshToken, ts.IDToken)
+		return ts, nil
+	}
+}
+
+// apiTarget is the request's URL: a full http(s) URL.
+func apiTarget(s string) (*url.URL, error) {
+	u, err := url.Parse(s)
+	if err != nil || u.Host == "" || (u.Scheme != "https" && u.Scheme != "http") {
+		return nil, usageErrorf("%s is not a full URL; give one such as https://api.example.com/v1/shipments", text.ShellQuote(s))
+	}
+	return u, nil
+}
+
+// apiError is the one line for a request that got no answer: the token
+// source's own error when it failed (login needed: exit 3), else what the
+// network said.
+func apiError(method string, target *url.URL, err error) error {
+	var ue *url.Error
+	if errors.As(err, &ue) {
+		err = ue.Err
+	}
+	var lne *store.LoginNeededError
+	if errors.As(err, &lne) || errors.Is(err, store.ErrLoginNeeded) || auth.KindOf(err) != auth.KindUnknown {
+		return err
+	}
+	where := target.Scheme + "://" + target.Host + target.Path
+	return fmt.Errorf("%s %s: no answer: %v", method, text.Safe(where), err)
+}
+
+// requestBody is what a request sends.
+type requestBody struct {
+	reader  io.Reader
+	getBody func() (io.ReadCloser, error) // nil: not repeatable (a stream)
+	length  int64                         // -1 unknown, 0 none
+}
+
+func (b requestBody) present() bool { return b.reader != nil }
+
+// apiBody builds the request body from -f/-F or --input.
+func apiBody(opts *apiOptions) (requestBody, error) {
+	switch {
+	case opts.Input == "-":
+		if f, ok := opts.IO.In.(*os.File); ok {
+			if fi, err := f.Stat(); err == nil && fi.Mode().IsRegular() {
+				return fileBody(f, fi.Size()), nil
+			}
+		}
+		return requestBody{reader: io.NopCloser(opts.IO.In), length: -1}, nil
+	case opts.Input != "":
+		f, err := os.Open(opts.Input)
+		if err != nil {
+			return requestBody{}, fmt.Errorf("--input: %w", err)
+		}
+		fi, err := f.Stat()
+		if err != nil {
+			return requestBody{}, err
+		}
+		if !fi.Mode().IsRegular() {
+			return requestBody{reader: f, length: -1}, nil
+		}
+		return fileBody(f, fi.Size()), nil
+	case len(opts.RawFields)+len(opts.TypedFields) > 0:
+		obj := map[string]any{}
+		for _, kv := range opts.RawFields {
+			k, v, ok := strings.Cut(kv, "=")
+			if !ok || k == "" {
+				return requestBody{}, usageErrorf("-f %s is not key=value", text.ShellQuote(kv))
+			}
+			obj[k] = v
+		}
+		for _, kv := range opts.TypedFields {
+			k, v, ok := strings.Cut(kv, "=")
+			if !ok || k == "" {
+				return requestBody{}, usageErrorf("-F %s is not key=value", text.ShellQuote(kv))
+			}
+			val, err := typedField(opts.IO.In, v)
+			if err != nil {
+				return requestBody{}, err
+			}
+			obj[k] = val
+		}
+		data, err := json.Marshal(obj)
+		if err != nil {
+			return requestBody{}, err
+		}
+		return requestBody{
+			reader:  bytes.NewReader(data),
+			getBody: func() (io.ReadCloser, error) { return io.NopCloser(bytes.NewReader(data)), nil },
+			length:  int64(len(data)),
+		}, nil
+	}
+	return requestBody{}, nil
+}
+
+// fileBody sends a regular file, sent again from its start when asked.
+func fileBody(f *os.File, size int64) requestBody {
+	return requestBody{
+		reader: io.NopCloser(f),
+		getBody: func() (io.ReadCloser, error) {
+			if _, err := f.Seek(0, io.SeekStart); err != nil {
+				return nil, err
+			}
+			return io.NopCloser(f), nil
+		},
+		length: size,
+	}
+}
+
+// typedField is -F's value: true, false, null, a number, @FILE's text, or
+// the string itself.
+func typedField(stdin io.Reader, v string) (any, error) {
+	switch v {
+	case "true":
+		return true, nil
+	case "false":
+		return false, nil
+	case "null":
+		return nil, nil
+	}
+	if n, err := strconv.ParseInt(v, 10, 64); err == nil {
+		return n, nil
+	}
+	if n, err := strconv.ParseFloat(v, 64); err == nil && !strings.ContainsAny(v, "xXnN") {
+		return n, nil
+	}
+	if name, ok := strings.CutPrefix(v, "@"); ok {
+		var data []byte
+		var err error
+		if name == "-" {
+			data, err = io.ReadAll(stdin)
+		} else {
+			data, err = os.ReadFile(name)
+		}
+		if err != nil {
+			return nil, fmt.Errorf("-F %s: %w", text.ShellQuote(v), err)
+		}
+		return string(data), nil
+	}
+	return v, nil
+}
+
+func compileJQ(expr string) (*gojq.Code, error) {
+	if expr == "" {
+		return nil, nil
+	}
+	q, err := gojq.Parse(expr)
+	if err != nil {
+		return nil, usageErrorf("--jq %s: %v", text.ShellQuote(expr), err)
+	}
+	code, err := gojq.Compile(q)
+	if err != nil {
+		return nil, usageErrorf("--jq %s: %v", text.ShellQuote(expr), err)
+	}
+	return code, nil
+}
+
+// writeAnswer prints the answer: status line and headers with -i, the body
+// (through jq when asked); a status other than 2xx is the error line.
+func writeAnswer(opts *apiOptions, resp *http.Response, jq *gojq.Code) error {
+	out := opts.IO.Out
+	var safe *text.SafeWriter
+	if opts.IO.StdoutTTY {
+		safe = text.NewSafeWriter(out)
+		out = safe
+	}
+	if opts.Include {
+		fmt.Fprintf(out, "%s %s\n", resp.Proto, resp.Status)
+		names := make([]string, 0, len(resp.Header))
+		for k := range resp.Header {
+			names = append(names, k)
+		}
+		slices.Sort(names)
+		for _, k := range names {
+			for _, v := range resp.Header[k] {
+				fmt.Fprintf(out, "%s: %s\n", k, v)
+			}
+		}
+		fmt.Fprintln(out)
+	}
+	var err error
+	switch {
+	case opts.Silent:
+		_, err = io.Copy(io.Discard, resp.Body)
+	case jq != nil && isJSON(resp.Header.Get("Content-Type")):
+		err = runJQ(out, resp.Body, jq)
+	default:
+		var src io.Reader = resp.Body
+		if !opts.IO.StdoutTTY && opts.IO.StderrTTY {
+			p := startProgress(opts.IO.ErrOut, resp.ContentLength)
+			defer p.stop()
+			src = io.TeeReader(resp.Body, p)
+		}
+		_, err = io.Copy(out, src)
+	}
+	if safe != nil {
+		if ferr := safe.Flush(); err == nil {
+			err = ferr
+		}
+	}
+	if err != nil {
+		var jqErr *jqError
+		if errors.As(err, &jqErr) {
+			return err
+		}
+		return fmt.Errorf("reading the answer: %v", err)
+	}
+	if resp.StatusCode < 200 || resp.StatusCode > 299 {
+		return &exitError{code: exitFailure, err: fmt.Errorf("HTTP %s", text.Safe(resp.Status))}
+	}
+	return nil
+}
+
+func isJSON(ct string) bool {
+	ct = strings.ToLower(ct)
+	return strings.Contains(ct, "json") || ct == ""
+}
+
+// jqError is a failure of the --jq expression on the answer.
+type jqError struct{ err error }
+
+func (e *jqError) Error() string { return "--jq: " + e.err.Error() }
+
+// maxJQBody bounds the body --jq reads whole.
+const maxJQBody = 256 << 20
+
+func runJQ(w io.Writer, body io.Reader, code *gojq.Code) error {
+	dec := json.NewDecoder(io.LimitReader(body, maxJQBody))
+	dec.UseNumber()
+	var v any
+	if err := dec.Decode(&v); err != nil {
+		return &jqError{fmt.Errorf("the answer is not JSON: %v", err)}
+	}
+	v = normalizeNumbers(v)
+	iter := code.Run(v)
+	for {
+		r, ok := iter.Next()
+		if !ok {
+			return nil
+		}
+		if err, ok := r.(error); ok {
+			var halt *gojq.HaltError
+			if errors.As(err, &halt) && halt.Value() == nil {
+				return nil
+			}
+			return &jqError{err}
+		}
+		if s, ok := r.(string); ok {
+			if _, err := fmt.Fprintln(w, s); err != nil {
+				return err
+			}
+			continue
+		}
+		b, err := gojq.Marshal(r)
+		if err != nil {
+			return &jqError{err}
+		}
+		if _, err := fmt.Fprintf(w, "%s\n", b); err != nil {
+			return err
+		}
+	}
+}
+
+// normalizeNumbers turns json.Numbers into what gojq takes: ints when they
+// fit, float64 otherwise.
+func normalizeNumbers(v any) any {
+	switch x := v.(type) {
+	case json.Number:
+		if n, err := x.Int64(); err == nil && n >= -(1<<53) && n <= 1<<53 {
+			return int(n)
+		}
+		f, _ := x.Float64()
+		return f
+	case map[string]any:
+		for k, e := range x {
+			x[k] = normalizeNumbers(e)
+		}
+	case []any:
+		for i, e := range x {
+			x[i] = normalizeNumbers(e)
+		}
+	}
+	return v
+}
