@@ -235,7 +235,14 @@ func (f keyFiles) remove(id string) error {
 	return nil
 }
 
-// countSecretFiles counts the per-key files in dir (temporary files aside).
+// isTeamSecret reports whether a secret file's id is a team's member
+// identity (TeamSecretID), not a key's: key ids are generated hex, so the
+// "team-" prefix never names a key. A team identity is neither a key's
+// secrets for the emptied-config check nor an orphan for the sweep.
+func isTeamSecret(id string) bool { return strings.HasPrefix(id, "team-") }
+
+// countSecretFiles counts the per-key files in dir (temporary files and team
+// identities aside).
 func countSecretFiles(dir string) int {
 	f, err := os.Open(dir)
 	if err != nil {
@@ -246,7 +253,7 @@ func countSecretFiles(dir string) int {
 	for {
 		names, err := f.Readdirnames(1024)
 		for _, name := range names {
-			if !strings.HasPrefix(name, ".") {
+			if !strings.HasPrefix(name, ".") && !isTeamSecret(name) {
 				n++
 			}
 		}

@@ -17,7 +17,8 @@ import (
 // atomic writes, and secret files of keys that config.toml does not hold (a
 // `keys new` killed after it wrote the secrets and before config.toml, a
 // `keys rm` killed in between). Both only once they are older than
-// staleTemp.
+// staleTemp. A team's member identity (TeamSecretID) is never swept: it is
+// no key's, and without it every team key of the machine is lost.
 
 const sweepStampName = ".swept"
 
@@ -69,7 +70,7 @@ func (s *Store) sweepOrphans() {
 			names, err := d.Readdirnames(1024)
 			for _, name := range names {
 				id, ok := strings.CutSuffix(name, kf.ext)
-				if !ok || strings.HasPrefix(name, ".") || ids[id] || !validID(id) {
+				if !ok || strings.HasPrefix(name, ".") || ids[id] || !validID(id) || isTeamSecret(id) {
 					continue
 				}
 				p := filepath.Join(kf.dir, name)

@@ -98,3 +98,53 @@ func TestTeamsFromTheIndex(t *testing.T) {
 		teams("dev", "ops")
 	}
 }
+
+// TestTeamIdentitySurvivesConfigChangesAndSweeps: a machine whose only keys
+// are team keys keeps working when config.toml changes in any way (a touch
+// rebuilds the index, whose emptied-config check counted the team identity
+// as a key's secrets), and the sweep of orphaned secret files never takes a
+// team's member identity, even on a machine that also has a local key.
+func TestTeamIdentitySurvivesConfigChangesAndSweeps(t *testing.T) {
+	t.Parallel()
+	// The file backend keeps its files as the plaintext one does (keyFiles);
+	// it needs a passphrase from the environment, which a parallel test
+	// cannot set.
+	for _, backend := range []string{BackendPlaintext} {
+		t.Run(backend, func(t *testing.T) {
+			e := newEnv(t, nil)
+			s := e.open(Options{Backend: backend})
+			if err := s.PutTeam(t.Context(), TeamConn{Name: "ops", Endpoints: []string{"https://127.0.0.1:2379"}, Recipient: "age1ops"}); err != nil {
+				t.Fatal(err)
+			}
+			if err := s.PutTeamSecrets("ops", TeamSecrets{Identity: "AGE-SECRET-KEY-1TEST"}); err != nil {
+				t.Fatal(err)
+			}
+			cfgPath := filepath.Join(e.cfgDir, configFileName)
+			later := time.Now().Add(time.Minute)
+			if err := os.Chtimes(cfgPath, later, later); err != nil {
+				t.Fatal(err)
+			}
+			if _, err := s.Teams(); err != nil {
+				t.Fatalf("team-only machine after touch config.toml: %v", err)
+			}
+			if _, err := s.TeamSecrets("ops"); err != nil {
+				t.Fatal(err)
+			}
+
+			// A local key too, and a sweep long after the identity was written.
+			e.create(s, "k", false)
+			old := time.Now().Add(-2 * staleTemp)
+			files, _ := filepath.Glob(filepath.Join(e.stateDir, "*", TeamSecretID("ops")+".*"))
+			if len(files) != 1 {
+				t.Fatalf("team identity files = %q, want one", files)
+			}
+			for _, p := range append(files, filepath.Join(e.stateDir, sweepStampName)) {
+				_ = os.Chtimes(p, old, old)
+			}
+			s.sweep()
+			if _, err := s.TeamSecrets("ops"); err != nil {
+				t.Fatalf("after a sweep: %v", err)
+			}
+		})
+	}
+}
