@@ -2,6 +2,7 @@ package auth
 
 import (
 	"encoding/json"
+	"errors"
 	"math"
 	"regexp"
 	"strconv"
@@ -167,4 +168,23 @@ func (c *Client) tokenSet(op string, tok *oauth2.Token) (*TokenSet, error) {
 		}
 	}
 	return ts, nil
+}
+
+// CheckStored applies a server answer's checks to a token set read back from
+// a place others can write (a team's etcd, a cache of it): the access token
+// is a b64token, refresh and ID tokens are visible ASCII, and the token type,
+// scope and session state hold no control character. The error names what
+// is wrong, never the value.
+func (ts *TokenSet) CheckStored() error {
+	switch {
+	case ts.AccessToken != "" && !b64token().MatchString(ts.AccessToken):
+		return errors.New("the access token holds characters a bearer token may not")
+	case ts.RefreshToken != "" && !visibleASCII(ts.RefreshToken):
+		return errors.New("the refresh token holds spaces, control characters or non-ASCII bytes")
+	case ts.IDToken != "" && !visibleASCII(ts.IDToken):
+		return errors.New("the ID token holds spaces, control characters or non-ASCII bytes")
+	case text.Safe(ts.TokenType) != ts.TokenType || text.Safe(ts.Scope) != ts.Scope || text.Safe(ts.SessionState) != ts.SessionState:
+		return errors.New("the token type, scope or session state holds control characters")
+	}
+	return nil
 }

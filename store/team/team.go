@@ -64,6 +64,9 @@ var (
 	ErrNotMember = errors.New("not a member")
 	// ErrNoTeam: the prefix holds no team.
 	ErrNoTeam = errors.New("no such team")
+	// ErrUnsigned: the team was made by a shipkey without signatures; its
+	// founder signs it again (team init), the others join again.
+	ErrUnsigned = errors.New("unsigned team")
 )
 
 // Options configure an Engine.
@@ -153,11 +156,12 @@ type NewKey struct {
 // ErrKeyNotFound: no team key has the label.
 var ErrKeyNotFound = errors.New("no such key")
 
-// Member is one recipient of a team's items.
+// Member is one recipient of a team's items and one of its signers.
 type Member struct {
-	Name      string    `json:"name"`
-	Recipient string    `json:"recipient"` // age X25519 recipient, age1…
-	AddedAt   time.Time `json:"added_at"`
+	Name       string    `json:"name"`
+	Recipient  string    `json:"recipient"`             // age X25519 recipient, age1…
+	SigningKey string    `json:"signing_key,omitempty"` // Ed25519 public key (EncodeSigningKey)
+	AddedAt    time.Time `json:"added_at"`
 }
 
 // JoinOptions create or join a team on this machine.

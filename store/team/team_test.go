@@ -3,6 +3,7 @@ package team_test
 import (
 	"bytes"
 	"context"
+	"encoding/base64"
 	"errors"
 	"fmt"
 	"net/http"
@@ -272,7 +273,8 @@ func TestEtcdHoldsNoPlaintext(t *testing.T) {
 	if err != nil {
 		t.Fatalf("etcdctl: %v\n%s", err, out)
 	}
-	if !bytes.Contains(out, []byte("age-encryption.org")) {
+	// Items are signed envelopes around age ciphertext (base64 in JSON).
+	if !bytes.Contains(out, []byte(`"data":"`+base64.StdEncoding.EncodeToString([]byte("age-encryption.org/v1"))[:24])) {
 		t.Fatalf("etcdctl shows no age ciphertext:\n%.400s", out)
 	}
 	for name, s := range map[string]string{"client secret": clientSecret, "password": password, "access token": ts.AccessToken, "refresh token": ts.RefreshToken, "label": "secret-label"} {

@@ -61,6 +61,13 @@ func (h *handle) readCache() *cacheFile {
 	if c.Keys == nil {
 		c.Keys = map[string]*cacheEntry{}
 	}
+	// A cached token passes a server answer's checks as one from etcd does
+	// (a cache written by an older shipkey kept what etcd held).
+	for _, e := range c.Keys {
+		if e.Token != nil && e.Token.CheckStored() != nil {
+			e.Token, e.TokenRev = nil, 0
+		}
+	}
 	return c
 }
 

@@ -10,10 +10,12 @@ import (
 	"slices"
 	"strings"
 
+	"go.etcd.io/etcd/api/v3/mvccpb"
 	clientv3 "go.etcd.io/etcd/client/v3"
 
 	"github.com/shipkey/shipkey/auth"
 	"github.com/shipkey/shipkey/internal/text"
+	"github.com/shipkey/shipkey/store/team"
 )
 
 func (h *handle) key(e *cacheEntry) Key {
@@ -36,8 +38,9 @@ type snapshot struct {
 	rev     int64 // etcd's revision the read saw (a watch goes on from rev+1)
 }
 
-// read loads the whole team from etcd and decrypts it; it refreshes the
-// local cache with what it read.
+// read loads the whole team from etcd, accepts its roster, verifies and
+// decrypts every item; an item no member signed is said and left aside (the
+// others are used). It refreshes the local cache with what it read.
 func (h *handle) read(ctx context.Context) (*snapshot, error) {
 	cli, err := h.client()
 	if err != nil {
@@ -48,44 +51,73 @@ func (h *handle) read(ctx context.Context) (*snapshot, error) {
 		return nil, h.etcdErr(err)
 	}
 	s := &snapshot{entries: map[string]*cacheEntry{}, rev: resp.Header.Revision}
-	found := false
-	tokens := map[string][]byte{}
-	tokenRevs := map[string]int64{}
+	var rosterKV, catalogKV *mvccpb.KeyValue
+	history := map[int64][]byte{}
+	var keys, tokens []*mvccpb.KeyValue
 	for _, kv := range resp.Kvs {
 		k := string(kv.Key)
 		switch {
 		case k == rosterKey(h.name()):
-			found = true
-			if err := json.Unmarshal(kv.Value, &s.roster.Members); err != nil {
-				return nil, &Error{Team: h.name(), Msg: "the roster in etcd is damaged"}
-			}
-			s.roster.Rev = kv.ModRevision
+			rosterKV = kv
 		case k == catalogKey(h.name()):
-			s.catRev = kv.ModRevision
-		case strings.HasPrefix(k, keysPrefix(h.name())):
-			var d Definition
-			if err := h.decode(kv.Value, &d); err != nil {
-				return nil, err
+			catalogKV = kv
+		case strings.HasPrefix(k, prefix(h.name())+"rosters/"):
+			var v int64
+			if _, err := fmt.Sscanf(strings.TrimPrefix(k, prefix(h.name())+"rosters/"), "%d", &v); err == nil {
+				history[v] = kv.Value
 			}
-			s.entries[idOf(k, keysPrefix(h.name()))] = &cacheEntry{Def: d}
+		case strings.HasPrefix(k, keysPrefix(h.name())):
+			keys = append(keys, kv)
 		case strings.HasPrefix(k, tokensPrefix(h.name())):
-			id := idOf(k, tokensPrefix(h.name()))
-			tokens[id], tokenRevs[id] = kv.Value, kv.ModRevision
+			tokens = append(tokens, kv)
 		}
 	}
-	if !found {
+	if rosterKV == nil {
 		return nil, &Error{Team: h.name(), Msg: "etcd holds no such team", Kind: ErrNoTeam}
 	}
-	for id, data := range tokens {
+	if s.roster, err = h.accept(rosterKV.Value, rosterKV.ModRevision, func(v int64) []byte { return history[v] }, false); err != nil {
+		return nil, err
+	}
+	if !h.hasMe(s.roster) {
+		return nil, h.notMember()
+	}
+	if catalogKV != nil {
+		s.catRev = catalogKV.ModRevision
+		if _, err := team.OpenItem(h.name(), kindCatalog, kindCatalog, s.roster.Roster, catalogKV.Value); err != nil {
+			h.warnRefused(h.refused("the catalog entry", err))
+		}
+	}
+	for _, kv := range keys {
+		id := idOf(string(kv.Key), keysPrefix(h.name()))
+		var d Definition
+		if err := h.openItem(s.roster, kindKey, id, kv.Value, &d); err != nil {
+			if isRefused(err) {
+				h.warnRefused(err)
+				continue
+			}
+			return nil, err
+		}
+		if d.ID != id {
+			h.warnRefused(h.refused("key "+id, fmt.Errorf("it holds the definition of key %s: %w", text.Safe(d.ID), team.ErrForged)))
+			continue
+		}
+		s.entries[id] = &cacheEntry{Def: d}
+	}
+	for _, kv := range tokens {
+		id := idOf(string(kv.Key), tokensPrefix(h.name()))
 		e := s.entries[id]
 		if e == nil {
 			continue
 		}
 		var ts auth.TokenSet
-		if err := h.decode(data, &ts); err != nil {
+		if err := h.openItem(s.roster, kindToken, id, kv.Value, &ts); err != nil {
+			if isRefused(err) {
+				h.warnRefused(err)
+				continue
+			}
 			return nil, err
 		}
-		e.Token, e.TokenRev = &ts, tokenRevs[id]
+		e.Token, e.TokenRev = &ts, kv.ModRevision
 	}
 	_ = h.updateCache(ctx, func(c *cacheFile) {
 		c.Keys, c.SyncedAt = s.entries, h.e.opts.Now().UTC()
@@ -93,7 +125,8 @@ func (h *handle) read(ctx context.Context) (*snapshot, error) {
 	return s, nil
 }
 
-// decode opens an item and unmarshals it.
+// decode opens an item's ciphertext (verified first: openItem) and
+// unmarshals it.
 func (h *handle) decode(data []byte, v any) error {
 	plain, err := open(data, h.id)
 	if errors.Is(err, errNotRecipient) {
@@ -106,19 +139,6 @@ func (h *handle) decode(data []byte, v any) error {
 		return &Error{Team: h.name(), Msg: "an item in etcd is damaged"}
 	}
 	return nil
-}
-
-func (h *handle) encode(v any, r roster) (string, error) {
-	plain, err := json.Marshal(v)
-	if err != nil {
-		return "", err
-	}
-	recips, err := r.recipients()
-	if err != nil {
-		return "", err
-	}
-	ct, err := seal(plain, recips)
-	return string(ct), err
 }
 
 // Keys lists the team's keys from etcd (the cache is refreshed); when etcd
@@ -201,11 +221,11 @@ func (e *Engine) CreateKey(ctx context.Context, team string, nk NewKey) (Key, er
 	if err != nil {
 		return Key{}, err
 	}
-	kv, err := h.encode(def, s.roster)
+	kv, err := h.sealItem(s.roster, kindKey, def.ID, def)
 	if err != nil {
 		return Key{}, err
 	}
-	tv, err := h.encode(ts, s.roster)
+	tv, err := h.sealItem(s.roster, kindToken, def.ID, ts)
 	if err != nil {
 		return Key{}, err
 	}
@@ -218,7 +238,7 @@ func (e *Engine) CreateKey(ctx context.Context, team string, nk NewKey) (Key, er
 	).Then(
 		clientv3.OpPut(keyKey(team, def.ID), kv),
 		clientv3.OpPut(tokenKey(team, def.ID), tv),
-		clientv3.OpPut(catalogKey(team), def.ID),
+		clientv3.OpPut(catalogKey(team), h.signCatalog(s.roster, def.ID)),
 	).Commit()
 	if err != nil {
 		return Key{}, h.etcdErr(err)
@@ -249,7 +269,7 @@ func (e *Engine) RenameKey(ctx context.Context, team, label, newLabel string) er
 		}
 		d := ce.Def
 		d.Label = newLabel
-		v, err := h.encode(d, s.roster)
+		v, err := h.sealItem(s.roster, kindKey, d.ID, d)
 		if err != nil {
 			return nil, err
 		}
@@ -281,7 +301,7 @@ func (e *Engine) catalogChange(ctx context.Context, team, label string, ops func
 	resp, err := cli.Txn(bctx).If(
 		clientv3.Compare(clientv3.ModRevision(rosterKey(team)), "=", s.roster.Rev),
 		clientv3.Compare(clientv3.ModRevision(catalogKey(team)), "=", s.catRev),
-	).Then(append(then, clientv3.OpPut(catalogKey(team), ce.Def.ID))...).Commit()
+	).Then(append(then, clientv3.OpPut(catalogKey(team), h.signCatalog(s.roster, ce.Def.ID)))...).Commit()
 	if err != nil {
 		return h.etcdErr(err)
 	}

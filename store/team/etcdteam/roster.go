@@ -2,24 +2,27 @@ package etcdteam
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
+	"os"
 	"slices"
 	"strings"
 
 	"filippo.io/age"
+	"go.etcd.io/etcd/api/v3/mvccpb"
 	clientv3 "go.etcd.io/etcd/client/v3"
 
 	"github.com/shipkey/shipkey/internal/text"
 	"github.com/shipkey/shipkey/store"
+	"github.com/shipkey/shipkey/store/team"
 )
 
-// roster is the team's member list as read, with the revision every
-// encrypted write compares.
+// roster is the team's member set as accepted (signed, chained to this
+// machine's pin), with the etcd revision every encrypted write compares.
 type roster struct {
-	Members []Member
-	Rev     int64
+	team.Roster
+	Rev int64
+	me  string // this machine's recipient, for a change to see (changeRoster)
 }
 
 func (r roster) recipients() ([]age.Recipient, error) {
@@ -34,10 +37,13 @@ func (r roster) recipients() ([]age.Recipient, error) {
 	return out, nil
 }
 
-func (r roster) has(recipient string) bool {
-	return slices.ContainsFunc(r.Members, func(m Member) bool { return m.Recipient == recipient })
+// hasMe reports whether this machine (recipient and signing key) is in r.
+func (h *handle) hasMe(r roster) bool {
+	m, ok := r.MemberBySigningKey(h.signingKey())
+	return ok && m.Recipient == h.id.Recipient().String()
 }
 
+// readRoster reads the roster and accepts it against the pin.
 func (h *handle) readRoster(ctx context.Context) (roster, error) {
 	cli, err := h.client()
 	if err != nil {
@@ -50,55 +56,121 @@ func (h *handle) readRoster(ctx context.Context) (roster, error) {
 	if len(resp.Kvs) == 0 {
 		return roster{}, &Error{Team: h.name(), Msg: "etcd holds no such team (shipkey team init " + h.name() + " --etcd …)", Kind: ErrNoTeam}
 	}
-	var ms []Member
-	if err := json.Unmarshal(resp.Kvs[0].Value, &ms); err != nil {
-		return roster{}, &Error{Team: h.name(), Msg: "the roster in etcd is damaged"}
+	return h.accept(resp.Kvs[0].Value, resp.Kvs[0].ModRevision, h.historyFrom(ctx, cli), false)
+}
+
+// hostname is a member's default name.
+func hostname() string {
+	n, err := os.Hostname()
+	if err != nil || n == "" || text.Safe(n) != n || strings.ContainsAny(n, ": ") {
+		return ""
 	}
-	return roster{Members: ms, Rev: resp.Kvs[0].ModRevision}, nil
+	return n
 }
 
 // Init creates team opts.Conn.Name in etcd with this machine as its only
-// member, and records the connection here. It fails when the team exists.
+// member (roster v1, signed by itself and pinned here), and records the
+// connection here. It fails when the team exists, except on a team made by
+// a shipkey without signatures whose roster holds this machine: then Init
+// signs it again with this machine as its only member (see upgrade).
 func (e *Engine) Init(ctx context.Context, opts JoinOptions) (Member, error) {
 	h, err := e.join(ctx, opts)
 	if err != nil {
 		return Member{}, err
 	}
 	defer h.close()
-	me := Member{Name: opts.Name, Recipient: h.id.Recipient().String(), AddedAt: e.opts.Now().UTC()}
+	me := h.me()
+	me.Name, me.AddedAt = opts.Name, e.opts.Now().UTC()
+	if me.Name == "" {
+		me.Name = hostname()
+	}
 	if me.Name == "" {
 		me.Name = "founder"
 	}
-	data, _ := json.Marshal([]Member{me})
+	r := roster{Roster: team.Roster{Team: h.name(), Version: 1, Members: []Member{me}}}
+	data, err := team.SignRoster(r.Roster, h.signer)
+	if err != nil {
+		return Member{}, err
+	}
 	cli, err := h.client()
 	if err != nil {
 		return Member{}, err
 	}
-	bctx, cancel := h.bound(ctx)
+	bctx, cancel := context.WithTimeout(ctx, 4*h.timeout)
 	defer cancel()
 	resp, err := cli.Txn(bctx).
 		If(clientv3.Compare(clientv3.CreateRevision(rosterKey(h.name())), "=", 0)).
-		Then(clientv3.OpPut(rosterKey(h.name()), string(data))).
+		Then(clientv3.OpPut(rosterKey(h.name()), string(data)), clientv3.OpPut(rosterHistoryKey(h.name(), 1), string(data))).
+		Else(clientv3.OpGet(rosterKey(h.name()))).
 		Commit()
 	if err != nil {
 		return Member{}, h.etcdErr(err)
 	}
 	if !resp.Succeeded {
+		kvs := resp.Responses[0].GetResponseRange().Kvs
+		if len(kvs) == 1 && team.IsUnsignedRoster(kvs[0].Value) {
+			return me, h.upgrade(bctx, cli, kvs[0], r, data)
+		}
 		return Member{}, &Error{Team: h.name(), Msg: "already exists in this etcd; use `shipkey team join " + h.name() + " --etcd …` and ask a member to add you"}
 	}
-	return me, nil
+	_, err = h.accept(data, resp.Header.Revision, nil, true)
+	return me, err
+}
+
+// upgrade signs a team made by a shipkey without signatures: this machine,
+// a member of the unsigned roster, becomes the only member of roster v1 and
+// re-encrypts and signs every item it can read (it vouches for them: they
+// were written when anyone with etcd access could write). Items it cannot
+// read are deleted. The other members join again and are added.
+func (h *handle) upgrade(ctx context.Context, cli *clientv3.Client, old *mvccpb.KeyValue, r roster, data []byte) error {
+	ms, err := team.ParseUnsignedRoster(old.Value)
+	if err != nil || !slices.ContainsFunc(ms, func(m Member) bool { return m.Recipient == h.id.Recipient().String() }) {
+		return &Error{Team: h.name(), Msg: "its roster is unsigned and does not hold this machine: only one of its members can sign it (shipkey team init " + h.name() + " on that machine)"}
+	}
+	after, err := h.reseal(ctx, cli, old.ModRevision, r, 1, func(kind, id string, value []byte) ([]byte, error) {
+		if kind == kindCatalog {
+			return value, nil
+		}
+		return open(value, h.id)
+	})
+	if err != nil {
+		return err
+	}
+	if err := h.commitRoster(ctx, cli, old.ModRevision, after, r.Version, data); err != nil {
+		return err
+	}
+	_, err = h.accept(data, 0, nil, true)
+	return err
 }
 
 // Join records the team's connection and a fresh member identity here (one
-// already kept is reused) and returns this machine's recipient; nothing is
-// readable until a member adds it.
+// already kept is reused), reads the team's roster and pins it (trust on
+// first use: the founding roster and every signed change since), and
+// returns this machine's member card (team.MemberCard) for a member to add;
+// nothing is readable until a member adds it.
 func (e *Engine) Join(ctx context.Context, opts JoinOptions) (string, error) {
 	h, err := e.join(ctx, opts)
 	if err != nil {
 		return "", err
 	}
 	defer h.close()
-	return h.id.Recipient().String(), nil
+	cli, err := h.client()
+	if err != nil {
+		return "", err
+	}
+	bctx, cancel := h.bound(ctx)
+	defer cancel()
+	resp, err := cli.Get(bctx, rosterKey(h.name()))
+	if err != nil {
+		return "", h.etcdErr(err)
+	}
+	if len(resp.Kvs) == 0 {
+		return "", &Error{Team: h.name(), Msg: "etcd holds no such team (a member creates it: shipkey team init " + h.name() + " --etcd …)", Kind: ErrNoTeam}
+	}
+	if _, err := h.accept(resp.Kvs[0].Value, resp.Kvs[0].ModRevision, h.historyFrom(bctx, cli), true); err != nil {
+		return "", err
+	}
+	return team.MemberCard(h.id.Recipient().String(), h.signingKey(), hostname()), nil
 }
 
 func (e *Engine) join(ctx context.Context, opts JoinOptions) (*handle, error) {
@@ -138,7 +210,7 @@ func (e *Engine) join(ctx context.Context, opts JoinOptions) (*handle, error) {
 	return e.open(tc.Name)
 }
 
-// Members lists the team's roster.
+// Members lists the team's roster (accepted against this machine's pin).
 func (e *Engine) Members(ctx context.Context, team string) ([]Member, error) {
 	h, err := e.open(team)
 	if err != nil {
@@ -151,22 +223,33 @@ func (e *Engine) Members(ctx context.Context, team string) ([]Member, error) {
 	return r.Members, err
 }
 
-// AddMember adds recipient (named name) and re-encrypts every item of the
-// team to the new member set.
-func (e *Engine) AddMember(ctx context.Context, team, recipient, name string) (Member, error) {
+// AddMember adds the member of card (team.MemberCard, as `team join`
+// prints it; name, else the card's host name) and re-encrypts every item of
+// the team to the new member set.
+func (e *Engine) AddMember(ctx context.Context, teamName, card, name string) (Member, error) {
+	recipient, signingKey, host, err := team.ParseMemberCard(card)
+	if err != nil {
+		return Member{}, err
+	}
 	if _, err := age.ParseX25519Recipient(recipient); err != nil {
 		return Member{}, fmt.Errorf("%q is not an age recipient (age1…, as `shipkey team join` prints)", text.Safe(recipient))
 	}
-	m := Member{Name: name, Recipient: recipient, AddedAt: e.opts.Now().UTC()}
+	if name == "" {
+		name = text.Safe(host)
+	}
+	m := Member{Name: name, Recipient: recipient, SigningKey: signingKey, AddedAt: e.opts.Now().UTC()}
 	if m.Name == "" {
 		m.Name = recipient[:12] + "…"
 	}
-	err := e.changeRoster(ctx, team, func(r *roster) error {
-		if r.has(recipient) {
-			return fmt.Errorf("team %s: %s is already a member", team, recipient)
+	err = e.changeRoster(ctx, teamName, func(r *roster) error {
+		if r.HasRecipient(recipient) {
+			return fmt.Errorf("team %s: %s is already a member", teamName, recipient)
 		}
-		if slices.ContainsFunc(r.Members, func(x Member) bool { return x.Name == name && name != "" }) {
-			return fmt.Errorf("team %s: the name %s is taken; choose another with --name", team, text.Safe(name))
+		if _, ok := r.MemberBySigningKey(signingKey); ok {
+			return fmt.Errorf("team %s: that signing key is already a member's", teamName)
+		}
+		if slices.ContainsFunc(r.Members, func(x Member) bool { return x.Name == m.Name }) {
+			return fmt.Errorf("team %s: the name %s is taken; choose another with --name", teamName, text.Safe(m.Name))
 		}
 		r.Members = append(r.Members, m)
 		return nil
@@ -176,34 +259,49 @@ func (e *Engine) AddMember(ctx context.Context, team, recipient, name string) (M
 
 // RemoveMember removes the member named by recipient or name and
 // re-encrypts every item without it. The removed member saw every secret
-// before: the caller must say so (rotate the client secrets).
-func (e *Engine) RemoveMember(ctx context.Context, team, who string) (Member, error) {
+// before: the caller must say so (rotate the client secrets). A member does
+// not remove itself (it signs the re-encrypted items): it leaves, and
+// another member removes it.
+func (e *Engine) RemoveMember(ctx context.Context, teamName, who string) (Member, error) {
 	var gone Member
-	err := e.changeRoster(ctx, team, func(r *roster) error {
+	err := e.changeRoster(ctx, teamName, func(r *roster) error {
 		i := slices.IndexFunc(r.Members, func(m Member) bool { return m.Recipient == who || m.Name == who })
 		if i < 0 {
-			return fmt.Errorf("team %s: no member %s (shipkey team members %s)", team, text.Safe(who), team)
+			return fmt.Errorf("team %s: no member %s (shipkey team members %s)", teamName, text.Safe(who), teamName)
 		}
 		gone = r.Members[i]
-		r.Members = slices.Delete(r.Members, i, i+1)
-		if len(r.Members) == 0 {
-			return fmt.Errorf("team %s: %s is the last member; a team needs one", team, text.Safe(who))
+		if len(r.Members) == 1 {
+			return fmt.Errorf("team %s: %s is the last member; a team needs one", teamName, text.Safe(who))
 		}
+		if gone.Recipient == r.me {
+			return fmt.Errorf("team %s: %s is this machine; another member removes it (this machine can run shipkey team leave %s)", teamName, text.Safe(gone.Name), teamName)
+		}
+		r.Members = slices.Delete(r.Members, i, i+1)
 		return nil
 	})
 	return gone, err
 }
 
-// changeRoster applies change to the roster and re-encrypts every key and
-// token to the result, in one transaction that compares the revision of the
-// roster and of every item it read; a concurrent write makes it start over.
-func (e *Engine) changeRoster(ctx context.Context, team string, change func(*roster) error) error {
-	h, err := e.open(team)
+// batchItems is how many items one re-encryption transaction writes: each
+// also compares its revision and the roster's, within etcd's default
+// --max-txn-ops of 128.
+const batchItems = 100
+
+// changeRoster applies change to the roster and re-encrypts every key,
+// token and catalog entry to the result, in batches that each compare the
+// roster's revision and every item's they write (every member of the old
+// and the new roster reads every item at every moment: items are encrypted
+// to the new set, signed by this member, which is in both). Then the new
+// roster, signed by this member, is written only if no item changed since
+// the batches (a renewal meanwhile encrypted to the old set); else it starts
+// over.
+func (e *Engine) changeRoster(ctx context.Context, teamName string, change func(*roster) error) error {
+	h, err := e.open(teamName)
 	if err != nil {
 		return err
 	}
 	defer h.close()
-	bctx, cancel := h.bound(ctx)
+	bctx, cancel := context.WithTimeout(ctx, 6*h.timeout)
 	defer cancel()
 	cli, err := h.client()
 	if err != nil {
@@ -214,50 +312,135 @@ func (e *Engine) changeRoster(ctx context.Context, team string, change func(*ros
 		if err != nil {
 			return err
 		}
-		if !r.has(h.id.Recipient().String()) {
+		if !h.hasMe(r) {
 			return h.notMember()
 		}
-		next := roster{Members: slices.Clone(r.Members)}
+		next := roster{Roster: team.Roster{Team: teamName, Version: r.Version + 1, Members: slices.Clone(r.Members)}, me: h.id.Recipient().String()}
 		if err := change(&next); err != nil {
 			return err
 		}
-		recips, err := next.recipients()
+		data, err := team.SignRoster(next.Roster, h.signer)
 		if err != nil {
 			return err
 		}
-		cmps := []clientv3.Cmp{clientv3.Compare(clientv3.ModRevision(rosterKey(team)), "=", r.Rev)}
-		data, _ := json.Marshal(next.Members)
-		ops := []clientv3.Op{clientv3.OpPut(rosterKey(team), string(data))}
-		for _, pfx := range []string{keysPrefix(team), tokensPrefix(team)} {
-			resp, err := cli.Get(bctx, pfx, clientv3.WithPrefix())
-			if err != nil {
-				return h.etcdErr(err)
+		after, err := h.reseal(bctx, cli, r.Rev, next, r.Version, func(kind, id string, value []byte) ([]byte, error) {
+			ct, err := team.OpenItem(teamName, kind, id, r.Roster, value)
+			if err != nil || kind == kindCatalog {
+				return ct, err
 			}
-			for _, kv := range resp.Kvs {
-				plain, err := open(kv.Value, h.id)
-				if errors.Is(err, errNotRecipient) {
-					return h.notMember()
-				}
-				if err != nil {
-					return &Error{Team: team, Msg: fmt.Sprintf("%s: %v", strings.TrimPrefix(string(kv.Key), prefix(team)), err)}
-				}
-				ct, err := seal(plain, recips)
-				if err != nil {
-					return err
-				}
-				cmps = append(cmps, clientv3.Compare(clientv3.ModRevision(string(kv.Key)), "=", kv.ModRevision))
-				ops = append(ops, clientv3.OpPut(string(kv.Key), string(ct)))
-			}
+			return open(ct, h.id)
+		})
+		if errors.Is(err, errChanged) {
+			continue
 		}
-		resp, err := cli.Txn(bctx).If(cmps...).Then(ops...).Commit()
+		if err != nil {
+			return err
+		}
+		err = h.commitRoster(bctx, cli, r.Rev, after, next.Version, data)
+		if errors.Is(err, errChanged) {
+			continue
+		}
+		if err != nil {
+			return err
+		}
+		_, err = h.accept(data, 0, nil, false)
+		return err
+	}
+	return &Error{Team: teamName, Msg: "the team keeps changing; try again"}
+}
+
+var errChanged = errors.New("changed meanwhile")
+
+// commitRoster writes roster data (version v) and its history entry if the
+// roster is still at rosterRev and no key, token or catalog entry was
+// written after revision after.
+func (h *handle) commitRoster(ctx context.Context, cli *clientv3.Client, rosterRev, after, v int64, data []byte) error {
+	t := h.name()
+	resp, err := cli.Txn(ctx).If(
+		clientv3.Compare(clientv3.ModRevision(rosterKey(t)), "=", rosterRev),
+		clientv3.Compare(clientv3.ModRevision(keysPrefix(t)), "<", after+1).WithPrefix(),
+		clientv3.Compare(clientv3.ModRevision(tokensPrefix(t)), "<", after+1).WithPrefix(),
+		clientv3.Compare(clientv3.ModRevision(catalogKey(t)), "<", after+1),
+	).Then(clientv3.OpPut(rosterKey(t), string(data)), clientv3.OpPut(rosterHistoryKey(t, v), string(data))).Commit()
+	if err != nil {
+		return h.etcdErr(err)
+	}
+	if !resp.Succeeded {
+		return errChanged
+	}
+	return nil
+}
+
+// reseal re-encrypts every key, token and catalog entry of the team to to's
+// members, signed by this member at version signAt, batchItems at a time,
+// each batch only while the roster is at rosterRev and each item at the
+// revision read. openItem returns an item's plaintext (the catalog's id as
+// is); an item it refuses is no member's: it is deleted, and said. It
+// returns the revision after the last write.
+func (h *handle) reseal(ctx context.Context, cli *clientv3.Client, rosterRev int64, to roster, signAt int64, openItem func(kind, id string, value []byte) ([]byte, error)) (int64, error) {
+	t := h.name()
+	resp, err := cli.Get(ctx, prefix(t), clientv3.WithPrefix())
+	if err != nil {
+		return 0, h.etcdErr(err)
+	}
+	after := resp.Header.Revision
+	signed := roster{Roster: team.Roster{Team: t, Version: signAt, Members: to.Members}}
+	var cmps []clientv3.Cmp
+	var ops []clientv3.Op
+	flush := func() error {
+		if len(ops) == 0 {
+			return nil
+		}
+		all := append([]clientv3.Cmp{clientv3.Compare(clientv3.ModRevision(rosterKey(t)), "=", rosterRev)}, cmps...)
+		resp, err := cli.Txn(ctx).If(all...).Then(ops...).Commit()
 		if err != nil {
 			return h.etcdErr(err)
 		}
-		if resp.Succeeded {
-			return nil
+		if !resp.Succeeded {
+			return errChanged
+		}
+		after, cmps, ops = resp.Header.Revision, cmps[:0], ops[:0]
+		return nil
+	}
+	for _, kv := range resp.Kvs {
+		k := string(kv.Key)
+		var kind, id string
+		switch {
+		case k == catalogKey(t):
+			kind, id = kindCatalog, kindCatalog
+		case strings.HasPrefix(k, keysPrefix(t)):
+			kind, id = kindKey, idOf(k, keysPrefix(t))
+		case strings.HasPrefix(k, tokensPrefix(t)):
+			kind, id = kindToken, idOf(k, tokensPrefix(t))
+		default:
+			continue // the roster, its history, locks
+		}
+		cmps = append(cmps, clientv3.Compare(clientv3.ModRevision(k), "=", kv.ModRevision))
+		plain, err := openItem(kind, id, kv.Value)
+		switch {
+		case errors.Is(err, errNotRecipient):
+			return 0, h.notMember()
+		case isRefused(err):
+			h.warnRefused(h.refused(strings.TrimPrefix(k, prefix(t))+" (deleted)", err))
+			ops = append(ops, clientv3.OpDelete(k))
+		case err != nil:
+			return 0, &Error{Team: t, Msg: fmt.Sprintf("%s: %v", strings.TrimPrefix(k, prefix(t)), err)}
+		case kind == kindCatalog:
+			ops = append(ops, clientv3.OpPut(k, h.signCatalog(signed, string(plain))))
+		default:
+			v, err := h.sealPlain(signed, kind, id, plain)
+			if err != nil {
+				return 0, err
+			}
+			ops = append(ops, clientv3.OpPut(k, v))
+		}
+		if len(ops) == batchItems {
+			if err := flush(); err != nil {
+				return 0, err
+			}
 		}
 	}
-	return &Error{Team: team, Msg: "the team keeps changing; try again"}
+	return after, flush()
 }
 
 // Teams lists the teams this machine has joined.

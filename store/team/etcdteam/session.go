@@ -184,13 +184,13 @@ func (e *Engine) login(ctx context.Context, team, label string, opts LoginOption
 	if err != nil {
 		return nil, Key{}, err
 	}
-	tv, err := h.encode(ts, r)
+	tv, err := h.sealItem(r, kindToken, def.ID, ts)
 	if err != nil {
 		return nil, Key{}, err
 	}
 	ops := []clientv3.Op{clientv3.OpPut(tokenKey(team, def.ID), tv)}
 	if newPassword {
-		kv, err := h.encode(def, r)
+		kv, err := h.sealItem(r, kindKey, def.ID, def)
 		if err != nil {
 			return nil, Key{}, err
 		}

@@ -2,6 +2,7 @@ package etcdteam
 
 import (
 	"context"
+	"crypto/ed25519"
 	"errors"
 	"fmt"
 	"os"
@@ -13,6 +14,7 @@ import (
 
 	"github.com/shipkey/shipkey/internal/text"
 	"github.com/shipkey/shipkey/store"
+	"github.com/shipkey/shipkey/store/team"
 )
 
 // Engine is the team store: one per process, teams opened on demand.
@@ -52,28 +54,33 @@ type handle struct {
 	e        *Engine
 	tc       store.TeamConn
 	id       *age.X25519Identity
+	signer   ed25519.PrivateKey // derived from id (team.SigningKey)
 	password string
 	timeout  time.Duration
 	cli      *clientv3.Client
 }
 
-func (e *Engine) open(team string) (*handle, error) {
+func (e *Engine) open(name string) (*handle, error) {
 	if e.opts.Store == nil {
 		return nil, errors.New("team: no store")
 	}
-	tc, err := e.opts.Store.Team(team)
+	tc, err := e.opts.Store.Team(name)
 	if err != nil {
 		return nil, err
 	}
-	sec, err := e.opts.Store.TeamSecrets(team)
+	sec, err := e.opts.Store.TeamSecrets(name)
 	if err != nil {
 		return nil, err
 	}
 	id, err := age.ParseX25519Identity(sec.Identity)
 	if err != nil {
-		return nil, fmt.Errorf("team %s: the stored member identity is damaged; join again", team)
+		return nil, fmt.Errorf("team %s: the stored member identity is damaged; join again", name)
 	}
-	h := &handle{e: e, tc: tc, id: id, password: sec.EtcdPassword, timeout: e.opts.Timeout}
+	signer, err := team.SigningKey(sec.Identity)
+	if err != nil {
+		return nil, err
+	}
+	h := &handle{e: e, tc: tc, id: id, signer: signer, password: sec.EtcdPassword, timeout: e.opts.Timeout}
 	if h.timeout == 0 && tc.Timeout != "" {
 		if d, err := time.ParseDuration(tc.Timeout); err == nil && d > 0 {
 			h.timeout = d
@@ -86,6 +93,16 @@ func (e *Engine) open(team string) (*handle, error) {
 }
 
 func (h *handle) name() string { return h.tc.Name }
+
+// signingKey is this member's public signing key as the roster holds it.
+func (h *handle) signingKey() string {
+	return team.EncodeSigningKey(h.signer.Public().(ed25519.PublicKey))
+}
+
+// me is this machine as a roster member (name and time aside).
+func (h *handle) me() Member {
+	return Member{Recipient: h.id.Recipient().String(), SigningKey: h.signingKey()}
+}
 
 func (h *handle) client() (*clientv3.Client, error) {
 	if h.cli == nil {

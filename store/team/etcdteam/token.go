@@ -15,6 +15,7 @@ import (
 	"github.com/shipkey/shipkey/auth"
 	"github.com/shipkey/shipkey/internal/text"
 	"github.com/shipkey/shipkey/store"
+	"github.com/shipkey/shipkey/store/team"
 )
 
 // fits reports whether ts can be handed out at now for opts.
@@ -251,7 +252,7 @@ func (h *handle) fleetToken(ctx context.Context, label string, cached *cacheEntr
 		if err != nil {
 			return nil, err
 		}
-		v, err := h.encode(ts, r)
+		v, err := h.sealItem(r, kindToken, id, ts)
 		if err != nil {
 			return nil, err
 		}
@@ -290,28 +291,45 @@ func (h *handle) fleetToken(ctx context.Context, label string, cached *cacheEntr
 	}
 }
 
-// readItem reads a key's definition and token in one round trip; a nil
-// definition means the key is gone.
+// readItem reads the roster and a key's definition and token in one round
+// trip and verifies them; a nil definition means the key is gone. A token
+// set no member wrote is said and read as none (a renewal replaces it); a
+// definition no member wrote is refused.
 func (h *handle) readItem(ctx context.Context, cli *clientv3.Client, id string) (*auth.TokenSet, int64, *Definition, error) {
-	resp, err := cli.Txn(ctx).Then(clientv3.OpGet(keyKey(h.name(), id)), clientv3.OpGet(tokenKey(h.name(), id))).Commit()
+	resp, err := cli.Txn(ctx).Then(clientv3.OpGet(rosterKey(h.name())), clientv3.OpGet(keyKey(h.name(), id)), clientv3.OpGet(tokenKey(h.name(), id))).Commit()
 	if err != nil {
 		return nil, 0, nil, h.etcdErr(err)
 	}
-	dk := resp.Responses[0].GetResponseRange().Kvs
+	rk := resp.Responses[0].GetResponseRange().Kvs
+	if len(rk) == 0 {
+		return nil, 0, nil, &Error{Team: h.name(), Msg: "etcd holds no such team", Kind: ErrNoTeam}
+	}
+	r, err := h.accept(rk[0].Value, rk[0].ModRevision, h.historyFrom(ctx, cli), false)
+	if err != nil {
+		return nil, 0, nil, err
+	}
+	dk := resp.Responses[1].GetResponseRange().Kvs
 	if len(dk) == 0 {
 		return nil, 0, nil, nil
 	}
 	var d Definition
-	if err := h.decode(dk[0].Value, &d); err != nil {
+	if err := h.openItem(r, kindKey, id, dk[0].Value, &d); err != nil {
 		return nil, 0, nil, err
 	}
-	tk := resp.Responses[1].GetResponseRange().Kvs
+	if d.ID != id {
+		return nil, 0, nil, h.refused("key "+id, fmt.Errorf("it holds the definition of key %s: %w", text.Safe(d.ID), team.ErrForged))
+	}
+	tk := resp.Responses[2].GetResponseRange().Kvs
 	if len(tk) == 0 {
 		return nil, 0, &d, nil
 	}
 	var ts auth.TokenSet
-	if err := h.decode(tk[0].Value, &ts); err != nil {
-		return nil, 0, nil, err
+	if err := h.openItem(r, kindToken, id, tk[0].Value, &ts); err != nil {
+		if !isRefused(err) {
+			return nil, 0, nil, err
+		}
+		h.warnRefused(err)
+		return nil, tk[0].ModRevision, &d, nil
 	}
 	return &ts, tk[0].ModRevision, &d, nil
 }
