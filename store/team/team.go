@@ -26,6 +26,9 @@ type Engine interface {
 	Members(ctx context.Context, team string) ([]Member, error)
 	AddMember(ctx context.Context, team, recipient, name string) (Member, error)
 	RemoveMember(ctx context.Context, team, who string) (Member, error)
+	// Leave forgets a team on this machine: connection, member identity,
+	// cache and pinned roster. Another member removes it from the roster.
+	Leave(ctx context.Context, team string) error
 
 	// Keys reads a team's keys from etcd; CachedKeys from this machine's
 	// cache, without a round trip.

@@ -160,12 +160,20 @@ serves every machine of the team. Team keys are addressed as TEAM/LABEL.`,
 				fmt.Fprintln(f.IO.Out, me.Recipient)
 				return nil
 			}
-			rcpt, err := eng.Join(cmd.Context(), opts)
+			card, err := eng.Join(cmd.Context(), opts)
 			if err != nil {
 				return err
 			}
-			fmt.Fprintf(f.IO.ErrOut, "Joined team %s. Ask a member to run:\n  shipkey team add %s %s --name NAME\n", tc.Name, tc.Name, rcpt)
-			fmt.Fprintln(f.IO.Out, rcpt)
+			ms, err := eng.Members(cmd.Context(), tc.Name)
+			if err != nil {
+				return err
+			}
+			fmt.Fprintf(f.IO.ErrOut, "Joined team %s and pinned its roster (trust on first use): compare these fingerprints with `shipkey team members %s` on a member's machine:\n", tc.Name, tc.Name)
+			for _, m := range ms {
+				fmt.Fprintf(f.IO.ErrOut, "  %s  %s\n", m.Fingerprint(), text.Safe(m.Name))
+			}
+			fmt.Fprintf(f.IO.ErrOut, "Then ask a member to run:\n  shipkey team add %s %s\n", tc.Name, card)
+			fmt.Fprintln(f.IO.Out, card)
 			return nil
 		}
 	}
@@ -191,7 +199,7 @@ serves every machine of the team. Team keys are addressed as TEAM/LABEL.`,
 
 	var addName string
 	addCmd := &cobra.Command{
-		Use:   "add TEAM RECIPIENT [--name N]",
+		Use:   "add TEAM MEMBER-LINE [--name N]",
 		Short: "Add a member: every key and token is re-encrypted to include it",
 		Args:  usageArgs(cobra.ExactArgs(2)),
 		RunE: func(cmd *cobra.Command, args []string) error {
@@ -207,7 +215,7 @@ serves every machine of the team. Team keys are addressed as TEAM/LABEL.`,
 			return nil
 		},
 	}
-	addCmd.Flags().StringVar(&addName, "name", "", "the member's name (for team members and team remove)")
+	addCmd.Flags().StringVar(&addName, "name", "", "the member's name (for team members and team remove; default: its host name)")
 	removeCmd := &cobra.Command{
 		Use:   "remove TEAM RECIPIENT|NAME",
 		Short: "Remove a member: every key and token is re-encrypted without it",
@@ -221,7 +229,7 @@ serves every machine of the team. Team keys are addressed as TEAM/LABEL.`,
 			if err != nil {
 				return err
 			}
-			fmt.Fprintf(f.IO.ErrOut, "Removed %s from team %s. It can no longer read anything written from now on, but it saw every secret and token of the team until now: rotate the client secrets (and passwords) of the team's keys.\n", text.Safe(m.Name), args[0])
+			fmt.Fprintf(f.IO.ErrOut, "Removed %s from team %s. It can no longer read or sign anything written from now on, but it saw every secret and token of the team until now: rotate the client secrets (and passwords) of the team's keys at the realm.\n", text.Safe(m.Name), args[0])
 			return nil
 		},
 	}
@@ -238,12 +246,25 @@ serves every machine of the team. Team keys are addressed as TEAM/LABEL.`,
 			if err != nil {
 				return err
 			}
-			tw := tabwriter.NewWriter(f.IO.Out, 0, 4, 2, ' ', 0)
-			fmt.Fprintln(tw, "NAME\tRECIPIENT\tADDED")
-			for _, m := range ms {
-				fmt.Fprintf(tw, "%s\t%s\t%s\n", text.Safe(m.Name), text.Safe(m.Recipient), text.Stamp(m.AddedAt))
+			st, err := f.Store()
+			if err != nil {
+				return err
 			}
-			return tw.Flush()
+			here, _ := st.Team(args[0])
+			tw := tabwriter.NewWriter(f.IO.Out, 0, 4, 2, ' ', 0)
+			fmt.Fprintln(tw, "\tNAME\tFINGERPRINT\tRECIPIENT\tADDED")
+			for _, m := range ms {
+				mark := ""
+				if m.Recipient == here.Recipient {
+					mark = "*"
+				}
+				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", mark, text.Safe(m.Name), m.Fingerprint(), text.Safe(m.Recipient), text.Stamp(m.AddedAt))
+			}
+			if err := tw.Flush(); err != nil {
+				return err
+			}
+			fmt.Fprintln(f.IO.ErrOut, "* this machine")
+			return nil
 		},
 	}
 	lsCmd := &cobra.Command{
@@ -272,7 +293,27 @@ serves every machine of the team. Team keys are addressed as TEAM/LABEL.`,
 			return tw.Flush()
 		},
 	}
-	cmd.AddCommand(initCmd, joinCmd, addCmd, removeCmd, membersCmd, lsCmd)
+	leaveCmd := &cobra.Command{
+		Use:   "leave TEAM",
+		Short: "Forget a team on this machine (its connection, member identity and cache)",
+		Long: `Forget a team on this machine: its connection, this machine's member identity,
+the local cache and the pinned roster. The roster still names this machine
+until another member runs shipkey team remove TEAM NAME (a member does not
+remove itself: it signs every re-encrypted item).`,
+		Args: usageArgs(cobra.ExactArgs(1)),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			eng, err := f.Team()
+			if err != nil {
+				return err
+			}
+			if err := eng.Leave(cmd.Context(), args[0]); err != nil {
+				return err
+			}
+			fmt.Fprintf(f.IO.ErrOut, "Left team %s on this machine. Ask a member to run: shipkey team remove %s NAME (shipkey team members %s shows the names)\n", args[0], args[0], args[0])
+			return nil
+		},
+	}
+	cmd.AddCommand(initCmd, joinCmd, addCmd, removeCmd, membersCmd, leaveCmd, lsCmd)
 	return cmd
 }
 

@@ -445,3 +445,18 @@ func (h *handle) reseal(ctx context.Context, cli *clientv3.Client, rosterRev int
 
 // Teams lists the teams this machine has joined.
 func (e *Engine) Teams() ([]store.TeamConn, error) { return e.opts.Store.Teams() }
+
+// Leave forgets team on this machine: its connection and member identity
+// (store.DropTeam), then its state directory (cache, pinned roster, locks).
+func (e *Engine) Leave(ctx context.Context, teamName string) error {
+	h, err := e.open(teamName)
+	if err != nil {
+		return err
+	}
+	dir := h.dir()
+	h.close()
+	if err := e.opts.Store.DropTeam(ctx, teamName); err != nil {
+		return err
+	}
+	return os.RemoveAll(dir)
+}

@@ -49,8 +49,29 @@ func (h *handle) warnRefused(err error) {
 // accept checks the roster etcd holds (data, at mod revision rev) against
 // this machine's pin and moves the pin forward; history reads older
 // versions when the roster moved by more than one. Without a pin, only
-// Join (tofu) accepts: trust on first use of the founding roster.
+// Join (tofu) accepts: trust on first use of the founding roster. A roster
+// refused is said in one line and the pinned one is used instead (with
+// etcd's revision, so that writes still compare it): items are verified
+// against, and encrypted to, the members this machine trusts, and a
+// member's next roster change writes a signed roster over the forged one.
 func (h *handle) accept(data []byte, rev int64, history func(int64) []byte, tofu bool) (roster, error) {
+	r, err := h.acceptStrict(data, rev, history, tofu)
+	if err == nil || !isRefused(err) {
+		return r, err
+	}
+	pin := h.pinned()
+	if pin == nil {
+		return r, err
+	}
+	pr, _, perr := team.ParseRoster(h.name(), pin)
+	if perr != nil {
+		return r, err
+	}
+	h.warnRefused(fmt.Errorf("%w; using the roster v%d this machine pinned", err, pr.Version))
+	return roster{Roster: pr, Rev: rev}, nil
+}
+
+func (h *handle) acceptStrict(data []byte, rev int64, history func(int64) []byte, tofu bool) (roster, error) {
 	if team.IsUnsignedRoster(data) {
 		return roster{}, &Error{Team: h.name(), Kind: team.ErrUnsigned,
 			Msg: "its roster is unsigned (made by an older shipkey): its founder signs it with `shipkey team init " + h.name() + " --etcd …`, then the others join again"}
