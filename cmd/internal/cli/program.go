@@ -90,5 +90,15 @@ func teamBinaryPath() (string, error) {
 	if p, err := exec.LookPath(TeamBinary); err == nil {
 		return p, nil
 	}
-	return "", &exitError{code: exitFailure, err: fmt.Errorf("team keys need %s (shipkey with the team engine) beside shipkey or on PATH: go install github.com/shipkey/shipkey/cmd/%s@latest", TeamBinary, TeamBinary)}
+	return "", &exitError{code: exitFailure, err: fmt.Errorf("team keys need %s (shipkey with the team engine) beside shipkey or on PATH: %s", TeamBinary, teamInstallHint(versionString()))}
+}
+
+// teamInstallHint says how to get TeamBinary for a shipkey of version v:
+// the release archives and packages carry both programs; go install builds
+// the same version; a build from a checkout ("devel") installs from there.
+func teamInstallHint(v string) string {
+	if v == "devel" {
+		return "install it from the same checkout: go install ./cmd/" + TeamBinary
+	}
+	return "it comes with shipkey's release archives and packages, or: go install github.com/shipkey/shipkey/cmd/" + TeamBinary + "@" + v
 }
