@@ -62,6 +62,34 @@ type Decoded struct {
 	ClientRoles     map[string][]string
 	Raw             map[string]any // decoded payload (untrusted)
 	SymmetricSigned bool           // HS* alg: a client can never verify it (Keycloak refresh tokens)
+	// BoundJKT and BoundX5T are what the token is bound to (cnf): a DPoP
+	// key's thumbprint (RFC 9449 cnf.jkt) or a client certificate's (RFC
+	// 8705 cnf.x5t#S256); empty for a bearer token.
+	BoundJKT, BoundX5T string
+}
+
+// Binding says what a token is bound to and whether that is the key's own:
+// jkt and x5t are the key's DPoP key thumbprint and client certificate
+// thumbprint ("" when it has none). It is "" for a token bound to nothing.
+func (d *Decoded) Binding(jkt, x5t string) string {
+	var parts []string
+	if d.BoundJKT != "" {
+		parts = append(parts, "DPoP key "+d.BoundJKT+matchWord(d.BoundJKT, jkt))
+	}
+	if d.BoundX5T != "" {
+		parts = append(parts, "certificate "+d.BoundX5T+matchWord(d.BoundX5T, x5t))
+	}
+	return strings.Join(parts, "; ")
+}
+
+func matchWord(bound, own string) string {
+	switch {
+	case own == "":
+		return ""
+	case bound == own:
+		return " (this key's)"
+	}
+	return " (NOT this key's)"
 }
 
 // ClaimOrder is the order of the well-known payload claims in
@@ -119,6 +147,9 @@ func Decode(token string, now time.Time) (*Decoded, error) {
 	d.ExpiresAt, _ = timeOf(payload["exp"])
 	d.IssuedAt, _ = timeOf(payload["iat"])
 	d.NotBefore, _ = timeOf(payload["nbf"])
+	if cnf, ok := payload["cnf"].(map[string]any); ok {
+		d.BoundJKT, d.BoundX5T = textOf(cnf["jkt"]), textOf(cnf["x5t#S256"])
+	}
 	if ra, ok := payload["realm_access"].(map[string]any); ok {
 		if roles, ok := ra["roles"].([]any); ok {
 			d.RealmRoles = itemsOf(roles)

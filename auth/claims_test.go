@@ -404,3 +404,29 @@ func TestFutureTimes(t *testing.T) {
 		t.Fatalf("a past iat warned: %+v", got)
 	}
 }
+
+func TestDecodeSaysWhatATokenIsBoundTo(t *testing.T) {
+	t.Parallel()
+	enc := func(v any) string {
+		b, _ := json.Marshal(v)
+		return base64.RawURLEncoding.EncodeToString(b)
+	}
+	tok := enc(map[string]any{"alg": "RS256"}) + "." + enc(map[string]any{"cnf": map[string]any{"jkt": "abc", "x5t#S256": "xyz\x1b"}}) + ".sig"
+	d, err := auth.Decode(tok, time.Now())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d.BoundJKT != "abc" || strings.Contains(d.BoundX5T, "\x1b") {
+		t.Fatalf("bound %q %q", d.BoundJKT, d.BoundX5T)
+	}
+	if got := d.Binding("abc", ""); got != "DPoP key abc (this key's); certificate xyz\\x1b" {
+		t.Errorf("Binding: %q", got)
+	}
+	if got := d.Binding("other", ""); !strings.Contains(got, "NOT this key's") {
+		t.Errorf("another key: %q", got)
+	}
+	plain, _ := auth.Decode(enc(map[string]any{"alg": "RS256"})+"."+enc(map[string]any{"sub": "x"})+".sig", time.Now())
+	if plain.Binding("abc", "") != "" {
+		t.Error("a bearer token bound to something")
+	}
+}

@@ -71,7 +71,7 @@ func (m *Model) apply(a action) tea.Cmd {
 	case actInspectPaste:
 		return tea.Batch(m.goTo(screenInspector), m.inspector.startPaste())
 	case actInspectToken:
-		return m.loadInspector("pasted token", []token{{"Pasted token", a.raw}})
+		return m.loadInspector("pasted token", []token{{title: "Pasted token", raw: a.raw}})
 	}
 	return nil
 }
@@ -110,7 +110,7 @@ func (m *Model) inspectKey(label string) tea.Cmd {
 }
 
 func keyTokens(t *auth.TokenSet) []token {
-	return []token{{"Access token", t.AccessToken}, {"Refresh token", t.RefreshToken}, {"ID token", t.IDToken}}
+	return []token{{title: "Access token", raw: t.AccessToken}, {title: "Refresh token", raw: t.RefreshToken}, {title: "ID token", raw: t.IDToken}}
 }
 
 // loadInspector decodes toks into the inspector and starts the signature

@@ -31,6 +31,9 @@ type inspected struct {
 	decodeErr string
 	ver       auth.Verification
 	verifying bool
+	// ownJKT and ownX5T are the key's DPoP key and client certificate
+	// thumbprints, to say whether a bound token's cnf is the key's own.
+	ownJKT, ownX5T string
 }
 
 // inspector shows the claims of one or more tokens, scrollable.
@@ -82,8 +85,9 @@ func (in *inspector) startPaste() tea.Cmd {
 	return in.paste.Focus()
 }
 
-// token is one token to load: a title and the raw text.
-type token struct{ title, raw string }
+// token is one token to load: a title and the raw text, and for a key's
+// tokens the thumbprints of its DPoP key and client certificate.
+type token struct{ title, raw, jkt, x5t string }
 
 // load decodes toks (pure computation) and returns the indexes of the JWTs
 // whose signature should be checked. seq tags the verifications.
@@ -97,7 +101,7 @@ func (in *inspector) load(source string, toks []token, now time.Time, seq int) [
 		if t.raw == "" {
 			continue
 		}
-		it := inspected{title: t.title, raw: t.raw}
+		it := inspected{title: t.title, raw: t.raw, ownJKT: t.jkt, ownX5T: t.x5t}
 		it.decode(now)
 		if it.dec != nil && it.dec.Format == auth.FormatJWT {
 			it.verifying = true
@@ -439,7 +443,7 @@ func (in *inspector) summarize() []string {
 	}
 	if reason != "" {
 		if one := title + " " + kind + sep + sigStyle.Render(sig+": "+reason) + sep + expStyle.Render(exp); lipgloss.Width(one) <= in.width-2 {
-			return append([]string{one}, in.futureLines(t)...)
+			return append(append([]string{one}, in.bindingLines(t)...), in.futureLines(t)...)
 		}
 	}
 	lines := []string{title + " " + kind + sep + sigStyle.Render(sig) + sep + expStyle.Render(exp)}
@@ -450,7 +454,21 @@ func (in *inspector) summarize() []string {
 		}
 		lines = append(lines, "  "+sigStyle.Render(fitReason(reason, text.Safe(iss), in.width-4)))
 	}
-	return append(lines, in.futureLines(t)...)
+	return append(append(lines, in.bindingLines(t)...), in.futureLines(t)...)
+}
+
+// bindingLines say what a bound token is bound to (cnf) and whether that is
+// the key's own DPoP key or certificate; none for a bearer token.
+func (in *inspector) bindingLines(t inspected) []string {
+	b := t.dec.Binding(t.ownJKT, t.ownX5T)
+	if b == "" {
+		return nil
+	}
+	style := in.c.styles.Value
+	if strings.Contains(b, "NOT") {
+		style = in.c.styles.Error
+	}
+	return []string{"  " + style.Render(ansi.Truncate("bound to "+b, max(10, in.width-4), "…"))}
 }
 
 // futureLines warn of an iat or nbf in the future, one line each.

@@ -1,6 +1,7 @@
 package tui
 
 import (
+	"encoding/base64"
 	"strings"
 	"testing"
 	"time"
@@ -45,7 +46,7 @@ func TestInspectorVerificationIsACommandAndStaleOnesDrop(t *testing.T) {
 	h := newHarness(t, func(f *fakeStore) { f.add("demo", "demo", time.Time{}) })
 	in := h.m.inspector
 	seq := h.m.req.next()
-	verify := in.load("x", []token{{"Access token", h.st.tokens["demo"].AccessToken}}, t0, seq)
+	verify := in.load("x", []token{{title: "Access token", raw: h.st.tokens["demo"].AccessToken}}, t0, seq)
 	if len(verify) != 1 || !in.busy() {
 		t.Fatal("a JWT must be queued for verification")
 	}
@@ -203,11 +204,11 @@ func TestInspectorSummaryWhileChecking(t *testing.T) {
 	t.Parallel()
 	h := newHarness(t, func(f *fakeStore) { f.add("demo", "demo", time.Time{}) })
 	in := h.m.inspector
-	in.load("x", []token{{"Access token", h.st.tokens["demo"].AccessToken}}, t0, h.m.req.next())
+	in.load("x", []token{{title: "Access token", raw: h.st.tokens["demo"].AccessToken}}, t0, h.m.req.next())
 	if s := strings.Join(in.sum, "\n"); !strings.Contains(s, "checking signature…") || !strings.Contains(s, "expires in 5m") {
 		t.Fatalf("summary while verifying: %q", s)
 	}
-	in.load("x", []token{{"Pasted token", "opaque-token-value"}}, t0, h.m.req.next())
+	in.load("x", []token{{title: "Pasted token", raw: "opaque-token-value"}}, t0, h.m.req.next())
 	if s := strings.Join(in.sum, "\n"); !strings.Contains(s, "Pasted token: opaque (not a JWT)") {
 		t.Fatalf("summary of an opaque token: %q", s)
 	}
@@ -280,4 +281,22 @@ func TestInspectorWarnsOfFutureIatAndNbf(t *testing.T) {
 	h.send(tea.PasteMsg{Content: near})
 	h.press("enter")
 	h.mustNotShow("in the future")
+}
+
+// A bound token says what it is bound to in the summary, and whether that
+// is the key's own DPoP key.
+func TestInspectorSummarySaysTheBinding(t *testing.T) {
+	t.Parallel()
+	h := newHarness(t, nil)
+	in := h.m.inspector
+	enc := func(v string) string { return base64.RawURLEncoding.EncodeToString([]byte(v)) }
+	bound := enc(`{"alg":"RS256"}`) + "." + enc(`{"sub":"x","cnf":{"jkt":"the-jkt"}}`) + ".c2ln"
+	in.load("x", []token{{title: "Access token", raw: bound, jkt: "the-jkt"}}, t0, h.m.req.next())
+	if s := strings.Join(in.sum, "\n"); !strings.Contains(s, "bound to DPoP key the-jkt (this key's)") {
+		t.Fatalf("summary of the key's bound token: %q", s)
+	}
+	in.load("x", []token{{title: "Access token", raw: bound, jkt: "another"}}, t0, h.m.req.next())
+	if s := strings.Join(in.sum, "\n"); !strings.Contains(s, "NOT this key's") {
+		t.Fatalf("summary of another key's token: %q", s)
+	}
 }

@@ -92,6 +92,10 @@ type inspection struct {
 	Decoded  *auth.Decoded
 	Verified *auth.Verification
 	Live     *auth.Liveness
+	// KeyJKT and KeyX5T are the key's DPoP key and client certificate
+	// thumbprints ("" for a pasted token or a key without them): a bound
+	// token's cnf is checked against them.
+	KeyJKT, KeyX5T string
 	// Skew is how far the JWT's exp is from obtained-at + expires_in, for a
 	// key's token, when that exceeds auth.SkewTolerance (zero otherwise).
 	Skew time.Duration
@@ -248,6 +252,9 @@ func writeInspection(w io.Writer, in inspection, verifyAsked bool, now time.Time
 				state = "expired"
 			}
 			fmt.Fprintf(w, "Expiry:    %s (%s)\n", state, text.Relative(d.ExpiresAt, now))
+		}
+		if b := d.Binding(in.KeyJKT, in.KeyX5T); b != "" {
+			fmt.Fprintf(w, "Bound to:  %s\n", b)
 		}
 		if in.Skew != 0 {
 			fmt.Fprintf(w, "Clock:     exp and expires_in disagree by %s: this machine's clock or the server's is off\n", in.Skew.Round(time.Second))
