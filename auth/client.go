@@ -243,7 +243,7 @@ func (c *Client) discover(ctx context.Context, issuer, wellKnown string) (Endpoi
 	}
 	var doc Endpoints
 	if err := json.Unmarshal(body, &doc); err != nil {
-		return Endpoints{}, &Error{Kind: KindMalformedResponse, Op: op, Msg: "the discovery document is not JSON", Hint: "check the issuer URL", Excerpt: scrub(string(body), nil)}
+		return Endpoints{}, &Error{Kind: KindMalformedResponse, Op: op, Msg: "the discovery document is not JSON", Hint: "check the issuer URL", Excerpt: bodyExcerpt(body, nil)}
 	}
 	if doc.Token != "" {
 		if err := CheckURL(doc.Token); err != nil {

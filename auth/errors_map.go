@@ -54,6 +54,9 @@ const timeoutHint = "try again; if the server is slow, raise --timeout (or SHIPK
 // error, with the settings that fix them.
 const loginCauses = "the server may require a scope (--scope openid) or the client secret by HTTP Basic (--basic-auth)"
 
+// scopeCause is loginCauses' first half, for the grants that send no user.
+const scopeCause = "the server may require a scope (--scope)"
+
 func mapStatus(op string, status int, code, desc string, body []byte, secrets []string) *Error {
 	e := &Error{
 		Op:          op,
@@ -84,8 +87,14 @@ func mapStatus(op string, status int, code, desc string, body []byte, secrets []
 		e.Msg = "the server refused the login (status 400) without saying why"
 		e.Hint = loginCauses
 	case grantOps[op] != "" && (status == 401 || status == 403) && !knownCode(code):
-		// A grant that authenticates only the client: the client was refused.
+		// A grant that authenticates only the client: the client was refused,
+		// or (an empty or non-OAuth 403, as servers that require a scope
+		// answer a request without one) the request was.
 		e.Kind = KindInvalidClient
+		e.Msg, e.Hint = kindText(e.Kind, op)
+		if op == "client-credentials" {
+			e.Hint += "; " + scopeCause
+		}
 	case grantOps[op] != "" && code == "unauthorized_client" && strings.Contains(lowDesc, "invalid client"):
 		// Keycloak answers a wrong client secret with unauthorized_client
 		// "Invalid client or Invalid client credentials".
@@ -124,7 +133,11 @@ func mapStatus(op string, status int, code, desc string, body []byte, secrets []
 			e.Kind = KindInvalidClient
 		}
 	case code == "unsupported_grant_type" && op == "login":
+		// Not a client setting (Keycloak says unauthorized_client for that):
+		// this server has no password grant at all.
 		e.Kind = KindDirectGrantDisabled
+		e.Msg = "the server does not offer the password grant"
+		e.Hint = "sign in with another grant: --grant device-code, or --grant authcode with a browser"
 	case code == "invalid_scope":
 		e.Kind = KindInvalidScope
 	case code == "invalid_token" && op == "logout":
@@ -138,7 +151,7 @@ func mapStatus(op string, status int, code, desc string, body []byte, secrets []
 		e.Msg, e.Hint = kindText(e.Kind, op)
 	}
 	if e.Code == "" && len(body) > 0 {
-		e.Excerpt = scrub(string(body), secrets)
+		e.Excerpt = bodyExcerpt(body, secrets)
 	}
 	return e
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"net/http"
 	"net/url"
 	"strings"
@@ -76,6 +77,13 @@ func (deviceCodeGrant) Obtain(ctx context.Context, c *Client, r Request) (*Token
 			return nil, tooLarge(op)
 		}
 		return nil, mapTransportError(ctx, op, ep.DeviceAuthorization, err)
+	}
+	if status == http.StatusNotFound || status == http.StatusMethodNotAllowed || status == http.StatusNotImplemented {
+		// Nothing answers there (an HTML 404 page, most often): the server
+		// has no device grant, or not at the path guessed for Keycloak.
+		return nil, &Error{Kind: KindConfig, Op: op, Status: status,
+			Msg:  fmt.Sprintf("no device authorization endpoint at %s (status %d); this server may not support the device grant", text.Safe(ep.DeviceAuthorization), status),
+			Hint: "use another grant (--grant authcode, password or client-credentials), or check the auth URL"}
 	}
 	if status != http.StatusOK {
 		se := parseServerError(body)

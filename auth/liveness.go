@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"net/http"
 	"net/url"
-	"strings"
 
 	"github.com/shipkey/shipkey/internal/text"
 )
@@ -67,7 +66,7 @@ func unknownFrom(via string, err error) Liveness {
 // Liveness asks the realm whether it still accepts accessToken: token
 // introspection with the client's credentials where the server offers it
 // (discovery's introspection_endpoint, or Keycloak's path when discovery did
-// not answer), else userinfo (also when introspection answers 401, 403 or
+// not answer or named none and the connection has an auth URL), else userinfo (also when introspection answers 401, 403 or
 // 404).
 //
 // Only introspection's "active": false is LiveInactive: the one answer in
@@ -84,6 +83,11 @@ func (c *Client) Liveness(ctx context.Context, conn Connection, clientSecret, ac
 	ep, err := c.Endpoints(ctx, conn)
 	if err != nil {
 		return unknownFrom("", err)
+	}
+	if ep.Introspection == "" && conn.AuthURL != "" {
+		// Discovery named none: Keycloak's path is asked, and a 404 there
+		// falls through to userinfo as below.
+		ep.Introspection = conn.KeycloakEndpoints().Introspection
 	}
 	if ep.Introspection != "" {
 		const via = "introspection"
@@ -132,10 +136,13 @@ func (c *Client) Liveness(ctx context.Context, conn Connection, clientSecret, ac
 	case http.StatusOK:
 		return Liveness{State: LiveActive, Via: via}
 	case http.StatusUnauthorized, http.StatusForbidden:
-		// A refusal here does not tell whether the session ended.
+		// A refusal here does not tell whether the session ended, and its
+		// description is the same generic sentence whatever the cause
+		// ("expired, revoked, malformed, or invalid"): quoted, it reads as
+		// a verdict. Only the error code is kept.
 		reason := fmt.Sprintf("userinfo refused the token with status %d, perhaps for want of the openid scope", resp.StatusCode)
 		se := parseServerError(body)
-		return Liveness{State: LiveUnknown, Via: via, Reason: reason, Said: text.Safe(scrub(strings.TrimSpace(se.Code+" "+se.Description), secrets))}
+		return Liveness{State: LiveUnknown, Via: via, Reason: reason, Said: scrub(se.Code, secrets)}
 	}
 	se := parseServerError(body)
 	return unknownFrom(via, mapStatus("userinfo", resp.StatusCode, se.Code, se.Description, body, secrets))

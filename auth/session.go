@@ -23,8 +23,9 @@ func (r EndResult) Ended() bool { return r.Via != "" }
 //
 //  1. the logout endpoint, with the refresh token: discovery's
 //     end_session_endpoint, or Keycloak's .../protocol/openid-connect/logout
-//     only when discovery did not answer. A 404 or 405 there (not Keycloak)
-//     falls through to revocation;
+//     only when discovery did not answer. A 404 or 405 there (not Keycloak),
+//     or a redirect or HTML page (a sign-out page for browsers), falls
+//     through to revocation;
 //  2. RFC 7009 revocation: discovery's revocation_endpoint, else Keycloak's
 //     .../protocol/openid-connect/revoke (when the connection has an auth
 //     URL); the refresh token first (which ends the session), then the access
@@ -54,10 +55,14 @@ func (c *Client) EndSession(ctx context.Context, conn Connection, clientSecret s
 		switch {
 		case err != nil:
 			return EndResult{}, mapTransportError(ctx, op, ep.Logout, err)
-		case status == http.StatusOK || status == http.StatusNoContent:
+		case (status == http.StatusOK || status == http.StatusNoContent) && !isMarkup(body):
 			return EndResult{Via: "logout"}, nil
 		case status == http.StatusNotFound || status == http.StatusMethodNotAllowed:
 			c.logger.Debug("no logout endpoint; trying revocation", "status", status)
+		case status/100 == 3 || status == http.StatusOK:
+			// A redirect or an HTML page: a sign-out page for browsers
+			// (OpenID RP-initiated logout), not an API that ends the session.
+			c.logger.Debug("the logout endpoint is a browser page; trying revocation", "status", status)
 		default:
 			se := parseServerError(body)
 			e := mapStatus(op, status, se.Code, se.Description, body, secretsOf(conn, clientSecret, ts.RefreshToken, ts.AccessToken))
