@@ -31,11 +31,18 @@ type ResourceConfig struct {
 	// Realm is the realm parameter of the WWW-Authenticate challenge
 	// (default "shipping").
 	Realm string
+	// DPoPNonce makes the server require its own nonce in DPoP proofs
+	// (RFC 9449 §9): a proof without the current one is answered 401
+	// use_dpop_nonce with a DPoP-Nonce header.
+	DPoPNonce bool
 }
 
 // ResourceServer is an API protected by an authorization server, on
-// loopback: it checks every request's bearer token by introspection (RFC
-// 7662) at the authorization server, with no cache, so a token revoked or a
+// loopback: it checks every request's token by introspection (RFC 7662) at
+// the authorization server, with no cache, and a DPoP-bound token's proof
+// (RFC 9449: CheckDPoP's htm, htu, ath, iat and replayed jti, the proof's
+// key against the token's cnf.jkt, the server's nonce with DPoPNonce); a
+// DPoP-bound token sent as a plain bearer token is refused, so a token revoked or a
 // session ended there is refused at the next request, as a careful real API
 // does. A refused request's body is never read (a client that sent
 // Expect: 100-continue can send it again). A request without a token, or with one the server says is not
@@ -52,8 +59,11 @@ type ResourceServer struct {
 	url    string
 	client *http.Client
 
+	replay *ReplayCache // DPoP proofs' jti seen
+
 	mu         sync.Mutex
 	introspect string // the introspection endpoint, once discovered
+	nonce      string // the DPoP nonce required (DPoPNonce)
 	counts     map[string]int
 	refuseNext int // answer the next n authenticated requests 401 invalid_token
 }
@@ -72,6 +82,8 @@ type Echo struct {
 	Subject  string `json:"sub,omitempty"`
 	ClientID string `json:"client_id,omitempty"`
 	Scope    string `json:"scope,omitempty"`
+	// DPoP says the token was DPoP-bound and its proof passed.
+	DPoP bool `json:"dpop,omitempty"`
 	// Headers are the request's headers other than Authorization and DPoP.
 	Headers map[string]string `json:"headers,omitempty"`
 }
@@ -111,6 +123,10 @@ func StartResourceServer(addr string, cfg ResourceConfig) (*ResourceServer, erro
 		client:     &http.Client{Timeout: 10 * time.Second},
 		introspect: cfg.IntrospectionURL,
 		counts:     map[string]int{},
+		replay:     &ReplayCache{},
+	}
+	if cfg.DPoPNonce {
+		rs.nonce = randomToken(16)
 	}
 	rs.srv = &http.Server{Handler: rs.Handler(), ReadHeaderTimeout: 10 * time.Second}
 	go func() { _ = rs.srv.Serve(ln) }()
@@ -160,7 +176,7 @@ func (rs *ResourceServer) Handler() http.Handler {
 
 func (rs *ResourceServer) serve(w http.ResponseWriter, r *http.Request) {
 	rs.count("requests")
-	tok, ok := bearerToken(r)
+	scheme, tok, ok := accessToken(r)
 	if !ok {
 		// RFC 6750 §3.1: no error code when the request carried no token.
 		rs.challenge(w, "", "")
@@ -185,6 +201,10 @@ func (rs *ResourceServer) serve(w http.ResponseWriter, r *http.Request) {
 		return
 	case !info.Active:
 		rs.challenge(w, "invalid_token", "The access token is not active")
+		return
+	}
+	if code, desc := rs.checkBinding(r, scheme, tok, info); code != "" {
+		rs.challenge(w, code, desc)
 		return
 	}
 	rs.count("accepted")
@@ -216,6 +236,7 @@ func (rs *ResourceServer) serve(w http.ResponseWriter, r *http.Request) {
 		Subject:     info.Subject,
 		ClientID:    info.ClientID,
 		Scope:       info.Scope,
+		DPoP:        scheme == "dpop",
 		Headers:     map[string]string{},
 	}
 	for k := range r.Header {
@@ -236,10 +257,55 @@ func (rs *ResourceServer) serve(w http.ResponseWriter, r *http.Request) {
 	_ = enc.Encode(e)
 }
 
-// challenge answers 401 with an RFC 6750 Bearer challenge.
+// checkBinding checks a DPoP-bound token's proof; it returns the error code
+// and description of a refusal, or "" for a request that may go on.
+func (rs *ResourceServer) checkBinding(r *http.Request, scheme, tok string, info introspection) (string, string) {
+	bound := info.Cnf.JKT != ""
+	switch {
+	case scheme == "bearer" && bound:
+		return "invalid_token", "The access token is bound to a DPoP key: send it with the DPoP scheme and a proof"
+	case scheme == "bearer":
+		return "", ""
+	case !bound:
+		return "invalid_token", "The access token is not DPoP-bound"
+	}
+	proofs := r.Header.Values("DPoP")
+	if len(proofs) != 1 {
+		return "invalid_dpop_proof", "DPoP proof is missing"
+	}
+	rs.mu.Lock()
+	nonce := rs.nonce
+	rs.mu.Unlock()
+	target := "http://" + r.Host + r.URL.RequestURI()
+	jkt, err := CheckDPoP(proofs[0], DPoPRequest{Method: r.Method, URL: target, AccessToken: tok, Nonce: nonce, Replay: rs.replay})
+	if err != nil {
+		var de *DPoPError
+		if errors.As(err, &de) {
+			return de.Code, de.Description
+		}
+		return "invalid_dpop_proof", "DPoP proof refused"
+	}
+	if jkt != info.Cnf.JKT {
+		return "invalid_dpop_proof", "DPoP proof key does not match the token's cnf.jkt"
+	}
+	rs.count("dpop")
+	return "", ""
+}
+
+// challenge answers 401 with an RFC 6750 challenge, or RFC 9449 §7.1's
+// DPoP challenge for a proof's error (with a DPoP-Nonce header when the
+// nonce is what was missing).
 func (rs *ResourceServer) challenge(w http.ResponseWriter, code, desc string) {
 	rs.count("refused")
 	c := `Bearer realm="` + rs.cfg.Realm + `"`
+	if code == "invalid_dpop_proof" || code == "use_dpop_nonce" {
+		c = `DPoP realm="` + rs.cfg.Realm + `", algs="ES256 RS256 EdDSA"`
+		if code == "use_dpop_nonce" {
+			rs.mu.Lock()
+			w.Header().Set("DPoP-Nonce", rs.nonce)
+			rs.mu.Unlock()
+		}
+	}
 	if code != "" {
 		c += `, error="` + code + `", error_description="` + desc + `"`
 	}
@@ -253,15 +319,17 @@ func (rs *ResourceServer) challenge(w http.ResponseWriter, code, desc string) {
 	_ = json.NewEncoder(w).Encode(body)
 }
 
-// bearerToken is the request's bearer token (RFC 6750 §2.1).
-func bearerToken(r *http.Request) (string, bool) {
+// accessToken is the request's access token and its scheme, lower-cased:
+// "bearer" (RFC 6750 §2.1) or "dpop" (RFC 9449 §7.1).
+func accessToken(r *http.Request) (scheme, tok string, ok bool) {
 	h := r.Header.Get("Authorization")
-	scheme, tok, ok := strings.Cut(h, " ")
-	if !ok || !strings.EqualFold(scheme, "bearer") {
-		return "", false
+	scheme, tok, ok = strings.Cut(h, " ")
+	scheme = strings.ToLower(scheme)
+	if !ok || (scheme != "bearer" && scheme != "dpop") {
+		return "", "", false
 	}
 	tok = strings.TrimSpace(tok)
-	return tok, tok != ""
+	return scheme, tok, tok != ""
 }
 
 // introspection is what the resource server reads of an introspection answer.
@@ -270,6 +338,9 @@ type introspection struct {
 	Subject  string `json:"sub"`
 	ClientID string `json:"client_id"`
 	Scope    string `json:"scope"`
+	Cnf      struct {
+		JKT string `json:"jkt"`
+	} `json:"cnf"`
 }
 
 func (rs *ResourceServer) introspectToken(r *http.Request, tok string) (introspection, error) {

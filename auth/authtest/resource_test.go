@@ -8,6 +8,9 @@ import (
 	"net/http"
 	"strings"
 	"testing"
+	"time"
+
+	"github.com/shipkey/shipkey/auth"
 )
 
 func newResource(t *testing.T, s *Server) *ResourceServer {
@@ -84,5 +87,54 @@ func TestResourceServerChallenges(t *testing.T) {
 	}
 	if r := get(t, rs.URL()+"/test/large?n=3", bearer(tok)); r.status != http.StatusOK || !strings.Contains(string(r.body), "shipment-00002") {
 		t.Errorf("/test/large: %d %s", r.status, r.body)
+	}
+}
+
+// A DPoP-bound token passes with a proof for this method and URL by the key
+// its cnf.jkt names (and the server's nonce once asked); it is refused as a
+// bearer token, with a proof by another key, for another URL, and with a
+// proof replayed by hand.
+func TestResourceServerChecksDPoP(t *testing.T) {
+	t.Parallel()
+	s, clock := newTest(t, func(c *Config) { c.Clients[0].DPoP = true })
+	rs := NewResourceServer(ResourceConfig{Issuer: s.Issuer(), ClientID: DemoClientID, ClientSecret: DemoClientSecret, DPoPNonce: true})
+	t.Cleanup(rs.Close)
+	k, _ := auth.NewDPoPKey()
+	tokenURL := oidcURL(s, "token")
+	r := post(t, tokenURL, passwordForm(), dpopHeader(t, k, "POST", tokenURL, "", "", clock.Now()))
+	at := r.str("access_token")
+	if r.status != http.StatusOK || r.str("token_type") != "DPoP" {
+		t.Fatalf("DPoP login: %d %s", r.status, r.body)
+	}
+	scheme := func(r *http.Request) { r.Header.Set("Authorization", "DPoP "+at) }
+	u := rs.URL() + "/v1/shipments?page=1"
+	// Proofs are checked against the real clock: the realm's is only for tokens.
+	now := time.Now()
+
+	if got := get(t, u, bearer(at)); got.status != http.StatusUnauthorized || !strings.Contains(got.header.Get("WWW-Authenticate"), "invalid_token") {
+		t.Errorf("bound token as Bearer: %d %q", got.status, got.header.Get("WWW-Authenticate"))
+	}
+	got := get(t, u, scheme, dpopHeader(t, k, "GET", u, at, "", now))
+	nonce := got.header.Get("DPoP-Nonce")
+	if got.status != http.StatusUnauthorized || nonce == "" || !auth.InvalidTokenChallenge(got.header) {
+		t.Fatalf("proof without the nonce: %d %q nonce %q", got.status, got.header.Get("WWW-Authenticate"), nonce)
+	}
+	good := dpopHeader(t, k, "GET", u, at, nonce, now)
+	if got := get(t, u, scheme, good); got.status != http.StatusOK || got.json["dpop"] != true {
+		t.Fatalf("good proof: %d %s", got.status, got.body)
+	}
+	if got := get(t, u, scheme, good); got.status != http.StatusUnauthorized || !strings.Contains(got.header.Get("WWW-Authenticate"), "already been used") {
+		t.Errorf("replayed proof: %d %q", got.status, got.header.Get("WWW-Authenticate"))
+	}
+	other, _ := auth.NewDPoPKey()
+	for name, h := range map[string]func(*http.Request){
+		"another key":    dpopHeader(t, other, "GET", u, at, nonce, now),
+		"another URL":    dpopHeader(t, k, "GET", rs.URL()+"/v1/other", at, nonce, now),
+		"another method": dpopHeader(t, k, "POST", u, at, nonce, now),
+		"no ath":         dpopHeader(t, k, "GET", u, "", nonce, now),
+	} {
+		if got := get(t, u, scheme, h); got.status != http.StatusUnauthorized {
+			t.Errorf("%s: %d, want 401", name, got.status)
+		}
 	}
 }
