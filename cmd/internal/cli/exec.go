@@ -9,6 +9,7 @@ import (
 	"os/exec"
 	"os/signal"
 	"regexp"
+	"slices"
 	"strings"
 	"sync"
 	"syscall"
@@ -208,19 +209,20 @@ func execRun(ctx context.Context, opts *execOptions) error {
 // childEnv is env without shipkey's secrets and without any earlier value of
 // name, plus name=token.
 func childEnv(env []string, name, token string) []string {
-	drop := append([]string{name}, childSecretVars...)
+	return append(withoutVars(env, name), name+"="+token)
+}
+
+// withoutVars is env without shipkey's secrets and the variables named.
+func withoutVars(env []string, names ...string) []string {
+	drop := slices.Concat(names, childSecretVars)
 	out := make([]string, 0, len(env)+1)
-next:
 	for _, kv := range env {
 		k, _, _ := strings.Cut(kv, "=")
-		for _, d := range drop {
-			if k == d {
-				continue next
-			}
+		if !slices.Contains(drop, k) {
+			out = append(out, kv)
 		}
-		out = append(out, kv)
 	}
-	return append(out, name+"="+token)
+	return out
 }
 
 // childExit turns the command's end into shipkey's exit: its exit code, or

@@ -171,6 +171,7 @@ var subcommands = []struct {
 	{"agent", newCmdAgent},
 	{"serve", func(f *factory) *cobra.Command { return newCmdServe(f, nil) }},
 	{"api", func(f *factory) *cobra.Command { return newCmdAPI(f, nil) }},
+	{"curl", func(f *factory) *cobra.Command { return newCmdCurl(f, nil) }},
 }
 
 // onlyCommand is the one command a command line runs when its first
