@@ -10,12 +10,14 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/shipkey/shipkey/auth"
 	"github.com/shipkey/shipkey/internal/text"
 	"github.com/shipkey/shipkey/store"
 	"github.com/spf13/cobra"
+	"golang.org/x/net/netutil"
 )
 
 // serveOptions hands out tokens over a unix socket.
@@ -93,14 +95,23 @@ func serveRun(ctx context.Context, opts *serveOptions) error {
 		return err
 	}
 	srv := &http.Server{
-		Handler:           newTokenHandler(st, opts.Keys, opts.Secrets),
+		Handler: newTokenHandler(st, opts.Keys, opts.Secrets),
+		// A client that sends nothing, idles between requests, or stops
+		// reading is closed, so held connections cannot use up the files
+		// this process may open. The write timeout leaves room for a renewal.
 		ReadHeaderTimeout: 10 * time.Second,
+		ReadTimeout:       15 * time.Second,
+		WriteTimeout:      3 * time.Minute,
+		IdleTimeout:       30 * time.Second,
+		MaxHeaderBytes:    16 << 10,
 	}
 	refused := func(uid int) {
 		fmt.Fprintf(opts.IO.ErrOut, "shipkey: serve: refused a connection from uid %d (only uid %d is served)\n", uid, ln.uid)
 	}
 	served := make(chan error, 1)
-	go func() { served <- srv.Serve(&peerListener{ln: ln, refused: refused}) }()
+	go func() {
+		served <- srv.Serve(netutil.LimitListener(&peerListener{ln: ln, refused: refused}, serveMaxConns))
+	}()
 	what := "all keys"
 	if len(opts.Keys) > 0 {
 		what = "keys " + text.Safe(strings.Join(opts.Keys, ", "))
@@ -125,15 +136,22 @@ func serveRun(ctx context.Context, opts *serveOptions) error {
 	return nil
 }
 
+// serveMaxConns caps the connections serve holds at once; more wait in the
+// socket's backlog until one closes.
+const serveMaxConns = 256
+
 // tokenHandler answers GET /v1/token/{label}.
 type tokenHandler struct {
 	st      *store.Store
 	keys    []string // served labels; all when empty
 	secrets *secretSet
+
+	mu       sync.Mutex
+	lifetime map[string]time.Duration // each key's last access token's life, as issued
 }
 
 func newTokenHandler(st *store.Store, keys []string, secrets *secretSet) http.Handler {
-	h := &tokenHandler{st: st, keys: keys, secrets: secrets}
+	h := &tokenHandler{st: st, keys: keys, secrets: secrets, lifetime: map[string]time.Duration{}}
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /v1/token/{label}", h.token)
 	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
@@ -153,6 +171,15 @@ func (h *tokenHandler) token(w http.ResponseWriter, r *http.Request) {
 		writeServeError(w, http.StatusBadRequest, "invalid_request", err.Error())
 		return
 	}
+	asked := minValid
+	if !h.knowsLife(label) && minValid > 0 {
+		// Learn the life of this key's tokens from the one on hand (renewed
+		// only if due anyway) before asking for a min_valid.
+		if ts, err := h.st.Token(r.Context(), label, store.TokenOptions{}); err == nil {
+			h.learn(label, ts)
+		}
+	}
+	minValid, beyond := h.reachable(label, minValid)
 	ts, err := h.st.Token(r.Context(), label, store.TokenOptions{MarkUsed: true, MinValid: minValid})
 	if err != nil {
 		status, code := serveErrorStatus(err)
@@ -160,9 +187,56 @@ func (h *tokenHandler) token(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	h.secrets.Add(ts.AccessToken, ts.RefreshToken, ts.IDToken)
+	life := h.learn(label, ts)
+	if !beyond && life > 0 && asked >= life {
+		beyond = true // learnt on this request
+	}
+	doc := struct {
+		tokenDoc
+		Warning string `json:"warning,omitempty"`
+	}{tokenDoc: newTokenDoc(label, ts)}
+	if beyond {
+		doc.Warning = fmt.Sprintf("min_valid=%s is beyond this key's token life (%s): answered with a fresh token instead of renewing on every request; ask for less than %s", text.Span(asked), text.Span(life), text.Span(life))
+	}
 	w.Header().Set("Content-Type", "application/json")
 	w.Header().Set("Cache-Control", "no-store")
-	_ = writeJSON(w, newTokenDoc(label, ts))
+	_ = writeJSON(w, doc)
+}
+
+// reachable caps minValid for label below the life of the key's tokens as
+// the server issues them: a min_valid no token can meet would renew on
+// every request (50 clients, 50 renewals). The capped value renews once
+// three quarters of a token's life is spent. beyond reports a cap.
+func (h *tokenHandler) reachable(label string, minValid time.Duration) (time.Duration, bool) {
+	h.mu.Lock()
+	life := h.lifetime[label]
+	h.mu.Unlock()
+	if life <= 0 || minValid < life {
+		return minValid, false
+	}
+	return life / 4, true
+}
+
+func (h *tokenHandler) knowsLife(label string) bool {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.lifetime[label] > 0
+}
+
+// learn records the life of ts as issued (expires_in, else its expiry less
+// when it arrived) and returns it (0 when unknown).
+func (h *tokenHandler) learn(label string, ts *auth.TokenSet) time.Duration {
+	life := time.Duration(ts.ExpiresIn) * time.Second
+	if life <= 0 && !ts.ObtainedAt.IsZero() && !ts.AccessExpiry().IsZero() {
+		life = ts.AccessExpiry().Sub(ts.ObtainedAt)
+	}
+	if life <= 0 {
+		return 0
+	}
+	h.mu.Lock()
+	h.lifetime[label] = life
+	h.mu.Unlock()
+	return life
 }
 
 // parseMinValid reads min_valid: whole seconds, or a duration (5m); empty

@@ -54,6 +54,9 @@ func listenSocket(path string) (*socketListener, error) {
 	if perm := fi.Mode().Perm(); perm&0o077 != 0 {
 		return nil, fmt.Errorf("the socket's directory %s is open to other users (mode %04o); use one only you can open (chmod 700 %s)", text.Safe(dir), perm, text.ShellQuote(dir))
 	}
+	if err := checkParents(dir, uid); err != nil {
+		return nil, err
+	}
 	if fi, err := os.Lstat(path); err == nil {
 		if fi.Mode()&os.ModeSocket == 0 {
 			return nil, fmt.Errorf("%s exists and is not a socket; remove it or name another path", show)
@@ -79,6 +82,40 @@ func listenSocket(path string) (*socketListener, error) {
 		return nil, err
 	}
 	return &socketListener{UnixListener: ln, path: path, uid: uid}, nil
+}
+
+// checkParents refuses a socket directory whose parents another user could
+// change, as ssh checks the directories above authorized_keys: each must
+// belong to root or to uid and not be writable by group or others (another
+// user could rename the socket's directory away and put one of theirs in
+// its place). A sticky directory owned by root, such as /tmp, is safe: only
+// a directory's owner can rename it there.
+func checkParents(dir string, uid int) error {
+	real, err := filepath.EvalSymlinks(dir)
+	if err != nil {
+		return err
+	}
+	for d := filepath.Dir(real); ; d = filepath.Dir(d) {
+		fi, err := os.Stat(d)
+		if err != nil {
+			return err
+		}
+		st, ok := fi.Sys().(*syscall.Stat_t)
+		if !ok {
+			return nil
+		}
+		owner, perm := int(st.Uid), fi.Mode().Perm()
+		sticky := fi.Mode()&os.ModeSticky != 0 && owner == 0
+		switch {
+		case owner != 0 && owner != uid:
+			return fmt.Errorf("the socket's directory is inside %s, which belongs to uid %d; use a directory of your own", text.Safe(d), owner)
+		case perm&0o022 != 0 && !sticky:
+			return fmt.Errorf("the socket's directory is inside %s, which other users can write (mode %04o); use a directory whose parents only you or root can change (chmod go-w %s)", text.Safe(d), perm, text.ShellQuote(d))
+		}
+		if d == filepath.Dir(d) {
+			return nil
+		}
+	}
 }
 
 // peerUID is the uid of the process at the other end (SO_PEERCRED), as the

@@ -6,6 +6,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"net"
 	"net/http"
@@ -181,5 +182,129 @@ func TestServeSocket(t *testing.T) {
 	}
 	if strings.Contains(stderr(), tokens[0]) {
 		t.Error("serve printed the token on stderr")
+	}
+}
+
+// TestServeBounds: serve refuses a socket under a directory others can
+// write; 50 clients asking for a min_valid beyond the token's life get the
+// token on hand with a warning, not 50 renewals; 600 connections that send
+// nothing never make it hold more than serveMaxConns, and a real client is
+// served after them.
+func TestServeBounds(t *testing.T) {
+	t.Parallel()
+	bin, err := exec.LookPath("shipkey")
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := authtest.NewServer(lcConfig(func(c *authtest.Config) { c.AccessTTL = 2 * time.Minute }))
+	t.Cleanup(srv.Close)
+	c := newCLIRun(t, bin, 2*time.Minute)
+	c.newKey(srv, "k")
+
+	// A parent others can write: refused, one line.
+	open := filepath.Join(t.TempDir(), "open")
+	if err := os.Mkdir(open, 0o777); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chmod(open, 0o777); err != nil {
+		t.Fatal(err)
+	}
+	badCtx, cancel := context.WithTimeout(c.ctx, 30*time.Second) // a serve that starts is a failure, not a hang
+	defer cancel()
+	bad := exec.CommandContext(badCtx, bin, "serve", "--socket", filepath.Join(open, "sock", "token.sock"))
+	bad.Env = c.env
+	out, err := bad.CombinedOutput()
+	if err == nil || !strings.Contains(string(out), "other users can write") || strings.Count(string(out), "\n") != 1 {
+		t.Errorf("a socket under a world-writable parent: %v\n%s", err, out)
+	}
+
+	sock := filepath.Join(t.TempDir(), "sock", "token.sock")
+	cmd := exec.CommandContext(c.ctx, bin, "serve", "--socket", sock)
+	cmd.Env = c.env
+	var stderrBuf syncBuffer
+	cmd.Stderr = &stderrBuf
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
+	for i := 0; ; i++ {
+		if conn, err := net.Dial("unix", sock); err == nil {
+			conn.Close()
+			break
+		}
+		if i == 500 {
+			t.Fatalf("the socket never answered; stderr:\n%s", stderrBuf.String())
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	client := &http.Client{Timeout: time.Minute, Transport: &http.Transport{
+		DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) {
+			return (&net.Dialer{}).DialContext(ctx, "unix", sock)
+		},
+	}}
+	get := func(path string) (int, map[string]any) {
+		resp, err := client.Get("http://shipkey" + path)
+		if err != nil {
+			t.Error(err)
+			return 0, nil
+		}
+		defer resp.Body.Close()
+		var doc map[string]any
+		_ = json.NewDecoder(resp.Body).Decode(&doc)
+		return resp.StatusCode, doc
+	}
+
+	before := srv.Count("refresh_token")
+	var wg sync.WaitGroup
+	for i := range 50 {
+		wg.Go(func() {
+			status, doc := get("/v1/token/k?min_valid=3600")
+			warning, _ := doc["warning"].(string)
+			if status != http.StatusOK || doc["access_token"] == nil || !strings.Contains(warning, "beyond this key's token life") {
+				t.Errorf("client %d: %d %v", i, status, doc)
+			}
+		})
+	}
+	wg.Wait()
+	if n := srv.Count("refresh_token") - before; n > 1 {
+		t.Errorf("%d renewals for 50 clients asking min_valid beyond the token's life, want at most 1", n)
+	}
+
+	// Connections that send nothing: serve holds at most serveMaxConns.
+	fds := func() int {
+		ents, err := os.ReadDir(fmt.Sprintf("/proc/%d/fd", cmd.Process.Pid))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return len(ents)
+	}
+	var held []net.Conn
+	t.Cleanup(func() {
+		for _, c := range held {
+			c.Close()
+		}
+	})
+	for range 600 {
+		conn, err := net.Dial("unix", sock)
+		if err != nil {
+			break // the backlog is full: what matters is what serve holds
+		}
+		held = append(held, conn)
+	}
+	most := 0
+	for i := 0; i < 100 && most < serveMaxConns; i++ {
+		most = max(most, fds())
+		time.Sleep(10 * time.Millisecond)
+	}
+	for range 20 {
+		most = max(most, fds())
+		time.Sleep(10 * time.Millisecond)
+	}
+	if most > serveMaxConns+32 {
+		t.Errorf("serve held %d files for %d silent connections; the cap is %d", most, len(held), serveMaxConns)
+	}
+	// The silent ones time out; a real client is then served.
+	if status, doc := get("/v1/token/k"); status != http.StatusOK || doc["access_token"] == nil {
+		t.Errorf("a client after the silent connections: %d %v", status, doc)
 	}
 }
