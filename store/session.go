@@ -296,23 +296,29 @@ func (sess *session) forget(desc string) bool {
 	return held
 }
 
-// agentSocket is the agent's socket for this store: in $XDG_RUNTIME_DIR
-// when it exists, else in the state directory (else, when that path is too
-// long for a unix socket, in the temporary directory), in a 0700 directory.
+// agentSocket is the agent's socket for this store, in a 0700 directory of
+// the agent's own: $XDG_RUNTIME_DIR/shipkey-agent when $XDG_RUNTIME_DIR
+// exists, else the state directory's agent/ (else, when that path is too
+// long for a unix socket, shipkey-agent-UID in the temporary directory).
+// Never $XDG_RUNTIME_DIR/shipkey, which people mount into containers for
+// serve's socket: a same-uid container could replace the agent there.
 func (sess *session) agentSocket() string {
 	h := identityCacheDesc(sess.stateDir, nil)
 	name := "agent-" + h[len(h)-12:] + ".sock"
 	if rt := os.Getenv("XDG_RUNTIME_DIR"); rt != "" && filepath.IsAbs(rt) {
 		if fi, err := os.Stat(rt); err == nil && fi.IsDir() {
-			return filepath.Join(rt, "shipkey", name)
+			return filepath.Join(rt, AgentDirName, name)
 		}
 	}
 	p := filepath.Join(sess.stateDir, "agent", name)
 	if len(p) < 100 {
 		return p
 	}
-	return filepath.Join(os.TempDir(), fmt.Sprintf("shipkey-%d", os.Getuid()), name)
+	return filepath.Join(os.TempDir(), fmt.Sprintf("%s-%d", AgentDirName, os.Getuid()), name)
 }
+
+// AgentDirName names the agent's directory in $XDG_RUNTIME_DIR.
+const AgentDirName = "shipkey-agent"
 
 // keyFileDesc names the session entry of the store's key file; ok is false
 // when there is no key file.

@@ -7,6 +7,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
@@ -87,6 +88,9 @@ func serveRun(ctx context.Context, opts *serveOptions) error {
 			return err
 		}
 	}
+	if err := refuseAgentDir(opts.Socket, st.AgentSocket()); err != nil {
+		return err
+	}
 	if err := st.Unlock(); err != nil {
 		return err
 	}
@@ -133,6 +137,22 @@ func serveRun(ctx context.Context, opts *serveOptions) error {
 		why = sig.String()
 	}
 	fmt.Fprintf(opts.IO.ErrOut, "Stopped serving tokens (%s); removed %s\n", why, text.Safe(opts.Socket))
+	return nil
+}
+
+// refuseAgentDir refuses a token socket in the unlock agent's directory or
+// in one above it: that directory is meant to be shared (mounted into a
+// container), and whoever can write there could replace the agent and
+// capture the store's unlocked key.
+func refuseAgentDir(socket, agentSocket string) error {
+	abs, err := filepath.Abs(socket)
+	if err != nil {
+		return err
+	}
+	dir, agentDir := filepath.Dir(abs), filepath.Dir(agentSocket)
+	if dir == agentDir || strings.HasPrefix(agentDir, dir+string(filepath.Separator)) {
+		return fmt.Errorf("--socket %s: the unlock agent's directory %s is there; a directory shared with a container must not hold it: use one of its own, such as $XDG_RUNTIME_DIR/shipkey/token.sock", text.Safe(socket), text.Safe(agentDir))
+	}
 	return nil
 }
 

@@ -218,7 +218,25 @@ func TestServeBounds(t *testing.T) {
 		t.Errorf("a socket under a world-writable parent: %v\n%s", err, out)
 	}
 
-	sock := filepath.Join(t.TempDir(), "sock", "token.sock")
+	// The unlock agent's own directory, and one above it, are refused: the
+	// socket's directory is what a container mounts.
+	var run string
+	for _, kv := range c.env {
+		if v, ok := strings.CutPrefix(kv, "XDG_RUNTIME_DIR="); ok {
+			run = v
+		}
+	}
+	if err := os.MkdirAll(run, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	for _, s := range []string{filepath.Join(run, "shipkey-agent", "token.sock"), filepath.Join(run, "token.sock")} {
+		_, stderr, code := c.run(nil, "serve", "--socket", s)
+		if code != 1 || !strings.Contains(stderr, "the unlock agent's directory") {
+			t.Errorf("serve --socket %s: exit %d\n%s", s, code, stderr)
+		}
+	}
+
+	sock := filepath.Join(run, "shipkey", "token.sock") // the README's place
 	cmd := exec.CommandContext(c.ctx, bin, "serve", "--socket", sock)
 	cmd.Env = c.env
 	var stderrBuf syncBuffer
