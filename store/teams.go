@@ -24,6 +24,9 @@ type TeamConn struct {
 	// Timeout bounds every etcd round trip of a command ("3s"); empty: the
 	// team engine's default.
 	Timeout string `toml:"timeout,omitempty"`
+	// Insecure allows plain http:// endpoints that are not loopback (the etcd
+	// password and every request in the clear): --etcd-insecure.
+	Insecure bool `toml:"etcd_insecure,omitempty"`
 	// Recipient is this machine's age recipient in the team (public).
 	Recipient string    `toml:"recipient"`
 	JoinedAt  time.Time `toml:"joined_at"`

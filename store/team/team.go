@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"io"
+	"net"
+	"net/url"
 	"strings"
 	"time"
 
@@ -92,6 +94,25 @@ func SplitAddress(addr string) (team, label string, ok bool) {
 		return "", addr, false
 	}
 	return team, label, true
+}
+
+// PlainRemote lists the endpoints that are plain http:// to a host other
+// than loopback: the etcd password and every request would cross the
+// network in the clear.
+func PlainRemote(endpoints []string) []string {
+	var out []string
+	for _, e := range endpoints {
+		u, err := url.Parse(e)
+		if err != nil || !strings.EqualFold(u.Scheme, "http") {
+			continue
+		}
+		h := u.Hostname()
+		if ip := net.ParseIP(h); (ip != nil && ip.IsLoopback()) || strings.EqualFold(h, "localhost") {
+			continue
+		}
+		out = append(out, e)
+	}
+	return out
 }
 
 // Address is "T/LABEL".

@@ -88,6 +88,7 @@ type teamConnFlags struct {
 	Key       string
 	User      string
 	Timeout   time.Duration
+	Insecure  bool
 }
 
 func (c *teamConnFlags) add(cmd *cobra.Command) {
@@ -98,6 +99,7 @@ func (c *teamConnFlags) add(cmd *cobra.Command) {
 	fl.StringVar(&c.Key, "etcd-key", "", "its private key (PEM)")
 	fl.StringVar(&c.User, "etcd-user", "", "etcd RBAC user; the password comes from "+envEtcdPassword+" or a prompt")
 	fl.DurationVar(&c.Timeout, "etcd-timeout", 0, "bound on each command's etcd work (default 5s)")
+	fl.BoolVar(&c.Insecure, "etcd-insecure", false, "allow plain http:// endpoints that are not loopback (the etcd password and requests in the clear)")
 }
 
 func (c *teamConnFlags) conn(name string) (store.TeamConn, error) {
@@ -115,6 +117,12 @@ func (c *teamConnFlags) conn(name string) (store.TeamConn, error) {
 	}
 	if c.Timeout > 0 {
 		tc.Timeout = c.Timeout.String()
+	}
+	if plain := team.PlainRemote(tc.Endpoints); len(plain) > 0 {
+		if !c.Insecure {
+			return tc, usageErrorf("--etcd %s is plain http to a host that is not this one: the etcd password and every request would cross the network in the clear; use https (with --etcd-ca), or --etcd-insecure to accept that", text.Safe(plain[0]))
+		}
+		tc.Insecure = true
 	}
 	return tc, nil
 }
@@ -149,6 +157,9 @@ serves every machine of the team. Team keys are addressed as TEAM/LABEL.`,
 					return err
 				}
 				f.Secrets.Add(password)
+			}
+			if tc.Insecure {
+				fmt.Fprintf(f.IO.ErrOut, "shipkey: warning: team %s: --etcd-insecure: plain http to %s; the etcd password and every request cross the network in the clear (the team's items stay encrypted and signed)\n", tc.Name, text.Safe(strings.Join(team.PlainRemote(tc.Endpoints), ",")))
 			}
 			opts := team.JoinOptions{Conn: tc, EtcdPassword: password, Name: name}
 			if create {

@@ -17,11 +17,15 @@ import (
 
 	"github.com/shipkey/shipkey/internal/text"
 	"github.com/shipkey/shipkey/store"
+	"github.com/shipkey/shipkey/store/team"
 )
 
 // dial builds an etcd client for tc. It does not wait for a connection:
 // every call is bounded by its context.
 func dial(tc store.TeamConn, password string) (*clientv3.Client, error) {
+	if plain := team.PlainRemote(tc.Endpoints); len(plain) > 0 && !tc.Insecure {
+		return nil, fmt.Errorf("team %s: %s is plain http to a host that is not this one (the etcd password and every request in the clear): use https with --etcd-ca, or join again with --etcd-insecure", tc.Name, text.Safe(plain[0]))
+	}
 	cfg := clientv3.Config{
 		Endpoints:            tc.Endpoints,
 		DialTimeout:          2 * time.Second,

@@ -1,0 +1,74 @@
+package team_test
+
+import (
+	"crypto/ed25519"
+	"errors"
+	"slices"
+	"testing"
+
+	"github.com/shipkey/shipkey/store/team"
+)
+
+// TestPlainRemoteEndpoints: plain http is refused (unless --etcd-insecure)
+// only to hosts that are not loopback.
+func TestPlainRemoteEndpoints(t *testing.T) {
+	t.Parallel()
+	got := team.PlainRemote([]string{"http://127.0.0.1:2379", "http://[::1]:2379", "http://localhost:2379", "https://etcd.example:2379", "http://etcd.example:2379", "HTTP://10.0.0.5:2379"})
+	if want := []string{"http://etcd.example:2379", "HTTP://10.0.0.5:2379"}; !slices.Equal(got, want) {
+		t.Fatalf("PlainRemote = %q, want %q", got, want)
+	}
+}
+
+// TestRosterChain: a machine takes a newer roster only along signatures of
+// members of the one before, never an older one or another of its version.
+func TestRosterChain(t *testing.T) {
+	t.Parallel()
+	key := func() (ed25519.PrivateKey, team.Member) {
+		_, k, _ := ed25519.GenerateKey(nil)
+		return k, team.Member{Name: "m", Recipient: "age1x", SigningKey: team.EncodeSigningKey(k.Public().(ed25519.PublicKey))}
+	}
+	ka, a := key()
+	kb, b := key()
+	kx, x := key()
+	sign := func(r team.Roster, k ed25519.PrivateKey) []byte {
+		d, err := team.SignRoster(r, k)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return d
+	}
+	v1 := sign(team.Roster{Team: "t", Version: 1, Members: []team.Member{a}}, ka)
+	v2 := sign(team.Roster{Team: "t", Version: 2, Members: []team.Member{a, b}}, ka)
+	v3 := sign(team.Roster{Team: "t", Version: 3, Members: []team.Member{b}}, kb)
+	hist := map[int64][]byte{1: v1, 2: v2, 3: v3}
+	h := func(v int64) []byte { return hist[v] }
+	if _, err := team.Accept("t", nil, v3, h); err != nil {
+		t.Fatalf("trust on first use along the chain: %v", err)
+	}
+	if _, err := team.Accept("t", v1, v3, h); err != nil {
+		t.Fatalf("v1 pinned, v3 along the chain: %v", err)
+	}
+	for name, tc := range map[string]struct{ pin, cur []byte }{
+		"rollback":          {v3, v2},
+		"same version, new": {v2, sign(team.Roster{Team: "t", Version: 2, Members: []team.Member{a, x}}, ka)},
+		"non-member signer": {v2, sign(team.Roster{Team: "t", Version: 3, Members: []team.Member{a, b, x}}, kx)},
+		"removed signer":    {v3, sign(team.Roster{Team: "t", Version: 4, Members: []team.Member{a, b}}, ka)},
+		"other team":        {v1, sign(team.Roster{Team: "u", Version: 2, Members: []team.Member{a}}, ka)},
+	} {
+		if _, err := team.Accept("t", tc.pin, tc.cur, h); !errors.Is(err, team.ErrForged) {
+			t.Errorf("%s: %v, want refused", name, err)
+		}
+	}
+	// An item moved to another id, or signed for a later roster, is refused.
+	r2, _, _ := team.ParseRoster("t", v2)
+	item := team.SignItem("t", "token", "id1", 2, []byte("ct"), kb)
+	if _, err := team.OpenItem("t", "token", "id1", r2, item); err != nil {
+		t.Fatalf("an honest item: %v", err)
+	}
+	if _, err := team.OpenItem("t", "token", "id2", r2, item); !errors.Is(err, team.ErrForged) {
+		t.Fatalf("an item moved to another id: %v", err)
+	}
+	if _, err := team.OpenItem("t", "token", "id1", r2, team.SignItem("t", "token", "id1", 3, []byte("ct"), kb)); !errors.Is(err, team.ErrForged) {
+		t.Fatalf("an item signed for a later roster: %v", err)
+	}
+}
