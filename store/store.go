@@ -74,6 +74,8 @@ type Key struct {
 	// Team is the team whose key this is (Label is then "TEAM/LABEL"); empty
 	// for a key of this machine's store. Set by the team engine's callers.
 	Team string
+	// TeamRemoved: this machine was removed from Team (as last seen there).
+	TeamRemoved bool
 }
 
 // RenewsItself reports whether the key's grant gets a new token with no

@@ -158,6 +158,8 @@ type Key struct {
 	Masked    string
 	// HasRefreshToken: the shared token set carries a refresh token.
 	HasRefreshToken bool
+	// Removed: this machine is no longer a member of the team (as last seen).
+	Removed bool
 }
 
 // Address is the key's "T/LABEL".

@@ -163,6 +163,7 @@ func execRun(ctx context.Context, opts *execOptions) error {
 		return err
 	}
 	var ts *auth.TokenSet
+	opts.Label = labelOrEnv(st, opts.Label)
 	if t, l, ok := teamKeyAddress(st, opts.Label); ok && opts.TeamToken != nil {
 		if opts.ForceRefresh {
 			return usageErrorf("--force-refresh takes a key of this machine; a team key is renewed for the whole team with: shipkey login %s", text.ShellQuote(opts.Label))

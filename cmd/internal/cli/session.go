@@ -65,6 +65,7 @@ func loginRun(ctx context.Context, opts *loginOptions) error {
 	if err != nil {
 		return err
 	}
+	opts.Label = labelOrEnv(st, opts.Label)
 	if t, l, ok := teamKeyAddress(st, opts.Label); ok && opts.Team != nil {
 		return teamLoginRun(ctx, opts, t, l)
 	}
@@ -207,6 +208,7 @@ func tokenRun(ctx context.Context, opts *tokenOptions) error {
 	}
 	var ts *auth.TokenSet
 	var name string // the key as the output names it: LABEL or T/LABEL
+	opts.Label = labelOrEnv(st, opts.Label)
 	if t, l, ok := teamKeyAddress(st, opts.Label); ok && opts.TeamToken != nil {
 		if opts.ForceRefresh {
 			return usageErrorf("--force-refresh takes a key of this machine; a team key is renewed for the whole team with: shipkey login %s", text.ShellQuote(opts.Label))
@@ -319,6 +321,7 @@ func logoutRun(ctx context.Context, opts *logoutOptions) error {
 	if err != nil {
 		return err
 	}
+	opts.Label = labelOrEnv(st, opts.Label)
 	if t, l, ok := teamKeyAddress(st, opts.Label); ok && opts.Team != nil {
 		return teamLogoutRun(ctx, opts, t, l)
 	}

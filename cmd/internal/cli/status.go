@@ -75,6 +75,7 @@ const (
 	stateLoggedOut    = "logged_out"
 	stateSessionEnded = "session_ended"
 	stateEndPending   = "end_pending"
+	stateRemoved      = "removed" // a team key of a team this machine was removed from
 )
 
 // keyVerdict is where one key stands for status.
@@ -98,6 +99,9 @@ func keyStatus(k store.Key, now time.Time) keyVerdict {
 	access, refresh := k.Token.Access(), k.Token.Refresh()
 	login := "; run: shipkey login " + text.ShellQuote(k.Label)
 	switch {
+	case k.TeamRemoved:
+		return keyVerdict{stateRemoved, "removed from " + text.Safe(k.Team), "removed from team " + text.Safe(k.Team) +
+			": this machine is no member now (a member adds it again: shipkey team join " + text.ShellQuote(k.Team) + " --etcd …)", false}
 	case !k.EndPending.IsZero():
 		return keyVerdict{stateEndPending, "end pending", "logged out; ending the session at the server is pending since " +
 			when(k.EndPending, now) + "; run: shipkey logout " + text.ShellQuote(k.Label), false}

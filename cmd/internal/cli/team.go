@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -67,6 +68,22 @@ func teamKeyAddress(st *store.Store, addr string) (teamName, label string, ok bo
 	return t, l, true
 }
 
+// labelOrEnv is label, else SHIPKEY_KEY when it names a team key
+// ("T/LABEL", which the store's Resolve does not know), else "" (the store
+// then resolves SHIPKEY_KEY, the default, the only key). It reads the
+// process environment, as the store does.
+func labelOrEnv(st *store.Store, label string) string {
+	if label != "" {
+		return label
+	}
+	if env := os.Getenv(store.EnvKey); env != "" {
+		if _, _, ok := teamKeyAddress(st, env); ok {
+			return env
+		}
+	}
+	return ""
+}
+
 // teamDefaultRefusal says why team key label (of team t) cannot be the
 // default key, and what to do instead.
 func teamDefaultRefusal(label, t string) string {
@@ -77,7 +94,7 @@ func teamDefaultRefusal(label, t string) string {
 // label is "T/LABEL".
 func teamStoreKey(k team.Key) store.Key {
 	return store.Key{ID: k.ID, Label: k.Address(), Conn: k.Conn, Grant: k.Grant, Username: k.Username, CreatedAt: k.CreatedAt,
-		Token: k.Token, Masked: k.Masked, HasRefreshToken: k.HasRefreshToken, Team: k.Team}
+		Token: k.Token, Masked: k.Masked, HasRefreshToken: k.HasRefreshToken, Team: k.Team, TeamRemoved: k.Removed}
 }
 
 // teamConnFlags are the etcd connection options.

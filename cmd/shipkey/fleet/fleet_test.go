@@ -391,12 +391,42 @@ func TestRemovedMemberCLI(t *testing.T) {
 	defer cancel()
 	a, b := newMachine(t, "a"), newMachine(t, "b")
 	eps := strings.Join(c.Endpoints(), ",")
-	a.must(t, ctx, nil, "team", "init", "gone", "--etcd", eps)
-	rcpt := strings.TrimSpace(b.must(t, ctx, nil, "team", "join", "gone", "--etcd", eps))
-	a.must(t, ctx, nil, "team", "add", "gone", rcpt, "--name", "laptop")
-	if out := a.must(t, ctx, nil, "team", "members", "gone"); !strings.Contains(out, "laptop") {
-		t.Fatalf("team members: %q", out)
+	a.must(t, ctx, nil, "team", "init", "gone", "--etcd", eps, "--name", "desk")
+	j := b.run(ctx, nil, "team", "join", "gone", "--etcd", eps)
+	if j.code != 0 {
+		t.Fatalf("team join: exit %d, %s", j.code, j.stderr)
 	}
+	card := strings.TrimSpace(j.stdout)
+	a.must(t, ctx, nil, "team", "add", "gone", card, "--name", "laptop")
+	// join showed the pinned roster's fingerprints; members shows the same,
+	// marking this machine.
+	out := a.must(t, ctx, nil, "team", "members", "gone")
+	var deskFP string
+	for _, line := range strings.Split(out, "\n") {
+		if f := strings.Fields(line); marked(line, "desk") && len(f) >= 3 {
+			deskFP = f[2]
+		}
+	}
+	if !strings.Contains(out, "laptop") || !strings.HasPrefix(deskFP, "SHA256:") || !strings.Contains(j.stderr, deskFP) {
+		t.Fatalf("team members:\n%s\njoin said:\n%s\nwant this machine marked * with the fingerprint join showed", out, j.stderr)
+	}
+	if bm := b.must(t, ctx, nil, "team", "members", "gone"); !marked(bm, "laptop") {
+		t.Fatalf("team members on b does not mark b:\n%s", bm)
+	}
+
+	// b holds only team keys: SHIPKEY_KEY names one, and any change of
+	// config.toml (a touch) leaves it working.
+	a.must(t, ctx, []string{"SHIPKEY_CLIENT_SECRET=" + clientSecret, "SHIPKEY_PASSWORD=" + password},
+		"keys", "new", "--team", "gone", "--label", "ci", "--auth-url", srv.URL(), "--client-id", "shipping-api", "--username", "svc")
+	if tok := b.must(t, ctx, []string{"SHIPKEY_KEY=gone/ci"}, "token"); strings.TrimSpace(tok) == "" {
+		t.Fatal("SHIPKEY_KEY=gone/ci: no token")
+	}
+	later := time.Now().Add(time.Minute)
+	if err := os.Chtimes(filepath.Join(b.dir, "config", "config.toml"), later, later); err != nil {
+		t.Fatal(err)
+	}
+	b.must(t, ctx, []string{"SHIPKEY_KEY=gone/ci"}, "token")
+
 	r := a.run(ctx, nil, "team", "remove", "gone", "laptop")
 	if r.code != 0 || !strings.Contains(r.stderr, "rotate the client secrets") {
 		t.Fatalf("team remove: exit %d, %q", r.code, r.stderr)
@@ -407,4 +437,29 @@ func TestRemovedMemberCLI(t *testing.T) {
 	if r.code == 0 || strings.Count(strings.TrimSpace(r.stderr), "\n") != 0 || !strings.Contains(r.stderr, "not a member of gone") {
 		t.Fatalf("removed member: exit %d, stderr %q; want one line saying not a member", r.code, r.stderr)
 	}
+	r = b.run(ctx, nil, "token", "gone/ci")
+	if r.code == 0 {
+		t.Fatalf("removed member still hands out the key it had: %q", r.stdout)
+	}
+	r = b.run(ctx, nil, "status", "gone/ci")
+	if r.code == 0 || !strings.Contains(r.stdout, "removed from team gone") || strings.Contains(r.stdout, "valid") {
+		t.Fatalf("removed member's status: exit %d, %q", r.code, r.stdout)
+	}
+	r = b.run(ctx, nil, "team", "leave", "gone")
+	if r.code != 0 || !strings.Contains(r.stderr, "team remove gone") {
+		t.Fatalf("team leave: exit %d, %q", r.code, r.stderr)
+	}
+	if r = b.run(ctx, nil, "team", "ls"); !strings.Contains(r.stderr, "No teams yet") {
+		t.Fatalf("team ls after leave: %q %q", r.stdout, r.stderr)
+	}
+}
+
+// marked reports whether a line of team members marks name with *.
+func marked(out, name string) bool {
+	for _, line := range strings.Split(out, "\n") {
+		if f := strings.Fields(line); len(f) >= 2 && f[0] == "*" && f[1] == name {
+			return true
+		}
+	}
+	return false
 }

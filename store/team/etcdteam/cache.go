@@ -19,6 +19,19 @@ import (
 type cacheFile struct {
 	Keys     map[string]*cacheEntry `json:"keys"` // by key id
 	SyncedAt time.Time              `json:"synced_at"`
+	// Removed: etcd's roster no longer holds this machine (its tokens are
+	// dropped; the keys stay listed as removed).
+	Removed bool `json:"removed,omitempty"`
+}
+
+// markRemoved notes in the cache that this machine is no member now.
+func (h *handle) markRemoved(ctx context.Context) {
+	_ = h.updateCache(ctx, func(c *cacheFile) {
+		c.Removed = true
+		for _, e := range c.Keys {
+			e.Token, e.TokenRev = nil, 0
+		}
+	})
 }
 
 type cacheEntry struct {

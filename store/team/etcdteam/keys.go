@@ -18,8 +18,8 @@ import (
 	"github.com/shipkey/shipkey/store/team"
 )
 
-func (h *handle) key(e *cacheEntry) Key {
-	k := Key{Team: h.name(), Label: e.Def.Label, ID: e.Def.ID, Grant: e.Def.Grant, Conn: e.Def.Conn, Username: e.Def.Username, CreatedAt: e.Def.CreatedAt}
+func (h *handle) key(e *cacheEntry, removed bool) Key {
+	k := Key{Team: h.name(), Removed: removed, Label: e.Def.Label, ID: e.Def.ID, Grant: e.Def.Grant, Conn: e.Def.Conn, Username: e.Def.Username, CreatedAt: e.Def.CreatedAt}
 	if e.Token != nil {
 		k.Token = e.Token.Redacted()
 		k.Masked = text.Mask(e.Token.AccessToken)
@@ -79,6 +79,7 @@ func (h *handle) read(ctx context.Context) (*snapshot, error) {
 		return nil, err
 	}
 	if !h.hasMe(s.roster) {
+		h.markRemoved(ctx)
 		return nil, h.notMember()
 	}
 	if catalogKV != nil {
@@ -120,7 +121,7 @@ func (h *handle) read(ctx context.Context) (*snapshot, error) {
 		e.Token, e.TokenRev = &ts, kv.ModRevision
 	}
 	_ = h.updateCache(ctx, func(c *cacheFile) {
-		c.Keys, c.SyncedAt = s.entries, h.e.opts.Now().UTC()
+		c.Keys, c.SyncedAt, c.Removed = s.entries, h.e.opts.Now().UTC(), false
 	})
 	return s, nil
 }
@@ -152,15 +153,17 @@ func (e *Engine) Keys(ctx context.Context, team string) ([]Key, error) {
 	bctx, cancel := h.bound(ctx)
 	defer cancel()
 	var entries map[string]*cacheEntry
+	removed := false
 	s, err := h.read(bctx)
 	if err == nil {
 		entries = s.entries
 	} else {
-		entries = h.readCache().Keys
+		c := h.readCache()
+		entries, removed = c.Keys, c.Removed
 	}
 	keys := make([]Key, 0, len(entries))
 	for _, ce := range entries {
-		keys = append(keys, h.key(ce))
+		keys = append(keys, h.key(ce, removed))
 	}
 	slices.SortFunc(keys, func(a, b Key) int { return strings.Compare(a.Label, b.Label) })
 	return keys, err
@@ -173,8 +176,9 @@ func (e *Engine) CachedKeys(team string) ([]Key, error) {
 		return nil, err
 	}
 	keys := []Key{}
-	for _, ce := range h.readCache().Keys {
-		keys = append(keys, h.key(ce))
+	c := h.readCache()
+	for _, ce := range c.Keys {
+		keys = append(keys, h.key(ce, c.Removed))
 	}
 	slices.SortFunc(keys, func(a, b Key) int { return strings.Compare(a.Label, b.Label) })
 	return keys, nil
@@ -248,7 +252,7 @@ func (e *Engine) CreateKey(ctx context.Context, team string, nk NewKey) (Key, er
 	}
 	ce := &cacheEntry{Def: def, Token: ts, TokenRev: resp.Header.Revision}
 	_ = h.updateCache(ctx, func(c *cacheFile) { c.Keys[def.ID] = ce })
-	return h.key(ce), nil
+	return h.key(ce, false), nil
 }
 
 // RemoveKey deletes a team key and its token for every member.

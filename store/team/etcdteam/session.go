@@ -216,5 +216,5 @@ func (e *Engine) login(ctx context.Context, team, label string, opts LoginOption
 		return nil, Key{}, &Error{Team: team, Msg: "the team changed meanwhile; run login again"}
 	}
 	ce := &cacheEntry{Def: def, Token: ts, TokenRev: resp.Header.Revision}
-	return ts, h.key(ce), h.cacheToken(ctx, def, ts, resp.Header.Revision)
+	return ts, h.key(ce, false), h.cacheToken(ctx, def, ts, resp.Header.Revision)
 }

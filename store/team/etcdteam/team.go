@@ -142,7 +142,8 @@ func (h *handle) etcdErr(err error) error {
 	return &Error{Team: h.name(), Msg: "etcd: " + text.Safe(err.Error())}
 }
 
-// notMember is the error for an item this identity cannot open.
+// notMember is the error for an item this identity cannot open, or a
+// roster without this machine.
 func (h *handle) notMember() error {
 	return &Error{Team: h.name(), Msg: fmt.Sprintf("not a member of %s: ask a member to run `shipkey team add %s %s`", h.name(), h.name(), h.id.Recipient()), Kind: ErrNotMember}
 }

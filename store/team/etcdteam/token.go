@@ -312,6 +312,10 @@ func (h *handle) readItem(ctx context.Context, cli *clientv3.Client, id string) 
 	if len(dk) == 0 {
 		return nil, 0, nil, nil
 	}
+	if !h.hasMe(r) {
+		h.markRemoved(ctx)
+		return nil, 0, nil, h.notMember()
+	}
 	var d Definition
 	if err := h.openItem(r, kindKey, id, dk[0].Value, &d); err != nil {
 		return nil, 0, nil, err

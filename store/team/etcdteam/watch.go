@@ -81,11 +81,12 @@ func (e *Engine) CachedToken(team, label string) (*Key, string, error) {
 	if err != nil {
 		return nil, "", err
 	}
-	ce := h.readCache().byLabel(label)
+	c := h.readCache()
+	ce := c.byLabel(label)
 	if ce == nil {
 		return nil, "", ErrKeyNotFound
 	}
-	k := h.key(ce)
+	k := h.key(ce, c.Removed)
 	tok := ""
 	if ce.Token != nil {
 		tok = ce.Token.AccessToken
