@@ -319,7 +319,7 @@ func TestDefinitionMirrorsStoreKey(t *testing.T) {
 	t.Parallel()
 	// store.Key's fields that are state, not definition; Team is where the
 	// key is kept (the team's prefix in etcd), not part of it.
-	state := map[string]bool{"LastUsed": true, "Default": true, "Token": true, "Masked": true, "LoggedOut": true, "HasRefreshToken": true, "EndPending": true, "Team": true}
+	state := map[string]bool{"LastUsed": true, "Default": true, "Token": true, "Masked": true, "LoggedOut": true, "HasRefreshToken": true, "EndPending": true, "Team": true, "TeamRemoved": true}
 	def := reflect.TypeFor[team.Definition]()
 	key := reflect.TypeFor[store.Key]()
 	for i := range key.NumField() {
