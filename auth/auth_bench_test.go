@@ -26,7 +26,7 @@ func benchAccessToken(b *testing.B, now time.Time) string {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	conn := auth.Connection{AuthURL: srv.URL(), Realm: srv.Realm(), ClientID: authtest.DemoClientID}
-	ts, err := c.Login(ctx, conn, authtest.DemoClientSecret, authtest.DemoUsername, authtest.DemoPassword)
+	ts, err := c.Login(ctx, conn, auth.ClientAuth{Secret: authtest.DemoClientSecret}, authtest.DemoUsername, authtest.DemoPassword)
 	if err != nil {
 		b.Fatalf("login: %v", err)
 	}

@@ -36,7 +36,7 @@ func demoRealm(t *testing.T, clientNow func() time.Time) (*authtest.Server, *aut
 	conn := auth.Connection{AuthURL: srv.URL(), Realm: srv.Realm(), ClientID: authtest.DemoClientID}
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	ts, err := c.Login(ctx, conn, authtest.DemoClientSecret, authtest.DemoUsername, authtest.DemoPassword)
+	ts, err := c.Login(ctx, conn, auth.ClientAuth{Secret: authtest.DemoClientSecret}, authtest.DemoUsername, authtest.DemoPassword)
 	if err != nil {
 		t.Fatalf("login to the demo realm: %v", err)
 	}

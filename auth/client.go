@@ -57,9 +57,10 @@ type Client struct {
 	now    func() time.Time
 	logger *slog.Logger
 
-	mu         sync.Mutex           // guards discovered
-	discovered map[string]Endpoints // discovery documents by issuer
-	jwks       jwksCache            // fetched key sets by JWKS URL
+	mu         sync.Mutex                  // guards discovered and learned
+	discovered map[string]Endpoints        // discovery documents by issuer
+	learned    map[string]ClientAuthMethod // client authentication found to work, by learnKey
+	jwks       jwksCache                   // fetched key sets by JWKS URL
 }
 
 // NewClient builds a Client. It fails only when CAFile cannot be read.
@@ -282,24 +283,6 @@ func (c *Client) tokenEndpoint(ctx context.Context, conn Connection) (string, er
 	return ep.Token, nil
 }
 
-// oauthConfig is the x/oauth2 configuration of conn with an explicit auth
-// style (never the probing AuthStyleAutoDetect, which would send the secret
-// twice).
-func oauthConfig(conn Connection, clientSecret, tokenURL string) *oauth2.Config {
-	style := oauth2.AuthStyleInParams
-	if conn.PublicClient {
-		clientSecret = ""
-	} else if conn.BasicAuth {
-		style = oauth2.AuthStyleInHeader
-	}
-	return &oauth2.Config{
-		ClientID:     conn.ClientID,
-		ClientSecret: clientSecret,
-		Endpoint:     oauth2.Endpoint{TokenURL: tokenURL, AuthStyle: style},
-		Scopes:       conn.Scopes,
-	}
-}
-
 // withOp sets the Op of an *Error built before the operation started.
 func withOp(err error, op string) error {
 	var e *Error
@@ -311,9 +294,8 @@ func withOp(err error, op string) error {
 
 // Login runs the password grant exactly as the spec: a form POST with
 // client_id, client_secret, grant_type=password, username, password (and scope
-// when conn.Scopes is set). Client credentials go in the body unless
-// conn.BasicAuth.
-func (c *Client) Login(ctx context.Context, conn Connection, clientSecret, username, password string) (*TokenSet, error) {
+// when conn.Scopes is set), with the client authentication ca applies.
+func (c *Client) Login(ctx context.Context, conn Connection, ca ClientAuth, username, password string) (*TokenSet, error) {
 	const op = "login"
 	if err := conn.Validate(); err != nil {
 		return nil, withOp(err, op)
@@ -325,19 +307,23 @@ func (c *Client) Login(ctx context.Context, conn Connection, clientSecret, usern
 	if err != nil {
 		return nil, withOp(err, op)
 	}
-	ctx, tr := withTracker(context.WithValue(ctx, oauth2.HTTPClient, c.http))
-	tok, err := oauthConfig(conn, clientSecret, tokenURL).PasswordCredentialsToken(ctx, username, password)
-	if err != nil {
-		return nil, mapTokenError(ctx, op, tokenURL, err, tr, secretsOf(conn, clientSecret, password, username))
+	form := url.Values{"grant_type": {"password"}, "username": {username}, "password": {password}}
+	setScope(form, conn.Scopes)
+	return c.token(ctx, conn, ca, tokenCall{Op: op, Endpoint: tokenURL, Form: form, Secrets: []string{password, username}})
+}
+
+// setScope sets the scope parameter when scopes are given.
+func setScope(form url.Values, scopes []string) {
+	if len(scopes) > 0 {
+		form.Set("scope", strings.Join(scopes, " "))
 	}
-	return c.tokenSet(op, tok)
 }
 
 // Refresh redeems prev.RefreshToken with grant_type=refresh_token and the
-// client credentials. When the answer carries no refresh token, the old one
-// and its expiry are kept. A refresh token that is expired, revoked or whose
-// session ended yields KindLoginRequired.
-func (c *Client) Refresh(ctx context.Context, conn Connection, clientSecret string, prev *TokenSet) (*TokenSet, error) {
+// client authentication ca. When the answer carries no refresh token, the old
+// one and its expiry are kept. A refresh token that is expired, revoked or
+// whose session ended yields KindLoginRequired.
+func (c *Client) Refresh(ctx context.Context, conn Connection, ca ClientAuth, prev *TokenSet) (*TokenSet, error) {
 	const op = "refresh"
 	if err := conn.Validate(); err != nil {
 		return nil, withOp(err, op)
@@ -349,23 +335,14 @@ func (c *Client) Refresh(ctx context.Context, conn Connection, clientSecret stri
 	if err != nil {
 		return nil, withOp(err, op)
 	}
-	ctx, tr := withTracker(context.WithValue(ctx, oauth2.HTTPClient, c.http))
-	expired := &oauth2.Token{RefreshToken: prev.RefreshToken, Expiry: time.Unix(1, 0)}
-	tok, err := oauthConfig(conn, clientSecret, tokenURL).TokenSource(ctx, expired).Token()
-	if err != nil {
-		return nil, mapTokenError(ctx, op, tokenURL, err, tr, secretsOf(conn, clientSecret, prev.RefreshToken, prev.AccessToken))
-	}
-	rotated := extraString(tok, "refresh_token") != ""
-	if !rotated {
-		// No rotation: x/oauth2 put the old refresh token back; it was
-		// checked when it was stored, and its expiry stays.
-		tok.RefreshToken = ""
-	}
-	ts, err := c.tokenSet(op, tok)
+	ts, err := c.token(ctx, conn, ca, tokenCall{Op: op, Endpoint: tokenURL,
+		Form:    url.Values{"grant_type": {"refresh_token"}, "refresh_token": {prev.RefreshToken}},
+		Secrets: []string{prev.RefreshToken, prev.AccessToken}})
 	if err != nil {
 		return nil, err
 	}
-	if !rotated {
+	if ts.RefreshToken == "" {
+		// No rotation: the old refresh token stays, with its expiry.
 		ts.RefreshToken = prev.RefreshToken
 		ts.RefreshExpiresIn = prev.RefreshExpiresIn
 		ts.RefreshExpiresAt = prev.RefreshExpiresAt
@@ -439,37 +416,6 @@ func jwtExpiry(token string) time.Time {
 		return time.Time{}
 	}
 	return time.Unix(exp, 0)
-}
-
-// postForm sends an authenticated form POST (client credentials in the body,
-// or Basic when conn.BasicAuth) and returns the status and capped body.
-func (c *Client) postForm(ctx context.Context, conn Connection, clientSecret, endpoint string, form url.Values) (int, []byte, error) {
-	form = cloneValues(form)
-	switch {
-	case conn.PublicClient:
-		form.Set("client_id", conn.ClientID)
-	case !conn.BasicAuth:
-		form.Set("client_id", conn.ClientID)
-		form.Set("client_secret", clientSecret)
-	}
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, endpoint, strings.NewReader(form.Encode()))
-	if err != nil {
-		return 0, nil, err
-	}
-	req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
-	req.Header.Set("Accept", "application/json")
-	if conn.BasicAuth && !conn.PublicClient {
-		req.SetBasicAuth(url.QueryEscape(conn.ClientID), url.QueryEscape(clientSecret))
-	}
-	resp, err := c.http.Do(req)
-	if err != nil {
-		return 0, nil, err
-	}
-	body, err := readBody(resp)
-	if err != nil {
-		return resp.StatusCode, nil, err
-	}
-	return resp.StatusCode, body, nil
 }
 
 func cloneValues(v url.Values) url.Values {

@@ -49,7 +49,7 @@ func cliConn(s *authtest.Server) Connection {
 
 func cliLogin(t *testing.T, c *Client, conn Connection) *TokenSet {
 	t.Helper()
-	ts, err := c.Login(cliCtx(t), conn, authtest.DemoClientSecret, authtest.DemoUsername, authtest.DemoPassword)
+	ts, err := c.Login(cliCtx(t), conn, ClientAuth{Secret: authtest.DemoClientSecret}, authtest.DemoUsername, authtest.DemoPassword)
 	if err != nil {
 		t.Fatalf("login: %v", err)
 	}
@@ -123,7 +123,7 @@ func TestClientFormFields(t *testing.T) {
 		t.Errorf("password form = %v (Authorization %q), want exactly %v", form, authz, want)
 	}
 
-	if _, err := c.Refresh(cliCtx(t), conn, authtest.DemoClientSecret, ts); err != nil {
+	if _, err := c.Refresh(cliCtx(t), conn, ClientAuth{Secret: authtest.DemoClientSecret}, ts); err != nil {
 		t.Fatal(err)
 	}
 	form, authz, _ = capt.last()
@@ -152,10 +152,10 @@ func TestClientFormFields(t *testing.T) {
 	if form.Has("client_id") || form.Has("client_secret") || !strings.HasPrefix(authz, "Basic ") {
 		t.Errorf("basic auth: form %v, Authorization %q", cliKeys(form), authz)
 	}
-	if _, err := c.Refresh(cliCtx(t), conn, authtest.DemoClientSecret, ts); err != nil {
+	if _, err := c.Refresh(cliCtx(t), conn, ClientAuth{Secret: authtest.DemoClientSecret}, ts); err != nil {
 		t.Fatalf("refresh with basic auth: %v", err)
 	}
-	if err := c.Logout(cliCtx(t), conn, authtest.DemoClientSecret, ts.RefreshToken); err != nil {
+	if err := c.Logout(cliCtx(t), conn, ClientAuth{Secret: authtest.DemoClientSecret}, ts.RefreshToken); err != nil {
 		t.Fatalf("logout with basic auth: %v", err)
 	}
 	form, authz, path = capt.last()
@@ -206,7 +206,7 @@ func TestClientNoRefreshExpiry(t *testing.T) {
 		t.Fatalf("refresh_expires_in 0: %+v", ts.Redacted())
 	}
 	clock.Advance(48 * time.Hour)
-	next, err := c.Refresh(cliCtx(t), cliConn(s), authtest.DemoClientSecret, ts)
+	next, err := c.Refresh(cliCtx(t), cliConn(s), ClientAuth{Secret: authtest.DemoClientSecret}, ts)
 	if err != nil || !next.RefreshExpiresAt.IsZero() {
 		t.Fatalf("refresh: %v", err)
 	}
@@ -220,7 +220,7 @@ func TestClientRefreshRotation(t *testing.T) {
 		c := cliNewClient(t, Options{Now: clock.Now})
 		ts := cliLogin(t, c, cliConn(s))
 		clock.Advance(10 * time.Minute)
-		next, err := c.Refresh(cliCtx(t), cliConn(s), authtest.DemoClientSecret, ts)
+		next, err := c.Refresh(cliCtx(t), cliConn(s), ClientAuth{Secret: authtest.DemoClientSecret}, ts)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -239,11 +239,11 @@ func TestClientRefreshRotation(t *testing.T) {
 		s := cliServer(t, clock, func(c *authtest.Config) { c.RevokeRefreshToken = true })
 		c := cliNewClient(t, Options{Now: clock.Now})
 		ts := cliLogin(t, c, cliConn(s))
-		next, err := c.Refresh(cliCtx(t), cliConn(s), authtest.DemoClientSecret, ts)
+		next, err := c.Refresh(cliCtx(t), cliConn(s), ClientAuth{Secret: authtest.DemoClientSecret}, ts)
 		if err != nil {
 			t.Fatal(err)
 		}
-		_, err = c.Refresh(cliCtx(t), cliConn(s), authtest.DemoClientSecret, ts)
+		_, err = c.Refresh(cliCtx(t), cliConn(s), ClientAuth{Secret: authtest.DemoClientSecret}, ts)
 		cliDemoSafe(t, err, KindLoginRequired, ts.RefreshToken, ts.AccessToken, next.RefreshToken, next.AccessToken)
 	})
 	t.Run("no rotation keeps the old token and its expiry", func(t *testing.T) {
@@ -252,7 +252,7 @@ func TestClientRefreshRotation(t *testing.T) {
 		c := cliNewClient(t, Options{Now: func() time.Time { return cliT0.Add(time.Hour) }})
 		prev := &TokenSet{AccessToken: "old-access", RefreshToken: "old-refresh", RefreshExpiresIn: 86400,
 			RefreshExpiresAt: cliT0.Add(24 * time.Hour), Scope: "email", SessionState: "sid-1"}
-		next, err := c.Refresh(cliCtx(t), cliTokenConn(srv.URL), cliClientSecret, prev)
+		next, err := c.Refresh(cliCtx(t), cliTokenConn(srv.URL), ClientAuth{Secret: cliClientSecret}, prev)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -264,7 +264,7 @@ func TestClientRefreshRotation(t *testing.T) {
 	})
 	t.Run("no refresh token", func(t *testing.T) {
 		c := cliNewClient(t, Options{})
-		_, err := c.Refresh(cliCtx(t), cliTokenConn("http://127.0.0.1:1"), cliClientSecret, &TokenSet{AccessToken: cliAccess})
+		_, err := c.Refresh(cliCtx(t), cliTokenConn("http://127.0.0.1:1"), ClientAuth{Secret: cliClientSecret}, &TokenSet{AccessToken: cliAccess})
 		cliSafeErr(t, err, KindLoginRequired)
 	})
 }
@@ -285,7 +285,7 @@ func TestClientErrorsAgainstRealm(t *testing.T) {
 	c := cliNewClient(t, Options{Now: clock.Now})
 	conn := cliConn(s)
 	login := func(conn Connection, secret, user, pass string) error {
-		_, err := c.Login(cliCtx(t), conn, secret, user, pass)
+		_, err := c.Login(cliCtx(t), conn, ClientAuth{Secret: secret}, user, pass)
 		return err
 	}
 	with := func(id string) Connection { cc := conn; cc.ClientID = id; return cc }
@@ -317,17 +317,17 @@ func TestClientErrorsAgainstRealm(t *testing.T) {
 	t.Run("expired refresh", func(t *testing.T) {
 		ts := cliLogin(t, c, conn)
 		clock.Advance(31 * time.Minute)
-		_, err := c.Refresh(cliCtx(t), conn, authtest.DemoClientSecret, ts)
+		_, err := c.Refresh(cliCtx(t), conn, ClientAuth{Secret: authtest.DemoClientSecret}, ts)
 		cliDemoSafe(t, err, KindLoginRequired, ts.AccessToken, ts.RefreshToken)
 	})
 	t.Run("ended session", func(t *testing.T) {
 		ts := cliLogin(t, c, conn)
 		s.EndSessions()
-		_, err := c.Refresh(cliCtx(t), conn, authtest.DemoClientSecret, ts)
+		_, err := c.Refresh(cliCtx(t), conn, ClientAuth{Secret: authtest.DemoClientSecret}, ts)
 		cliDemoSafe(t, err, KindLoginRequired, ts.AccessToken, ts.RefreshToken)
 	})
 	t.Run("garbage refresh token", func(t *testing.T) {
-		_, err := c.Refresh(cliCtx(t), conn, authtest.DemoClientSecret, &TokenSet{RefreshToken: cliRefresh})
+		_, err := c.Refresh(cliCtx(t), conn, ClientAuth{Secret: authtest.DemoClientSecret}, &TokenSet{RefreshToken: cliRefresh})
 		cliDemoSafe(t, err, KindLoginRequired)
 	})
 }
@@ -363,7 +363,7 @@ func TestClientFaults(t *testing.T) {
 			tc.fault.Endpoint = "token"
 			tc.fault.Times = 2
 			s.Inject(tc.fault)
-			_, err := c.Login(cliCtx(t), cliConn(s), authtest.DemoClientSecret, authtest.DemoUsername, authtest.DemoPassword)
+			_, err := c.Login(cliCtx(t), cliConn(s), ClientAuth{Secret: authtest.DemoClientSecret}, authtest.DemoUsername, authtest.DemoPassword)
 			e := cliDemoSafe(t, err, tc.want, ts.AccessToken, ts.RefreshToken)
 			if e.Op != "login" {
 				t.Errorf("op = %q", e.Op)
@@ -375,7 +375,7 @@ func TestClientFaults(t *testing.T) {
 					t.Errorf("escapes not shown escaped: %s", msg)
 				}
 			}
-			_, err = c.Refresh(cliCtx(t), cliConn(s), authtest.DemoClientSecret, ts)
+			_, err = c.Refresh(cliCtx(t), cliConn(s), ClientAuth{Secret: authtest.DemoClientSecret}, ts)
 			cliDemoSafe(t, err, want, ts.AccessToken, ts.RefreshToken)
 			if got := s.Count("token"); got != 3 {
 				t.Errorf("token requests = %d, want 3 (no retries)", got)
@@ -399,7 +399,8 @@ func TestClientDiscovery(t *testing.T) {
 		oidc := s.Issuer() + "/protocol/openid-connect"
 		want := Endpoints{Issuer: s.Issuer(), Token: oidc + "/token", JWKS: oidc + "/certs", Logout: oidc + "/logout",
 			Userinfo: oidc + "/userinfo", Introspection: oidc + "/token/introspect", Revocation: oidc + "/revoke",
-			Authorization: oidc + "/auth", DeviceAuthorization: oidc + "/auth/device", IssParameter: true}
+			Authorization: oidc + "/auth", DeviceAuthorization: oidc + "/auth/device", IssParameter: true,
+			ScopesSupported: "openid email profile write offline_access roles"}
 		if ep != want {
 			t.Fatalf("endpoints = %+v\nwant %+v", ep, want)
 		}
@@ -408,14 +409,14 @@ func TestClientDiscovery(t *testing.T) {
 		if n := s.Count("discovery"); n != 1 {
 			t.Errorf("discovery fetched %d times, want 1 (cached)", n)
 		}
-		if err := c.Logout(cliCtx(t), conn, authtest.DemoClientSecret, ts.RefreshToken); err != nil {
+		if err := c.Logout(cliCtx(t), conn, ClientAuth{Secret: authtest.DemoClientSecret}, ts.RefreshToken); err != nil {
 			t.Fatal(err)
 		}
 	})
 	t.Run("issuer only, discovery fails", func(t *testing.T) {
 		s.Inject(authtest.Fault{Endpoint: "discovery", Status: 404, Body: `{"error":"not found"}`})
 		fresh := cliNewClient(t, Options{})
-		_, err := fresh.Login(cliCtx(t), Connection{ClientID: authtest.DemoClientID, Issuer: s.Issuer()}, authtest.DemoClientSecret, authtest.DemoUsername, authtest.DemoPassword)
+		_, err := fresh.Login(cliCtx(t), Connection{ClientID: authtest.DemoClientID, Issuer: s.Issuer()}, ClientAuth{Secret: authtest.DemoClientSecret}, authtest.DemoUsername, authtest.DemoPassword)
 		cliDemoSafe(t, err, KindServer)
 	})
 	t.Run("auth url, discovery fails: keycloak paths", func(t *testing.T) {
@@ -449,12 +450,12 @@ func TestClientDiscovery(t *testing.T) {
 			t.Fatalf("checked endpoints: %+v %v", ep, err)
 		}
 		// No revocation endpoint advertised: Revoke is not supported.
-		err = cliNewClient(t, Options{}).Revoke(cliCtx(t), Connection{ClientID: "x", Issuer: srv.URL}, cliClientSecret, cliAccess, "access_token")
+		err = cliNewClient(t, Options{}).Revoke(cliCtx(t), Connection{ClientID: "x", Issuer: srv.URL}, ClientAuth{Secret: cliClientSecret}, cliAccess, "access_token")
 		if !errors.Is(err, ErrNotSupported) {
 			t.Fatalf("revoke without endpoint: %v", err)
 		}
 		doc.Store(`{"token_endpoint":"http://evil.example.com/token"}`)
-		_, err = cliNewClient(t, Options{}).Login(cliCtx(t), Connection{ClientID: "x", Issuer: srv.URL}, cliClientSecret, "alice", cliPassword)
+		_, err = cliNewClient(t, Options{}).Login(cliCtx(t), Connection{ClientID: "x", Issuer: srv.URL}, ClientAuth{Secret: cliClientSecret}, "alice", cliPassword)
 		cliSafeErr(t, err, KindConfig)
 		doc.Store(`not json`)
 		_, err = cliNewClient(t, Options{}).Endpoints(cliCtx(t), Connection{ClientID: "x", Issuer: srv.URL})
@@ -481,22 +482,22 @@ func TestClientLogout(t *testing.T) {
 	c := cliNewClient(t, Options{Now: clock.Now})
 	conn := cliConn(s)
 	ts := cliLogin(t, c, conn)
-	if err := c.Logout(cliCtx(t), conn, authtest.DemoClientSecret, ts.RefreshToken); err != nil {
+	if err := c.Logout(cliCtx(t), conn, ClientAuth{Secret: authtest.DemoClientSecret}, ts.RefreshToken); err != nil {
 		t.Fatalf("logout: %v", err)
 	}
-	_, err := c.Refresh(cliCtx(t), conn, authtest.DemoClientSecret, ts)
+	_, err := c.Refresh(cliCtx(t), conn, ClientAuth{Secret: authtest.DemoClientSecret}, ts)
 	cliDemoSafe(t, err, KindLoginRequired, ts.AccessToken, ts.RefreshToken)
 
 	// Refusals are *Error with the server's words, sanitized.
-	err = c.Logout(cliCtx(t), conn, "wrong-secret-xyz", ts.RefreshToken)
+	err = c.Logout(cliCtx(t), conn, ClientAuth{Secret: "wrong-secret-xyz"}, ts.RefreshToken)
 	cliDemoSafe(t, err, KindInvalidClient, "wrong-secret-xyz", ts.RefreshToken)
-	err = c.Logout(cliCtx(t), conn, authtest.DemoClientSecret, cliRefresh)
+	err = c.Logout(cliCtx(t), conn, ClientAuth{Secret: authtest.DemoClientSecret}, cliRefresh)
 	if KindOf(err) != KindLoginRequired && KindOf(err) != KindServer {
 		t.Errorf("logout with a garbage token: %v", err)
 	}
 	cliDemoSafe(t, err, KindOf(err))
 	s.Inject(authtest.Fault{Endpoint: "logout", Status: 500, Body: "down \x1b[2J"})
-	e := cliDemoSafe(t, c.Logout(cliCtx(t), conn, authtest.DemoClientSecret, ts.RefreshToken), KindServer)
+	e := cliDemoSafe(t, c.Logout(cliCtx(t), conn, ClientAuth{Secret: authtest.DemoClientSecret}, ts.RefreshToken), KindServer)
 	if e.Op != "logout" || e.Status != 500 {
 		t.Errorf("logout error: %+v", e)
 	}
@@ -513,7 +514,7 @@ func TestClientRevoke(t *testing.T) {
 	front := httptest.NewServer(capt.wrap(s.Handler()))
 	defer front.Close()
 	fconn := Connection{AuthURL: front.URL, ClientID: authtest.DemoClientID}
-	if err := c.Revoke(cliCtx(t), fconn, authtest.DemoClientSecret, ts.AccessToken, "access_token"); err != nil {
+	if err := c.Revoke(cliCtx(t), fconn, ClientAuth{Secret: authtest.DemoClientSecret}, ts.AccessToken, "access_token"); err != nil {
 		t.Fatalf("revoke: %v", err)
 	}
 	form, _, path := capt.last()
@@ -521,10 +522,10 @@ func TestClientRevoke(t *testing.T) {
 		form.Get("client_id") != authtest.DemoClientID || form.Get("client_secret") != authtest.DemoClientSecret {
 		t.Errorf("revoke request %s %v", path, cliKeys(form))
 	}
-	if l := c.Liveness(cliCtx(t), conn, authtest.DemoClientSecret, ts.AccessToken); l.State != LiveInactive {
+	if l := c.Liveness(cliCtx(t), conn, ClientAuth{Secret: authtest.DemoClientSecret}, ts.AccessToken); l.State != LiveInactive {
 		t.Errorf("liveness after revoke = %+v", l)
 	}
-	err := c.Revoke(cliCtx(t), conn, "wrong-secret-xyz", ts.RefreshToken, "refresh_token")
+	err := c.Revoke(cliCtx(t), conn, ClientAuth{Secret: "wrong-secret-xyz"}, ts.RefreshToken, "refresh_token")
 	cliDemoSafe(t, err, KindInvalidClient, "wrong-secret-xyz", ts.RefreshToken, ts.AccessToken)
 }
 
@@ -537,36 +538,36 @@ func TestClientLiveness(t *testing.T) {
 	ts := cliLogin(t, c, conn)
 	ctx := cliCtx(t)
 
-	if l := c.Liveness(ctx, conn, authtest.DemoClientSecret, ts.AccessToken); l.State != LiveActive || l.Via != "introspection" {
+	if l := c.Liveness(ctx, conn, ClientAuth{Secret: authtest.DemoClientSecret}, ts.AccessToken); l.State != LiveActive || l.Via != "introspection" {
 		t.Fatalf("fresh token: %+v", l)
 	}
 	// Introspection unavailable: userinfo answers.
 	s.Inject(authtest.Fault{Endpoint: "introspect", Status: 403})
-	if l := c.Liveness(ctx, conn, authtest.DemoClientSecret, ts.AccessToken); l.State != LiveActive || l.Via != "userinfo" {
+	if l := c.Liveness(ctx, conn, ClientAuth{Secret: authtest.DemoClientSecret}, ts.AccessToken); l.State != LiveActive || l.Via != "userinfo" {
 		t.Fatalf("via userinfo: %+v", l)
 	}
 	s.EndSessions()
-	if l := c.Liveness(ctx, conn, authtest.DemoClientSecret, ts.AccessToken); l.State != LiveInactive || l.Via != "introspection" || l.Reason == "" {
+	if l := c.Liveness(ctx, conn, ClientAuth{Secret: authtest.DemoClientSecret}, ts.AccessToken); l.State != LiveInactive || l.Via != "introspection" || l.Reason == "" {
 		t.Fatalf("ended session: %+v", l)
 	}
 	// A userinfo refusal never says "ended": userinfo also refuses live
 	// tokens (no openid scope), so it is "cannot tell" with a reason.
 	s.Inject(authtest.Fault{Endpoint: "introspect", Status: 404})
-	if l := c.Liveness(ctx, conn, authtest.DemoClientSecret, ts.AccessToken); l.State != LiveUnknown || l.Via != "userinfo" || !strings.Contains(l.Reason, "openid") {
+	if l := c.Liveness(ctx, conn, ClientAuth{Secret: authtest.DemoClientSecret}, ts.AccessToken); l.State != LiveUnknown || l.Via != "userinfo" || !strings.Contains(l.Reason, "openid") {
 		t.Fatalf("ended session via userinfo: %+v", l)
 	}
 	// Odd answers are LiveUnknown with a safe reason.
 	s.Inject(authtest.Fault{Endpoint: "introspect", Status: 500, Body: "boom \x1b[2J " + ts.AccessToken})
-	l := c.Liveness(ctx, conn, authtest.DemoClientSecret, ts.AccessToken)
+	l := c.Liveness(ctx, conn, ClientAuth{Secret: authtest.DemoClientSecret}, ts.AccessToken)
 	if l.State != LiveUnknown || l.Reason == "" || strings.Contains(l.Reason, ts.AccessToken) || strings.ContainsRune(l.Reason, 0x1b) {
 		t.Fatalf("server error: %+v", l)
 	}
 	s.Inject(authtest.Fault{Endpoint: "introspect", Malformed: true})
-	if l := c.Liveness(ctx, conn, authtest.DemoClientSecret, ts.AccessToken); l.State != LiveUnknown {
+	if l := c.Liveness(ctx, conn, ClientAuth{Secret: authtest.DemoClientSecret}, ts.AccessToken); l.State != LiveUnknown {
 		t.Fatalf("malformed: %+v", l)
 	}
 	s.Close()
-	l = c.Liveness(ctx, conn, authtest.DemoClientSecret, ts.AccessToken)
+	l = c.Liveness(ctx, conn, ClientAuth{Secret: authtest.DemoClientSecret}, ts.AccessToken)
 	if l.State != LiveUnknown || l.Reason == "" || strings.Contains(l.Reason, authtest.DemoClientSecret) || strings.Contains(l.Reason, ts.AccessToken) {
 		t.Fatalf("server down: %+v", l)
 	}
@@ -594,7 +595,7 @@ func TestClientSkew(t *testing.T) {
 	srv := httptest.NewServer(cliJSON(200, `{"access_token":"`+jwt+`","token_type":"Bearer","expires_in":"300","refresh_expires_in":1800.0,"not-before-policy":1700000000,"session_state":"s1","scope":"email profile"}`))
 	defer srv.Close()
 	c2 := cliNewClient(t, Options{Now: func() time.Time { return cliT0 }})
-	ts, err := c2.Login(cliCtx(t), cliTokenConn(srv.URL), cliClientSecret, "alice", cliPassword)
+	ts, err := c2.Login(cliCtx(t), cliTokenConn(srv.URL), ClientAuth{Secret: cliClientSecret}, "alice", cliPassword)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -616,11 +617,11 @@ func TestClientLogsNoSecrets(t *testing.T) {
 	c := cliNewClient(t, Options{Now: clock.Now, Logger: cliSlog(&buf, &mu)})
 	conn := cliConn(s)
 	ts := cliLogin(t, c, conn)
-	if _, err := c.Refresh(cliCtx(t), conn, authtest.DemoClientSecret, ts); err != nil {
+	if _, err := c.Refresh(cliCtx(t), conn, ClientAuth{Secret: authtest.DemoClientSecret}, ts); err != nil {
 		t.Fatal(err)
 	}
-	c.Liveness(cliCtx(t), conn, authtest.DemoClientSecret, ts.AccessToken)
-	_ = c.Logout(cliCtx(t), conn, authtest.DemoClientSecret, ts.RefreshToken)
+	c.Liveness(cliCtx(t), conn, ClientAuth{Secret: authtest.DemoClientSecret}, ts.AccessToken)
+	_ = c.Logout(cliCtx(t), conn, ClientAuth{Secret: authtest.DemoClientSecret}, ts.RefreshToken)
 	mu.Lock()
 	out := buf.String()
 	mu.Unlock()
@@ -645,16 +646,16 @@ func TestClientConfigErrors(t *testing.T) {
 		{ClientID: "x", AuthURL: "https://u:p@auth.example.com"},   // credentials in URL
 		{ClientID: "x", TokenURL: "http://auth.example.com/token"}, // plain http, remote
 	} {
-		_, err := c.Login(cliCtx(t), conn, cliClientSecret, "alice", cliPassword)
+		_, err := c.Login(cliCtx(t), conn, ClientAuth{Secret: cliClientSecret}, "alice", cliPassword)
 		cliSafeErr(t, err, KindConfig)
-		if l := c.Liveness(cliCtx(t), conn, cliClientSecret, cliAccess); l.State != LiveUnknown {
+		if l := c.Liveness(cliCtx(t), conn, ClientAuth{Secret: cliClientSecret}, cliAccess); l.State != LiveUnknown {
 			t.Errorf("liveness of a bad connection: %+v", l)
 		}
-		if err := c.Revoke(cliCtx(t), conn, cliClientSecret, cliAccess, ""); KindOf(err) != KindConfig {
+		if err := c.Revoke(cliCtx(t), conn, ClientAuth{Secret: cliClientSecret}, cliAccess, ""); KindOf(err) != KindConfig {
 			t.Errorf("revoke of a bad connection: %v", err)
 		}
 	}
-	_, err := c.Login(cliCtx(t), Connection{ClientID: "x", AuthURL: "http://127.0.0.1:1"}, cliClientSecret, "", cliPassword)
+	_, err := c.Login(cliCtx(t), Connection{ClientID: "x", AuthURL: "http://127.0.0.1:1"}, ClientAuth{Secret: cliClientSecret}, "", cliPassword)
 	cliSafeErr(t, err, KindInvalidCredentials)
 }
 

@@ -1,10 +1,12 @@
 package auth
 
 import (
+	"encoding/json"
 	"errors"
 	"fmt"
 	"net"
 	"net/url"
+	"slices"
 	"strings"
 
 	"github.com/shipkey/shipkey/internal/text"
@@ -24,13 +26,34 @@ type Connection struct {
 	TokenURL string   `toml:"token_url,omitempty" json:"token_url,omitempty"`
 	Issuer   string   `toml:"issuer,omitempty" json:"issuer,omitempty"`
 	Scopes   []string `toml:"scopes,omitempty" json:"scopes,omitempty"`
-	// BasicAuth sends the client credentials with HTTP Basic instead of in the
-	// form body (the spec's default).
-	BasicAuth bool `toml:"basic_auth,omitempty" json:"basic_auth,omitempty"`
-	// PublicClient: the client has no secret (RFC 6749 §2.1); only its id is
-	// sent, and no client secret is asked for.
+	// ClientAuth is how the client authenticates (RFC 8414 names); empty:
+	// as BasicAuth and PublicClient say (AuthMethod).
+	ClientAuth ClientAuthMethod `toml:"client_auth,omitempty" json:"client_auth,omitempty"`
+	// BasicAuth and PublicClient are how keys written before ClientAuth
+	// said client_secret_basic and none; they are read, and new keys write
+	// ClientAuth instead.
+	BasicAuth    bool `toml:"basic_auth,omitempty" json:"basic_auth,omitempty"`
 	PublicClient bool `toml:"public_client,omitempty" json:"public_client,omitempty"`
 }
+
+// AuthMethod is the connection's client authentication: ClientAuth when
+// set, else none for a public client, client_secret_basic for BasicAuth,
+// and "" (not chosen: the form body, Basic tried on invalid_client) for
+// every other key written before ClientAuth existed.
+func (c Connection) AuthMethod() ClientAuthMethod {
+	switch {
+	case c.ClientAuth != "":
+		return c.ClientAuth
+	case c.PublicClient:
+		return ClientAuthNone
+	case c.BasicAuth:
+		return ClientSecretBasic
+	}
+	return ""
+}
+
+// IsPublic reports a client without a secret or other credentials.
+func (c Connection) IsPublic() bool { return c.AuthMethod() == ClientAuthNone }
 
 // RealmName returns the realm, or DefaultRealm when none is set.
 func (c Connection) RealmName() string {
@@ -240,4 +263,25 @@ type Endpoints struct {
 	// IssParameter: the server sends iss with its authorization responses
 	// (RFC 9207), so a response without it is refused.
 	IssParameter bool `json:"authorization_response_iss_parameter_supported"`
+	// ScopesSupported is discovery's scopes_supported: the interactive
+	// grants ask for openid when no scope is set and it is listed here.
+	ScopesSupported ScopeList `json:"scopes_supported,omitempty"`
 }
+
+// ScopeList is a discovery document's list of scopes, kept as one
+// space-separated string so that Endpoints stays comparable.
+type ScopeList string
+
+// UnmarshalJSON reads a JSON array of strings; anything else is no list.
+func (l *ScopeList) UnmarshalJSON(b []byte) error {
+	var v []string
+	if json.Unmarshal(b, &v) != nil {
+		*l = ""
+		return nil
+	}
+	*l = ScopeList(strings.Join(v, " "))
+	return nil
+}
+
+// Has reports whether the list names scope.
+func (l ScopeList) Has(scope string) bool { return slices.Contains(strings.Fields(string(l)), scope) }

@@ -128,9 +128,9 @@ func TestClientStatusMapping(t *testing.T) {
 			c := cliNewClient(t, Options{})
 			var err error
 			if tc.op == "login" {
-				_, err = c.Login(cliCtx(t), cliTokenConn(srv.URL), cliClientSecret, "alice", cliPassword)
+				_, err = c.Login(cliCtx(t), cliTokenConn(srv.URL), ClientAuth{Secret: cliClientSecret}, "alice", cliPassword)
 			} else {
-				_, err = c.Refresh(cliCtx(t), cliTokenConn(srv.URL), cliClientSecret, &TokenSet{AccessToken: cliAccess, RefreshToken: cliRefresh})
+				_, err = c.Refresh(cliCtx(t), cliTokenConn(srv.URL), ClientAuth{Secret: cliClientSecret}, &TokenSet{AccessToken: cliAccess, RefreshToken: cliRefresh})
 			}
 			e := cliSafeErr(t, err, tc.want)
 			if e.Op != tc.op || e.Status != tc.status {
@@ -147,7 +147,7 @@ func TestClientErrorMessages(t *testing.T) {
 	t.Parallel()
 	srv := httptest.NewServer(cliJSON(401, `{"error":"invalid_grant","error_description":"Invalid user credentials"}`))
 	defer srv.Close()
-	_, err := cliNewClient(t, Options{}).Login(cliCtx(t), cliTokenConn(srv.URL), cliClientSecret, "alice", cliPassword)
+	_, err := cliNewClient(t, Options{}).Login(cliCtx(t), cliTokenConn(srv.URL), ClientAuth{Secret: cliClientSecret}, "alice", cliPassword)
 	want := "login: wrong username or password (server said: invalid_grant: Invalid user credentials); check them and try again"
 	if err == nil || err.Error() != want {
 		t.Fatalf("got %v\nwant %s", err, want)
@@ -155,7 +155,7 @@ func TestClientErrorMessages(t *testing.T) {
 
 	srv2 := httptest.NewServer(cliJSON(400, `{"error":"invalid_grant","error_description":"Session not active"}`))
 	defer srv2.Close()
-	_, err = cliNewClient(t, Options{}).Refresh(cliCtx(t), cliTokenConn(srv2.URL), cliClientSecret, &TokenSet{RefreshToken: cliRefresh})
+	_, err = cliNewClient(t, Options{}).Refresh(cliCtx(t), cliTokenConn(srv2.URL), ClientAuth{Secret: cliClientSecret}, &TokenSet{RefreshToken: cliRefresh})
 	if err == nil || !strings.Contains(err.Error(), "log in again with `shipkey login`") || !IsLoginRequired(err) {
 		t.Fatalf("refresh error = %v", err)
 	}
@@ -171,7 +171,7 @@ func TestClientHostileDescription(t *testing.T) {
 	body = strings.ReplaceAll(body, `\a`, `\u0007`)
 	srv := httptest.NewServer(cliJSON(400, body))
 	defer srv.Close()
-	_, err := cliNewClient(t, Options{}).Login(cliCtx(t), cliTokenConn(srv.URL), cliClientSecret, "alice", cliPassword)
+	_, err := cliNewClient(t, Options{}).Login(cliCtx(t), cliTokenConn(srv.URL), ClientAuth{Secret: cliClientSecret}, "alice", cliPassword)
 	if KindOf(err) == KindUnknown {
 		t.Fatalf("unexpected error %v", err)
 	}
@@ -190,7 +190,7 @@ func TestClientHostileDescription(t *testing.T) {
 	long := strings.Repeat("x", 5000)
 	srv2 := httptest.NewServer(cliJSON(500, "oops \x1b[2J "+cliPassword+" "+cliClientSecret+" "+long))
 	defer srv2.Close()
-	_, err = cliNewClient(t, Options{}).Login(cliCtx(t), cliTokenConn(srv2.URL), cliClientSecret, "alice", cliPassword)
+	_, err = cliNewClient(t, Options{}).Login(cliCtx(t), cliTokenConn(srv2.URL), ClientAuth{Secret: cliClientSecret}, "alice", cliPassword)
 	e = cliSafeErr(t, err, KindServer)
 	if e.Excerpt == "" || len(e.Excerpt) > excerptSize+10 || !strings.Contains(e.Excerpt, `\x1b[2J`) {
 		t.Errorf("excerpt = %q", e.Excerpt)
@@ -198,7 +198,7 @@ func TestClientHostileDescription(t *testing.T) {
 	// On refresh the server may echo the refresh and access tokens.
 	srv3 := httptest.NewServer(cliJSON(502, "bad gateway "+cliRefresh+" "+cliAccess+" "+cliClientSecret))
 	defer srv3.Close()
-	_, err = cliNewClient(t, Options{}).Refresh(cliCtx(t), cliTokenConn(srv3.URL), cliClientSecret, &TokenSet{AccessToken: cliAccess, RefreshToken: cliRefresh})
+	_, err = cliNewClient(t, Options{}).Refresh(cliCtx(t), cliTokenConn(srv3.URL), ClientAuth{Secret: cliClientSecret}, &TokenSet{AccessToken: cliAccess, RefreshToken: cliRefresh})
 	if e = cliSafeErr(t, err, KindServer); !strings.Contains(e.Excerpt, "bad gateway [redacted]") {
 		t.Errorf("excerpt = %q", e.Excerpt)
 	}
@@ -214,7 +214,7 @@ func TestClientTransportFailures(t *testing.T) {
 		}
 		addr := ln.Addr().String()
 		ln.Close()
-		_, err = cliNewClient(t, Options{}).Login(cliCtx(t), cliTokenConn("http://"+addr), cliClientSecret, "alice", cliPassword)
+		_, err = cliNewClient(t, Options{}).Login(cliCtx(t), cliTokenConn("http://"+addr), ClientAuth{Secret: cliClientSecret}, "alice", cliPassword)
 		cliSafeErr(t, err, KindNetwork)
 	})
 	t.Run("timeout", func(t *testing.T) {
@@ -229,18 +229,18 @@ func TestClientTransportFailures(t *testing.T) {
 		defer srv.Close()
 		defer close(release)
 		c := cliNewClient(t, Options{Timeout: 100 * time.Millisecond})
-		_, err := c.Login(cliCtx(t), cliTokenConn(srv.URL), cliClientSecret, "alice", cliPassword)
+		_, err := c.Login(cliCtx(t), cliTokenConn(srv.URL), ClientAuth{Secret: cliClientSecret}, "alice", cliPassword)
 		cliSafeErr(t, err, KindTimeout)
 		// A context deadline is a timeout too.
 		ctx, cancel := context.WithTimeout(context.Background(), 100*time.Millisecond)
 		defer cancel()
-		_, err = cliNewClient(t, Options{}).Refresh(ctx, cliTokenConn(srv.URL), cliClientSecret, &TokenSet{RefreshToken: cliRefresh})
+		_, err = cliNewClient(t, Options{}).Refresh(ctx, cliTokenConn(srv.URL), ClientAuth{Secret: cliClientSecret}, &TokenSet{RefreshToken: cliRefresh})
 		cliSafeErr(t, err, KindTimeout)
 	})
 	t.Run("tls unknown authority", func(t *testing.T) {
 		srv := httptest.NewTLSServer(cliJSON(200, `{"access_token":"x","token_type":"Bearer"}`))
 		defer srv.Close()
-		_, err := cliNewClient(t, Options{}).Login(cliCtx(t), cliTokenConn(srv.URL), cliClientSecret, "alice", cliPassword)
+		_, err := cliNewClient(t, Options{}).Login(cliCtx(t), cliTokenConn(srv.URL), ClientAuth{Secret: cliClientSecret}, "alice", cliPassword)
 		e := cliSafeErr(t, err, KindTLS)
 		if !strings.Contains(e.Msg, "unknown authority") {
 			t.Errorf("msg = %q", e.Msg)
@@ -254,7 +254,7 @@ func TestClientTransportFailures(t *testing.T) {
 		if err := os.WriteFile(ca, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: cert.Raw}), 0o600); err != nil {
 			t.Fatal(err)
 		}
-		ts, err := cliNewClient(t, Options{CAFile: ca}).Login(cliCtx(t), cliTokenConn(srv.URL), cliClientSecret, "alice", cliPassword)
+		ts, err := cliNewClient(t, Options{CAFile: ca}).Login(cliCtx(t), cliTokenConn(srv.URL), ClientAuth{Secret: cliClientSecret}, "alice", cliPassword)
 		if err != nil || ts.AccessToken != "abc" {
 			t.Fatalf("login over TLS with CAFile: %v", err)
 		}
@@ -270,7 +270,7 @@ func TestClientTransportFailures(t *testing.T) {
 	t.Run("plain tcp speaking to TLS client", func(t *testing.T) {
 		srv := httptest.NewServer(cliJSON(200, `{}`))
 		defer srv.Close()
-		_, err := cliNewClient(t, Options{}).Login(cliCtx(t), cliTokenConn(strings.Replace(srv.URL, "http://", "https://", 1)), cliClientSecret, "alice", cliPassword)
+		_, err := cliNewClient(t, Options{}).Login(cliCtx(t), cliTokenConn(strings.Replace(srv.URL, "http://", "https://", 1)), ClientAuth{Secret: cliClientSecret}, "alice", cliPassword)
 		cliSafeErr(t, err, KindTLS)
 	})
 	t.Run("dropped connection", func(t *testing.T) {
@@ -281,7 +281,7 @@ func TestClientTransportFailures(t *testing.T) {
 			}
 		}))
 		defer srv.Close()
-		_, err := cliNewClient(t, Options{}).Login(cliCtx(t), cliTokenConn(srv.URL), cliClientSecret, "alice", cliPassword)
+		_, err := cliNewClient(t, Options{}).Login(cliCtx(t), cliTokenConn(srv.URL), ClientAuth{Secret: cliClientSecret}, "alice", cliPassword)
 		cliSafeErr(t, err, KindNetwork)
 	})
 	t.Run("plain http to remote host refused before sending", func(t *testing.T) {
@@ -291,14 +291,14 @@ func TestClientTransportFailures(t *testing.T) {
 			{ClientID: "x", TokenURL: "http://auth.example.com/token"},
 			{ClientID: "x", Issuer: "http://auth.example.com/realms/x"},
 		} {
-			_, err := c.Login(cliCtx(t), conn, cliClientSecret, "alice", cliPassword)
+			_, err := c.Login(cliCtx(t), conn, ClientAuth{Secret: cliClientSecret}, "alice", cliPassword)
 			e := cliSafeErr(t, err, KindConfig)
 			if e.Op != "login" {
 				t.Errorf("op = %q", e.Op)
 			}
-			_, err = c.Refresh(cliCtx(t), conn, cliClientSecret, &TokenSet{RefreshToken: cliRefresh})
+			_, err = c.Refresh(cliCtx(t), conn, ClientAuth{Secret: cliClientSecret}, &TokenSet{RefreshToken: cliRefresh})
 			cliSafeErr(t, err, KindConfig)
-			cliSafeErr(t, c.Logout(cliCtx(t), conn, cliClientSecret, cliRefresh), KindConfig)
+			cliSafeErr(t, c.Logout(cliCtx(t), conn, ClientAuth{Secret: cliClientSecret}, cliRefresh), KindConfig)
 		}
 		// The transport itself refuses too (a redirect or a discovered URL
 		// could lead there).
@@ -346,9 +346,9 @@ func TestClientMalformedAnswers(t *testing.T) {
 			srv := httptest.NewServer(tc.handler)
 			defer srv.Close()
 			c := cliNewClient(t, Options{})
-			_, err := c.Login(cliCtx(t), cliTokenConn(srv.URL), cliClientSecret, "alice", cliPassword)
+			_, err := c.Login(cliCtx(t), cliTokenConn(srv.URL), ClientAuth{Secret: cliClientSecret}, "alice", cliPassword)
 			cliSafeErr(t, err, KindMalformedResponse)
-			_, err = c.Refresh(cliCtx(t), cliTokenConn(srv.URL), cliClientSecret, &TokenSet{RefreshToken: cliRefresh})
+			_, err = c.Refresh(cliCtx(t), cliTokenConn(srv.URL), ClientAuth{Secret: cliClientSecret}, &TokenSet{RefreshToken: cliRefresh})
 			cliSafeErr(t, err, KindMalformedResponse)
 		})
 	}
@@ -368,7 +368,7 @@ func TestClientRedirectNotFollowed(t *testing.T) {
 		srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 			http.Redirect(w, r, target.URL+"/token", code)
 		}))
-		_, err := cliNewClient(t, Options{}).Login(cliCtx(t), cliTokenConn(srv.URL), cliClientSecret, "alice", cliPassword)
+		_, err := cliNewClient(t, Options{}).Login(cliCtx(t), cliTokenConn(srv.URL), ClientAuth{Secret: cliClientSecret}, "alice", cliPassword)
 		e := cliSafeErr(t, err, KindServer)
 		if e.Status != code || !strings.Contains(err.Error(), "redirect") {
 			t.Errorf("%d: %v", code, err)
@@ -475,7 +475,7 @@ func TestLoginRefusedWithoutReasonNamesCauses(t *testing.T) {
 			t.Parallel()
 			srv := httptest.NewServer(cliJSON(tc.status, tc.body))
 			defer srv.Close()
-			_, err := cliNewClient(t, Options{}).Login(cliCtx(t), cliTokenConn(srv.URL), cliClientSecret, "alice", cliPassword)
+			_, err := cliNewClient(t, Options{}).Login(cliCtx(t), cliTokenConn(srv.URL), ClientAuth{Secret: cliClientSecret}, "alice", cliPassword)
 			cliSafeErr(t, err, tc.want)
 			msg := err.Error()
 			if !strings.Contains(msg, "--scope openid") || !strings.Contains(msg, "--basic-auth") || strings.Contains(msg, "\n") {
@@ -486,7 +486,7 @@ func TestLoginRefusedWithoutReasonNamesCauses(t *testing.T) {
 	// The in-process server that requires a scope and sends empty error
 	// bodies, as some servers do.
 	s := cliServer(t, &cliClock{}, func(c *authtest.Config) { c.RequireScope, c.ErrorBodies = true, authtest.ErrorBodiesEmpty })
-	_, err := cliNewClient(t, Options{}).Login(cliCtx(t), cliConn(s), authtest.DemoClientSecret, authtest.DemoUsername, authtest.DemoPassword)
+	_, err := cliNewClient(t, Options{}).Login(cliCtx(t), cliConn(s), ClientAuth{Secret: authtest.DemoClientSecret}, authtest.DemoUsername, authtest.DemoPassword)
 	if err == nil || !strings.Contains(err.Error(), "--scope openid") {
 		t.Fatalf("login without a scope: %v", err)
 	}
@@ -529,7 +529,7 @@ func TestSetTimeoutAndWaiting(t *testing.T) {
 	if c.Timeout() != 200*time.Millisecond {
 		t.Fatalf("Timeout = %v", c.Timeout())
 	}
-	_, err = c.Login(cliCtx(t), cliTokenConn(srv.URL), cliClientSecret, "alice", cliPassword)
+	_, err = c.Login(cliCtx(t), cliTokenConn(srv.URL), ClientAuth{Secret: cliClientSecret}, "alice", cliPassword)
 	e := cliSafeErr(t, err, KindTimeout)
 	if !strings.Contains(e.Error(), "raise --timeout (or SHIPKEY_TIMEOUT, or timeout in config.toml)") {
 		t.Fatalf("the timeout message does not name the settings: %v", e)

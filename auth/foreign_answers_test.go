@@ -43,7 +43,7 @@ func TestForeignServerErrorAdvice(t *testing.T) {
 		t.Parallel()
 		srv := httptest.NewServer(cliJSON(400, `{"error":"unsupported_grant_type","error_description":"unsupported grant_type requested"}`))
 		defer srv.Close()
-		_, err := cliNewClient(t, Options{}).Login(cliCtx(t), cliTokenConn(srv.URL), cliClientSecret, "alice", cliPassword)
+		_, err := cliNewClient(t, Options{}).Login(cliCtx(t), cliTokenConn(srv.URL), ClientAuth{Secret: cliClientSecret}, "alice", cliPassword)
 		e := cliSafeErr(t, err, KindDirectGrantDisabled)
 		if !strings.Contains(e.Msg, "does not offer the password grant") || !strings.Contains(e.Hint, "--grant device-code") || !strings.Contains(e.Hint, "--grant authcode") {
 			t.Errorf("advice = %v", err)
@@ -56,7 +56,7 @@ func TestForeignServerErrorAdvice(t *testing.T) {
 		t.Parallel()
 		srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { w.WriteHeader(http.StatusForbidden) }))
 		defer srv.Close()
-		_, err := cliNewClient(t, Options{}).Obtain(cliCtx(t), GrantClientCredentials, Request{Conn: cliTokenConn(srv.URL), ClientSecret: cliClientSecret})
+		_, err := cliNewClient(t, Options{}).Obtain(cliCtx(t), GrantClientCredentials, Request{Conn: cliTokenConn(srv.URL), ClientAuth: ClientAuth{Secret: cliClientSecret}})
 		e := cliSafeErr(t, err, KindInvalidClient)
 		if !strings.Contains(e.Hint, "may require a scope") {
 			t.Errorf("no scope hint: %v", err)
@@ -72,7 +72,7 @@ func TestForeignServerErrorAdvice(t *testing.T) {
 			io.WriteString(w, page)
 		}))
 		defer srv.Close()
-		_, err := cliNewClient(t, Options{}).Refresh(cliCtx(t), cliTokenConn(srv.URL), cliClientSecret, &TokenSet{AccessToken: cliAccess, RefreshToken: cliRefresh})
+		_, err := cliNewClient(t, Options{}).Refresh(cliCtx(t), cliTokenConn(srv.URL), ClientAuth{Secret: cliClientSecret}, &TokenSet{AccessToken: cliAccess, RefreshToken: cliRefresh})
 		e := cliSafeErr(t, err, KindServer)
 		if e.Excerpt != "Internal Server Error" || !strings.Contains(err.Error(), "status 500") {
 			t.Errorf("excerpt %q in %v", e.Excerpt, err)
@@ -92,7 +92,7 @@ func TestForeignServerErrorAdvice(t *testing.T) {
 		}))
 		defer srv.Close()
 		_, err := cliNewClient(t, Options{}).Obtain(cliCtx(t), GrantDeviceCode, Request{
-			Conn: Connection{AuthURL: srv.URL, ClientID: "shipping"}, ClientSecret: cliClientSecret, Prompt: func(Prompt) {}})
+			Conn: Connection{AuthURL: srv.URL, ClientID: "shipping"}, ClientAuth: ClientAuth{Secret: cliClientSecret}, Prompt: func(Prompt) {}})
 		e := cliSafeErr(t, err, KindConfig)
 		want := "no device authorization endpoint at " + srv.URL + "/auth/realms/master/protocol/openid-connect/auth/device (status 404); this server may not support the device grant"
 		if e.Msg != want || strings.Contains(err.Error(), "<") {
@@ -121,7 +121,7 @@ func TestEndSessionAtABrowserEndpoint(t *testing.T) {
 			},
 		})
 	conn := Connection{Issuer: srv.URL, ClientID: "shipping"}
-	res, err := cliNewClient(t, Options{}).EndSession(cliCtx(t), conn, cliClientSecret, &TokenSet{AccessToken: cliAccess, RefreshToken: cliRefresh})
+	res, err := cliNewClient(t, Options{}).EndSession(cliCtx(t), conn, ClientAuth{Secret: cliClientSecret}, &TokenSet{AccessToken: cliAccess, RefreshToken: cliRefresh})
 	if err != nil || res.Via != "revocation" || revoked.Load() != 2 {
 		t.Fatalf("EndSession = %+v, %v; %d tokens revoked, want 2", res, err, revoked.Load())
 	}
@@ -149,14 +149,14 @@ func TestLivenessAtKeycloaksIntrospectionPath(t *testing.T) {
 		})
 	// The issuer is the realm's URL, as discovery answers at it.
 	conn := Connection{AuthURL: srv.URL, Issuer: srv.URL, ClientID: "shipping"}
-	live := cliNewClient(t, Options{}).Liveness(cliCtx(t), conn, cliClientSecret, cliAccess)
+	live := cliNewClient(t, Options{}).Liveness(cliCtx(t), conn, ClientAuth{Secret: cliClientSecret}, cliAccess)
 	if live.State != LiveActive || live.Via != "introspection" {
 		t.Errorf("liveness = %+v, want active by introspection", live)
 	}
 
 	// Without introspection anywhere: cannot tell, in shipkey's words.
 	bare := discoveryServer(t, map[string]string{"token_endpoint": "/token", "userinfo_endpoint": "/me"}, map[string]http.HandlerFunc{"/me": userinfo})
-	live = cliNewClient(t, Options{}).Liveness(cliCtx(t), Connection{AuthURL: bare.URL, Issuer: bare.URL, ClientID: "shipping"}, cliClientSecret, cliAccess)
+	live = cliNewClient(t, Options{}).Liveness(cliCtx(t), Connection{AuthURL: bare.URL, Issuer: bare.URL, ClientID: "shipping"}, ClientAuth{Secret: cliClientSecret}, cliAccess)
 	if live.State != LiveUnknown || strings.Contains(live.Detail(), "expired, revoked") {
 		t.Errorf("liveness = %+v: the server's generic words quoted as a verdict", live)
 	}

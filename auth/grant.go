@@ -50,10 +50,12 @@ type Kept struct {
 
 // Request is what a grant may use. Each grant reads only its own fields.
 type Request struct {
-	Conn         Connection
-	ClientSecret string // empty for a public client
-	Username     string // password grant
-	Password     string // password grant
+	Conn Connection
+	// ClientAuth is how the client authenticates (AuthFor(Conn, secret)
+	// for a key's stored method and secret).
+	ClientAuth ClientAuth
+	Username   string // password grant
+	Password   string // password grant
 	// CallbackPort is the authorization code grant's loopback port (0: an
 	// ephemeral one).
 	CallbackPort int

@@ -9,6 +9,7 @@ import (
 	"html"
 	"net"
 	"net/http"
+	"net/url"
 	"slices"
 	"strconv"
 	"strings"
@@ -58,7 +59,7 @@ func (authCodeGrant) Obtain(ctx context.Context, c *Client, r Request) (*TokenSe
 	if r.Prompt == nil {
 		return nil, &Error{Kind: KindInteractionRequired, Op: op, Msg: "signing in with a browser needs a person", Hint: "run the command in a terminal"}
 	}
-	ep, _, err := c.endpoints(ctx, r.Conn)
+	ep, discovered, err := c.endpoints(ctx, r.Conn)
 	if err != nil {
 		return nil, withOp(err, op)
 	}
@@ -86,14 +87,13 @@ func (authCodeGrant) Obtain(ctx context.Context, c *Client, r Request) (*TokenSe
 		return nil, &Error{Kind: KindConfig, Op: op, Msg: "cannot listen on 127.0.0.1:" + strconv.Itoa(r.CallbackPort), Hint: hint, Err: err}
 	}
 	redirect := fmt.Sprintf("http://127.0.0.1:%d/callback", ln.Addr().(*net.TCPAddr).Port)
-	cfg := oauthConfig(r.Conn, r.ClientSecret, tokenURL)
-	cfg.Endpoint.AuthURL = ep.Authorization
-	cfg.RedirectURL = redirect
+	scopes := grantScopes(r.Conn, ep, discovered)
+	cfg := &oauth2.Config{ClientID: r.Conn.ClientID, Endpoint: oauth2.Endpoint{AuthURL: ep.Authorization}, RedirectURL: redirect, Scopes: scopes}
 
 	state, verifier := randomString(), oauth2.GenerateVerifier()
 	opts := []oauth2.AuthCodeOption{oauth2.S256ChallengeOption(verifier)}
 	nonce := ""
-	if slices.Contains(r.Conn.Scopes, "openid") {
+	if slices.Contains(scopes, "openid") {
 		nonce = randomString()
 		opts = append(opts, oauth2.SetAuthURLParam("nonce", nonce))
 	}
@@ -145,12 +145,12 @@ func (authCodeGrant) Obtain(ctx context.Context, c *Client, r Request) (*TokenSe
 		return nil, res.err
 	}
 
-	ctx, tr := withTracker(context.WithValue(ctx, oauth2.HTTPClient, c.http))
-	tok, err := cfg.Exchange(ctx, res.code, oauth2.VerifierOption(verifier))
-	if err != nil {
-		return nil, mapTokenError(ctx, op, tokenURL, err, tr, secretsOf(r.Conn, r.ClientSecret, res.code, verifier))
-	}
-	ts, err := c.tokenSet(op, tok)
+	ts, err := c.token(ctx, r.Conn, r.ClientAuth, tokenCall{Op: op, Endpoint: tokenURL, Secrets: []string{res.code, verifier}, Form: url.Values{
+		"grant_type":    {"authorization_code"},
+		"code":          {res.code},
+		"redirect_uri":  {redirect},
+		"code_verifier": {verifier},
+	}})
 	if err != nil {
 		return nil, err
 	}

@@ -2,9 +2,7 @@ package auth
 
 import (
 	"context"
-
-	"golang.org/x/oauth2"
-	"golang.org/x/oauth2/clientcredentials"
+	"net/url"
 )
 
 // clientCredentialsGrant is the client credentials grant (RFC 6749 §4.4): a
@@ -21,25 +19,17 @@ func (clientCredentialsGrant) Obtain(ctx context.Context, c *Client, r Request) 
 	if err := r.Conn.Validate(); err != nil {
 		return nil, withOp(err, op)
 	}
-	if r.ClientSecret == "" {
+	switch m := r.ClientAuth.method(r.Conn); {
+	case m == ClientAuthNone:
+		return nil, &Error{Kind: KindInvalidClient, Op: op, Msg: "a public client cannot use the client credentials grant", Hint: "choose a client authentication (--client-auth) the realm has set for the client"}
+	case m.UsesSecret() && r.ClientAuth.Secret == "":
 		return nil, &Error{Kind: KindInvalidClient, Op: op, Msg: "the client secret is empty", Hint: "the client credentials grant needs the client's secret (SHIPKEY_CLIENT_SECRET or --client-secret-stdin)"}
 	}
 	tokenURL, err := c.tokenEndpoint(ctx, r.Conn)
 	if err != nil {
 		return nil, withOp(err, op)
 	}
-	oc := oauthConfig(r.Conn, r.ClientSecret, tokenURL)
-	cc := &clientcredentials.Config{
-		ClientID:     oc.ClientID,
-		ClientSecret: oc.ClientSecret,
-		TokenURL:     tokenURL,
-		Scopes:       oc.Scopes,
-		AuthStyle:    oc.Endpoint.AuthStyle,
-	}
-	ctx, tr := withTracker(context.WithValue(ctx, oauth2.HTTPClient, c.http))
-	tok, err := cc.Token(ctx)
-	if err != nil {
-		return nil, mapTokenError(ctx, op, tokenURL, err, tr, secretsOf(r.Conn, r.ClientSecret))
-	}
-	return c.tokenSet(op, tok)
+	form := url.Values{"grant_type": {"client_credentials"}}
+	setScope(form, r.Conn.Scopes)
+	return c.token(ctx, r.Conn, r.ClientAuth, tokenCall{Op: op, Endpoint: tokenURL, Form: form})
 }

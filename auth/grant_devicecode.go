@@ -56,7 +56,7 @@ func (deviceCodeGrant) Obtain(ctx context.Context, c *Client, r Request) (*Token
 	if r.Prompt == nil {
 		return nil, &Error{Kind: KindInteractionRequired, Op: op, Msg: "the device code grant needs a person to approve it", Hint: "run the command in a terminal"}
 	}
-	ep, _, err := c.endpoints(ctx, r.Conn)
+	ep, discovered, err := c.endpoints(ctx, r.Conn)
 	if err != nil {
 		return nil, withOp(err, op)
 	}
@@ -66,18 +66,18 @@ func (deviceCodeGrant) Obtain(ctx context.Context, c *Client, r Request) (*Token
 	if ep.DeviceAuthorization == "" {
 		return nil, &Error{Kind: KindConfig, Op: op, Msg: "the server offers no device authorization endpoint", Hint: "use another grant, or set the auth URL of a Keycloak realm"}
 	}
-	form := url.Values{}
-	if len(r.Conn.Scopes) > 0 {
-		form.Set("scope", strings.Join(r.Conn.Scopes, " "))
-	}
-	secrets := secretsOf(r.Conn, r.ClientSecret)
-	status, body, err := c.postForm(ctx, r.Conn, r.ClientSecret, ep.DeviceAuthorization, form)
+	// PKCE (RFC 7636) on the device grant too: a realm that sets a PKCE
+	// method for the client refuses a device request without it
+	// (keycloak#9710); a server that does not know it ignores it.
+	verifier := oauth2.GenerateVerifier()
+	form := url.Values{"code_challenge": {oauth2.S256ChallengeFromVerifier(verifier)}, "code_challenge_method": {"S256"}}
+	setScope(form, grantScopes(r.Conn, ep, discovered))
+	secrets := r.ClientAuth.secrets(r.Conn, verifier)
+	resp, err := c.send(ctx, r.Conn, r.ClientAuth, formRequest{Op: op, Endpoint: ep.DeviceAuthorization, Form: form})
 	if err != nil {
-		if errors.Is(err, errBodyTooLarge) {
-			return nil, tooLarge(op)
-		}
-		return nil, mapTransportError(ctx, op, ep.DeviceAuthorization, err)
+		return nil, err
 	}
+	status := resp.Status
 	if status == http.StatusNotFound || status == http.StatusMethodNotAllowed || status == http.StatusNotImplemented {
 		// Nothing answers there (an HTML 404 page, most often): the server
 		// has no device grant, or not at the path guessed for Keycloak.
@@ -86,9 +86,9 @@ func (deviceCodeGrant) Obtain(ctx context.Context, c *Client, r Request) (*Token
 			Hint: "use another grant (--grant authcode, password or client-credentials), or check the auth URL"}
 	}
 	if status != http.StatusOK {
-		se := parseServerError(body)
-		return nil, mapStatus(op, status, se.Code, se.Description, body, secrets)
+		return nil, resp.refusal(op, secrets)
 	}
+	body := resp.Body
 	var da deviceAuthResponse
 	if json.Unmarshal(body, &da) != nil {
 		return nil, malformed(op, "the device authorization answer is not JSON")
@@ -131,17 +131,59 @@ func (deviceCodeGrant) Obtain(ctx context.Context, c *Client, r Request) (*Token
 	}
 	waitCtx, cancel := context.WithTimeout(ctx, wait)
 	defer cancel()
-	pollCtx, tr := withTracker(context.WithValue(waitCtx, oauth2.HTTPClient, c.http))
-	tok, err := oauthConfig(r.Conn, r.ClientSecret, tokenURL).DeviceAccessToken(pollCtx, &oauth2.DeviceAuthResponse{
-		DeviceCode: da.DeviceCode, Interval: interval,
-	})
-	if err != nil {
-		if ctx.Err() == nil && waitCtx.Err() != nil {
-			return nil, &Error{Kind: KindExpired, Op: op, Msg: "the device code expired before it was approved", Hint: "run the command again and approve the request within its time"}
-		}
-		return nil, mapTokenError(ctx, op, tokenURL, err, tr, append(secrets, da.DeviceCode))
+	ts, err := c.pollDevice(waitCtx, r, tokenURL, da.DeviceCode, verifier, time.Duration(interval)*time.Second, secrets)
+	if err != nil && ctx.Err() == nil && waitCtx.Err() != nil {
+		return nil, &Error{Kind: KindExpired, Op: op, Msg: "the device code expired before it was approved", Hint: "run the command again and approve the request within its time"}
 	}
-	return c.tokenSet(op, tok)
+	return ts, err
+}
+
+// pollDevice asks the token endpoint for the device code's tokens every
+// interval (RFC 8628 §3.4), five seconds more after each slow_down, until
+// the server answers anything but authorization_pending or ctx ends.
+func (c *Client) pollDevice(ctx context.Context, r Request, tokenURL, deviceCode, verifier string, interval time.Duration, secrets []string) (*TokenSet, error) {
+	const op = "device-code"
+	call := tokenCall{Op: op, Endpoint: tokenURL, Secrets: append(secrets, deviceCode), Form: url.Values{
+		"grant_type":    {"urn:ietf:params:oauth:grant-type:device_code"},
+		"device_code":   {deviceCode},
+		"code_verifier": {verifier},
+	}}
+	timer := time.NewTimer(interval)
+	defer timer.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return nil, mapTransportError(ctx, op, tokenURL, ctx.Err())
+		case <-timer.C:
+		}
+		ts, err := c.token(ctx, r.Conn, r.ClientAuth, call)
+		var e *Error
+		if err == nil || !errors.As(err, &e) {
+			return ts, err
+		}
+		switch e.Code {
+		case "slow_down":
+			interval += 5 * time.Second
+		case "authorization_pending":
+		default:
+			return nil, err
+		}
+		timer.Reset(interval)
+	}
+}
+
+// grantScopes is the scope an interactive grant asks for: the connection's,
+// else openid when discovery lists it in scopes_supported (a server that
+// requires a scope refuses a request with none, and openid is the one every
+// OpenID provider knows).
+func grantScopes(conn Connection, ep Endpoints, discovered bool) []string {
+	if len(conn.Scopes) > 0 {
+		return conn.Scopes
+	}
+	if discovered && ep.ScopesSupported.Has("openid") {
+		return []string{"openid"}
+	}
+	return nil
 }
 
 // checkPageURL reports whether raw is a URL a person may be sent to: an

@@ -12,5 +12,5 @@ func (passwordGrant) Type() GrantType { return GrantPassword }
 func (passwordGrant) Unattended(kept Kept) bool { return kept.Password }
 
 func (passwordGrant) Obtain(ctx context.Context, c *Client, r Request) (*TokenSet, error) {
-	return c.Login(ctx, r.Conn, r.ClientSecret, r.Username, r.Password)
+	return c.Login(ctx, r.Conn, r.ClientAuth, r.Username, r.Password)
 }

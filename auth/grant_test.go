@@ -51,7 +51,7 @@ func TestClientCredentialsGrant(t *testing.T) {
 		c.Clients = append(c.Clients, authtest.Client{ID: "no-sa", Secret: "s2"})
 	})
 	c := cliNewClient(t, Options{Now: clock.Now})
-	req := Request{Conn: cliConn(s), ClientSecret: authtest.DemoClientSecret}
+	req := Request{Conn: cliConn(s), ClientAuth: ClientAuth{Secret: authtest.DemoClientSecret}}
 	ts, err := c.Obtain(cliCtx(t), GrantClientCredentials, req)
 	if err != nil {
 		t.Fatal(err)
@@ -67,10 +67,10 @@ func TestClientCredentialsGrant(t *testing.T) {
 		}
 	}
 	r := req
-	r.ClientSecret = "wrong"
+	r.ClientAuth.Secret = "wrong"
 	_, err = c.Obtain(cliCtx(t), GrantClientCredentials, r)
 	cliDemoSafe(t, err, KindInvalidClient, "wrong")
-	r = Request{Conn: cliConn(s), ClientSecret: "s2"}
+	r = Request{Conn: cliConn(s), ClientAuth: ClientAuth{Secret: "s2"}}
 	r.Conn.ClientID = "no-sa"
 	_, err = c.Obtain(cliCtx(t), GrantClientCredentials, r)
 	if e := cliDemoSafe(t, err, KindGrantNotAllowed, "s2"); !strings.Contains(e.Hint, "Service accounts") {
@@ -146,7 +146,7 @@ func TestDeviceCodeGrant(t *testing.T) {
 			conn.BasicAuth = basic
 			var got Prompt
 			c := cliNewClient(t, Options{})
-			ts, err := c.Obtain(cliCtx(t), GrantDeviceCode, Request{Conn: conn, ClientSecret: "sekret", Prompt: func(p Prompt) { got = p }})
+			ts, err := c.Obtain(cliCtx(t), GrantDeviceCode, Request{Conn: conn, ClientAuth: ClientAuth{Secret: "sekret"}, Prompt: func(p Prompt) { got = p }})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -169,7 +169,7 @@ func TestDeviceCodeGrant(t *testing.T) {
 		t.Parallel()
 		d, conn := deviceDiscovery(t, 1, "authorization_pending", "slow_down")
 		c := cliNewClient(t, Options{})
-		if _, err := c.Obtain(cliCtx(t), GrantDeviceCode, Request{Conn: conn, ClientSecret: "sekret-123", Prompt: func(Prompt) {}}); err != nil {
+		if _, err := c.Obtain(cliCtx(t), GrantDeviceCode, Request{Conn: conn, ClientAuth: ClientAuth{Secret: "sekret-123"}, Prompt: func(Prompt) {}}); err != nil {
 			t.Fatal(err)
 		}
 		if n := d.polls.Load(); n != 3 {
@@ -190,14 +190,14 @@ func TestDeviceCodeGrant(t *testing.T) {
 			t.Parallel()
 			_, conn := deviceDiscovery(t, 1, tc.answer)
 			c := cliNewClient(t, Options{})
-			_, err := c.Obtain(cliCtx(t), GrantDeviceCode, Request{Conn: conn, ClientSecret: "sekret-123", Prompt: func(Prompt) {}})
+			_, err := c.Obtain(cliCtx(t), GrantDeviceCode, Request{Conn: conn, ClientAuth: ClientAuth{Secret: "sekret-123"}, Prompt: func(Prompt) {}})
 			cliSafeErr(t, err, tc.want, "sekret-123", "dc-1")
 		})
 	}
 	t.Run("no person", func(t *testing.T) {
 		t.Parallel()
 		_, conn := deviceDiscovery(t, 1)
-		_, err := cliNewClient(t, Options{}).Obtain(cliCtx(t), GrantDeviceCode, Request{Conn: conn, ClientSecret: "sekret-123"})
+		_, err := cliNewClient(t, Options{}).Obtain(cliCtx(t), GrantDeviceCode, Request{Conn: conn, ClientAuth: ClientAuth{Secret: "sekret-123"}})
 		cliSafeErr(t, err, KindInteractionRequired)
 	})
 	t.Run("a huge interval is clamped, not a panic", func(t *testing.T) {
@@ -206,7 +206,7 @@ func TestDeviceCodeGrant(t *testing.T) {
 			_, conn := deviceDiscovery(t, interval, "authorization_pending")
 			ctx, cancel := context.WithCancel(cliCtx(t))
 			var got Prompt
-			_, err := cliNewClient(t, Options{}).Obtain(ctx, GrantDeviceCode, Request{Conn: conn, ClientSecret: "sekret-123", Prompt: func(p Prompt) { got = p; cancel() }})
+			_, err := cliNewClient(t, Options{}).Obtain(ctx, GrantDeviceCode, Request{Conn: conn, ClientAuth: ClientAuth{Secret: "sekret-123"}, Prompt: func(p Prompt) { got = p; cancel() }})
 			if err == nil {
 				t.Fatalf("interval %s: a cancelled wait succeeded", interval)
 			}
@@ -219,7 +219,7 @@ func TestDeviceCodeGrant(t *testing.T) {
 		t.Parallel()
 		_, conn := deviceDiscovery(t, 1, "authorization_pending", "authorization_pending", "authorization_pending")
 		ctx, cancel := context.WithCancel(cliCtx(t))
-		_, err := cliNewClient(t, Options{}).Obtain(ctx, GrantDeviceCode, Request{Conn: conn, ClientSecret: "sekret-123", Prompt: func(Prompt) { cancel() }})
+		_, err := cliNewClient(t, Options{}).Obtain(ctx, GrantDeviceCode, Request{Conn: conn, ClientAuth: ClientAuth{Secret: "sekret-123"}, Prompt: func(Prompt) { cancel() }})
 		if err == nil || ctx.Err() == nil {
 			t.Fatalf("a cancelled wait returned %v", err)
 		}
@@ -255,7 +255,7 @@ func TestAuthCodeGrant(t *testing.T) {
 	conn := cliConn(s)
 	conn.Scopes = []string{"openid"}
 	run := func(t *testing.T, r Request, prompt Prompter) (*TokenSet, error) {
-		r.Conn, r.ClientSecret, r.Prompt = conn, authtest.DemoClientSecret, prompt
+		r.Conn, r.ClientAuth.Secret, r.Prompt = conn, authtest.DemoClientSecret, prompt
 		if r.Wait == 0 {
 			r.Wait = 20 * time.Second
 		}

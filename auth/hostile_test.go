@@ -92,9 +92,9 @@ func TestHostileTokenEndpoint(t *testing.T) {
 					t.Errorf("message %q does not say %q", msg, tc.wantMsg)
 				}
 			}
-			check(c.Login(cliCtx(t), cliTokenConn(srv.URL), cliClientSecret, "alice", cliPassword))
+			check(c.Login(cliCtx(t), cliTokenConn(srv.URL), ClientAuth{Secret: cliClientSecret}, "alice", cliPassword))
 			prev := &TokenSet{AccessToken: cliAccess, RefreshToken: cliRefresh}
-			check(c.Refresh(cliCtx(t), cliTokenConn(srv.URL), cliClientSecret, prev))
+			check(c.Refresh(cliCtx(t), cliTokenConn(srv.URL), ClientAuth{Secret: cliClientSecret}, prev))
 		})
 	}
 }
@@ -115,7 +115,7 @@ func TestTokenResponseAccepted(t *testing.T) {
 	} {
 		srv := httptest.NewServer(cliJSON(200, body))
 		c := cliNewClient(t, Options{Now: func() time.Time { return cliT0 }})
-		ts, err := c.Login(cliCtx(t), cliTokenConn(srv.URL), cliClientSecret, "alice", cliPassword)
+		ts, err := c.Login(cliCtx(t), cliTokenConn(srv.URL), ClientAuth{Secret: cliClientSecret}, "alice", cliPassword)
 		srv.Close()
 		if err != nil {
 			t.Errorf("%s: %v", body, err)
@@ -138,7 +138,7 @@ func TestRefreshReturningExpiredToken(t *testing.T) {
 	defer srv.Close()
 	c := cliNewClient(t, Options{Now: func() time.Time { return cliT0 }})
 	prev := &TokenSet{AccessToken: cliAccess, RefreshToken: cliRefresh}
-	ts, err := c.Refresh(cliCtx(t), cliTokenConn(srv.URL), cliClientSecret, prev)
+	ts, err := c.Refresh(cliCtx(t), cliTokenConn(srv.URL), ClientAuth{Secret: cliClientSecret}, prev)
 	if ts != nil {
 		t.Fatalf("got a token set: %+v", ts.Redacted())
 	}
@@ -214,7 +214,7 @@ func TestRedactEveryEncoding(t *testing.T) {
 				}))
 				c := cliNewClient(t, Options{})
 				conn := Connection{ClientID: redactClientID, TokenURL: srv.URL + "/token", BasicAuth: tc.basicAuth}
-				_, err := c.Login(cliCtx(t), conn, redactSecret, "alice", redactPassword)
+				_, err := c.Login(cliCtx(t), conn, ClientAuth{Secret: redactSecret}, "alice", redactPassword)
 				srv.Close()
 				if err == nil {
 					t.Fatalf("%s: no error", shape.name)
@@ -258,7 +258,7 @@ func TestNonKeycloakRefusals(t *testing.T) {
 			t.Run(fmt.Sprintf("login %d %s", status, b.name), func(t *testing.T) {
 				srv := httptest.NewServer(handler(status, b.ct, b.body))
 				defer srv.Close()
-				_, err := cliNewClient(t, Options{}).Login(cliCtx(t), cliTokenConn(srv.URL), cliClientSecret, "alice", cliPassword)
+				_, err := cliNewClient(t, Options{}).Login(cliCtx(t), cliTokenConn(srv.URL), ClientAuth{Secret: cliClientSecret}, "alice", cliPassword)
 				e := cliSafeErr(t, err, KindCredentialsRefused)
 				if !strings.Contains(e.Error(), "refused the username/password or the client credentials") || !strings.Contains(e.Hint, "client secret") {
 					t.Errorf("message: %s", e)
@@ -270,7 +270,7 @@ func TestNonKeycloakRefusals(t *testing.T) {
 				srv := httptest.NewServer(handler(status, b.ct, b.body))
 				defer srv.Close()
 				prev := &TokenSet{AccessToken: cliAccess, RefreshToken: cliRefresh}
-				_, err := cliNewClient(t, Options{}).Refresh(cliCtx(t), cliTokenConn(srv.URL), cliClientSecret, prev)
+				_, err := cliNewClient(t, Options{}).Refresh(cliCtx(t), cliTokenConn(srv.URL), ClientAuth{Secret: cliClientSecret}, prev)
 				cliSafeErr(t, err, KindLoginRequired)
 			})
 		}

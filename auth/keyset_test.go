@@ -35,7 +35,7 @@ func besideRealm(t *testing.T) (*authtest.Server, *auth.Client, auth.Connection,
 		t.Fatal(err)
 	}
 	conn := auth.Connection{AuthURL: srv.URL(), Realm: srv.Realm(), ClientID: authtest.DemoClientID}
-	ts, err := c.Login(verifyCtx(t), conn, authtest.DemoClientSecret, authtest.DemoUsername, authtest.DemoPassword)
+	ts, err := c.Login(verifyCtx(t), conn, auth.ClientAuth{Secret: authtest.DemoClientSecret}, authtest.DemoUsername, authtest.DemoPassword)
 	if err != nil {
 		t.Fatalf("login: %v", err)
 	}

@@ -32,7 +32,7 @@ func TestLivenessUserinfoRefusalIsNotEnded(t *testing.T) {
 	c := cliNewClient(t, Options{Now: clock.Now})
 
 	ts := cliLogin(t, c, cliConn(s))
-	l := c.Liveness(cliCtx(t), cliConn(s), authtest.DemoClientSecret, ts.AccessToken)
+	l := c.Liveness(cliCtx(t), cliConn(s), ClientAuth{Secret: authtest.DemoClientSecret}, ts.AccessToken)
 	if l.State != LiveUnknown || l.Via != "userinfo" || !strings.Contains(l.Reason, "openid") {
 		t.Fatalf("live token without openid: %+v", l)
 	}
@@ -45,15 +45,15 @@ func TestLivenessUserinfoRefusalIsNotEnded(t *testing.T) {
 		t.Errorf("Keycloak's introspection path (not in discovery, 404 here) asked %d times, want once before userinfo", n)
 	}
 	// The server's own view: the session is alive and a refresh works.
-	if _, err := c.Refresh(cliCtx(t), cliConn(s), authtest.DemoClientSecret, ts); err != nil {
+	if _, err := c.Refresh(cliCtx(t), cliConn(s), ClientAuth{Secret: authtest.DemoClientSecret}, ts); err != nil {
 		t.Fatalf("refresh of the 'cannot tell' session: %v", err)
 	}
 
-	ts2, err := c.Login(cliCtx(t), openidConn(s), authtest.DemoClientSecret, authtest.DemoUsername, authtest.DemoPassword)
+	ts2, err := c.Login(cliCtx(t), openidConn(s), ClientAuth{Secret: authtest.DemoClientSecret}, authtest.DemoUsername, authtest.DemoPassword)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if l := c.Liveness(cliCtx(t), openidConn(s), authtest.DemoClientSecret, ts2.AccessToken); l.State != LiveActive || l.Via != "userinfo" {
+	if l := c.Liveness(cliCtx(t), openidConn(s), ClientAuth{Secret: authtest.DemoClientSecret}, ts2.AccessToken); l.State != LiveActive || l.Via != "userinfo" {
 		t.Fatalf("openid token: %+v", l)
 	}
 }
@@ -77,7 +77,7 @@ func TestLivenessUsesDiscoveredIntrospection(t *testing.T) {
 	defer srv.Close()
 	base = srv.URL
 	c := cliNewClient(t, Options{})
-	l := c.Liveness(cliCtx(t), Connection{ClientID: "x", Issuer: srv.URL}, cliClientSecret, cliAccess)
+	l := c.Liveness(cliCtx(t), Connection{ClientID: "x", Issuer: srv.URL}, ClientAuth{Secret: cliClientSecret}, cliAccess)
 	if l.State != LiveInactive || l.Via != "introspection" || introspected != 1 {
 		t.Fatalf("liveness %+v after %d introspections", l, introspected)
 	}
@@ -115,7 +115,7 @@ func TestEndSessionEveryServer(t *testing.T) {
 			if s.Sessions() != 1 || !s.RefreshAccepted(ts.RefreshToken) {
 				t.Fatal("no live session before the logout")
 			}
-			res, err := c.EndSession(cliCtx(t), cliConn(s), authtest.DemoClientSecret, ts)
+			res, err := c.EndSession(cliCtx(t), cliConn(s), ClientAuth{Secret: authtest.DemoClientSecret}, ts)
 			if err != nil {
 				t.Fatalf("EndSession: %v", err)
 			}
@@ -131,7 +131,7 @@ func TestEndSessionEveryServer(t *testing.T) {
 			if s.Sessions() != 0 || s.RefreshAccepted(ts.RefreshToken) {
 				t.Errorf("the server still holds the session")
 			}
-			_, err = c.Refresh(cliCtx(t), cliConn(s), authtest.DemoClientSecret, ts)
+			_, err = c.Refresh(cliCtx(t), cliConn(s), ClientAuth{Secret: authtest.DemoClientSecret}, ts)
 			cliDemoSafe(t, err, KindLoginRequired, ts.RefreshToken, ts.AccessToken)
 		})
 	}
@@ -157,7 +157,7 @@ func TestEndSessionNoWayOrRefused(t *testing.T) {
 		defer srv.Close()
 		conn := Connection{AuthURL: srv.URL, ClientID: "x"}
 		base = conn.RealmURL()
-		res, err := cliNewClient(t, Options{}).EndSession(cliCtx(t), conn, cliClientSecret, ts)
+		res, err := cliNewClient(t, Options{}).EndSession(cliCtx(t), conn, ClientAuth{Secret: cliClientSecret}, ts)
 		if err != nil || res != (EndResult{}) {
 			t.Fatalf("got %+v, %v; want zero and nil", res, err)
 		}
@@ -175,7 +175,7 @@ func TestEndSessionNoWayOrRefused(t *testing.T) {
 		}))
 		defer srv.Close()
 		conn := Connection{AuthURL: srv.URL, ClientID: "x"}
-		res, err := cliNewClient(t, Options{}).EndSession(cliCtx(t), conn, cliClientSecret, ts)
+		res, err := cliNewClient(t, Options{}).EndSession(cliCtx(t), conn, ClientAuth{Secret: cliClientSecret}, ts)
 		if err != nil || res != (EndResult{}) {
 			t.Fatalf("got %+v, %v; want zero and nil", res, err)
 		}
@@ -184,7 +184,7 @@ func TestEndSessionNoWayOrRefused(t *testing.T) {
 		}
 	})
 	t.Run("only a token URL", func(t *testing.T) {
-		res, err := cliNewClient(t, Options{}).EndSession(cliCtx(t), Connection{ClientID: "x", TokenURL: "http://127.0.0.1:1/token"}, cliClientSecret, ts)
+		res, err := cliNewClient(t, Options{}).EndSession(cliCtx(t), Connection{ClientID: "x", TokenURL: "http://127.0.0.1:1/token"}, ClientAuth{Secret: cliClientSecret}, ts)
 		if err != nil || res.Ended() {
 			t.Fatalf("got %+v, %v", res, err)
 		}
@@ -194,7 +194,7 @@ func TestEndSessionNoWayOrRefused(t *testing.T) {
 		s := cliServer(t, clock, func(c *authtest.Config) { c.NoLogout = true })
 		c := cliNewClient(t, Options{Now: clock.Now})
 		real := cliLogin(t, c, cliConn(s))
-		_, err := c.EndSession(cliCtx(t), cliConn(s), "wrong-secret-xyz", real)
+		_, err := c.EndSession(cliCtx(t), cliConn(s), ClientAuth{Secret: "wrong-secret-xyz"}, real)
 		cliDemoSafe(t, err, KindInvalidClient, real.RefreshToken, real.AccessToken, "wrong-secret-xyz")
 	})
 	t.Run("logout refused", func(t *testing.T) {
@@ -203,11 +203,11 @@ func TestEndSessionNoWayOrRefused(t *testing.T) {
 		c := cliNewClient(t, Options{Now: clock.Now})
 		real := cliLogin(t, c, cliConn(s))
 		s.Inject(authtest.Fault{Endpoint: "logout", Status: 500})
-		_, err := c.EndSession(cliCtx(t), cliConn(s), authtest.DemoClientSecret, real)
+		_, err := c.EndSession(cliCtx(t), cliConn(s), ClientAuth{Secret: authtest.DemoClientSecret}, real)
 		cliDemoSafe(t, err, KindServer, real.RefreshToken, real.AccessToken)
 	})
 	t.Run("unreachable", func(t *testing.T) {
-		_, err := cliNewClient(t, Options{}).EndSession(cliCtx(t), Connection{AuthURL: "http://127.0.0.1:1", ClientID: "x"}, cliClientSecret, ts)
+		_, err := cliNewClient(t, Options{}).EndSession(cliCtx(t), Connection{AuthURL: "http://127.0.0.1:1", ClientID: "x"}, ClientAuth{Secret: cliClientSecret}, ts)
 		cliSafeErr(t, err, KindNetwork)
 	})
 	t.Run("already ended", func(t *testing.T) {
@@ -216,7 +216,7 @@ func TestEndSessionNoWayOrRefused(t *testing.T) {
 		c := cliNewClient(t, Options{Now: clock.Now})
 		real := cliLogin(t, c, cliConn(s))
 		s.Inject(authtest.Fault{Endpoint: "logout", Status: 400, Body: `{"error":"invalid_grant","error_description":"Session not active"}`})
-		res, err := c.EndSession(cliCtx(t), cliConn(s), authtest.DemoClientSecret, real)
+		res, err := c.EndSession(cliCtx(t), cliConn(s), ClientAuth{Secret: authtest.DemoClientSecret}, real)
 		if err != nil || !res.AlreadyEnded || res.Via != "logout" {
 			t.Fatalf("got %+v, %v", res, err)
 		}
@@ -275,7 +275,7 @@ func TestRefreshExpirySource(t *testing.T) {
 		exp := cliT0.Add(2 * time.Hour)
 		srv := httptest.NewServer(cliJSON(200, `{"access_token":"abc","token_type":"Bearer","expires_in":300,"refresh_token":"`+hostileJWT(exp)+`"}`))
 		defer srv.Close()
-		ts, err := cliNewClient(t, Options{Now: func() time.Time { return cliT0 }}).Login(cliCtx(t), cliTokenConn(srv.URL), cliClientSecret, "alice", cliPassword)
+		ts, err := cliNewClient(t, Options{Now: func() time.Time { return cliT0 }}).Login(cliCtx(t), cliTokenConn(srv.URL), ClientAuth{Secret: cliClientSecret}, "alice", cliPassword)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -293,7 +293,7 @@ func TestRefreshExpirySource(t *testing.T) {
 		c := cliNewClient(t, Options{Now: clock.Now})
 		ts := cliLogin(t, c, cliConn(s))
 		clock.Advance(time.Minute)
-		next, err := c.Refresh(cliCtx(t), cliConn(s), authtest.DemoClientSecret, ts)
+		next, err := c.Refresh(cliCtx(t), cliConn(s), ClientAuth{Secret: authtest.DemoClientSecret}, ts)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -313,16 +313,16 @@ func TestProfilesLoginRefresh(t *testing.T) {
 			s := cliServer(t, clock, p.Apply)
 			c := cliNewClient(t, Options{Now: clock.Now})
 			conn := openidConn(s)
-			ts, err := c.Login(cliCtx(t), conn, authtest.DemoClientSecret, authtest.DemoUsername, authtest.DemoPassword)
+			ts, err := c.Login(cliCtx(t), conn, ClientAuth{Secret: authtest.DemoClientSecret}, authtest.DemoUsername, authtest.DemoPassword)
 			if err != nil {
 				t.Fatalf("login: %v", err)
 			}
 			clock.Advance(time.Minute)
-			if _, err := c.Refresh(cliCtx(t), conn, authtest.DemoClientSecret, ts); err != nil {
+			if _, err := c.Refresh(cliCtx(t), conn, ClientAuth{Secret: authtest.DemoClientSecret}, ts); err != nil {
 				t.Fatalf("refresh: %v", err)
 			}
 			// Wrong password: a refusal of the right kind whatever the body.
-			_, err = c.Login(cliCtx(t), conn, authtest.DemoClientSecret, authtest.DemoUsername, "wrong-password-x")
+			_, err = c.Login(cliCtx(t), conn, ClientAuth{Secret: authtest.DemoClientSecret}, authtest.DemoUsername, "wrong-password-x")
 			want := KindInvalidCredentials
 			if k := KindOf(err); k == KindCredentialsRefused {
 				want = k
@@ -351,7 +351,7 @@ func TestConnectionQueryFragment(t *testing.T) {
 			t.Errorf("%+v: %v (want %q)", tc.conn, err, tc.want)
 		}
 		// Nothing is sent either.
-		_, err = cliNewClient(t, Options{}).Login(cliCtx(t), tc.conn, cliClientSecret, "alice", cliPassword)
+		_, err = cliNewClient(t, Options{}).Login(cliCtx(t), tc.conn, ClientAuth{Secret: cliClientSecret}, "alice", cliPassword)
 		if KindOf(err) != KindConfig {
 			t.Errorf("login with %+v: %v", tc.conn, err)
 		}

@@ -75,8 +75,8 @@ func unknownFrom(via string, err error) Liveness {
 // scope (and servers differ in what else they demand), so its refusal does
 // not say the session ended. Liveness never returns an error; failures are
 // LiveUnknown with a reason.
-func (c *Client) Liveness(ctx context.Context, conn Connection, clientSecret, accessToken string) Liveness {
-	secrets := secretsOf(conn, clientSecret, accessToken)
+func (c *Client) Liveness(ctx context.Context, conn Connection, ca ClientAuth, accessToken string) Liveness {
+	secrets := ca.secrets(conn, accessToken)
 	if err := conn.Validate(); err != nil {
 		return unknownFrom("", err)
 	}
@@ -91,16 +91,16 @@ func (c *Client) Liveness(ctx context.Context, conn Connection, clientSecret, ac
 	}
 	if ep.Introspection != "" {
 		const via = "introspection"
-		status, body, err := c.postForm(ctx, conn, clientSecret, ep.Introspection,
-			url.Values{"token": {accessToken}, "token_type_hint": {"access_token"}})
-		switch {
+		resp, err := c.send(ctx, conn, ca, formRequest{Op: "introspect", Endpoint: ep.Introspection,
+			Form: url.Values{"token": {accessToken}, "token_type_hint": {"access_token"}}})
+		switch status := resp.Status; {
 		case err != nil:
-			return unknownFrom(via, mapTransportError(ctx, "introspect", ep.Introspection, err))
+			return unknownFrom(via, err)
 		case status == http.StatusOK:
 			var ans struct {
 				Active *bool `json:"active"`
 			}
-			if json.Unmarshal(body, &ans) != nil || ans.Active == nil {
+			if json.Unmarshal(resp.Body, &ans) != nil || ans.Active == nil {
 				return Liveness{State: LiveUnknown, Via: via, Reason: "the introspection answer is not valid JSON with \"active\""}
 			}
 			if *ans.Active {
@@ -110,8 +110,7 @@ func (c *Client) Liveness(ctx context.Context, conn Connection, clientSecret, ac
 		case status == http.StatusUnauthorized || status == http.StatusForbidden || status == http.StatusNotFound:
 			c.logger.Debug("introspection unavailable; trying userinfo", "status", status)
 		default:
-			se := parseServerError(body)
-			return unknownFrom(via, mapStatus("introspect", status, se.Code, se.Description, body, secrets))
+			return unknownFrom(via, resp.refusal("introspect", secrets))
 		}
 	}
 	if ep.Userinfo == "" {

@@ -63,18 +63,18 @@ func TestOpenIDProviderClientCredentials(t *testing.T) {
 	p := startOP(t)
 	c := opClient(t)
 	conn := auth.Connection{Issuer: p.Issuer, ClientID: p.ClientID}
-	ts, err := c.Obtain(opCtx(t), auth.GrantClientCredentials, auth.Request{Conn: conn, ClientSecret: p.ClientSecret})
+	ts, err := c.Obtain(opCtx(t), auth.GrantClientCredentials, auth.Request{Conn: conn, ClientAuth: auth.ClientAuth{Secret: p.ClientSecret}})
 	if err != nil {
 		t.Fatal(err)
 	}
 	if ts.AccessToken == "" || ts.RefreshToken != "" || ts.AccessExpiresAt.IsZero() {
 		t.Fatalf("token set %+v", ts.Redacted())
 	}
-	res, err := c.EndSession(opCtx(t), conn, p.ClientSecret, ts)
+	res, err := c.EndSession(opCtx(t), conn, auth.ClientAuth{Secret: p.ClientSecret}, ts)
 	if err != nil || res.Via != "revocation" {
 		t.Fatalf("logout: %+v, %v", res, err)
 	}
-	_, err = c.Obtain(opCtx(t), auth.GrantClientCredentials, auth.Request{Conn: conn, ClientSecret: "wrong-secret-123"})
+	_, err = c.Obtain(opCtx(t), auth.GrantClientCredentials, auth.Request{Conn: conn, ClientAuth: auth.ClientAuth{Secret: "wrong-secret-123"}})
 	if auth.KindOf(err) != auth.KindInvalidClient {
 		t.Fatalf("wrong secret: %v", err)
 	}
@@ -89,7 +89,7 @@ func TestOpenIDProviderDeviceCode(t *testing.T) {
 	t.Run("approved, refreshed, logged out", func(t *testing.T) {
 		t.Parallel()
 		prompt, browsed := browse(optest.Browser{}, nil)
-		ts, err := c.Obtain(opCtx(t), auth.GrantDeviceCode, auth.Request{Conn: conn, ClientSecret: p.ClientSecret, Prompt: prompt})
+		ts, err := c.Obtain(opCtx(t), auth.GrantDeviceCode, auth.Request{Conn: conn, ClientAuth: auth.ClientAuth{Secret: p.ClientSecret}, Prompt: prompt})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -99,20 +99,20 @@ func TestOpenIDProviderDeviceCode(t *testing.T) {
 		if ts.AccessToken == "" || ts.RefreshToken == "" {
 			t.Fatalf("token set %+v", ts.Redacted())
 		}
-		ts2, err := c.Refresh(opCtx(t), conn, p.ClientSecret, ts)
+		ts2, err := c.Refresh(opCtx(t), conn, auth.ClientAuth{Secret: p.ClientSecret}, ts)
 		if err != nil || ts2.AccessToken == ts.AccessToken {
 			t.Fatalf("refresh: %v", err)
 		}
 		// oidc-provider's end_session_endpoint is RP-initiated logout, a
 		// page for browsers: the session ends by revocation.
-		if res, err := c.EndSession(opCtx(t), conn, p.ClientSecret, ts2); err != nil || res.Via != "revocation" {
+		if res, err := c.EndSession(opCtx(t), conn, auth.ClientAuth{Secret: p.ClientSecret}, ts2); err != nil || res.Via != "revocation" {
 			t.Fatalf("logout: %+v, %v", res, err)
 		}
 	})
 	t.Run("denied", func(t *testing.T) {
 		t.Parallel()
 		prompt, _ := browse(optest.Browser{Deny: true}, nil)
-		_, err := c.Obtain(opCtx(t), auth.GrantDeviceCode, auth.Request{Conn: conn, ClientSecret: p.ClientSecret, Prompt: prompt})
+		_, err := c.Obtain(opCtx(t), auth.GrantDeviceCode, auth.Request{Conn: conn, ClientAuth: auth.ClientAuth{Secret: p.ClientSecret}, Prompt: prompt})
 		if auth.KindOf(err) != auth.KindAccessDenied {
 			t.Fatalf("denied device request: %v", err)
 		}
@@ -133,7 +133,7 @@ func TestOpenIDProviderAuthCode(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			t.Parallel()
 			prompt, browsed := browse(optest.Browser{}, nil)
-			ts, err := c.Obtain(opCtx(t), auth.GrantAuthCode, auth.Request{Conn: tc.conn, ClientSecret: tc.secret, Prompt: prompt, Wait: time.Minute})
+			ts, err := c.Obtain(opCtx(t), auth.GrantAuthCode, auth.Request{Conn: tc.conn, ClientAuth: auth.ClientAuth{Secret: tc.secret}, Prompt: prompt, Wait: time.Minute})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -156,7 +156,7 @@ func TestOpenIDProviderAuthCode(t *testing.T) {
 			return pu.String()
 		}
 		prompt, _ := browse(optest.Browser{}, inject)
-		_, err := c.Obtain(opCtx(t), auth.GrantAuthCode, auth.Request{Conn: conn, ClientSecret: p.ClientSecret, Prompt: prompt, Wait: time.Minute})
+		_, err := c.Obtain(opCtx(t), auth.GrantAuthCode, auth.Request{Conn: conn, ClientAuth: auth.ClientAuth{Secret: p.ClientSecret}, Prompt: prompt, Wait: time.Minute})
 		var ae *auth.Error
 		if err == nil || !asAuthError(err, &ae) || ae.Code != "invalid_grant" {
 			t.Fatalf("an injected code was not refused: %v", err)
@@ -166,14 +166,14 @@ func TestOpenIDProviderAuthCode(t *testing.T) {
 	t.Run("denied", func(t *testing.T) {
 		t.Parallel()
 		prompt, _ := browse(optest.Browser{Deny: true}, nil)
-		_, err := c.Obtain(opCtx(t), auth.GrantAuthCode, auth.Request{Conn: conn, ClientSecret: p.ClientSecret, Prompt: prompt, Wait: time.Minute})
+		_, err := c.Obtain(opCtx(t), auth.GrantAuthCode, auth.Request{Conn: conn, ClientAuth: auth.ClientAuth{Secret: p.ClientSecret}, Prompt: prompt, Wait: time.Minute})
 		if auth.KindOf(err) != auth.KindAccessDenied {
 			t.Fatalf("denied sign-in: %v", err)
 		}
 	})
 	t.Run("no browser comes back", func(t *testing.T) {
 		t.Parallel()
-		_, err := c.Obtain(opCtx(t), auth.GrantAuthCode, auth.Request{Conn: conn, ClientSecret: p.ClientSecret, Prompt: func(auth.Prompt) {}, Wait: time.Second})
+		_, err := c.Obtain(opCtx(t), auth.GrantAuthCode, auth.Request{Conn: conn, ClientAuth: auth.ClientAuth{Secret: p.ClientSecret}, Prompt: func(auth.Prompt) {}, Wait: time.Second})
 		if auth.KindOf(err) != auth.KindExpired {
 			t.Fatalf("timed-out wait: %v", err)
 		}

@@ -162,7 +162,7 @@ func TestRealOAuth2Server(t *testing.T) {
 	var ts *auth.TokenSet
 	t.Run("password grant with token URL", func(t *testing.T) {
 		var err error
-		ts, err = c.Login(ctx, byTokenURL, m.ClientSecret, m.Username, m.Password)
+		ts, err = c.Login(ctx, byTokenURL, auth.ClientAuth{Secret: m.ClientSecret}, m.Username, m.Password)
 		if err != nil {
 			t.Fatalf("Login: %v", err)
 		}
@@ -196,7 +196,7 @@ func TestRealOAuth2Server(t *testing.T) {
 		if eps.Token != m.URL+"/token" || eps.JWKS != m.URL+"/jwks" || eps.Issuer != m.URL {
 			t.Errorf("discovered %+v", eps)
 		}
-		got, err := c.Login(ctx, byIssuer, m.ClientSecret, m.Username, m.Password)
+		got, err := c.Login(ctx, byIssuer, auth.ClientAuth{Secret: m.ClientSecret}, m.Username, m.Password)
 		if err != nil {
 			t.Fatalf("Login: %v", err)
 		}
@@ -208,7 +208,7 @@ func TestRealOAuth2Server(t *testing.T) {
 	})
 
 	t.Run("refresh", func(t *testing.T) {
-		next, err := c.Refresh(ctx, byTokenURL, m.ClientSecret, ts)
+		next, err := c.Refresh(ctx, byTokenURL, auth.ClientAuth{Secret: m.ClientSecret}, ts)
 		if err != nil {
 			t.Fatalf("Refresh: %v", err)
 		}
@@ -223,7 +223,7 @@ func TestRealOAuth2Server(t *testing.T) {
 			t.Errorf("refreshed token: sub %q, err %v", d.Subject, err)
 		}
 		// The old refresh token was redeemed: the server refuses it now.
-		_, err = c.Refresh(ctx, byTokenURL, m.ClientSecret, ts)
+		_, err = c.Refresh(ctx, byTokenURL, auth.ClientAuth{Secret: m.ClientSecret}, ts)
 		if err == nil {
 			t.Fatal("reusing a redeemed refresh token succeeded")
 		}
@@ -235,7 +235,7 @@ func TestRealOAuth2Server(t *testing.T) {
 
 	t.Run("wrong password", func(t *testing.T) {
 		wrong := randomSecret(t, "wrong-pw-")
-		_, err := c.Login(ctx, byTokenURL, m.ClientSecret, m.Username, wrong)
+		_, err := c.Login(ctx, byTokenURL, auth.ClientAuth{Secret: m.ClientSecret}, m.Username, wrong)
 		if auth.KindOf(err) != auth.KindInvalidCredentials {
 			t.Fatalf("kind %v (%v), want invalid_credentials", auth.KindOf(err), err)
 		}
@@ -243,7 +243,7 @@ func TestRealOAuth2Server(t *testing.T) {
 	})
 
 	t.Run("unknown user", func(t *testing.T) {
-		_, err := c.Login(ctx, byTokenURL, m.ClientSecret, "nobody", m.Password)
+		_, err := c.Login(ctx, byTokenURL, auth.ClientAuth{Secret: m.ClientSecret}, "nobody", m.Password)
 		if auth.KindOf(err) != auth.KindInvalidCredentials {
 			t.Fatalf("kind %v (%v), want invalid_credentials", auth.KindOf(err), err)
 		}
@@ -253,7 +253,7 @@ func TestRealOAuth2Server(t *testing.T) {
 	t.Run("wrong client secret", func(t *testing.T) {
 		wrong := randomSecret(t, "wrong-cs-")
 		for _, conn := range []auth.Connection{byTokenURL, {TokenURL: byTokenURL.TokenURL, ClientID: m.ClientID, BasicAuth: true}} {
-			_, err := c.Login(ctx, conn, wrong, m.Username, m.Password)
+			_, err := c.Login(ctx, conn, auth.ClientAuth{Secret: wrong}, m.Username, m.Password)
 			if auth.KindOf(err) != auth.KindInvalidClient {
 				t.Fatalf("basic auth %t: kind %v (%v), want invalid_client", conn.BasicAuth, auth.KindOf(err), err)
 			}
@@ -263,7 +263,7 @@ func TestRealOAuth2Server(t *testing.T) {
 
 	t.Run("client secret in basic auth", func(t *testing.T) {
 		conn := auth.Connection{TokenURL: byTokenURL.TokenURL, ClientID: m.ClientID, BasicAuth: true}
-		if _, err := c.Login(ctx, conn, m.ClientSecret, m.Username, m.Password); err != nil {
+		if _, err := c.Login(ctx, conn, auth.ClientAuth{Secret: m.ClientSecret}, m.Username, m.Password); err != nil {
 			t.Fatalf("Login with HTTP Basic client credentials: %v", err)
 		}
 	})
@@ -335,20 +335,20 @@ func TestRealOAuth2Server(t *testing.T) {
 	})
 
 	t.Run("end session", func(t *testing.T) {
-		fresh, err := c.Login(ctx, byIssuer, m.ClientSecret, m.Username, m.Password)
+		fresh, err := c.Login(ctx, byIssuer, auth.ClientAuth{Secret: m.ClientSecret}, m.Username, m.Password)
 		if err != nil {
 			t.Fatal(err)
 		}
 		// Its end_session_endpoint is a browser redirect (GET); a POST there
 		// is not Keycloak's logout, so revocation ends the session.
-		res, err := c.EndSession(ctx, byIssuer, m.ClientSecret, fresh)
+		res, err := c.EndSession(ctx, byIssuer, auth.ClientAuth{Secret: m.ClientSecret}, fresh)
 		if err != nil {
 			t.Fatalf("EndSession: %v", err)
 		}
 		if !res.Ended() {
 			t.Errorf("EndSession = %+v, want the session ended", res)
 		}
-		if l := c.Liveness(ctx, byIssuer, m.ClientSecret, fresh.AccessToken); l.State == auth.LiveInactive && l.Via != "introspection" {
+		if l := c.Liveness(ctx, byIssuer, auth.ClientAuth{Secret: m.ClientSecret}, fresh.AccessToken); l.State == auth.LiveInactive && l.Via != "introspection" {
 			t.Errorf("liveness %+v: only introspection may say 'not active'", l)
 		}
 	})

@@ -55,7 +55,7 @@ func FuzzTokenResponse(f *testing.F) {
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 		defer cancel()
 		conn := Connection{ClientID: "fuzz-client", TokenURL: "http://127.0.0.1:1/token"}
-		ts, err := c.Login(ctx, conn, secret, "alice", password)
+		ts, err := c.Login(ctx, conn, ClientAuth{Secret: secret}, "alice", password)
 		if err != nil {
 			msg := err.Error()
 			if strings.Contains(msg, secret) || strings.Contains(msg, password) || strings.ContainsAny(msg, "\n\x1b") {

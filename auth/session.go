@@ -35,7 +35,7 @@ func (r EndResult) Ended() bool { return r.Via != "" }
 // It returns a zero EndResult and a nil error when the server offers no way
 // to end a session; an error (*Error) only when the server refused or could
 // not be reached. Callers drop their local tokens either way.
-func (c *Client) EndSession(ctx context.Context, conn Connection, clientSecret string, ts *TokenSet) (EndResult, error) {
+func (c *Client) EndSession(ctx context.Context, conn Connection, ca ClientAuth, ts *TokenSet) (EndResult, error) {
 	const op = "logout"
 	if ts == nil || (ts.RefreshToken == "" && ts.AccessToken == "") {
 		return EndResult{}, nil
@@ -51,11 +51,11 @@ func (c *Client) EndSession(ctx context.Context, conn Connection, clientSecret s
 		ep.Logout = conn.KeycloakEndpoints().Logout
 	}
 	if ts.RefreshToken != "" && ep.Logout != "" {
-		status, body, err := c.postForm(ctx, conn, clientSecret, ep.Logout, url.Values{"refresh_token": {ts.RefreshToken}})
-		switch {
+		resp, err := c.send(ctx, conn, ca, formRequest{Op: op, Endpoint: ep.Logout, Form: url.Values{"refresh_token": {ts.RefreshToken}}})
+		switch status := resp.Status; {
 		case err != nil:
-			return EndResult{}, mapTransportError(ctx, op, ep.Logout, err)
-		case (status == http.StatusOK || status == http.StatusNoContent) && !isMarkup(body):
+			return EndResult{}, err
+		case (status == http.StatusOK || status == http.StatusNoContent) && !isMarkup(resp.Body):
 			return EndResult{Via: "logout"}, nil
 		case status == http.StatusNotFound || status == http.StatusMethodNotAllowed:
 			c.logger.Debug("no logout endpoint; trying revocation", "status", status)
@@ -64,8 +64,7 @@ func (c *Client) EndSession(ctx context.Context, conn Connection, clientSecret s
 			// (OpenID RP-initiated logout), not an API that ends the session.
 			c.logger.Debug("the logout endpoint is a browser page; trying revocation", "status", status)
 		default:
-			se := parseServerError(body)
-			e := mapStatus(op, status, se.Code, se.Description, body, secretsOf(conn, clientSecret, ts.RefreshToken, ts.AccessToken))
+			e := resp.refusal(op, ca.secrets(conn, ts.RefreshToken, ts.AccessToken))
 			if e.Kind == KindLoginRequired {
 				return EndResult{Via: "logout", AlreadyEnded: true}, nil
 			}
@@ -88,24 +87,24 @@ func (c *Client) EndSession(ctx context.Context, conn Connection, clientSecret s
 		if t.token == "" {
 			continue
 		}
-		status, body, err := c.postForm(ctx, conn, clientSecret, revURL, url.Values{"token": {t.token}, "token_type_hint": {t.hint}})
+		resp, err := c.send(ctx, conn, ca, formRequest{Op: rop, Endpoint: revURL, Form: url.Values{"token": {t.token}, "token_type_hint": {t.hint}}})
 		if err != nil {
-			return res, mapTransportError(ctx, rop, revURL, err)
+			return res, err
 		}
-		switch {
+		switch status := resp.Status; {
 		case status == http.StatusOK || status == http.StatusNoContent:
 			res.Via = "revocation"
 			continue
 		case guessed && res.Via == "" && (status == http.StatusNotFound || status == http.StatusMethodNotAllowed):
 			return EndResult{}, nil // no revocation at Keycloak's path either
 		}
-		se := parseServerError(body)
+		se := resp.serverError()
 		if se.Code == "unsupported_token_type" && res.Via != "" {
 			// RFC 7009 §2.2.1: the server does not revoke access tokens; the
 			// refresh token (and with it the session) is revoked.
 			continue
 		}
-		return res, mapStatus(rop, status, se.Code, se.Description, body, secretsOf(conn, clientSecret, ts.RefreshToken, ts.AccessToken))
+		return res, resp.refusal(rop, ca.secrets(conn, ts.RefreshToken, ts.AccessToken))
 	}
 	return res, nil
 }
@@ -116,7 +115,7 @@ func (c *Client) EndSession(ctx context.Context, conn Connection, clientSecret s
 // ended is KindLoginRequired; a server without a logout endpoint is an
 // *Error wrapping ErrNotSupported. EndSession is what callers want: it falls
 // back to revocation.
-func (c *Client) Logout(ctx context.Context, conn Connection, clientSecret, refreshToken string) error {
+func (c *Client) Logout(ctx context.Context, conn Connection, ca ClientAuth, refreshToken string) error {
 	const op = "logout"
 	if err := conn.Validate(); err != nil {
 		return withOp(err, op)
@@ -131,22 +130,21 @@ func (c *Client) Logout(ctx context.Context, conn Connection, clientSecret, refr
 	if ep.Logout == "" {
 		return &Error{Kind: KindConfig, Op: op, Msg: "the server offers no logout endpoint", Hint: "the session ends when the refresh token expires", Err: ErrNotSupported}
 	}
-	status, body, err := c.postForm(ctx, conn, clientSecret, ep.Logout, url.Values{"refresh_token": {refreshToken}})
+	resp, err := c.send(ctx, conn, ca, formRequest{Op: op, Endpoint: ep.Logout, Form: url.Values{"refresh_token": {refreshToken}}})
 	if err != nil {
-		return mapTransportError(ctx, op, ep.Logout, err)
+		return err
 	}
-	if status == http.StatusOK || status == http.StatusNoContent {
+	if resp.Status == http.StatusOK || resp.Status == http.StatusNoContent {
 		return nil
 	}
-	se := parseServerError(body)
-	return mapStatus(op, status, se.Code, se.Description, body, secretsOf(conn, clientSecret, refreshToken))
+	return resp.refusal(op, ca.secrets(conn, refreshToken))
 }
 
 // Revoke revokes token by RFC 7009 where the server advertises a revocation
 // endpoint (or, when discovery did not answer, at Keycloak's path); hint is
 // "access_token" or "refresh_token". It returns ErrNotSupported when there is
 // no such endpoint.
-func (c *Client) Revoke(ctx context.Context, conn Connection, clientSecret, token, hint string) error {
+func (c *Client) Revoke(ctx context.Context, conn Connection, ca ClientAuth, token, hint string) error {
 	const op = "revoke"
 	if err := conn.Validate(); err != nil {
 		return withOp(err, op)
@@ -162,13 +160,12 @@ func (c *Client) Revoke(ctx context.Context, conn Connection, clientSecret, toke
 	if hint != "" {
 		form.Set("token_type_hint", hint)
 	}
-	status, body, err := c.postForm(ctx, conn, clientSecret, ep.Revocation, form)
+	resp, err := c.send(ctx, conn, ca, formRequest{Op: op, Endpoint: ep.Revocation, Form: form})
 	if err != nil {
-		return mapTransportError(ctx, op, ep.Revocation, err)
+		return err
 	}
-	if status == http.StatusOK || status == http.StatusNoContent {
+	if resp.Status == http.StatusOK || resp.Status == http.StatusNoContent {
 		return nil
 	}
-	se := parseServerError(body)
-	return mapStatus(op, status, se.Code, se.Description, body, secretsOf(conn, clientSecret, token))
+	return resp.refusal(op, ca.secrets(conn, token))
 }

@@ -200,7 +200,7 @@ func TestVerifyKeyRotationAndCacheExpiry(t *testing.T) {
 	if err := srv.RotateKey(); err != nil {
 		t.Fatal(err)
 	}
-	ts2, err := c.Login(ctx, conn, authtest.DemoClientSecret, authtest.DemoUsername, authtest.DemoPassword)
+	ts2, err := c.Login(ctx, conn, auth.ClientAuth{Secret: authtest.DemoClientSecret}, authtest.DemoUsername, authtest.DemoPassword)
 	if err != nil {
 		t.Fatal(err)
 	}

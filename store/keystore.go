@@ -509,7 +509,7 @@ func (s *Store) Create(ctx context.Context, nk NewKey) (Key, *auth.TokenSet, err
 	if nk.CallbackPort < 0 || nk.CallbackPort > 65535 {
 		return Key{}, nil, fmt.Errorf("the callback port %d is not a TCP port (1-65535, or 0 for any)", nk.CallbackPort)
 	}
-	if nk.Conn.PublicClient {
+	if !nk.Conn.AuthMethod().UsesSecret() {
 		nk.ClientSecret = ""
 	}
 	if nk.Grant.Or() == auth.GrantPassword {
@@ -538,8 +538,9 @@ func (s *Store) Create(ctx context.Context, nk NewKey) (Key, *auth.TokenSet, err
 			return Key{}, nil, err
 		}
 	}
+	sec := keySecrets{ClientSecret: nk.ClientSecret}
 	ts, err := s.auth.Obtain(ctx, nk.Grant, auth.Request{
-		Conn: nk.Conn, ClientSecret: nk.ClientSecret, Username: nk.Username, Password: nk.Password,
+		Conn: nk.Conn, ClientAuth: sec.clientAuth(nk.Conn), Username: nk.Username, Password: nk.Password,
 		CallbackPort: nk.CallbackPort, Prompt: nk.Prompt, Wait: nk.Wait,
 	})
 	if err != nil {
@@ -549,7 +550,7 @@ func (s *Store) Create(ctx context.Context, nk NewKey) (Key, *auth.TokenSet, err
 	if err != nil {
 		return Key{}, nil, err
 	}
-	sec := keySecrets{ClientSecret: nk.ClientSecret}
+	nk.Conn = s.learned(nk.Conn)
 	if nk.RememberPassword {
 		sec.Password = nk.Password
 	}
@@ -586,7 +587,7 @@ func (s *Store) Create(ctx context.Context, nk NewKey) (Key, *auth.TokenSet, err
 			_ = s.backend().Delete(id)
 		}
 		// End the session the grant opened; nothing refers to it.
-		_, _ = s.auth.EndSession(context.WithoutCancel(ctx), nk.Conn, nk.ClientSecret, ts)
+		_, _ = s.auth.EndSession(context.WithoutCancel(ctx), nk.Conn, sec.clientAuth(nk.Conn), ts)
 		return Key{}, nil, err
 	}
 	k, err := s.keyByID(id, label)
@@ -661,15 +662,48 @@ func (s *Store) Login(ctx context.Context, label string, opts LoginOptions) (Key
 // request is what the key's grant may use, from its definition and secrets.
 func (e keyEntry) request(sec keySecrets) auth.Request {
 	return auth.Request{
-		Conn: e.Connection, ClientSecret: sec.ClientSecret,
+		Conn: e.Connection, ClientAuth: sec.clientAuth(e.Connection),
 		Username: e.Username, Password: sec.Password, CallbackPort: e.CallbackPort,
 	}
+}
+
+// learned is conn with the client authentication the auth client found to
+// work when conn chose none (HTTP Basic after the form body was refused).
+func (s *Store) learned(conn auth.Connection) auth.Connection {
+	if conn.AuthMethod() == "" {
+		conn.ClientAuth = s.auth.LearnedClientAuth(conn)
+	}
+	return conn
+}
+
+// rememberClientAuth stores with key e the client authentication learned
+// for it, so the next process goes straight to it. It is best effort: a key
+// that keeps no method still works, one refusal slower.
+func (s *Store) rememberClientAuth(ctx context.Context, e keyEntry) {
+	conn := s.learned(e.Connection)
+	if conn.ClientAuth == e.ClientAuth {
+		return
+	}
+	_ = s.update(context.WithoutCancel(ctx), func(t *tx) error {
+		cfg, err := t.config()
+		if err != nil {
+			return err
+		}
+		i, ok := cfg.byID(e.ID)
+		if !ok || cfg.Keys[i].AuthMethod() != "" {
+			return nil
+		}
+		cfg.Keys[i].ClientAuth = conn.ClientAuth
+		t.cfgDirty = true
+		return t.putEntry(cfg.Keys[i])
+	})
 }
 
 // persist stores a new token set for key e (its secrets and metadata) in one
 // state.db transaction; the new refresh token replaces the old one.
 func (s *Store) persist(ctx context.Context, e keyEntry, ts *auth.TokenSet, sec keySecrets, markUsed bool) error {
 	sec.setTokens(ts)
+	defer s.rememberClientAuth(ctx, e)
 	return s.write(context.WithoutCancel(ctx), func(t *tx) error {
 		if _, ok, err := t.byID(e.ID); err != nil {
 			return err
@@ -794,7 +828,7 @@ func (s *Store) endSession(ctx context.Context, e keyEntry, ks keyState, sec key
 	if s.auth == nil || (ks.LoggedOut && ks.EndPending.IsZero()) || (sec.RefreshToken == "" && sec.AccessToken == "") {
 		return auth.EndResult{}, nil
 	}
-	return s.auth.EndSession(ctx, e.Connection, sec.ClientSecret, mergeToken(ks.Token, sec))
+	return s.auth.EndSession(ctx, e.Connection, sec.clientAuth(e.Connection), mergeToken(ks.Token, sec))
 }
 
 // Remove ends the key's session at the server (as Logout does), then deletes

@@ -168,6 +168,10 @@ func encodeEntry(e keyEntry) []byte {
 	w.str(string(e.Grant))
 	w.int(int64(e.CallbackPort))
 	w.bool(e.PublicClient)
+	if e.ClientAuth != "" {
+		// An optional trailing field: records without it mean none chosen.
+		w.str(string(e.ClientAuth))
+	}
 	return w.b
 }
 
@@ -223,6 +227,9 @@ func (d *entryDecoder) decode(b []byte) (keyEntry, error) {
 			r.fail()
 		}
 		e.PublicClient = r.bool()
+		if len(r.b) > 0 {
+			e.ClientAuth = auth.ClientAuthMethod(r.str())
+		}
 	}
 	return e, r.err
 }

@@ -107,6 +107,12 @@ type keySecrets struct {
 	Meta *storedMeta `json:"meta,omitempty"`
 }
 
+// clientAuth is the client authentication of a key with connection conn
+// and these secrets.
+func (k keySecrets) clientAuth(conn auth.Connection) auth.ClientAuth {
+	return auth.AuthFor(conn, k.ClientSecret)
+}
+
 func (k *keySecrets) setTokens(ts *auth.TokenSet) {
 	if ts == nil {
 		k.AccessToken, k.RefreshToken, k.IDToken = "", "", ""

@@ -688,7 +688,7 @@ func grantLine(k store.Key) string {
 	switch {
 	case k.RenewsItself():
 		return g.title + " (renews itself)"
-	case k.Conn.PublicClient:
+	case k.Conn.IsPublic():
 		return g.title + " (public client)"
 	}
 	return g.title

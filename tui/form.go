@@ -402,8 +402,12 @@ func (f *form) submit() (action, tea.Cmd) {
 	if f.advanced {
 		nk.Conn.TokenURL = f.value(fieldTokenURL)
 		nk.Conn.Issuer = f.value(fieldIssuer)
-		nk.Conn.BasicAuth = f.basicAuth && f.shown(fieldBasicAuth)
-		nk.Conn.PublicClient = f.isPublic()
+		switch {
+		case f.isPublic():
+			nk.Conn.ClientAuth = auth.ClientAuthNone
+		case f.basicAuth && f.shown(fieldBasicAuth):
+			nk.Conn.ClientAuth = auth.ClientSecretBasic
+		}
 		if f.shown(fieldCallbackPort) {
 			nk.CallbackPort, _ = strconv.Atoi(f.value(fieldCallbackPort)) // validated
 		}

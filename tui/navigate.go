@@ -6,6 +6,8 @@ import (
 
 	"charm.land/bubbles/v2/key"
 	tea "charm.land/bubbletea/v2"
+
+	"github.com/shipkey/shipkey/auth"
 )
 
 // handleKey routes a key press: ctrl+c always quits; the help overlay and
@@ -108,8 +110,8 @@ func (m *Model) openForm() tea.Cmd {
 			}
 		}
 		p = Prefill{AuthURL: last.Conn.AuthURL, Realm: last.Conn.Realm, ClientID: last.Conn.ClientID, Username: last.Username,
-			Grant: last.Grant, TokenURL: last.Conn.TokenURL, Issuer: last.Conn.Issuer, BasicAuth: last.Conn.BasicAuth,
-			PublicClient: last.Conn.PublicClient, CallbackPort: last.CallbackPort}
+			Grant: last.Grant, TokenURL: last.Conn.TokenURL, Issuer: last.Conn.Issuer, BasicAuth: last.Conn.AuthMethod() == auth.ClientSecretBasic,
+			PublicClient: last.Conn.IsPublic(), CallbackPort: last.CallbackPort}
 		for i, sc := range last.Conn.Scopes {
 			if i > 0 {
 				p.Scope += " "

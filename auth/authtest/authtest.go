@@ -39,6 +39,11 @@ type Client struct {
 	// NoStandardFlow refuses the authorization code grant (Keycloak:
 	// "Standard flow" off).
 	NoStandardFlow bool
+	// TokenBasicOnly accepts the client's secret at the token endpoint only
+	// by HTTP Basic: a secret in the form there is invalid_client (a server
+	// that registered the client as client_secret_basic, seen on the device
+	// poll after the device request took the form).
+	TokenBasicOnly bool
 	// RedirectURIs are the exact redirect URIs allowed; none allows any
 	// http loopback URI (RFC 8252 §7.3).
 	RedirectURIs []string

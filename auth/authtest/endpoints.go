@@ -283,6 +283,9 @@ func (s *Server) token(w http.ResponseWriter, r *http.Request, issuer string) {
 		return
 	}
 	client, e := s.authenticateClient(r, form)
+	if e == nil && client.TokenBasicOnly && form.Has("client_secret") {
+		e = errf(http.StatusUnauthorized, "invalid_client", "Client authentication with client_secret_post is not allowed for this client")
+	}
 	if e != nil {
 		s.writeError(w, e)
 		return

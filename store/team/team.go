@@ -222,5 +222,8 @@ type TokenOptions struct {
 
 // Request is what the key's grant needs.
 func (d Definition) Request() auth.Request {
-	return auth.Request{Conn: d.Conn, ClientSecret: d.ClientSecret, Username: d.Username, Password: d.Password, CallbackPort: d.CallbackPort}
+	return auth.Request{Conn: d.Conn, ClientAuth: d.ClientAuth(), Username: d.Username, Password: d.Password, CallbackPort: d.CallbackPort}
 }
+
+// ClientAuth is the key's client authentication.
+func (d Definition) ClientAuth() auth.ClientAuth { return auth.AuthFor(d.Conn, d.ClientSecret) }

@@ -55,6 +55,7 @@ type keysNewOptions struct {
 	PasswordStdin    bool
 	SecretStdin      bool // --client-secret-stdin
 	PublicClient     bool
+	ClientAuth       string // --client-auth; --basic-auth and --public-client are its aliases
 	CallbackPort     int
 	BrowserWait      time.Duration // --browser-timeout
 }
@@ -115,7 +116,14 @@ the desktop's opener) and always print it.`,
 			if opts.PublicClient && (opts.SecretStdin || opts.BasicAuth) {
 				return usageErrorf("--public-client has no secret: drop --client-secret-stdin and --basic-auth")
 			}
-			if opts.PublicClient && grant.Type() == auth.GrantClientCredentials {
+			method, err := clientAuthFlag(opts)
+			if err != nil {
+				return err
+			}
+			if method == auth.ClientAuthNone && opts.SecretStdin {
+				return usageErrorf("--client-auth none has no secret: drop --client-secret-stdin")
+			}
+			if method == auth.ClientAuthNone && grant.Type() == auth.GrantClientCredentials {
 				return usageErrorf("--grant client-credentials needs the client's secret: drop --public-client")
 			}
 			if opts.SecretStdin && opts.PasswordStdin {
@@ -149,15 +157,50 @@ the desktop's opener) and always print it.`,
 	fl.StringVar(&opts.ClientID, "client-id", "", "client id of the registered client application")
 	fl.StringVar(&opts.Username, "username", "", "user of the client application")
 	fl.StringArrayVar(&opts.Scopes, "scope", nil, "scope to request (repeatable, or space-separated)")
-	fl.BoolVar(&opts.BasicAuth, "basic-auth", false, "send the client credentials with HTTP Basic instead of in the form")
+	fl.StringVar(&opts.ClientAuth, "client-auth", "", "how the client authenticates: "+clientAuthNames()+" (default: the secret in the form, HTTP Basic when the server wants it)")
+	fl.BoolVar(&opts.BasicAuth, "basic-auth", false, "send the client credentials with HTTP Basic instead of in the form (--client-auth client_secret_basic)")
 	fl.BoolVar(&opts.RememberPassword, "remember-password", false, "keep the password with the key's secrets to log in again unattended")
 	fl.BoolVar(&opts.PasswordStdin, "password-stdin", false, "read the password from stdin (one line)")
 	fl.BoolVar(&opts.SecretStdin, "client-secret-stdin", false, "read the client secret from stdin (one line)")
-	fl.BoolVar(&opts.PublicClient, "public-client", false, "the client has no secret: none is asked for or sent")
+	fl.BoolVar(&opts.PublicClient, "public-client", false, "the client has no secret: none is asked for or sent (--client-auth none)")
 	fl.DurationVar(&opts.BrowserWait, "browser-timeout", auth.DefaultBrowserWait, "authcode: how long to wait for the browser to come back")
 	fl.IntVar(&opts.CallbackPort, "callback-port", 0, "authcode: listen on this port (redirect http://127.0.0.1:N/callback); default any free port")
 	fl.StringVar(&opts.TeamName, "team", "", "make it a team key, shared end-to-end encrypted through the team's etcd (addressed TEAM/LABEL)")
 	return cmd
+}
+
+// clientAuthFlag is the method --client-auth names, or its aliases
+// --basic-auth and --public-client; "" when none is given. Two that
+// disagree are a usage error.
+func clientAuthFlag(opts *keysNewOptions) (auth.ClientAuthMethod, error) {
+	m, err := auth.ParseClientAuthMethod(opts.ClientAuth)
+	if err != nil {
+		return "", usageErrorf("--client-auth %s is not one of %s", text.ShellQuote(opts.ClientAuth), clientAuthNames())
+	}
+	for _, alias := range []struct {
+		on   bool
+		flag string
+		m    auth.ClientAuthMethod
+	}{{opts.BasicAuth, "--basic-auth", auth.ClientSecretBasic}, {opts.PublicClient, "--public-client", auth.ClientAuthNone}} {
+		if !alias.on {
+			continue
+		}
+		if m != "" && m != alias.m {
+			return "", usageErrorf("%s means --client-auth %s, not %s", alias.flag, alias.m, m)
+		}
+		m = alias.m
+	}
+	return m, nil
+}
+
+// clientAuthNames lists the client authentication methods for help and
+// messages.
+func clientAuthNames() string {
+	var names []string
+	for _, m := range auth.ClientAuthMethods() {
+		names = append(names, string(m))
+	}
+	return strings.Join(names, ", ")
 }
 
 // grantNames lists the grants for help and messages.
@@ -174,15 +217,18 @@ func keysNewRun(ctx context.Context, opts *keysNewOptions) error {
 	for _, s := range opts.Scopes {
 		scopes = append(scopes, strings.Fields(s)...)
 	}
+	method, err := clientAuthFlag(opts)
+	if err != nil {
+		return err
+	}
 	conn := auth.Connection{
-		AuthURL:      opts.AuthURL,
-		Realm:        opts.Realm,
-		ClientID:     opts.ClientID,
-		TokenURL:     opts.TokenURL,
-		Issuer:       opts.Issuer,
-		Scopes:       scopes,
-		BasicAuth:    opts.BasicAuth,
-		PublicClient: opts.PublicClient,
+		AuthURL:    opts.AuthURL,
+		Realm:      opts.Realm,
+		ClientID:   opts.ClientID,
+		TokenURL:   opts.TokenURL,
+		Issuer:     opts.Issuer,
+		Scopes:     scopes,
+		ClientAuth: method,
 	}
 	grant := auth.GrantType(opts.Grant)
 	// Check everything that can be checked before asking for anything secret:
@@ -208,7 +254,7 @@ func keysNewRun(ctx context.Context, opts *keysNewOptions) error {
 		return err
 	}
 	var clientSecret, password string
-	if !opts.PublicClient {
+	if method.UsesSecret() {
 		clientSecret, err = readSecret(opts.IO, opts.Getenv, secretSource{
 			What:      "client secret",
 			Env:       envClientSecret,
