@@ -126,11 +126,14 @@ func (c *Client) applyClientAuth(conn Connection, ca ClientAuth, m ClientAuthMet
 		form.Set("client_assertion", assertion)
 	case ClientAuthNone, TLSClientAuth, SelfSignedTLSClientAuth:
 		form.Set("client_id", conn.ClientID)
-	default: // "" and client_secret_post
+	case "", ClientSecretPost:
 		form.Set("client_id", conn.ClientID)
 		if ca.Secret != "" {
 			form.Set("client_secret", ca.Secret)
 		}
+	default:
+		_, err := ParseClientAuthMethod(string(m))
+		return err
 	}
 	return nil
 }

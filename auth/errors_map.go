@@ -14,7 +14,6 @@ import (
 	"syscall"
 
 	"github.com/shipkey/shipkey/internal/text"
-	"golang.org/x/oauth2"
 )
 
 // ErrNotSupported is returned when the server offers no endpoint for the
@@ -66,6 +65,10 @@ func mapStatus(op string, status int, code, desc string, body []byte, secrets []
 	}
 	lowDesc := strings.ToLower(desc)
 	switch {
+	case scopeMissing(code, desc):
+		e.Kind = KindInvalidScope
+		e.Msg = "the server requires a scope and none was requested"
+		e.Hint = scopeHint
 	case status >= 300 && status < 400:
 		e.Kind = KindServer
 		e.Msg = fmt.Sprintf("the server redirected (status %d)", status)
@@ -156,6 +159,17 @@ func mapStatus(op string, status int, code, desc string, body []byte, secrets []
 	return e
 }
 
+// scopeHint says where a scope is set, on the command line and in the app.
+const scopeHint = "pass --scope (in the app: the Scope field), for example --scope openid"
+
+// scopeMissing reports a server's answer that a request needs a scope
+// ("The scope of your request is missing", "scope is required").
+func scopeMissing(code, desc string) bool {
+	d := strings.ToLower(desc)
+	return (code == "invalid_request" || code == "invalid_scope") && strings.Contains(d, "scope") &&
+		(strings.Contains(d, "missing") || strings.Contains(d, "required"))
+}
+
 // knownCode reports whether code is an RFC 6749 §5.2 error code mapStatus
 // tells apart.
 func knownCode(code string) bool {
@@ -212,48 +226,6 @@ func kindText(k ErrorKind, op string) (msg, hint string) {
 		return "the refresh token has expired or its session ended", "log in again with `shipkey login`"
 	}
 	return "the request failed", "try again"
-}
-
-// mapTokenError turns what x/oauth2 returned for a grant into an *Error.
-// RetrieveError.Error() holds the raw body and is never used.
-func mapTokenError(ctx context.Context, op, endpoint string, err error, tr *bodyTracker, secrets []string) *Error {
-	if tr != nil && tr.Over() {
-		return tooLarge(op)
-	}
-	var re *oauth2.RetrieveError
-	if errors.As(err, &re) {
-		status := 0
-		if re.Response != nil {
-			status = re.Response.StatusCode
-		}
-		return mapStatus(op, status, re.ErrorCode, re.ErrorDescription, re.Body, secrets)
-	}
-	var ue *url.Error
-	if errors.As(err, &ue) || errors.Is(err, context.DeadlineExceeded) || errors.Is(err, context.Canceled) {
-		return mapTransportError(ctx, op, endpoint, err)
-	}
-	// x/oauth2 formats body read failures with %v: recover what we can.
-	msg := err.Error()
-	switch {
-	case ctx.Err() != nil:
-		return mapTransportError(ctx, op, endpoint, ctx.Err())
-	case strings.Contains(msg, "Client.Timeout") || strings.Contains(msg, "timeout"):
-		return &Error{Kind: KindTimeout, Op: op, Msg: "no complete answer from " + host(endpoint) + " in time", Hint: timeoutHint}
-	case strings.HasPrefix(msg, "oauth2: cannot fetch token"):
-		return &Error{Kind: KindNetwork, Op: op, Msg: "the connection to " + host(endpoint) + " broke while reading the answer", Hint: "try again; check your network or proxy"}
-	}
-	// A 2xx body may hold tokens of any shape: it is never excerpted.
-	e := &Error{Kind: KindMalformedResponse, Op: op, Hint: "check that the auth URL points at the realm (…/auth/realms/<realm>)"}
-	switch {
-	case strings.Contains(msg, "missing access_token"):
-		e.Msg = "the answer carried no access token"
-	default:
-		e.Msg = "the answer was not a token response"
-	}
-	if ct := tr.ContentType(); ct != "" {
-		e.Msg += " (content type " + text.Safe(ct) + ")"
-	}
-	return e
 }
 
 func tooLarge(op string) *Error {

@@ -179,7 +179,7 @@ func readCallback(req *http.Request, state, issuer string, issRequired bool) cal
 	}
 	if code := q.Get("error"); code != "" {
 		e := mapStatus(op, http.StatusBadRequest, text.Safe(code), text.Safe(q.Get("error_description")), nil, nil)
-		if e.Kind == KindServer && code != "invalid_grant" {
+		if e.Kind == KindServer && code != "invalid_grant" && !scopeMissing(code, q.Get("error_description")) {
 			e.Msg = "the server refused the sign-in"
 			e.Hint = "check the client's settings in the realm (redirect URIs, scopes)"
 		}

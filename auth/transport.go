@@ -1,7 +1,6 @@
 package auth
 
 import (
-	"context"
 	"crypto/tls"
 	"crypto/x509"
 	"errors"
@@ -190,11 +189,6 @@ type bodyTracker struct {
 }
 
 const headSize = 512
-
-func withTracker(ctx context.Context) (context.Context, *bodyTracker) {
-	tr := &bodyTracker{}
-	return context.WithValue(ctx, trackerKey{}, tr), tr
-}
 
 func (t *bodyTracker) markOver() {
 	if t == nil {

@@ -128,6 +128,9 @@ func (c *configFile) validate() error {
 		case labels[k.Label]:
 			return fmt.Errorf("label %q appears twice", k.Label)
 		}
+		if _, err := auth.ParseClientAuthMethod(string(k.ClientAuth)); err != nil {
+			return fmt.Errorf("key %q: %v", k.Label, err)
+		}
 		ids[k.ID], labels[k.Label] = true, true
 	}
 	if c.Default != "" && !labels[c.Default] {

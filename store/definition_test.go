@@ -73,6 +73,7 @@ func filledEntry(t *testing.T) keyEntry {
 	e.ID, e.Label = "id-1", "label 1"     // validated on load
 	e.Grant = auth.GrantClientCredentials // validated on load
 	e.CallbackPort = 8765                 // a TCP port
+	e.ClientAuth = auth.PrivateKeyJWT     // validated on load
 	return e
 }
 
@@ -196,7 +197,7 @@ func TestRecordVersion1StillDecodes(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	e.Grant, e.CallbackPort, e.PublicClient = "", 0, false
+	e.Grant, e.CallbackPort, e.PublicClient, e.ClientAuth = "", 0, false, ""
 	if !reflect.DeepEqual(got, e) {
 		t.Fatalf("v1 entry decoded as %+v", got)
 	}
@@ -219,5 +220,8 @@ func encodeTail(e keyEntry) []byte {
 	w.str(string(e.Grant))
 	w.int(int64(e.CallbackPort))
 	w.bool(e.PublicClient)
+	if e.ClientAuth != "" {
+		w.str(string(e.ClientAuth))
+	}
 	return w.b
 }

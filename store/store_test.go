@@ -540,7 +540,9 @@ func TestLogoutDropsTokens(t *testing.T) {
 		t.Fatalf("a session that had already ended: %+v, %v", res, err)
 	}
 
-	e.srv.Inject(authtest.Fault{Endpoint: "logout", Status: 401, Body: `{"error":"invalid_client","error_description":"Invalid client credentials"}`})
+	// Twice: with no client authentication chosen, invalid_client to the
+	// secret in the form is tried again with HTTP Basic.
+	e.srv.Inject(authtest.Fault{Endpoint: "logout", Status: 401, Times: 2, Body: `{"error":"invalid_client","error_description":"Invalid client credentials"}`})
 	_, err := s.Logout(context.Background(), "refused")
 	if err == nil {
 		t.Fatal("the server's refusal was not returned")

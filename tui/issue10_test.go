@@ -334,7 +334,7 @@ func TestFormAdvancedOptions(t *testing.T) {
 		t.Fatalf("no create: %v", calls)
 	}
 	k := h.st.keys["demo"]
-	if k.Conn.TokenURL != "http://127.0.0.1:9/token" || !k.Conn.BasicAuth {
+	if k.Conn.TokenURL != "http://127.0.0.1:9/token" || k.Conn.AuthMethod() != auth.ClientSecretBasic {
 		t.Fatalf("conn = %+v", k.Conn)
 	}
 }

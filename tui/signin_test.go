@@ -121,8 +121,8 @@ func TestFormSendsOnlyTheGrantsFields(t *testing.T) {
 		Grant: auth.GrantPassword, Username: "u", Password: testPassword, PublicClient: true, CallbackPort: 8400}, nil)
 	h2.press("enter")
 	nk = h2.st.lastNew
-	if !nk.Conn.PublicClient || nk.ClientSecret != "" || nk.CallbackPort != 0 || nk.Password != testPassword {
-		t.Fatalf("public password client sent: public %v secret set %v port %d", nk.Conn.PublicClient, nk.ClientSecret != "", nk.CallbackPort)
+	if !nk.Conn.IsPublic() || nk.ClientSecret != "" || nk.CallbackPort != 0 || nk.Password != testPassword {
+		t.Fatalf("public password client sent: public %v secret set %v port %d", nk.Conn.IsPublic(), nk.ClientSecret != "", nk.CallbackPort)
 	}
 }
 
