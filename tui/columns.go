@@ -29,6 +29,17 @@ func NewKeyRow(k store.Key) KeyRow {
 	return r
 }
 
+// matches reports whether the lower-cased filter q finds r in what the
+// table shows of it: its label (a substring or the letters in order), its
+// API key as masked, or its grant (the cell or the stored name).
+func (r *KeyRow) matches(q string) bool {
+	if matches(r.lowerLabel, q) || strings.Contains(r.lowerMasked, q) {
+		return true
+	}
+	g := viewOf(r.Key.Grant.Or())
+	return strings.Contains(g.cell, q) || strings.Contains(g.title, q) || strings.Contains(string(r.Key.Grant.Or()), q)
+}
+
 // CellStyle is how a cell says time: Live for the app (ticking countdowns
 // like "in 4:59", "—" for nothing), Words for `shipkey keys list` ("in 4m",
 // "-" for nothing).

@@ -54,7 +54,7 @@ type keyList struct {
 func newKeyList(c *common) *keyList {
 	l := &keyList{c: c, sortCol: ColLabel}
 	l.filter = c.styles.newTextInput("/ ")
-	l.filter.Placeholder = "filter labels"
+	l.filter.Placeholder = "filter label, API key, grant"
 	l.filter.CharLimit = 200
 	l.rename = c.styles.newTextInput("")
 	l.rename.CharLimit = 200
@@ -202,7 +202,7 @@ func (l *keyList) applyFilter(all bool) {
 	} else {
 		out = make([]int, 0, len(from))
 		for _, i := range from {
-			if matches(l.rows[i].lowerLabel, q) {
+			if l.rows[i].matches(q) {
 				out = append(out, i)
 			}
 		}
@@ -583,6 +583,10 @@ func (l *keyList) tableView() string {
 		rows = append(rows, st.Render(line.String()))
 	}
 	rows = markMore(rows, l.width, off > 0, end < len(l.visible), s.Subtle)
+	if len(rows) == 0 && l.query != "" && h > 0 {
+		rows = append(rows, "  "+s.Subtle.Render(ansi.Truncate("No key matches \""+text.Safe(l.query)+"\" (label, API key or grant) · esc clears the filter", max(0, l.width-2), "…")))
+		end++
+	}
 	for _, r := range rows {
 		b.WriteString("\n" + r)
 	}

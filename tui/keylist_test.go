@@ -7,6 +7,7 @@ import (
 
 	tea "charm.land/bubbletea/v2"
 	"github.com/charmbracelet/x/exp/golden"
+	"github.com/shipkey/shipkey/auth"
 )
 
 func openKeyList(t *testing.T) *harness {
@@ -248,4 +249,38 @@ func TestKeyListDeleteTeamKeySaysTheTeam(t *testing.T) {
 	h.mustShow(`Delete team key "ops/deploy" for every member of ops? (y/n)`)
 	h.press("n", "g", "d")
 	h.mustShow(`Delete key "demo" and its secrets? (y/n)`)
+}
+
+// The filter finds what the table shows, not only labels: the masked API
+// key and the Grant column; when nothing matches, a line says so and how to
+// clear it.
+func TestKeyListFilterMatchesWhatTheTableShows(t *testing.T) {
+	t.Parallel()
+	h := newHarness(t, func(f *fakeStore) {
+		f.add("demo", "demo", t0.Add(-3*time.Minute))
+		k := f.add("ci-bot", "bot", time.Time{})
+		k.Grant = auth.GrantClientCredentials
+		f.keys["ci-bot"] = k
+		s := f.add("staging", "stage", t0.Add(-2*time.Hour))
+		s.Masked = "eyJhbG…Q7wXzK" // the API Key column's text
+		f.keys["staging"] = s
+	})
+	h.press("2")
+	tail := "q7wXz"
+	h.press("/")
+	h.typeText(tail)
+	if got := strings.Join(visibleLabels(h), ","); got != "staging" {
+		t.Fatalf("filter %q (staging's API key): %s", tail, got)
+	}
+	h.press("esc", "/")
+	h.typeText("client")
+	if got := strings.Join(visibleLabels(h), ","); got != "ci-bot" {
+		t.Fatalf("filter client (the Grant column): %s", got)
+	}
+	h.press("esc", "/")
+	h.typeText("zzzq")
+	if len(h.m.keyList.visible) != 0 {
+		t.Fatalf("zzzq matched %v", visibleLabels(h))
+	}
+	h.mustShow(`No key matches "zzzq" (label, API key or grant) · esc clears the filter`)
 }
