@@ -82,7 +82,9 @@ func (l *keyList) layout() {
 	// columns shrink toward their MinWidth first (the one with the most to
 	// give, a cell at a time); only when that is not enough is a column
 	// dropped (the optional one first, then from the right).
-	const minLabel, labelFloor = 12, 8
+	// It takes at most maxLabel cells: on a wide screen the spare width stays
+	// at the right, not between a label and its dates.
+	const minLabel, labelFloor, maxLabel = 12, 8, 40
 	cols := []int{ColAPIKey, ColLastUsed, ColAccess, ColRefresh}
 	// The Grant column shows only where every column fits at full width
 	// beside it with a label of minLabel cells: it never squeezes the others.
@@ -128,7 +130,7 @@ func (l *keyList) layout() {
 		}
 	}
 	l.cols = append([]int{cols[0], ColLabel}, cols[1:]...)
-	l.widths = append(append(l.widths[:0], widths[0], max(4, labelW())), widths[1:]...)
+	l.widths = append(append(l.widths[:0], widths[0], max(4, min(maxLabel, labelW()))), widths[1:]...)
 	l.scrollToCursor()
 }
 

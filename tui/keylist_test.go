@@ -284,3 +284,25 @@ func TestKeyListFilterMatchesWhatTheTableShows(t *testing.T) {
 	}
 	h.mustShow(`No key matches "zzzq" (label, API key or grant) · esc clears the filter`)
 }
+
+// On a wide screen the Label column stops at 40 cells: the spare width stays
+// at the right instead of pushing the dates away from their labels.
+func TestKeyListLabelColumnStopsOnAWideScreen(t *testing.T) {
+	t.Parallel()
+	h := openKeyList(t)
+	h.send(tea.WindowSizeMsg{Width: 200, Height: 30})
+	for i, c := range h.m.keyList.cols {
+		if c == ColLabel && h.m.keyList.widths[i] > 40 {
+			t.Errorf("at 200 columns the Label column is %d cells wide", h.m.keyList.widths[i])
+		}
+	}
+	line := ""
+	for l := range strings.SplitSeq(h.view(), "\n") {
+		if strings.Contains(l, "staging") {
+			line = l
+		}
+	}
+	if i, j := strings.Index(line, "staging"), strings.Index(line, "2 h ago"); i < 0 || j < 0 || j-i > 60 {
+		t.Errorf("the label and its Last Used are far apart:\n%s", line)
+	}
+}
