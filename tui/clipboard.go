@@ -59,6 +59,22 @@ func execTmux() tmuxRunner {
 	}
 }
 
+// outerMultiplexer names the terminal multiplexer TERM says shipkey's
+// terminal is when it does not run inside a tmux it can reach ($TMUX
+// unset): typically a local tmux or screen, with shipkey on the far side of
+// SSH. "" otherwise.
+func outerMultiplexer(tmuxEnv, term string) string {
+	switch {
+	case tmuxEnv != "":
+		return ""
+	case strings.HasPrefix(term, "tmux"):
+		return "tmux"
+	case strings.HasPrefix(term, "screen"):
+		return "tmux or screen" // tmux's default TERM is screen too
+	}
+	return ""
+}
+
 // nativeClipboardName is what the toast calls the system clipboard.
 func nativeClipboardName() string {
 	switch {
@@ -147,6 +163,10 @@ func (m *Model) handleClipCopied(msg clipCopiedMsg) tea.Cmd {
 	if m.cfg.tmux == nil {
 		dests = append([]string{destOSC52}, dests...)
 	}
+	kept := ""
+	if mux := m.cfg.outerMux; mux != "" && m.cfg.tmux == nil {
+		kept = "; your outer " + mux + " also keeps it in its paste buffers, which the clear cannot reach (tmux: delete-buffer there)"
+	}
 	if len(dests) == 0 {
 		m.toast, m.toastOK = fmt.Sprintf("Could not copy the %s: %s.", msg.what, text.Safe(strings.Join(msg.failed, "; "))), false
 		return nil
@@ -160,7 +180,7 @@ func (m *Model) handleClipCopied(msg clipCopiedMsg) tea.Cmd {
 		cmd = m.cfg.after(clear, func(time.Time) tea.Msg { return clipClearMsg{gen: gen} })
 		note = fmt.Sprintf("clears in %s", clear.Round(time.Second))
 	}
-	m.toast, m.toastOK = fmt.Sprintf("Copied the %s to the %s; %s.", msg.what, joinAnd(dests), note), true
+	m.toast, m.toastOK = fmt.Sprintf("Copied the %s to the %s; %s%s.", msg.what, joinAnd(dests), note, kept), true
 	return cmd
 }
 
@@ -191,6 +211,9 @@ func (m *Model) handleClipClear(msg clipClearMsg) tea.Cmd {
 	sum := m.clipSum
 	m.clipSum = [32]byte{}
 	m.toast, m.toastOK = "Cleared the clipboard (a clipboard manager or history may keep its own copy).", true
+	if mux := m.cfg.outerMux; mux != "" && m.cfg.tmux == nil {
+		m.toast = "Cleared the clipboard; your outer " + mux + "'s paste buffers still hold the copy (tmux: list-buffers, delete-buffer there)."
+	}
 	var cmds []tea.Cmd
 	if tmux := m.cfg.tmux; tmux != nil {
 		cmds = append(cmds, func() tea.Msg {

@@ -4,6 +4,8 @@ import (
 	"errors"
 	"strings"
 	"testing"
+
+	tea "charm.land/bubbletea/v2"
 )
 
 // fakeTmux is a tmux server's paste buffers, as load-buffer, delete-buffer
@@ -110,4 +112,27 @@ func TestJoinAnd(t *testing.T) {
 			t.Errorf("joinAnd(%q) = %q, want %q", in, got, want)
 		}
 	}
+}
+
+// Over SSH from a local tmux ($TMUX unset here, TERM naming tmux or
+// screen), OSC 52 reaches the outer tmux, which keeps the copy as a paste
+// buffer the clear cannot delete: both toasts name that buffer stack.
+func TestCopyUnderAnOuterTmuxNamesItsBuffers(t *testing.T) {
+	t.Parallel()
+	for term, want := range map[string]string{"tmux-256color": "tmux", "screen.xterm-256color": "tmux or screen", "xterm-256color": ""} {
+		if got := outerMultiplexer("", term); got != want {
+			t.Errorf("TERM=%s: %q, want %q", term, got, want)
+		}
+		if got := outerMultiplexer("/tmp/tmux-0/default,1,0", term); got != "" {
+			t.Errorf("TERM=%s inside a reachable tmux: %q", term, got)
+		}
+	}
+	h := openDemoDetails(t, nil)
+	h.m.cfg.clipWrite = nil
+	h.m.cfg.outerMux = "tmux"
+	h.send(tea.WindowSizeMsg{Width: 250, Height: 30}) // the whole toast in sight
+	h.press("c")
+	h.mustShow("Copied the access token to the terminal clipboard (OSC 52); clears in 30s; your outer tmux also keeps it in its paste buffers, which the clear cannot reach (tmux: delete-buffer there).")
+	fire[clipClearMsg](h)
+	h.mustShow("Cleared the clipboard; your outer tmux's paste buffers still hold the copy (tmux: list-buffers, delete-buffer there).")
 }

@@ -78,6 +78,11 @@ type config struct {
 	clipRead  func() (string, error)
 	clipName  string     // what the toast calls the native clipboard
 	tmux      tmuxRunner // inside tmux: copies go to a named tmux buffer
+	// outerMux is "tmux" or "screen" when shipkey runs outside tmux ($TMUX
+	// unset) but TERM names one: a tmux on the other side of SSH, whose
+	// set-clipboard keeps each OSC 52 copy as a paste buffer the clear
+	// cannot reach. The toasts say so.
+	outerMux string
 	theme     Theme
 	// after schedules a timer (tea.Tick); tests record timers instead.
 	after func(time.Duration, func(time.Time) tea.Msg) tea.Cmd
@@ -163,6 +168,7 @@ func New(opts Options) *Model {
 		clipRead:  opts.ClipboardRead,
 		clipName:  nativeClipboardName(),
 		tmux:      execTmux(),
+		outerMux:  outerMultiplexer(os.Getenv("TMUX"), os.Getenv("TERM")),
 		theme:     Theme{Dark: true, NoColor: os.Getenv("NO_COLOR") != ""},
 	}
 	if opts.Store != nil {
