@@ -240,6 +240,9 @@ func (f *form) SetSize(width, height int) {
 // Capturing: a field always has focus while editing.
 func (f *form) Capturing() bool { return f.state == formEditing }
 
+// Typing: the focused field takes text (? is typed there, f1 opens help).
+func (f *form) Typing() bool { return f.state == formEditing && isText(f.focus) }
+
 func (f *form) Update(msg tea.Msg) (action, tea.Cmd) {
 	if f.state != formEditing {
 		if k, ok := msg.(tea.KeyPressMsg); ok && key.Matches(k, f.c.keys.Back) && f.state != formSubmitting {

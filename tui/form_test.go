@@ -240,3 +240,45 @@ func TestFormPrefillsAFreeLabel(t *testing.T) {
 		t.Fatalf("calls = %v", calls)
 	}
 }
+
+// ? opens the help where the focused field is a choice (the grant) and the
+// footer says "? help"; in a text field, the hidden Client Secret included,
+// ? is text (a secret may hold one) and the footer says "f1 help", which
+// opens the help from anywhere.
+func TestFormHelpKeyFollowsTheFooter(t *testing.T) {
+	t.Parallel()
+	h := newFormHarness(t, demoPrefill, nil)
+	if h.m.form.focus != fieldGrant {
+		t.Fatalf("the form opened on field %d, not the grant", h.m.form.focus)
+	}
+	if foot := h.m.renderFooter(); !strings.Contains(foot, "? help") {
+		t.Fatalf("footer on the grant choice: %q", foot)
+	}
+	h.press("?")
+	if !h.m.showHelp {
+		t.Fatal("? on the grant choice did not open the help")
+	}
+	h.press("esc")
+	for i := 0; h.m.form.focus != fieldClientSecret; i++ {
+		if i > fieldCount {
+			t.Fatal("tab never reached the Client Secret")
+		}
+		h.press("tab")
+	}
+	if foot := h.m.renderFooter(); !strings.Contains(foot, "f1 help") || strings.Contains(foot, "? help") {
+		t.Fatalf("footer in the Client Secret: %q", foot)
+	}
+	before := h.m.form.inputs[fieldClientSecret].Value()
+	h.press("?")
+	if h.m.showHelp || h.m.form.inputs[fieldClientSecret].Value() != before+"?" {
+		t.Fatalf("? in the Client Secret: help %v, value grew by %q", h.m.showHelp, strings.TrimPrefix(h.m.form.inputs[fieldClientSecret].Value(), before))
+	}
+	h.press("f1")
+	if !h.m.showHelp {
+		t.Fatal("f1 in a text field did not open the help")
+	}
+	h.press("f1")
+	if h.m.showHelp || h.m.active != screenForm || h.m.form.inputs[fieldClientSecret].Value() != before+"?" {
+		t.Fatal("closing the help lost the form's values")
+	}
+}

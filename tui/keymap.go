@@ -7,7 +7,9 @@ import "charm.land/bubbles/v2/key"
 // the footer shows is what works.
 type KeyMap struct {
 	// Global (not while a text field has focus, except Quit on ctrl+c).
-	Help, Quit, ForceQuit, Back key.Binding
+	// HelpTyping opens the help while a text field has focus, where ? is
+	// text (a secret may hold one); it works everywhere.
+	Help, HelpTyping, Quit, ForceQuit, Back key.Binding
 	Details, Keys, Inspector    key.Binding
 	NewKey                      key.Binding
 
@@ -40,7 +42,8 @@ func DefaultKeyMap() KeyMap {
 		return key.NewBinding(key.WithKeys(keys...), key.WithHelp(k, desc))
 	}
 	return KeyMap{
-		Help:      b([]string{"?"}, "?", "help"),
+		Help:       b([]string{"?"}, "?", "help"),
+		HelpTyping: b([]string{"f1"}, "f1", "help"),
 		Quit:      b([]string{"q", "ctrl+c"}, "q", "quit"),
 		ForceQuit: b([]string{"ctrl+c"}, "ctrl+c", "quit"),
 		Back:      b([]string{"esc"}, "esc", "back"),

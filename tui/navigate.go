@@ -21,7 +21,7 @@ func (m *Model) handleKey(k tea.KeyPressMsg) tea.Cmd {
 	}
 	if m.showHelp {
 		switch {
-		case key.Matches(k, km.Help), key.Matches(k, km.Back):
+		case key.Matches(k, km.Help), key.Matches(k, km.HelpTyping), key.Matches(k, km.Back):
 			m.showHelp = false
 		case key.Matches(k, km.Quit):
 			return m.quit()
@@ -29,12 +29,20 @@ func (m *Model) handleKey(k tea.KeyPressMsg) tea.Cmd {
 		return nil
 	}
 	if m.screen().Capturing() {
+		// f1 opens the help from a text field; ? only where the focused
+		// field is not text (the form's grant, a toggle): in a text field,
+		// a hidden Client Secret included, ? is typed, as the footer's
+		// "f1 help" tells.
+		if key.Matches(k, km.HelpTyping) || (key.Matches(k, km.Help) && !m.typing()) {
+			m.showHelp = true
+			return nil
+		}
 		return m.forward(k)
 	}
 	switch {
 	case key.Matches(k, km.Quit):
 		return m.quit()
-	case key.Matches(k, km.Help):
+	case key.Matches(k, km.Help), key.Matches(k, km.HelpTyping):
 		m.showHelp = true
 		return nil
 	case m.active.modal():
@@ -50,6 +58,15 @@ func (m *Model) handleKey(k tea.KeyPressMsg) tea.Cmd {
 		return m.openForm()
 	}
 	return m.forward(k)
+}
+
+// typing reports whether the active screen's focus is a text field (keys
+// are text): a capturing screen is, unless it says otherwise (Typing).
+func (m *Model) typing() bool {
+	if t, ok := m.screen().(interface{ Typing() bool }); ok {
+		return t.Typing()
+	}
+	return m.screen().Capturing()
 }
 
 func (m *Model) quit() tea.Cmd {

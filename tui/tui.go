@@ -535,11 +535,12 @@ func (m *Model) renderFooter() string {
 			rest = append(rest, b)
 		}
 	}
-	if m.screen().Capturing() {
-		return m.shortHelp(rest, m.width)
+	help := k.Help
+	if m.typing() {
+		help = k.HelpTyping // ? is text here
 	}
 	h.SetWidth(0)
-	tail := h.ShortHelpView([]key.Binding{k.Help})
+	tail := h.ShortHelpView([]key.Binding{help})
 	sep := h.Styles.ShortSeparator.Inline(true).Render(h.ShortSeparator)
 	head := m.shortHelp(rest, m.width-lipgloss.Width(tail)-lipgloss.Width(sep))
 	if head == "" {
@@ -586,9 +587,9 @@ func (m *Model) FullHelp() [][]key.Binding {
 	}
 	// The global bindings, less those the screen already lists (each key
 	// appears once in the help).
-	global := [][]key.Binding{{k.Details, k.Keys, k.Inspector, k.NewKey}, {k.Help, k.Back, k.Quit}}
+	global := [][]key.Binding{{k.Details, k.Keys, k.Inspector, k.NewKey}, {k.Help, k.HelpTyping, k.Back, k.Quit}}
 	if m.active.modal() {
-		global = [][]key.Binding{{k.Help, k.Quit}}
+		global = [][]key.Binding{{k.Help, k.HelpTyping, k.Quit}}
 	}
 	for _, g := range global {
 		var rest []key.Binding
