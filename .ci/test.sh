@@ -38,6 +38,10 @@ command -v curl >/dev/null || apt_install curl ca-certificates
 command -v npm >/dev/null || apt_install npm
 # Team keys: a real etcd cluster (store/team, cmd/shipkey/fleet start one).
 { command -v etcd >/dev/null && command -v etcdctl >/dev/null; } || apt_install etcd-server etcd-client
+# A machine cut off from etcd (cmd/shipkey/fleet TestPartitionDuringFleetRace): a network
+# namespace with an iptables DROP rule inside.
+command -v iptables >/dev/null || apt_install iptables
+command -v ip >/dev/null || apt_install iproute2
 
 # 2. The real third-party OAuth 2.0 server (npm oauth2-mock-server), pinned by the lock file.
 srv=auth/testdata/oauth2server

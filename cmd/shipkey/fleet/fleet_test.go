@@ -94,6 +94,9 @@ func newRealm(tb testing.TB) *realm {
 type machine struct {
 	dir string
 	env []string
+	// wrap runs every process through a command first (nsenter into a
+	// network namespace cut off from etcd: partition_linux_test.go).
+	wrap []string
 }
 
 func newMachine(tb testing.TB, name string) *machine {
@@ -114,7 +117,8 @@ type result struct {
 }
 
 func (m *machine) run(ctx context.Context, extraEnv []string, args ...string) result {
-	cmd := exec.CommandContext(ctx, bin, args...)
+	argv := append(append(append([]string{}, m.wrap...), bin), args...)
+	cmd := exec.CommandContext(ctx, argv[0], argv[1:]...)
 	cmd.Env = append(append([]string{}, m.env...), extraEnv...)
 	var o, e bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &o, &e

@@ -36,6 +36,12 @@ func (e *Engine) Token(ctx context.Context, team, label string, opts TokenOption
 		return nil, err
 	}
 	defer h.close()
+	// Every wait of this call ends at one deadline, the team's bound: etcd,
+	// and the local lock behind other processes of this machine that wait
+	// on etcd too (they queued one bound each before).
+	ctx, cancel := h.bound(ctx)
+	defer cancel()
+	started := e.opts.Now()
 	cached := h.readCache().byLabel(label)
 	stale := int64(-1) // the revision of a cached token etcd no longer holds
 	if cached != nil && fits(cached.Token, e.opts.Now(), opts) {
@@ -70,9 +76,19 @@ func (e *Engine) Token(ctx context.Context, team, label string, opts TokenOption
 	}
 	unlock, err := h.lockFile(ctx, lockName)
 	if err != nil {
-		return nil, err
+		if ctx.Err() == nil {
+			return nil, err
+		}
+		return h.outage(cached, &Error{Team: h.name(), Kind: ErrUnavailable,
+			Msg: fmt.Sprintf("etcd at %s did not answer within %s (another shipkey process of this machine was waiting on it)", strings.Join(h.tc.Endpoints, ","), h.timeout)})
 	}
 	defer unlock()
+	// etcd failed another process of this machine while this one waited
+	// for the lock: do not wait on it a second time.
+	if at, ok := h.unreachableSince(); ok && !at.Before(started) {
+		return h.outage(cached, &Error{Team: h.name(), Kind: ErrUnavailable,
+			Msg: fmt.Sprintf("etcd at %s did not answer within %s (unreachable or no quorum)", strings.Join(h.tc.Endpoints, ","), h.timeout)})
+	}
 	// Another process of this machine may have done the work meanwhile.
 	if ce := h.readCache().byLabel(label); ce != nil && ce.TokenRev != stale && fits(ce.Token, e.opts.Now(), opts) && !opts.Force {
 		return ce.Token, nil
@@ -85,11 +101,18 @@ func (e *Engine) Token(ctx context.Context, team, label string, opts TokenOption
 		return ts, nil
 	}
 	if errors.Is(err, ErrUnavailable) {
-		h.markUnreachable()
-		if cached != nil && cached.Token != nil && cached.Token.AccessToken != "" && !cached.Token.Access().Expired(e.opts.Now()) {
-			h.warnCached(cached)
-			return cached.Token, nil
-		}
+		return h.outage(cached, err)
+	}
+	return nil, err
+}
+
+// outage ends a Token call that etcd did not answer: the cached token while
+// it has not expired, with a warning, else err (which wraps ErrUnavailable).
+func (h *handle) outage(cached *cacheEntry, err error) (*auth.TokenSet, error) {
+	h.markUnreachable()
+	if cached != nil && cached.Token != nil && cached.Token.AccessToken != "" && !cached.Token.Access().Expired(h.e.opts.Now()) {
+		h.warnCached(cached)
+		return cached.Token, nil
 	}
 	return nil, err
 }
@@ -339,7 +362,9 @@ func (h *handle) readItem(ctx context.Context, cli *clientv3.Client, id string) 
 }
 
 func (h *handle) cacheToken(ctx context.Context, def Definition, ts *auth.TokenSet, rev int64) error {
-	return h.updateCache(ctx, func(c *cacheFile) {
+	// The token is the team's already: keep it here even when the caller's
+	// bound ran out meanwhile (the cache lock has a bound of its own).
+	return h.updateCache(context.WithoutCancel(ctx), func(c *cacheFile) {
 		for id, e := range c.Keys {
 			if e.Def.Label == def.Label && id != def.ID {
 				delete(c.Keys, id)
