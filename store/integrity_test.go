@@ -430,3 +430,55 @@ func TestStoredMetaRoundTrip(t *testing.T) {
 		t.Fatal("a copy that does not decode is not nil")
 	}
 }
+
+// TestRemoveKilledBetweenCommits: a `keys rm` that dies between its two
+// commits (the definition, then the secrets and state) leaves no key listed
+// without its secrets: the key is gone, the other keys work, and the sweep
+// takes the secret file no key names. Not parallel: it sets the package's
+// hook between the commits.
+func TestRemoveKilledBetweenCommits(t *testing.T) {
+	e := newEnv(t, nil)
+	s := e.open(Options{Backend: BackendPlaintext})
+	gone := e.create(s, "gone", true)
+	e.create(s, "kept", true)
+	type killed struct{}
+	removeCommitted = func() { panic(killed{}) }
+	func() {
+		defer func() {
+			removeCommitted = nil
+			if r := recover(); r != (killed{}) {
+				panic(r)
+			}
+		}()
+		_, _ = s.RemoveWith(context.Background(), "gone", RemoveOptions{Force: true})
+		t.Fatal("the remove went past the hook")
+	}()
+
+	s2 := e.open(Options{Backend: BackendPlaintext})
+	keys, err := s2.Keys()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, k := range keys {
+		if k.Label == "gone" {
+			t.Fatal("the key is still listed after its definition was removed")
+		}
+		if _, err := s2.Token(context.Background(), k.Label, TokenOptions{}); err != nil {
+			t.Errorf("key %s after the kill: %v", k.Label, err)
+		}
+	}
+	orphan := filepath.Join(e.stateDir, plaintextDirName, gone.ID+".json")
+	if _, err := os.Stat(orphan); err != nil {
+		t.Fatalf("the secret file of the removed key should be left for the sweep: %v", err)
+	}
+	old := time.Now().Add(-2 * staleTemp)
+	for _, p := range []string{orphan, filepath.Join(e.stateDir, sweepStampName)} {
+		_ = os.Chtimes(p, old, old)
+	}
+	if _, err := s2.Token(context.Background(), "kept", TokenOptions{MarkUsed: true}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(orphan); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("the sweep left the removed key's secrets (%v)", err)
+	}
+}

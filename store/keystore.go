@@ -844,6 +844,10 @@ func (s *Store) Remove(ctx context.Context, label string) (auth.EndResult, error
 	return s.RemoveWith(ctx, label, RemoveOptions{})
 }
 
+// removeCommitted, when set (by tests), runs between Remove's two commits:
+// where a kill -9 is the worst.
+var removeCommitted func()
+
 // RemoveOptions change what Remove does.
 type RemoveOptions struct {
 	// Force removes the key even when its session could not be ended at the
@@ -881,6 +885,9 @@ func (s *Store) RemoveWith(ctx context.Context, label string, opts RemoveOptions
 			return res, &EndPendingError{Label: e.Label, Err: serverErr}
 		}
 	}
+	// The definition goes first, committed: a kill after it leaves secrets
+	// no key names, which the sweep takes (sweepOrphans), never a key listed
+	// without its secrets.
 	ctx = context.WithoutCancel(ctx)
 	err = s.update(ctx, func(t *tx) error {
 		if _, ok, err := t.byID(e.ID); err != nil {
@@ -888,6 +895,15 @@ func (s *Store) RemoveWith(ctx context.Context, label string, opts RemoveOptions
 		} else if !ok {
 			return notFoundError(label)
 		}
+		return t.removeKey(e.ID)
+	})
+	if err != nil {
+		return res, err
+	}
+	if removeCommitted != nil {
+		removeCommitted()
+	}
+	err = s.update(ctx, func(t *tx) error {
 		if err := b.Delete(e.ID); err != nil {
 			if !errors.Is(err, ErrBackendMissing) {
 				return err
@@ -897,9 +913,6 @@ func (s *Store) RemoveWith(ctx context.Context, label string, opts RemoveOptions
 		}
 		return t.deleteState(e.ID)
 	})
-	if err == nil {
-		err = s.update(ctx, func(t *tx) error { return t.removeKey(e.ID) })
-	}
 	if err != nil {
 		return res, err
 	}

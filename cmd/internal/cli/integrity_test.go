@@ -239,6 +239,7 @@ func TestKillNineLeavesNothingBehind(t *testing.T) {
 			if len(ids) == 0 {
 				t.Fatalf("no key ids in config.toml:\n%s", cfg)
 			}
+			withSecrets := map[string]bool{}
 			for _, root := range []string{r.cfgDir, r.stateDir} {
 				_ = filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
 					if err != nil || d.IsDir() {
@@ -250,12 +251,20 @@ func TestKillNineLeavesNothingBehind(t *testing.T) {
 					}
 					if dir := filepath.Base(filepath.Dir(p)); dir == "secrets.d" || dir == "plaintext.d" {
 						id := strings.TrimSuffix(strings.TrimSuffix(name, ".age"), ".json")
+						withSecrets[id] = true
 						if !ids[id] {
 							t.Errorf("orphaned secret file: %s", p)
 						}
 					}
 					return nil
 				})
+			}
+			// No key is listed without its secrets (a `keys rm` killed
+			// between its commits must not leave one).
+			for id := range ids {
+				if !withSecrets[id] {
+					t.Errorf("key %s is in config.toml without its secret file", id)
+				}
 			}
 			if _, stderr, code := r.run("keys", "list"); code != 0 {
 				t.Fatalf("keys list after the kills: exit %d: %s", code, stderr)
