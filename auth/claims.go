@@ -21,6 +21,9 @@ type TokenFormat int
 const (
 	FormatOpaque TokenFormat = iota // not a JWT: nothing to decode, not an error
 	FormatJWT
+	// FormatJWE: an encrypted JWT (five base64url parts, a JOSE header with
+	// "enc"): only its header can be read; its claims are for its recipient.
+	FormatJWE
 )
 
 // ClaimKind says how a claim is displayed.
@@ -121,6 +124,9 @@ func Decode(token string, now time.Time) (*Decoded, error) {
 		return nil, err
 	}
 	if parts == nil {
+		if d := decodeJWE(token); d != nil {
+			return d, nil
+		}
 		return &Decoded{Format: FormatOpaque}, nil
 	}
 	header, err := decodeSegment(parts[0], "header")
@@ -478,4 +484,23 @@ func (d *Decoded) FutureTimes(now time.Time) []FutureTime {
 		}
 	}
 	return out
+}
+
+// decodeJWE returns the header of token when it is a JWE in compact form
+// (RFC 7516: five base64url parts, a JSON header naming "enc"), else nil.
+func decodeJWE(token string) *Decoded {
+	parts := strings.Split(text.BearerToken(token), ".")
+	if len(parts) != 5 || parts[0] == "" {
+		return nil
+	}
+	for _, p := range parts {
+		if !isBase64URL(p) {
+			return nil
+		}
+	}
+	header, err := decodeSegment(parts[0], "header")
+	if err != nil || textOf(header["enc"]) == "" {
+		return nil
+	}
+	return &Decoded{Format: FormatJWE, Header: headerClaims(header), Alg: textOf(header["alg"]), Kid: textOf(header["kid"])}
 }

@@ -36,6 +36,8 @@ func (c *Client) precheck(token string) (d *Decoded, v Verification, done bool) 
 		return nil, Verification{State: SigFailed, Reason: text.Safe(err.Error())}, true
 	case d.Format == FormatOpaque:
 		return nil, Verification{State: SigNotChecked, Reason: "not a JWT: an opaque token has no signature to check"}, true
+	case d.Format == FormatJWE:
+		return nil, Verification{State: SigNotChecked, Reason: "an encrypted token (JWE): only its recipient can read and check it"}, true
 	}
 	v = Verification{KeyID: d.Kid, Issuer: d.Issuer}
 	if d.SymmetricSigned {

@@ -22,9 +22,9 @@ func newCmdKeys(f *factory) *cobra.Command {
 		Short: "Get, list, rename and remove API keys",
 	})
 	cmd.AddCommand(
-		newCmdKeysNew(f, nil),
+		makesRequests(newCmdKeysNew(f, nil)),
 		newCmdKeysList(f, nil),
-		newCmdKeysRm(f, nil),
+		makesRequests(newCmdKeysRm(f, nil)),
 		newCmdKeysRename(f, nil),
 		newCmdKeysDefault(f, nil),
 	)
@@ -448,7 +448,8 @@ without a terminal --yes is required.
 
 The key's session is ended at the server first, as "shipkey logout" does.
 When the server refuses or cannot be reached the key is kept, logged out with
-its end pending (exit 1): run keys rm again to retry, or pass --force to
+its end pending (exit 1; 6 when the server could not be reached or failed):
+run keys rm again to retry, or pass --force to
 remove it anyway (its tokens then stay valid at the server until they
 expire; exit 1 as well).`,
 		Args:              usageArgs(cobra.ExactArgs(1)),

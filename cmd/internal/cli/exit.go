@@ -17,7 +17,22 @@ const (
 	exitFailure     = 1
 	exitUsage       = 2 // bad flags or arguments, or no way to get a needed secret
 	exitLoginNeeded = 3 // only a new login can help
+	// exitCredentialsRefused: the server refused the client's or the user's
+	// credentials (a wrong client secret, invalid_client, a refused
+	// password): fix the secret, retrying will not help.
+	exitCredentialsRefused = 5
+	// exitUnreachable: the server could not be reached, did not answer in
+	// time, or failed (5xx): retry later.
+	exitUnreachable = 6
 )
+
+// exitCodesHelp is the exit-code paragraph of the root help.
+const exitCodesHelp = `Exit codes: 0 success; 1 any other failure; 2 usage error (bad flags or
+arguments, or no way to get a needed secret); 3 login needed (only a new
+login helps); 4 a team's etcd cluster unavailable; 5 the server refused the
+credentials (client secret or password: fix them); 6 the server unreachable,
+too slow or failing with 5xx (retry later); 130 interrupted (Ctrl-C). exec
+exits with its command's code. See each command's help for its own.`
 
 // usageError marks a mistake in how shipkey was called (exit 2).
 type usageError struct{ err error }
@@ -68,6 +83,10 @@ func exitCode(err error) int {
 		return exitEtcdUnavailable
 	case errors.Is(err, store.ErrLoginNeeded) || auth.IsLoginRequired(err):
 		return exitLoginNeeded
+	case credentialsRefused(err):
+		return exitCredentialsRefused
+	case unreachable(err):
+		return exitUnreachable
 	default:
 		return exitFailure
 	}
@@ -81,4 +100,31 @@ func errorLine(err error) string {
 		msg += "; to keep secrets in an encrypted file instead, set SHIPKEY_SECRETS=file"
 	}
 	return "shipkey: " + text.Safe(msg)
+}
+
+// credentialsRefused reports whether the server refused the credentials
+// themselves: the client (invalid_client, a wrong secret) or the user (a
+// wrong password), or a refusal that does not say which.
+func credentialsRefused(err error) bool {
+	switch auth.KindOf(err) {
+	case auth.KindInvalidClient, auth.KindInvalidCredentials, auth.KindCredentialsRefused:
+		return true
+	}
+	return false
+}
+
+// unreachable reports whether err is the server's trouble, not the
+// request's: no connection, no answer in time, or a 5xx status.
+func unreachable(err error) bool {
+	var ae *auth.Error
+	if !errors.As(err, &ae) {
+		return false
+	}
+	switch ae.Kind {
+	case auth.KindNetwork, auth.KindTimeout:
+		return true
+	case auth.KindServer:
+		return ae.Status >= 500
+	}
+	return false
 }

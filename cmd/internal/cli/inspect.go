@@ -61,8 +61,8 @@ when the server no longer accepts the key's token. The report is printed
 first either way.`,
 		Example: `  shipkey inspect
   shipkey token other | shipkey inspect - --verify
-  pbpaste | shipkey inspect - --jwks realm-keys.json
-  pbpaste | shipkey inspect - --json`,
+  shipkey inspect - --jwks realm-keys.json < token.txt
+  printenv TOKEN | shipkey inspect - --json`,
 		Args: usageArgs(cobra.MaximumNArgs(1)),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			opts.Token = labelArg(args)
@@ -112,7 +112,7 @@ func inspectRun(ctx context.Context, opts *inspectOptions) error {
 	if err != nil {
 		return fmt.Errorf("cannot decode the token: %w", err)
 	}
-	if in.Decoded.Format != auth.FormatJWT && opts.Token != "" && in.Label == "" {
+	if in.Decoded.Format == auth.FormatOpaque && opts.Token != "" && opts.Token != "-" && in.Label == "" {
 		labelHint(opts)
 	}
 	if opts.Verify && in.Decoded.Format == auth.FormatJWT {
@@ -179,8 +179,11 @@ func inspectVerdict(in inspection, verifyAsked bool) error {
 
 // unverifiableWhy says why a token that was never checked cannot be.
 func unverifiableWhy(d *auth.Decoded) string {
-	if d.Format == auth.FormatOpaque {
+	switch d.Format {
+	case auth.FormatOpaque:
 		return "an opaque token has no signature a client can check"
+	case auth.FormatJWE:
+		return "an encrypted token (JWE) can be read and checked only by its recipient"
 	}
 	return "see Signature above"
 }
@@ -190,14 +193,7 @@ func unverifiableWhy(d *auth.Decoded) string {
 func inspectToken(opts *inspectOptions, in *inspection) (string, error) {
 	switch opts.Token {
 	case "-":
-		line, err := opts.IO.ReadLine()
-		if errors.Is(err, io.EOF) || strings.TrimSpace(line) == "" {
-			return "", usageErrorf("no token on stdin")
-		}
-		if err != nil {
-			return "", fmt.Errorf("reading the token from stdin: %w", err)
-		}
-		return text.BearerToken(line), nil
+		return tokenFromStdin(opts.IO.In)
 	case "":
 		st, err := opts.Store()
 		if err != nil {
@@ -212,6 +208,8 @@ func inspectToken(opts *inspectOptions, in *inspection) (string, error) {
 		if !teamKey && err == nil {
 			if key, err = resolveKey(st, opts.Key); err == nil {
 				ts, err = st.Current(key.Label)
+			} else if opts.Key == "" && errors.Is(err, store.ErrNoKeys) {
+				return "", usageErrorf("no token to inspect and no API keys here: give one on stdin (shipkey inspect -) or as an argument")
 			}
 		}
 		if err != nil {
@@ -238,9 +236,14 @@ func writeInspection(w io.Writer, in inspection, verifyAsked bool, now time.Time
 	if in.Label != "" {
 		fmt.Fprintf(w, "Key:       %s\n", text.Safe(in.Label))
 	}
-	if d.Format == auth.FormatOpaque {
+	switch d.Format {
+	case auth.FormatOpaque:
 		fmt.Fprintln(w, "Token:     opaque (not a JWT; there are no claims to decode)")
-	} else {
+	case auth.FormatJWE:
+		fmt.Fprintln(w, "Token:     JWE, encrypted (its claims are readable only by its recipient)")
+		fmt.Fprintln(w)
+		writeClaims(w, "Header", d.Header)
+	default:
 		kind := "JWT"
 		if d.Typ != "" {
 			kind += ", " + d.Typ + " token"
@@ -358,12 +361,13 @@ type livenessJSON struct {
 func writeInspectionJSON(w io.Writer, in inspection, verifyAsked bool) error {
 	d := in.Decoded
 	out := inspectionJSON{Format: "opaque", Key: in.Label, ClockSkewSeconds: int64(in.Skew / time.Second)}
+	if d.Format == auth.FormatJWE {
+		out.Format = "jwe"
+		out.Header = headerJSON(d)
+	}
 	if d.Format == auth.FormatJWT {
 		out.Format = "jwt"
-		out.Header = make(map[string]any, len(d.Header))
-		for _, c := range d.Header {
-			out.Header[c.Name] = sanitizeJSON(c.Value)
-		}
+		out.Header = headerJSON(d)
 		out.Payload = sanitizeJSON(map[string]any(d.Raw))
 		out.ExpiresAt = rfc3339OrNil(d.ExpiresAt)
 		switch {
@@ -380,6 +384,15 @@ func writeInspectionJSON(w io.Writer, in inspection, verifyAsked bool) error {
 	enc := json.NewEncoder(w)
 	enc.SetIndent("", "  ")
 	return enc.Encode(out)
+}
+
+// headerJSON is d's JOSE header, sanitized.
+func headerJSON(d *auth.Decoded) map[string]any {
+	h := make(map[string]any, len(d.Header))
+	for _, c := range d.Header {
+		h[c.Name] = sanitizeJSON(c.Value)
+	}
+	return h
 }
 
 // sanitizeJSON returns v with every string and object key passed through
@@ -463,4 +476,41 @@ func labelHint(opts *inspectOptions) {
 		fmt.Fprintf(opts.IO.ErrOut, "shipkey: %s is also the label of a key; to inspect its token: shipkey inspect --key %s\n",
 			text.ShellQuote(opts.Token), text.ShellQuote(opts.Token))
 	}
+}
+
+// maxInspectInput bounds what inspect reads from stdin: a token response
+// around a token of auth.MaxTokenSize, with room to spare.
+const maxInspectInput = 4 * auth.MaxTokenSize
+
+// tokenFromStdin finds the token in what was piped to inspect: the first
+// line that is not blank ("Bearer " dropped), or, for a whole token
+// response (JSON), its access_token. A token too large for auth.Decode is
+// left for it to refuse in its own words.
+func tokenFromStdin(in io.Reader) (string, error) {
+	data, err := io.ReadAll(io.LimitReader(in, maxInspectInput+1))
+	if err != nil {
+		return "", fmt.Errorf("reading the token from stdin: %w", err)
+	}
+	if len(data) > maxInspectInput {
+		return "", fmt.Errorf("stdin holds over %d KiB: more than a token or a token response", maxInspectInput>>10)
+	}
+	trimmed := strings.TrimSpace(string(data))
+	if strings.HasPrefix(trimmed, "{") {
+		var resp struct {
+			AccessToken *string `json:"access_token"`
+		}
+		if json.Unmarshal([]byte(trimmed), &resp) != nil {
+			return "", errors.New("stdin holds JSON that does not parse: give the token itself, or a whole token response")
+		}
+		if resp.AccessToken == nil || strings.TrimSpace(*resp.AccessToken) == "" {
+			return "", errors.New("stdin holds JSON without an access_token: give the token itself, or a whole token response")
+		}
+		return strings.TrimSpace(*resp.AccessToken), nil
+	}
+	for line := range strings.Lines(trimmed) {
+		if line = strings.TrimSpace(line); line != "" {
+			return text.BearerToken(line), nil
+		}
+	}
+	return "", usageErrorf("no token on stdin")
 }

@@ -9,6 +9,7 @@ import (
 	"sync"
 
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 
 	"github.com/shipkey/shipkey/internal/text"
 	"github.com/shipkey/shipkey/store/team"
@@ -78,9 +79,15 @@ func newCmdRoot(f *factory, only string) *cobra.Command {
 	root := &cobra.Command{
 		Use:   "shipkey",
 		Short: "Manage OAuth 2.0 tokens and API keys for the Shipping Service API",
-		Long: `shipkey gets API keys for the Shipping Service API (OAuth 2.0 password grant
-against its Keycloak realm), keeps their secrets in the OS keyring or an
-encrypted file, and hands out fresh access tokens to scripts.
+		Long: `shipkey gets API keys and access tokens for the Shipping Service API
+from its Keycloak realm or any OAuth 2.0 / OpenID Connect server, keeps their
+secrets in the OS keyring or an encrypted file, and hands out fresh access
+tokens to scripts.
+
+Grants (keys new --grant): password (the default: a username and password),
+client-credentials (the client alone, for services), device-code (approve a
+code on any device with a browser) and authcode (sign in with a browser on
+this machine, PKCE).
 
 Run it without arguments in a terminal for the interactive app.
 
@@ -92,12 +99,14 @@ Environment:
   SHIPKEY_PASSPHRASE     passphrase of the encrypted secrets files
   SHIPKEY_UNLOCK_TIMEOUT how long an unlock lasts without use (default 10m; 0 = this process only)
   SHIPKEY_UNLOCK_MECH    where the unlocked key is kept: auto, kernel, agent, none
+  SHIPKEY_TIMEOUT        bound on each request to the server, e.g. 45s (as --timeout)
+  SHIPKEY_TEAM_TIMEOUT   bound on a team's etcd work, e.g. 3s (overrides every team's own)
+  SHIPKEY_ETCD_PASSWORD  etcd password of --etcd-user (team init, team join)
   SHIPKEY_CONFIG_DIR     where config.toml lives
   SHIPKEY_STATE_DIR      where state.db, locks and the encrypted secrets live
   SHIPKEY_CA_FILE        PEM bundle of extra CA roots for a private CA
 
-Exit codes: 0 success, 1 failure, 2 usage error, 3 login needed; exec exits
-with its command's code. See each command's help for its own.`,
+` + exitCodesHelp,
 		Args:          usageArgs(cobra.NoArgs),
 		SilenceErrors: true,
 		SilenceUsage:  true,
@@ -137,6 +146,13 @@ with its command's code. See each command's help for its own.`,
 	}
 	root.PersistentFlags().BoolVar(&f.Debug, "debug", false, "log HTTP requests to stderr (secrets redacted)")
 	root.PersistentFlags().DurationVar(&f.Timeout, "timeout", 0, "bound each request to the server, e.g. 45s (default 30s; also "+EnvTimeout+" or timeout in config.toml)")
+	makesRequests(root)
+	root.PersistentPreRunE = func(cmd *cobra.Command, args []string) error { return refuseRequestFlags(cmd) }
+	defaultHelp := root.HelpFunc()
+	root.SetHelpFunc(func(cmd *cobra.Command, args []string) {
+		defer hideRequestFlags(cmd)()
+		defaultHelp(cmd, args)
+	})
 	root.SetFlagErrorFunc(func(cmd *cobra.Command, err error) error {
 		return &usageError{fmt.Errorf("%w (see: %s --help)", err, cmd.CommandPath())}
 	})
@@ -157,21 +173,71 @@ var subcommands = []struct {
 }{
 	{"keys", newCmdKeys},
 	{"team", newCmdTeam},
-	{"login", func(f *factory) *cobra.Command { return newCmdLogin(f, nil) }},
-	{"token", func(f *factory) *cobra.Command { return newCmdToken(f, false, nil) }},
-	{"header", func(f *factory) *cobra.Command { return newCmdToken(f, true, nil) }},
-	{"exec", func(f *factory) *cobra.Command { return newCmdExec(f, nil) }},
+	{"login", func(f *factory) *cobra.Command { return makesRequests(newCmdLogin(f, nil)) }},
+	{"token", func(f *factory) *cobra.Command { return makesRequests(newCmdToken(f, false, nil)) }},
+	{"header", func(f *factory) *cobra.Command { return makesRequests(newCmdToken(f, true, nil)) }},
+	{"exec", func(f *factory) *cobra.Command { return makesRequests(newCmdExec(f, nil)) }},
 	{"status", func(f *factory) *cobra.Command { return newCmdStatus(f, nil) }},
-	{"inspect", func(f *factory) *cobra.Command { return newCmdInspect(f, nil) }},
-	{"logout", func(f *factory) *cobra.Command { return newCmdLogout(f, nil) }},
-	{"demo", func(f *factory) *cobra.Command { return newCmdDemo(f, nil) }},
+	{"inspect", func(f *factory) *cobra.Command { return makesRequests(newCmdInspect(f, nil)) }},
+	{"logout", func(f *factory) *cobra.Command { return makesRequests(newCmdLogout(f, nil)) }},
+	{"demo", func(f *factory) *cobra.Command { return makesRequests(newCmdDemo(f, nil)) }},
 	{"version", newCmdVersion},
 	{"unlock", newCmdUnlock},
 	{"lock", newCmdLock},
 	{"agent", newCmdAgent},
-	{"serve", func(f *factory) *cobra.Command { return newCmdServe(f, nil) }},
-	{"api", func(f *factory) *cobra.Command { return newCmdAPI(f, nil) }},
-	{"curl", func(f *factory) *cobra.Command { return newCmdCurl(f, nil) }},
+	{"serve", func(f *factory) *cobra.Command { return makesRequests(newCmdServe(f, nil)) }},
+	{"api", func(f *factory) *cobra.Command { return makesRequests(newCmdAPI(f, nil)) }},
+	{"curl", func(f *factory) *cobra.Command { return makesRequests(newCmdCurl(f, nil)) }},
+}
+
+// requestFlags shape the requests to the server: only the commands that
+// make requests (makesRequests) show them in their help and accept them.
+// They stay the root's persistent flags, so "shipkey --debug token" parses.
+var requestFlags = []string{"debug", "timeout"}
+
+const annotationRequests = "shipkey/requests"
+
+// makesRequests marks cmd as a command that sends requests to the server.
+func makesRequests(cmd *cobra.Command) *cobra.Command {
+	if cmd.Annotations == nil {
+		cmd.Annotations = map[string]string{}
+	}
+	cmd.Annotations[annotationRequests] = "yes"
+	return cmd
+}
+
+// refuseRequestFlags is a usage error when a request flag was given to a
+// command that makes no request.
+func refuseRequestFlags(cmd *cobra.Command) error {
+	if cmd.Annotations[annotationRequests] != "" {
+		return nil
+	}
+	for _, name := range requestFlags {
+		if cmd.Flags().Changed(name) {
+			return usageErrorf("--%s: %s sends no request to the server (see: %s --help)", name, cmd.CommandPath(), cmd.CommandPath())
+		}
+	}
+	return nil
+}
+
+// hideRequestFlags hides the request flags while cmd's help is printed,
+// when cmd makes no request; the returned function shows them again.
+func hideRequestFlags(cmd *cobra.Command) (restore func()) {
+	if cmd.Annotations[annotationRequests] != "" {
+		return func() {}
+	}
+	var hidden []*pflag.Flag
+	for _, name := range requestFlags {
+		if fl := cmd.Flags().Lookup(name); fl != nil && !fl.Hidden {
+			fl.Hidden = true
+			hidden = append(hidden, fl)
+		}
+	}
+	return func() {
+		for _, fl := range hidden {
+			fl.Hidden = false
+		}
+	}
 }
 
 // onlyCommand is the one command a command line runs when its first

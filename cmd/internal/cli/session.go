@@ -293,9 +293,10 @@ its secrets stay, for "shipkey login".
 
 Exit code 0 when the server ended the session or offers no way to (then the
 tokens stay valid at the server until they expire, as stderr says), and the
-tokens are dropped. 1 when the server refused or could not be reached: the key
-hands out no token, its end is pending (shipkey status shows it) and its
-tokens are kept only to end the session; run logout again to retry.
+tokens are dropped. 1 when the server refused (6 when it could not be reached
+or failed): the key hands out no token, its end is pending (shipkey status
+shows it) and its tokens are kept only to end the session; run logout again
+to retry.
 
 A team key (TEAM/LABEL) is logged out once for the whole team, under the
 team-wide lock: the session ends at the server and the team's shared tokens
@@ -367,7 +368,9 @@ func reportEnd(w io.Writer, done, dropped, next string, key store.Key, res auth.
 		case auth.KindNetwork, auth.KindTimeout, auth.KindTLS:
 			what = "the server could not be reached to end the session"
 		}
-		return fmt.Errorf("%s: %s, but %s, so its tokens may stay valid there until they expire: %w", done, dropped, what, err)
+		// Exit 1, not 5 or 6: what was asked is done here, and running the
+		// command again has nothing left to retry.
+		return &exitError{code: exitFailure, err: fmt.Errorf("%s: %s, but %s, so its tokens may stay valid there until they expire: %w", done, dropped, what, err)}
 	case res.Ended():
 		how := "ended the session at the server (" + res.Via + ")"
 		if res.AlreadyEnded {

@@ -59,7 +59,14 @@ func TestExitCode(t *testing.T) {
 		{fmt.Errorf("wrapped: %w", usageErrorf("bad flag")), 2},
 		{loginNeeded, 3},
 		{&auth.Error{Kind: auth.KindLoginRequired, Msg: "session ended"}, 3},
-		{&auth.Error{Kind: auth.KindInvalidCredentials, Msg: "wrong password"}, 1},
+		{&auth.Error{Kind: auth.KindInvalidCredentials, Msg: "wrong password"}, 5},
+		{fmt.Errorf("key k: %w", &auth.Error{Kind: auth.KindInvalidClient, Msg: "client refused"}), 5},
+		{&auth.Error{Kind: auth.KindCredentialsRefused, Status: 401}, 5},
+		{&auth.Error{Kind: auth.KindNetwork, Msg: "connection refused"}, 6},
+		{&auth.Error{Kind: auth.KindTimeout, Msg: "no answer"}, 6},
+		{&auth.Error{Kind: auth.KindServer, Status: 503}, 6},
+		{&auth.Error{Kind: auth.KindServer, Status: 404}, 1},
+		{&auth.Error{Kind: auth.KindInvalidScope, Status: 400}, 1},
 		{store.ErrNotFound, 1},
 	} {
 		if got := exitCode(tc.err); got != tc.want {
