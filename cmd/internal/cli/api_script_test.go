@@ -1,15 +1,21 @@
 package cli
 
 import (
+	"context"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"io/fs"
+	"net"
 	"net/http"
 	"net/url"
 	"os"
+	"path/filepath"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/rogpeppe/go-internal/testscript"
 
@@ -115,4 +121,73 @@ func cmdSameBody(ts *testscript.TestScript, neg bool, args []string) {
 	if e.BodyBytes != int64(len(data)) || e.BodySHA256 != hex.EncodeToString(sum[:]) {
 		ts.Fatalf("the body arrived as %d bytes (sha256 %s); %s has %d bytes (sha256 %x)", e.BodyBytes, e.BodySHA256, args[1], len(data), sum)
 	}
+}
+
+// childSocketToken is a job that outlives its token: it asks
+// $SHIPKEY_SOCKET for a token, waits until that token has expired (at most
+// 10 s), asks again, and calls URL with the second token. It prints the
+// socket's path, whether the two tokens differ and the API's status.
+//
+//	sockettoken URL
+func childSocketToken() {
+	sock := os.Getenv("SHIPKEY_SOCKET")
+	fmt.Println("socket:", sock)
+	c := &http.Client{Timeout: 10 * time.Second, Transport: &http.Transport{
+		DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) {
+			return (&net.Dialer{}).DialContext(ctx, "unix", sock)
+		},
+	}}
+	get := func() tokenDoc {
+		resp, err := c.Get("http://shipkey/v1/token?min_valid=1")
+		if err != nil {
+			fmt.Println("socket error:", err)
+			os.Exit(1)
+		}
+		defer resp.Body.Close()
+		var d tokenDoc
+		if resp.StatusCode != http.StatusOK || json.NewDecoder(resp.Body).Decode(&d) != nil {
+			fmt.Println("socket answered", resp.Status)
+			os.Exit(1)
+		}
+		return d
+	}
+	first := get()
+	exp, err := time.Parse(time.RFC3339, first.ExpiresAt)
+	if err != nil {
+		fmt.Println("no expiry:", first.ExpiresAt)
+		os.Exit(1)
+	}
+	time.Sleep(min(time.Until(exp)+500*time.Millisecond, 10*time.Second))
+	second := get()
+	fmt.Println("fresh:", second.AccessToken != first.AccessToken)
+	req, _ := http.NewRequest(http.MethodGet, os.Args[1], nil)
+	req.Header.Set("Authorization", "Bearer "+second.AccessToken)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		fmt.Println("api error:", err)
+		os.Exit(1)
+	}
+	resp.Body.Close()
+	fmt.Println("api:", resp.StatusCode)
+}
+
+// cmdSocketGone asserts that the socket named on a "socket: PATH" line of
+// FILE, and its directory, no longer exist.
+//
+//	socketgone FILE
+func cmdSocketGone(ts *testscript.TestScript, neg bool, args []string) {
+	if neg || len(args) != 1 {
+		ts.Fatalf("usage: socketgone FILE")
+	}
+	for _, line := range strings.Split(ts.ReadFile(args[0]), "\n") {
+		if p, ok := strings.CutPrefix(line, "socket: "); ok {
+			for _, q := range []string{p, filepath.Dir(p)} {
+				if _, err := os.Lstat(q); !errors.Is(err, fs.ErrNotExist) {
+					ts.Fatalf("%s is still there (%v)", q, err)
+				}
+			}
+			return
+		}
+	}
+	ts.Fatalf("%s names no socket", args[0])
 }

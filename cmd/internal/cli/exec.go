@@ -36,6 +36,9 @@ type execOptions struct {
 	EnvName  string
 	// ForceRefresh renews the token before the command starts.
 	ForceRefresh bool
+	// Serve gives the command a private token socket (SHIPKEY_SOCKET) for
+	// its lifetime (--serve).
+	Serve bool
 	// TeamToken hands out a team key's token ("T/LABEL").
 	TeamToken func(ctx context.Context, team, label string, minValid time.Duration) (*auth.TokenSet, error)
 }
@@ -45,6 +48,9 @@ const (
 	exitCannotRun = 126 // found but not executable
 	exitNotFound  = 127 // no such command
 )
+
+// envSocket names exec --serve's token socket in the command's environment.
+const envSocket = "SHIPKEY_SOCKET"
 
 // childSecretVars are shipkey's own secrets in the environment: never passed on.
 var childSecretVars = []string{envPassword, envClientSecret, "SHIPKEY_PASSPHRASE"}
@@ -65,6 +71,15 @@ None of shipkey's own secrets (SHIPKEY_PASSWORD, SHIPKEY_CLIENT_SECRET,
 SHIPKEY_PASSPHRASE) reach the command's environment. Standard input, output
 and error are the command's; SIGINT, SIGTERM and SIGHUP sent to shipkey are
 passed on to it.
+
+With --serve, the command also gets a private token socket for its
+lifetime, named by SHIPKEY_SOCKET (mode 0600, in a new 0700 directory that
+is removed when the command ends; connections of other users refused): a
+job that outlives its token asks it for a fresh one whenever it needs,
+
+  curl -s --unix-socket "$SHIPKEY_SOCKET" http://shipkey/v1/token?min_valid=60
+
+which answers the "shipkey token --json" body (see: shipkey serve --help).
 
 The exit code is the command's own (128+N when signal N ended it); 127 when
 COMMAND is not found, 126 when it cannot be run; shipkey's own when no token
@@ -114,6 +129,7 @@ Without LABEL: SHIPKEY_KEY, else the default key, else the only key.`,
 	cmd.Flags().DurationVar(&opts.MinValid, "min-valid", time.Minute, "the token must stay valid at least this long; renewed first otherwise")
 	cmd.Flags().StringVar(&opts.EnvName, "env", "SHIPKEY_TOKEN", "name of the variable that carries the token")
 	cmd.Flags().BoolVar(&opts.ForceRefresh, "force-refresh", false, "renew the token before running the command, even when it looks valid")
+	cmd.Flags().BoolVar(&opts.Serve, "serve", false, "give the command a private token socket ($"+envSocket+") for fresh tokens while it runs")
 	return cmd
 }
 
@@ -164,7 +180,11 @@ func execRun(ctx context.Context, opts *execOptions) error {
 	}
 	var ts *auth.TokenSet
 	opts.Label = labelOrEnv(st, opts.Label)
+	var label string // the key served on the socket
 	if t, l, ok := teamKeyAddress(st, opts.Label); ok && opts.TeamToken != nil {
+		if opts.Serve {
+			return usageErrorf("--serve takes a key of this machine; a team key's command gets its token in %s", opts.EnvName)
+		}
 		if opts.ForceRefresh {
 			return usageErrorf("--force-refresh takes a key of this machine; a team key is renewed for the whole team with: shipkey login %s", text.ShellQuote(opts.Label))
 		}
@@ -172,6 +192,7 @@ func execRun(ctx context.Context, opts *execOptions) error {
 	} else {
 		var key store.Key
 		if key, err = resolveKey(st, opts.Label); err == nil {
+			label = key.Label
 			if opts.ForceRefresh {
 				ts, err = forcedToken(ctx, st, key, opts.Secrets)
 			} else {
@@ -189,6 +210,16 @@ func execRun(ctx context.Context, opts *execOptions) error {
 	c := exec.Command(path, opts.Command[1:]...)
 	c.Args[0] = opts.Command[0]
 	c.Env = childEnv(opts.Environ(), opts.EnvName, ts.AccessToken)
+	if opts.Serve {
+		sock, err := startTokenSocket(st, label, opts.Secrets, func(uid, owner int) {
+			fmt.Fprintf(opts.IO.ErrOut, "shipkey: exec --serve: refused a connection from uid %d (only uid %d is served)\n", uid, owner)
+		})
+		if err != nil {
+			return fmt.Errorf("%s: %w", notRun, err)
+		}
+		defer sock.Stop()
+		c.Env = append(withoutVars(c.Env, envSocket), envSocket+"="+sock.Path)
+	}
 	c.Stdin, c.Stdout, c.Stderr = opts.IO.In, opts.IO.Out, opts.IO.ErrOut
 
 	// Under mu, a signal is either seen here (not started) or passed on to

@@ -37,6 +37,8 @@ func TestMain(m *testing.M) {
 		"killself": childKillSelf,
 		"trapterm": childTrapTerm,
 		"catstdin": func() { _, _ = io.Copy(os.Stdout, os.Stdin) },
+		// A job that outlives its token, fed by exec --serve's socket.
+		"sockettoken": childSocketToken,
 		// A scripted $BROWSER for the device and browser grants.
 		"browser": childBrowser,
 		// The same for the real OpenID provider (opscripts_test.go).
@@ -151,6 +153,7 @@ func TestScripts(t *testing.T) {
 			"apiserver":     cmdAPIServer,
 			"bigjson":       cmdBigJSON,
 			"samebody":      cmdSameBody,
+			"socketgone":    cmdSocketGone,
 		},
 	})
 }

@@ -7,6 +7,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"os"
 	"path/filepath"
 	"slices"
 	"strconv"
@@ -160,6 +161,44 @@ func refuseAgentDir(socket, agentSocket string) error {
 // socket's backlog until one closes.
 const serveMaxConns = 256
 
+// tokenSocket is a private token socket for one command's lifetime (exec
+// --serve): in a fresh 0700 directory, serving one key.
+type tokenSocket struct {
+	Path string
+	ln   *socketListener
+	srv  *http.Server
+	dir  string
+}
+
+// startTokenSocket serves label's tokens on a socket in a new private
+// directory until Stop.
+func startTokenSocket(st *store.Store, label string, secrets *secretSet, refused func(uid, owner int)) (*tokenSocket, error) {
+	dir, err := os.MkdirTemp("", "shipkey-exec-")
+	if err != nil {
+		return nil, fmt.Errorf("the token socket's directory: %w", err)
+	}
+	if err := os.Chmod(dir, 0o700); err != nil {
+		os.RemoveAll(dir)
+		return nil, err
+	}
+	ln, err := listenSocket(filepath.Join(dir, "token.sock"))
+	if err != nil {
+		os.RemoveAll(dir)
+		return nil, err
+	}
+	ts := &tokenSocket{Path: ln.path, ln: ln, dir: dir}
+	ts.srv = &http.Server{Handler: newTokenHandler(st, []string{label}, secrets), ReadHeaderTimeout: 10 * time.Second}
+	go func() { _ = ts.srv.Serve(&peerListener{ln: ln, refused: func(uid int) { refused(uid, ln.uid) }}) }()
+	return ts, nil
+}
+
+// Stop closes the socket and removes it with its directory.
+func (ts *tokenSocket) Stop() {
+	_ = ts.srv.Close()
+	ts.ln.remove()
+	_ = os.RemoveAll(ts.dir)
+}
+
 // tokenHandler answers GET /v1/token/{label}.
 type tokenHandler struct {
 	st      *store.Store
@@ -174,6 +213,13 @@ func newTokenHandler(st *store.Store, keys []string, secrets *secretSet) http.Ha
 	h := &tokenHandler{st: st, keys: keys, secrets: secrets, lifetime: map[string]time.Duration{}}
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /v1/token/{label}", h.token)
+	if len(keys) == 1 {
+		// One key served (exec --serve): its token needs no label.
+		mux.HandleFunc("GET /v1/token", func(w http.ResponseWriter, r *http.Request) {
+			r.SetPathValue("label", keys[0])
+			h.token(w, r)
+		})
+	}
 	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
 		writeServeError(w, http.StatusNotFound, "not_found", "the one path is GET /v1/token/LABEL?min_valid=SECONDS")
 	})

@@ -11,7 +11,8 @@ import (
 // SO_PEERCRED).
 type socketListener struct {
 	*net.UnixListener
-	uid int
+	path string
+	uid  int
 }
 
 func (l *socketListener) remove() {}
