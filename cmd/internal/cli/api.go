@@ -173,6 +173,7 @@ func apiRun(ctx context.Context, opts *apiOptions) error {
 	if err != nil {
 		return err
 	}
+	opts.Label = labelOrEnv(st, opts.Label)
 	if _, _, ok := teamKeyAddress(st, opts.Label); ok {
 		return usageErrorf("shipkey api takes a key of this machine; for a team key run: shipkey exec %s -- …", text.ShellQuote(opts.Label))
 	}

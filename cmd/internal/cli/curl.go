@@ -82,6 +82,7 @@ func curlRun(ctx context.Context, opts *curlOptions) error {
 	if err != nil {
 		return err
 	}
+	opts.Label = labelOrEnv(st, opts.Label)
 	if _, _, ok := teamKeyAddress(st, opts.Label); ok {
 		return usageErrorf("shipkey curl takes a key of this machine; for a team key run: shipkey exec %s -- …", text.ShellQuote(opts.Label))
 	}
