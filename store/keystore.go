@@ -747,6 +747,27 @@ func (s *Store) changeState(ctx context.Context, id, label string, fn func(ks *k
 	})
 }
 
+// SetClientSecret replaces key label's client secret (rotated at the realm);
+// its tokens and other secrets stay. The secrets are read and written under
+// the store's write lock, so a renewal meanwhile is not undone.
+func (s *Store) SetClientSecret(ctx context.Context, label, secret string) error {
+	if _, err := s.prepare(); err != nil {
+		return err
+	}
+	e, _, err := s.find(label)
+	if err != nil {
+		return err
+	}
+	return s.changeState(ctx, e.ID, e.Label, func(ks *keyState) error {
+		sec, err := s.getSecrets(e.Label, e.ID, *ks)
+		if err != nil {
+			return err
+		}
+		sec.ClientSecret = secret
+		return s.putSecrets(e.ID, ks, sec)
+	})
+}
+
 // MarkUsed sets the key's Last Used to now (the token was copied or printed).
 // It writes that key's state record and nothing else.
 func (s *Store) MarkUsed(label string) error {

@@ -39,6 +39,9 @@ type Engine interface {
 	CreateKey(ctx context.Context, team string, nk NewKey) (Key, error)
 	RemoveKey(ctx context.Context, team, label string) error
 	RenameKey(ctx context.Context, team, label, newLabel string) error
+	// SetClientSecret replaces a team key's client secret for every member
+	// (re-encrypted and signed for the roster).
+	SetClientSecret(ctx context.Context, team, label, secret string) error
 
 	// Token hands out a key's access token, renewing it once for the whole
 	// team when due; CachedToken is the cached one with the key, no round

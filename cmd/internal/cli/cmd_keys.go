@@ -27,6 +27,7 @@ func newCmdKeys(f *factory) *cobra.Command {
 		makesRequests(newCmdKeysRm(f, nil)),
 		newCmdKeysRename(f, nil),
 		newCmdKeysDefault(f, nil),
+		newCmdKeysSetSecret(f, nil),
 	)
 	return cmd
 }
@@ -576,6 +577,80 @@ func keysRenameRun(opts *keysRenameOptions) error {
 		return suggestLabel(st, opts.Label, err)
 	}
 	fmt.Fprintf(opts.IO.ErrOut, "Renamed API key %s to %s\n", text.Safe(opts.Label), text.Safe(opts.NewLabel))
+	return nil
+}
+
+// keysSetSecretOptions replaces a key's client secret.
+type keysSetSecretOptions struct {
+	IO          *iostreams
+	Getenv      func(string) string
+	Store       func() (*store.Store, error)
+	Team        func() (team.Engine, error)
+	Secrets     *secretSet
+	Label       string
+	SecretStdin bool
+}
+
+func newCmdKeysSetSecret(f *factory, runF func(*keysSetSecretOptions) error) *cobra.Command {
+	opts := &keysSetSecretOptions{IO: f.IO, Getenv: f.Getenv, Store: f.Store, Team: f.Team, Secrets: f.Secrets}
+	cmd := &cobra.Command{
+		Use:   "set-secret [T/]LABEL",
+		Short: "Replace an API key's client secret (rotated at the realm)",
+		Long: `Replace an API key's client secret, after it was rotated at the realm (as after
+team remove). The secret comes from SHIPKEY_CLIENT_SECRET, --client-secret-stdin or a
+hidden prompt. A team key's is replaced for every member (encrypted and signed for the
+roster). The tokens stay; the next renewal uses the new secret.`,
+		Args:              usageArgs(cobra.ExactArgs(1)),
+		ValidArgsFunction: completeLabels(f, 1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			opts.Label = args[0]
+			if runF != nil {
+				return runF(opts)
+			}
+			return keysSetSecretRun(cmd.Context(), opts)
+		},
+	}
+	cmd.Flags().BoolVar(&opts.SecretStdin, "client-secret-stdin", false, "read the client secret from stdin (one line)")
+	return cmd
+}
+
+func keysSetSecretRun(ctx context.Context, opts *keysSetSecretOptions) error {
+	st, err := opts.Store()
+	if err != nil {
+		return err
+	}
+	t, l, isTeam := teamKeyAddress(st, opts.Label)
+	var eng team.Engine
+	if isTeam {
+		if eng, err = opts.Team(); err != nil { // first: it may hand the command on
+			return err
+		}
+	} else if _, err := st.Key(opts.Label); err != nil {
+		return suggestLabel(st, opts.Label, err)
+	}
+	secret, err := readSecret(opts.IO, opts.Getenv, secretSource{
+		What:      "client secret",
+		Env:       envClientSecret,
+		FromStdin: opts.SecretStdin,
+		StdinFlag: "--client-secret-stdin",
+		Prompt:    "New client secret for " + text.Safe(opts.Label) + ": ",
+		Hint:      "set " + envClientSecret + " or pass --client-secret-stdin",
+	})
+	if err != nil {
+		return err
+	}
+	opts.Secrets.Add(secret)
+	if isTeam {
+		if err := eng.SetClientSecret(ctx, t, l, secret); err != nil {
+			return err
+		}
+		fmt.Fprintf(opts.IO.ErrOut, "Replaced the client secret of team API key %s for every member\n", text.Safe(opts.Label))
+		return nil
+	}
+	if err := st.SetClientSecret(ctx, opts.Label, secret); err != nil {
+		return suggestLabel(st, opts.Label, err)
+	}
+	fmt.Fprintf(opts.IO.ErrOut, "Replaced the client secret of API key %s\n", text.Safe(opts.Label))
 	return nil
 }
 

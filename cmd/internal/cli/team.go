@@ -257,7 +257,7 @@ serves every machine of the team. Team keys are addressed as TEAM/LABEL.`,
 			if err != nil {
 				return err
 			}
-			fmt.Fprintf(f.IO.ErrOut, "Removed %s from team %s. It can no longer read or sign anything written from now on, but it saw every secret and token of the team until now: rotate the client secrets (and passwords) of the team's keys at the realm.\n", text.Safe(m.Name), args[0])
+			fmt.Fprintf(f.IO.ErrOut, "Removed %s from team %s. It can no longer read or sign anything written from now on, but it saw every secret and token of the team until now: rotate the client secrets (and passwords) of the team's keys at the realm, then: shipkey keys set-secret %s/LABEL\n", text.Safe(m.Name), args[0], args[0])
 			return nil
 		},
 	}

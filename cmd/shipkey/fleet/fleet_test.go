@@ -467,3 +467,43 @@ func marked(out, name string) bool {
 	}
 	return false
 }
+
+// TestSetSecretCLI: keys set-secret replaces the client secret of a local
+// key and of a team key (for every member): a wrong one makes the next
+// renewal fail at the realm (the new secret is the one used), the right one
+// makes it work again.
+func TestSetSecretCLI(t *testing.T) {
+	t.Parallel()
+	c := needCluster(t)
+	srv := newRealm(t)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	a, b := newMachine(t, "a"), newMachine(t, "b")
+	eps := strings.Join(c.Endpoints(), ",")
+	a.must(t, ctx, nil, "team", "init", "rot", "--etcd", eps)
+	card := strings.TrimSpace(b.must(t, ctx, nil, "team", "join", "rot", "--etcd", eps))
+	a.must(t, ctx, nil, "team", "add", "rot", card, "--name", "b") // both run on this host: its name is taken
+	newKey := []string{"--auth-url", srv.URL(), "--client-id", "shipping-api", "--username", "svc"}
+	creds := []string{"SHIPKEY_CLIENT_SECRET=" + clientSecret, "SHIPKEY_PASSWORD=" + password}
+	a.must(t, ctx, creds, append([]string{"keys", "new", "--label", "local"}, newKey...)...)
+	a.must(t, ctx, creds, append([]string{"keys", "new", "--team", "rot", "--label", "shared"}, newKey...)...)
+	wrong := []string{"SHIPKEY_CLIENT_SECRET=not-the-secret"}
+	right := []string{"SHIPKEY_CLIENT_SECRET=" + clientSecret}
+
+	a.must(t, ctx, wrong, "keys", "set-secret", "local")
+	if r := a.run(ctx, nil, "token", "--force-refresh", "local"); r.code == 0 {
+		t.Fatal("local key renewed with the wrong secret: set-secret did not replace it")
+	}
+	a.must(t, ctx, right, "keys", "set-secret", "local")
+	a.must(t, ctx, nil, "token", "--force-refresh", "local")
+
+	a.must(t, ctx, wrong, "keys", "set-secret", "rot/shared")
+	if r := b.run(ctx, nil, "login", "rot/shared"); r.code == 0 {
+		t.Fatal("the other member renewed with the wrong secret: set-secret did not reach it")
+	}
+	r := a.run(ctx, right, "keys", "set-secret", "rot/shared")
+	if r.code != 0 || !strings.Contains(r.stderr, "for every member") {
+		t.Fatalf("set-secret of a team key: exit %d, %q", r.code, r.stderr)
+	}
+	b.must(t, ctx, nil, "login", "rot/shared")
+}

@@ -281,6 +281,19 @@ func (e *Engine) RenameKey(ctx context.Context, team, label, newLabel string) er
 	})
 }
 
+// SetClientSecret replaces team key label's client secret for every member.
+func (e *Engine) SetClientSecret(ctx context.Context, team, label, secret string) error {
+	return e.catalogChange(ctx, team, label, func(h *handle, s *snapshot, ce *cacheEntry) ([]clientv3.Op, error) {
+		d := ce.Def
+		d.ClientSecret = secret
+		v, err := h.sealItem(s.roster, kindKey, d.ID, d)
+		if err != nil {
+			return nil, err
+		}
+		return []clientv3.Op{clientv3.OpPut(keyKey(team, d.ID), v)}, nil
+	})
+}
+
 func (e *Engine) catalogChange(ctx context.Context, team, label string, ops func(*handle, *snapshot, *cacheEntry) ([]clientv3.Op, error)) error {
 	h, err := e.open(team)
 	if err != nil {
