@@ -2,8 +2,14 @@ package cli
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
 	"fmt"
 	"io"
+	"io/fs"
+	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"time"
@@ -248,7 +254,20 @@ func tokenRun(ctx context.Context, opts *tokenOptions) error {
 // first when needed) and counts it as used. When even a fresh token cannot
 // live that long (the server issues shorter ones), it says so on stderr and
 // hands it out anyway.
+//
+// A minValid at or beyond the life of the key's tokens (as last issued)
+// could never be met: every call would renew. It is then half that life,
+// and stderr says so once per key, --min-valid and life (warnedOnce), not
+// at every call of a script or of kubectl.
 func freshToken(ctx context.Context, st *store.Store, key store.Key, minValid time.Duration, secrets *secretSet, ios *iostreams, now func() time.Time) (*auth.TokenSet, error) {
+	if life := key.Token.AccessExpiry().Sub(key.Token.ObtainedAt); minValid > 0 && life > 0 && !key.Token.ObtainedAt.IsZero() && minValid >= life {
+		life = life.Round(time.Second)
+		if !warnedOnce(st, fmt.Sprintf("min-valid\x00%s\x00%s\x00%s", key.Label, minValid, life)) {
+			fmt.Fprintf(ios.ErrOut, "shipkey: warning: API key %s: its tokens live %s, not the --min-valid %s asked, so every call would renew it; handing out tokens with at least half their life left instead (pick --min-valid below %s; said once)\n",
+				text.Safe(key.Label), life, minValid, life)
+		}
+		minValid = life / 2
+	}
 	ts, err := st.Token(ctx, key.Label, store.TokenOptions{MarkUsed: true, MinValid: minValid})
 	if err != nil {
 		return nil, err
@@ -386,4 +405,22 @@ func reportEnd(w io.Writer, done, dropped, next string, key store.Key, res auth.
 			done, dropped, until, next)
 	}
 	return nil
+}
+
+// warnedOnce reports whether the notice named by what was already given on
+// this machine, and records that it now is: a marker file in the state
+// directory's notices folder, named by a hash of what. Where no marker can
+// be written it reports false (the notice is given again).
+func warnedOnce(st *store.Store, what string) bool {
+	sum := sha256.Sum256([]byte(what))
+	dir := filepath.Join(st.StateDir(), "notices")
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return false
+	}
+	f, err := os.OpenFile(filepath.Join(dir, hex.EncodeToString(sum[:12])), os.O_CREATE|os.O_EXCL|os.O_WRONLY, 0o600)
+	if err != nil {
+		return errors.Is(err, fs.ErrExist)
+	}
+	_ = f.Close()
+	return false
 }
