@@ -20,7 +20,11 @@ func (m *Model) apply(a action) tea.Cmd {
 	case actQuit:
 		return m.quit()
 	case actToggleHelp:
-		m.showHelp = !m.showHelp
+		if m.showHelp {
+			m.showHelp = false
+		} else {
+			m.openHelp()
+		}
 		return nil
 	case actOpenForm:
 		return m.openForm()

@@ -25,6 +25,8 @@ func (m *Model) handleKey(k tea.KeyPressMsg) tea.Cmd {
 			m.showHelp = false
 		case key.Matches(k, km.Quit):
 			return m.quit()
+		default:
+			m.scrollHelp(k)
 		}
 		return nil
 	}
@@ -34,7 +36,7 @@ func (m *Model) handleKey(k tea.KeyPressMsg) tea.Cmd {
 		// a hidden Client Secret included, ? is typed, as the footer's
 		// "f1 help" tells.
 		if key.Matches(k, km.HelpTyping) || (key.Matches(k, km.Help) && !m.typing()) {
-			m.showHelp = true
+			m.openHelp()
 			return nil
 		}
 		return m.forward(k)
@@ -43,7 +45,7 @@ func (m *Model) handleKey(k tea.KeyPressMsg) tea.Cmd {
 	case key.Matches(k, km.Quit):
 		return m.quit()
 	case key.Matches(k, km.Help), key.Matches(k, km.HelpTyping):
-		m.showHelp = true
+		m.openHelp()
 		return nil
 	case m.active.modal():
 		// A screen waiting for a person: the keys that open other

@@ -111,6 +111,7 @@ type Model struct {
 	history       []screenID
 	showHelp      bool
 	help          help.Model
+	helpPane      pane // the help screen's scroll
 
 	welcome   *welcome
 	form      *form
@@ -332,6 +333,7 @@ func newModel(cfg config) *Model {
 	m.c = &common{styles: NewStyles(cfg.theme), keys: DefaultKeyMap(), now: cfg.now()}
 	m.help = help.New()
 	m.help.Styles = m.c.styles.Help
+	m.helpPane = newPane(m.c)
 	m.spinner = spinner.New(spinner.WithSpinner(spinner.MiniDot), spinner.WithStyle(m.c.styles.Spinner))
 	spin := func() string { return m.spinner.View() }
 	m.welcome = newWelcome(m.c)
@@ -482,9 +484,7 @@ func (m *Model) render() string {
 	bodyH := m.bodyHeight()
 	var body string
 	if m.showHelp {
-		h := m.help
-		h.SetWidth(w)
-		body = fitBlock("\n"+h.FullHelpView(m.FullHelp()), w, bodyH)
+		body = m.helpView(w, bodyH)
 	} else {
 		body = m.screen().View()
 	}
@@ -570,7 +570,11 @@ func (m *Model) shortHelp(bindings []key.Binding, width int) string {
 // ShortHelp is the focused screen's short help (help.KeyMap).
 func (m *Model) ShortHelp() []key.Binding {
 	if m.showHelp {
-		return []key.Binding{m.c.keys.Help, m.c.keys.Back, m.c.keys.Quit}
+		k := m.c.keys
+		if strings.Count(m.helpContent(m.width), "\n") > m.bodyHeight() {
+			return []key.Binding{k.Help, k.Back, k.ScrollDown, k.ScrollUp, k.PageDown, k.Quit}
+		}
+		return []key.Binding{k.Help, k.Back, k.Quit}
 	}
 	return m.screen().ShortHelp()
 }
