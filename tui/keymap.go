@@ -10,8 +10,8 @@ type KeyMap struct {
 	// HelpTyping opens the help while a text field has focus, where ? is
 	// text (a secret may hold one); it works everywhere.
 	Help, HelpTyping, Quit, ForceQuit, Back key.Binding
-	Details, Keys, Inspector    key.Binding
-	NewKey                      key.Binding
+	Details, Keys, Inspector                key.Binding
+	NewKey                                  key.Binding
 
 	// Lists and forms. Choose changes the focused choice of a form (the
 	// grant, a toggle).
@@ -44,13 +44,13 @@ func DefaultKeyMap() KeyMap {
 	return KeyMap{
 		Help:       b([]string{"?"}, "?", "help"),
 		HelpTyping: b([]string{"f1"}, "f1", "help"),
-		Quit:      b([]string{"q", "ctrl+c"}, "q", "quit"),
-		ForceQuit: b([]string{"ctrl+c"}, "ctrl+c", "quit"),
-		Back:      b([]string{"esc"}, "esc", "back"),
-		Details:   b([]string{"1"}, "1", "token details"),
-		Keys:      b([]string{"2"}, "2", "API keys"),
-		Inspector: b([]string{"3"}, "3", "inspector"),
-		NewKey:    b([]string{"n"}, "n", "get API key"),
+		Quit:       b([]string{"q", "ctrl+c"}, "q", "quit"),
+		ForceQuit:  b([]string{"ctrl+c"}, "ctrl+c", "quit"),
+		Back:       b([]string{"esc"}, "esc", "back"),
+		Details:    b([]string{"1"}, "1", "token details"),
+		Keys:       b([]string{"2"}, "2", "API keys"),
+		Inspector:  b([]string{"3"}, "3", "inspector"),
+		NewKey:     b([]string{"n"}, "n", "get API key"),
 
 		Up:        b([]string{"up", "k"}, "↑/k", "up"),
 		Down:      b([]string{"down", "j"}, "↓/j", "down"),

@@ -83,7 +83,7 @@ type config struct {
 	// set-clipboard keeps each OSC 52 copy as a paste buffer the clear
 	// cannot reach. The toasts say so.
 	outerMux string
-	theme     Theme
+	theme    Theme
 	// after schedules a timer (tea.Tick); tests record timers instead.
 	after func(time.Duration, func(time.Time) tea.Msg) tea.Cmd
 	// changes, when set, reports changes of the store's files (watchStore):
