@@ -31,10 +31,10 @@ type apiHolder struct{ rs *authtest.ResourceServer }
 // cmdAPIServer runs and controls a resource server (authtest.ResourceServer)
 // that trusts the script's realm:
 //
-//	apiserver start            start it ($API_URL)
+//	apiserver start [op]       start it ($API_URL); op: trusting oidc-provider ($OP_ISSUER)
 //	apiserver refuse N         answer the next N requests 401 invalid_token
 //	apiserver count NAME N     assert a count (requests, accepted, refused, introspections)
-//	apiserver revoke FILE      revoke the access token in FILE at the realm (RFC 7009)
+//	apiserver revoke FILE [op] revoke the access token in FILE at the realm (RFC 7009)
 func cmdAPIServer(ts *testscript.TestScript, neg bool, args []string) {
 	if neg || len(args) == 0 {
 		ts.Fatalf("usage: apiserver start|refuse|count|revoke ...")
@@ -47,10 +47,14 @@ func cmdAPIServer(ts *testscript.TestScript, neg bool, args []string) {
 	}
 	switch args[0] {
 	case "start":
+		cfg := authtest.ResourceConfig{ClientID: scriptClient, ClientSecret: r.clientSecret}
 		r.mu.Lock()
-		issuer := r.srv.Issuer()
+		cfg.Issuer = r.srv.Issuer()
 		r.mu.Unlock()
-		rs = authtest.NewResourceServer(authtest.ResourceConfig{Issuer: issuer, ClientID: scriptClient, ClientSecret: r.clientSecret})
+		if len(args) > 1 && args[1] == "op" {
+			cfg = authtest.ResourceConfig{Issuer: ts.Getenv("OP_ISSUER"), ClientID: ts.Getenv("OP_CLIENT_ID"), ClientSecret: ts.Getenv("OP_CLIENT_SECRET")}
+		}
+		rs = authtest.NewResourceServer(cfg)
 		ts.Defer(rs.Close)
 		holder.rs = rs
 		ts.Setenv("API_URL", rs.URL())
@@ -70,11 +74,21 @@ func cmdAPIServer(ts *testscript.TestScript, neg bool, args []string) {
 	case "revoke":
 		tok := strings.TrimSpace(ts.ReadFile(args[1]))
 		r.mu.Lock()
-		issuer := r.srv.Issuer()
+		endpoint := r.srv.Issuer() + "/protocol/openid-connect/revoke"
 		r.mu.Unlock()
-		resp, err := http.PostForm(issuer+"/protocol/openid-connect/revoke", url.Values{
-			"token": {tok}, "client_id": {scriptClient}, "client_secret": {r.clientSecret},
-		})
+		id, secret := scriptClient, r.clientSecret
+		if len(args) > 2 && args[2] == "op" {
+			id, secret = ts.Getenv("OP_CLIENT_ID"), ts.Getenv("OP_CLIENT_SECRET")
+			resp, err := http.Get(ts.Getenv("OP_ISSUER") + "/.well-known/openid-configuration")
+			ts.Check(err)
+			var doc struct {
+				Revocation string `json:"revocation_endpoint"`
+			}
+			ts.Check(json.NewDecoder(resp.Body).Decode(&doc))
+			resp.Body.Close()
+			endpoint = doc.Revocation
+		}
+		resp, err := http.PostForm(endpoint, url.Values{"token": {tok}, "client_id": {id}, "client_secret": {secret}})
 		ts.Check(err)
 		resp.Body.Close()
 		if resp.StatusCode != http.StatusOK {

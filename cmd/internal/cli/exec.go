@@ -92,7 +92,7 @@ SHIPKEY_TOKEN. A signal that arrives before COMMAND starts ends shipkey with
 
 Without LABEL: SHIPKEY_KEY, else the default key, else the only key.`,
 		Example: `  shipkey exec prod -- ./sync-shipments      # reads $SHIPKEY_TOKEN
-  shipkey exec -- sh -c 'printf "header = \"Authorization: Bearer %s\"\n" "$SHIPKEY_TOKEN" | curl -K - https://api.example.com/…'
+  shipkey exec --serve prod -- ./job-longer-than-a-token   # asks $SHIPKEY_SOCKET for fresh tokens
   shipkey exec prod --min-valid 10m --env API_TOKEN -- ./long-running-job`,
 		Args: func(cmd *cobra.Command, args []string) error {
 			dash := cmd.ArgsLenAtDash()

@@ -51,6 +51,10 @@ func TestOpenIDProviderScripts(t *testing.T) {
 			"exits":     cmdExits,
 			"sleep":     cmdSleep,
 			"opactive":  cmdOPActive(p),
+			"apiserver": cmdAPIServer,
+			"bigjson":   cmdBigJSON,
+			"samebody":  cmdSameBody,
+			"jsonfield": cmdJSONField,
 		},
 	})
 }

@@ -146,7 +146,8 @@ curl -H "Authorization: Bearer $(shipkey token)": argv is readable by every
 local user (ps, /proc/*/cmdline). Hand it over on stdin or in the
 environment instead:
 
-  shipkey header --curl-config | curl -K - https://api.example.com/…
+  shipkey api https://api.example.com/…        (the request itself)
+  shipkey curl -- -sS https://api.example.com/… (curl, the header on fd 3)
   shipkey exec -- ./job    (the job reads $SHIPKEY_TOKEN)
 
 Without LABEL: SHIPKEY_KEY, else the default key, else the only key.
@@ -157,13 +158,15 @@ Exit code 3 means only a new login can help (shipkey login).`,
 		cmd.Short = "Print \"Authorization: Bearer <token>\" for the key"
 		cmd.Long = `Print the HTTP header that carries the key's access token. With
 --curl-config, print it as a curl config line (header = "…", quoted as curl
-wants) for curl to read on stdin:
+wants). To run curl with it, use shipkey curl, which hands curl the config
+on a file descriptor of its own:
 
-  shipkey header --curl-config | curl -K - https://api.example.com/…
+  shipkey curl -- -sS https://api.example.com/…
 
 Never pass the header on curl's command line (curl -H "$(shipkey header)"):
-argv is readable by every local user (ps, /proc/*/cmdline); curl -K - reads
-it from stdin instead.
+argv is readable by every local user (ps, /proc/*/cmdline). Piping it to
+curl -K - takes curl's standard input: a body sent with --data-binary @-
+then arrives empty.
 
 The token is refreshed first if needed, as with "shipkey token".`
 	}
@@ -185,7 +188,7 @@ The token is refreshed first if needed, as with "shipkey token".`
 	cmd.Flags().DurationVar(&opts.MinValid, "min-valid", 0, "hand out a token valid for at least this long (e.g. 5m), renewing first")
 	cmd.Flags().BoolVar(&opts.ForceRefresh, "force-refresh", false, "renew the token now, even when it looks valid (one the server revoked)")
 	if header {
-		cmd.Flags().BoolVar(&opts.CurlConfig, "curl-config", false, "print a curl config line (header = \"…\") for: curl -K - URL")
+		cmd.Flags().BoolVar(&opts.CurlConfig, "curl-config", false, "print a curl config line (header = \"…\"); shipkey curl runs curl with it")
 	} else {
 		cmd.Flags().StringVarP(&opts.Output, "output", "o", outputText, "format: "+strings.Join(tokenOutputs, ", "))
 		cmd.Flags().Bool("json", false, "same as --output json")
