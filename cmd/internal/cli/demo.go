@@ -36,8 +36,9 @@ throwaway store with the demo credentials filled in. Nothing is written to
 your own configuration, and everything is removed at exit.
 
 With --serve, only run the server: its auth URL, realm, client id, client
-secret, username, password and public client id are printed on stdout (one
-"key: value" a line), and it runs until interrupted. The demo realm serves
+secret, username, password, public client id and the URL of a demo API that
+checks the realm's tokens (api_url) are printed on stdout (one "key: value" a
+line), and it runs until interrupted. The demo realm serves
 every grant: the client has a service account (client credentials) and the
 device grant, the public client signs in with a device code or the browser
 (its pages take the demo username and password).`,
@@ -67,11 +68,20 @@ func demoRun(ctx context.Context, opts *demoOptions) error {
 		return fmt.Errorf("demo server: %w", err)
 	}
 	defer srv.Close()
+	// An API beside the realm that checks the demo tokens (shipkey api,
+	// shipkey curl, the Request screen have something to call).
+	api, err := authtest.StartResourceServer("127.0.0.1:0", authtest.ResourceConfig{
+		Issuer: srv.Issuer(), ClientID: authtest.DemoClientID, ClientSecret: authtest.DemoClientSecret,
+	})
+	if err != nil {
+		return fmt.Errorf("demo API: %w", err)
+	}
+	defer api.Close()
 
 	if opts.Serve {
-		fmt.Fprintf(opts.IO.Out, "auth_url: %s\nrealm: %s\nclient_id: %s\nclient_secret: %s\nusername: %s\npassword: %s\npublic_client_id: %s\ngrants: %s\n",
+		fmt.Fprintf(opts.IO.Out, "auth_url: %s\nrealm: %s\nclient_id: %s\nclient_secret: %s\nusername: %s\npassword: %s\npublic_client_id: %s\ngrants: %s\napi_url: %s\n",
 			srv.URL(), srv.Realm(), authtest.DemoClientID, authtest.DemoClientSecret, authtest.DemoUsername, authtest.DemoPassword,
-			authtest.DemoPublicClientID, grantNames())
+			authtest.DemoPublicClientID, grantNames(), api.URL())
 		fmt.Fprintln(opts.IO.ErrOut, "Demo server running; stop it with Ctrl-C.")
 		<-ctx.Done()
 		return nil
@@ -102,6 +112,7 @@ func demoRun(ctx context.Context, opts *demoOptions) error {
 		return err
 	}
 	defer st.Close()
+	fmt.Fprintf(opts.IO.ErrOut, "Demo API at %s (try: shipkey api %s/v1/shipments)\n", api.URL(), api.URL())
 	fmt.Fprintf(opts.IO.ErrOut, "Demo server at %s (realm %s)\n  client id: %s  client secret: %s\n  username:  %s  password:      %s\n",
 		srv.URL(), srv.Realm(), authtest.DemoClientID, authtest.DemoClientSecret, authtest.DemoUsername, authtest.DemoPassword)
 	return opts.RunTUI(ctx, uiOptions{
