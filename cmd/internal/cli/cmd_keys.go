@@ -14,6 +14,7 @@ import (
 	"github.com/shipkey/shipkey/store/team"
 	"github.com/shipkey/shipkey/tui"
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 )
 
 func newCmdKeys(f *factory) *cobra.Command {
@@ -43,22 +44,106 @@ type keysNewOptions struct {
 
 	TeamName         string // --team: a team key, shared through etcd
 	Label            string
-	Grant            string
-	AuthURL          string
-	Realm            string
-	TokenURL         string
-	Issuer           string
-	ClientID         string
-	Username         string
-	Scopes           []string
-	BasicAuth        bool
+	grantFlags       // the server, the client and the grant
 	RememberPassword bool
 	PasswordStdin    bool
 	SecretStdin      bool // --client-secret-stdin
-	PublicClient     bool
-	ClientAuth       string // --client-auth; --basic-auth and --public-client are its aliases
-	CallbackPort     int
-	BrowserWait      time.Duration // --browser-timeout
+}
+
+// grantFlags name a server, a client and a grant: the flags of keys new,
+// and of token --no-store.
+type grantFlags struct {
+	Grant        string
+	AuthURL      string
+	Realm        string
+	TokenURL     string
+	Issuer       string
+	ClientID     string
+	Username     string
+	Scopes       []string
+	BasicAuth    bool
+	PublicClient bool
+	ClientAuth   string // --client-auth; --basic-auth and --public-client are its aliases
+	CallbackPort int
+	BrowserWait  time.Duration // --browser-timeout
+}
+
+// add defines the grant flags on fl.
+func (g *grantFlags) add(fl *pflag.FlagSet) {
+	fl.StringVar(&g.Grant, "grant", string(auth.GrantPassword), "how to obtain tokens: "+grantNames())
+	fl.StringVar(&g.AuthURL, "auth-url", "", "base URL of the authorization server, e.g. https://auth.example.com")
+	fl.StringVar(&g.Realm, "realm", "", "Keycloak realm (default \"master\")")
+	fl.StringVar(&g.TokenURL, "token-url", "", "token endpoint, overriding the realm's")
+	fl.StringVar(&g.Issuer, "issuer", "", "OIDC issuer; endpoints come from its discovery document")
+	fl.StringVar(&g.ClientID, "client-id", "", "client id of the registered client application")
+	fl.StringVar(&g.Username, "username", "", "user of the client application")
+	fl.StringArrayVar(&g.Scopes, "scope", nil, "scope to request (repeatable, or space-separated)")
+	fl.StringVar(&g.ClientAuth, "client-auth", "", "how the client authenticates: "+clientAuthNames()+" (default: the secret in the form, HTTP Basic when the server wants it)")
+	fl.BoolVar(&g.BasicAuth, "basic-auth", false, "send the client credentials with HTTP Basic instead of in the form (--client-auth client_secret_basic)")
+	fl.BoolVar(&g.PublicClient, "public-client", false, "the client has no secret: none is asked for or sent (--client-auth none)")
+	fl.DurationVar(&g.BrowserWait, "browser-timeout", auth.DefaultBrowserWait, "authcode: how long to wait for the browser to come back")
+	fl.IntVar(&g.CallbackPort, "callback-port", 0, "authcode: listen on this port (redirect http://127.0.0.1:N/callback); default any free port")
+}
+
+// grantFlagNames are the flags add defines.
+var grantFlagNames = []string{"grant", "auth-url", "realm", "token-url", "issuer", "client-id", "username", "scope",
+	"client-auth", "basic-auth", "public-client", "browser-timeout", "callback-port"}
+
+// check finds what is missing or contradictory in the grant flags, as a
+// usage error; missing collects the flags not given (the caller adds its
+// own and reports them all at once).
+func (g *grantFlags) check(cmd *cobra.Command, missing *[]string) (auth.GrantType, auth.ClientAuthMethod, error) {
+	if g.AuthURL == "" && g.TokenURL == "" && g.Issuer == "" {
+		*missing = append(*missing, "--auth-url (or --token-url or --issuer)")
+	}
+	grant, err := auth.GrantFor(auth.GrantType(g.Grant))
+	if err != nil {
+		return "", "", usageErrorf("--grant %s is not one of %s", text.ShellQuote(g.Grant), grantNames())
+	}
+	*missing = append(*missing, missingFlags(cmd, "client-id")...)
+	if grant.Type() == auth.GrantPassword {
+		*missing = append(*missing, missingFlags(cmd, "username")...)
+	} else {
+		for _, f := range []string{"username", "remember-password", "password-stdin"} {
+			if fl := cmd.Flags().Lookup(f); fl != nil && fl.Changed {
+				return "", "", usageErrorf("--%s is for the password grant, not --grant %s", f, grant.Type())
+			}
+		}
+	}
+	if cmd.Flags().Changed("callback-port") && grant.Type() != auth.GrantAuthCode {
+		return "", "", usageErrorf("--callback-port is for --grant %s", auth.GrantAuthCode)
+	}
+	if g.CallbackPort < 0 || g.CallbackPort > 65535 {
+		return "", "", usageErrorf("--callback-port %d is not a TCP port (1-65535)", g.CallbackPort)
+	}
+	method, err := clientAuthFlag(g)
+	if err != nil {
+		return "", "", err
+	}
+	if method == auth.ClientAuthNone && grant.Type() == auth.GrantClientCredentials {
+		return "", "", usageErrorf("--grant client-credentials needs the client's secret: drop --public-client")
+	}
+	if g.TokenURL != "" && g.Issuer != "" {
+		return "", "", usageErrorf("--token-url and --issuer exclude each other (see: %s --help)", cmd.CommandPath())
+	}
+	return grant.Type(), method, nil
+}
+
+// connection is the connection the flags name, authenticating by method.
+func (g *grantFlags) connection(method auth.ClientAuthMethod) auth.Connection {
+	var scopes []string
+	for _, s := range g.Scopes {
+		scopes = append(scopes, strings.Fields(s)...)
+	}
+	return auth.Connection{
+		AuthURL:    g.AuthURL,
+		Realm:      g.Realm,
+		ClientID:   g.ClientID,
+		TokenURL:   g.TokenURL,
+		Issuer:     g.Issuer,
+		Scopes:     scopes,
+		ClientAuth: method,
+	}
 }
 
 func newCmdKeysNew(f *factory, runF func(context.Context, *keysNewOptions) error) *cobra.Command {
@@ -91,41 +176,16 @@ the desktop's opener) and always print it.`,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			// Every missing flag in one message.
 			missing := missingFlags(cmd, "label")
-			if opts.AuthURL == "" && opts.TokenURL == "" && opts.Issuer == "" {
-				missing = append(missing, "--auth-url (or --token-url or --issuer)")
-			}
-			grant, err := auth.GrantFor(auth.GrantType(opts.Grant))
-			if err != nil {
-				return usageErrorf("--grant %s is not one of %s", text.ShellQuote(opts.Grant), grantNames())
-			}
-			missing = append(missing, missingFlags(cmd, "client-id")...)
-			if grant.Type() == auth.GrantPassword {
-				missing = append(missing, missingFlags(cmd, "username")...)
-			} else {
-				for _, f := range []string{"username", "remember-password", "password-stdin"} {
-					if cmd.Flags().Changed(f) {
-						return usageErrorf("--%s is for the password grant, not --grant %s", f, grant.Type())
-					}
-				}
-			}
-			if cmd.Flags().Changed("callback-port") && grant.Type() != auth.GrantAuthCode {
-				return usageErrorf("--callback-port is for --grant %s", auth.GrantAuthCode)
-			}
-			if opts.CallbackPort < 0 || opts.CallbackPort > 65535 {
-				return usageErrorf("--callback-port %d is not a TCP port (1-65535)", opts.CallbackPort)
-			}
 			if opts.PublicClient && (opts.SecretStdin || opts.BasicAuth) {
 				return usageErrorf("--public-client has no secret: drop --client-secret-stdin and --basic-auth")
 			}
-			method, err := clientAuthFlag(opts)
+			grantType, method, err := opts.check(cmd, &missing)
 			if err != nil {
 				return err
 			}
+			grant, _ := auth.GrantFor(grantType)
 			if method == auth.ClientAuthNone && opts.SecretStdin {
 				return usageErrorf("--client-auth none has no secret: drop --client-secret-stdin")
-			}
-			if method == auth.ClientAuthNone && grant.Type() == auth.GrantClientCredentials {
-				return usageErrorf("--grant client-credentials needs the client's secret: drop --public-client")
 			}
 			if opts.SecretStdin && opts.PasswordStdin {
 				return usageErrorf("--client-secret-stdin and --password-stdin both read stdin; pass one secret in its variable")
@@ -139,9 +199,6 @@ the desktop's opener) and always print it.`,
 			if opts.TeamName != "" && !grant.Unattended(auth.Kept{Password: true}) {
 				return usageErrorf("--team keys renew on every member's machine without a person: use --grant password or client-credentials, not %s", grant.Type())
 			}
-			if opts.TokenURL != "" && opts.Issuer != "" {
-				return usageErrorf("--token-url and --issuer exclude each other (see: %s --help)", cmd.CommandPath())
-			}
 			if runF != nil {
 				return runF(cmd.Context(), opts)
 			}
@@ -150,22 +207,10 @@ the desktop's opener) and always print it.`,
 	}
 	fl := cmd.Flags()
 	fl.StringVar(&opts.Label, "label", "", "label of the new key (unique)")
-	fl.StringVar(&opts.Grant, "grant", string(auth.GrantPassword), "how to obtain tokens: "+grantNames())
-	fl.StringVar(&opts.AuthURL, "auth-url", "", "base URL of the authorization server, e.g. https://auth.example.com")
-	fl.StringVar(&opts.Realm, "realm", "", "Keycloak realm (default \"master\")")
-	fl.StringVar(&opts.TokenURL, "token-url", "", "token endpoint, overriding the realm's")
-	fl.StringVar(&opts.Issuer, "issuer", "", "OIDC issuer; endpoints come from its discovery document")
-	fl.StringVar(&opts.ClientID, "client-id", "", "client id of the registered client application")
-	fl.StringVar(&opts.Username, "username", "", "user of the client application")
-	fl.StringArrayVar(&opts.Scopes, "scope", nil, "scope to request (repeatable, or space-separated)")
-	fl.StringVar(&opts.ClientAuth, "client-auth", "", "how the client authenticates: "+clientAuthNames()+" (default: the secret in the form, HTTP Basic when the server wants it)")
-	fl.BoolVar(&opts.BasicAuth, "basic-auth", false, "send the client credentials with HTTP Basic instead of in the form (--client-auth client_secret_basic)")
+	opts.add(fl)
 	fl.BoolVar(&opts.RememberPassword, "remember-password", false, "keep the password with the key's secrets to log in again unattended")
 	fl.BoolVar(&opts.PasswordStdin, "password-stdin", false, "read the password from stdin (one line)")
 	fl.BoolVar(&opts.SecretStdin, "client-secret-stdin", false, "read the client secret from stdin (one line)")
-	fl.BoolVar(&opts.PublicClient, "public-client", false, "the client has no secret: none is asked for or sent (--client-auth none)")
-	fl.DurationVar(&opts.BrowserWait, "browser-timeout", auth.DefaultBrowserWait, "authcode: how long to wait for the browser to come back")
-	fl.IntVar(&opts.CallbackPort, "callback-port", 0, "authcode: listen on this port (redirect http://127.0.0.1:N/callback); default any free port")
 	fl.StringVar(&opts.TeamName, "team", "", "make it a team key, shared end-to-end encrypted through the team's etcd (addressed TEAM/LABEL)")
 	return cmd
 }
@@ -173,7 +218,7 @@ the desktop's opener) and always print it.`,
 // clientAuthFlag is the method --client-auth names, or its aliases
 // --basic-auth and --public-client; "" when none is given. Two that
 // disagree are a usage error.
-func clientAuthFlag(opts *keysNewOptions) (auth.ClientAuthMethod, error) {
+func clientAuthFlag(opts *grantFlags) (auth.ClientAuthMethod, error) {
 	m, err := auth.ParseClientAuthMethod(opts.ClientAuth)
 	if err != nil {
 		return "", usageErrorf("--client-auth %s is not one of %s", text.ShellQuote(opts.ClientAuth), clientAuthNames())
@@ -214,23 +259,11 @@ func grantNames() string {
 }
 
 func keysNewRun(ctx context.Context, opts *keysNewOptions) error {
-	var scopes []string
-	for _, s := range opts.Scopes {
-		scopes = append(scopes, strings.Fields(s)...)
-	}
-	method, err := clientAuthFlag(opts)
+	method, err := clientAuthFlag(&opts.grantFlags)
 	if err != nil {
 		return err
 	}
-	conn := auth.Connection{
-		AuthURL:    opts.AuthURL,
-		Realm:      opts.Realm,
-		ClientID:   opts.ClientID,
-		TokenURL:   opts.TokenURL,
-		Issuer:     opts.Issuer,
-		Scopes:     scopes,
-		ClientAuth: method,
-	}
+	conn := opts.connection(method)
 	grant := auth.GrantType(opts.Grant)
 	// Check everything that can be checked before asking for anything secret:
 	// the connection's shape, the store, and that the label is free.

@@ -120,12 +120,19 @@ type tokenOptions struct {
 	CurlConfig bool
 	// TeamToken hands out a team key's token ("T/LABEL").
 	TeamToken func(ctx context.Context, team, label string, minValid time.Duration) (*auth.TokenSet, error)
+
+	// NoStore (--no-store) runs the grant the Conn flags name and prints
+	// the token, without a store: nothing read or written, no passphrase.
+	NoStore bool
+	Conn    grantFlags
+	Getenv  func(string) string
+	Auth    func() (*auth.Client, error)
 }
 
 // newCmdToken builds "token", or "header" when header is set: one command
 // body, two ways to print the result.
 func newCmdToken(f *factory, header bool, runF func(context.Context, *tokenOptions) error) *cobra.Command {
-	opts := &tokenOptions{IO: f.IO, Now: f.Now, Store: f.readingStore, Secrets: f.Secrets, Header: header}
+	opts := &tokenOptions{IO: f.IO, Now: f.Now, Store: f.readingStore, Secrets: f.Secrets, Header: header, Getenv: f.Getenv, Auth: f.Auth}
 	opts.TeamToken = func(ctx context.Context, t, l string, minValid time.Duration) (*auth.TokenSet, error) {
 		return teamToken(ctx, f, t, l, minValid)
 	}
@@ -151,7 +158,18 @@ environment instead:
   shipkey exec -- ./job    (the job reads $SHIPKEY_TOKEN)
 
 Without LABEL: SHIPKEY_KEY, else the default key, else the only key.
-Exit code 3 means only a new login can help (shipkey login).`,
+Exit code 3 means only a new login can help (shipkey login).
+
+With --no-store, for one-shot jobs (CI): no key and no store. The grant the
+flags name (as for keys new) runs once and its access token is printed;
+nothing is read or written on disk and no passphrase is asked. The client
+secret comes from SHIPKEY_CLIENT_SECRET, the password from SHIPKEY_PASSWORD:
+
+  SHIPKEY_CLIENT_SECRET=… shipkey token --no-store --grant client-credentials \
+    --auth-url https://auth.example.com --client-id shipping-ci
+
+Exit code 5: the server refused the credentials (fix the secret); 6: it
+could not be reached, timed out or failed (retry).`,
 	}
 	if header {
 		cmd.Use = "header [LABEL]"
@@ -174,6 +192,9 @@ The token is refreshed first if needed, as with "shipkey token".`
 	cmd.ValidArgsFunction = completeLabels(f, 1)
 	cmd.RunE = func(cmd *cobra.Command, args []string) error {
 		opts.Label = labelArg(args)
+		if err := noStoreFlags(cmd, opts); err != nil {
+			return err
+		}
 		if opts.MinValid < 0 {
 			return usageErrorf("--min-valid must not be negative (see: %s --help)", cmd.CommandPath())
 		}
@@ -192,8 +213,82 @@ The token is refreshed first if needed, as with "shipkey token".`
 	} else {
 		cmd.Flags().StringVarP(&opts.Output, "output", "o", outputText, "format: "+strings.Join(tokenOutputs, ", "))
 		cmd.Flags().Bool("json", false, "same as --output json")
+		cmd.Flags().BoolVar(&opts.NoStore, "no-store", false, "no key, no store: run the grant the flags below name and print its token (for CI)")
+		opts.Conn.add(cmd.Flags())
 	}
 	return cmd
+}
+
+// noStoreFlags checks --no-store against the other flags: the grant flags
+// go with it, a label and the flags about a stored token do not.
+func noStoreFlags(cmd *cobra.Command, opts *tokenOptions) error {
+	if !opts.NoStore {
+		for _, name := range grantFlagNames {
+			if fl := cmd.Flags().Lookup(name); fl != nil && fl.Changed {
+				return usageErrorf("--%s is for --no-store (a key's own settings are kept with it; see: %s --help)", name, cmd.CommandPath())
+			}
+		}
+		return nil
+	}
+	if opts.Label != "" {
+		return usageErrorf("--no-store takes no key label (see: %s --help)", cmd.CommandPath())
+	}
+	for _, name := range []string{"min-valid", "force-refresh"} {
+		if cmd.Flags().Changed(name) {
+			return usageErrorf("--%s is about a stored token; --no-store always gets a new one", name)
+		}
+	}
+	var missing []string
+	grant, method, err := opts.Conn.check(cmd, &missing)
+	if err != nil {
+		return err
+	}
+	if len(missing) > 0 {
+		return usageErrorf("missing %s (see: %s --help)", strings.Join(missing, ", "), cmd.CommandPath())
+	}
+	opts.Conn.Grant, opts.Conn.ClientAuth = string(grant), string(method)
+	return nil
+}
+
+// tokenNoStoreRun is token --no-store: one grant, the token printed.
+func tokenNoStoreRun(ctx context.Context, opts *tokenOptions) error {
+	method := auth.ClientAuthMethod(opts.Conn.ClientAuth)
+	conn := opts.Conn.connection(method)
+	if err := conn.Validate(); err != nil {
+		return err
+	}
+	grant := auth.GrantType(opts.Conn.Grant)
+	var secret, password string
+	var err error
+	if conn.AuthMethod().UsesSecret() {
+		secret, err = readSecret(opts.IO, opts.Getenv, secretSource{
+			What: "client secret", Env: envClientSecret, Prompt: "Client secret: ",
+			Hint: "set " + envClientSecret + " (or pass --public-client for a client without one)",
+		})
+		if err != nil {
+			return err
+		}
+		opts.Secrets.Add(secret)
+	}
+	if grant.Or() == auth.GrantPassword {
+		if password, err = readSecret(opts.IO, opts.Getenv, userPassword(opts.Conn.Username, false)); err != nil {
+			return err
+		}
+		opts.Secrets.Add(password)
+	}
+	client, err := opts.Auth()
+	if err != nil {
+		return err
+	}
+	ts, err := client.Obtain(ctx, grant, auth.Request{
+		Conn: conn, ClientAuth: auth.AuthFor(conn, secret), Username: opts.Conn.Username, Password: password,
+		CallbackPort: opts.Conn.CallbackPort, Wait: opts.Conn.BrowserWait, Prompt: newPrompter(opts.IO, opts.Getenv),
+	})
+	if err != nil {
+		return interrupted(ctx, err)
+	}
+	opts.Secrets.Add(ts.AccessToken, ts.RefreshToken, ts.IDToken)
+	return writeToken(opts.IO.Out, opts.Output, "", ts)
 }
 
 // tokenOutputFlags checks --output and folds --json into it.
@@ -211,6 +306,9 @@ func tokenOutputFlags(cmd *cobra.Command, opts *tokenOptions) error {
 }
 
 func tokenRun(ctx context.Context, opts *tokenOptions) error {
+	if opts.NoStore {
+		return tokenNoStoreRun(ctx, opts)
+	}
 	st, err := opts.Store()
 	if err != nil {
 		return err
@@ -258,27 +356,20 @@ func tokenRun(ctx context.Context, opts *tokenOptions) error {
 // live that long (the server issues shorter ones), it says so on stderr and
 // hands it out anyway.
 //
-// A minValid at or beyond the life of the key's tokens (as last issued)
-// could never be met: every call would renew. It is then half that life,
-// and stderr says so once per key, --min-valid and life (warnedOnce), not
-// at every call of a script or of kubectl.
+// The warning is given once per key and --min-valid
+// (warnedOnce), not at every call of a script or of kubectl.
 func freshToken(ctx context.Context, st *store.Store, key store.Key, minValid time.Duration, secrets *secretSet, ios *iostreams, now func() time.Time) (*auth.TokenSet, error) {
-	if life := key.Token.AccessExpiry().Sub(key.Token.ObtainedAt); minValid > 0 && life > 0 && !key.Token.ObtainedAt.IsZero() && minValid >= life {
-		life = life.Round(time.Second)
-		if !warnedOnce(st, fmt.Sprintf("min-valid\x00%s\x00%s\x00%s", key.Label, minValid, life)) {
-			fmt.Fprintf(ios.ErrOut, "shipkey: warning: API key %s: its tokens live %s, not the --min-valid %s asked, so every call would renew it; handing out tokens with at least half their life left instead (pick --min-valid below %s; said once)\n",
-				text.Safe(key.Label), life, minValid, life)
-		}
-		minValid = life / 2
-	}
 	ts, err := st.Token(ctx, key.Label, store.TokenOptions{MarkUsed: true, MinValid: minValid})
 	if err != nil {
 		return nil, err
 	}
 	secrets.Add(ts.AccessToken, ts.RefreshToken, ts.IDToken)
 	if minValid > 0 && !ts.Access().ValidFor(now(), minValid) {
-		fmt.Fprintf(ios.ErrOut, "shipkey: warning: API key %s: this token is valid only until %s, less than --min-valid %s: the server issues shorter-lived tokens\n",
-			text.Safe(key.Label), text.Stamp(ts.AccessExpiry()), minValid)
+		life := ts.AccessExpiry().Sub(ts.ObtainedAt).Round(time.Second)
+		if !warnedOnce(st, fmt.Sprintf("min-valid\x00%s\x00%s", key.Label, minValid)) {
+			fmt.Fprintf(ios.ErrOut, "shipkey: warning: API key %s: this token is valid only until %s, less than --min-valid %s: the server issues shorter-lived tokens (%s), so every call renews it; pick --min-valid below their life (said once)\n",
+				text.Safe(key.Label), text.Stamp(ts.AccessExpiry()), minValid, life)
+		}
 	}
 	return ts, nil
 }
