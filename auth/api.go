@@ -32,6 +32,13 @@ type APIOptions struct {
 	Logger *slog.Logger
 	// Base replaces the transport NewAPIClient builds (tests).
 	Base http.RoundTripper
+	// DPoP is the key's DPoP key: a token of type DPoP is sent with the
+	// DPoP scheme and a fresh proof for each request (RFC 9449 §7.1),
+	// carrying the nonce the API last asked for. Nil: the key has none (a
+	// DPoP-bound token is then an error, before anything is sent).
+	DPoP *DPoPKey
+	// Now is the clock of the proofs (default time.Now).
+	Now func() time.Time
 }
 
 // NewAPIClient returns an HTTP client for calling an API with a key's
@@ -42,7 +49,11 @@ type APIOptions struct {
 // it renew the token once, forced, and send the request once more, when the
 // request's body can be sent again (a body with GetBody, or a stream of
 // which nothing was read yet: such requests go out with Expect:
-// 100-continue). Nothing else is ever retried: a second 401 is the answer.
+// 100-continue). With a DPoP key, a DPoP-bound token goes out with a proof
+// per request; a 401 asking for a DPoP nonce (use_dpop_nonce, with a
+// DPoP-Nonce header) is answered by one more request with a proof carrying
+// it, and does not count as the renewal. Nothing else is ever retried: a
+// second invalid-token 401 is the answer.
 func NewAPIClient(opts APIOptions) (*http.Client, error) {
 	if opts.Source == nil {
 		return nil, errors.New("auth: NewAPIClient needs a Source")
@@ -64,8 +75,12 @@ func NewAPIClient(opts APIOptions) (*http.Client, error) {
 		t.ExpectContinueTimeout = time.Second
 		base = t
 	}
+	now := opts.Now
+	if now == nil {
+		now = time.Now
+	}
 	return &http.Client{
-		Transport:     &apiTransport{source: opts.Source, base: base, logger: logger},
+		Transport:     &apiTransport{source: opts.Source, base: base, logger: logger, dpop: opts.DPoP, now: now},
 		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
 	}, nil
 }
@@ -75,7 +90,13 @@ type apiTransport struct {
 	source APISource
 	base   http.RoundTripper
 	logger *slog.Logger
+	dpop   *DPoPKey
+	nonces DPoPNonces
+	now    func() time.Time
 }
+
+// errNoDPoPKey: the server bound the token to a DPoP key this client lacks.
+var errNoDPoPKey = &Error{Kind: KindConfig, Msg: "the access token is DPoP-bound but the key has no DPoP key to sign proofs with", Hint: "log in again"}
 
 func (t *apiTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 	if req.URL.Scheme != "https" && !(req.URL.Scheme == "http" && IsLoopback(req.URL.Hostname())) {
@@ -93,47 +114,86 @@ func (t *apiTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 	if req.Body != nil && req.Body != http.NoBody && req.GetBody == nil {
 		stream = &watchedBody{rc: req.Body}
 	}
-	first := t.prepare(req, ts, stream)
-	resp, err := t.send(first)
-	if err != nil || resp.StatusCode != http.StatusUnauthorized || !InvalidTokenChallenge(resp.Header) {
-		return resp, err
-	}
-	var again io.ReadCloser
-	switch {
-	case req.GetBody != nil:
-		if again, err = req.GetBody(); err != nil {
+	nonceRetried, renewed := false, false
+	for {
+		r, err := t.prepare(req, ts, stream)
+		if err != nil {
+			return nil, err
+		}
+		resp, err := t.send(r)
+		if err != nil || resp.StatusCode != http.StatusUnauthorized {
+			return resp, err
+		}
+		nonce := t.dpop != nil && isDPoP(ts) && t.nonces.Remember(req.URL.String(), resp.Header) && asksNonce(resp.Header)
+		switch {
+		case nonce && !nonceRetried:
+			nonceRetried = true
+		case !renewed && InvalidTokenChallenge(resp.Header):
+			renewed = true
+		default:
 			return resp, nil // the 401 stands
 		}
-	case stream != nil:
-		if !stream.detach() {
-			return resp, nil // part of the body went out: it cannot be sent whole again
+		// Send again: the body must be whole.
+		switch {
+		case req.GetBody != nil:
+			body, err := req.GetBody()
+			if err != nil {
+				return resp, nil
+			}
+			req = req.Clone(req.Context())
+			req.Body = body
+		case stream != nil:
+			if !stream.detach() {
+				return resp, nil // part of the body went out: it cannot be sent whole again
+			}
+			stream = &watchedBody{rc: stream.rc}
 		}
-		again = stream.rc
+		drain(resp)
+		if nonce {
+			continue // the same token, a proof with the nonce
+		}
+		if ts, err = t.source(req.Context(), true); err != nil {
+			return nil, err
+		}
 	}
-	drain(resp)
-	if ts, err = t.source(req.Context(), true); err != nil {
-		return nil, err
-	}
-	second := t.prepare(req, ts, nil)
-	second.Body = again
-	if again == nil {
-		second.Body = req.Body // nil or http.NoBody
-	}
-	return t.send(second)
 }
 
-// prepare is req with the token's Authorization header (and, for a watched
-// stream, the stream as its body and Expect: 100-continue).
-func (t *apiTransport) prepare(req *http.Request, ts *TokenSet, stream *watchedBody) *http.Request {
+func isDPoP(ts *TokenSet) bool { return strings.EqualFold(ts.TokenType, DPoPTokenType) }
+
+// asksNonce reports whether a challenge asks for a DPoP nonce.
+func asksNonce(h http.Header) bool {
+	for _, c := range ParseChallenges(h.Values("WWW-Authenticate")) {
+		if strings.EqualFold(c.Scheme, DPoPTokenType) && c.Params["error"] == "use_dpop_nonce" {
+			return true
+		}
+	}
+	return false
+}
+
+// prepare is req with the token's Authorization header (and DPoP proof),
+// and, for a watched stream, the stream as its body and Expect:
+// 100-continue.
+func (t *apiTransport) prepare(req *http.Request, ts *TokenSet, stream *watchedBody) (*http.Request, error) {
 	r := req.Clone(req.Context())
-	r.Header.Set("Authorization", authorizationValue(ts))
+	if isDPoP(ts) {
+		if t.dpop == nil {
+			return nil, errNoDPoPKey
+		}
+		target := req.URL.String()
+		proof, err := t.dpop.Proof(req.Method, target, ts.AccessToken, t.nonces.Get(target), t.now())
+		if err != nil {
+			return nil, err
+		}
+		r.Header.Set("Authorization", DPoPTokenType+" "+ts.AccessToken)
+		r.Header.Set("DPoP", proof)
+	} else {
+		r.Header.Set("Authorization", authorizationValue(ts))
+	}
 	if stream != nil {
 		r.Body = stream
 		r.Header.Set("Expect", "100-continue")
-	} else if req.GetBody != nil && req.Body != nil && req.Body != http.NoBody {
-		r.Body = req.Body
 	}
-	return r
+	return r, nil
 }
 
 func (t *apiTransport) send(r *http.Request) (*http.Response, error) {

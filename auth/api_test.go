@@ -201,3 +201,95 @@ func TestAPIClientErrors(t *testing.T) {
 		t.Errorf("plain http to a remote host: %v", err)
 	}
 }
+
+// With the key's DPoP key, a DPoP-bound token goes out with a proof per
+// request that the resource server accepts (htm, htu, ath, cnf.jkt, its
+// nonce after one use_dpop_nonce answer, no replay), including after a
+// forced renewal; a streamed body still arrives whole. Without the key the
+// request is refused before anything is sent.
+func TestAPIClientSignsDPoP(t *testing.T) {
+	t.Parallel()
+	cfg := authtest.DemoConfig()
+	cfg.Clients[0].DPoP = true
+	realm := authtest.NewServer(cfg)
+	t.Cleanup(realm.Close)
+	rs := authtest.NewResourceServer(authtest.ResourceConfig{Issuer: realm.Issuer(), ClientID: authtest.DemoClientID, ClientSecret: authtest.DemoClientSecret, DPoPNonce: true})
+	t.Cleanup(rs.Close)
+	k, err := auth.NewDPoPKey()
+	if err != nil {
+		t.Fatal(err)
+	}
+	tokenURL := realm.Issuer() + "/protocol/openid-connect/token"
+	var current atomic.Pointer[auth.TokenSet]
+	var forced atomic.Int32
+	login := func() (*auth.TokenSet, error) {
+		proof, err := k.Proof("POST", tokenURL, "", "", time.Now())
+		if err != nil {
+			return nil, err
+		}
+		form := url.Values{"grant_type": {"password"}, "client_id": {authtest.DemoClientID}, "client_secret": {authtest.DemoClientSecret},
+			"username": {authtest.DemoUsername}, "password": {authtest.DemoPassword}}
+		req, _ := http.NewRequest(http.MethodPost, tokenURL, strings.NewReader(form.Encode()))
+		req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+		req.Header.Set("DPoP", proof)
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			return nil, err
+		}
+		defer resp.Body.Close()
+		var ts auth.TokenSet
+		if err := json.NewDecoder(resp.Body).Decode(&ts); err != nil || ts.TokenType != "DPoP" {
+			return nil, errors.New("no DPoP token")
+		}
+		current.Store(&ts)
+		return &ts, nil
+	}
+	if _, err := login(); err != nil {
+		t.Fatal(err)
+	}
+	source := func(_ context.Context, force bool) (*auth.TokenSet, error) {
+		if force {
+			forced.Add(1)
+			return login()
+		}
+		return current.Load(), nil
+	}
+	c, err := auth.NewAPIClient(auth.APIOptions{Source: source, DPoP: k})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range 2 {
+		resp, err := c.Get(rs.URL() + "/v1/shipments?page=1")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if e := echoOf(t, resp); resp.StatusCode != http.StatusOK || !e.DPoP {
+			t.Fatalf("call %d: HTTP %d, dpop %v", i, resp.StatusCode, e.DPoP)
+		}
+	}
+	if n, want := rs.Count("refused"), 1; n != want {
+		t.Errorf("refusals = %d, want %d (one use_dpop_nonce, then the nonce is remembered)", n, want)
+	}
+
+	realm.EndSessions()
+	body := bytes.Repeat([]byte("x"), 100000)
+	pr, pw := io.Pipe()
+	go func() { _, _ = pw.Write(body); pw.Close() }()
+	req, _ := http.NewRequest(http.MethodPost, rs.URL()+"/v1/import", pr)
+	resp, err := c.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if e := echoOf(t, resp); resp.StatusCode != http.StatusOK || e.BodyBytes != int64(len(body)) || forced.Load() != 1 {
+		t.Errorf("after the session ended: HTTP %d, %d bytes, %d renewals", resp.StatusCode, e.BodyBytes, forced.Load())
+	}
+
+	bare, _ := auth.NewAPIClient(auth.APIOptions{Source: source})
+	before := rs.Count("requests")
+	if _, err := bare.Get(rs.URL() + "/v1/x"); err == nil || !strings.Contains(err.Error(), "DPoP") {
+		t.Errorf("a DPoP token without the key: %v", err)
+	}
+	if rs.Count("requests") != before {
+		t.Error("a request went out without a proof")
+	}
+}
