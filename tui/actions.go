@@ -1,7 +1,6 @@
 package tui
 
 import (
-	"context"
 	"fmt"
 
 	tea "charm.land/bubbletea/v2"
@@ -58,12 +57,7 @@ func (m *Model) apply(a action) tea.Cmd {
 		}
 		return tea.Batch(m.startOp(), m.fetchForCopyCmd(m.req.next(), a.label, a.header))
 	case actDelete:
-		return tea.Batch(m.startOp(), m.simpleCmd(m.req.next(), opDelete, a.label, "", func(b Backend) error {
-			ctx, cancel := context.WithTimeout(m.ctx, opTimeout)
-			defer cancel()
-			_, err := b.Remove(ctx, a.label)
-			return err
-		}))
+		return tea.Batch(m.startOp(), m.removeCmd(m.req.next(), a.label))
 	case actRename:
 		return tea.Batch(m.startOp(), m.simpleCmd(m.req.next(), opRename, a.label, a.newLabel, func(b Backend) error { return b.Rename(a.label, a.newLabel) }))
 	case actSetDefault:

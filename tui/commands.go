@@ -158,6 +158,18 @@ func (m *Model) simpleCmd(seq int, op opKind, label, to string, call func(Backen
 	}
 }
 
+// removeCmd deletes label's key, ending its session at the server first;
+// the answer carries what the server did.
+func (m *Model) removeCmd(seq int, label string) tea.Cmd {
+	st, parent := m.backend, m.ctx
+	return func() tea.Msg {
+		ctx, cancel := context.WithTimeout(parent, opTimeout)
+		defer cancel()
+		res, err := st.Remove(ctx, label)
+		return opDoneMsg{seq: seq, op: opDelete, label: label, end: res, err: err}
+	}
+}
+
 func (m *Model) markUsedCmd(label string) tea.Cmd {
 	st := m.backend
 	seq := m.req.next()

@@ -67,13 +67,14 @@ func fakeTokens(now time.Time, user string, n int) *auth.TokenSet {
 
 // fakeStore is an in-memory Backend.
 type fakeStore struct {
-	mu       sync.Mutex
-	clock    *clock
-	keys     map[string]store.Key
-	tokens   map[string]*auth.TokenSet
-	def      string
-	settings store.Settings
-	n        int
+	removeEnd auth.EndResult // what Remove says the server did
+	mu        sync.Mutex
+	clock     *clock
+	keys      map[string]store.Key
+	tokens    map[string]*auth.TokenSet
+	def       string
+	settings  store.Settings
+	n         int
 
 	createErr, refreshErr, loginErr, logoutErr error
 	lastNew                                    store.NewKey // what the last Create was given
@@ -317,7 +318,7 @@ func (f *fakeStore) Remove(_ context.Context, label string) (auth.EndResult, err
 	f.call("remove " + label)
 	delete(f.keys, label)
 	delete(f.tokens, label)
-	return auth.EndResult{}, nil
+	return f.removeEnd, nil
 }
 
 func (f *fakeStore) Rename(label, newLabel string) error {

@@ -10,6 +10,7 @@ import (
 	"charm.land/bubbles/v2/textinput"
 	tea "charm.land/bubbletea/v2"
 	"github.com/charmbracelet/x/ansi"
+	"github.com/shipkey/shipkey/auth"
 	"github.com/shipkey/shipkey/internal/text"
 	"github.com/shipkey/shipkey/store"
 )
@@ -492,11 +493,37 @@ func (l *keyList) outcome(msg opDoneMsg) (string, bool) {
 	}
 	switch msg.op {
 	case opDelete:
-		return "Deleted \"" + lbl + "\".", true
+		return deleteOutcome(lbl, l.wasLoggedOut(msg.label), msg.end), true
 	case opRename:
 		return "Renamed to \"" + text.Safe(msg.to) + "\".", true
 	default:
 		return "\"" + lbl + "\" is now the default key.", true
+	}
+}
+
+// wasLoggedOut reports whether the listed key labelled label had no
+// session (logged out, its end not pending).
+func (l *keyList) wasLoggedOut(label string) bool {
+	for i := range l.rows {
+		if k := l.rows[i].Key; k.Label == label {
+			return k.LoggedOut && k.EndPending.IsZero()
+		}
+	}
+	return false
+}
+
+// deleteOutcome says what a delete did, here and at the server, as `keys
+// rm` does.
+func deleteOutcome(lbl string, loggedOut bool, res auth.EndResult) string {
+	switch {
+	case loggedOut:
+		return "Deleted \"" + lbl + "\" (it had no session to end)."
+	case res.AlreadyEnded:
+		return "Deleted \"" + lbl + "\"; the server said its session had already ended."
+	case res.Ended():
+		return "Deleted \"" + lbl + "\" and ended its session at the server (" + text.Safe(res.Via) + ")."
+	default:
+		return "Deleted \"" + lbl + "\"; the server offers no way to end its session: its tokens stay valid until they expire."
 	}
 }
 

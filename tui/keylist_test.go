@@ -306,3 +306,25 @@ func TestKeyListLabelColumnStopsOnAWideScreen(t *testing.T) {
 		t.Errorf("the label and its Last Used are far apart:\n%s", line)
 	}
 }
+
+// A delete says what the server did with the key's session, as `keys rm`
+// does: ended it (and how), had ended it already, or offers no way to.
+func TestKeyListDeleteSaysWhatTheServerDid(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		end  auth.EndResult
+		want string
+	}{
+		{auth.EndResult{Via: "revocation"}, `Deleted "ci-bot" and ended its session at the server (revocation).`},
+		{auth.EndResult{Via: "logout", AlreadyEnded: true}, `Deleted "ci-bot"; the server said its session had already ended.`},
+		{auth.EndResult{}, `Deleted "ci-bot"; the server offers no way to end its session: its tokens stay valid until they expire.`},
+	} {
+		h := openKeyList(t)
+		h.st.mu.Lock()
+		h.st.removeEnd = tc.end
+		h.st.mu.Unlock()
+		h.send(tea.WindowSizeMsg{Width: 200, Height: 30})
+		h.press("d", "y")
+		h.mustShow(tc.want)
+	}
+}
