@@ -102,7 +102,8 @@ type session struct {
 	err      error // a bad SHIPKEY_UNLOCK_TIMEOUT or SHIPKEY_UNLOCK_MECH
 
 	// fallbackWhy tells why auto fell back to the file ("" when the file
-	// was chosen); markWarned records that the fallback was said.
+	// was chosen); markWarned says the fallback (once per store) before the
+	// passphrase line.
 	fallbackWhy func() string
 	markWarned  func()
 
@@ -125,7 +126,7 @@ func newSession(s *Store, opts UnlockOptions) *session {
 			defer s.mu.Unlock()
 			return s.fallbackWhy
 		},
-		markWarned: func() { fallbackWarned.Store(s.stateDir, true) },
+		markWarned: s.warnFallback,
 	}
 	sess.resolve()
 	return sess
@@ -216,12 +217,10 @@ func (sess *session) sayWhy(fresh bool, dataPath string) {
 	sess.said = true
 	where := displayPath(dataPath)
 	var line string
-	if why := sess.fallbackWhy(); why != "" {
-		line = fmt.Sprintf("no OS keyring available (%s); secrets go to %s, encrypted with a passphrase", why, where)
-		sess.markWarned()
-	} else {
-		line = fmt.Sprintf("secrets go to %s, encrypted with a passphrase", where)
-	}
+	// The keyring fallback is said by the one notice (Store.warnFallback),
+	// once per store in one wording; this line says only the passphrase.
+	sess.markWarned()
+	line = fmt.Sprintf("secrets go to %s, encrypted with a passphrase", where)
 	if !fresh {
 		line += ", which unlocks them"
 		if sess.mechanism() != MechNone {

@@ -252,6 +252,7 @@ func TestNewPassphraseConfirmed(t *testing.T) {
 	}
 	want := []string{
 		"say: shipkey: no OS keyring available (",
+		"say: shipkey: secrets go to ",
 		"ask: New passphrase for ",
 		"ask: Repeat the new passphrase: ",
 		"say: shipkey: the passphrases do not match; try again",
@@ -263,13 +264,18 @@ func TestNewPassphraseConfirmed(t *testing.T) {
 	if len(log.events) != len(want) {
 		t.Fatalf("events:\n%s", strings.Join(log.events, "\n"))
 	}
+	// The keyring notice is said once, in one wording (Store.warnFallback's).
+	if all := strings.Join(log.events, "\n"); strings.Count(all, "keyring") != 1 || !strings.Contains(all, "Said once.") {
+		t.Fatalf("the keyring notice is not said once in its one wording:\n%s", all)
+	}
 	for i, w := range want {
 		if !strings.HasPrefix(log.events[i], w) {
 			t.Fatalf("event %d = %q, want %q…", i, log.events[i], w)
 		}
 	}
-	if !strings.Contains(log.events[0], "; secrets go to "+filepath.Join(e.stateDir, secretsDirName)+", encrypted with a passphrase") {
-		t.Fatalf("reason = %q", log.events[0])
+	if !strings.Contains(log.events[0], "keeps secrets in the encrypted files in "+filepath.Join(e.stateDir, secretsDirName)) ||
+		!strings.Contains(log.events[1], "secrets go to "+filepath.Join(e.stateDir, secretsDirName)+", encrypted with a passphrase") {
+		t.Fatalf("reason = %q then %q", log.events[0], log.events[1])
 	}
 	t.Setenv(EnvPassphrase, "right")
 	if err := e.open(Options{Backend: BackendFile}).Unlock(); err != nil {

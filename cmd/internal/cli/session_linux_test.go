@@ -146,7 +146,7 @@ func mechanisms(t *testing.T) []string {
 // agentPID returns the pid of the agent serving the store of e (SO_PEERCRED
 // of its socket), or 0 when none answers.
 func (e *sessEnv) agentPID() int {
-	socks, _ := filepath.Glob(filepath.Join(e.dir, "run", "shipkey", "agent-*.sock"))
+	socks, _ := filepath.Glob(filepath.Join(e.dir, "run", "shipkey-agent", "agent-*.sock"))
 	for _, s := range socks {
 		c, err := net.DialTimeout("unix", s, time.Second)
 		if err != nil {
