@@ -127,7 +127,7 @@ func (c *Cluster) run(m *Member, state string) error {
 		"--snapshot-count", "10000",
 	)
 	cmd.Stdout, cmd.Stderr = logf, logf
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
+	cmd.SysProcAttr = memberProcAttr()
 	if err := cmd.Start(); err != nil {
 		logf.Close()
 		return fmt.Errorf("start etcd: %w", err)
