@@ -347,6 +347,18 @@ remove itself: it signs every re-encrypted item).`,
 
 // teamToken hands out a team key's token (token, header, exec).
 func teamToken(ctx context.Context, f *factory, teamName, label string, minValid time.Duration) (*auth.TokenSet, error) {
+	// A program without the engine (cmd/shipkey) serves a cached token
+	// etcd still holds itself, over etcd's JSON gateway: no second process
+	// and no gRPC start-up for the common case. Anything else goes on to
+	// the engine.
+	if newTeamEngine == nil {
+		if st, err := f.Store(); err == nil {
+			if ts, ok := team.CachedFast(ctx, st, teamName, label, minValid, f.Now()); ok {
+				f.Secrets.Add(ts.AccessToken, ts.RefreshToken, ts.IDToken)
+				return ts, nil
+			}
+		}
+	}
 	eng, err := f.Team()
 	if err != nil {
 		return nil, err

@@ -10,8 +10,9 @@ import (
 
 // BenchmarkCachedToken measures what a script pays per `shipkey token`: a
 // local key against a team key whose token is cached on this machine (one
-// keys-only etcd read says the team still holds it), both whole processes.
-// team/local is the ratio.
+// keys-only etcd read over its JSON gateway says the team still holds it;
+// shipkey serves it without handing the call to shipkey-team), both whole
+// processes, paired in each iteration. team/local is the ratio.
 func BenchmarkCachedToken(b *testing.B) {
 	c := needCluster(b)
 	srv := newRealm(b)

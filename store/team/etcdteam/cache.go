@@ -11,18 +11,15 @@ import (
 	"filippo.io/age"
 	"github.com/gofrs/flock"
 
-	"github.com/shipkey/shipkey/auth"
+	"github.com/shipkey/shipkey/store/team"
 )
 
-// cacheFile is a machine's local copy of a team, encrypted to its own
-// identity: what `token` hands out without etcd, and while etcd is down.
-type cacheFile struct {
-	Keys     map[string]*cacheEntry `json:"keys"` // by key id
-	SyncedAt time.Time              `json:"synced_at"`
-	// Removed: etcd's roster no longer holds this machine (its tokens are
-	// dropped; the keys stay listed as removed).
-	Removed bool `json:"removed,omitempty"`
-}
+// The cache's format is package team's (team.Cache), so that a program
+// without this engine can read it (team.CachedFast).
+type (
+	cacheFile  = team.Cache
+	cacheEntry = team.CacheEntry
+)
 
 // markRemoved notes in the cache that this machine is no member now.
 func (h *handle) markRemoved(ctx context.Context) {
@@ -34,52 +31,16 @@ func (h *handle) markRemoved(ctx context.Context) {
 	})
 }
 
-type cacheEntry struct {
-	Def      Definition     `json:"def"`
-	Token    *auth.TokenSet `json:"token,omitempty"`
-	TokenRev int64          `json:"token_rev,omitempty"`
-}
+func (h *handle) dir() string { return team.StateDir(h.e.opts.Store.StateDir(), h.name()) }
 
-func (c *cacheFile) byLabel(label string) *cacheEntry {
-	for _, e := range c.Keys {
-		if e.Def.Label == label {
-			return e
-		}
-	}
-	return nil
-}
-
-func (h *handle) dir() string {
-	return filepath.Join(h.e.opts.Store.StateDir(), "teams", h.name())
-}
-
-func (h *handle) cachePath() string { return filepath.Join(h.dir(), "cache.age") }
+func (h *handle) cachePath() string { return filepath.Join(h.dir(), team.CacheFileName) }
 
 // readCache reads the local cache; a missing one is empty, a damaged one is
 // said once and treated as empty (it is only a copy of etcd).
 func (h *handle) readCache() *cacheFile {
-	c := &cacheFile{Keys: map[string]*cacheEntry{}}
-	data, err := os.ReadFile(h.cachePath())
-	if err != nil {
-		return c
-	}
-	plain, err := open(data, h.id)
-	if err == nil {
-		err = json.Unmarshal(plain, c)
-	}
+	c, err := team.ReadCache(h.cachePath(), h.id)
 	if err != nil {
 		fmt.Fprintf(h.e.opts.Warn, "shipkey: warning: team %s: the local cache is damaged; it is rebuilt from etcd\n", h.name())
-		return &cacheFile{Keys: map[string]*cacheEntry{}}
-	}
-	if c.Keys == nil {
-		c.Keys = map[string]*cacheEntry{}
-	}
-	// A cached token passes a server answer's checks as one from etcd does
-	// (a cache written by an older shipkey kept what etcd held).
-	for _, e := range c.Keys {
-		if e.Token != nil && e.Token.CheckStored() != nil {
-			e.Token, e.TokenRev = nil, 0
-		}
 	}
 	return c
 }

@@ -216,7 +216,7 @@ func (e *Engine) CreateKey(ctx context.Context, team string, nk NewKey) (Key, er
 	if err != nil {
 		return Key{}, err
 	}
-	if (&cacheFile{Keys: s.entries}).byLabel(nk.Label) != nil {
+	if (&cacheFile{Keys: s.entries}).ByLabel(nk.Label) != nil {
 		return Key{}, fmt.Errorf("team %s: label %s already in use", team, text.Safe(nk.Label))
 	}
 	req := def.Request()
@@ -268,7 +268,7 @@ func (e *Engine) RenameKey(ctx context.Context, team, label, newLabel string) er
 		return fmt.Errorf("label %q: must be non-empty without / or line breaks", text.Safe(newLabel))
 	}
 	return e.catalogChange(ctx, team, label, func(h *handle, s *snapshot, ce *cacheEntry) ([]clientv3.Op, error) {
-		if (&cacheFile{Keys: s.entries}).byLabel(newLabel) != nil {
+		if (&cacheFile{Keys: s.entries}).ByLabel(newLabel) != nil {
 			return nil, fmt.Errorf("team %s: label %s already in use", team, text.Safe(newLabel))
 		}
 		d := ce.Def
@@ -306,7 +306,7 @@ func (e *Engine) catalogChange(ctx context.Context, team, label string, ops func
 	if err != nil {
 		return err
 	}
-	ce := (&cacheFile{Keys: s.entries}).byLabel(label)
+	ce := (&cacheFile{Keys: s.entries}).ByLabel(label)
 	if ce == nil {
 		return fmt.Errorf("team %s: no key %s: %w", team, text.Safe(label), ErrKeyNotFound)
 	}

@@ -61,7 +61,7 @@ func (h *handle) lockItem(ctx context.Context, label string) (*locked, error) {
 	if err != nil {
 		return nil, err
 	}
-	ce := (&cacheFile{Keys: s.entries}).byLabel(label)
+	ce := (&cacheFile{Keys: s.entries}).ByLabel(label)
 	if ce == nil {
 		return nil, fmt.Errorf("team %s: no key %s (shipkey keys list): %w", h.name(), text.Safe(label), ErrKeyNotFound)
 	}

@@ -38,11 +38,11 @@ func newEngine(opts Options) *Engine {
 	return &Engine{opts: opts}
 }
 
-func prefix(team string) string { return "/shipkey/teams/" + team + "/" }
+func prefix(t string) string { return team.Prefix(t) }
 
 func rosterKey(team string) string           { return prefix(team) + "roster" }
 func keyKey(team, id string) string          { return prefix(team) + "keys/" + id }
-func tokenKey(team, id string) string        { return prefix(team) + "tokens/" + id }
+func tokenKey(t, id string) string           { return team.TokenKey(t, id) }
 func lockPrefix(team, id string) string      { return prefix(team) + "locks/" + id }
 func keysPrefix(team string) string          { return prefix(team) + "keys/" }
 func tokensPrefix(team string) string        { return prefix(team) + "tokens/" }

@@ -42,7 +42,7 @@ func (e *Engine) Token(ctx context.Context, team, label string, opts TokenOption
 	ctx, cancel := h.bound(ctx)
 	defer cancel()
 	started := e.opts.Now()
-	cached := h.readCache().byLabel(label)
+	cached := h.readCache().ByLabel(label)
 	stale := int64(-1) // the revision of a cached token etcd no longer holds
 	if cached != nil && fits(cached.Token, e.opts.Now(), opts) {
 		// etcd did not answer a moment ago: a script calling token in a
@@ -90,7 +90,7 @@ func (e *Engine) Token(ctx context.Context, team, label string, opts TokenOption
 			Msg: fmt.Sprintf("etcd at %s did not answer within %s (unreachable or no quorum)", strings.Join(h.tc.Endpoints, ","), h.timeout)})
 	}
 	// Another process of this machine may have done the work meanwhile.
-	if ce := h.readCache().byLabel(label); ce != nil && ce.TokenRev != stale && fits(ce.Token, e.opts.Now(), opts) && !opts.Force {
+	if ce := h.readCache().ByLabel(label); ce != nil && ce.TokenRev != stale && fits(ce.Token, e.opts.Now(), opts) && !opts.Force {
 		return ce.Token, nil
 	} else if ce != nil {
 		cached = ce
@@ -123,7 +123,7 @@ const OutageMemory = 30 * time.Second
 
 // unreachablePath holds when etcd last failed to answer this machine (a
 // time, no secret); it is removed when etcd answers.
-func (h *handle) unreachablePath() string { return filepath.Join(h.dir(), "unreachable") }
+func (h *handle) unreachablePath() string { return filepath.Join(h.dir(), team.UnreachableFileName) }
 
 // unreachableSince reports when etcd last failed to answer, if that was
 // under OutageMemory ago by the engine's clock.
@@ -229,7 +229,7 @@ func (h *handle) fleetToken(ctx context.Context, label string, cached *cacheEntr
 		if err != nil {
 			return nil, err
 		}
-		ce := (&cacheFile{Keys: s.entries}).byLabel(label)
+		ce := (&cacheFile{Keys: s.entries}).ByLabel(label)
 		if ce == nil {
 			return nil, fmt.Errorf("team %s: no key %s (shipkey keys list): %w", h.name(), text.Safe(label), ErrKeyNotFound)
 		}

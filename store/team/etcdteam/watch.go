@@ -82,7 +82,7 @@ func (e *Engine) CachedToken(team, label string) (*Key, string, error) {
 		return nil, "", err
 	}
 	c := h.readCache()
-	ce := c.byLabel(label)
+	ce := c.ByLabel(label)
 	if ce == nil {
 		return nil, "", ErrKeyNotFound
 	}

@@ -1,0 +1,144 @@
+package team
+
+import (
+	"bytes"
+	"context"
+	"crypto/tls"
+	"crypto/x509"
+	"encoding/base64"
+	"encoding/json"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"time"
+
+	"filippo.io/age"
+
+	"github.com/shipkey/shipkey/auth"
+	"github.com/shipkey/shipkey/store"
+)
+
+// fastBudget bounds CachedFast's one read: a healthy etcd answers in
+// milliseconds; anything slower is the engine's to wait for (and to warn
+// about), within the team's bound.
+const fastBudget = 500 * time.Millisecond
+
+// CachedFast is the first step of Engine.Token for a program that links no
+// etcd client (cmd/shipkey): a cached token that is valid for minValid is
+// handed out when etcd still holds the team's token set at the revision
+// cached — one keys-only read over etcd's JSON gateway (POST /v3/kv/range)
+// with net/http. ok is false for anything else (nothing cached, a token due,
+// another revision, no answer within fastBudget, an outage already marked,
+// an etcd user whose password would need an authentication round trip, a
+// damaged cache): the caller then hands the call to the engine, which does
+// all of it properly. It never writes anything.
+func CachedFast(ctx context.Context, st *store.Store, teamName, label string, minValid time.Duration, now time.Time) (*auth.TokenSet, bool) {
+	tc, err := st.Team(teamName)
+	if err != nil || tc.User != "" || (len(PlainRemote(tc.Endpoints)) > 0 && !tc.Insecure) || len(tc.Endpoints) == 0 {
+		return nil, false
+	}
+	dir := StateDir(st.StateDir(), teamName)
+	if _, err := os.Stat(filepath.Join(dir, UnreachableFileName)); err == nil {
+		return nil, false
+	}
+	sec, err := st.TeamSecrets(teamName)
+	if err != nil {
+		return nil, false
+	}
+	id, err := age.ParseX25519Identity(sec.Identity)
+	if err != nil {
+		return nil, false
+	}
+	c, err := ReadCache(filepath.Join(dir, CacheFileName), id)
+	if err != nil || c.Removed {
+		return nil, false
+	}
+	e := c.ByLabel(label)
+	if e == nil || e.Token == nil || e.Token.AccessToken == "" || e.TokenRev == 0 || !e.Token.Access().ValidFor(now, minValid) {
+		return nil, false
+	}
+	client, err := gatewayClient(tc)
+	if err != nil {
+		return nil, false
+	}
+	ctx, cancel := context.WithTimeout(ctx, fastBudget)
+	defer cancel()
+	body, _ := json.Marshal(map[string]any{"key": base64.StdEncoding.EncodeToString([]byte(TokenKey(teamName, e.Def.ID))), "keys_only": true})
+	for _, ep := range tc.Endpoints {
+		rev, ok := modRevision(ctx, client, strings.TrimSuffix(ep, "/")+"/v3/kv/range", body)
+		if ok {
+			if rev != e.TokenRev {
+				return nil, false
+			}
+			return e.Token, true
+		}
+		if ctx.Err() != nil {
+			return nil, false
+		}
+	}
+	return nil, false
+}
+
+// gatewayClient is an HTTP client with the team's TLS settings.
+func gatewayClient(tc store.TeamConn) (*http.Client, error) {
+	tr := &http.Transport{}
+	if tc.CA != "" || tc.Cert != "" {
+		cfg := &tls.Config{MinVersion: tls.VersionTLS12}
+		if tc.CA != "" {
+			pem, err := os.ReadFile(tc.CA)
+			if err != nil {
+				return nil, err
+			}
+			pool := x509.NewCertPool()
+			if !pool.AppendCertsFromPEM(pem) {
+				return nil, os.ErrInvalid
+			}
+			cfg.RootCAs = pool
+		}
+		if tc.Cert != "" {
+			cert, err := tls.LoadX509KeyPair(tc.Cert, tc.Key)
+			if err != nil {
+				return nil, err
+			}
+			cfg.Certificates = []tls.Certificate{cert}
+		}
+		tr.TLSClientConfig = cfg
+	}
+	return &http.Client{Transport: tr}, nil
+}
+
+// modRevision asks one endpoint for a key's mod revision (0: no such key);
+// ok is false when it did not answer as expected.
+func modRevision(ctx context.Context, client *http.Client, url string, body []byte) (int64, bool) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, url, bytes.NewReader(body))
+	if err != nil {
+		return 0, false
+	}
+	req.Header.Set("Content-Type", "application/json")
+	resp, err := client.Do(req)
+	if err != nil {
+		return 0, false
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return 0, false
+	}
+	var r struct {
+		Header *struct {
+			Revision json.RawMessage `json:"revision"`
+		} `json:"header"`
+		Kvs []struct {
+			ModRevision json.RawMessage `json:"mod_revision"`
+		} `json:"kvs"`
+	}
+	if err := json.NewDecoder(http.MaxBytesReader(nil, resp.Body, 1<<16)).Decode(&r); err != nil || r.Header == nil {
+		return 0, false
+	}
+	if len(r.Kvs) == 0 {
+		return 0, true
+	}
+	n, err := strconv.ParseInt(strings.Trim(string(r.Kvs[0].ModRevision), `"`), 10, 64)
+	return n, err == nil
+}
