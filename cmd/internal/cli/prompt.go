@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net/url"
+	"os/exec"
 
 	"github.com/shipkey/shipkey/auth"
 	"github.com/shipkey/shipkey/internal/browser"
@@ -31,13 +33,32 @@ func newPrompter(ios *iostreams, getenv func(string) string) auth.Prompter {
 				}
 			}
 		case p.AuthURL != "":
-			fmt.Fprintf(w, "Sign in with your browser; if it does not open, visit:\n  %s\n", text.Safe(p.AuthURL))
+			err := browser.Open(p.AuthURL, browser.Options{Getenv: getenv})
+			if noBrowser(err, getenv) {
+				// A server or an SSH session: say so at once rather than
+				// wait for a browser that cannot come.
+				port := "PORT"
+				if u, perr := url.Parse(p.RedirectURI); perr == nil && u.Port() != "" {
+					port = u.Port()
+				}
+				fmt.Fprintf(w, "No browser here ($BROWSER is unset and there is no desktop to open one on). Open this URL in a browser that can reach %s:\n  %s\n", text.Safe(p.RedirectURI), text.Safe(p.AuthURL))
+				fmt.Fprintf(w, "From another machine: ssh -L %s:127.0.0.1:%s to this one first (fix the port with --callback-port %s), or use --grant device-code instead.\n", port, port, port)
+			} else {
+				fmt.Fprintf(w, "Sign in with your browser; if it does not open, visit:\n  %s\n", text.Safe(p.AuthURL))
+			}
 			fmt.Fprintf(w, "Waiting for the browser to come back to %s (until %s; ctrl+c to cancel)…\n", text.Safe(p.RedirectURI), text.Stamp(p.ExpiresAt))
-			if err := browser.Open(p.AuthURL, browser.Options{Getenv: getenv}); err != nil && !errors.Is(err, browser.ErrNoBrowser) {
+			if err != nil && !noBrowser(err, getenv) {
 				fmt.Fprintf(w, "shipkey: could not open the browser (%s); open the URL yourself\n", text.Safe(err.Error()))
 			}
 		}
 	}
+}
+
+// noBrowser reports whether err of browser.Open means this machine has no
+// browser at all: no $BROWSER and no desktop, or no opener (xdg-open)
+// installed. A $BROWSER that fails to start is another error.
+func noBrowser(err error, getenv func(string) string) bool {
+	return errors.Is(err, browser.ErrNoBrowser) || (getenv("BROWSER") == "" && errors.Is(err, exec.ErrNotFound))
 }
 
 // interrupted turns the failure of a grant cancelled by ctrl+c into
