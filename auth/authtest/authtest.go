@@ -201,6 +201,12 @@ const (
 	// DemoPublicClientID is a public client (no secret) for the browser
 	// and device grants.
 	DemoPublicClientID = "shipping-cli"
-	DemoUsername       = "demo"
-	DemoPassword       = "demo-password"
+	// DemoDPoPClientID requires DPoP-bound tokens (secret DemoClientSecret);
+	// DemoJWTClientID authenticates with client_secret_jwt over
+	// DemoJWTSecret.
+	DemoDPoPClientID = "shipping-dpop"
+	DemoJWTClientID  = "shipping-jwt"
+	DemoJWTSecret    = "demo-client-secret-for-signed-jwts-0123"
+	DemoUsername     = "demo"
+	DemoPassword     = "demo-password"
 )

@@ -349,3 +349,23 @@ func TestDevicePKCE(t *testing.T) {
 		t.Fatalf("with the verifier: %d %s", r.status, r.body)
 	}
 }
+
+func TestDemoRealmAcceptsTheHardenedClients(t *testing.T) {
+	t.Parallel()
+	s, clock := hardenedTest(t, nil)
+	tokenURL := oidcURL(s, "token")
+	a, err := auth.SecretAssertion(DemoJWTClientID, tokenURL, DemoJWTSecret, clock.Now())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r := post(t, tokenURL, ccForm("client_assertion_type", auth.ClientAssertionType, "client_assertion", a)); r.status != http.StatusOK {
+		t.Fatalf("client_secret_jwt: %d %s", r.status, r.body)
+	}
+	form := ccForm("client_id", DemoDPoPClientID, "client_secret", DemoClientSecret)
+	wantError(t, post(t, tokenURL, form), http.StatusBadRequest, "invalid_request", "DPoP proof is missing")
+	k, _ := auth.NewDPoPKey()
+	r := post(t, tokenURL, form, dpopHeader(t, k, "POST", tokenURL, "", "", clock.Now()))
+	if r.status != http.StatusOK || r.str("token_type") != "DPoP" {
+		t.Fatalf("with a proof: %d %s", r.status, r.body)
+	}
+}

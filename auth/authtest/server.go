@@ -80,7 +80,9 @@ type session struct {
 // access tokens and 30-minute refresh tokens like the Shipping Service; no
 // refresh token rotation. The client also has a service account (client
 // credentials) and the device grant; the public client shipping-cli (no
-// secret) signs in through the browser or a device code.
+// secret) signs in through the browser or a device code. shipping-dpop
+// (the same secret) requires DPoP-bound tokens, shipping-jwt authenticates
+// with client_secret_jwt (DemoJWTSecret); the PAR endpoint is served.
 func DemoConfig() Config {
 	return Config{
 		Realm: DemoRealm,
@@ -97,7 +99,12 @@ func DemoConfig() Config {
 		Clients: []Client{
 			{ID: DemoClientID, Secret: DemoClientSecret, ServiceAccount: true, DeviceGrant: true},
 			{ID: DemoPublicClientID, DeviceGrant: true},
+			// A hardened realm's clients: DPoP-bound tokens required, and
+			// client_secret_jwt. PAR and DPoP are open to every client.
+			{ID: DemoDPoPClientID, Secret: DemoClientSecret, DPoP: true, ServiceAccount: true, DeviceGrant: true},
+			{ID: DemoJWTClientID, Secret: DemoJWTSecret, AuthMethod: AuthClientSecretJWT, ServiceAccount: true, DeviceGrant: true},
 		},
+		DPoPNonces:         true,
 		AccessTTL:          1314000 * time.Second,
 		RefreshTTL:         30 * time.Minute,
 		RevokeRefreshToken: false,
