@@ -169,6 +169,7 @@ func (rs *ResourceServer) count(name string) {
 //	/test/status/{code}   answers code with the Echo as body
 //	/test/large?n=N       a JSON array of N objects (default 2000)
 //	/test/hostile         JSON whose strings carry terminal control sequences
+//	/test/hostile?raw     the same sequences as raw bytes (text/plain)
 //	/test/bytes?n=N       N bytes of application/octet-stream (streamed)
 func (rs *ResourceServer) Handler() http.Handler {
 	return http.HandlerFunc(rs.serve)
@@ -211,6 +212,10 @@ func (rs *ResourceServer) serve(w http.ResponseWriter, r *http.Request) {
 	switch {
 	case r.URL.Path == "/test/large":
 		writeLarge(w, r)
+		return
+	case r.URL.Path == "/test/hostile" && r.URL.Query().Has("raw"):
+		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+		_, _ = io.WriteString(w, hostileRaw)
 		return
 	case r.URL.Path == "/test/hostile":
 		w.Header().Set("Content-Type", "application/json")
@@ -403,6 +408,10 @@ func (rs *ResourceServer) introspectionURL(r *http.Request) (string, error) {
 // hostileBody is JSON whose strings carry terminal control sequences: clear
 // screen, an OSC 52 clipboard write, a C1 CSI and a right-to-left override.
 const hostileBody = `{"name":"evil\u001b[2J\u001b[H","note":"copy\u001b]52;c;ZXZpbA==\u0007me","c1":"\u009b31mred","bidi":"\u202eesrever","bell":"\u0007"}` + "\n"
+
+// hostileRaw is hostileBody's sequences as raw bytes, as a careless or
+// malicious server sends them.
+const hostileRaw = "evil\x1b[2J\x1b[H copy\x1b]52;c;ZXZpbA==\x07me \u009b31mred \u202eesrever\x07\n"
 
 func writeLarge(w http.ResponseWriter, r *http.Request) {
 	n := 2000
