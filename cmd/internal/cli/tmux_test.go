@@ -483,8 +483,8 @@ func TestTmuxCLIWaitingNotice(t *testing.T) {
 	h := newTmuxHome(t, []string{"SHIPKEY_SECRETS=plaintext"})
 	h.newKey(srv, "mine")
 	srv.Inject(authtest.Fault{Endpoint: "token", Delay: 3 * time.Second})
-	// --min-valid beyond the token's life forces a refresh.
-	s := h.start(100, 10, "token", "mine", "--min-valid", "9999h")
+	// --force-refresh renews although the token is valid.
+	s := h.start(100, 10, "token", "mine", "--force-refresh")
 	s.waitText(10*time.Second, "waiting for the server… (1s)")
 	s.waitFor("the command to end", 20*time.Second, func(string) bool { return s.dead() })
 	if screen := s.capture(); strings.Contains(screen, "waiting for the server") {
