@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"crypto/ed25519"
-	"encoding/json"
 	"errors"
 	"net/http"
 	"net/http/httptest"
@@ -13,11 +12,11 @@ import (
 	"testing"
 	"time"
 
-	"filippo.io/age"
 	clientv3 "go.etcd.io/etcd/client/v3"
 
 	"github.com/shipkey/shipkey/auth"
 	"github.com/shipkey/shipkey/store/team"
+	"github.com/shipkey/shipkey/store/team/etcdtest"
 )
 
 // attacker is someone with write access to the team's prefix in etcd (an
@@ -69,28 +68,14 @@ func (a *attacker) roster() team.Roster {
 	return r
 }
 
-// forge encrypts v to every member of the roster, as anyone can (the
-// recipients are public), and signs it with the attacker's key.
+// forge writes v at kind/id signed with the attacker's key and returns
+// what etcd then holds.
 func (a *attacker) forge(kind, id string, v any) []byte {
 	a.t.Helper()
-	r := a.roster()
-	var recips []age.Recipient
-	for _, m := range r.Members {
-		rc, err := age.ParseX25519Recipient(m.Recipient)
-		if err != nil {
-			a.t.Fatal(err)
-		}
-		recips = append(recips, rc)
-	}
-	plain, _ := json.Marshal(v)
-	var buf bytes.Buffer
-	w, err := age.Encrypt(&buf, recips...)
-	if err != nil {
+	if err := etcdtest.Forge(context.Background(), a.cli, a.team, kind, id, v, a.key); err != nil {
 		a.t.Fatal(err)
 	}
-	_, _ = w.Write(plain)
-	_ = w.Close()
-	return team.SignItem(a.team, kind, id, r.Version, buf.Bytes(), a.key)
+	return a.get(map[string]string{"key": "keys/", "token": "tokens/"}[kind] + id)
 }
 
 // refusedOnce says whether m's warnings hold a refusal, then forgets them.

@@ -1,0 +1,53 @@
+package etcdtest
+
+import (
+	"bytes"
+	"context"
+	"crypto/ed25519"
+	"encoding/json"
+	"fmt"
+
+	"filippo.io/age"
+	clientv3 "go.etcd.io/etcd/client/v3"
+
+	"github.com/shipkey/shipkey/store/team"
+)
+
+// Forge writes v at team's item kind/id (kind "key" or "token") as whoever
+// holds key would: encrypted to every member of the roster etcd holds (its
+// recipients are public) and signed with key for the roster's version. With
+// a non-member's key it is an attacker's write; with a member's, a member's.
+func Forge(ctx context.Context, cli *clientv3.Client, teamName, kind, id string, v any, key ed25519.PrivateKey) error {
+	resp, err := cli.Get(ctx, team.Prefix(teamName)+"roster")
+	if err != nil || len(resp.Kvs) == 0 {
+		return fmt.Errorf("forge: no roster: %v", err)
+	}
+	r, _, err := team.ParseRoster(teamName, resp.Kvs[0].Value)
+	if err != nil {
+		return err
+	}
+	var recips []age.Recipient
+	for _, m := range r.Members {
+		rc, err := age.ParseX25519Recipient(m.Recipient)
+		if err != nil {
+			return err
+		}
+		recips = append(recips, rc)
+	}
+	plain, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+	var buf bytes.Buffer
+	w, err := age.Encrypt(&buf, recips...)
+	if err != nil {
+		return err
+	}
+	_, _ = w.Write(plain)
+	if err := w.Close(); err != nil {
+		return err
+	}
+	dir := map[string]string{"key": "keys/", "token": "tokens/"}[kind]
+	_, err = cli.Put(ctx, team.Prefix(teamName)+dir+id, string(team.SignItem(teamName, kind, id, r.Version, buf.Bytes(), key)))
+	return err
+}
