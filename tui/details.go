@@ -502,7 +502,7 @@ func (d *details) content() string {
 	}
 	autoText := "auto-refresh off"
 	if d.auto {
-		autoText = "auto-refresh on"
+		autoText = "auto-refresh on for this key" // the key on screen only: the others age
 	}
 	stateRow := s.row("State", nameW, stStyle.Render(st)+s.Subtle.Render("  ·  "+autoText))
 	if lipgloss.Width(stateRow) > d.width-2 {

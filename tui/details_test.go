@@ -35,7 +35,7 @@ func TestDetailsShowsEveryField(t *testing.T) {
 	h.mustShow("Access token", text.Mask(h.m.details.tokens.AccessToken), "Token type", "Bearer",
 		"Scope", "email profile", "Session state", "5f3c-session", "Not-before policy", "Obtained at", "2026-11-21 12:00:00 UTC",
 		"Access expires", "2026-11-21 12:05:00 UTC", "in 5:00", "Refresh expires", "2026-11-21 12:30:00 UTC", "in 30:00",
-		"valid", "auto-refresh on", "█")
+		"valid", "auto-refresh on for this key", "█")
 	h.mustNotShow(h.m.details.tokens.AccessToken)
 	golden.RequireEqual(t, []byte(h.view()))
 }
