@@ -66,7 +66,7 @@ func DefaultKeyMap() KeyMap {
 
 		Inspect:     b([]string{"i"}, "i", "inspect"),
 		Refresh:     b([]string{"r"}, "r", "refresh"),
-		AutoRefresh: b([]string{"a"}, "a", "auto-refresh this key"),
+		AutoRefresh: b([]string{"a"}, "a", "auto-refresh"),
 		Copy:        b([]string{"c"}, "c", "copy"),
 		CopyHeader:  b([]string{"C"}, "C", "copy header"),
 		Reveal:      b([]string{"v"}, "v", "reveal"),
