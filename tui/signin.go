@@ -7,6 +7,7 @@ import (
 
 	"charm.land/bubbles/v2/key"
 	tea "charm.land/bubbletea/v2"
+	"charm.land/lipgloss/v2"
 	"github.com/shipkey/shipkey/auth"
 	"github.com/shipkey/shipkey/internal/text"
 )
@@ -97,7 +98,16 @@ func (s *signin) content() string {
 	const nameW = 16
 	line := func(str string) { b.WriteString("  " + str + "\n") }
 	url := func(name, u string) {
-		parts := hardWrap(text.Safe(u), max(20, s.width-4-nameW))
+		u = text.Safe(u)
+		parts := urlWrap(u, max(20, s.width-4-nameW))
+		if lipgloss.Width(urlHead(u)) > s.width-4-nameW {
+			// Too narrow for the host beside the name: the URL goes under it.
+			line(st.Subtle.Render(name))
+			for _, part := range urlWrap(u, max(20, s.width-4)) {
+				line(st.Value.Render(part))
+			}
+			return
+		}
 		line(st.row(name, nameW, st.Value.Render(parts[0])))
 		for _, part := range parts[1:] {
 			line(strings.Repeat(" ", nameW) + st.Value.Render(part))
@@ -107,8 +117,30 @@ func (s *signin) content() string {
 		line(st.Subtle.Render("Device code: approve this key in a browser, on any device."))
 		b.WriteString("\n")
 		url("Open", p.VerificationURI)
-		box := strings.Split(st.Code.Render(spaced(text.Safe(p.UserCode))), "\n")
+		// The code shows whole: spaced out where it fits, else as typed,
+		// else under its name instead of beside it, else without its box.
+		code := text.Safe(p.UserCode)
+		frame := st.Code.GetHorizontalFrameSize()
+		room := s.width - 2 - nameW
+		switch {
+		case lipgloss.Width(spaced(code))+frame <= room:
+			code = spaced(code)
+		case lipgloss.Width(code)+frame > room:
+			line(st.Subtle.Render("Enter the code"))
+			if lipgloss.Width(code)+frame <= s.width-2 {
+				for _, l := range strings.Split(st.Code.Render(code), "\n") {
+					line(l)
+				}
+			} else {
+				line(st.Value.Bold(true).Render(code))
+			}
+			code = ""
+		}
+		box := strings.Split(st.Code.Render(code), "\n")
 		for i, l := range box {
+			if code == "" {
+				break
+			}
 			name := ""
 			if i == len(box)/2 {
 				name = "Enter the code"
@@ -157,6 +189,62 @@ func (s *signin) content() string {
 	}
 	line(st.Subtle.Render("Nothing is stored until the server answers; esc cancels."))
 	return b.String()
+}
+
+// urlHead is a URL's scheme and host ("http://127.0.0.1:8080"), the part
+// urlWrap never breaks.
+func urlHead(u string) string {
+	if i := strings.Index(u, "://"); i >= 0 {
+		if j := strings.IndexAny(u[i+3:], "/?#"); j >= 0 {
+			return u[:i+3+j]
+		}
+	}
+	return u
+}
+
+// urlWrap cuts a URL into lines of at most width cells only before a "/",
+// "?", "&" or "#" of its path and query, never inside its scheme and host
+// or a query parameter, so that each line reads as a piece of the address
+// (u copies it whole); a piece longer than a line is cut where it must.
+func urlWrap(u string, width int) []string {
+	if lipgloss.Width(u) <= width {
+		return []string{u}
+	}
+	head := urlHead(u)
+	rest := u[len(head):]
+	pieces := []string{head}
+	for rest != "" {
+		j := strings.IndexAny(rest[1:], "/?&#")
+		if j < 0 {
+			pieces = append(pieces, rest)
+			break
+		}
+		pieces = append(pieces, rest[:j+1])
+		rest = rest[j+1:]
+	}
+	var out []string
+	cur := ""
+	for _, p := range pieces {
+		switch {
+		case lipgloss.Width(cur+p) <= width:
+			cur += p
+		case lipgloss.Width(p) <= width:
+			out = append(out, cur)
+			cur = p
+		default:
+			if cur != "" {
+				out = append(out, cur)
+			}
+			cut := hardWrap(p, width)
+			out = append(out, cut[:len(cut)-1]...)
+			cur = cut[len(cut)-1]
+		}
+	}
+	out = append(out, cur)
+	if out[0] == "" {
+		out = out[1:]
+	}
+	return out
 }
 
 // spaced puts a space between the characters of a short code, so that it

@@ -3,11 +3,13 @@ package tui
 import (
 	"context"
 	"errors"
+	"net/url"
 	"slices"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/charmbracelet/x/ansi"
 	"github.com/charmbracelet/x/exp/golden"
 	"github.com/shipkey/shipkey/auth"
 	"github.com/shipkey/shipkey/internal/browser"
@@ -150,7 +152,7 @@ func deviceHarness(t *testing.T, p auth.Prompt, grant auth.GrantType, w, hgt int
 func TestDeviceCodeScreen(t *testing.T) {
 	t.Parallel()
 	h := deviceHarness(t, devicePrompt, auth.GrantDeviceCode, 80, 24)
-	h.mustShow("Sign in", "B C D F - G H J K", devicePrompt.VerificationURI, "device?user_code=", "Code expires    in 10:00",
+	h.mustShow("Sign in", "B C D F - G H J K", devicePrompt.VerificationURI, "?user_code=BCDF-GHJK", "Code expires    in 10:00",
 		"asked every 5s", "c copy code", "u copy URL", "esc cancel")
 	requireFits(t, h.view(), 80, 24)
 	golden.RequireEqual(t, []byte(h.view()))
@@ -386,5 +388,32 @@ func TestCancelledGrantThatSucceededIsSaid(t *testing.T) {
 	h.mustShow(`API key "laptop" was created before the cancel took effect.`)
 	if h.m.active != screenForm {
 		t.Fatalf("active %v", h.m.active)
+	}
+}
+
+// At 40 columns the device code shows whole (unspaced) and the URLs break
+// only between the pieces of their path, never inside the host.
+func TestDeviceCodeScreenAt40x10(t *testing.T) {
+	t.Parallel()
+	h := deviceHarness(t, devicePrompt, auth.GrantDeviceCode, 40, 10)
+	seen := ""
+	for range 20 {
+		seen += h.view() + "\n"
+		h.press("j")
+	}
+	if !strings.Contains(seen, "BCDF-GHJK") {
+		t.Errorf("the code is not shown whole at 40 columns:\n%s", seen)
+	}
+	u, err := url.Parse(devicePrompt.VerificationURI)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(seen, u.Scheme+"://"+u.Host) {
+		t.Errorf("the URL's host is cut at 40 columns:\n%s", seen)
+	}
+	for _, l := range strings.Split(seen, "\n") {
+		if ansi.StringWidth(l) > 40 {
+			t.Errorf("a line wider than 40: %q", l)
+		}
 	}
 }
