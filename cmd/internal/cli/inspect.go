@@ -103,7 +103,7 @@ type inspection struct {
 
 func inspectRun(ctx context.Context, opts *inspectOptions) error {
 	var in inspection
-	token, err := inspectToken(opts, &in)
+	token, err := inspectToken(ctx, opts, &in)
 	if err != nil {
 		return err
 	}
@@ -141,13 +141,13 @@ func inspectRun(ctx context.Context, opts *inspectOptions) error {
 	if err != nil {
 		return err
 	}
-	return inspectVerdict(in, opts.Verify)
+	return inspectVerdict(in, opts.Verify, now)
 }
 
 // inspectVerdict is inspect's exit, once everything is printed: 1 when
 // --verify was asked and the signature failed or could not be checked, or
 // when the server no longer accepts the key's token; nil otherwise.
-func inspectVerdict(in inspection, verifyAsked bool) error {
+func inspectVerdict(in inspection, verifyAsked bool, now time.Time) error {
 	var problems []string
 	if verifyAsked {
 		switch {
@@ -168,8 +168,13 @@ func inspectVerdict(in inspection, verifyAsked bool) error {
 		}
 	}
 	if in.Live != nil && in.Live.State == auth.LiveInactive {
-		problems = append(problems, "the server no longer accepts the token of API key "+text.Safe(in.Label)+
-			"; log in again with: shipkey login "+text.ShellQuote(in.Label))
+		if in.Decoded.Format == auth.FormatJWT && !in.Decoded.ExpiresAt.IsZero() && !now.Before(in.Decoded.ExpiresAt) {
+			problems = append(problems, "the access token of API key "+text.Safe(in.Label)+" has expired; shipkey token "+
+				text.ShellQuote(in.Label)+" renews it (a login is needed only when that fails)")
+		} else {
+			problems = append(problems, "the server no longer accepts the token of API key "+text.Safe(in.Label)+
+				"; log in again with: shipkey login "+text.ShellQuote(in.Label))
+		}
 	}
 	if len(problems) == 0 {
 		return nil
@@ -190,7 +195,11 @@ func unverifiableWhy(d *auth.Decoded) string {
 
 // inspectToken finds the token to inspect: the argument, stdin for "-", or
 // the resolved key's current access token (recording its label in in).
-func inspectToken(opts *inspectOptions, in *inspection) (string, error) {
+//
+// A key's access token that has expired is renewed first, as token does
+// (the server would only say it no longer accepts it, which reads as a
+// session that ended); when the renewal fails, the expired one is shown.
+func inspectToken(ctx context.Context, opts *inspectOptions, in *inspection) (string, error) {
 	switch opts.Token {
 	case "-":
 		return tokenFromStdin(opts.IO.In)
@@ -218,6 +227,12 @@ func inspectToken(opts *inspectOptions, in *inspection) (string, error) {
 		if ts == nil || ts.AccessToken == "" {
 			return "", fmt.Errorf("API key %s has no token: %w; run: shipkey login %s",
 				text.Safe(key.Label), store.ErrLoginNeeded, text.ShellQuote(key.Label))
+		}
+		if !teamKey && !ts.Access().ValidFor(opts.Now(), 0) {
+			if fresh, err := st.Token(ctx, key.Label, store.TokenOptions{}); err == nil {
+				fmt.Fprintf(opts.IO.ErrOut, "shipkey: the access token of API key %s had expired; renewed it first (as shipkey token does)\n", text.Safe(key.Label))
+				ts = fresh
+			}
 		}
 		in.Label = key.Label
 		if skew, bad := ts.Skew(); bad {
