@@ -104,7 +104,6 @@ func DemoConfig() Config {
 			{ID: DemoDPoPClientID, Secret: DemoClientSecret, DPoP: true, ServiceAccount: true, DeviceGrant: true},
 			{ID: DemoJWTClientID, Secret: DemoJWTSecret, AuthMethod: AuthClientSecretJWT, ServiceAccount: true, DeviceGrant: true},
 		},
-		DPoPNonces:         true,
 		AccessTTL:          1314000 * time.Second,
 		RefreshTTL:         30 * time.Minute,
 		RevokeRefreshToken: false,
