@@ -1,32 +1,62 @@
 // Package team keeps team keys: API keys a team or a fleet of machines shares
-// through an etcd cluster, end-to-end encrypted with age, with one token
-// request serving every machine.
+// through an etcd cluster, end-to-end encrypted with age and signed with
+// Ed25519, with one token request serving every machine.
 //
 // A team is the prefix /shipkey/teams/<T>/ of an etcd cluster:
 //
-//	roster         JSON list of members (name, age recipient): public
-//	keys/<id>      a key's definition and secrets, age-encrypted to the roster
-//	tokens/<id>    the key's current token set, age-encrypted to the roster
+//	roster         the member set (name, age recipient, Ed25519 signing key)
+//	               at a version, signed by a member of the version before
+//	rosters/<N>    every roster version, for machines that skipped some
+//	keys/<id>      a key's definition and secrets: age-encrypted to the
+//	               roster, the ciphertext signed with team, kind, id and
+//	               roster version (SignItem)
+//	tokens/<id>    the key's current token set, the same way
+//	catalog        the id last created, renamed or removed, signed (a
+//	               revision every catalog change compares)
 //	locks/<id>/    the fleet lock (a concurrency mutex on a lease)
 //
-// Every write of an encrypted item compares the roster's ModRevision it
-// encrypted to, so nothing is ever written for a member set that has changed
-// meanwhile. A machine keeps a local cache of the team (definitions and
-// tokens) encrypted to its own identity; a valid cached token is handed out
-// without any etcd round trip, and while etcd is unreachable.
+// Trust (trust.go): a member's signing key is derived from its age identity
+// (SigningKey). Every machine pins the roster it accepted
+// (StateDir/roster.pin; trust on first use at join, whose fingerprints people
+// compare out of band) and takes a newer one only along a chain of rosters
+// each signed by a member of the one before (Accept); never an older one or
+// another of the same version. Items are verified against the accepted
+// roster before anything is decrypted (OpenItem); token sets also pass a
+// server answer's checks (auth.TokenSet.CheckStored). What fails wraps
+// ErrForged and is refused in one line; the honest items keep working and a
+// refused roster is replaced by the pinned one.
 //
-// Renewal (Engine.Token): a machine whose cached token is due takes the
-// per-key local file lock (one process per machine goes further), re-reads
-// its cache, reads tokens/<id>, and only when that is due too takes the
-// team-wide mutex, re-reads, renews through auth, and writes with a
-// transaction that checks the revision it read and that it still owns the
-// mutex. Others wait on the mutex (a watch) and reuse the result.
+// Every write of an item compares the roster's revision it encrypted to, so
+// nothing is ever written for a member set that has changed meanwhile.
+// Membership changes re-encrypt in batches within etcd's transaction limit
+// and write the new roster only if no item changed since. A machine keeps a
+// local cache of the team (Cache: definitions and tokens) encrypted to its
+// own identity; a valid cached token is handed out after one keys-only read
+// says etcd still holds it, and while etcd is unreachable (with a warning).
+// CachedFast does that read over etcd's JSON gateway for the program that
+// links no etcd client.
 //
-// This package names the engine (Engine, its options and results) and
-// links no etcd client; package etcdteam implements it on etcd, so that a
-// program that never opens a team (cmd/shipkey) pays nothing for gRPC.
+// Renewal (Engine.Token): within one deadline (the team's bound), a machine
+// whose cached token is due takes the per-key local file lock (one process
+// per machine goes further), re-reads its cache, reads tokens/<id>, and only
+// when that is due too takes the team-wide mutex, re-reads, renews through
+// auth, and writes with a transaction that checks the revision it read and
+// that it still owns the mutex. Others wait on the mutex (a watch) and
+// reuse the result.
+//
+// This package names the engine (Engine, its options and results) and holds
+// what is independent of etcd's client: the trust rules, the cache format,
+// the fast cached read. Package etcdteam implements Engine on etcd, so that
+// a program that never opens a team (cmd/shipkey) pays nothing for gRPC.
+// A second store (Vault/OpenBao KV, Consul) is today a second Engine: it
+// reuses trust.go (SignRoster, Accept, SignItem, OpenItem) and cache.go as
+// they are, and needs what etcdteam gets from etcd: a read of the prefix at
+// one revision, writes that compare revisions, a watch from a revision and a
+// lease-backed lock. The protocol of etcdteam is not yet written over such a
+// driver interface (issue 25 asks for it).
 //
 // What it must never do: put a secret or a token into etcd unencrypted, into
-// an error or onto a terminal unsanitized; write an item encrypted to a
-// member set other than the current roster; wait on etcd without a bound.
+// an error or onto a terminal unsanitized; decrypt, use, cache or send
+// anything no member signed; write an item encrypted to a member set other
+// than the accepted roster; wait on etcd without a bound.
 package team
