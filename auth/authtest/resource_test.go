@@ -96,7 +96,8 @@ func TestResourceServerChallenges(t *testing.T) {
 // proof replayed by hand.
 func TestResourceServerChecksDPoP(t *testing.T) {
 	t.Parallel()
-	s, clock := newTest(t, func(c *Config) { c.Clients[0].DPoP = true })
+	// The realm's own nonces are not under test here; the API's are.
+	s, clock := newTest(t, func(c *Config) { c.Clients[0].DPoP, c.DPoPNonces = true, false })
 	rs := NewResourceServer(ResourceConfig{Issuer: s.Issuer(), ClientID: DemoClientID, ClientSecret: DemoClientSecret, DPoPNonce: true})
 	t.Cleanup(rs.Close)
 	k, _ := auth.NewDPoPKey()
