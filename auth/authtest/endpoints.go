@@ -277,7 +277,7 @@ func (s *Server) token(w http.ResponseWriter, r *http.Request, issuer string) {
 	case "":
 		s.writeError(w, errf(http.StatusBadRequest, "invalid_request", "Missing form parameter: grant_type"))
 		return
-	case "password", "refresh_token", "client_credentials", grantDeviceCode, "authorization_code":
+	case "password", "refresh_token", "client_credentials", grantDeviceCode, "authorization_code", grantTokenExchange:
 	default:
 		s.writeError(w, errf(http.StatusBadRequest, "unsupported_grant_type", "Unsupported grant_type"))
 		return
@@ -311,6 +311,8 @@ func (s *Server) token(w http.ResponseWriter, r *http.Request, issuer string) {
 		resp, e = s.deviceCodeGrant(form, client, issuer, bind)
 	case "authorization_code":
 		resp, e = s.authorizationCodeGrant(form, client, issuer, bind)
+	case grantTokenExchange:
+		resp, e = s.tokenExchangeGrant(form, client, issuer)
 	default:
 		resp, e = s.refreshGrant(form, client, issuer, bind)
 	}
@@ -688,7 +690,7 @@ func (s *Server) discovery(w http.ResponseWriter, _ *http.Request, issuer string
 		"jwks_uri":                                       issuer + s.jwksPath(),
 		"revocation_endpoint":                            issuer + s.revocationPath(),
 		"device_authorization_endpoint":                  oidc + "/auth/device",
-		"grant_types_supported":                          []string{"authorization_code", "password", "refresh_token", "client_credentials", grantDeviceCode},
+		"grant_types_supported":                          []string{"authorization_code", "password", "refresh_token", "client_credentials", grantDeviceCode, grantTokenExchange},
 		"code_challenge_methods_supported":               []string{"plain", "S256"},
 		"authorization_response_iss_parameter_supported": true,
 		"response_types_supported":                       []string{"code", "none", "id_token", "token", "id_token token", "code id_token", "code token", "code id_token token"},

@@ -71,6 +71,7 @@ type session struct {
 	started, lastRefresh   int64           // unix seconds
 	redeemed               map[string]bool // refresh token jtis already used (rotation)
 	bind                   binding         // what the session's tokens are bound to (DPoP key, certificate)
+	audience               string          // set on a copy: the aud of a token exchanged for another audience
 }
 
 // DemoConfig is the realm `shipkey demo` serves and tests use as a default:

@@ -165,6 +165,8 @@ type tokenResponse struct {
 	NotBeforePolicy  int64  `json:"not-before-policy"`
 	SessionState     string `json:"session_state"`
 	Scope            string `json:"scope"`
+	// IssuedTokenType is RFC 8693's issued_token_type (token exchange only).
+	IssuedTokenType string `json:"issued_token_type,omitempty"`
 }
 
 // accountRoles are the roles Keycloak's default roles give on the account
@@ -235,7 +237,9 @@ func (s *Server) issue(issuer string, u userRecord, ss session, now int64) (toke
 	if cnf := ss.bind.cnf(); cnf != nil {
 		access["cnf"] = cnf
 	}
-	if len(aud) == 1 {
+	if ss.audience != "" {
+		access["aud"] = ss.audience // a token exchanged for another audience
+	} else if len(aud) == 1 {
 		access["aud"] = aud[0]
 	} else {
 		access["aud"] = aud
