@@ -35,23 +35,14 @@ type configFile struct {
 	Teams          []TeamConn `toml:"teams,omitempty"`
 }
 
-// keyEntry is one [[keys]] table: a key's definition, written here only.
-// Every encoding of it (config.toml by its tags, the index record by
-// encodeEntry) is checked against this declaration by
-// TestKeyEntryEveryFieldPersists: a field one of them forgets fails it.
+// keyEntry is one [[keys]] table: a key's id and label, its Definition and
+// when it was made. Its encodings (config.toml by its tags, the index record
+// by encodeEntry) are derived from it, never written field by field.
 type keyEntry struct {
-	ID    string `toml:"id"`
-	Label string `toml:"label"`
-	auth.Connection
-	// Grant is how the key obtains tokens; empty (every key written before
-	// grants existed) is the password grant.
-	Grant auth.GrantType `toml:"grant,omitempty"`
-	// CallbackPort is the authorization code grant's fixed loopback port
-	// (0: an ephemeral one).
-	CallbackPort     int       `toml:"callback_port,omitempty"`
-	Username         string    `toml:"username"`
-	RememberPassword bool      `toml:"remember_password"`
-	CreatedAt        time.Time `toml:"created_at"`
+	ID    string `toml:"id" json:"id"`
+	Label string `toml:"label" json:"label"`
+	Definition
+	CreatedAt time.Time `toml:"created_at" json:"created_at"`
 }
 
 // newConfigFile is what a store without config.toml starts from.

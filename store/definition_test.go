@@ -169,6 +169,20 @@ func TestKeyEntryReopenCompare(t *testing.T) {
 	for _, d := range diffFields("keyEntry", reflect.ValueOf(want), reflect.ValueOf(got)) {
 		t.Errorf("reopened store drops %s", d)
 	}
+	// Import takes the Definition whole.
+	imported := want
+	imported.Label = "imported"
+	imported.AuthURL, imported.TokenURL, imported.Issuer = "https://auth.example.com", "https://auth.example.com/token", "https://auth.example.com/auth/realms/r" // validated by Import
+	if err := s2.Import(context.Background(), []ImportKey{{Label: imported.Label, Definition: imported.Definition, CreatedAt: imported.CreatedAt}}); err != nil {
+		t.Fatal(err)
+	}
+	got, _, err = s2.find(imported.Label)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, d := range diffFields("Definition", reflect.ValueOf(imported.Definition), reflect.ValueOf(got.Definition)) {
+		t.Errorf("Import drops %s", d)
+	}
 	// And when the index is rebuilt from config.toml alone.
 	if err := removeFile(s2.dbPath()); err != nil {
 		t.Fatal(err)
@@ -183,12 +197,43 @@ func TestKeyEntryReopenCompare(t *testing.T) {
 	}
 }
 
+// A version 2 record (every index written before the records were CBOR)
+// decodes whole, the client authentication it held for a while included.
+func TestRecordVersion2StillDecodes(t *testing.T) {
+	t.Parallel()
+	e := filledEntry(t)
+	e.ClientAuth = ""
+	var d entryDecoder
+	got, err := d.decode(legacyEncodeEntry(e))
+	if err != nil || !reflect.DeepEqual(got, e) {
+		t.Fatalf("v2 entry decoded as %+v, %v", got, err)
+	}
+	e.ClientAuth = auth.ClientSecretBasic
+	w := recWriter{b: legacyEncodeEntry(e)}
+	w.str(string(e.ClientAuth))
+	if got, err := d.decode(w.b); err != nil || !reflect.DeepEqual(got, e) {
+		t.Fatalf("v2 entry with client_auth decoded as %+v, %v", got, err)
+	}
+	var want keyState
+	n := 0
+	fillEvery(t, reflect.ValueOf(&want).Elem(), "keyState", &n)
+	want.Token = want.Token.Redacted()
+	var sd stateDecoder
+	gotState, err := sd.decode(legacyEncodeState(want))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, d := range diffFields("keyState", reflect.ValueOf(want), reflect.ValueOf(gotState)) {
+		t.Errorf("the v2 state record drops %s", d)
+	}
+}
+
 // A version 1 record (every index written before grants) decodes as the
 // password grant with a refresh token held.
 func TestRecordVersion1StillDecodes(t *testing.T) {
 	t.Parallel()
 	e := filledEntry(t)
-	v2 := encodeEntry(e)
+	v2 := legacyEncodeEntry(e)
 	// A version 1 record is the version 2 one without its last three fields.
 	tail := len(encodeTail(e))
 	v1 := append([]byte{1}, v2[1:len(v2)-tail]...)
@@ -202,7 +247,7 @@ func TestRecordVersion1StillDecodes(t *testing.T) {
 		t.Fatalf("v1 entry decoded as %+v", got)
 	}
 	st := keyState{Masked: "ab…cd", Secrets: "keyring", NoRefresh: true}
-	sv2 := encodeState(st)
+	sv2 := legacyEncodeState(st)
 	sv1 := append([]byte{1}, sv2[1:len(sv2)-1]...)
 	var sd stateDecoder
 	gotState, err := sd.decode(sv1)
@@ -220,8 +265,5 @@ func encodeTail(e keyEntry) []byte {
 	w.str(string(e.Grant))
 	w.int(int64(e.CallbackPort))
 	w.bool(e.PublicClient)
-	if e.ClientAuth != "" {
-		w.str(string(e.ClientAuth))
-	}
 	return w.b
 }

@@ -20,8 +20,10 @@ func FuzzRecordCodec(f *testing.F) {
 	f.Add(encodeState(keyState{LastUsed: now, Masked: "abc…xyz", Secrets: BackendFile, EndPending: now,
 		Token: auth.TokenSet{TokenType: "Bearer", ExpiresIn: 300, NotBeforePolicy: &nbp, ObtainedAt: now}}))
 	f.Add(encodeState(keyState{}))
-	f.Add(encodeEntry(keyEntry{ID: "0123456789abcdef", Label: "prod", Username: "me", CreatedAt: now,
-		Connection: auth.Connection{AuthURL: "https://auth.example.com", ClientID: "c", Scopes: []string{"a", "b"}}}))
+	f.Add(legacyEncodeState(keyState{LastUsed: now, Masked: "abc…xyz", Secrets: BackendFile}))
+	f.Add(legacyEncodeEntry(keyEntry{ID: "0123456789abcdef", Label: "prod", CreatedAt: now}))
+	f.Add(encodeEntry(keyEntry{ID: "0123456789abcdef", Label: "prod", CreatedAt: now,
+		Definition: Definition{Username: "me", Connection: auth.Connection{AuthURL: "https://auth.example.com", ClientID: "c", Scopes: []string{"a", "b"}}}}))
 	f.Fuzz(func(t *testing.T, rec []byte) {
 		if ks, err := (&stateDecoder{}).decode(rec); err == nil {
 			again := encodeState(ks)

@@ -17,8 +17,7 @@ func TestClientCredentialsRenewsItself(t *testing.T) {
 	e := newEnv(t, nil)
 	s := e.open(Options{})
 	ctx := context.Background()
-	k, ts, err := s.Create(ctx, NewKey{Label: "ci", Conn: e.conn(), Grant: auth.GrantClientCredentials, ClientSecret: testClientSecret,
-		Username: "ignored", Password: "ignored"})
+	k, ts, err := s.Create(ctx, NewKey{Label: "ci", Definition: Definition{Connection: e.conn(), Grant: auth.GrantClientCredentials, Username: "ignored"}, ClientSecret: testClientSecret, Password: "ignored"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -81,8 +80,7 @@ func TestInteractiveGrantCancelledStoresNothing(t *testing.T) {
 	s := e.open(Options{})
 	ctx, cancel := context.WithCancel(context.Background())
 	var got auth.Prompt
-	_, _, err := s.Create(ctx, NewKey{Label: "dev", Conn: e.conn(), Grant: auth.GrantDeviceCode, ClientSecret: testClientSecret,
-		Prompt: func(p auth.Prompt) { got = p; cancel() }})
+	_, _, err := s.Create(ctx, NewKey{Label: "dev", Definition: Definition{Connection: e.conn(), Grant: auth.GrantDeviceCode}, ClientSecret: testClientSecret, Prompt: func(p auth.Prompt) { got = p; cancel() }})
 	if err == nil || got.UserCode == "" || got.VerificationURIComplete == "" {
 		t.Fatalf("Create: %v, prompt %+v", err, got)
 	}

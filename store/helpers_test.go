@@ -228,14 +228,7 @@ func (e *env) conn() auth.Connection {
 }
 
 func (e *env) newKey(label string, remember bool) NewKey {
-	return NewKey{
-		Label:            label,
-		Conn:             e.conn(),
-		Username:         authtest.DemoUsername,
-		ClientSecret:     testClientSecret,
-		Password:         authtest.DemoPassword,
-		RememberPassword: remember,
-	}
+	return NewKey{Label: label, Definition: Definition{Connection: e.conn(), Username: authtest.DemoUsername, RememberPassword: remember}, ClientSecret: testClientSecret, Password: authtest.DemoPassword}
 }
 
 // create makes a key and checks the disk afterwards.

@@ -13,17 +13,15 @@ import (
 // ImportKey is one key for Import: its definition, its secrets and, when it
 // has one, its token set.
 type ImportKey struct {
-	Label            string
-	Conn             auth.Connection
-	Grant            auth.GrantType // empty: password
-	CallbackPort     int
-	Username         string
-	ClientSecret     string
-	Password         string // kept only with RememberPassword
-	RememberPassword bool
-	Token            *auth.TokenSet // nil: no token yet
-	CreatedAt        time.Time      // zero: now
-	LastUsed         time.Time
+	Label string
+	// Definition is taken whole: a field added to it is imported with no
+	// change here.
+	Definition
+	ClientSecret string
+	Password     string         // kept only with RememberPassword
+	Token        *auth.TokenSet // nil: no token yet
+	CreatedAt    time.Time      // zero: now
+	LastUsed     time.Time
 }
 
 // Import adds many keys at once: one locked transaction, config.toml
@@ -52,7 +50,7 @@ func (s *Store) Import(ctx context.Context, keys []ImportKey) error {
 			return fmt.Errorf("key #%d: the label %s is given twice", i+1, quoteLabel(label))
 		}
 		labels[label] = true
-		if err := k.Conn.Validate(); err != nil {
+		if err := k.Connection.Validate(); err != nil {
 			return fmt.Errorf("key %s: %w", quoteLabel(label), err)
 		}
 		if _, err := auth.GrantFor(k.Grant); err != nil {
@@ -69,8 +67,7 @@ func (s *Store) Import(ctx context.Context, keys []ImportKey) error {
 		if created.IsZero() {
 			created = now
 		}
-		entries[i] = keyEntry{ID: id, Label: label, Connection: k.Conn, Grant: k.Grant, CallbackPort: k.CallbackPort,
-			Username: k.Username, RememberPassword: k.RememberPassword, CreatedAt: created.UTC().Truncate(time.Second)}
+		entries[i] = keyEntry{ID: id, Label: label, Definition: k.Definition, CreatedAt: created.UTC().Truncate(time.Second)}
 		sec := keySecrets{ClientSecret: k.ClientSecret}
 		if k.RememberPassword {
 			sec.Password = k.Password

@@ -337,15 +337,11 @@ func (s *Store) secretDirs() []string {
 
 func makeKey(e keyEntry, ks keyState, def string) Key {
 	k := Key{
-		ID:               e.ID,
-		Label:            e.Label,
-		Conn:             e.Connection,
-		Grant:            e.Grant,
-		CallbackPort:     e.CallbackPort,
-		Username:         e.Username,
-		RememberPassword: e.RememberPassword,
-		CreatedAt:        e.CreatedAt,
-		Default:          def != "" && def == e.Label,
+		ID:         e.ID,
+		Label:      e.Label,
+		Definition: e.Definition,
+		CreatedAt:  e.CreatedAt,
+		Default:    def != "" && def == e.Label,
 	}
 	k.setState(ks)
 	return k
@@ -492,12 +488,12 @@ func (s *Store) Create(ctx context.Context, nk NewKey) (Key, *auth.TokenSet, err
 	}
 	// A pasted realm URL (…/auth/realms/NAME/…) is split into auth URL and
 	// realm before anything is checked or sent.
-	conn, err := nk.Conn.Normalize()
+	conn, err := nk.Connection.Normalize()
 	if err != nil {
 		return Key{}, nil, err
 	}
-	nk.Conn = conn
-	if err := nk.Conn.Validate(); err != nil {
+	nk.Connection = conn
+	if err := nk.Connection.Validate(); err != nil {
 		return Key{}, nil, err
 	}
 	if _, err := auth.GrantFor(nk.Grant); err != nil {
@@ -509,7 +505,7 @@ func (s *Store) Create(ctx context.Context, nk NewKey) (Key, *auth.TokenSet, err
 	if nk.CallbackPort < 0 || nk.CallbackPort > 65535 {
 		return Key{}, nil, fmt.Errorf("the callback port %d is not a TCP port (1-65535, or 0 for any)", nk.CallbackPort)
 	}
-	if !nk.Conn.AuthMethod().UsesSecret() {
+	if !nk.Connection.AuthMethod().UsesSecret() {
 		nk.ClientSecret = ""
 	}
 	if nk.Grant.Or() == auth.GrantPassword {
@@ -540,7 +536,7 @@ func (s *Store) Create(ctx context.Context, nk NewKey) (Key, *auth.TokenSet, err
 	}
 	sec := keySecrets{ClientSecret: nk.ClientSecret}
 	ts, err := s.auth.Obtain(ctx, nk.Grant, auth.Request{
-		Conn: nk.Conn, ClientAuth: sec.clientAuth(nk.Conn), Username: nk.Username, Password: nk.Password,
+		Conn: nk.Connection, ClientAuth: sec.clientAuth(nk.Connection), Username: nk.Username, Password: nk.Password,
 		CallbackPort: nk.CallbackPort, Prompt: nk.Prompt, Wait: nk.Wait,
 	})
 	if err != nil {
@@ -550,7 +546,7 @@ func (s *Store) Create(ctx context.Context, nk NewKey) (Key, *auth.TokenSet, err
 	if err != nil {
 		return Key{}, nil, err
 	}
-	nk.Conn = s.learned(nk.Conn)
+	nk.Connection = s.learned(nk.Connection)
 	if nk.RememberPassword {
 		sec.Password = nk.Password
 	}
@@ -571,23 +567,14 @@ func (s *Store) Create(ctx context.Context, nk NewKey) (Key, *auth.TokenSet, err
 		if err := t.putState(id, ks); err != nil {
 			return err
 		}
-		return t.addKeys(keyEntry{
-			ID:               id,
-			Label:            label,
-			Connection:       nk.Conn,
-			Grant:            nk.Grant,
-			CallbackPort:     nk.CallbackPort,
-			Username:         nk.Username,
-			RememberPassword: nk.RememberPassword,
-			CreatedAt:        s.now().UTC().Truncate(time.Second),
-		})
+		return t.addKeys(keyEntry{ID: id, Label: label, Definition: nk.Definition, CreatedAt: s.now().UTC().Truncate(time.Second)})
 	})
 	if err != nil {
 		if wroteSecrets {
 			_ = s.backend().Delete(id)
 		}
 		// End the session the grant opened; nothing refers to it.
-		_, _ = s.auth.EndSession(context.WithoutCancel(ctx), nk.Conn, sec.clientAuth(nk.Conn), ts)
+		_, _ = s.auth.EndSession(context.WithoutCancel(ctx), nk.Connection, sec.clientAuth(nk.Connection), ts)
 		return Key{}, nil, err
 	}
 	k, err := s.keyByID(id, label)

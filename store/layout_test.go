@@ -396,9 +396,9 @@ func TestImport(t *testing.T) {
 			ObtainedAt: now, AccessExpiresAt: now.Add(time.Hour), RefreshExpiresAt: now.Add(2 * time.Hour)}
 	}
 	in := []ImportKey{
-		{Label: "zulu", Conn: e.conn(), Username: "u", ClientSecret: "cs-z", Token: tok("access-z")},
-		{Label: "alpha", Conn: e.conn(), Username: "u", ClientSecret: "cs-a", Password: "pw", RememberPassword: true, Token: tok("access-a")},
-		{Label: "none", Conn: e.conn(), Username: "u", ClientSecret: "cs-n"},
+		{Label: "zulu", Definition: Definition{Connection: e.conn(), Username: "u"}, ClientSecret: "cs-z", Token: tok("access-z")},
+		{Label: "alpha", Definition: Definition{Connection: e.conn(), Username: "u", RememberPassword: true}, ClientSecret: "cs-a", Password: "pw", Token: tok("access-a")},
+		{Label: "none", Definition: Definition{Connection: e.conn(), Username: "u"}, ClientSecret: "cs-n"},
 	}
 	if err := s.Import(context.Background(), in); err != nil {
 		t.Fatal(err)
@@ -416,8 +416,8 @@ func TestImport(t *testing.T) {
 	}
 	// A taken label, or one given twice: nothing is imported.
 	for _, bad := range [][]ImportKey{
-		{{Label: "new", Conn: e.conn(), Username: "u", ClientSecret: "x"}, {Label: "alpha", Conn: e.conn(), Username: "u", ClientSecret: "x"}},
-		{{Label: "twice", Conn: e.conn(), Username: "u"}, {Label: "twice", Conn: e.conn(), Username: "u"}},
+		{{Label: "new", Definition: Definition{Connection: e.conn(), Username: "u"}, ClientSecret: "x"}, {Label: "alpha", Definition: Definition{Connection: e.conn(), Username: "u"}, ClientSecret: "x"}},
+		{{Label: "twice", Definition: Definition{Connection: e.conn(), Username: "u"}}, {Label: "twice", Definition: Definition{Connection: e.conn(), Username: "u"}}},
 	} {
 		if err := s.Import(context.Background(), bad); err == nil {
 			t.Fatal("Import of a taken or repeated label succeeded")

@@ -3,26 +3,58 @@ package store
 import (
 	"encoding/binary"
 	"errors"
+	"sync"
 	"time"
+
+	"github.com/fxamacker/cbor/v2"
 
 	"github.com/shipkey/shipkey/auth"
 )
 
-// Records in state.db are a small binary encoding rather than JSON: `keys
-// list` decodes every record at 100,000 keys, and JSON costs several times
-// more per record. Each record starts with its version byte; strings and
-// lists are length-prefixed (uvarint), integers are varints, times are
-// time.Time's binary form (location offset kept) behind a length byte.
+// Records in state.db are CBOR maps (RFC 8949) derived from keyEntry and
+// keyState by their json tags: self-describing, so a field added to the
+// Definition is written and read with no change here and no version number
+// to bump, and a record written by a newer shipkey with fields this one
+// does not know still decodes. Times are RFC 3339 strings (the location
+// offset kept).
+//
+// Indexes written before hold the old hand-written binary records (version
+// 1 and 2: a version byte, length-prefixed strings, varints, time.Time's
+// binary form). They are still read (decodeLegacy, read-only); every record
+// written now is CBOR. A CBOR map starts with a byte of major type 5
+// (0xa0-0xbf), never 1 or 2.
 
-// recordVersion is what encodeEntry and encodeState write. Version 2 added
-// the grant, its callback port and the public-client flag to entries and the
-// no-refresh-token flag to states, at their ends; version 1 records (every
-// index written before) decode with those fields zero, which is what they
-// meant: password grant, a refresh token held.
-const recordVersion = 2
+var (
+	recordEnc = sync.OnceValue(func() cbor.EncMode {
+		em, err := cbor.EncOptions{Time: cbor.TimeRFC3339Nano}.EncMode()
+		if err != nil {
+			panic(err)
+		}
+		return em
+	})
+	recordDec = sync.OnceValue(func() cbor.DecMode {
+		dm, err := cbor.DecOptions{MaxNestedLevels: 8, MaxArrayElements: 1024, MaxMapPairs: 256}.DecMode()
+		if err != nil {
+			panic(err)
+		}
+		return dm
+	})
+)
 
-// knownRecord reports whether b starts with a version this code decodes.
-func knownRecord(b []byte) bool { return len(b) > 0 && (b[0] == 1 || b[0] == recordVersion) }
+// encodeRecord is the CBOR of v (a keyEntry or keyState).
+func encodeRecord(v any) []byte {
+	b, err := recordEnc().Marshal(v)
+	if err != nil {
+		panic("store: a record does not encode: " + err.Error()) // only plain fields: cannot happen
+	}
+	return b
+}
+
+// legacyRecord reports whether b is an old binary record (version 1 or 2).
+func legacyRecord(b []byte) bool { return len(b) > 0 && (b[0] == 1 || b[0] == 2) }
+
+// cborMap reports whether b starts as a CBOR map.
+func cborMap(b []byte) bool { return len(b) > 0 && b[0]>>5 == 5 }
 
 var errBadRecord = errors.New("damaged record")
 
@@ -146,9 +178,49 @@ func (r *recReader) time() time.Time {
 
 // encodeEntry encodes a key's definition (the index's copy of its
 // [[keys]] table in config.toml).
-func encodeEntry(e keyEntry) []byte {
+func encodeEntry(e keyEntry) []byte { return encodeRecord(e) }
+
+// encodeState encodes a key's volatile metadata; token secrets are never
+// part of it.
+func encodeState(ks keyState) []byte {
+	ks.Token = ks.Token.Redacted()
+	return encodeRecord(ks)
+}
+
+// entryDecoder decodes entries, new and old, sharing the strings that
+// repeat in old ones.
+type entryDecoder struct{ legacy legacyEntryDecoder }
+
+func (d *entryDecoder) decode(b []byte) (keyEntry, error) {
+	if legacyRecord(b) {
+		return d.legacy.decode(b)
+	}
+	var e keyEntry
+	if !cborMap(b) || recordDec().Unmarshal(b, &e) != nil {
+		return keyEntry{}, errBadRecord
+	}
+	return e, nil
+}
+
+// stateDecoder decodes state records, new and old.
+type stateDecoder struct{ legacy legacyStateDecoder }
+
+func (d *stateDecoder) decode(b []byte) (keyState, error) {
+	if legacyRecord(b) {
+		return d.legacy.decode(b)
+	}
+	var ks keyState
+	if !cborMap(b) || recordDec().Unmarshal(b, &ks) != nil {
+		return keyState{}, errBadRecord
+	}
+	return ks, nil
+}
+
+// legacyEncodeEntry is how entries were written before (version 2), kept
+// for the tests that check old records still decode.
+func legacyEncodeEntry(e keyEntry) []byte {
 	w := recWriter{b: make([]byte, 0, 160)}
-	w.b = append(w.b, recordVersion)
+	w.b = append(w.b, 2)
 	w.str(e.ID)
 	w.str(e.Label)
 	w.str(e.AuthURL)
@@ -168,21 +240,17 @@ func encodeEntry(e keyEntry) []byte {
 	w.str(string(e.Grant))
 	w.int(int64(e.CallbackPort))
 	w.bool(e.PublicClient)
-	if e.ClientAuth != "" {
-		// An optional trailing field: records without it mean none chosen.
-		w.str(string(e.ClientAuth))
-	}
 	return w.b
 }
 
-// entryDecoder decodes entries, sharing the strings that repeat.
-type entryDecoder struct {
+// legacyEntryDecoder decodes old entries, sharing the strings that repeat.
+type legacyEntryDecoder struct {
 	authURL, realm, clientID, tokenURL, issuer, username, grant string
 	scopes                                                      []string
 }
 
-func (d *entryDecoder) decode(b []byte) (keyEntry, error) {
-	if !knownRecord(b) {
+func (d *legacyEntryDecoder) decode(b []byte) (keyEntry, error) {
+	if !legacyRecord(b) {
 		return keyEntry{}, errBadRecord
 	}
 	v := b[0]
@@ -227,18 +295,18 @@ func (d *entryDecoder) decode(b []byte) (keyEntry, error) {
 			r.fail()
 		}
 		e.PublicClient = r.bool()
-		if len(r.b) > 0 {
+		if len(r.b) > 0 { // written for a while: the client authentication, trailing
 			e.ClientAuth = auth.ClientAuthMethod(r.str())
 		}
 	}
 	return e, r.err
 }
 
-// encodeState encodes a key's volatile metadata; token secrets are never
-// part of it.
-func encodeState(ks keyState) []byte {
+// legacyEncodeState is how state records were written before (version 2),
+// kept for the tests that check old records still decode.
+func legacyEncodeState(ks keyState) []byte {
 	w := recWriter{b: make([]byte, 0, 160)}
-	w.b = append(w.b, recordVersion)
+	w.b = append(w.b, 2)
 	w.time(ks.LastUsed)
 	t := ks.Token
 	w.str(t.TokenType)
@@ -268,11 +336,12 @@ func encodeState(ks keyState) []byte {
 	return w.b
 }
 
-// stateDecoder decodes state records, sharing the strings that repeat.
-type stateDecoder struct{ tokenType, scope, secrets, refreshSource string }
+// legacyStateDecoder decodes old state records, sharing the strings that
+// repeat.
+type legacyStateDecoder struct{ tokenType, scope, secrets, refreshSource string }
 
-func (d *stateDecoder) decode(b []byte) (keyState, error) {
-	if !knownRecord(b) {
+func (d *legacyStateDecoder) decode(b []byte) (keyState, error) {
+	if !legacyRecord(b) {
 		return keyState{}, errBadRecord
 	}
 	v := b[0]

@@ -17,14 +17,14 @@ func TestDamagedRecordsAreErrors(t *testing.T) {
 	st := encodeState(keyState{LastUsed: now, Masked: "abc…xyz", Secrets: BackendFile,
 		Token: auth.TokenSet{TokenType: "Bearer", ExpiresIn: 300, NotBeforePolicy: &nbp, ObtainedAt: now,
 			AccessExpiresAt: now.Add(5 * time.Minute), RefreshExpirySource: auth.RefreshExpiryResponse}})
-	en := encodeEntry(keyEntry{ID: "0123456789abcdef", Label: "prod", Username: "me", CreatedAt: now,
-		Connection: auth.Connection{AuthURL: "https://auth.example.com", ClientID: "c"}})
+	en := encodeEntry(keyEntry{ID: "0123456789abcdef", Label: "prod", CreatedAt: now,
+		Definition: Definition{Username: "me", Connection: auth.Connection{AuthURL: "https://auth.example.com", ClientID: "c"}}})
 
 	var sd stateDecoder
 	if ks, err := sd.decode(st); err != nil || ks.Token.NotBeforePolicy == nil || ks.Token.RefreshExpirySource != auth.RefreshExpiryResponse {
 		t.Fatalf("round trip: %+v, %v", ks, err)
 	}
-	for _, rec := range [][]byte{st, en} {
+	for _, rec := range [][]byte{st, en, legacyEncodeState(keyState{LastUsed: now, Masked: "abc…xyz"}), legacyEncodeEntry(keyEntry{ID: "0123456789abcdef", Label: "prod", CreatedAt: now})} {
 		for cut := 0; cut < len(rec); cut++ {
 			_, _ = (&stateDecoder{}).decode(rec[:cut])
 			_, _ = (&entryDecoder{}).decode(rec[:cut])

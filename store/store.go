@@ -49,16 +49,14 @@ import (
 
 // Key is an API key: a labelled credential shipkey keeps. It holds no secret.
 type Key struct {
-	ID               string          // stable random id; secrets are filed under it, so rename never touches them
-	Label            string          // unique, human-chosen
-	Conn             auth.Connection // where the realm is and which client
-	Grant            auth.GrantType  // how it obtains tokens; empty is the password grant
-	CallbackPort     int             // the authorization code grant's fixed loopback port (0: ephemeral)
-	Username         string
-	RememberPassword bool // the password is kept in the secrets backend and used to log in again
-	CreatedAt        time.Time
-	LastUsed         time.Time // zero: never handed out
-	Default          bool      // the configured default key
+	ID    string // stable random id; secrets are filed under it, so rename never touches them
+	Label string // unique, human-chosen
+	// Definition is where the realm is, which client, and how the key
+	// obtains tokens.
+	Definition
+	CreatedAt time.Time
+	LastUsed  time.Time // zero: never handed out
+	Default   bool      // the configured default key
 	// Token is the last token set with its secrets removed (expiries, scope,
 	// session_state, not-before-policy). Zero ObtainedAt: no token yet.
 	Token auth.TokenSet
@@ -180,15 +178,12 @@ type Keyring interface {
 // NewKey is what "Get API Key" takes.
 type NewKey struct {
 	Label string
-	Conn  auth.Connection
-	// Grant is how the key obtains tokens (empty: the password grant). Each
-	// grant reads only its own fields below.
-	Grant            auth.GrantType
-	CallbackPort     int    // authcode: fixed loopback port, 0 for an ephemeral one
-	Username         string // password
-	ClientSecret     string // every grant but a public client's
-	Password         string // password
-	RememberPassword bool   // password
+	// Definition is the new key's definition; each grant reads only its
+	// own fields (Username and RememberPassword: the password grant;
+	// CallbackPort: authcode).
+	Definition
+	ClientSecret string // every grant but a public client's
+	Password     string // password
 	// Prompt is told what a person must do for an interactive grant (a
 	// device code, an authorization URL); cancel ctx to give up waiting.
 	Prompt auth.Prompter

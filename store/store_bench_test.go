@@ -24,16 +24,11 @@ func BenchmarkKeys(b *testing.B) {
 	for i := range 50 {
 		label := fmt.Sprintf("key-%02d", 49-i) // unsorted on input
 		obtained := now.Add(-time.Duration(i) * time.Minute)
-		keys = append(keys, ImportKey{
-			Label:    label,
-			Conn:     auth.Connection{AuthURL: "https://auth.example.com", Realm: "shipping", ClientID: "shipping-api", Scopes: []string{"email", "profile"}},
-			Username: "user" + label, ClientSecret: "s", CreatedAt: now.Add(-time.Duration(i) * time.Hour), LastUsed: obtained,
-			Token: &auth.TokenSet{
-				AccessToken: fmt.Sprintf("eyJhbGciOi.%032x", i), TokenType: "Bearer", ExpiresIn: 1314000, RefreshExpiresIn: 1800,
-				SessionState: "5f3c-session", Scope: "email profile",
-				ObtainedAt: obtained, AccessExpiresAt: obtained.Add(1314000 * time.Second), RefreshExpiresAt: obtained.Add(30 * time.Minute),
-			},
-		})
+		keys = append(keys, ImportKey{Label: label, Definition: Definition{Connection: auth.Connection{AuthURL: "https://auth.example.com", Realm: "shipping", ClientID: "shipping-api", Scopes: []string{"email", "profile"}}, Username: "user" + label}, ClientSecret: "s", CreatedAt: now.Add(-time.Duration(i) * time.Hour), LastUsed: obtained, Token: &auth.TokenSet{
+			AccessToken: fmt.Sprintf("eyJhbGciOi.%032x", i), TokenType: "Bearer", ExpiresIn: 1314000, RefreshExpiresIn: 1800,
+			SessionState: "5f3c-session", Scope: "email profile",
+			ObtainedAt: obtained, AccessExpiresAt: obtained.Add(1314000 * time.Second), RefreshExpiresAt: obtained.Add(30 * time.Minute),
+		}})
 	}
 	kr := newFakeKeyring()
 	s, err := Open(Options{ConfigDir: cfgDir, StateDir: stateDir, Backend: BackendKeyring, Keyring: kr, Now: func() time.Time { return now }})
@@ -90,10 +85,7 @@ func benchStore(b *testing.B, backend string) (dir string, opts Options) {
 		b.Fatal(err)
 	}
 	defer s.Close()
-	_, _, err = s.Create(context.Background(), NewKey{
-		Label: "prod", Conn: auth.Connection{AuthURL: srv.URL(), ClientID: authtest.DemoClientID},
-		Username: authtest.DemoUsername, ClientSecret: authtest.DemoClientSecret, Password: authtest.DemoPassword,
-	})
+	_, _, err = s.Create(context.Background(), NewKey{Label: "prod", Definition: Definition{Connection: auth.Connection{AuthURL: srv.URL(), ClientID: authtest.DemoClientID}, Username: authtest.DemoUsername}, ClientSecret: authtest.DemoClientSecret, Password: authtest.DemoPassword})
 	if err != nil {
 		b.Fatalf("Create: %v", err)
 	}

@@ -167,8 +167,8 @@ func TestConfigFileFields(t *testing.T) {
 	e := newEnv(t, nil)
 	s := e.open(Options{})
 	nk := e.newKey("prod", true)
-	nk.Conn.Realm = "master"
-	nk.Conn.Scopes = []string{"email"}
+	nk.Connection.Realm = "master"
+	nk.Connection.Scopes = []string{"email"}
 	if _, _, err := s.Create(context.Background(), nk); err != nil {
 		t.Fatal(err)
 	}
@@ -1091,7 +1091,7 @@ func TestCreateFailureStoresNothing(t *testing.T) {
 		t.Fatalf("err = %v", err)
 	}
 	nk = e.newKey("k", false)
-	nk.Conn.AuthURL = "http://example.com"
+	nk.Connection.AuthURL = "http://example.com"
 	if _, _, err := s.Create(context.Background(), nk); auth.KindOf(err) != auth.KindConfig {
 		t.Fatalf("plain http to a remote host = %v", err)
 	}
@@ -1161,19 +1161,19 @@ func TestCreateSplitsPastedRealmURL(t *testing.T) {
 	e := newEnv(t, nil)
 	s := e.open(Options{})
 	nk := e.newKey("pasted", false)
-	base := nk.Conn.AuthURL
-	nk.Conn.AuthURL = base + "/auth/realms/" + nk.Conn.RealmName() + "/protocol/openid-connect/token"
-	nk.Conn.Realm = ""
+	base := nk.Connection.AuthURL
+	nk.Connection.AuthURL = base + "/auth/realms/" + nk.Connection.RealmName() + "/protocol/openid-connect/token"
+	nk.Connection.Realm = ""
 	k, _, err := s.Create(context.Background(), nk)
 	if err != nil {
 		t.Fatalf("Create with a pasted realm URL: %v", err)
 	}
-	if k.Conn.AuthURL != base || k.Conn.RealmName() != e.newKey("x", false).Conn.RealmName() {
-		t.Fatalf("connection kept = %+v, want auth URL %s", k.Conn, base)
+	if k.Connection.AuthURL != base || k.Connection.RealmName() != e.newKey("x", false).Connection.RealmName() {
+		t.Fatalf("connection kept = %+v, want auth URL %s", k.Connection, base)
 	}
 
 	q := e.newKey("query", false)
-	q.Conn.AuthURL += "?kc_idp_hint=x"
+	q.Connection.AuthURL += "?kc_idp_hint=x"
 	before := e.srv.Count("password")
 	if _, _, err := s.Create(context.Background(), q); err == nil || !strings.Contains(err.Error(), "query") {
 		t.Fatalf("an auth URL with a query: %v", err)

@@ -430,11 +430,11 @@ func (d *details) content() string {
 	label := text.Safe(d.key.Label)
 	pieces := []piece{{"", label}}
 	if d.key.Username != "" {
-		pieces = append(pieces, piece{"  ", text.Safe(d.key.Username) + " @"}, piece{" ", text.Safe(d.key.Conn.RealmURL())})
+		pieces = append(pieces, piece{"  ", text.Safe(d.key.Username) + " @"}, piece{" ", text.Safe(d.key.Connection.RealmURL())})
 	} else {
-		pieces = append(pieces, piece{"  ", text.Safe(d.key.Conn.RealmURL())})
+		pieces = append(pieces, piece{"  ", text.Safe(d.key.Connection.RealmURL())})
 	}
-	pieces = append(pieces, piece{"  ·  ", "client " + text.Safe(d.key.Conn.ClientID)}, piece{"  ·  ", "grant " + grantLine(d.key)})
+	pieces = append(pieces, piece{"  ·  ", "client " + text.Safe(d.key.Connection.ClientID)}, piece{"  ·  ", "grant " + grantLine(d.key)})
 	for i, l := range flow(pieces, d.width-2) {
 		if rest, ok := strings.CutPrefix(l, label); i == 0 && ok {
 			line(s.Value.Render(label) + s.Subtle.Render(rest))
@@ -688,7 +688,7 @@ func grantLine(k store.Key) string {
 	switch {
 	case k.RenewsItself():
 		return g.title + " (renews itself)"
-	case k.Conn.IsPublic():
+	case k.Connection.IsPublic():
 		return g.title + " (public client)"
 	}
 	return g.title

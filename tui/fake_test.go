@@ -125,12 +125,7 @@ func (f *fakeStore) addLocked(label, user string, lastUsed time.Time) store.Key 
 	f.writes++
 	now := f.clock.Now()
 	ts := fakeTokens(now, user, f.n)
-	k := store.Key{
-		ID: fmt.Sprintf("id-%d", f.n), Label: label, Username: user,
-		Conn:      auth.Connection{AuthURL: "http://127.0.0.1:8080", Realm: "master", ClientID: "shipping-api"},
-		CreatedAt: now.Add(time.Duration(f.n) * time.Second), LastUsed: lastUsed,
-		Token: ts.Redacted(), Masked: text.Mask(ts.AccessToken), HasRefreshToken: ts.RefreshToken != "",
-	}
+	k := store.Key{ID: fmt.Sprintf("id-%d", f.n), Definition: store.Definition{Username: user, Connection: auth.Connection{AuthURL: "http://127.0.0.1:8080", Realm: "master", ClientID: "shipping-api"}}, Label: label, CreatedAt: now.Add(time.Duration(f.n) * time.Second), LastUsed: lastUsed, Token: ts.Redacted(), Masked: text.Mask(ts.AccessToken), HasRefreshToken: ts.RefreshToken != ""}
 	if len(f.keys) == 0 {
 		f.def = label
 	}
@@ -192,7 +187,7 @@ func (f *fakeStore) Create(ctx context.Context, nk store.NewKey) (store.Key, *au
 	}
 	f.lastNew = nk
 	k := f.addLocked(nk.Label, nk.Username, time.Time{})
-	k.Conn, k.Grant, k.CallbackPort = nk.Conn, nk.Grant, nk.CallbackPort
+	k.Connection, k.Grant, k.CallbackPort = nk.Connection, nk.Grant, nk.CallbackPort
 	f.keys[nk.Label] = k
 	return k, f.copyTokens(nk.Label), nil
 }

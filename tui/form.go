@@ -383,16 +383,12 @@ func (f *form) submit() (action, tea.Cmd) {
 	if realm == "" {
 		realm = auth.DefaultRealm
 	}
-	nk := store.NewKey{
-		Label: f.value(fieldLabel),
-		Conn: auth.Connection{
-			AuthURL:  strings.TrimRight(f.value(fieldAuthURL), "/"),
-			Realm:    realm,
-			ClientID: f.value(fieldClientID),
-			Scopes:   strings.Fields(f.value(fieldScope)),
-		},
-		Grant: f.grantType(),
-	}
+	nk := store.NewKey{Label: f.value(fieldLabel), Definition: store.Definition{Connection: auth.Connection{
+		AuthURL:  strings.TrimRight(f.value(fieldAuthURL), "/"),
+		Realm:    realm,
+		ClientID: f.value(fieldClientID),
+		Scopes:   strings.Fields(f.value(fieldScope)),
+	}, Grant: f.grantType()}}
 	// Only the fields shown are sent: a secret typed before the person
 	// chose a public client, or a password before client credentials, is
 	// not.
@@ -403,13 +399,13 @@ func (f *form) submit() (action, tea.Cmd) {
 		nk.Username, nk.Password = f.value(fieldUsername), f.value(fieldPassword)
 	}
 	if f.advanced {
-		nk.Conn.TokenURL = f.value(fieldTokenURL)
-		nk.Conn.Issuer = f.value(fieldIssuer)
+		nk.Connection.TokenURL = f.value(fieldTokenURL)
+		nk.Connection.Issuer = f.value(fieldIssuer)
 		switch {
 		case f.isPublic():
-			nk.Conn.ClientAuth = auth.ClientAuthNone
+			nk.Connection.ClientAuth = auth.ClientAuthNone
 		case f.basicAuth && f.shown(fieldBasicAuth):
-			nk.Conn.ClientAuth = auth.ClientSecretBasic
+			nk.Connection.ClientAuth = auth.ClientSecretBasic
 		}
 		if f.shown(fieldCallbackPort) {
 			nk.CallbackPort, _ = strconv.Atoi(f.value(fieldCallbackPort)) // validated

@@ -334,8 +334,8 @@ func TestFormAdvancedOptions(t *testing.T) {
 		t.Fatalf("no create: %v", calls)
 	}
 	k := h.st.keys["demo"]
-	if k.Conn.TokenURL != "http://127.0.0.1:9/token" || k.Conn.AuthMethod() != auth.ClientSecretBasic {
-		t.Fatalf("conn = %+v", k.Conn)
+	if k.Connection.TokenURL != "http://127.0.0.1:9/token" || k.Connection.AuthMethod() != auth.ClientSecretBasic {
+		t.Fatalf("conn = %+v", k.Connection)
 	}
 }
 

@@ -128,10 +128,10 @@ func (m *Model) openForm() tea.Cmd {
 				last = k
 			}
 		}
-		p = Prefill{AuthURL: last.Conn.AuthURL, Realm: last.Conn.Realm, ClientID: last.Conn.ClientID, Username: last.Username,
-			Grant: last.Grant, TokenURL: last.Conn.TokenURL, Issuer: last.Conn.Issuer, BasicAuth: last.Conn.AuthMethod() == auth.ClientSecretBasic,
-			PublicClient: last.Conn.IsPublic(), CallbackPort: last.CallbackPort}
-		for i, sc := range last.Conn.Scopes {
+		p = Prefill{AuthURL: last.Connection.AuthURL, Realm: last.Connection.Realm, ClientID: last.Connection.ClientID, Username: last.Username,
+			Grant: last.Grant, TokenURL: last.Connection.TokenURL, Issuer: last.Connection.Issuer, BasicAuth: last.Connection.AuthMethod() == auth.ClientSecretBasic,
+			PublicClient: last.Connection.IsPublic(), CallbackPort: last.CallbackPort}
+		for i, sc := range last.Connection.Scopes {
 			if i > 0 {
 				p.Scope += " "
 			}

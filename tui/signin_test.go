@@ -123,8 +123,8 @@ func TestFormSendsOnlyTheGrantsFields(t *testing.T) {
 		Grant: auth.GrantPassword, Username: "u", Password: testPassword, PublicClient: true, CallbackPort: 8400}, nil)
 	h2.press("enter")
 	nk = h2.st.lastNew
-	if !nk.Conn.IsPublic() || nk.ClientSecret != "" || nk.CallbackPort != 0 || nk.Password != testPassword {
-		t.Fatalf("public password client sent: public %v secret set %v port %d", nk.Conn.IsPublic(), nk.ClientSecret != "", nk.CallbackPort)
+	if !nk.Connection.IsPublic() || nk.ClientSecret != "" || nk.CallbackPort != 0 || nk.Password != testPassword {
+		t.Fatalf("public password client sent: public %v secret set %v port %d", nk.Connection.IsPublic(), nk.ClientSecret != "", nk.CallbackPort)
 	}
 }
 
@@ -284,7 +284,7 @@ func TestDeviceCodeKeyLogsInAgain(t *testing.T) {
 	t.Parallel()
 	h := newHarness(t, func(f *fakeStore) {
 		k := f.add("laptop", "", time.Time{})
-		k.Grant, k.Conn.PublicClient = auth.GrantDeviceCode, true
+		k.Grant, k.Connection.PublicClient = auth.GrantDeviceCode, true
 		f.keys["laptop"] = k
 		f.prompt = devicePrompt
 		f.approve = make(chan error, 1)

@@ -35,8 +35,8 @@ func harness80(t *testing.T) *harness {
 	h := newHarness(t, func(f *fakeStore) {
 		f.add("demo", "demo", time.Time{})
 		k := f.add("shipping-prod", "ops-automation", t0.Add(-3*time.Hour))
-		k.Conn.AuthURL = "https://auth.shipping-service.example.com"
-		k.Conn.Realm = "shipping-production"
+		k.Connection.AuthURL = "https://auth.shipping-service.example.com"
+		k.Connection.Realm = "shipping-production"
 		f.keys["shipping-prod"] = k
 	})
 	h.send(windowSize(80, 24))

@@ -116,9 +116,7 @@ func manyKeys(st *fakeStore, n int) {
 	masked := text.Mask(ts.AccessToken)
 	for i := range n {
 		label := fmt.Sprintf("key-%06d", i)
-		st.keys[label] = store.Key{ID: fmt.Sprintf("id-%d", i), Label: label, Username: "u",
-			Conn:  auth.Connection{AuthURL: "http://127.0.0.1:8080", Realm: "master", ClientID: "shipping-api"},
-			Token: red, Masked: masked, HasRefreshToken: true, LastUsed: now.Add(-time.Duration(i) * time.Second)}
+		st.keys[label] = store.Key{ID: fmt.Sprintf("id-%d", i), Definition: store.Definition{Username: "u", Connection: auth.Connection{AuthURL: "http://127.0.0.1:8080", Realm: "master", ClientID: "shipping-api"}}, Label: label, Token: red, Masked: masked, HasRefreshToken: true, LastUsed: now.Add(-time.Duration(i) * time.Second)}
 		st.tokens[label] = ts
 	}
 	st.def = "key-000000"

@@ -121,9 +121,9 @@ func (w *welcome) content() (string, int) {
 			}
 			b.WriteString("  " + s.row(name, 14, s.Value.Render(text.Safe(cur.Label))+"  "+st.Render(state)) + "\n")
 			if cur.Username != "" {
-				b.WriteString("  " + s.row("User", 14, s.Value.Render(text.Safe(cur.Username))+s.Subtle.Render(" @ "+text.Safe(cur.Conn.RealmURL()))) + "\n")
+				b.WriteString("  " + s.row("User", 14, s.Value.Render(text.Safe(cur.Username))+s.Subtle.Render(" @ "+text.Safe(cur.Connection.RealmURL()))) + "\n")
 			} else {
-				b.WriteString("  " + s.row("Grant", 14, s.Value.Render(viewOf(cur.Grant).title)+s.Subtle.Render(" @ "+text.Safe(cur.Conn.RealmURL()))) + "\n")
+				b.WriteString("  " + s.row("Grant", 14, s.Value.Render(viewOf(cur.Grant).title)+s.Subtle.Render(" @ "+text.Safe(cur.Connection.RealmURL()))) + "\n")
 			}
 		}
 		b.WriteString("  " + s.row("Keys", 14, s.Value.Render(strconv.Itoa(len(w.keys)))) + "\n")

@@ -21,7 +21,7 @@ const Passphrase = "storetest passphrase"
 
 // layoutVersion names the generated stores' layout in the cache: bump it
 // when the store's on-disk layout changes.
-const layoutVersion = "v3" // v3: state records keep not-before-policy and the refresh expiry source
+const layoutVersion = "v4" // v4: index records are CBOR; v3: state records keep not-before-policy and the refresh expiry source
 
 // Store is a generated store.
 type Store struct {
@@ -97,16 +97,12 @@ func Generate(tb testing.TB, s Store) {
 	for start := 0; start < s.N; start += batch {
 		keys := make([]store.ImportKey, 0, min(batch, s.N-start))
 		for i := start; i < s.N && i < start+batch; i++ {
-			keys = append(keys, store.ImportKey{
-				Label: Label(i), Conn: conn, Username: fmt.Sprintf("user%d", i),
-				ClientSecret: fmt.Sprintf("client-secret-%d", i), CreatedAt: now.Add(-time.Duration(i) * time.Second),
-				Token: &auth.TokenSet{
-					AccessToken:  fmt.Sprintf("eyJhbGciOiJub25lIn0.eyJzdWIiOiJrZXktJWQifQ.%d", i),
-					RefreshToken: fmt.Sprintf("refresh-%d", i), TokenType: "Bearer", Scope: "email profile",
-					ExpiresIn: 365 * 24 * 3600, RefreshExpiresIn: 1800, SessionState: fmt.Sprintf("session-%d", i),
-					ObtainedAt: now, AccessExpiresAt: now.Add(365 * 24 * time.Hour), RefreshExpiresAt: now.Add(30 * time.Minute),
-				},
-			})
+			keys = append(keys, store.ImportKey{Label: Label(i), Definition: store.Definition{Connection: conn, Username: fmt.Sprintf("user%d", i)}, ClientSecret: fmt.Sprintf("client-secret-%d", i), CreatedAt: now.Add(-time.Duration(i) * time.Second), Token: &auth.TokenSet{
+				AccessToken:  fmt.Sprintf("eyJhbGciOiJub25lIn0.eyJzdWIiOiJrZXktJWQifQ.%d", i),
+				RefreshToken: fmt.Sprintf("refresh-%d", i), TokenType: "Bearer", Scope: "email profile",
+				ExpiresIn: 365 * 24 * 3600, RefreshExpiresIn: 1800, SessionState: fmt.Sprintf("session-%d", i),
+				ObtainedAt: now, AccessExpiresAt: now.Add(365 * 24 * time.Hour), RefreshExpiresAt: now.Add(30 * time.Minute),
+			}})
 		}
 		if err := st.Import(context.Background(), keys); err != nil {
 			tb.Fatalf("Import keys %d…: %v", start, err)

@@ -15,6 +15,7 @@ import (
 	clientv3 "go.etcd.io/etcd/client/v3"
 
 	"github.com/shipkey/shipkey/auth"
+	"github.com/shipkey/shipkey/store"
 	"github.com/shipkey/shipkey/store/team"
 	"github.com/shipkey/shipkey/store/team/etcdtest"
 )
@@ -214,7 +215,7 @@ func TestAttackerWithEtcdWriteAccess(t *testing.T) {
 
 	// 4. Key definitions whose token URL is its own: a new key and the
 	// honest key's replacement.
-	evilDef := team.Definition{ID: "e0e0e0e0e0e0e0e0", Label: "evil", Grant: auth.GrantPassword, Conn: auth.Connection{AuthURL: evil.URL, Realm: "r", ClientID: "c"}, Username: "svc", Password: "pw", CreatedAt: time.Now()}
+	evilDef := team.Definition{ID: "e0e0e0e0e0e0e0e0", Definition: store.Definition{Grant: auth.GrantPassword, Connection: auth.Connection{AuthURL: evil.URL, Realm: "r", ClientID: "c"}, Username: "svc"}, Label: "evil", Password: "pw", CreatedAt: time.Now()}
 	x.put("keys/"+evilDef.ID, x.forge("key", evilDef.ID, evilDef))
 	x.put("tokens/"+evilDef.ID, x.forge("token", evilDef.ID, auth.TokenSet{AccessToken: "ATTACKER-CHOSEN-TOKEN", ExpiresIn: 1, ObtainedAt: time.Now().Add(-time.Hour), RefreshToken: "r"}))
 	everyoneRefuses("forged key definition")

@@ -13,6 +13,7 @@ import (
 	"filippo.io/age"
 
 	"github.com/shipkey/shipkey/auth"
+	"github.com/shipkey/shipkey/store"
 	"github.com/shipkey/shipkey/store/team"
 )
 
@@ -35,7 +36,7 @@ func TestMembershipChangesOf300Keys(t *testing.T) {
 	w := newAttacker(t, name, signingKey(t, a, name))
 	for i := range 299 {
 		id := fmt.Sprintf("%016x", i+1)
-		d := team.Definition{ID: id, Label: fmt.Sprintf("k%03d", i), Grant: auth.GrantPassword, Conn: newKey(srv, "").Conn, Username: "svc", Password: password, ClientSecret: clientSecret, CreatedAt: time.Now()}
+		d := team.Definition{ID: id, Definition: store.Definition{Grant: auth.GrantPassword, Connection: newKey(srv, "").Connection, Username: "svc"}, Label: fmt.Sprintf("k%03d", i), Password: password, ClientSecret: clientSecret, CreatedAt: time.Now()}
 		w.put("keys/"+id, w.forge("key", id, d))
 		w.put("tokens/"+id, w.forge("token", id, auth.TokenSet{AccessToken: "tok" + id, ObtainedAt: time.Now(), ExpiresIn: 600, AccessExpiresAt: time.Now().Add(10 * time.Minute)}))
 	}
@@ -105,7 +106,7 @@ func TestUnsignedTeamUpgrade(t *testing.T) {
 		_ = w.Close()
 		return buf.Bytes()
 	}
-	d := team.Definition{ID: "00000000000000aa", Label: "ci", Grant: auth.GrantPassword, Conn: newKey(srv, "").Conn, Username: "svc", Password: password, ClientSecret: clientSecret, CreatedAt: time.Now()}
+	d := team.Definition{ID: "00000000000000aa", Definition: store.Definition{Grant: auth.GrantPassword, Connection: newKey(srv, "").Connection, Username: "svc"}, Label: "ci", Password: password, ClientSecret: clientSecret, CreatedAt: time.Now()}
 	old.put("keys/"+d.ID, seal(d))
 	old.put("catalog", []byte(d.ID))
 

@@ -8,6 +8,7 @@ import (
 
 	"github.com/shipkey/shipkey/auth"
 	"github.com/shipkey/shipkey/auth/authtest"
+	"github.com/shipkey/shipkey/store"
 	"github.com/shipkey/shipkey/store/team"
 )
 
@@ -24,8 +25,7 @@ func TestLogoutClientCredentials(t *testing.T) {
 	t.Cleanup(srv.Close)
 	ctx := context.Background()
 	a, b := twoMachines(t, c, "ccbye")
-	nk := team.NewKey{Label: "robot", Grant: auth.GrantClientCredentials, ClientSecret: clientSecret,
-		Conn: auth.Connection{AuthURL: srv.URL(), Realm: srv.Realm(), ClientID: "robot"}}
+	nk := team.NewKey{Label: "robot", Definition: store.Definition{Grant: auth.GrantClientCredentials, Connection: auth.Connection{AuthURL: srv.URL(), Realm: srv.Realm(), ClientID: "robot"}}, ClientSecret: clientSecret}
 	if _, err := a.eng.CreateKey(ctx, "ccbye", nk); err != nil {
 		t.Fatal(err)
 	}

@@ -2,6 +2,7 @@ package team
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"io"
 	"net"
@@ -131,21 +132,48 @@ type Error struct {
 func (e *Error) Error() string { return "team " + e.Team + ": " + e.Msg }
 func (e *Error) Unwrap() error { return e.Kind }
 
-// Definition is a team key as its members share it, encrypted in etcd: the
-// definition fields of store.Key (checked by TestDefinitionMirrorsStoreKey)
-// and the key's secrets.
+// Definition is a team key as its members share it, encrypted in etcd: its
+// id and label, the key's store.Definition (embedded whole, so a field
+// added there reaches etcd with no change here), when it was made, and the
+// key's secrets.
 type Definition struct {
-	ID               string          `json:"id"`
-	Label            string          `json:"label"`
-	Conn             auth.Connection `json:"conn"`
-	Grant            auth.GrantType  `json:"grant,omitempty"`
-	CallbackPort     int             `json:"callback_port,omitempty"`
-	Username         string          `json:"username,omitempty"`
-	RememberPassword bool            `json:"remember_password,omitempty"`
-	CreatedAt        time.Time       `json:"created_at"`
+	ID    string `json:"id"`
+	Label string `json:"label"`
+	store.Definition
+	CreatedAt time.Time `json:"created_at"`
 
 	ClientSecret string `json:"client_secret,omitempty"`
 	Password     string `json:"password,omitempty"`
+}
+
+// definitionJSON is a Definition as etcd holds it: its fields by their
+// json names and, besides, the connection as the object "conn" that
+// records had before the definition was declared once (members on an older
+// shipkey read that; a record with only "conn" is read here).
+type definitionJSON struct {
+	plainDefinition
+	Conn *auth.Connection `json:"conn,omitempty"`
+}
+
+type plainDefinition Definition // without the methods: no recursion
+
+// MarshalJSON writes the record with "conn" as well (see definitionJSON).
+func (d Definition) MarshalJSON() ([]byte, error) {
+	c := d.Connection
+	return json.Marshal(definitionJSON{plainDefinition(d), &c})
+}
+
+// UnmarshalJSON reads a record of either shape.
+func (d *Definition) UnmarshalJSON(b []byte) error {
+	var v definitionJSON
+	if err := json.Unmarshal(b, &v); err != nil {
+		return err
+	}
+	*d = Definition(v.plainDefinition)
+	if v.Conn != nil && d.Connection.ClientID == "" {
+		d.Connection = *v.Conn
+	}
+	return nil
 }
 
 // Key is a team key as listed: no secret.
@@ -171,11 +199,10 @@ func (k Key) Address() string { return Address(k.Team, k.Label) }
 // NewKey is what `keys new --team` takes. Each grant reads only its own
 // fields, as store.NewKey's.
 type NewKey struct {
-	Label        string
-	Conn         auth.Connection
-	Grant        auth.GrantType // empty: the password grant
-	CallbackPort int
-	Username     string
+	Label string
+	// Definition is the key's definition (RememberPassword is implied: a
+	// team key keeps its password when it has one).
+	store.Definition
 	ClientSecret string
 	Password     string // kept (encrypted to the team) so any member renews unattended
 	// Prompt is told what a person must do for an interactive grant.
@@ -225,8 +252,8 @@ type TokenOptions struct {
 
 // Request is what the key's grant needs.
 func (d Definition) Request() auth.Request {
-	return auth.Request{Conn: d.Conn, ClientAuth: d.ClientAuth(), Username: d.Username, Password: d.Password, CallbackPort: d.CallbackPort}
+	return auth.Request{Conn: d.Connection, ClientAuth: d.ClientAuth(), Username: d.Username, Password: d.Password, CallbackPort: d.CallbackPort}
 }
 
 // ClientAuth is the key's client authentication.
-func (d Definition) ClientAuth() auth.ClientAuth { return auth.AuthFor(d.Conn, d.ClientSecret) }
+func (d Definition) ClientAuth() auth.ClientAuth { return auth.AuthFor(d.Connection, d.ClientSecret) }

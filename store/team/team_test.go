@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/base64"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"net/http"
@@ -144,9 +145,7 @@ func twoMachines(t *testing.T, c *etcdtest.Cluster, name string, clk ...*clock) 
 }
 
 func newKey(srv *authtest.Server, label string) team.NewKey {
-	return team.NewKey{Label: label, Grant: auth.GrantPassword,
-		Conn:     auth.Connection{AuthURL: srv.URL(), Realm: srv.Realm(), ClientID: "shipping-api"},
-		Username: "svc", ClientSecret: clientSecret, Password: password}
+	return team.NewKey{Label: label, Definition: store.Definition{Grant: auth.GrantPassword, Connection: auth.Connection{AuthURL: srv.URL(), Realm: srv.Realm(), ClientID: "shipping-api"}, Username: "svc"}, ClientSecret: clientSecret, Password: password}
 }
 
 func TestTwoMachinesShareOneToken(t *testing.T) {
@@ -335,9 +334,59 @@ func TestDefinitionMirrorsStoreKey(t *testing.T) {
 		if df.Type != f.Type {
 			t.Errorf("team.Definition.%s is %s, store.Key's is %s", f.Name, df.Type, f.Type)
 		}
-		if df.Tag.Get("json") == "" || df.Tag.Get("json") == "-" {
+		if !f.Anonymous && (df.Tag.Get("json") == "" || df.Tag.Get("json") == "-") {
 			t.Errorf("team.Definition.%s has no JSON name: it would not reach etcd", f.Name)
 		}
+	}
+}
+
+// The team record carries the whole store.Definition: every field of it,
+// each filled with its own value by reflection (so a field added there is
+// covered with no change here), survives the record's JSON; and a record
+// of the shape written before (the connection as "conn") still reads.
+func TestDefinitionSurvivesTheTeamRecord(t *testing.T) {
+	t.Parallel()
+	var want team.Definition
+	n := 0
+	var fill func(v reflect.Value)
+	fill = func(v reflect.Value) {
+		n++
+		switch v.Kind() {
+		case reflect.Struct:
+			for i := range v.NumField() {
+				fill(v.Field(i))
+			}
+		case reflect.String:
+			v.SetString(fmt.Sprintf("v%d", n))
+		case reflect.Bool:
+			v.SetBool(true)
+		case reflect.Int, reflect.Int64:
+			v.SetInt(int64(n))
+		case reflect.Slice:
+			v.Set(reflect.ValueOf([]string{fmt.Sprintf("a%d", n), fmt.Sprintf("b%d", n)}).Convert(v.Type()))
+		default:
+			t.Fatalf("cannot fill a %s: teach the test the kind", v.Kind())
+		}
+	}
+	fill(reflect.ValueOf(&want.Definition).Elem())
+	want.ID, want.Label, want.CreatedAt = "0123456789abcdef", "k", time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
+	b, err := json.Marshal(want)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got team.Definition
+	if err := json.Unmarshal(b, &got); err != nil {
+		t.Fatal(err)
+	}
+	if !reflect.DeepEqual(got, want) {
+		t.Fatalf("the team record drops a field:\n got %+v\nwant %+v", got, want)
+	}
+	old := `{"id":"0123456789abcdef","label":"k","conn":{"auth_url":"https://a.example","client_id":"c","basic_auth":true},"grant":"password","username":"u","created_at":"2026-01-02T03:04:05Z"}`
+	if err := json.Unmarshal([]byte(old), &got); err != nil {
+		t.Fatal(err)
+	}
+	if got.AuthURL != "https://a.example" || got.ClientID != "c" || got.AuthMethod() != auth.ClientSecretBasic || got.Username != "u" {
+		t.Fatalf("an old record read as %+v", got)
 	}
 }
 
@@ -365,8 +414,7 @@ func TestClientCredentialsTeamKey(t *testing.T) {
 	srv, issued := ccServer(t, clk)
 	ctx := context.Background()
 	a, b := twoMachines(t, c, "cc", clk)
-	nk := team.NewKey{Label: "robot", Grant: auth.GrantClientCredentials, ClientSecret: clientSecret,
-		Conn: auth.Connection{TokenURL: srv.URL + "/token", ClientID: "robot"}}
+	nk := team.NewKey{Label: "robot", Definition: store.Definition{Grant: auth.GrantClientCredentials, Connection: auth.Connection{TokenURL: srv.URL + "/token", ClientID: "robot"}}, ClientSecret: clientSecret}
 	if _, err := a.eng.CreateKey(ctx, "cc", nk); err != nil {
 		t.Fatal(err)
 	}

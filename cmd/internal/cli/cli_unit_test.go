@@ -94,18 +94,18 @@ func TestKeyStatus(t *testing.T) {
 		{"unstated", store.Key{Label: "k", Token: tok(-time.Minute, 0, 0)}, stateValid, true, "valid (expiry: not stated)"},
 		{"refreshable", store.Key{Label: "k", Token: tok(-2*time.Hour, time.Hour, 3*time.Hour)}, stateRefreshable, true, "refresh by 2026-11-21 13:00:00 UTC"},
 		{"both expired", store.Key{Label: "prod eu", Token: tok(-4*time.Hour, time.Hour, 3*time.Hour)}, stateLoginNeeded, false, "run: shipkey login 'prod eu'"},
-		{"both expired, remembered", store.Key{Label: "k", RememberPassword: true, Token: tok(-4*time.Hour, time.Hour, 3*time.Hour)}, stateRefreshable, true, "remembered password"},
+		{"both expired, remembered", store.Key{Label: "k", Definition: store.Definition{RememberPassword: true}, Token: tok(-4*time.Hour, time.Hour, 3*time.Hour)}, stateRefreshable, true, "remembered password"},
 		{"user logout", store.Key{Label: "k", LoggedOut: true}, stateLoggedOut, false, "logged out; run: shipkey login k"},
-		{"user logout, remembered", store.Key{Label: "k", LoggedOut: true, RememberPassword: true}, stateLoggedOut, true, "remembered password"},
+		{"user logout, remembered", store.Key{Label: "k", Definition: store.Definition{RememberPassword: true}, LoggedOut: true}, stateLoggedOut, true, "remembered password"},
 		{"refresh refused", store.Key{Label: "k", LoggedOut: true, Token: tok(-2*time.Hour, time.Hour, 3*time.Hour)}, stateSessionEnded, false, "session ended"},
 		{"refresh expired, marked", store.Key{Label: "k", LoggedOut: true, Token: tok(-4*time.Hour, time.Hour, 3*time.Hour)}, stateLoginNeeded, false, "the refresh token expired"},
 		// Without a refresh token a key is never refreshable: its grant runs
 		// again by itself (client credentials), or a person logs in.
-		{"client credentials, expired", store.Key{Label: "svc", Grant: auth.GrantClientCredentials, Token: tok(-2*time.Hour, time.Hour, 0)}, stateRenewsItself, true, "renews itself with the client-credentials grant"},
-		{"client credentials, logged out", store.Key{Label: "svc", Grant: auth.GrantClientCredentials, LoggedOut: true}, stateLoggedOut, true, "grant gets a new token at the next use"},
+		{"client credentials, expired", store.Key{Label: "svc", Definition: store.Definition{Grant: auth.GrantClientCredentials}, Token: tok(-2*time.Hour, time.Hour, 0)}, stateRenewsItself, true, "renews itself with the client-credentials grant"},
+		{"client credentials, logged out", store.Key{Label: "svc", Definition: store.Definition{Grant: auth.GrantClientCredentials}, LoggedOut: true}, stateLoggedOut, true, "grant gets a new token at the next use"},
 		{"no refresh token, password", store.Key{Label: "k", Token: tok(-2*time.Hour, time.Hour, 0)}, stateLoginNeeded, false, "there is no refresh token; run: shipkey login k"},
-		{"no refresh token, remembered", store.Key{Label: "k", RememberPassword: true, Token: tok(-2*time.Hour, time.Hour, 0)}, stateRefreshable, true, "remembered password"},
-		{"device code, expired", store.Key{Label: "d", Grant: auth.GrantDeviceCode, Token: tok(-2*time.Hour, time.Hour, 0)}, stateLoginNeeded, false, "no refresh token"},
+		{"no refresh token, remembered", store.Key{Label: "k", Definition: store.Definition{RememberPassword: true}, Token: tok(-2*time.Hour, time.Hour, 0)}, stateRefreshable, true, "remembered password"},
+		{"device code, expired", store.Key{Label: "d", Definition: store.Definition{Grant: auth.GrantDeviceCode}, Token: tok(-2*time.Hour, time.Hour, 0)}, stateLoginNeeded, false, "no refresh token"},
 		// No refresh expiry to go by: the server's word cannot be claimed.
 		{"marked, unstated refresh", store.Key{Label: "k", LoggedOut: true, Token: tok(-2*time.Hour, time.Hour, 0)}, stateLoginNeeded, false, "login needed; run"},
 	} {

@@ -311,28 +311,14 @@ func keysNewRun(ctx context.Context, opts *keysNewOptions) error {
 	}
 
 	if opts.TeamName != "" {
-		tk, err := eng.CreateKey(ctx, opts.TeamName, team.NewKey{
-			Label: strings.TrimSpace(opts.Label), Grant: grant, Conn: conn,
-			Username: opts.Username, ClientSecret: clientSecret, Password: password,
-		})
+		tk, err := eng.CreateKey(ctx, opts.TeamName, team.NewKey{Label: strings.TrimSpace(opts.Label), Definition: store.Definition{Grant: grant, Connection: conn, Username: opts.Username}, ClientSecret: clientSecret, Password: password})
 		if err != nil {
 			return err
 		}
 		fmt.Fprintf(opts.IO.ErrOut, "Got team API key %s (%s), shared with every member of %s\n", text.Safe(tk.Address()), lifetimes(teamStoreKey(tk), opts.Now()), opts.TeamName)
 		return nil
 	}
-	key, ts, err := st.Create(ctx, store.NewKey{
-		Label:            opts.Label,
-		Conn:             conn,
-		Grant:            grant,
-		CallbackPort:     opts.CallbackPort,
-		Username:         opts.Username,
-		ClientSecret:     clientSecret,
-		Password:         password,
-		RememberPassword: opts.RememberPassword,
-		Prompt:           newPrompter(opts.IO, opts.Getenv),
-		Wait:             opts.BrowserWait,
-	})
+	key, ts, err := st.Create(ctx, store.NewKey{Label: opts.Label, Definition: store.Definition{Connection: conn, Grant: grant, CallbackPort: opts.CallbackPort, Username: opts.Username, RememberPassword: opts.RememberPassword}, ClientSecret: clientSecret, Password: password, Prompt: newPrompter(opts.IO, opts.Getenv), Wait: opts.BrowserWait})
 	if err != nil {
 		return interrupted(ctx, err)
 	}
@@ -431,9 +417,9 @@ func keyToJSON(k store.Key, now time.Time) keyJSON {
 		Label:    k.Label,
 		APIKey:   k.Masked,
 		LastUsed: rfc3339OrNil(k.LastUsed),
-		AuthURL:  k.Conn.AuthURL,
-		Realm:    k.Conn.RealmName(),
-		ClientID: k.Conn.ClientID,
+		AuthURL:  k.Connection.AuthURL,
+		Realm:    k.Connection.RealmName(),
+		ClientID: k.Connection.ClientID,
 		Username: k.Username,
 		Default:  k.Default,
 		Status:   status.String(),

@@ -22,7 +22,7 @@ func TestWriteTableTwoWalks(t *testing.T) {
 	t.Parallel()
 	var keys []store.Key
 	for i := range 50 {
-		keys = append(keys, store.Key{Label: strings.Repeat("ä", i%7) + fmt.Sprint("k", i*37), Username: strings.Repeat("u", (i*13)%11)})
+		keys = append(keys, store.Key{Label: strings.Repeat("ä", i%7) + fmt.Sprint("k", i*37), Definition: store.Definition{Username: strings.Repeat("u", (i*13)%11)}})
 	}
 	head := []string{"", "LABEL", "USER", "LAST"}
 	var want bytes.Buffer

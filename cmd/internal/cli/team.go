@@ -93,8 +93,7 @@ func teamDefaultRefusal(label, t string) string {
 // teamStoreKey shows a team key where the CLI and the app show keys: its
 // label is "T/LABEL".
 func teamStoreKey(k team.Key) store.Key {
-	return store.Key{ID: k.ID, Label: k.Address(), Conn: k.Conn, Grant: k.Grant, Username: k.Username, CreatedAt: k.CreatedAt,
-		Token: k.Token, Masked: k.Masked, HasRefreshToken: k.HasRefreshToken, Team: k.Team, TeamRemoved: k.Removed}
+	return store.Key{ID: k.ID, Definition: store.Definition{Connection: k.Conn, Grant: k.Grant, Username: k.Username}, Label: k.Address(), CreatedAt: k.CreatedAt, Token: k.Token, Masked: k.Masked, HasRefreshToken: k.HasRefreshToken, Team: k.Team, TeamRemoved: k.Removed}
 }
 
 // teamConnFlags are the etcd connection options.

@@ -33,8 +33,7 @@ func TestTeamBackendLive(t *testing.T) {
 		t.Fatal("no team backend for a machine in a team")
 	}
 	stamp0, _ := b.Stamp()
-	if _, err := eb.CreateKey(ctx, "ui", team.NewKey{Label: "k", Conn: auth.Connection{AuthURL: srv.URL(), Realm: srv.Realm(), ClientID: "shipping-api"},
-		Username: "svc", ClientSecret: "cs-team-ui", Password: "pw-team-ui"}); err != nil {
+	if _, err := eb.CreateKey(ctx, "ui", team.NewKey{Label: "k", Definition: store.Definition{Connection: auth.Connection{AuthURL: srv.URL(), Realm: srv.Realm(), ClientID: "shipping-api"}, Username: "svc"}, ClientSecret: "cs-team-ui", Password: "pw-team-ui"}); err != nil {
 		t.Fatal(err)
 	}
 	for {

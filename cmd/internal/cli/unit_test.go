@@ -136,13 +136,7 @@ func testStore(t *testing.T, now func() time.Time) (*store.Store, *authtest.Serv
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { st.Close() })
-	_, _, err = st.Create(context.Background(), store.NewKey{
-		Label:        "demo",
-		Conn:         auth.Connection{AuthURL: srv.URL(), ClientID: authtest.DemoClientID},
-		Username:     authtest.DemoUsername,
-		ClientSecret: authtest.DemoClientSecret,
-		Password:     authtest.DemoPassword,
-	})
+	_, _, err = st.Create(context.Background(), store.NewKey{Label: "demo", Definition: store.Definition{Connection: auth.Connection{AuthURL: srv.URL(), ClientID: authtest.DemoClientID}, Username: authtest.DemoUsername}, ClientSecret: authtest.DemoClientSecret, Password: authtest.DemoPassword})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -19,7 +19,7 @@ import (
 )
 
 func (h *handle) key(e *cacheEntry, removed bool) Key {
-	k := Key{Team: h.name(), Removed: removed, Label: e.Def.Label, ID: e.Def.ID, Grant: e.Def.Grant, Conn: e.Def.Conn, Username: e.Def.Username, CreatedAt: e.Def.CreatedAt}
+	k := Key{Team: h.name(), Removed: removed, Label: e.Def.Label, ID: e.Def.ID, Grant: e.Def.Grant, Conn: e.Def.Connection, Username: e.Def.Username, CreatedAt: e.Def.CreatedAt}
 	if e.Token != nil {
 		k.Token = e.Token.Redacted()
 		k.Masked = text.Mask(e.Token.AccessToken)
@@ -208,8 +208,9 @@ func (e *Engine) CreateKey(ctx context.Context, team string, nk NewKey) (Key, er
 	if _, err := auth.GrantFor(nk.Grant); err != nil {
 		return Key{}, err
 	}
-	def := Definition{ID: newID(), Label: nk.Label, Grant: nk.Grant, CallbackPort: nk.CallbackPort, Conn: nk.Conn, Username: nk.Username,
-		ClientSecret: nk.ClientSecret, Password: nk.Password, RememberPassword: nk.Password != "", CreatedAt: e.opts.Now().UTC()}
+	d := nk.Definition
+	d.RememberPassword = nk.Password != ""
+	def := Definition{ID: newID(), Label: nk.Label, Definition: d, ClientSecret: nk.ClientSecret, Password: nk.Password, CreatedAt: e.opts.Now().UTC()}
 	bctx, cancel := h.bound(ctx)
 	defer cancel()
 	s, err := h.read(bctx)

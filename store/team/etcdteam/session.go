@@ -110,7 +110,7 @@ func (e *Engine) Logout(ctx context.Context, team, label string) (LogoutResult, 
 		}
 		res.HadToken = true
 		// The server's bound is the auth client's own, not etcd's.
-		if res.End, err = e.opts.Auth.EndSession(ctx, def.Conn, def.ClientAuth(), cur); err != nil {
+		if res.End, err = e.opts.Auth.EndSession(ctx, def.Connection, def.ClientAuth(), cur); err != nil {
 			return res, err
 		}
 	}

@@ -385,7 +385,7 @@ func (h *handle) obtain(ctx context.Context, def Definition, cur *auth.TokenSet)
 		return nil, errors.New("team: no auth client")
 	}
 	if cur != nil && cur.RefreshToken != "" && (cur.RefreshExpiresAt.IsZero() || cur.RefreshValid(h.e.opts.Now())) {
-		ts, err := a.Refresh(ctx, def.Conn, def.ClientAuth(), cur)
+		ts, err := a.Refresh(ctx, def.Connection, def.ClientAuth(), cur)
 		if err == nil || !auth.IsLoginRequired(err) {
 			return ts, err
 		}

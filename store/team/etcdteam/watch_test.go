@@ -7,6 +7,7 @@ import (
 
 	"github.com/shipkey/shipkey/auth"
 	"github.com/shipkey/shipkey/auth/authtest"
+	"github.com/shipkey/shipkey/store"
 	"github.com/shipkey/shipkey/store/team"
 	"github.com/shipkey/shipkey/store/team/etcdteam"
 	"github.com/shipkey/shipkey/store/team/etcdtest"
@@ -28,8 +29,7 @@ func TestWatchMissesNothingAfterItsRead(t *testing.T) {
 	ma, mb := etcdtest.TeamOfTwo(t, ctx, c, "race")
 	ea, eb := ma.Engine, mb.Engine
 	restore := etcdteam.SetTestHookWatchRead(func() {
-		if _, err := eb.CreateKey(ctx, "race", team.NewKey{Label: "between", Conn: auth.Connection{AuthURL: srv.URL(), Realm: srv.Realm(), ClientID: "shipping-api"},
-			Username: "svc", ClientSecret: "cs-watch", Password: "pw-watch"}); err != nil {
+		if _, err := eb.CreateKey(ctx, "race", team.NewKey{Label: "between", Definition: store.Definition{Connection: auth.Connection{AuthURL: srv.URL(), Realm: srv.Realm(), ClientID: "shipping-api"}, Username: "svc"}, ClientSecret: "cs-watch", Password: "pw-watch"}); err != nil {
 			t.Error(err)
 		}
 	})

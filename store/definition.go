@@ -1,0 +1,25 @@
+package store
+
+import "github.com/shipkey/shipkey/auth"
+
+// Definition is what a key is: where its realm is, which client speaks to
+// it and how (auth.Connection), and how it obtains tokens. It is declared
+// here once; every encoding derives from it by its tags — config.toml's
+// [[keys]] tables (toml), the index record in state.db and a team's record
+// in etcd (json names, CBOR and JSON), Import, the rebuild of the index —
+// and every value that carries a key's definition (Key, ImportKey, NewKey,
+// the team's record) embeds it. Adding a field is one line here (and its
+// field in the form); TestDefinitionSurvivesEveryEncoding checks each path.
+type Definition struct {
+	auth.Connection
+	// Grant is how the key obtains tokens; empty (every key written before
+	// grants existed) is the password grant.
+	Grant auth.GrantType `toml:"grant,omitempty" json:"grant,omitempty"`
+	// CallbackPort is the authorization code grant's fixed loopback port
+	// (0: an ephemeral one).
+	CallbackPort int    `toml:"callback_port,omitempty" json:"callback_port,omitempty"`
+	Username     string `toml:"username" json:"username,omitempty"`
+	// RememberPassword: the password is kept in the secrets backend and used
+	// to log in again.
+	RememberPassword bool `toml:"remember_password" json:"remember_password,omitempty"`
+}
