@@ -834,6 +834,27 @@ func (t *tx) addKeys(es ...keyEntry) error {
 	return nil
 }
 
+// recordEnvBackend writes the backend SHIPKEY_SECRETS chose into
+// config.toml's secrets when config.toml names none (choiceFromEnv) and
+// the key just added is the store's first: its secrets stay findable
+// without the variable.
+func (t *tx) recordEnvBackend() error {
+	if !t.s.choiceFromEnv {
+		return nil
+	}
+	cfg, err := t.config()
+	if err != nil {
+		return err
+	}
+	// Only with the store's first key: the keys made before were kept
+	// where config.toml said, and must stay findable.
+	if (cfg.Secrets == "" || cfg.Secrets == BackendAuto) && len(cfg.Keys) == 1 {
+		cfg.Secrets = t.s.choice
+		t.cfgDirty = true
+	}
+	return nil
+}
+
 func (t *tx) removeKey(id string) error {
 	cfg, err := t.config()
 	if err != nil {

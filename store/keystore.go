@@ -27,9 +27,13 @@ const MaxLabelLen = 64
 type Store struct {
 	configDir, stateDir string
 	choice              string // configured backend name, "auto" included
-	auth                *auth.Client
-	now                 func() time.Time
-	warn                io.Writer
+	// choiceFromEnv: SHIPKEY_SECRETS chose the backend, and config.toml
+	// names none (or auto): the first key created records it there, so
+	// the next call without the variable finds the secrets.
+	choiceFromEnv bool
+	auth          *auth.Client
+	now           func() time.Time
+	warn          io.Writer
 
 	backends     map[string]secretsBackend // by name, made from backendTable
 	probeTimeout time.Duration
@@ -152,6 +156,7 @@ func Open(opts Options) (*Store, error) {
 		if !userBackend(choice) {
 			return nil, fmt.Errorf("%s=%q is not a secrets backend; use %s", EnvSecrets, text.Safe(choice), userBackendNames())
 		}
+		s.choiceFromEnv = choice != BackendAuto && (set.Secrets == "" || set.Secrets == BackendAuto)
 	default:
 		choice = set.Secrets // "auto" unless config.toml says otherwise
 	}
@@ -567,7 +572,10 @@ func (s *Store) Create(ctx context.Context, nk NewKey) (Key, *auth.TokenSet, err
 		if err := t.putState(id, ks); err != nil {
 			return err
 		}
-		return t.addKeys(keyEntry{ID: id, Label: label, Definition: nk.Definition, CreatedAt: s.now().UTC().Truncate(time.Second)})
+		if err := t.addKeys(keyEntry{ID: id, Label: label, Definition: nk.Definition, CreatedAt: s.now().UTC().Truncate(time.Second)}); err != nil {
+			return err
+		}
+		return t.recordEnvBackend()
 	})
 	if err != nil {
 		if wroteSecrets {
