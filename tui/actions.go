@@ -1,6 +1,7 @@
 package tui
 
 import (
+	"context"
 	"fmt"
 
 	tea "charm.land/bubbletea/v2"
@@ -35,7 +36,9 @@ func (m *Model) apply(a action) tea.Cmd {
 		if viewOf(a.nk.Grant).waits {
 			return m.startCreateGrant(a.nk)
 		}
-		return tea.Batch(m.startOp(), m.createCmd(m.req.start(slotCreate), a.nk))
+		ctx, cancel := context.WithCancel(m.ctx)
+		m.createCancel = cancel // esc on the form cancels a request that hangs
+		return tea.Batch(m.startOp(), m.createCmd(ctx, m.req.start(slotCreate), a.nk))
 	case actCancelGrant:
 		return m.cancelGrant()
 	case actOpenBrowser:

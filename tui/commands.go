@@ -83,8 +83,8 @@ func withTokens(msg keyTokensMsg, k store.Key, ts *auth.TokenSet, err error) key
 	return msg
 }
 
-func (m *Model) createCmd(seq int, nk store.NewKey) tea.Cmd {
-	st, ctx := m.backend, m.ctx
+func (m *Model) createCmd(ctx context.Context, seq int, nk store.NewKey) tea.Cmd {
+	st := m.backend
 	return func() tea.Msg {
 		msg := keyTokensMsg{seq: seq, op: opCreate, label: nk.Label}
 		if st == nil {

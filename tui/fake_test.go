@@ -67,14 +67,15 @@ func fakeTokens(now time.Time, user string, n int) *auth.TokenSet {
 
 // fakeStore is an in-memory Backend.
 type fakeStore struct {
-	removeEnd auth.EndResult // what Remove says the server did
-	mu        sync.Mutex
-	clock     *clock
-	keys      map[string]store.Key
-	tokens    map[string]*auth.TokenSet
-	def       string
-	settings  store.Settings
-	n         int
+	hangCreate chan struct{}  // when set, Create hangs until its context ends (closed when it starts)
+	removeEnd  auth.EndResult // what Remove says the server did
+	mu         sync.Mutex
+	clock      *clock
+	keys       map[string]store.Key
+	tokens     map[string]*auth.TokenSet
+	def        string
+	settings   store.Settings
+	n          int
 
 	createErr, refreshErr, loginErr, logoutErr error
 	lastNew                                    store.NewKey // what the last Create was given
@@ -167,6 +168,11 @@ func (f *fakeStore) Resolve(label string) (store.Key, error) {
 }
 
 func (f *fakeStore) Create(ctx context.Context, nk store.NewKey) (store.Key, *auth.TokenSet, error) {
+	if f.hangCreate != nil {
+		close(f.hangCreate) // the request has started
+		<-ctx.Done()        // a server that never answers
+		return store.Key{}, nil, ctx.Err()
+	}
 	if viewOf(nk.Grant).waits {
 		err := f.askPerson(ctx, nk.Prompt)
 		if f.created != nil {

@@ -245,7 +245,10 @@ func (f *form) Typing() bool { return f.state == formEditing && isText(f.focus) 
 
 func (f *form) Update(msg tea.Msg) (action, tea.Cmd) {
 	if f.state != formEditing {
-		if k, ok := msg.(tea.KeyPressMsg); ok && key.Matches(k, f.c.keys.Back) && f.state != formSubmitting {
+		if k, ok := msg.(tea.KeyPressMsg); ok && key.Matches(k, f.c.keys.Back) {
+			if f.state == formSubmitting {
+				return actCancelGrant{}, nil // the request is cancelled, the values stay
+			}
 			return actBack{}, nil
 		}
 		return nil, nil
@@ -544,6 +547,9 @@ func (f *form) grantChoice() string {
 
 func (f *form) ShortHelp() []key.Binding {
 	k := f.c.keys
+	if f.state == formSubmitting {
+		return []key.Binding{k.Cancel, k.ForceQuit}
+	}
 	if !isText(f.focus) {
 		return []key.Binding{k.Choose, k.NextField, k.PrevField, k.Submit, k.Back, k.ForceQuit}
 	}

@@ -282,3 +282,40 @@ func TestFormHelpKeyFollowsTheFooter(t *testing.T) {
 		t.Fatal("closing the help lost the form's values")
 	}
 }
+
+// esc while the form's token request hangs cancels it: the form is back
+// with every value, says nothing was stored, and the late answer is dropped.
+func TestFormEscCancelsAHungRequest(t *testing.T) {
+	t.Parallel()
+	started := make(chan struct{})
+	h := newFormHarness(t, demoPrefill, func(f *fakeStore) { f.hangCreate = started })
+	h.async()
+	h.press("enter")
+	h.pump("the request to start", func() bool {
+		select {
+		case <-started:
+			return true
+		default:
+			return false
+		}
+	})
+	h.mustShow("Requesting a token")
+	if foot := h.m.renderFooter(); !strings.Contains(foot, "esc cancel") {
+		t.Fatalf("footer while requesting: %q", foot)
+	}
+	h.press("esc")
+	if h.m.active != screenForm || h.m.form.state != formEditing {
+		t.Fatalf("esc while requesting: screen %v, form state %v", h.m.active, h.m.form.state)
+	}
+	h.mustShow("Cancelled: nothing was stored.")
+	for i, want := range map[int]string{fieldAuthURL: demoPrefill.AuthURL, fieldClientID: demoPrefill.ClientID, fieldClientSecret: demoPrefill.ClientSecret, fieldLabel: demoPrefill.Label} {
+		if got := h.m.form.inputs[i].Value(); got != want {
+			t.Errorf("field %s after the cancel: %q, want %q", fieldNames[i], got, want)
+		}
+	}
+	// The cancelled request ends (its context is done); its answer changes nothing.
+	h.pump("the cancelled request's answer", func() bool { return h.m.req.inflight == 0 })
+	if h.m.active != screenForm || h.m.form.general != "Cancelled: nothing was stored." {
+		t.Fatalf("the late answer changed the form: %v %q", h.m.active, h.m.form.general)
+	}
+}

@@ -114,6 +114,16 @@ func (m *Model) handleBrowser(msg browserMsg) {
 // with every value kept.
 func (m *Model) cancelGrant() tea.Cmd {
 	g := m.grant
+	if g == nil && m.createCancel != nil && m.form.state == formSubmitting {
+		// A token request of the form (no person to wait for) that hangs:
+		// cancelled, its answer dropped, the values kept.
+		m.createCancel()
+		m.createCancel = nil
+		m.req.start(slotCreate)
+		m.form.state = formEditing
+		m.form.general = "Cancelled: nothing was stored."
+		return m.form.focusOn(m.form.focus)
+	}
 	if g == nil {
 		return m.back()
 	}

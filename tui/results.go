@@ -70,6 +70,10 @@ func (m *Model) handleKeyTokens(msg keyTokensMsg) tea.Cmd {
 			return nil
 		}
 		m.endGrant()
+		if m.createCancel != nil {
+			m.createCancel() // releases the request's context
+			m.createCancel = nil
+		}
 		if msg.err != nil {
 			if m.active == screenSignin {
 				return tea.Batch(m.form.fail(msg.err), m.replace(screenForm))

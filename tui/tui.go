@@ -112,6 +112,9 @@ type Model struct {
 	showHelp      bool
 	help          help.Model
 	helpPane      pane // the help screen's scroll
+	// createCancel cancels the form's token request in flight (not a
+	// grant that waits for a person: that is m.grant).
+	createCancel context.CancelFunc
 
 	welcome   *welcome
 	form      *form
