@@ -32,8 +32,11 @@ var (
 		}
 		return em
 	})
+	// A string field may hold bytes that are not UTF-8 (a label or a masked
+	// token is kept as given): the encoder writes them as they are, so the
+	// decoder must read them back as they are.
 	recordDec = sync.OnceValue(func() cbor.DecMode {
-		dm, err := cbor.DecOptions{MaxNestedLevels: 8, MaxArrayElements: 1024, MaxMapPairs: 256}.DecMode()
+		dm, err := cbor.DecOptions{MaxNestedLevels: 8, MaxArrayElements: 1024, MaxMapPairs: 256, UTF8: cbor.UTF8DecodeInvalid}.DecMode()
 		if err != nil {
 			panic(err)
 		}

@@ -365,7 +365,13 @@ func freshToken(ctx context.Context, st *store.Store, key store.Key, minValid ti
 	}
 	secrets.Add(ts.AccessToken, ts.RefreshToken, ts.IDToken)
 	if minValid > 0 && !ts.Access().ValidFor(now(), minValid) {
-		life := ts.AccessExpiry().Sub(ts.ObtainedAt).Round(time.Second)
+		// The life the server stated (expires_in) when it stated one: the
+		// JWT's exp minus the moment the answer arrived is a second short
+		// whenever the request took a while.
+		life := time.Duration(ts.ExpiresIn) * time.Second
+		if life <= 0 {
+			life = ts.AccessExpiry().Sub(ts.ObtainedAt).Round(time.Second)
+		}
 		if !warnedOnce(st, fmt.Sprintf("min-valid\x00%s\x00%s", key.Label, minValid)) {
 			fmt.Fprintf(ios.ErrOut, "shipkey: warning: API key %s: this token is valid only until %s, less than --min-valid %s: the server issues shorter-lived tokens (%s), so every call renews it; pick --min-valid below their life (said once)\n",
 				text.Safe(key.Label), text.Stamp(ts.AccessExpiry()), minValid, life)
