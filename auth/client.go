@@ -61,6 +61,9 @@ type Client struct {
 	discovered map[string]Endpoints        // discovery documents by issuer
 	learned    map[string]ClientAuthMethod // client authentication found to work, by learnKey
 	jwks       jwksCache                   // fetched key sets by JWKS URL
+	certHTTP   map[string]*http.Client     // clients presenting a certificate, by its thumbprint
+	hardening  map[string]hardening        // discovery's switches of hardened realms, by issuer
+	nonces     DPoPNonces                  // the DPoP nonces servers asked for
 }
 
 // NewClient builds a Client. It fails only when CAFile cannot be read.
@@ -251,7 +254,7 @@ func (c *Client) discover(ctx context.Context, issuer, wellKnown string) (Endpoi
 			return Endpoints{}, &Error{Kind: KindConfig, Op: op, Msg: "the discovered token endpoint " + text.Safe(doc.Token) + " " + err.Error(), Hint: "set an https token URL on the connection"}
 		}
 	}
-	for _, f := range []*string{&doc.JWKS, &doc.Logout, &doc.Userinfo, &doc.Introspection, &doc.Revocation, &doc.Authorization, &doc.DeviceAuthorization} {
+	for _, f := range []*string{&doc.JWKS, &doc.Logout, &doc.Userinfo, &doc.Introspection, &doc.Revocation, &doc.Authorization, &doc.DeviceAuthorization, &doc.PAR} {
 		if *f != "" && CheckURL(*f) != nil {
 			c.logger.Debug("dropping a discovered endpoint that fails the URL check", "url", text.Safe(*f))
 			*f = ""
@@ -261,6 +264,7 @@ func (c *Client) discover(ctx context.Context, issuer, wellKnown string) (Endpoi
 		doc.Issuer = issuer
 	}
 	doc.Issuer = text.Safe(doc.Issuer)
+	c.keepHardening(issuer, body)
 	return doc, nil
 }
 

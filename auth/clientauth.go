@@ -78,8 +78,13 @@ type ClientAuth struct {
 	Key   crypto.Signer
 	KeyID string
 	// Cert is the client certificate of tls_client_auth and
-	// self_signed_tls_client_auth.
+	// self_signed_tls_client_auth. When set, every request to the realm
+	// presents it (over discovery's mtls_endpoint_aliases), whatever the
+	// method: a realm that binds tokens to it sees it on each one.
 	Cert *tls.Certificate
+	// DPoP, when set, proves possession of this key on every token request
+	// (RFC 9449): the tokens come back bound to it (token_type DPoP).
+	DPoP *DPoPKey
 }
 
 // AuthFor is the client authentication of conn with secret: conn's method
@@ -143,8 +148,25 @@ func (c *Client) applyClientAuth(conn Connection, ca ClientAuth, m ClientAuthMet
 // unique jti, a short exp; HS256 over the secret for client_secret_jwt, the
 // key's algorithm for private_key_jwt. Not written yet.
 func (c *Client) signAssertion(conn Connection, ca ClientAuth, m ClientAuthMethod, endpoint string) (string, error) {
-	_, _, _ = conn, ca, endpoint
-	return "", notSupportedYet(m)
+	_ = endpoint // the audience is the token endpoint, which every server accepts for every endpoint
+	aud := c.assertionAudience(conn)
+	if m == ClientSecretJWT {
+		return SecretAssertion(conn.ClientID, aud, ca.Secret, c.now())
+	}
+	if ca.Key == nil {
+		return "", configError("the key has no client key for private_key_jwt", "create it again with --client-key FILE or --generate-client-key")
+	}
+	alg, err := SigningAlg(ca.Key, c.assertionAlgs(conn))
+	if err != nil {
+		return "", err
+	}
+	kid := ca.KeyID
+	if kid == "" {
+		if kid, err = KeyThumbprint(ca.Key.Public()); err != nil {
+			return "", err
+		}
+	}
+	return KeyAssertion(conn.ClientID, aud, ca.Key, kid, alg, c.now())
 }
 
 // notSupportedYet is the error of a method shipkey stores but cannot apply.

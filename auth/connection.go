@@ -34,6 +34,15 @@ type Connection struct {
 	// ClientAuth instead.
 	BasicAuth    bool `toml:"basic_auth,omitempty" json:"basic_auth,omitempty"`
 	PublicClient bool `toml:"public_client,omitempty" json:"public_client,omitempty"`
+	// ClientKeyID is the kid of the client's assertions (private_key_jwt);
+	// empty: the key's RFC 7638 thumbprint.
+	ClientKeyID string `toml:"client_key_id,omitempty" json:"client_key_id,omitempty"`
+	// DPoP binds the key's tokens to a DPoP key of its own (RFC 9449),
+	// kept with its secrets.
+	DPoP bool `toml:"dpop,omitempty" json:"dpop,omitempty"`
+	// NoPAR: the authorization code grant does not push its request even
+	// when the realm has a PAR endpoint (--par=false).
+	NoPAR bool `toml:"no_par,omitempty" json:"no_par,omitempty"`
 }
 
 // AuthMethod is the connection's client authentication: ClientAuth when
@@ -263,6 +272,9 @@ type Endpoints struct {
 	// IssParameter: the server sends iss with its authorization responses
 	// (RFC 9207), so a response without it is refused.
 	IssParameter bool `json:"authorization_response_iss_parameter_supported"`
+	// PAR is the pushed authorization request endpoint (RFC 9126): when
+	// the server has one, the authorization code grant pushes its request.
+	PAR string `json:"pushed_authorization_request_endpoint"`
 	// ScopesSupported is discovery's scopes_supported: the interactive
 	// grants ask for openid when no scope is set and it is listed here.
 	ScopesSupported ScopeList `json:"scopes_supported,omitempty"`

@@ -97,7 +97,15 @@ func (authCodeGrant) Obtain(ctx context.Context, c *Client, r Request) (*TokenSe
 		nonce = randomString()
 		opts = append(opts, oauth2.SetAuthURLParam("nonce", nonce))
 	}
+	if r.ClientAuth.DPoP != nil {
+		opts = append(opts, oauth2.SetAuthURLParam("dpop_jkt", r.ClientAuth.DPoP.JKT()))
+	}
 	authURL := cfg.AuthCodeURL(state, opts...)
+	if ep.PAR != "" && !r.Conn.NoPAR {
+		if authURL, err = c.pushAuthorization(ctx, r.Conn, r.ClientAuth, ep, authURL); err != nil {
+			return nil, err
+		}
+	}
 
 	results := make(chan callbackResult, 1)
 	srv := &http.Server{
@@ -142,6 +150,10 @@ func (authCodeGrant) Obtain(ctx context.Context, c *Client, r Request) (*TokenSe
 	case res = <-results:
 	}
 	if res.err != nil {
+		var e *Error
+		if errors.As(res.err, &e) {
+			return nil, c.nameTheSwitch(r.Conn, r.ClientAuth, e)
+		}
 		return nil, res.err
 	}
 

@@ -104,6 +104,9 @@ func (c *Client) sendWith(ctx context.Context, conn Connection, ca ClientAuth, m
 	if err != nil {
 		return formResponse{}, withOp(err, r.Op)
 	}
+	if ca.Cert != nil {
+		r.Endpoint = c.mtlsAlias(ctx, conn, r.Endpoint)
+	}
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, r.Endpoint, strings.NewReader(form.Encode()))
 	if err != nil {
 		return formResponse{}, mapTransportError(ctx, r.Op, r.Endpoint, err)
@@ -130,11 +133,13 @@ func (c *Client) sendWith(ctx context.Context, conn Connection, ca ClientAuth, m
 }
 
 // httpFor is the HTTP client that carries ca's method: the client's own, or,
-// for the TLS methods, one that presents ca.Cert. The TLS methods are not
-// written yet.
+// when ca has a certificate (the TLS methods need one), one that presents it.
 func (c *Client) httpFor(ca ClientAuth, m ClientAuthMethod) (*http.Client, error) {
+	if ca.Cert != nil {
+		return c.certClient(ca.Cert)
+	}
 	if m == TLSClientAuth || m == SelfSignedTLSClientAuth {
-		return nil, notSupportedYet(m)
+		return nil, configError("the key has no client certificate for "+string(m), "create it again with --client-cert FILE --client-key FILE")
 	}
 	return c.http, nil
 }
@@ -177,19 +182,19 @@ type tokenCall struct {
 // KindMalformedResponse, and a token response becomes a TokenSet
 // (tokenSet's checks).
 func (c *Client) token(ctx context.Context, conn Connection, ca ClientAuth, call tokenCall) (*TokenSet, error) {
-	resp, err := c.send(ctx, conn, ca, formRequest{Op: call.Op, Endpoint: call.Endpoint, Form: call.Form, Header: call.Header})
+	resp, err := c.sendProved(ctx, conn, ca, formRequest{Op: call.Op, Endpoint: call.Endpoint, Form: call.Form, Header: call.Header})
 	if err != nil {
 		return nil, err
 	}
 	if !resp.ok() || resp.serverError().Code != "" {
 		// A 200 with an error code is a refusal too, as x/oauth2 reads it.
-		return nil, resp.refusal(call.Op, ca.secrets(conn, call.Secrets...))
+		return nil, c.nameTheSwitch(conn, ca, resp.refusal(call.Op, ca.secrets(conn, call.Secrets...)))
 	}
 	tok, err := parseToken(call.Op, resp)
 	if err != nil {
 		return nil, err
 	}
-	return c.tokenSet(call.Op, tok)
+	return c.tokenSet(call.Op, tok, ca.DPoP != nil)
 }
 
 // parseToken reads a 2xx token response, JSON or form-encoded (as x/oauth2

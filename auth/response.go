@@ -106,7 +106,10 @@ func lifetime(tok *oauth2.Token, key string) (secs int64, present bool, problem 
 // header there is no other type it could be mistaken for); expires_in and
 // refresh_expires_in are numbers in [0, MaxLifetime]; and the access token is
 // not already expired when it arrives (by the stated lifetime or the JWT exp).
-func (c *Client) tokenSet(op string, tok *oauth2.Token) (*TokenSet, error) {
+//
+// With dpop (the request carried a DPoP proof), token_type DPoP is accepted
+// too: the token is bound to the key (RFC 9449 §5).
+func (c *Client) tokenSet(op string, tok *oauth2.Token, dpop bool) (*TokenSet, error) {
 	if !b64token().MatchString(tok.AccessToken) {
 		return nil, malformed(op, "the access token holds characters a bearer token may not (RFC 6750 allows letters, digits and -._~+/ with trailing =)")
 	}
@@ -117,7 +120,7 @@ func (c *Client) tokenSet(op string, tok *oauth2.Token) (*TokenSet, error) {
 	if idToken != "" && !visibleASCII(idToken) {
 		return nil, malformed(op, "the ID token holds spaces, control characters or non-ASCII bytes")
 	}
-	if tt := tok.TokenType; tt != "" && !strings.EqualFold(tt, "bearer") {
+	if tt := tok.TokenType; tt != "" && !strings.EqualFold(tt, "bearer") && !(dpop && strings.EqualFold(tt, DPoPTokenType)) {
 		return nil, malformed(op, "the token type is not Bearer (RFC 6749 §7.1: a client must not use a token type it does not understand)")
 	}
 	expiresIn, expiresStated, problem := lifetime(tok, "expires_in")

@@ -540,6 +540,9 @@ func (s *Store) Create(ctx context.Context, nk NewKey) (Key, *auth.TokenSet, err
 		}
 	}
 	sec := keySecrets{ClientSecret: nk.ClientSecret}
+	if err := sec.addHardening(&nk); err != nil {
+		return Key{}, nil, err
+	}
 	ts, err := s.auth.Obtain(ctx, nk.Grant, auth.Request{
 		Conn: nk.Connection, ClientAuth: sec.clientAuth(nk.Connection), Username: nk.Username, Password: nk.Password,
 		CallbackPort: nk.CallbackPort, Prompt: nk.Prompt, Wait: nk.Wait,
@@ -1005,14 +1008,7 @@ func (s *Store) Connections() []auth.Connection {
 
 // ClientSecret returns a key's client secret (for liveness checks).
 func (s *Store) ClientSecret(label string) (string, error) {
-	if _, err := s.prepare(); err != nil {
-		return "", err
-	}
-	e, ks, err := s.find(label)
-	if err != nil {
-		return "", err
-	}
-	sec, err := s.getSecrets(e.Label, e.ID, ks)
+	_, sec, err := s.entrySecrets(label)
 	if err != nil {
 		return "", err
 	}

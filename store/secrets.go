@@ -101,6 +101,13 @@ type keySecrets struct {
 	AccessToken  string `json:"access_token,omitempty"`
 	RefreshToken string `json:"refresh_token,omitempty"`
 	IDToken      string `json:"id_token,omitempty"`
+	// ClientKey is the client's private key (PKCS#8 PEM) for
+	// private_key_jwt and mutual TLS, ClientCert its certificate chain
+	// (PEM), DPoPKey the key's DPoP key (PKCS#8 PEM): imported or made once,
+	// never read from a file again, removed with the key.
+	ClientKey  string `json:"client_key,omitempty"`
+	ClientCert string `json:"client_cert,omitempty"`
+	DPoPKey    string `json:"dpop_key,omitempty"`
 	// ID is the key the record belongs to, Meta a copy of its state (see
 	// rebuild.go); neither is secret.
 	ID   string      `json:"id,omitempty"`
@@ -109,8 +116,37 @@ type keySecrets struct {
 
 // clientAuth is the client authentication of a key with connection conn
 // and these secrets.
+//
+// The client key, certificate and DPoP key are parsed from their stored
+// forms; one that does not parse is left out, and the request that needs
+// it fails with a line saying to create the key again.
 func (k keySecrets) clientAuth(conn auth.Connection) auth.ClientAuth {
-	return auth.AuthFor(conn, k.ClientSecret)
+	ca := auth.AuthFor(conn, k.ClientSecret)
+	if k.ClientKey != "" {
+		if key, _, err := auth.ParseClientKey([]byte(k.ClientKey)); err == nil {
+			ca.Key, ca.KeyID = key, conn.ClientKeyID
+			if k.ClientCert != "" {
+				ca.Cert, _ = auth.ParseClientCertificate([]byte(k.ClientCert), key)
+			}
+		}
+	}
+	if k.DPoPKey != "" {
+		ca.DPoP, _ = auth.ParseDPoPKey([]byte(k.DPoPKey))
+	}
+	return ca
+}
+
+// binding is what the key's tokens are bound to: its DPoP key's thumbprint
+// and its client certificate's ("" for none).
+func (k keySecrets) binding(conn auth.Connection) (jkt, x5t string) {
+	ca := k.clientAuth(conn)
+	if ca.DPoP != nil {
+		jkt = ca.DPoP.JKT()
+	}
+	if ca.Cert != nil {
+		x5t = auth.CertificateThumbprint(ca.Cert.Certificate[0])
+	}
+	return jkt, x5t
 }
 
 func (k *keySecrets) setTokens(ts *auth.TokenSet) {

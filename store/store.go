@@ -184,6 +184,16 @@ type NewKey struct {
 	Definition
 	ClientSecret string // every grant but a public client's
 	Password     string // password
+	// ClientKey is the client's private key (PEM or JWK) for
+	// private_key_jwt and the TLS methods, ClientCert the certificate
+	// (PEM) of the TLS methods; both are kept in the secrets backend.
+	// GenerateClientKey makes an EC P-256 key instead of ClientKey.
+	ClientKey, ClientCert []byte
+	GenerateClientKey     bool
+	// OnClientKey, when set, is given the public key set (JWKS) of a
+	// generated client key before the grant runs, for the person to
+	// register it with the realm; an error stops here, nothing stored.
+	OnClientKey func(jwks []byte) error
 	// Prompt is told what a person must do for an interactive grant (a
 	// device code, an authorization URL); cancel ctx to give up waiting.
 	Prompt auth.Prompter

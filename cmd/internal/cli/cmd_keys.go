@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
 	"strings"
 	"time"
 
@@ -48,6 +49,14 @@ type keysNewOptions struct {
 	RememberPassword bool
 	PasswordStdin    bool
 	SecretStdin      bool // --client-secret-stdin
+
+	// Hardened realms.
+	ClientKeyFile     string // --client-key: PEM or JWK, imported into the secrets backend
+	GenerateClientKey bool   // --generate-client-key: an EC P-256 key whose public JWKS is printed
+	ClientKeyID       string // --client-key-id: the assertions' kid (default the RFC 7638 thumbprint)
+	ClientCertFile    string // --client-cert: PEM, for tls_client_auth
+	DPoP              bool   // --dpop: DPoP-bound tokens
+	PAR               bool   // --par: push authorization requests when the realm has a PAR endpoint
 }
 
 // grantFlags name a server, a client and a grant: the flags of keys new,
@@ -211,6 +220,12 @@ the desktop's opener) and always print it.`,
 	fl.BoolVar(&opts.RememberPassword, "remember-password", false, "keep the password with the key's secrets to log in again unattended")
 	fl.BoolVar(&opts.PasswordStdin, "password-stdin", false, "read the password from stdin (one line)")
 	fl.BoolVar(&opts.SecretStdin, "client-secret-stdin", false, "read the client secret from stdin (one line)")
+	fl.StringVar(&opts.ClientKeyFile, "client-key", "", "the client's private key (PEM or JWK) for private_key_jwt and the TLS methods; kept in the secrets backend")
+	fl.BoolVar(&opts.GenerateClientKey, "generate-client-key", false, "make an EC P-256 client key for private_key_jwt and print its public JWKS to register with the realm")
+	fl.StringVar(&opts.ClientKeyID, "client-key-id", "", "kid of the client's assertions (default: the key's RFC 7638 thumbprint)")
+	fl.StringVar(&opts.ClientCertFile, "client-cert", "", "the client certificate (PEM) for tls_client_auth / self_signed_tls_client_auth, with --client-key")
+	fl.BoolVar(&opts.DPoP, "dpop", false, "bind the tokens to a DPoP key of this key's own (RFC 9449)")
+	fl.BoolVar(&opts.PAR, "par", true, "authcode: push the authorization request when the realm has a PAR endpoint (RFC 9126)")
 	fl.StringVar(&opts.TeamName, "team", "", "make it a team key, shared end-to-end encrypted through the team's etcd (addressed TEAM/LABEL)")
 	return cmd
 }
@@ -263,7 +278,18 @@ func keysNewRun(ctx context.Context, opts *keysNewOptions) error {
 	if err != nil {
 		return err
 	}
+	if method == "" && (opts.ClientKeyFile != "" || opts.GenerateClientKey) {
+		method = auth.PrivateKeyJWT
+		if opts.ClientCertFile != "" {
+			method = auth.TLSClientAuth
+		}
+	}
 	conn := opts.connection(method)
+	conn.ClientKeyID, conn.DPoP, conn.NoPAR = opts.ClientKeyID, opts.DPoP, !opts.PAR
+	clientKey, clientCert, err := readClientFiles(opts)
+	if err != nil {
+		return err
+	}
 	grant := auth.GrantType(opts.Grant)
 	// Check everything that can be checked before asking for anything secret:
 	// the connection's shape, the store, and that the label is free.
@@ -318,7 +344,8 @@ func keysNewRun(ctx context.Context, opts *keysNewOptions) error {
 		fmt.Fprintf(opts.IO.ErrOut, "Got team API key %s (%s), shared with every member of %s\n", text.Safe(tk.Address()), lifetimes(teamStoreKey(tk), opts.Now()), opts.TeamName)
 		return nil
 	}
-	key, ts, err := st.Create(ctx, store.NewKey{Label: opts.Label, Definition: store.Definition{Connection: conn, Grant: grant, CallbackPort: opts.CallbackPort, Username: opts.Username, RememberPassword: opts.RememberPassword}, ClientSecret: clientSecret, Password: password, Prompt: newPrompter(opts.IO, opts.Getenv), Wait: opts.BrowserWait})
+	key, ts, err := st.Create(ctx, store.NewKey{Label: opts.Label, Definition: store.Definition{Connection: conn, Grant: grant, CallbackPort: opts.CallbackPort, Username: opts.Username, RememberPassword: opts.RememberPassword}, ClientSecret: clientSecret, Password: password, Prompt: newPrompter(opts.IO, opts.Getenv), Wait: opts.BrowserWait,
+		ClientKey: clientKey, ClientCert: clientCert, GenerateClientKey: opts.GenerateClientKey, OnClientKey: registerClientKey(opts.IO)})
 	if err != nil {
 		return interrupted(ctx, err)
 	}
@@ -710,4 +737,46 @@ func keysDefaultRun(opts *keysDefaultOptions) error {
 	}
 	fmt.Fprintf(opts.IO.ErrOut, "API key %s is now the default\n", text.Safe(opts.Label))
 	return nil
+}
+
+// readClientFiles reads --client-key and --client-cert once: from then on
+// they live in the secrets backend, never read from the files again.
+func readClientFiles(opts *keysNewOptions) (key, cert []byte, err error) {
+	read := func(flag, path string) ([]byte, error) {
+		if path == "" {
+			return nil, nil
+		}
+		b, err := os.ReadFile(path)
+		if err != nil {
+			return nil, fmt.Errorf("%s %s: %w", flag, text.ShellQuote(path), errors.Unwrap(err))
+		}
+		return b, nil
+	}
+	if key, err = read("--client-key", opts.ClientKeyFile); err != nil {
+		return nil, nil, err
+	}
+	if cert, err = read("--client-cert", opts.ClientCertFile); err != nil {
+		return nil, nil, err
+	}
+	return key, cert, nil
+}
+
+// registerClientKey prints a generated client key's public JWKS on stdout
+// and waits for the person to register it with the realm (Enter on stdin)
+// before the grant runs.
+func registerClientKey(ios *iostreams) func(jwks []byte) error {
+	return func(jwks []byte) error {
+		fmt.Fprintf(ios.Out, "%s\n", jwks)
+		fmt.Fprintln(ios.ErrOut, "Register this public key set with the client (Keycloak: Clients → the client → Credentials: Client Authenticator \"Signed JWT\", Keys → Use JWKS: paste it), then press Enter.")
+		line := make([]byte, 1)
+		for {
+			n, err := ios.In.Read(line)
+			if err != nil {
+				return fmt.Errorf("no go-ahead on stdin after the public key set (%w); nothing was stored", err)
+			}
+			if n == 1 && line[0] == '\n' {
+				return nil
+			}
+		}
+	}
 }

@@ -175,6 +175,7 @@ type realm struct {
 	password     string
 	clientSecret string
 	passphrase   string
+	hardened     hardenedRealm
 }
 
 const (
@@ -210,7 +211,14 @@ func (r *realm) config(access, refresh time.Duration, rotate bool) authtest.Conf
 			{ID: scriptClient, Secret: r.clientSecret, ServiceAccount: true, DeviceGrant: true},
 			{ID: scriptPublicClient, DeviceGrant: true},
 			{ID: scriptNoGrantsClient, Secret: r.clientSecret, NoStandardFlow: true},
+			{ID: "shipping-signed", AuthMethod: authtest.AuthPrivateKeyJWT, JWKS: r.hardened.jwks, ServiceAccount: true, DeviceGrant: true},
+			{ID: "shipping-hmac", AuthMethod: authtest.AuthClientSecretJWT, Secret: r.hardened.hmacSecret, ServiceAccount: true, DeviceGrant: true},
+			{ID: "shipping-dpop", Secret: r.clientSecret, DPoP: true, ServiceAccount: true, DeviceGrant: true},
+			{ID: "shipping-par", Secret: r.clientSecret, RequirePAR: true},
+			{ID: "shipping-mtls", AuthMethod: authtest.AuthTLSClient, ServiceAccount: true, DeviceGrant: true},
 		},
+		MTLS:               true,
+		DPoPNonces:         true,
 		DeviceInterval:     time.Second,
 		AccessTTL:          access,
 		RefreshTTL:         refresh,
@@ -226,7 +234,13 @@ func setupScript(env *testscript.Env) error {
 		clientSecret: "cs-" + randomHex(10),
 		passphrase:   "pp-" + randomHex(10),
 	}
+	if err := r.hardened.make(); err != nil {
+		return err
+	}
 	r.srv = authtest.NewServer(r.config(1314000*time.Second, 30*time.Minute, false))
+	if err := r.hardened.files(env, r.srv); err != nil {
+		return err
+	}
 	env.Values[scriptKey{}] = r
 	env.Values[apiKey{}] = &apiHolder{}
 	env.Defer(func() {

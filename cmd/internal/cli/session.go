@@ -288,7 +288,7 @@ func tokenNoStoreRun(ctx context.Context, opts *tokenOptions) error {
 		return interrupted(ctx, err)
 	}
 	opts.Secrets.Add(ts.AccessToken, ts.RefreshToken, ts.IDToken)
-	return writeToken(opts.IO.Out, opts.Output, "", ts)
+	return writeToken(opts.IO.Out, opts.Output, "", "", ts)
 }
 
 // tokenOutputFlags checks --output and folds --json into it.
@@ -316,6 +316,7 @@ func tokenRun(ctx context.Context, opts *tokenOptions) error {
 	var ts *auth.TokenSet
 	var name string // the key as the output names it: LABEL or T/LABEL
 	opts.Label = labelOrEnv(st, opts.Label)
+	var jkt string // the key's DPoP key thumbprint
 	if t, l, ok := teamKeyAddress(st, opts.Label); ok && opts.TeamToken != nil {
 		if opts.ForceRefresh {
 			return usageErrorf("--force-refresh takes a key of this machine; a team key is renewed for the whole team with: shipkey login %s", text.ShellQuote(opts.Label))
@@ -326,6 +327,14 @@ func tokenRun(ctx context.Context, opts *tokenOptions) error {
 		var key store.Key
 		if key, err = resolveKey(st, opts.Label); err == nil {
 			name = key.Label
+			if key.Connection.DPoP {
+				if opts.Header {
+					return dpopHeaderError(key.Label)
+				}
+				if jkt, _, err = st.Binding(key.Label); err != nil {
+					return err
+				}
+			}
 			if opts.ForceRefresh {
 				ts, err = forcedToken(ctx, st, key, opts.Secrets)
 			} else {
@@ -346,7 +355,7 @@ func tokenRun(ctx context.Context, opts *tokenOptions) error {
 	case opts.Header:
 		_, err = fmt.Fprintln(opts.IO.Out, "Authorization: "+ts.Header())
 	default:
-		err = writeToken(opts.IO.Out, opts.Output, name, ts)
+		err = writeToken(opts.IO.Out, opts.Output, name, jkt, ts)
 	}
 	return err
 }

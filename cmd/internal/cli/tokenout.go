@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/shipkey/shipkey/auth"
+	"github.com/shipkey/shipkey/internal/text"
 )
 
 // Output formats of "shipkey token" (--output).
@@ -28,6 +29,9 @@ type tokenDoc struct {
 	ExpiresAt string `json:"expires_at,omitempty"`
 	Key       string `json:"key"`
 	Scope     string `json:"scope"`
+	// JKT is the thumbprint of the key's DPoP key, which a DPoP-bound
+	// token's cnf.jkt names (RFC 9449); omitted for a key without one.
+	JKT string `json:"jkt,omitempty"`
 }
 
 func newTokenDoc(label string, ts *auth.TokenSet) tokenDoc {
@@ -80,10 +84,13 @@ func writeJSON(w io.Writer, v any) error {
 }
 
 // writeToken prints ts in the chosen format.
-func writeToken(w io.Writer, format, label string, ts *auth.TokenSet) error {
+// jkt is the key's DPoP key thumbprint ("" for none).
+func writeToken(w io.Writer, format, label, jkt string, ts *auth.TokenSet) error {
 	switch format {
 	case outputJSON:
-		return writeJSON(w, newTokenDoc(label, ts))
+		d := newTokenDoc(label, ts)
+		d.JKT = jkt
+		return writeJSON(w, d)
 	case outputExecCredential:
 		return writeJSON(w, newExecCredential(ts))
 	default:
@@ -122,4 +129,10 @@ func curlConfigHeader(ts *auth.TokenSet) (string, error) {
 	}
 	b.WriteString("\"\n")
 	return b.String(), nil
+}
+
+// dpopHeaderError refuses a bare header for a DPoP-bound key: its token is
+// useless without a proof signed for each request.
+func dpopHeaderError(label string) error {
+	return fmt.Errorf("API key %s holds DPoP-bound tokens, which need a proof signed for each request: a bare Authorization header would be refused; take the token and its key's jkt from `shipkey token --json %s`, and sign each request's DPoP proof with the key", text.Safe(label), text.ShellQuote(label))
 }

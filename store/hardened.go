@@ -1,0 +1,125 @@
+package store
+
+import (
+	"errors"
+
+	jose "github.com/go-jose/go-jose/v4"
+	"github.com/shipkey/shipkey/auth"
+	"github.com/shipkey/shipkey/internal/text"
+)
+
+// Hardened realms: the client key and certificate a new key brings, and the
+// DPoP key it makes, all kept in its secrets record (so they go with the
+// key, and a crash leaves none behind on its own).
+
+// addHardening checks what nk's client authentication needs and puts the
+// client key, certificate and a new DPoP key into sec in their stored forms.
+func (sec *keySecrets) addHardening(nk *NewKey) error {
+	m := nk.Connection.AuthMethod()
+	needsKey := m == auth.PrivateKeyJWT || m == auth.TLSClientAuth || m == auth.SelfSignedTLSClientAuth
+	switch {
+	case nk.GenerateClientKey && len(nk.ClientKey) > 0:
+		return errors.New("pass either a client key file or --generate-client-key, not both")
+	case needsKey && len(nk.ClientKey) == 0 && !nk.GenerateClientKey:
+		return errors.New("client authentication " + string(m) + " needs the client's private key: pass --client-key FILE (or --generate-client-key)")
+	case (m == auth.TLSClientAuth || m == auth.SelfSignedTLSClientAuth) && len(nk.ClientCert) == 0:
+		return errors.New("client authentication " + string(m) + " needs the client certificate: pass --client-cert FILE with --client-key FILE")
+	case !needsKey && (len(nk.ClientKey) > 0 || nk.GenerateClientKey):
+		return errors.New("a client key is for private_key_jwt, tls_client_auth and self_signed_tls_client_auth, not client authentication " + string(m))
+	case m == auth.ClientSecretJWT && nk.ClientSecret == "":
+		return errors.New("client authentication client_secret_jwt signs with the client secret, and it is empty")
+	}
+	if nk.GenerateClientKey {
+		k, err := auth.GenerateClientKey()
+		if err != nil {
+			return err
+		}
+		if nk.ClientKey, err = auth.EncodeClientKey(k); err != nil {
+			return err
+		}
+		if nk.OnClientKey != nil {
+			jwks, err := auth.PublicJWKS(k, nk.Connection.ClientKeyID, jose.ES256)
+			if err != nil {
+				return err
+			}
+			if err := nk.OnClientKey(jwks); err != nil {
+				return err
+			}
+		}
+	}
+	if len(nk.ClientKey) > 0 {
+		k, _, err := auth.ParseClientKey(nk.ClientKey)
+		if err != nil {
+			return err
+		}
+		pemKey, err := auth.EncodeClientKey(k)
+		if err != nil {
+			return err
+		}
+		sec.ClientKey = string(pemKey)
+		if len(nk.ClientCert) > 0 {
+			cert, err := auth.ParseClientCertificate(nk.ClientCert, k)
+			if err != nil {
+				return err
+			}
+			sec.ClientCert = string(auth.EncodeClientCertificate(cert))
+		}
+	} else if len(nk.ClientCert) > 0 {
+		return errors.New("a client certificate needs its private key: pass --client-key FILE too")
+	}
+	if nk.Connection.DPoP {
+		k, err := auth.NewDPoPKey()
+		if err != nil {
+			return err
+		}
+		b, err := k.Marshal()
+		if err != nil {
+			return err
+		}
+		sec.DPoPKey = string(b)
+	}
+	return nil
+}
+
+// Binding is what the key's tokens are bound to: the thumbprint of its DPoP
+// key (jkt) and of its client certificate (x5t#S256), "" for none. Neither
+// is secret.
+func (s *Store) Binding(label string) (jkt, x5t string, err error) {
+	e, sec, err := s.entrySecrets(label)
+	if err != nil {
+		return "", "", err
+	}
+	jkt, x5t = sec.binding(e.Connection)
+	return jkt, x5t, nil
+}
+
+// ClientKeyJWKS is the public key set to register with the realm for the
+// key's client key (private_key_jwt), with its kid and algorithm.
+func (s *Store) ClientKeyJWKS(label string) ([]byte, error) {
+	e, sec, err := s.entrySecrets(label)
+	if err != nil {
+		return nil, err
+	}
+	ca := sec.clientAuth(e.Connection)
+	if ca.Key == nil {
+		return nil, errors.New("key " + text.Safe(e.Label) + " has no client key")
+	}
+	alg, err := auth.SigningAlg(ca.Key, nil)
+	if err != nil {
+		return nil, err
+	}
+	return auth.PublicJWKS(ca.Key, e.ClientKeyID, alg)
+}
+
+// entrySecrets is the key's definition and its secrets.
+func (s *Store) entrySecrets(label string) (keyEntry, keySecrets, error) {
+	if _, err := s.prepare(); err != nil {
+		return keyEntry{}, keySecrets{}, err
+	}
+	e, ks, err := s.find(label)
+	if err != nil {
+		return keyEntry{}, keySecrets{}, err
+	}
+	sec, err := s.getSecrets(e.Label, e.ID, ks)
+	return e, sec, err
+}
