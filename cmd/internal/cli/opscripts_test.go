@@ -1,6 +1,8 @@
 package cli
 
 import (
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -30,8 +32,26 @@ func TestOpenIDProviderScripts(t *testing.T) {
 				"OP_CLIENT_SECRET":    p.ClientSecret,
 				"OP_PUBLIC_CLIENT_ID": p.PublicClientID,
 				"OP_SHORT_CLIENT_ID":  p.ShortClientID,
+				// The hardened clients (see server.js): their files are in
+				// $WORK (rsa.pem, ec.pem, mtls.crt, mtls.key, ca.pem).
+				"OP_RSA_CLIENT_ID":         p.Hardened.RSAClientID,
+				"OP_EC_CLIENT_ID":          p.Hardened.ECClientID,
+				"OP_HMAC_CLIENT_ID":        p.Hardened.HMACClientID,
+				"OP_JWT_SECRET":            p.Hardened.JWTSecret,
+				"OP_MTLS_CLIENT_ID":        p.Hardened.MTLSClientID,
+				"OP_DPOP_CLIENT_ID":        p.Hardened.DPoPClientID,
+				"OP_PAR_CLIENT_ID":         p.Hardened.PARClientID,
+				"OP_DEVICE_PKCE_CLIENT_ID": p.Hardened.DevicePKCEClientID,
 			} {
 				env.Setenv(k, v)
+			}
+			for name, b := range map[string][]byte{
+				"rsa.pem": p.Hardened.RSAKeyPEM, "ec.pem": p.Hardened.ECKeyPEM, "mtls.crt": p.Hardened.ClientCertPEM,
+				"mtls.key": p.Hardened.ClientKeyPEM, "ca.pem": p.Hardened.CAPEM,
+			} {
+				if err := os.WriteFile(filepath.Join(env.WorkDir, name), b, 0o600); err != nil {
+					return err
+				}
 			}
 			// After every script: the provider's client secret is in no
 			// file shipkey wrote either.
