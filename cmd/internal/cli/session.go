@@ -331,8 +331,10 @@ func tokenRun(ctx context.Context, opts *tokenOptions) error {
 				if opts.Header {
 					return dpopHeaderError(key.Label)
 				}
-				if jkt, _, err = st.Binding(key.Label); err != nil {
-					return err
+				if opts.Output == outputJSON {
+					if jkt, _, err = st.Binding(key.Label); err != nil {
+						return err
+					}
 				}
 			}
 			if opts.ForceRefresh {
