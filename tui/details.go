@@ -435,6 +435,9 @@ func (d *details) content() string {
 		pieces = append(pieces, piece{"  ", text.Safe(d.key.Connection.RealmURL())})
 	}
 	pieces = append(pieces, piece{"  ·  ", "client " + text.Safe(d.key.Connection.ClientID)}, piece{"  ·  ", "grant " + grantLine(d.key)})
+	if h := hardenedLine(d.key); h != "" {
+		pieces = append(pieces, piece{"  ·  ", h})
+	}
 	for i, l := range flow(pieces, d.width-2) {
 		if rest, ok := strings.CutPrefix(l, label); i == 0 && ok {
 			line(s.Value.Render(label) + s.Subtle.Render(rest))
@@ -692,6 +695,24 @@ func grantLine(k store.Key) string {
 		return g.title + " (public client)"
 	}
 	return g.title
+}
+
+// hardenedLine says how a key of a hardened realm proves itself and what
+// its tokens are bound to: the client authentication when chosen, and
+// "DPoP-bound tokens" or "certificate-bound tokens"; "" for neither.
+func hardenedLine(k store.Key) string {
+	var parts []string
+	m := k.Connection.AuthMethod()
+	if m != "" && m != auth.ClientAuthNone {
+		parts = append(parts, "client auth "+string(m))
+	}
+	switch {
+	case k.Connection.DPoP || strings.EqualFold(k.Token.TokenType, auth.DPoPTokenType):
+		parts = append(parts, "DPoP-bound tokens")
+	case m == auth.TLSClientAuth || m == auth.SelfSignedTLSClientAuth:
+		parts = append(parts, "certificate-bound tokens")
+	}
+	return strings.Join(parts, " · ")
 }
 
 func orDash(s string) string {

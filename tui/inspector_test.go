@@ -2,6 +2,7 @@ package tui
 
 import (
 	"encoding/base64"
+	"github.com/shipkey/shipkey/store"
 	"strings"
 	"testing"
 	"time"
@@ -298,5 +299,20 @@ func TestInspectorSummarySaysTheBinding(t *testing.T) {
 	in.load("x", []token{{title: "Access token", raw: bound, jkt: "another"}}, t0, h.m.req.next())
 	if s := strings.Join(in.sum, "\n"); !strings.Contains(s, "NOT this key's") {
 		t.Fatalf("summary of another key's token: %q", s)
+	}
+}
+
+func TestDetailsSayHowAHardenedKeyProvesItself(t *testing.T) {
+	t.Parallel()
+	k := store.Key{Definition: store.Definition{Connection: auth.Connection{ClientAuth: auth.PrivateKeyJWT, DPoP: true}}}
+	if got := hardenedLine(k); got != "client auth private_key_jwt · DPoP-bound tokens" {
+		t.Errorf("hardenedLine = %q", got)
+	}
+	k = store.Key{Definition: store.Definition{Connection: auth.Connection{ClientAuth: auth.TLSClientAuth}}}
+	if got := hardenedLine(k); got != "client auth tls_client_auth · certificate-bound tokens" {
+		t.Errorf("hardenedLine = %q", got)
+	}
+	if got := hardenedLine(store.Key{}); got != "" {
+		t.Errorf("a plain key: %q", got)
 	}
 }
