@@ -400,6 +400,7 @@ func TestClientDiscovery(t *testing.T) {
 		want := Endpoints{Issuer: s.Issuer(), Token: oidc + "/token", JWKS: oidc + "/certs", Logout: oidc + "/logout",
 			Userinfo: oidc + "/userinfo", Introspection: oidc + "/token/introspect", Revocation: oidc + "/revoke",
 			Authorization: oidc + "/auth", DeviceAuthorization: oidc + "/auth/device", IssParameter: true,
+			PAR:             oidc + "/ext/par/request",
 			ScopesSupported: "openid email profile write offline_access roles"}
 		if ep != want {
 			t.Fatalf("endpoints = %+v\nwant %+v", ep, want)

@@ -254,6 +254,7 @@ func TestAuthCodeGrant(t *testing.T) {
 	s := cliServer(t, clock, nil)
 	conn := cliConn(s)
 	conn.Scopes = []string{"openid"}
+	conn.NoPAR = true // the whole request in the URL, which these tests read and edit (PAR: hardened_test.go)
 	run := func(t *testing.T, r Request, prompt Prompter) (*TokenSet, error) {
 		r.Conn, r.ClientAuth.Secret, r.Prompt = conn, authtest.DemoClientSecret, prompt
 		if r.Wait == 0 {

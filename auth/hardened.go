@@ -234,7 +234,14 @@ func (c *Client) nameTheSwitch(conn Connection, ca ClientAuth, e *Error) *Error 
 		strings.Contains(desc, "DPoP") && strings.Contains(desc, "required") && ca.DPoP == nil:
 		return set(KindConfig, "the realm requires DPoP-bound tokens for this client (Keycloak: Require DPoP bound tokens)", "create the key again with --dpop")
 	case code == "invalid_grant" && ca.DPoP == nil && c.dpopCapable(conn) && (desc == "" || strings.Contains(desc, "grant request is invalid")):
-		return set(KindConfig, "the realm refused the token request without a DPoP proof, and it takes DPoP", "if the client requires DPoP-bound tokens, create the key again with --dpop")
+		// The generic refusal of a server that takes DPoP: it may be the
+		// missing proof, or not (oidc-provider says the same of a wrong PKCE
+		// verifier), so the line keeps what it said and adds the way out.
+		if e.Hint != "" {
+			e.Hint += "; "
+		}
+		e.Hint += "if the client requires DPoP-bound tokens (the realm takes DPoP proofs), create the key again with --dpop"
+		return e
 	case isDPoPError(code, desc) && ca.DPoP != nil:
 		return set(KindConfig, "the realm refused the key's DPoP proof", "check this machine's clock; if it persists, create the key again with --dpop")
 	case strings.Contains(desc, "Pushed Authorization Request"):

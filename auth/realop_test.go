@@ -156,7 +156,9 @@ func TestOpenIDProviderAuthCode(t *testing.T) {
 			return pu.String()
 		}
 		prompt, _ := browse(optest.Browser{}, inject)
-		_, err := c.Obtain(opCtx(t), auth.GrantAuthCode, auth.Request{Conn: conn, ClientAuth: auth.ClientAuth{Secret: p.ClientSecret}, Prompt: prompt, Wait: time.Minute})
+		plain := conn
+		plain.NoPAR = true // a pushed request cannot be edited on its way through the browser
+		_, err := c.Obtain(opCtx(t), auth.GrantAuthCode, auth.Request{Conn: plain, ClientAuth: auth.ClientAuth{Secret: p.ClientSecret}, Prompt: prompt, Wait: time.Minute})
 		var ae *auth.Error
 		if err == nil || !asAuthError(err, &ae) || ae.Code != "invalid_grant" {
 			t.Fatalf("an injected code was not refused: %v", err)
