@@ -168,9 +168,3 @@ func (c *Client) signAssertion(conn Connection, ca ClientAuth, m ClientAuthMetho
 	}
 	return KeyAssertion(conn.ClientID, aud, ca.Key, kid, alg, c.now())
 }
-
-// notSupportedYet is the error of a method shipkey stores but cannot apply.
-func notSupportedYet(m ClientAuthMethod) *Error {
-	return &Error{Kind: KindConfig, Msg: "client authentication " + string(m) + " is not supported yet",
-		Hint: "use client_secret_post, client_secret_basic or none", Err: ErrNotSupported}
-}

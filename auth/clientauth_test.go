@@ -151,7 +151,7 @@ func TestDeviceGrantSendsPKCE(t *testing.T) {
 func TestInteractiveGrantsAskForOpenIDWhenListed(t *testing.T) {
 	t.Parallel()
 	s := cliServer(t, &cliClock{}, func(cfg *authtest.Config) { cfg.Now, cfg.DeviceInterval = time.Now, time.Second })
-	conn := Connection{ClientID: authtest.DemoPublicClientID, Issuer: s.Issuer()}
+	conn := Connection{ClientID: authtest.DemoPublicClientID, Issuer: s.Issuer(), NoPAR: true} // the URL is read: not pushed
 	c := cliNewClient(t, Options{})
 	var authURL string
 	ts, err := c.Obtain(cliCtx(t), GrantAuthCode, Request{Conn: conn, Wait: 20 * time.Second, Prompt: func(p Prompt) { authURL = p.AuthURL; authorize(t, p, "approve", nil) }})
