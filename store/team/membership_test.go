@@ -40,7 +40,10 @@ func TestMembershipChangesOf300Keys(t *testing.T) {
 		w.put("keys/"+id, w.forge("key", id, d))
 		w.put("tokens/"+id, w.forge("token", id, auth.TokenSet{AccessToken: "tok" + id, ObtainedAt: time.Now(), ExpiresIn: 600, AccessExpiresAt: time.Now().Add(10 * time.Minute)}))
 	}
-	cm := newMachine(t, 5*time.Second)
+	// A generous team timeout: this test is about the size of the change,
+	// not the bound; its renewal below reads and writes through a cluster
+	// that the other parallel tests (and -race) keep busy.
+	cm := newMachine(t, 30*time.Second)
 	card, err := cm.eng.Join(ctx, team.JoinOptions{Conn: conn(c, name)})
 	if err != nil {
 		t.Fatal(err)
