@@ -70,6 +70,12 @@ fi
 
 log "go vet"
 go vet ./...
+# Every platform a release builds for compiles and vets, tests included
+# (Linux-only code sits behind build tags); the release itself is .ci/release.sh.
+for target in darwin/amd64 darwin/arm64 windows/amd64 windows/arm64; do
+  log "go vet ($target)"
+  GOOS=${target%/*} GOARCH=${target#*/} go vet ./...
+done
 log "staticcheck"
 staticcheck ./...
 

@@ -156,7 +156,12 @@ func (sess *session) resolve() {
 		}
 	}
 	switch sess.mech {
-	case MechAuto, MechKernel, MechAgent, MechNone:
+	case MechAuto, MechAgent, MechNone:
+	case MechKernel:
+		if !unlock.KernelSupported {
+			sess.err = fmt.Errorf("%s=kernel: the kernel keyring is Linux only; use auto on this system", EnvUnlockMech)
+			sess.mech = MechNone
+		}
 	default:
 		sess.err = fmt.Errorf("%s=%q is not an unlock mechanism; use auto, kernel, agent or none", EnvUnlockMech, text.Safe(sess.mech))
 		sess.mech = MechNone

@@ -33,6 +33,9 @@ import (
 // other nothing.
 const cachePerm = 0x3f2b0000
 
+// KernelSupported: this system has a kernel keyring (Linux only).
+const KernelSupported = true
+
 // KernelAvailable reports whether keyctl answers: a search for an entry
 // that does not exist fails with ENOKEY where the keyring works.
 func KernelAvailable() bool {

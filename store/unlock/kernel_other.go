@@ -12,6 +12,9 @@ import (
 // Outside Linux there is no kernel keyring: auto keeps an unlock in the agent
 // (see session.go).
 
+// KernelSupported: this system has a kernel keyring (Linux only).
+const KernelSupported = false
+
 func KernelAvailable() bool { return false }
 
 func KernelLoad(desc string, idle, maxAge time.Duration) (*age.X25519Identity, bool) {

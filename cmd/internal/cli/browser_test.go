@@ -41,7 +41,7 @@ func childBrowser() {
 	case "ignore":
 		return
 	case "interrupt":
-		_ = syscall.Kill(os.Getppid(), syscall.SIGINT)
+		_ = signalPid(os.Getppid(), syscall.SIGINT)
 		return
 	}
 	u, err := url.Parse(target)

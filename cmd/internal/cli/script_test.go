@@ -98,7 +98,7 @@ func childKillSelf() {
 	if err != nil {
 		os.Exit(99)
 	}
-	_ = syscall.Kill(os.Getpid(), syscall.Signal(n))
+	_ = signalPid(os.Getpid(), syscall.Signal(n))
 	time.Sleep(10 * time.Second)
 	os.Exit(98)
 }
@@ -637,7 +637,7 @@ func cmdSigterm(ts *testscript.TestScript, neg bool, args []string) {
 		if err == nil {
 			pid, err := strconv.Atoi(strings.TrimSpace(string(data)))
 			ts.Check(err)
-			ts.Check(syscall.Kill(pid, syscall.SIGTERM))
+			ts.Check(signalPid(pid, syscall.SIGTERM))
 			return
 		}
 		if time.Now().After(deadline) {
