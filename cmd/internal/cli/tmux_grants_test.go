@@ -109,7 +109,8 @@ func TestTmuxDeviceCodeEscCancels(t *testing.T) {
 }
 
 // TestTmuxBrowserSignIn runs `shipkey demo` in tmux with the browser
-// sign-in grant: the app opens $BROWSER on the realm's authorization URL
+// sign-in grant: the app pushes its authorization request (PAR, PKCE,
+// loopback redirect) and opens $BROWSER on the realm's authorization URL
 // (a script that notes it), shows "Waiting for the browser…" with a
 // countdown, and when the person signs in on that page (the test posts the
 // realm's form, following its redirect to the app's loopback callback, as a
@@ -140,10 +141,16 @@ func TestTmuxBrowserSignIn(t *testing.T) {
 		target = strings.TrimSpace(string(b))
 		return err == nil && target != ""
 	})
+	// The demo realm advertises PAR, so the request (PKCE challenge, loopback
+	// redirect, state) was pushed to the realm first and the browser gets only
+	// the client id and the request_uri (RFC 9126 §4): nothing of it on a
+	// command line.
 	u, err := url.Parse(target)
-	if err != nil || u.Hostname() != "127.0.0.1" || u.Query().Get("code_challenge_method") != "S256" ||
-		!strings.HasPrefix(u.Query().Get("redirect_uri"), "http://127.0.0.1:") {
-		t.Fatalf("$BROWSER was opened on %q: want the realm's authorization URL with PKCE and a loopback redirect", target)
+	q := u.Query()
+	if err != nil || u.Hostname() != "127.0.0.1" || q.Get("client_id") != authtest.DemoClientID ||
+		!strings.HasPrefix(q.Get("request_uri"), "urn:ietf:params:oauth:request_uri:") ||
+		q.Has("code_challenge") || q.Has("redirect_uri") || q.Has("state") {
+		t.Fatalf("$BROWSER was opened on %q: want the realm's authorization URL with only the client id and a pushed request_uri", target)
 	}
 
 	// A person signs in: the realm's page takes the form and redirects the
