@@ -511,16 +511,21 @@ func (h *harness) spawn(cmd tea.Cmd) {
 }
 
 // pump delivers the messages of the commands in flight until cond holds;
-// the bound is only a guard against a hang, never a measured time.
+// the bound is only a guard against a hang, never a measured time. cond is
+// also checked between messages every few milliseconds: it may be made true
+// by a command that sends nothing (a request that hangs once it started).
 func (h *harness) pump(what string, cond func() bool) {
 	h.t.Helper()
 	guard := time.After(10 * time.Second)
+	recheck := time.NewTicker(5 * time.Millisecond)
+	defer recheck.Stop()
 	for !cond() {
 		select {
 		case msg := <-h.inbox:
 			for _, c := range h.deliver(msg) {
 				h.spawn(c)
 			}
+		case <-recheck.C:
 		case <-guard:
 			h.t.Fatalf("waited in vain for %s; view:\n%s", what, h.view())
 		}
