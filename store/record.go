@@ -174,6 +174,13 @@ func (r *recReader) time() time.Time {
 			r.fail()
 			return time.Time{}
 		}
+		// A time shipkey never wrote (a year past 9999, a zone 200 hours
+		// off) is damage; it also has no RFC 3339 form for the record it
+		// would be written back as.
+		if _, err := t.MarshalText(); err != nil {
+			r.fail()
+			return time.Time{}
+		}
 	}
 	r.b = r.b[1+n:]
 	return t
