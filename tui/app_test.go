@@ -170,7 +170,7 @@ func TestModelWithRealStore(t *testing.T) {
 	}
 	h.press("enter")
 	if h.m.form.focus != fieldPassword || h.m.form.errs[fieldPassword] == "" {
-		t.Fatalf("wrong password: focus %s, error %q", fieldNames[h.m.form.focus], h.m.form.errs[fieldPassword])
+		t.Fatalf("wrong password: focus %s, error %q", formFields[h.m.form.focus].label, h.m.form.errs[fieldPassword])
 	}
 	h.mustNotShow("wrong-password", authtest.DemoClientSecret)
 	h.press("ctrl+u")

@@ -2,6 +2,7 @@ package tui
 
 import (
 	"errors"
+	"fmt"
 	"regexp"
 	"strings"
 	"testing"
@@ -451,4 +452,94 @@ func TestEnterDoesNotLogInWhileValid(t *testing.T) {
 	if h.m.details.state != detailsIdle || contains(h.st.Calls(), "login demo") {
 		t.Fatal("enter started a login on a valid session")
 	}
+}
+
+// The state is one verdict by the lifecycle policy: inside the margin it
+// is "refreshing soon" beside a running countdown, never "expired".
+func TestDetailsOneVerdict(t *testing.T) {
+	t.Parallel()
+	h := openDemoDetails(t, nil)
+	h.press("a") // auto-refresh off: the token is left to age
+	h.clock.Advance(5*time.Minute - 10*time.Second)
+	fire[tickMsg](h)
+	h.mustShow("in 0:10", "State               refreshing soon")
+	h.mustNotShow("expired")
+	h.clock.Advance(10 * time.Second)
+	fire[tickMsg](h)
+	h.mustShow("State               expired — refresh with r")
+	h.mustNotShow("in 0:")
+	// The refresh in flight is its own verdict.
+	act, _ := h.m.details.Update(keyMsg("r"))
+	if _, ok := act.(actRefresh); !ok {
+		t.Fatalf("r returned %#v", act)
+	}
+	h.mustShow("refreshing…")
+	h.mustNotShow("refreshing soon", "expired —")
+}
+
+// The log-in-again prompt stays open on a wrong password, with the error
+// under it; what is typed next is text, never a key binding.
+func TestLoginPromptSurvivesWrongPassword(t *testing.T) {
+	t.Parallel()
+	h := openDemoDetails(t, func(f *fakeStore) {
+		f.loginErr = &auth.Error{Kind: auth.KindInvalidCredentials, Msg: "invalid user credentials"}
+	})
+	h.press("l")
+	h.typeText("wrong")
+	h.press("enter")
+	if !h.m.details.prompt || h.m.details.state != detailsPassword || !h.m.details.Capturing() {
+		t.Fatalf("the prompt closed: state %v", h.m.details.state)
+	}
+	h.mustShow("Password", "wrong password — try again")
+	if h.m.details.password.Value() != "" {
+		t.Fatal("the wrong password is still in the field")
+	}
+	// Retyping: "X" (log out), "q" (quit), "r" are text now.
+	h.st.mu.Lock()
+	h.st.loginErr = nil
+	h.st.mu.Unlock()
+	h.typeText("Xqr2")
+	if h.m.quitting || contains(h.st.Calls(), "logout demo") || contains(h.st.Calls(), "refresh demo") {
+		t.Fatalf("a retyped password fired bindings: %v", h.st.Calls())
+	}
+	h.press("enter")
+	if h.m.details.prompt || count(h.st.Calls(), "login demo") != 2 {
+		t.Fatalf("second try: prompt %v, calls %v", h.m.details.prompt, h.st.Calls())
+	}
+}
+
+// Keys typed while the prompt's login is in flight are swallowed.
+func TestLoginPromptSwallowsKeysInFlight(t *testing.T) {
+	t.Parallel()
+	h := openDemoDetails(t, nil)
+	h.press("l")
+	h.typeText("pw")
+	act, _ := h.m.details.Update(keyMsg("enter"))
+	if _, ok := act.(actLogin); !ok || !h.m.details.Capturing() {
+		t.Fatalf("enter returned %#v, capturing %v", act, h.m.details.Capturing())
+	}
+	h.press("X", "q")
+	if h.m.quitting || contains(h.st.Calls(), "logout demo") {
+		t.Fatal("a key acted while the login was in flight")
+	}
+}
+
+// Liveness "cannot tell" is shown as such and blocks nothing.
+func TestCannotTellBlocksNothing(t *testing.T) {
+	t.Parallel()
+	h := openDemoDetails(t, func(f *fakeStore) { f.liveErr = errors.New("network down") })
+	h.mustShow("cannot tell: network down")
+	h.press("r")
+	if !contains(h.st.Calls(), "refresh demo") {
+		t.Fatal("cannot tell blocked r")
+	}
+}
+
+// A refresh refused with invalid_grant (store.ErrLoginNeeded) ends the
+// session: the one verdict is "session ended".
+func TestRefreshRefusedEndsSession(t *testing.T) {
+	t.Parallel()
+	h := openDemoDetails(t, func(f *fakeStore) { f.refreshErr = fmt.Errorf("refresh: %w", store.ErrLoginNeeded) })
+	h.press("r")
+	h.mustShow("State               session ended — log in again (l)")
 }

@@ -1,6 +1,7 @@
 package tui
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"slices"
@@ -26,8 +27,8 @@ const (
 	formDone
 )
 
-// The fields of the Get API Key form, in order. Which show depends on the
-// grant (grantViews) and on the advanced toggle.
+// The fields of the Get API Key form, in order: indices into formFields,
+// which says everything else about each.
 const (
 	fieldGrant = iota // a choice: how the key obtains tokens
 	fieldAuthURL
@@ -38,7 +39,7 @@ const (
 	fieldPassword
 	fieldLabel
 	fieldScope
-	fieldAdvanced // a toggle: shows the connection options below
+	fieldAdvanced // the section toggle: shows the connection options below
 	fieldTokenURL
 	fieldIssuer
 	fieldBasicAuth    // a toggle: HTTP Basic client authentication
@@ -47,17 +48,175 @@ const (
 	fieldCount
 )
 
-var fieldNames = [fieldCount]string{"Grant", "Auth URL", "Realm", "Client ID", "Client Secret", "Username", "Password", "Label", "Scope",
-	"Advanced", "Token URL", "Issuer", "HTTP Basic auth", "Public client", "Callback port"}
+// fieldKind is what a form field holds and how it is changed.
+type fieldKind int
+
+const (
+	kindText    fieldKind = iota // typed text
+	kindSecret                   // typed text, masked and taken verbatim
+	kindGrant                    // the grant choice (←/→)
+	kindToggle                   // on or off (space)
+	kindSection                  // a toggle that shows the advanced fields
+)
+
+// fieldSpec is one field of the form: how it shows, when, what it accepts
+// and where its value goes in the new key. A new field is one row of
+// formFields (and its constant above).
+type fieldSpec struct {
+	name        string // stable name (errors and hints refer to the field by it)
+	label       string // what the form shows
+	kind        fieldKind
+	optional    bool   // the label says "(opt.)"
+	placeholder string // text fields
+	// advanced: the field shows only with the Advanced section open.
+	advanced bool
+	// when reports whether the grant and the other choices use the field
+	// (nil: always).
+	when func(f *form) bool
+	// on, off describe a toggle's two states.
+	on, off string
+	// required: a shown text field must not be empty.
+	required bool
+	// prefill is the field's first value from a Prefill: text, or "x" for
+	// a toggle that starts on.
+	prefill func(p Prefill) string
+	// check returns the error of the shown field's value v, "" for none.
+	check func(f *form, v string) string
+	// fill puts the shown field's value v into the new key.
+	fill func(f *form, v string, nk *store.NewKey)
+}
+
+// grantField reports whether the chosen grant asks for field i beyond the
+// connection's (grantViews).
+func grantField(i int) func(f *form) bool {
+	return func(f *form) bool { return viewOf(f.grantType()).needs(i) }
+}
+
+// checkURL is the check of a URL field.
+func checkURL(_ *form, v string) string {
+	if v == "" {
+		return ""
+	}
+	if err := auth.CheckURL(v); err != nil {
+		return "URL " + err.Error()
+	}
+	return ""
+}
+
+// onIf is a toggle's prefill.
+func onIf(b bool) string {
+	if b {
+		return "x"
+	}
+	return ""
+}
+
+// formFields is the form, one row per field, indexed by the field
+// constants. It is set in init: its functions refer back to it through the
+// form's methods.
+var formFields [fieldCount]fieldSpec
+
+func init() {
+	formFields = [fieldCount]fieldSpec{
+		fieldGrant: {name: "grant", label: "Grant", kind: kindGrant,
+			fill: func(f *form, _ string, nk *store.NewKey) { nk.Grant = f.grantType() }},
+		fieldAuthURL: {name: "auth_url", label: "Auth URL", placeholder: "https://auth.example.com",
+			prefill: func(p Prefill) string { return p.AuthURL },
+			check: func(f *form, v string) string {
+				if v == "" && f.shownValue(fieldTokenURL) == "" && f.shownValue(fieldIssuer) == "" {
+					return "required"
+				}
+				return checkURL(f, v)
+			},
+			fill: func(_ *form, v string, nk *store.NewKey) { nk.Connection.AuthURL = strings.TrimRight(v, "/") }},
+		fieldRealm: {name: "realm", label: "Realm", placeholder: auth.DefaultRealm,
+			prefill: func(p Prefill) string { return cmp.Or(p.Realm, auth.DefaultRealm) },
+			fill:    func(_ *form, v string, nk *store.NewKey) { nk.Connection.Realm = cmp.Or(v, auth.DefaultRealm) }},
+		fieldClientID: {name: "client_id", label: "Client ID", placeholder: "the registered client application", required: true,
+			prefill: func(p Prefill) string { return p.ClientID },
+			fill:    func(_ *form, v string, nk *store.NewKey) { nk.Connection.ClientID = v }},
+		fieldClientSecret: {name: "client_secret", label: "Client Secret", kind: kindSecret, placeholder: "client secret", required: true,
+			when:    func(f *form) bool { return !f.isPublic() },
+			prefill: func(p Prefill) string { return p.ClientSecret },
+			fill:    func(_ *form, v string, nk *store.NewKey) { nk.ClientSecret = v }},
+		fieldUsername: {name: "username", label: "Username", placeholder: "user of the client application", required: true,
+			when: grantField(fieldUsername), prefill: func(p Prefill) string { return p.Username },
+			fill: func(_ *form, v string, nk *store.NewKey) { nk.Username = v }},
+		fieldPassword: {name: "password", label: "Password", kind: kindSecret, placeholder: "password", required: true,
+			when: grantField(fieldPassword), prefill: func(p Prefill) string { return p.Password },
+			fill: func(_ *form, v string, nk *store.NewKey) { nk.Password = v }},
+		fieldLabel: {name: "label", label: "Label", placeholder: "a name for this key", required: true,
+			prefill: func(p Prefill) string { return p.Label },
+			check: func(f *form, v string) string {
+				switch {
+				case text.Safe(v) != v:
+					return "must not contain control characters"
+				case f.labels[v]:
+					return "a key with this label exists; pick another"
+				}
+				return ""
+			},
+			fill: func(_ *form, v string, nk *store.NewKey) { nk.Label = v }},
+		fieldScope: {name: "scope", label: "Scope", optional: true, placeholder: "optional, e.g. write",
+			prefill: func(p Prefill) string { return p.Scope },
+			fill:    func(_ *form, v string, nk *store.NewKey) { nk.Connection.Scopes = strings.Fields(v) }},
+		fieldAdvanced: {name: "advanced", label: "Advanced", kind: kindSection,
+			on: "▾ (space hides)", off: "▸ token URL, issuer, client options (space shows)"},
+		fieldTokenURL: {name: "token_url", label: "Token URL", advanced: true,
+			placeholder: "optional: the token endpoint, overriding the realm's",
+			prefill:     func(p Prefill) string { return p.TokenURL }, check: checkURL,
+			fill: func(_ *form, v string, nk *store.NewKey) { nk.Connection.TokenURL = v }},
+		fieldIssuer: {name: "issuer", label: "Issuer", advanced: true, placeholder: "optional: an OIDC issuer (discovery)",
+			prefill: func(p Prefill) string { return p.Issuer },
+			check: func(f *form, v string) string {
+				if v != "" && f.shownValue(fieldTokenURL) != "" {
+					return "give a token URL or an issuer, not both"
+				}
+				return checkURL(f, v)
+			},
+			fill: func(_ *form, v string, nk *store.NewKey) { nk.Connection.Issuer = v }},
+		fieldBasicAuth: {name: "basic_auth", label: "HTTP Basic auth", kind: kindToggle, advanced: true,
+			on: "client credentials by HTTP Basic (space toggles)", off: "client credentials in the form body (space toggles)",
+			when:    func(f *form) bool { return !f.isPublic() },
+			prefill: func(p Prefill) string { return onIf(p.BasicAuth) },
+			fill: func(_ *form, v string, nk *store.NewKey) {
+				if v != "" {
+					nk.Connection.ClientAuth = auth.ClientSecretBasic
+				}
+			}},
+		fieldPublic: {name: "public_client", label: "Public client", kind: kindToggle, advanced: true,
+			on: "no secret (space toggles)", off: "has a secret (space toggles)",
+			when:    func(f *form) bool { return viewOf(f.grantType()).public },
+			prefill: func(p Prefill) string { return onIf(p.PublicClient) },
+			fill: func(_ *form, v string, nk *store.NewKey) {
+				if v != "" {
+					nk.Connection.ClientAuth = auth.ClientAuthNone
+				}
+			}},
+		fieldCallbackPort: {name: "callback_port", label: "Callback port", advanced: true,
+			placeholder: "optional: the registered port of http://127.0.0.1:PORT/callback",
+			when:        grantField(fieldCallbackPort),
+			prefill: func(p Prefill) string {
+				if p.CallbackPort > 0 {
+					return strconv.Itoa(p.CallbackPort)
+				}
+				return ""
+			},
+			check: func(_ *form, v string) string {
+				if n, err := strconv.Atoi(v); v != "" && (err != nil || n < 1 || n > 65535) {
+					return "a TCP port, 1 to 65535 (empty: any free port)"
+				}
+				return ""
+			},
+			fill: func(_ *form, v string, nk *store.NewKey) { nk.CallbackPort, _ = strconv.Atoi(v) }}, // checked
+	}
+}
 
 // isToggle reports whether field i is a toggle (Choose flips it), not text.
-func isToggle(i int) bool { return i == fieldAdvanced || i == fieldBasicAuth || i == fieldPublic }
+func isToggle(i int) bool { k := formFields[i].kind; return k == kindToggle || k == kindSection }
 
 // isText reports whether field i takes text (not a toggle, not the grant).
-func isText(i int) bool { return !isToggle(i) && i != fieldGrant }
-
-// isAdvanced reports whether field i shows only with the advanced options.
-func isAdvanced(i int) bool { return i > fieldAdvanced }
+func isText(i int) bool { k := formFields[i].kind; return k == kindText || k == kindSecret }
 
 // form is the credentials walk-through ("Get API Key").
 type form struct {
@@ -65,34 +224,25 @@ type form struct {
 	width, height int
 	wait          waitClock // how long the request has been in flight
 	inputs        [fieldCount]textinput.Model
+	on            [fieldCount]bool // the toggles (and the Advanced section) that are on
 	focus         int
 	state         formState
 	errs          [fieldCount]string // inline errors, per field
 	general       string             // an error that belongs to no field
 	labels        map[string]bool    // labels in use, for the uniqueness check
 	spinner       func() string      // the root's spinner frame
-	advanced      bool               // the connection options are shown
-	basicAuth     bool
-	public        bool             // a public client: no secret
-	grants        []auth.GrantType // what the grant field offers (auth.Grants)
-	grant         int              // index in grants
+	grants        []auth.GrantType   // what the grant field offers (auth.Grants)
+	grant         int                // index in grants
 	pane          pane
 }
 
 func newForm(c *common, spinner func() string, grants []auth.GrantType) *form {
 	f := &form{c: c, spinner: spinner, labels: map[string]bool{}, pane: newPane(c), grants: grants}
-	placeholders := [fieldCount]string{
-		"", "https://auth.example.com", auth.DefaultRealm, "the registered client application",
-		"client secret", "user of the client application", "password",
-		"a name for this key", "optional, e.g. write", "",
-		"optional: the token endpoint, overriding the realm's", "optional: an OIDC issuer (discovery)", "", "",
-		"optional: the registered port of http://127.0.0.1:PORT/callback",
-	}
-	for i := range f.inputs {
+	for i, spec := range formFields {
 		ti := c.styles.newTextInput("")
-		ti.Placeholder = placeholders[i]
+		ti.Placeholder = spec.placeholder
 		ti.CharLimit = 2048
-		if i == fieldClientSecret || i == fieldPassword {
+		if spec.kind == kindSecret {
 			ti.EchoMode = textinput.EchoPassword
 			ti.EchoCharacter = '•'
 		}
@@ -110,23 +260,25 @@ func (f *form) restyle() {
 }
 
 // reset prepares the form for a new key: values from p (secrets included
-// only from p), errors cleared, focus on the first empty field.
+// only from p), errors cleared, focus on the first empty field. The
+// Advanced section opens when p sets one of its fields.
 func (f *form) reset(p Prefill, labels []string) tea.Cmd {
-	port := ""
-	if p.CallbackPort > 0 {
-		port = strconv.Itoa(p.CallbackPort)
-	}
-	vals := [fieldCount]string{"", p.AuthURL, p.Realm, p.ClientID, p.ClientSecret, p.Username, p.Password, p.Label, p.Scope,
-		"", p.TokenURL, p.Issuer, "", "", port}
-	f.basicAuth, f.public = p.BasicAuth, p.PublicClient
-	f.advanced = p.TokenURL != "" || p.Issuer != "" || p.BasicAuth || p.PublicClient || p.CallbackPort > 0
 	f.grant = max(0, slices.Index(f.grants, p.Grant.Or()))
-	if vals[fieldRealm] == "" {
-		vals[fieldRealm] = auth.DefaultRealm
-	}
-	for i := range f.inputs {
-		f.inputs[i].SetValue(vals[i])
+	f.on = [fieldCount]bool{}
+	for i, spec := range formFields {
+		v := ""
+		if spec.prefill != nil {
+			v = spec.prefill(p)
+		}
+		if isToggle(i) {
+			f.on[i] = v != ""
+		} else {
+			f.inputs[i].SetValue(v)
+		}
 		f.inputs[i].CursorStart() // a field without focus shows its start
+		if spec.advanced && v != "" {
+			f.on[fieldAdvanced] = true
+		}
 	}
 	f.labels = map[string]bool{}
 	for _, l := range labels {
@@ -156,23 +308,23 @@ func (f *form) grantType() auth.GrantType {
 
 // isPublic reports whether the key is a public client: chosen, and the
 // grant can be one.
-func (f *form) isPublic() bool { return f.public && viewOf(f.grantType()).public }
+func (f *form) isPublic() bool { return f.on[fieldPublic] && viewOf(f.grantType()).public }
 
 // shown reports whether field i is on the form now: the grant needs it,
 // and the advanced options are open when it is one of them.
-func (f *form) shown(i int) bool { return f.relevant(i) && (!isAdvanced(i) || f.advanced) }
+func (f *form) shown(i int) bool {
+	return f.relevant(i) && (!formFields[i].advanced || f.on[fieldAdvanced])
+}
 
 // relevant reports whether the chosen grant (and client kind) uses field i.
-func (f *form) relevant(i int) bool {
-	switch i {
-	case fieldUsername, fieldPassword, fieldCallbackPort:
-		return viewOf(f.grantType()).needs(i)
-	case fieldClientSecret, fieldBasicAuth:
-		return !f.isPublic()
-	case fieldPublic:
-		return viewOf(f.grantType()).public
+func (f *form) relevant(i int) bool { return formFields[i].when == nil || formFields[i].when(f) }
+
+// shownValue is field i's value when it is shown, else "".
+func (f *form) shownValue(i int) string {
+	if !f.shown(i) {
+		return ""
 	}
-	return true
+	return f.value(i)
 }
 
 // focusOn focuses field i (a hidden advanced field opens the options).
@@ -184,8 +336,8 @@ func (f *form) focusOn(i int) tea.Cmd {
 		f.inputs[j].Blur()
 	}
 	f.focus = (i + fieldCount) % fieldCount
-	if isAdvanced(f.focus) {
-		f.advanced = true
+	if formFields[f.focus].advanced {
+		f.on[fieldAdvanced] = true
 	}
 	f.follow()
 	if !isText(f.focus) {
@@ -293,10 +445,9 @@ func (f *form) Update(msg tea.Msg) (action, tea.Cmd) {
 
 // choose changes the focused choice: the next grant (back: the previous
 // one), or flips a toggle. The fields shown change with it; what was typed
-// in a field that hides is kept for when it shows again.
+// in a field that hides is kept for when it shows again, its error goes.
 func (f *form) choose(back bool) {
-	switch f.focus {
-	case fieldGrant:
+	if formFields[f.focus].kind == kindGrant {
 		if n := len(f.grants); n > 0 {
 			step := 1
 			if back {
@@ -306,112 +457,64 @@ func (f *form) choose(back bool) {
 		}
 		f.errs = [fieldCount]string{}
 		f.general = ""
-	case fieldAdvanced:
-		f.advanced = !f.advanced
-	case fieldBasicAuth:
-		f.basicAuth = !f.basicAuth
-	case fieldPublic:
-		f.public = !f.public
-		f.errs[fieldClientSecret] = ""
+	} else if isToggle(f.focus) {
+		f.on[f.focus] = !f.on[f.focus]
+		for i := range f.errs {
+			if !f.shown(i) {
+				f.errs[i] = ""
+			}
+		}
 	}
 	f.follow()
 }
 
-// value returns a field's text, trimmed (secrets are taken verbatim).
+// value returns a field's text, trimmed (secrets are taken verbatim), or
+// "x" for a toggle that is on.
 func (f *form) value(i int) string {
-	if i == fieldPassword || i == fieldClientSecret {
+	switch formFields[i].kind {
+	case kindSecret:
 		return f.inputs[i].Value()
+	case kindToggle, kindSection:
+		return onIf(f.on[i])
 	}
 	return strings.TrimSpace(f.inputs[i].Value())
 }
 
-// validate checks the fields before anything is sent; it returns the first
-// field at fault, or -1.
+// validate checks the fields shown before anything is sent; it returns the
+// first field at fault, or -1.
 func (f *form) validate() int {
 	f.errs = [fieldCount]string{}
 	f.general = ""
-	tokenURL, issuer := f.value(fieldTokenURL), f.value(fieldIssuer)
-	if !f.advanced {
-		tokenURL, issuer = "", ""
-	}
-	switch u := f.value(fieldAuthURL); {
-	case u == "" && tokenURL == "" && issuer == "":
-		f.errs[fieldAuthURL] = "required"
-	case u != "":
-		if err := auth.CheckURL(u); err != nil {
-			f.errs[fieldAuthURL] = "URL " + err.Error()
+	bad := -1
+	for i, spec := range formFields {
+		if !f.shown(i) {
+			continue
 		}
-	}
-	for _, i := range []int{fieldTokenURL, fieldIssuer} {
-		if u := f.value(i); f.advanced && u != "" {
-			if err := auth.CheckURL(u); err != nil {
-				f.errs[i] = "URL " + err.Error()
-			}
-		}
-	}
-	if tokenURL != "" && issuer != "" {
-		f.errs[fieldIssuer] = "give a token URL or an issuer, not both"
-	}
-	for _, i := range []int{fieldClientID, fieldClientSecret, fieldUsername, fieldPassword, fieldLabel} {
-		if f.shown(i) && f.value(i) == "" {
-			f.errs[i] = "required"
-		}
-	}
-	if p := f.value(fieldCallbackPort); f.shown(fieldCallbackPort) && p != "" {
-		if n, err := strconv.Atoi(p); err != nil || n < 1 || n > 65535 {
-			f.errs[fieldCallbackPort] = "a TCP port, 1 to 65535 (empty: any free port)"
-		}
-	}
-	if l := f.value(fieldLabel); l != "" {
+		v := f.value(i)
 		switch {
-		case text.Safe(l) != l:
-			f.errs[fieldLabel] = "must not contain control characters"
-		case f.labels[l]:
-			f.errs[fieldLabel] = "a key with this label exists; pick another"
+		case spec.required && v == "":
+			f.errs[i] = "required"
+		case spec.check != nil:
+			f.errs[i] = spec.check(f, v)
+		}
+		if f.errs[i] != "" && bad < 0 {
+			bad = i
 		}
 	}
-	for i := range f.errs {
-		if f.errs[i] != "" {
-			return i
-		}
-	}
-	return -1
+	return bad
 }
 
+// submit sends the new key: each field shown fills its part of it. A
+// secret typed before the person chose a public client, or a password
+// before client credentials, is not sent.
 func (f *form) submit() (action, tea.Cmd) {
 	if bad := f.validate(); bad >= 0 {
 		return nil, f.focusOn(bad)
 	}
-	realm := f.value(fieldRealm)
-	if realm == "" {
-		realm = auth.DefaultRealm
-	}
-	nk := store.NewKey{Label: f.value(fieldLabel), Definition: store.Definition{Connection: auth.Connection{
-		AuthURL:  strings.TrimRight(f.value(fieldAuthURL), "/"),
-		Realm:    realm,
-		ClientID: f.value(fieldClientID),
-		Scopes:   strings.Fields(f.value(fieldScope)),
-	}, Grant: f.grantType()}}
-	// Only the fields shown are sent: a secret typed before the person
-	// chose a public client, or a password before client credentials, is
-	// not.
-	if f.shown(fieldClientSecret) {
-		nk.ClientSecret = f.value(fieldClientSecret)
-	}
-	if f.shown(fieldUsername) {
-		nk.Username, nk.Password = f.value(fieldUsername), f.value(fieldPassword)
-	}
-	if f.advanced {
-		nk.Connection.TokenURL = f.value(fieldTokenURL)
-		nk.Connection.Issuer = f.value(fieldIssuer)
-		switch {
-		case f.isPublic():
-			nk.Connection.ClientAuth = auth.ClientAuthNone
-		case f.basicAuth && f.shown(fieldBasicAuth):
-			nk.Connection.ClientAuth = auth.ClientSecretBasic
-		}
-		if f.shown(fieldCallbackPort) {
-			nk.CallbackPort, _ = strconv.Atoi(f.value(fieldCallbackPort)) // validated
+	var nk store.NewKey
+	for i, spec := range formFields {
+		if spec.fill != nil && f.shown(i) {
+			spec.fill(f, f.value(i), &nk)
 		}
 	}
 	f.state = formSubmitting
@@ -474,12 +577,12 @@ func (f *form) content() (string, int) {
 	var b strings.Builder
 	focusLine := 0
 	b.WriteString(indentWrapped(viewOf(f.grantType()).about, 2, f.width, s.Subtle.Render) + "\n")
-	for i := range f.inputs {
+	for i, spec := range formFields {
 		if !f.shown(i) {
 			continue
 		}
-		name := fieldNames[i]
-		if i == fieldScope {
+		name := spec.label
+		if spec.optional {
 			name += " (opt.)"
 		}
 		marker := "  "
@@ -490,25 +593,22 @@ func (f *form) content() (string, int) {
 			focusLine = strings.Count(b.String(), "\n")
 		}
 		pad := 18 - len(name)
-		val := f.inputs[i].View()
-		switch i {
-		case fieldGrant:
+		var val string
+		switch spec.kind {
+		case kindGrant:
 			val = f.grantChoice()
-		case fieldAdvanced:
-			val = s.Subtle.Render("▸ token URL, issuer, client options (space shows)")
-			if f.advanced {
-				val = s.Subtle.Render("▾ (space hides)")
+		case kindSection:
+			val = s.Subtle.Render(spec.off)
+			if f.on[i] {
+				val = s.Subtle.Render(spec.on)
 			}
-		case fieldBasicAuth:
-			val = "[ ] " + s.Subtle.Render("client credentials in the form body (space toggles)")
-			if f.basicAuth {
-				val = "[x] " + s.Subtle.Render("client credentials by HTTP Basic (space toggles)")
+		case kindToggle:
+			val = "[ ] " + s.Subtle.Render(spec.off)
+			if f.on[i] {
+				val = "[x] " + s.Subtle.Render(spec.on)
 			}
-		case fieldPublic:
-			val = "[ ] " + s.Subtle.Render("has a secret (space toggles)")
-			if f.public {
-				val = "[x] " + s.Subtle.Render("no secret (space toggles)")
-			}
+		default:
+			val = f.inputs[i].View()
 		}
 		line := marker + nameStyle.Render(name) + strings.Repeat(" ", max(pad, 1)) + val
 		b.WriteString(line + "\n")

@@ -49,14 +49,14 @@ func TestFormValidationBeforeSending(t *testing.T) {
 	}
 	for _, f := range []int{fieldAuthURL, fieldClientID, fieldClientSecret, fieldUsername, fieldPassword, fieldLabel} {
 		if h.m.form.errs[f] != "required" {
-			t.Errorf("%s: error %q, want required", fieldNames[f], h.m.form.errs[f])
+			t.Errorf("%s: error %q, want required", formFields[f].label, h.m.form.errs[f])
 		}
 	}
 	if h.m.form.errs[fieldRealm] != "" || h.m.form.errs[fieldScope] != "" {
 		t.Error("realm (default master) and scope (optional) must not be required")
 	}
 	if h.m.form.focus != fieldAuthURL {
-		t.Fatalf("focus = %s, want the first field at fault", fieldNames[h.m.form.focus])
+		t.Fatalf("focus = %s, want the first field at fault", formFields[h.m.form.focus].label)
 	}
 	golden.RequireEqual(t, []byte(h.view()))
 }
@@ -72,7 +72,7 @@ func TestFormURLShapeAndUniqueLabel(t *testing.T) {
 		t.Fatal("a stored key's secret must never be prefilled")
 	}
 	if h.m.form.focus != fieldClientSecret {
-		t.Fatalf("focus = %s, want the first empty field", fieldNames[h.m.form.focus])
+		t.Fatalf("focus = %s, want the first empty field", formFields[h.m.form.focus].label)
 	}
 	for h.m.form.focus != fieldAuthURL {
 		h.press("shift+tab")
@@ -127,7 +127,7 @@ func TestFormFailureKeepsValuesAndFocusesTheField(t *testing.T) {
 		{fmt.Errorf("create: %w", store.ErrLabelTaken), fieldLabel},
 	}
 	for _, c := range cases {
-		t.Run(fmt.Sprint(fieldNames[c.want], " ", auth.KindOf(c.err)), func(t *testing.T) {
+		t.Run(fmt.Sprint(formFields[c.want].label, " ", auth.KindOf(c.err)), func(t *testing.T) {
 			h := newFormHarness(t, demoPrefill, func(f *fakeStore) { f.createErr = c.err })
 			h.press("enter")
 			if calls := h.st.Calls(); len(calls) != 1 || calls[0] != "create demo" {
@@ -138,14 +138,14 @@ func TestFormFailureKeepsValuesAndFocusesTheField(t *testing.T) {
 				t.Fatalf("state %v on %v, want editing the form", f.state, h.m.active)
 			}
 			if f.focus != c.want {
-				t.Fatalf("focus = %s, want %s", fieldNames[f.focus], fieldNames[c.want])
+				t.Fatalf("focus = %s, want %s", formFields[f.focus].label, formFields[c.want].label)
 			}
 			vals := [fieldCount]string{fieldAuthURL: demoPrefill.AuthURL, fieldRealm: demoPrefill.Realm, fieldClientID: demoPrefill.ClientID,
 				fieldClientSecret: demoPrefill.ClientSecret, fieldUsername: demoPrefill.Username, fieldPassword: demoPrefill.Password,
 				fieldLabel: demoPrefill.Label, fieldScope: demoPrefill.Scope}
 			for i, v := range vals {
 				if f.inputs[i].Value() != v {
-					t.Errorf("%s = %q after failure, want %q kept", fieldNames[i], f.inputs[i].Value(), v)
+					t.Errorf("%s = %q after failure, want %q kept", formFields[i].label, f.inputs[i].Value(), v)
 				}
 			}
 			if f.errs[c.want] == "" {
@@ -310,12 +310,47 @@ func TestFormEscCancelsAHungRequest(t *testing.T) {
 	h.mustShow("Cancelled: nothing was stored.")
 	for i, want := range map[int]string{fieldAuthURL: demoPrefill.AuthURL, fieldClientID: demoPrefill.ClientID, fieldClientSecret: demoPrefill.ClientSecret, fieldLabel: demoPrefill.Label} {
 		if got := h.m.form.inputs[i].Value(); got != want {
-			t.Errorf("field %s after the cancel: %q, want %q", fieldNames[i], got, want)
+			t.Errorf("field %s after the cancel: %q, want %q", formFields[i].label, got, want)
 		}
 	}
 	// The cancelled request ends (its context is done); its answer changes nothing.
 	h.pump("the cancelled request's answer", func() bool { return h.m.req.inflight == 0 })
 	if h.m.active != screenForm || h.m.form.general != "Cancelled: nothing was stored." {
 		t.Fatalf("the late answer changed the form: %v %q", h.m.active, h.m.form.general)
+	}
+}
+
+// The advanced connection options: folded, then token URL and HTTP Basic.
+func TestFormAdvancedOptions(t *testing.T) {
+	t.Parallel()
+	h := newFormHarness(t, demoPrefill, nil)
+	h.mustNotShow("Token URL", "Issuer")
+	h.mustShow("Advanced")
+	for h.m.form.focus != fieldAdvanced {
+		h.press("tab")
+	}
+	h.press(" ")
+	h.mustShow("Token URL", "Issuer", "HTTP Basic auth")
+	h.press("tab")
+	h.typeText("http://127.0.0.1:9/token")
+	h.press("tab", "tab", " ")
+	h.press("enter")
+	calls := h.st.Calls()
+	if !contains(calls, "create demo") {
+		t.Fatalf("no create: %v", calls)
+	}
+	k := h.st.keys["demo"]
+	if k.Connection.TokenURL != "http://127.0.0.1:9/token" || k.Connection.AuthMethod() != auth.ClientSecretBasic {
+		t.Fatalf("conn = %+v", k.Connection)
+	}
+}
+
+func TestFormTokenURLAndIssuerExclude(t *testing.T) {
+	t.Parallel()
+	h := newFormHarness(t, Prefill{TokenURL: "http://127.0.0.1:9/t", Issuer: "http://127.0.0.1:9/i"}, nil)
+	h.mustShow("Token URL", "Issuer")
+	h.press("enter")
+	if h.m.form.errs[fieldIssuer] == "" || h.m.form.errs[fieldAuthURL] != "" {
+		t.Fatalf("errs = %q", h.m.form.errs)
 	}
 }

@@ -316,3 +316,32 @@ func TestDetailsSayHowAHardenedKeyProvesItself(t *testing.T) {
 		t.Errorf("a plain key: %q", got)
 	}
 }
+
+// The inspector: its top lines indent by 2, an HS256 token says what is
+// known, and relative times tick.
+func TestInspectorCosmetics(t *testing.T) {
+	t.Parallel()
+	h := newHarness(t, func(f *fakeStore) { f.add("demo", "demo", time.Time{}) })
+	h.send(windowSize(80, 24))
+	hs := fakeJWT(map[string]any{"alg": "HS256", "typ": "JWT"}, map[string]any{"exp": t0.Add(5 * time.Minute).Unix(), "a_rather_long_custom_claim_name_here": "x"})
+	h.m.cfg.verifier = fakeVerifier{auth.Verification{State: auth.SigNotChecked, Reason: "HMAC-signed (HS256): a client cannot check it"}}
+	h.press("3")
+	h.send(tea.PasteMsg{Content: hs})
+	h.press("enter")
+	lines := strings.Split(h.view(), "\n")
+	if !strings.HasPrefix(lines[2], "  Source: ") || !strings.HasPrefix(lines[3], "  Pasted token: ") {
+		t.Fatalf("top lines not indented:\n%s", h.view())
+	}
+	h.mustShow("HMAC-signed (HS256): a client cannot check it")
+	h.mustNotShow("realm's secret")
+	// The claim-name column is at most a quarter of the width.
+	for _, l := range lines {
+		if strings.Contains(l, "exp ") && strings.Index(l, "2026") > 6+80/4+2 {
+			t.Fatalf("claim column too wide: %q", l)
+		}
+	}
+	h.mustShow("expires in 5m")
+	h.clock.Advance(2 * time.Minute)
+	fire[tickMsg](h)
+	h.mustShow("expires in 3m", "(in 3m)")
+}

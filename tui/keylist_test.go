@@ -1,6 +1,7 @@
 package tui
 
 import (
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -326,5 +327,93 @@ func TestKeyListDeleteSaysWhatTheServerDid(t *testing.T) {
 		h.send(tea.WindowSizeMsg{Width: 200, Height: 30})
 		h.press("d", "y")
 		h.mustShow(tc.want)
+	}
+}
+
+// Sort by any column; the same column again reverses; labels compare
+// without case; g/G go to the ends.
+func TestKeyListSortByAnyColumn(t *testing.T) {
+	t.Parallel()
+	h := newHarness(t, func(f *fakeStore) {
+		f.add("beta", "u", t0.Add(-time.Hour))
+		f.add("Alpha", "u", t0.Add(-time.Minute))
+		f.add("gamma", "u", time.Time{})
+		k := f.keys["gamma"]
+		k.Token.AccessExpiresAt = t0.Add(time.Minute)
+		k.Token.JWTExpiresAt = time.Time{}
+		f.keys["gamma"] = k
+	})
+	h.press("2")
+	if got := sortedLabels(h); got != "Alpha,beta,gamma" {
+		t.Fatalf("by label (case-insensitive): %s", got)
+	}
+	h.press("L")
+	if got := sortedLabels(h); got != "gamma,beta,Alpha" {
+		t.Fatalf("label again reverses: %s", got)
+	}
+	h.press("U")
+	if got := sortedLabels(h); got != "Alpha,beta,gamma" {
+		t.Fatalf("by last used, most recent first, never last: %s", got)
+	}
+	h.press("U")
+	if got := sortedLabels(h); got != "gamma,beta,Alpha" {
+		t.Fatalf("last used reversed: %s", got)
+	}
+	h.press("A")
+	if got := sortedLabels(h); !strings.HasPrefix(got, "gamma,") {
+		t.Fatalf("by access expiry, soonest first: %s", got)
+	}
+	h.mustShow("sorted by access expires ▲", "Access expires ▲")
+	h.press("A")
+	h.mustShow("Access expires ▼")
+	h.press("K", "R")
+	h.press("G")
+	if h.m.keyList.cursor != 2 {
+		t.Fatalf("G: cursor %d", h.m.keyList.cursor)
+	}
+	h.press("g")
+	if h.m.keyList.cursor != 0 {
+		t.Fatalf("g: cursor %d", h.m.keyList.cursor)
+	}
+}
+
+// Opening the table selects the key just viewed.
+func TestKeyListSelectsTheKeyJustViewed(t *testing.T) {
+	t.Parallel()
+	h := harness80(t)
+	h.press("2", "G", "enter")
+	if h.m.details.key.Label != "shipping-prod" {
+		t.Fatalf("opened %q", h.m.details.key.Label)
+	}
+	h.press("esc", "g", "1")
+	h.press("2")
+	if sel := h.m.keyList.selected(); sel == nil || sel.Label != "shipping-prod" {
+		t.Fatalf("selected %v, want the key just viewed", sel)
+	}
+}
+
+// The filter narrows the last result when the query grows and starts over
+// when it shrinks; matching ignores case.
+func TestKeyListFilterIncremental(t *testing.T) {
+	t.Parallel()
+	h := newHarness(t, func(f *fakeStore) {
+		for i := range 30 {
+			f.add(fmt.Sprintf("Key-%02d", i), "u", time.Time{})
+		}
+	})
+	h.press("2", "/")
+	want := 0
+	for i := range 30 {
+		if matches(fmt.Sprintf("key-%02d", i), "key-1") {
+			want++
+		}
+	}
+	h.typeText("KEY-1")
+	if n := len(h.m.keyList.visible); n != want || want == 30 {
+		t.Fatalf("KEY-1: %d rows, want %d", n, want)
+	}
+	h.press("backspace")
+	if n := len(h.m.keyList.visible); n != 30 {
+		t.Fatalf("after backspace: %d rows", n)
 	}
 }

@@ -42,7 +42,7 @@ func TestFormShowsOnlyTheGrantsFields(t *testing.T) {
 	}
 	optional := []int{fieldClientSecret, fieldUsername, fieldPassword, fieldPublic, fieldCallbackPort}
 	h := newFormHarness(t, Prefill{}, nil)
-	h.m.form.advanced = true
+	h.m.form.on[fieldAdvanced] = true
 	for h.m.form.focus != fieldGrant {
 		h.press("shift+tab")
 	}
@@ -55,7 +55,7 @@ func TestFormShowsOnlyTheGrantsFields(t *testing.T) {
 		}
 		for _, f := range optional {
 			if got, w := h.m.form.shown(f), slices.Contains(want[g], f); got != w {
-				t.Errorf("%s: %s shown = %v, want %v", g, fieldNames[f], got, w)
+				t.Errorf("%s: %s shown = %v, want %v", g, formFields[f].label, got, w)
 			}
 		}
 		h.mustShow(viewOf(g).title, viewOf(g).about)
@@ -69,7 +69,7 @@ func TestFormShowsOnlyTheGrantsFields(t *testing.T) {
 		t.Fatal("← goes back")
 	}
 	// A public client hides the secret (and HTTP Basic, which needs one).
-	h.m.form.public = true
+	h.m.form.on[fieldPublic] = true
 	if h.m.form.shown(fieldClientSecret) || h.m.form.shown(fieldBasicAuth) {
 		t.Fatal("a public client shows the secret field")
 	}
@@ -96,7 +96,7 @@ func TestFormValidationPerGrant(t *testing.T) {
 		t.Fatalf("a public client's secret is required: %q", f.errs[fieldClientSecret])
 	}
 	if !strings.Contains(f.errs[fieldCallbackPort], "TCP port") || f.focus != fieldCallbackPort {
-		t.Fatalf("port 70000: err %q, focus %s", f.errs[fieldCallbackPort], fieldNames[f.focus])
+		t.Fatalf("port 70000: err %q, focus %s", f.errs[fieldCallbackPort], formFields[f.focus].label)
 	}
 	if len(h2.st.Calls()) != 0 {
 		t.Fatalf("sent before the fields were right: %v", h2.st.Calls())
