@@ -265,7 +265,7 @@ func (sess *session) load(desc string) (*age.X25519Identity, bool) {
 	case MechKernel:
 		return unlock.KernelLoad(desc, sess.idle, sess.maxAge())
 	case MechAgent:
-		return unlock.AgentGet(sess.agentSocket(), desc)
+		return unlock.AgentGet(sess.agentSocket(), sess.agentSecret(), desc)
 	}
 	return nil, false
 }
@@ -279,7 +279,9 @@ func (sess *session) publish(desc string, id *age.X25519Identity) {
 	case MechKernel:
 		err = unlock.KernelStore(desc, id, sess.idle)
 	case MechAgent:
-		err = unlock.AgentPut(sess.agentSocket(), sess.agentExe, desc, id, sess.idle, sess.maxAge())
+		if err = ensureDir(sess.stateDir); err == nil {
+			err = unlock.AgentPut(sess.agentSocket(), sess.agentSecret(), sess.agentExe, desc, id, sess.idle, sess.maxAge())
+		}
 	default:
 		return
 	}
@@ -294,7 +296,7 @@ func (sess *session) publish(desc string, id *age.X25519Identity) {
 // forget drops desc from every mechanism and reports whether one held it.
 func (sess *session) forget(desc string) bool {
 	held := unlock.KernelForget(desc)
-	if unlock.AgentSupported && unlock.AgentForget(sess.agentSocket(), desc) {
+	if unlock.AgentSupported && unlock.AgentForget(sess.agentSocket(), sess.agentSecret(), desc) {
 		held = true
 	}
 	return held
@@ -320,6 +322,17 @@ func (sess *session) agentSocket() string {
 	}
 	return filepath.Join(os.TempDir(), fmt.Sprintf("%s-%d", AgentDirName, os.Getuid()), name)
 }
+
+// agentSecret is the file of the secret the agent and its clients prove
+// they know (unlock.AgentSecret): in the state directory, which is 0700 and
+// not where the socket is, so that a process that can replace the socket
+// (a container given the runtime directory) cannot pass for the agent.
+func (sess *session) agentSecret() string {
+	return filepath.Join(sess.stateDir, AgentSecretName)
+}
+
+// AgentSecretName names the agent's secret file in the state directory.
+const AgentSecretName = "agent.secret"
 
 // AgentDirName names the agent's directory in $XDG_RUNTIME_DIR.
 const AgentDirName = "shipkey-agent"
@@ -404,6 +417,12 @@ func (s *Store) Session() (SessionState, error) {
 		st.Unlocked = true
 	}
 	return st, nil
+}
+
+// AgentSecret is the file of the secret the store's agent and its clients
+// prove they know.
+func (s *Store) AgentSecret() string {
+	return filepath.Join(s.stateDir, AgentSecretName)
 }
 
 // AgentSocket is the socket the store's agent serves (SHIPKEY_UNLOCK_MECH

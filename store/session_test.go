@@ -136,7 +136,7 @@ func TestSessionAgentUnlockOnce(t *testing.T) {
 	ready := make(chan struct{})
 	done := make(chan error, 1)
 	go func() {
-		done <- unlock.ServeAgent(context.Background(), unlock.AgentConfig{Socket: sock, Ready: func() { close(ready) }})
+		done <- unlock.ServeAgent(context.Background(), unlock.AgentConfig{Socket: sock, Secret: s.AgentSecret(), Ready: func() { close(ready) }})
 	}()
 	select {
 	case <-ready:

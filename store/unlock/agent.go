@@ -29,7 +29,20 @@ import (
 // (each use extends it) or the maximum age, and exits when it holds nothing
 // (at the latest agentGrace after it started) or on `shipkey lock`.
 //
-// Protocol: one request line per connection, one answer line.
+// Both ends prove they know the agent's secret (a random file, 0600, in the
+// store's state directory, which containers are not given) before anything
+// else is said, so that a process of the same user that planted its own
+// socket in the agent's directory neither receives an identity nor hands out
+// one, and a client without the secret is told nothing.
+//
+// Protocol: a handshake, then one request line per connection, one answer line.
+//
+//	client: hello <nc>                  (nc: 16 random bytes, hex)
+//	agent:  <na> <mac("agent", nc, na)> (mac: HMAC-SHA256 under the secret, hex)
+//	client: <mac("client", nc, na)> <request>
+//	agent:  <answer>
+//
+// Requests and answers:
 //
 //	get <desc>             ok <identity> | no
 //	put <desc> <identity>  ok
@@ -48,6 +61,7 @@ const (
 // AgentConfig configures ServeAgent.
 type AgentConfig struct {
 	Socket string        // the socket path; its directory is made 0700
+	Secret string        // the secret file both ends prove they know (AgentSecret)
 	Idle   time.Duration // an entry is forgotten after this long unused
 	MaxAge time.Duration // and this long after it was put, however used
 	Ready  func()        // called once the socket listens (may be nil)
@@ -69,6 +83,13 @@ func ServeAgent(ctx context.Context, cfg AgentConfig) error {
 	}
 	if cfg.MaxAge < cfg.Idle {
 		cfg.MaxAge = max(MaxAge, cfg.Idle)
+	}
+	if err := AgentSecret(cfg.Secret); err != nil {
+		return err
+	}
+	secret, err := readAgentSecret(cfg.Secret)
+	if err != nil {
+		return err
 	}
 	if err := ensureAgentDir(filepath.Dir(cfg.Socket)); err != nil {
 		return err
@@ -116,11 +137,12 @@ func ServeAgent(ctx context.Context, cfg AgentConfig) error {
 		if uid, known, err := PeerUID(c); err != nil || (known && uid != os.Getuid()) {
 			return
 		}
-		line, err := bufio.NewReaderSize(c, 1024).ReadString('\n')
-		if err != nil {
+		rd := bufio.NewReaderSize(c, 1024)
+		req, ok := agentAccept(c, rd, secret)
+		if !ok {
 			return
 		}
-		f := strings.Fields(line)
+		f := strings.Fields(req)
 		answer := "no"
 		mu.Lock()
 		now := time.Now()
@@ -198,7 +220,15 @@ func ensureAgentDir(dir string) error {
 }
 
 // agentRequest sends one request to the agent on sock and returns its answer.
-func agentRequest(sock, req string) (string, error) {
+// ErrNotTheAgent: what answers on the socket does not know the agent's
+// secret (it was planted there by another program); nothing was sent to it.
+var ErrNotTheAgent = errors.New("what answers on the agent's socket is not shipkey's agent (it does not know the agent's secret); nothing was sent to it")
+
+func agentRequest(sock, secretFile, req string) (string, error) {
+	secret, err := readAgentSecret(secretFile)
+	if err != nil {
+		return "", err
+	}
 	c, err := net.DialTimeout("unix", sock, agentDialTimeout)
 	if err != nil {
 		return "", err
@@ -209,18 +239,21 @@ func agentRequest(sock, req string) (string, error) {
 		return "", errors.New("the agent's socket belongs to another user")
 	}
 	_ = c.SetDeadline(time.Now().Add(agentIOTimeout))
-	if _, err := c.Write([]byte(req + "\n")); err != nil {
+	rd := bufio.NewReaderSize(c, 1024)
+	if err := agentDial(c, rd, secret, req); err != nil {
 		return "", err
 	}
-	line, err := bufio.NewReaderSize(c, 1024).ReadString('\n')
+	line, err := rd.ReadString('\n')
 	if err != nil {
 		return "", err
 	}
 	return strings.TrimSpace(line), nil
 }
 
-func AgentGet(sock, desc string) (*age.X25519Identity, bool) {
-	ans, err := agentRequest(sock, "get "+desc)
+// AgentGet asks the agent on sock (knowing the secret in secretFile) for the
+// identity kept under desc.
+func AgentGet(sock, secretFile, desc string) (*age.X25519Identity, bool) {
+	ans, err := agentRequest(sock, secretFile, "get "+desc)
 	if err != nil {
 		return nil, false
 	}
@@ -232,24 +265,32 @@ func AgentGet(sock, desc string) (*age.X25519Identity, bool) {
 	return id, err == nil
 }
 
-func AgentForget(sock, desc string) bool {
-	ans, err := agentRequest(sock, "forget "+desc)
+// AgentForget has the agent on sock drop desc.
+func AgentForget(sock, secretFile, desc string) bool {
+	ans, err := agentRequest(sock, secretFile, "forget "+desc)
 	return err == nil && ans == "ok"
 }
 
 // AgentPut gives id to the agent on sock, starting one (exe agent) when
-// none answers; exe empty: none can be started.
-func AgentPut(sock, exe, desc string, id *age.X25519Identity, idle, maxAge time.Duration) error {
+// none answers; exe empty: none can be started. The secret file is made
+// when there is none yet (the agent started reads it).
+func AgentPut(sock, secretFile, exe, desc string, id *age.X25519Identity, idle, maxAge time.Duration) error {
+	if err := AgentSecret(secretFile); err != nil {
+		return err
+	}
 	req := "put " + desc + " " + id.String()
-	ans, err := agentRequest(sock, req)
+	ans, err := agentRequest(sock, secretFile, req)
+	if errors.Is(err, ErrNotTheAgent) {
+		return err
+	}
 	if err != nil {
 		if exe == "" {
 			return errors.New("no agent answers and this program cannot start one")
 		}
-		if err := startAgent(exe, sock, idle, maxAge); err != nil {
+		if err := startAgent(exe, sock, secretFile, idle, maxAge); err != nil {
 			return err
 		}
-		if ans, err = agentRequest(sock, req); err != nil {
+		if ans, err = agentRequest(sock, secretFile, req); err != nil {
 			return fmt.Errorf("the agent does not answer: %w", err)
 		}
 	}
@@ -261,7 +302,7 @@ func AgentPut(sock, exe, desc string, id *age.X25519Identity, idle, maxAge time.
 
 // startAgent starts `exe agent` detached (its own session, no terminal, an
 // empty environment, working directory /) and waits until it listens.
-func startAgent(exe, sock string, idle, maxAge time.Duration) error {
+func startAgent(exe, sock, secretFile string, idle, maxAge time.Duration) error {
 	if strings.HasSuffix(filepath.Base(exe), ".test") {
 		return errors.New("a test binary cannot serve the agent")
 	}
@@ -273,7 +314,7 @@ func startAgent(exe, sock string, idle, maxAge time.Duration) error {
 		return err
 	}
 	defer r.Close()
-	cmd := exec.Command(exe, "agent", "--socket", sock, "--idle", idle.String(), "--max", maxAge.String(), "--ready-fd", "3")
+	cmd := exec.Command(exe, "agent", "--socket", sock, "--secret-file", secretFile, "--idle", idle.String(), "--max", maxAge.String(), "--ready-fd", "3")
 	cmd.Env = agentEnv()
 	cmd.Dir = "/"
 	cmd.ExtraFiles = []*os.File{w}

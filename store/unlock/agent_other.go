@@ -17,6 +17,7 @@ const AgentSupported = false
 // AgentConfig configures ServeAgent.
 type AgentConfig struct {
 	Socket string
+	Secret string
 	Idle   time.Duration
 	MaxAge time.Duration
 	Ready  func()
@@ -30,8 +31,9 @@ func ServeAgent(ctx context.Context, cfg AgentConfig) error {
 	return errors.New("shipkey agent needs unix sockets")
 }
 
-func AgentGet(sock, desc string) (*age.X25519Identity, bool) { return nil, false }
-func AgentForget(sock, desc string) bool                     { return false }
-func AgentPut(sock, exe, desc string, id *age.X25519Identity, idle, maxAge time.Duration) error {
+func AgentGet(sock, secretFile, desc string) (*age.X25519Identity, bool) { return nil, false }
+func AgentForget(sock, secretFile, desc string) bool                     { return false }
+func AgentSecret(path string) error                                      { return nil }
+func AgentPut(sock, secretFile, exe, desc string, id *age.X25519Identity, idle, maxAge time.Duration) error {
 	return errors.New("no agent on this platform")
 }

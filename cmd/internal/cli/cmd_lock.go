@@ -109,6 +109,7 @@ passphrase again. Only this store's unlock is forgotten.`,
 func newCmdAgent(f *factory) *cobra.Command {
 	var (
 		socket    string
+		secret    string
 		idle, max time.Duration
 		readyFD   int
 	)
@@ -122,14 +123,19 @@ exits when its keys time out or on shipkey lock.`,
 		Hidden: true,
 		Args:   usageArgs(cobra.NoArgs),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			if socket == "" {
+			if socket == "" || secret == "" {
 				st, err := f.Store()
 				if err != nil {
 					return err
 				}
-				socket = st.AgentSocket()
+				if socket == "" {
+					socket = st.AgentSocket()
+				}
+				if secret == "" {
+					secret = st.AgentSecret()
+				}
 			}
-			cfg := unlock.AgentConfig{Socket: socket, Idle: idle, MaxAge: max}
+			cfg := unlock.AgentConfig{Socket: socket, Secret: secret, Idle: idle, MaxAge: max}
 			if readyFD > 2 {
 				ready := os.NewFile(uintptr(readyFD), "ready")
 				cfg.Ready = func() {
@@ -141,6 +147,7 @@ exits when its keys time out or on shipkey lock.`,
 		},
 	}
 	cmd.Flags().StringVar(&socket, "socket", "", "unix socket to serve (default: the store's)")
+	cmd.Flags().StringVar(&secret, "secret-file", "", "file of the secret clients prove they know (default: the store's)")
 	cmd.Flags().DurationVar(&idle, "idle", store.DefaultUnlockTimeout, "forget a key unused this long")
 	cmd.Flags().DurationVar(&max, "max", 2*time.Hour, "forget a key this long after the unlock")
 	cmd.Flags().IntVar(&readyFD, "ready-fd", 0, "file descriptor to write \"ready\" to once listening")
