@@ -2,16 +2,11 @@ package fleet
 
 import (
 	"context"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
-	clientv3 "go.etcd.io/etcd/client/v3"
-
 	"github.com/shipkey/shipkey/auth"
-	"github.com/shipkey/shipkey/store"
-	"github.com/shipkey/shipkey/store/team"
 	"github.com/shipkey/shipkey/store/team/etcdtest"
 )
 
@@ -27,16 +22,7 @@ func TestForgedTokenWithControlBytesCLI(t *testing.T) {
 	defer cancel()
 	a, b := fleetTeam(t, ctx, c, srv, "ctrl")
 	a.must(t, ctx, nil, "token", "ctrl/svc") // renews; both cache it on use
-	st, err := store.Open(store.Options{ConfigDir: filepath.Join(a.dir, "config"), StateDir: filepath.Join(a.dir, "state"), Backend: store.BackendPlaintext, Warn: &strings.Builder{}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	sec, err := st.TeamSecrets("ctrl")
-	if err != nil {
-		t.Fatal(err)
-	}
-	_ = st.Close()
-	key, err := team.SigningKey(sec.Identity)
+	key, err := etcdtest.MemberSigningKey(a.dir, "ctrl")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -45,11 +31,10 @@ func TestForgedTokenWithControlBytesCLI(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer cli.Close()
-	resp, err := cli.Get(ctx, team.Prefix("ctrl")+"keys/", clientv3.WithPrefix())
-	if err != nil || len(resp.Kvs) != 1 {
-		t.Fatalf("the team key in etcd: %v", err)
+	id, err := etcdtest.OnlyKeyID(ctx, cli, "ctrl")
+	if err != nil {
+		t.Fatal(err)
 	}
-	id := strings.TrimPrefix(string(resp.Kvs[0].Key), team.Prefix("ctrl")+"keys/")
 	const hostile = "tok\x1b]52;c;ZXZpbA==\x07\r\nX-Evil: 1"
 	for _, cmd := range [][]string{{"token", "ctrl/svc"}, {"header", "ctrl/svc"}, {"exec", "ctrl/svc", "--", "sh", "-c", `printf %s "$SHIPKEY_TOKEN"`}} {
 		for _, m := range []*machine{a, b} {

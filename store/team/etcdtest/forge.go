@@ -6,10 +6,13 @@ import (
 	"crypto/ed25519"
 	"encoding/json"
 	"fmt"
+	"path/filepath"
+	"strings"
 
 	"filippo.io/age"
 	clientv3 "go.etcd.io/etcd/client/v3"
 
+	"github.com/shipkey/shipkey/store"
 	"github.com/shipkey/shipkey/store/team"
 )
 
@@ -50,4 +53,33 @@ func Forge(ctx context.Context, cli *clientv3.Client, teamName, kind, id string,
 	dir := map[string]string{"key": "keys/", "token": "tokens/"}[kind]
 	_, err = cli.Put(ctx, team.Prefix(teamName)+dir+id, string(team.SignItem(teamName, kind, id, r.Version, buf.Bytes(), key)))
 	return err
+}
+
+// OnlyKeyID is the id of the one key teamName holds in etcd; an error when
+// it holds none or more than one.
+func OnlyKeyID(ctx context.Context, cli *clientv3.Client, teamName string) (string, error) {
+	keys := team.Prefix(teamName) + "keys/"
+	resp, err := cli.Get(ctx, keys, clientv3.WithPrefix(), clientv3.WithKeysOnly())
+	if err != nil {
+		return "", err
+	}
+	if len(resp.Kvs) != 1 {
+		return "", fmt.Errorf("team %s holds %d keys in etcd, want 1", teamName, len(resp.Kvs))
+	}
+	return strings.TrimPrefix(string(resp.Kvs[0].Key), keys), nil
+}
+
+// MemberSigningKey is the signing key of the member whose store (plaintext
+// secrets) is dir/config and dir/state: a test's attacker that is a member.
+func MemberSigningKey(dir, teamName string) (ed25519.PrivateKey, error) {
+	st, err := store.Open(store.Options{ConfigDir: filepath.Join(dir, "config"), StateDir: filepath.Join(dir, "state"), Backend: store.BackendPlaintext, Warn: discard{}})
+	if err != nil {
+		return nil, err
+	}
+	sec, err := st.TeamSecrets(teamName)
+	_ = st.Close()
+	if err != nil {
+		return nil, err
+	}
+	return team.SigningKey(sec.Identity)
 }
