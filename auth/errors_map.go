@@ -98,6 +98,18 @@ func mapStatus(op string, status int, code, desc string, body []byte, secrets []
 		if op == "client-credentials" {
 			e.Hint += "; " + scopeCause
 		}
+	case op == opExchange && code == "unsupported_grant_type":
+		// The grant type itself is unknown there (Keycloak before 26.2,
+		// most servers): no client setting can help.
+		e.Kind = KindGrantNotAllowed
+		e.Msg = "this server does not offer token exchange"
+		e.Hint = "ask the realm's administrators how to get a token for that audience (Keycloak offers token exchange from 26.2)"
+	case op == opExchange && (code == "invalid_target" || code == "invalid_request" || code == "access_denied"):
+		// RFC 8693 §2.2.2: an audience or resource the server will not
+		// issue for, or a subject it will not exchange; its own words say which.
+		e.Kind = KindServer
+		e.Msg = "the server refused the token exchange"
+		e.Hint = "check --audience/--resource (the other service's client id at the realm) and that the client may exchange tokens for it"
 	case grantOps[op] != "" && code == "unauthorized_client" && strings.Contains(lowDesc, "invalid client"):
 		// Keycloak answers a wrong client secret with unauthorized_client
 		// "Invalid client or Invalid client credentials".
@@ -186,6 +198,7 @@ var grantOps = map[string]string{
 	"client-credentials": "client credentials",
 	"device-code":        "device code",
 	"authcode":           "authorization code",
+	opExchange:           "token exchange",
 }
 
 // grantHints say where a realm administrator allows a grant for a client.
@@ -193,6 +206,7 @@ var grantHints = map[string]string{
 	"client-credentials": "ask a realm administrator to turn on the client's service account (Keycloak: Clients → the client → Capability config → Service accounts roles)",
 	"device-code":        "ask a realm administrator to turn on the device grant for the client (Keycloak: Clients → the client → Capability config → OAuth 2.0 Device Authorization Grant)",
 	"authcode":           "ask a realm administrator to turn on browser sign-in for the client (Keycloak: Clients → the client → Capability config → Standard flow)",
+	opExchange:           "ask a realm administrator to turn on token exchange for the client (Keycloak 26.2 and later: Clients → the client → Capability config → Standard Token Exchange)",
 }
 
 // kindText is the message and hint of the kinds that come from the server's

@@ -174,6 +174,9 @@ type tokenCall struct {
 	Form     url.Values
 	Secrets  []string // besides ca's, what must not appear in an error
 	Header   func(req *http.Request) error
+	// NotAccessToken accepts token_type N_A: the answer of a token
+	// exchange may issue a token that is not an access token.
+	NotAccessToken bool
 }
 
 // token sends a token request through send and checks the answer: a
@@ -194,7 +197,15 @@ func (c *Client) token(ctx context.Context, conn Connection, ca ClientAuth, call
 	if err != nil {
 		return nil, err
 	}
-	return c.tokenSet(call.Op, tok, ca.DPoP != nil)
+	na := call.NotAccessToken && strings.EqualFold(tok.TokenType, TokenTypeNotApplicable)
+	if na {
+		tok.TokenType = ""
+	}
+	ts, err := c.tokenSet(call.Op, tok, ca.DPoP != nil)
+	if na && ts != nil {
+		ts.TokenType = TokenTypeNotApplicable
+	}
+	return ts, err
 }
 
 // parseToken reads a 2xx token response, JSON or form-encoded (as x/oauth2

@@ -287,6 +287,12 @@ func (e *env) harvest(s *Store) {
 				}
 			}
 			e.mu.Unlock()
+			for _, raw := range sec.Derived {
+				var d derivedToken
+				if json.Unmarshal(raw, &d) == nil {
+					e.remember(&d.Token)
+				}
+			}
 		}
 	}
 	for _, raw := range e.kr.values() {

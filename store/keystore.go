@@ -647,6 +647,7 @@ func (s *Store) Login(ctx context.Context, label string, opts LoginOptions) (Key
 	if opts.Password != "" && e.RememberPassword {
 		sec.Password = opts.Password
 	}
+	sec.Derived = nil // a new session: tokens derived from the old one go
 	if err := s.persist(ctx, e, ts, sec, false); err != nil {
 		return Key{}, nil, err
 	}

@@ -1,6 +1,7 @@
 package store
 
 import (
+	"encoding/json"
 	"io"
 	"strings"
 	"time"
@@ -108,6 +109,10 @@ type keySecrets struct {
 	ClientKey  string `json:"client_key,omitempty"`
 	ClientCert string `json:"client_cert,omitempty"`
 	DPoPKey    string `json:"dpop_key,omitempty"`
+	// Derived are the tokens the key's access token was exchanged for
+	// (derived.go), by auth.Exchange.CacheKey; each entry is read on its
+	// own, so a damaged one costs only itself.
+	Derived map[string]json.RawMessage `json:"derived,omitempty"`
 	// ID is the key the record belongs to, Meta a copy of its state (see
 	// rebuild.go); neither is secret.
 	ID   string      `json:"id,omitempty"`
@@ -151,7 +156,8 @@ func (k keySecrets) binding(conn auth.Connection) (jkt, x5t string) {
 
 func (k *keySecrets) setTokens(ts *auth.TokenSet) {
 	if ts == nil {
-		k.AccessToken, k.RefreshToken, k.IDToken = "", "", ""
+		// The session is over: so are the tokens derived from it.
+		k.AccessToken, k.RefreshToken, k.IDToken, k.Derived = "", "", "", nil
 		return
 	}
 	k.AccessToken, k.RefreshToken, k.IDToken = ts.AccessToken, ts.RefreshToken, ts.IDToken

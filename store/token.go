@@ -237,6 +237,9 @@ func (s *Store) unattendedGrant(ctx context.Context, r *renewal) (*auth.TokenSet
 	}
 	ts, err := g.Obtain(ctx, s.auth, r.e.request(r.sec))
 	if err == nil {
+		if r.dead != nil {
+			r.sec.Derived = nil // the old session ended: so did the tokens derived from it
+		}
 		return ts, true, nil
 	}
 	k := auth.KindOf(err)
@@ -287,15 +290,9 @@ func (s *Store) loginNeeded(ctx context.Context, r *renewal) error {
 // logged in, logged out, or its session known ended) gives an error wrapping
 // ErrLoginNeeded.
 func (s *Store) Current(label string) (*auth.TokenSet, error) {
-	if _, err := s.prepare(); err != nil {
-		return nil, err
-	}
-	e, ks, err := s.find(label)
+	e, ks, err := s.loggedIn(label)
 	if err != nil {
 		return nil, err
-	}
-	if ks.LoggedOut {
-		return nil, &LoginNeededError{Label: e.Label, Why: "logged out"}
 	}
 	sec, err := s.getSecrets(e.Label, e.ID, ks)
 	if err != nil {
@@ -307,20 +304,30 @@ func (s *Store) Current(label string) (*auth.TokenSet, error) {
 	return mergeToken(ks.Token, sec), nil
 }
 
+// loggedIn prepares the backend and finds key label, which must not be
+// logged out (an error wrapping ErrLoginNeeded).
+func (s *Store) loggedIn(label string) (keyEntry, keyState, error) {
+	if _, err := s.prepare(); err != nil {
+		return keyEntry{}, keyState{}, err
+	}
+	e, ks, err := s.find(label)
+	if err != nil {
+		return keyEntry{}, keyState{}, err
+	}
+	if ks.LoggedOut {
+		return keyEntry{}, keyState{}, &LoginNeededError{Label: e.Label, Why: "logged out"}
+	}
+	return e, ks, nil
+}
+
 // Liveness asks the server whether it still accepts the key's access token.
 func (s *Store) Liveness(ctx context.Context, label string) (auth.Liveness, error) {
 	if s.auth == nil {
 		return auth.Liveness{}, errNoAuth
 	}
-	if _, err := s.prepare(); err != nil {
-		return auth.Liveness{}, err
-	}
-	e, ks, err := s.find(label)
+	e, ks, err := s.loggedIn(label)
 	if err != nil {
 		return auth.Liveness{}, err
-	}
-	if ks.LoggedOut {
-		return auth.Liveness{}, &LoginNeededError{Label: e.Label, Why: "logged out"}
 	}
 	sec, err := s.getSecrets(e.Label, e.ID, ks)
 	if err != nil {

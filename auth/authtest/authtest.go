@@ -107,6 +107,10 @@ type Config struct {
 	// UserinfoRequiresOpenID makes userinfo refuse (401 insufficient_scope)
 	// an access token without the openid scope.
 	UserinfoRequiresOpenID bool
+	// NoTokenExchange is a realm without RFC 8693 token exchange (Keycloak
+	// before 26.2, most servers): the grant is answered
+	// unsupported_grant_type and discovery does not list it.
+	NoTokenExchange bool
 	// NoLogout removes the end-session (logout) endpoint: not in discovery,
 	// 404 at Keycloak's path.
 	NoLogout bool

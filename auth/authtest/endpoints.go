@@ -273,6 +273,9 @@ func (s *Server) token(w http.ResponseWriter, r *http.Request, issuer string) {
 		return
 	}
 	grant := form.Get("grant_type")
+	if grant == grantTokenExchange && s.opts.NoTokenExchange {
+		grant = "unsupported"
+	}
 	switch grant {
 	case "":
 		s.writeError(w, errf(http.StatusBadRequest, "invalid_request", "Missing form parameter: grant_type"))
@@ -728,6 +731,9 @@ func (s *Server) discovery(w http.ResponseWriter, _ *http.Request, issuer string
 	if s.opts.NoIntrospection {
 		delete(doc, "introspection_endpoint")
 		delete(doc, "introspection_endpoint_auth_methods_supported")
+	}
+	if s.opts.NoTokenExchange {
+		doc["grant_types_supported"] = []string{"authorization_code", "password", "refresh_token", "client_credentials", grantDeviceCode}
 	}
 	if s.opts.NoLogout {
 		delete(doc, "end_session_endpoint")

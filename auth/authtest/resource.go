@@ -10,6 +10,7 @@ import (
 	"net"
 	"net/http"
 	"net/url"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -31,6 +32,11 @@ type ResourceConfig struct {
 	// Realm is the realm parameter of the WWW-Authenticate challenge
 	// (default "shipping").
 	Realm string
+	// Audience, when set, is the API's own name at the authorization
+	// server: a token whose aud (by introspection) does not name it is
+	// refused 401 invalid_token, as an API that takes only tokens issued
+	// for it does (tokens for it come by token exchange).
+	Audience string
 	// DPoPNonce makes the server require its own nonce in DPoP proofs
 	// (RFC 9449 §9): a proof without the current one is answered 401
 	// use_dpop_nonce with a DPoP-Nonce header.
@@ -82,6 +88,8 @@ type Echo struct {
 	Subject  string `json:"sub,omitempty"`
 	ClientID string `json:"client_id,omitempty"`
 	Scope    string `json:"scope,omitempty"`
+	// Audience is the token's aud by introspection.
+	Audience []string `json:"aud,omitempty"`
 	// DPoP says the token was DPoP-bound and its proof passed.
 	DPoP bool `json:"dpop,omitempty"`
 	// Headers are the request's headers other than Authorization and DPoP.
@@ -204,6 +212,10 @@ func (rs *ResourceServer) serve(w http.ResponseWriter, r *http.Request) {
 		rs.challenge(w, "invalid_token", "The access token is not active")
 		return
 	}
+	if rs.cfg.Audience != "" && !slices.Contains(audiences(info.Audience), rs.cfg.Audience) {
+		rs.challenge(w, "invalid_token", "The access token is not for this API (aud)")
+		return
+	}
 	if code, desc := rs.checkBinding(r, scheme, tok, info); code != "" {
 		rs.challenge(w, code, desc)
 		return
@@ -241,6 +253,7 @@ func (rs *ResourceServer) serve(w http.ResponseWriter, r *http.Request) {
 		Subject:     info.Subject,
 		ClientID:    info.ClientID,
 		Scope:       info.Scope,
+		Audience:    audiences(info.Audience),
 		DPoP:        scheme == "dpop",
 		Headers:     map[string]string{},
 	}
@@ -343,6 +356,7 @@ type introspection struct {
 	Subject  string `json:"sub"`
 	ClientID string `json:"client_id"`
 	Scope    string `json:"scope"`
+	Audience any    `json:"aud"` // one string or a list
 	Cnf      struct {
 		JKT string `json:"jkt"`
 	} `json:"cnf"`

@@ -32,13 +32,19 @@
 //   shipping-device-pkce        public; PKCE (S256) required on the device
 //                               grant, which oidc-provider does not do itself:
 //                               the wrapper below adds it as Keycloak has it
+// Token exchange (RFC 8693), which oidc-provider does not have, is registered
+// below as a grant of its own for every confidential client, as Keycloak 26.2
+// has it: a live access token of the client for one whose aud is another
+// client of the provider. With SHIPKEY_OP_NO_TOKEN_EXCHANGE=1 it is not
+// registered: the provider answers unsupported_grant_type, as servers
+// without it do.
 // When SHIPKEY_OP_TLS_CERT/KEY/CA are set, the same provider is also served
 // over HTTPS on another port that asks for client certificates, printed as
 // the second line on stdout and named by discovery's mtls_endpoint_aliases.
 import http from 'node:http';
 import https from 'node:https';
 import crypto from 'node:crypto';
-import Provider from 'oidc-provider';
+import Provider, { errors } from 'oidc-provider';
 
 const env = (name, fallback) => {
   const v = process.env[name];
@@ -52,6 +58,10 @@ const shortClientId = env('SHIPKEY_OP_SHORT_CLIENT_ID', 'shipping-short');
 const shortTTL = 2;
 const grants = ['authorization_code', 'refresh_token', 'urn:ietf:params:oauth:grant-type:device_code'];
 const deviceGrant = 'urn:ietf:params:oauth:grant-type:device_code';
+const exchangeGrant = 'urn:ietf:params:oauth:grant-type:token-exchange';
+const accessTokenType = 'urn:ietf:params:oauth:token-type:access_token';
+const withExchange = env('SHIPKEY_OP_NO_TOKEN_EXCHANGE', '') === '';
+const confidentialGrants = [...grants, 'client_credentials', ...(withExchange ? [exchangeGrant] : [])];
 const hardenedTTL = Number(env('SHIPKEY_OP_HARDENED_TTL', '2'));
 const jwks = (name) => { const v = env(name, ''); return v ? JSON.parse(v) : undefined; };
 const tlsCert = env('SHIPKEY_OP_TLS_CERT', ''), tlsKey = env('SHIPKEY_OP_TLS_KEY', ''), tlsCA = env('SHIPKEY_OP_TLS_CA', '');
@@ -67,7 +77,7 @@ const hardened = [
     tls_client_auth_subject_dn: 'CN=shipping-mtls', tls_client_certificate_bound_access_tokens: true,
   }] : []),
 ].filter((c) => c.token_endpoint_auth_method !== 'private_key_jwt' || c.jwks)
-  .map((c) => ({ ...native, grant_types: [...grants, 'client_credentials'], ...c }));
+  .map((c) => ({ ...native, grant_types: confidentialGrants, ...c }));
 hardened.push({ ...native, client_id: 'shipping-device-pkce', token_endpoint_auth_method: 'none', grant_types: grants });
 const hardenedIds = new Set(hardened.map((c) => c.client_id));
 const devicePKCE = new Set(['shipping-device-pkce']);
@@ -140,6 +150,38 @@ function mtlsAliases() {
   };
 }
 
+// tokenExchange is RFC 8693 token exchange as Keycloak 26.2's standard token
+// exchange does it: the authenticated client trades a live access token
+// issued to it (subject_token) for a new opaque one in the same grant whose
+// aud is another client of the provider (audience; or resource, taken as
+// the audience), with the subject's scope or fewer, and no refresh token.
+// Introspection names its aud.
+const tokenExchange = async (ctx) => {
+  const { client, params, provider } = ctx.oidc;
+  if (!params.subject_token) throw new errors.InvalidRequest("missing required parameter 'subject_token'");
+  if (params.subject_token_type !== accessTokenType) throw new errors.InvalidRequest('subject_token_type must be an access token');
+  if (params.requested_token_type && params.requested_token_type !== accessTokenType) throw new errors.InvalidRequest('requested_token_type unsupported');
+  const subject = await provider.AccessToken.find(params.subject_token)
+    || await provider.ClientCredentials.find(params.subject_token);
+  if (!subject?.isValid || subject.clientId !== client.clientId) throw new errors.InvalidRequest('subject_token is not a live token of this client');
+  const audience = params.audience || params.resource;
+  if (!audience || !(await provider.Client.find(audience))) throw new errors.InvalidTarget('audience not found');
+  const held = subject.scope ? subject.scope.split(' ') : [];
+  const asked = params.scope ? params.scope.split(' ') : held;
+  if (asked.some((s) => !held.includes(s))) throw new errors.InvalidScope('a requested scope is not held by the subject token', params.scope);
+  const scope = asked.join(' ') || undefined;
+  const token = subject.kind === 'AccessToken'
+    ? new provider.AccessToken({
+      client, accountId: subject.accountId, grantId: subject.grantId, sid: subject.sid, scope, gty: exchangeGrant,
+    })
+    : new provider.ClientCredentials({ client, scope });
+  token.aud = audience;
+  const value = await token.save();
+  ctx.body = {
+    access_token: value, issued_token_type: accessTokenType, token_type: 'Bearer', expires_in: token.expiration, scope,
+  };
+};
+
 process.stdin.on('end', () => process.exit(0));
 process.stdin.resume();
 
@@ -154,7 +196,7 @@ Promise.all([listening(server), ...(mtlsServer ? [listening(mtlsServer)] : [])])
         client_secret: clientSecret,
         token_endpoint_auth_method: 'client_secret_post',
         application_type: 'native',
-        grant_types: [...grants, 'client_credentials'],
+        grant_types: confidentialGrants,
         response_types: ['code'],
         redirect_uris: ['http://127.0.0.1/callback'],
       },
@@ -163,7 +205,7 @@ Promise.all([listening(server), ...(mtlsServer ? [listening(mtlsServer)] : [])])
         client_secret: clientSecret,
         token_endpoint_auth_method: 'client_secret_post',
         application_type: 'native',
-        grant_types: [...grants, 'client_credentials'],
+        grant_types: confidentialGrants,
         response_types: ['code'],
         redirect_uris: ['http://127.0.0.1/callback'],
       },
@@ -210,6 +252,10 @@ Promise.all([listening(server), ...(mtlsServer ? [listening(mtlsServer)] : [])])
     findAccount: async (ctx, id) => ({ accountId: id, claims: async () => ({ sub: id }) }),
     ttl: { AccessToken: ttlFor(3600), ClientCredentials: ttlFor(600), DeviceCode: 600, AuthorizationCode: 60 },
   });
+  if (withExchange) {
+    provider.registerGrantType(exchangeGrant, tokenExchange,
+      ['subject_token', 'subject_token_type', 'audience', 'resource', 'scope', 'requested_token_type']);
+  }
   provider.use(deviceWithPKCE);
   server.on('request', provider.callback());
   if (mtlsServer) mtlsServer.on('request', provider.callback());
