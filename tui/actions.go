@@ -33,12 +33,20 @@ func (m *Model) apply(a action) tea.Cmd {
 	case actOpenDetails:
 		return m.openDetails(a.label)
 	case actSubmitKey:
-		if viewOf(a.nk.Grant).waits {
-			return m.startCreateGrant(a.nk)
+		if viewOf(a.sub.nk.Grant).waits || a.sub.nk.GenerateClientKey {
+			// A person takes part: the grant's prompts, or registering
+			// the generated client key before the grant runs.
+			return m.startCreateGrant(a.sub)
 		}
 		ctx, cancel := context.WithCancel(m.ctx)
 		m.createCancel = cancel // esc on the form cancels a request that hangs
-		return tea.Batch(m.startOp(), m.createCmd(ctx, m.req.start(slotCreate), a.nk))
+		return tea.Batch(m.startOp(), m.createCmd(ctx, m.req.start(slotCreate), a.sub))
+	case actRegistered:
+		if m.grant != nil && m.form.state == formRegistering {
+			m.grant.registered()
+			m.form.state = formSubmitting
+		}
+		return nil
 	case actCancelGrant:
 		return m.cancelGrant()
 	case actOpenBrowser:

@@ -83,12 +83,17 @@ func withTokens(msg keyTokensMsg, k store.Key, ts *auth.TokenSet, err error) key
 	return msg
 }
 
-func (m *Model) createCmd(ctx context.Context, seq int, nk store.NewKey) tea.Cmd {
+func (m *Model) createCmd(ctx context.Context, seq int, sub submission) tea.Cmd {
 	st := m.backend
 	return func() tea.Msg {
-		msg := keyTokensMsg{seq: seq, op: opCreate, label: nk.Label}
+		msg := keyTokensMsg{seq: seq, op: opCreate, label: sub.nk.Label}
 		if st == nil {
 			msg.err = errNoStore
+			return msg
+		}
+		nk, err := sub.load()
+		if err != nil {
+			msg.err = err
 			return msg
 		}
 		ctx, cancel := context.WithTimeout(ctx, opTimeout)

@@ -173,6 +173,12 @@ func (f *fakeStore) Create(ctx context.Context, nk store.NewKey) (store.Key, *au
 		<-ctx.Done()        // a server that never answers
 		return store.Key{}, nil, ctx.Err()
 	}
+	if nk.GenerateClientKey && nk.OnClientKey != nil {
+		// As the store does: the public key set goes to the person first.
+		if err := nk.OnClientKey([]byte(testJWKS)); err != nil {
+			return store.Key{}, nil, err
+		}
+	}
 	if viewOf(nk.Grant).waits {
 		err := f.askPerson(ctx, nk.Prompt)
 		if f.created != nil {
@@ -589,6 +595,14 @@ func keyMsg(k string) tea.KeyPressMsg {
 		return tea.KeyPressMsg{Code: 's', Mod: tea.ModCtrl}
 	case "ctrl+u":
 		return tea.KeyPressMsg{Code: 'u', Mod: tea.ModCtrl}
+	case "ctrl+o":
+		return tea.KeyPressMsg{Code: 'o', Mod: tea.ModCtrl}
+	case "right":
+		return tea.KeyPressMsg{Code: tea.KeyRight}
+	case "left":
+		return tea.KeyPressMsg{Code: tea.KeyLeft}
+	case "space", " ":
+		return tea.KeyPressMsg{Code: tea.KeySpace, Text: " "}
 	}
 	r := []rune(k)
 	return tea.KeyPressMsg{Code: r[0], Text: k}

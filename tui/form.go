@@ -12,18 +12,22 @@ import (
 	"charm.land/bubbles/v2/textinput"
 	tea "charm.land/bubbletea/v2"
 	"charm.land/lipgloss/v2"
+	"github.com/charmbracelet/x/ansi"
 	"github.com/shipkey/shipkey/auth"
 	"github.com/shipkey/shipkey/internal/text"
 	"github.com/shipkey/shipkey/store"
 )
 
 // formState is the Get API Key flow: editing → submitting → done or failed
-// (failed is editing again with the error shown beside its field).
+// (failed is editing again with the error shown beside its field). A
+// generated client key passes through registering: its public key set is
+// shown until the person has registered it with the realm.
 type formState int
 
 const (
 	formEditing formState = iota
 	formSubmitting
+	formRegistering
 	formDone
 )
 
@@ -42,8 +46,12 @@ const (
 	fieldAdvanced // the section toggle: shows the connection options below
 	fieldTokenURL
 	fieldIssuer
-	fieldBasicAuth    // a toggle: HTTP Basic client authentication
-	fieldPublic       // a toggle: a public client (no secret)
+	fieldClientAuth   // a choice: how the client authenticates (auth.ClientAuthMethods)
+	fieldGenerateKey  // a toggle: private_key_jwt with a key made here
+	fieldClientKey    // the client's private key file (private_key_jwt, TLS)
+	fieldClientCert   // the client certificate file (TLS)
+	fieldDPoP         // a toggle: DPoP-bound tokens
+	fieldPAR          // a toggle: push the authorization request (authcode)
 	fieldCallbackPort // browser sign-in's fixed loopback port
 	fieldCount
 )
@@ -54,7 +62,7 @@ type fieldKind int
 const (
 	kindText    fieldKind = iota // typed text
 	kindSecret                   // typed text, masked and taken verbatim
-	kindGrant                    // the grant choice (←/→)
+	kindChoice                   // one of options (space/←/→)
 	kindToggle                   // on or off (space)
 	kindSection                  // a toggle that shows the advanced fields
 )
@@ -75,6 +83,9 @@ type fieldSpec struct {
 	when func(f *form) bool
 	// on, off describe a toggle's two states.
 	on, off string
+	// options are a choice's values, first the default; title names one.
+	options func(f *form) []string
+	title   func(v string) string
 	// required: a shown text field must not be empty.
 	required bool
 	// prefill is the field's first value from a Prefill: text, or "x" for
@@ -82,9 +93,10 @@ type fieldSpec struct {
 	prefill func(p Prefill) string
 	// check returns the error of the shown field's value v, "" for none.
 	check func(f *form, v string) string
-	// fill puts the shown field's value v into the new key.
-	fill func(f *form, v string, nk *store.NewKey)
+	// fill puts the shown field's value v into what is sent.
+	fill func(f *form, v string, sub *submission)
 }
+
 
 // grantField reports whether the chosen grant asks for field i beyond the
 // connection's (grantViews).
@@ -118,8 +130,17 @@ var formFields [fieldCount]fieldSpec
 
 func init() {
 	formFields = [fieldCount]fieldSpec{
-		fieldGrant: {name: "grant", label: "Grant", kind: kindGrant,
-			fill: func(f *form, _ string, nk *store.NewKey) { nk.Grant = f.grantType() }},
+		fieldGrant: {name: "grant", label: "Grant", kind: kindChoice,
+			options: func(f *form) []string {
+				names := make([]string, len(f.grants))
+				for i, g := range f.grants {
+					names[i] = string(g)
+				}
+				return names
+			},
+			title:   func(v string) string { return viewOf(auth.GrantType(v)).title },
+			prefill: func(p Prefill) string { return string(p.Grant.Or()) },
+			fill:    func(f *form, _ string, sub *submission) { sub.nk.Grant = f.grantType() }},
 		fieldAuthURL: {name: "auth_url", label: "Auth URL", placeholder: "https://auth.example.com",
 			prefill: func(p Prefill) string { return p.AuthURL },
 			check: func(f *form, v string) string {
@@ -128,23 +149,23 @@ func init() {
 				}
 				return checkURL(f, v)
 			},
-			fill: func(_ *form, v string, nk *store.NewKey) { nk.Connection.AuthURL = strings.TrimRight(v, "/") }},
+			fill: func(_ *form, v string, sub *submission) { sub.nk.Connection.AuthURL = strings.TrimRight(v, "/") }},
 		fieldRealm: {name: "realm", label: "Realm", placeholder: auth.DefaultRealm,
 			prefill: func(p Prefill) string { return cmp.Or(p.Realm, auth.DefaultRealm) },
-			fill:    func(_ *form, v string, nk *store.NewKey) { nk.Connection.Realm = cmp.Or(v, auth.DefaultRealm) }},
+			fill:    func(_ *form, v string, sub *submission) { sub.nk.Connection.Realm = cmp.Or(v, auth.DefaultRealm) }},
 		fieldClientID: {name: "client_id", label: "Client ID", placeholder: "the registered client application", required: true,
 			prefill: func(p Prefill) string { return p.ClientID },
-			fill:    func(_ *form, v string, nk *store.NewKey) { nk.Connection.ClientID = v }},
+			fill:    func(_ *form, v string, sub *submission) { sub.nk.Connection.ClientID = v }},
 		fieldClientSecret: {name: "client_secret", label: "Client Secret", kind: kindSecret, placeholder: "client secret", required: true,
-			when:    func(f *form) bool { return !f.isPublic() },
+			when:    func(f *form) bool { return f.clientAuth().UsesSecret() },
 			prefill: func(p Prefill) string { return p.ClientSecret },
-			fill:    func(_ *form, v string, nk *store.NewKey) { nk.ClientSecret = v }},
+			fill:    func(_ *form, v string, sub *submission) { sub.nk.ClientSecret = v }},
 		fieldUsername: {name: "username", label: "Username", placeholder: "user of the client application", required: true,
 			when: grantField(fieldUsername), prefill: func(p Prefill) string { return p.Username },
-			fill: func(_ *form, v string, nk *store.NewKey) { nk.Username = v }},
+			fill: func(_ *form, v string, sub *submission) { sub.nk.Username = v }},
 		fieldPassword: {name: "password", label: "Password", kind: kindSecret, placeholder: "password", required: true,
 			when: grantField(fieldPassword), prefill: func(p Prefill) string { return p.Password },
-			fill: func(_ *form, v string, nk *store.NewKey) { nk.Password = v }},
+			fill: func(_ *form, v string, sub *submission) { sub.nk.Password = v }},
 		fieldLabel: {name: "label", label: "Label", placeholder: "a name for this key", required: true,
 			prefill: func(p Prefill) string { return p.Label },
 			check: func(f *form, v string) string {
@@ -156,16 +177,16 @@ func init() {
 				}
 				return ""
 			},
-			fill: func(_ *form, v string, nk *store.NewKey) { nk.Label = v }},
+			fill: func(_ *form, v string, sub *submission) { sub.nk.Label = v }},
 		fieldScope: {name: "scope", label: "Scope", optional: true, placeholder: "optional, e.g. write",
 			prefill: func(p Prefill) string { return p.Scope },
-			fill:    func(_ *form, v string, nk *store.NewKey) { nk.Connection.Scopes = strings.Fields(v) }},
+			fill:    func(_ *form, v string, sub *submission) { sub.nk.Connection.Scopes = strings.Fields(v) }},
 		fieldAdvanced: {name: "advanced", label: "Advanced", kind: kindSection,
-			on: "▾ (space hides)", off: "▸ token URL, issuer, client options (space shows)"},
+			on: "▾ (ctrl+o hides)", off: "▸ client auth, DPoP, URLs (ctrl+o shows)"},
 		fieldTokenURL: {name: "token_url", label: "Token URL", advanced: true,
 			placeholder: "optional: the token endpoint, overriding the realm's",
 			prefill:     func(p Prefill) string { return p.TokenURL }, check: checkURL,
-			fill: func(_ *form, v string, nk *store.NewKey) { nk.Connection.TokenURL = v }},
+			fill: func(_ *form, v string, sub *submission) { sub.nk.Connection.TokenURL = v }},
 		fieldIssuer: {name: "issuer", label: "Issuer", advanced: true, placeholder: "optional: an OIDC issuer (discovery)",
 			prefill: func(p Prefill) string { return p.Issuer },
 			check: func(f *form, v string) string {
@@ -174,25 +195,65 @@ func init() {
 				}
 				return checkURL(f, v)
 			},
-			fill: func(_ *form, v string, nk *store.NewKey) { nk.Connection.Issuer = v }},
-		fieldBasicAuth: {name: "basic_auth", label: "HTTP Basic auth", kind: kindToggle, advanced: true,
-			on: "client credentials by HTTP Basic (space toggles)", off: "client credentials in the form body (space toggles)",
-			when:    func(f *form) bool { return !f.isPublic() },
-			prefill: func(p Prefill) string { return onIf(p.BasicAuth) },
-			fill: func(_ *form, v string, nk *store.NewKey) {
-				if v != "" {
-					nk.Connection.ClientAuth = auth.ClientSecretBasic
+			fill: func(_ *form, v string, sub *submission) { sub.nk.Connection.Issuer = v }},
+		fieldClientAuth: {name: "client_auth", label: "Client auth", kind: kindChoice, advanced: true,
+			options: func(f *form) []string {
+				names := []string{""}
+				for _, m := range auth.ClientAuthMethods() {
+					if m != auth.ClientAuthNone || viewOf(f.grantType()).public {
+						names = append(names, string(m))
+					}
 				}
-			}},
-		fieldPublic: {name: "public_client", label: "Public client", kind: kindToggle, advanced: true,
-			on: "no secret (space toggles)", off: "has a secret (space toggles)",
-			when:    func(f *form) bool { return viewOf(f.grantType()).public },
-			prefill: func(p Prefill) string { return onIf(p.PublicClient) },
-			fill: func(_ *form, v string, nk *store.NewKey) {
-				if v != "" {
-					nk.Connection.ClientAuth = auth.ClientAuthNone
+				return names
+			},
+			title: func(v string) string {
+				switch auth.ClientAuthMethod(v) {
+				case "":
+					return "client secret (default)"
+				case auth.ClientAuthNone:
+					return "none (public client)"
 				}
-			}},
+				return v
+			},
+			prefill: func(p Prefill) string {
+				switch {
+				case p.ClientAuth != "":
+					return string(p.ClientAuth)
+				case p.PublicClient:
+					return string(auth.ClientAuthNone)
+				case p.BasicAuth:
+					return string(auth.ClientSecretBasic)
+				}
+				return ""
+			},
+			fill: func(_ *form, v string, sub *submission) { sub.nk.Connection.ClientAuth = auth.ClientAuthMethod(v) }},
+		fieldGenerateKey: {name: "generate_client_key", label: "Generate key", kind: kindToggle, advanced: true,
+			on: "make an EC P-256 key here; register it before the grant", off: "use a key file (space: generate one)",
+			when:    func(f *form) bool { return f.clientAuth() == auth.PrivateKeyJWT },
+			prefill: func(p Prefill) string { return onIf(p.GenerateClientKey) },
+			fill:    func(_ *form, v string, sub *submission) { sub.nk.GenerateClientKey = v != "" }},
+		fieldClientKey: {name: "client_key", label: "Client key file", advanced: true, required: true,
+			placeholder: "the client's private key: a PEM or JWK file",
+			when: func(f *form) bool {
+				m := f.clientAuth()
+				return (m == auth.PrivateKeyJWT && !f.on[fieldGenerateKey]) || isTLSAuth(m)
+			},
+			prefill: func(p Prefill) string { return p.ClientKeyFile },
+			fill:    func(_ *form, v string, sub *submission) { sub.keyFile = v }},
+		fieldClientCert: {name: "client_cert", label: "Client cert file", advanced: true, required: true,
+			placeholder: "the client certificate: a PEM file",
+			when:        func(f *form) bool { return isTLSAuth(f.clientAuth()) },
+			prefill:     func(p Prefill) string { return p.ClientCertFile },
+			fill:        func(_ *form, v string, sub *submission) { sub.certFile = v }},
+		fieldDPoP: {name: "dpop", label: "DPoP", kind: kindToggle, advanced: true,
+			on: "tokens bound to a DPoP key of this key's own", off: "bearer tokens (space: DPoP-bound)",
+			prefill: func(p Prefill) string { return onIf(p.DPoP) },
+			fill:    func(_ *form, v string, sub *submission) { sub.nk.Connection.DPoP = v != "" }},
+		fieldPAR: {name: "par", label: "PAR", kind: kindToggle, advanced: true,
+			on: "push the request when the realm offers it", off: "a plain authorization URL",
+			when:    func(f *form) bool { return f.grantType() == auth.GrantAuthCode },
+			prefill: func(p Prefill) string { return onIf(!p.NoPAR) },
+			fill:    func(_ *form, v string, sub *submission) { sub.nk.Connection.NoPAR = v == "" }},
 		fieldCallbackPort: {name: "callback_port", label: "Callback port", advanced: true,
 			placeholder: "optional: the registered port of http://127.0.0.1:PORT/callback",
 			when:        grantField(fieldCallbackPort),
@@ -208,14 +269,19 @@ func init() {
 				}
 				return ""
 			},
-			fill: func(_ *form, v string, nk *store.NewKey) { nk.CallbackPort, _ = strconv.Atoi(v) }}, // checked
+			fill: func(_ *form, v string, sub *submission) { sub.nk.CallbackPort, _ = strconv.Atoi(v) }}, // checked
 	}
+}
+
+// isTLSAuth reports the methods whose proof is a client certificate.
+func isTLSAuth(m auth.ClientAuthMethod) bool {
+	return m == auth.TLSClientAuth || m == auth.SelfSignedTLSClientAuth
 }
 
 // isToggle reports whether field i is a toggle (Choose flips it), not text.
 func isToggle(i int) bool { k := formFields[i].kind; return k == kindToggle || k == kindSection }
 
-// isText reports whether field i takes text (not a toggle, not the grant).
+// isText reports whether field i takes text (not a toggle, not a choice).
 func isText(i int) bool { k := formFields[i].kind; return k == kindText || k == kindSecret }
 
 // form is the credentials walk-through ("Get API Key").
@@ -224,7 +290,8 @@ type form struct {
 	width, height int
 	wait          waitClock // how long the request has been in flight
 	inputs        [fieldCount]textinput.Model
-	on            [fieldCount]bool // the toggles (and the Advanced section) that are on
+	on            [fieldCount]bool   // the toggles (and the Advanced section) that are on
+	choice        [fieldCount]string // the choices' values
 	focus         int
 	state         formState
 	errs          [fieldCount]string // inline errors, per field
@@ -232,7 +299,7 @@ type form struct {
 	labels        map[string]bool    // labels in use, for the uniqueness check
 	spinner       func() string      // the root's spinner frame
 	grants        []auth.GrantType   // what the grant field offers (auth.Grants)
-	grant         int                // index in grants
+	jwks          string             // a generated client key's public key set, while formRegistering
 	pane          pane
 }
 
@@ -263,21 +330,23 @@ func (f *form) restyle() {
 // only from p), errors cleared, focus on the first empty field. The
 // Advanced section opens when p sets one of its fields.
 func (f *form) reset(p Prefill, labels []string) tea.Cmd {
-	f.grant = max(0, slices.Index(f.grants, p.Grant.Or()))
-	f.on = [fieldCount]bool{}
+	f.on, f.choice = [fieldCount]bool{}, [fieldCount]string{}
 	for i, spec := range formFields {
 		v := ""
 		if spec.prefill != nil {
 			v = spec.prefill(p)
 		}
-		if isToggle(i) {
+		switch spec.kind {
+		case kindToggle, kindSection:
 			f.on[i] = v != ""
-		} else {
+		case kindChoice:
+			f.choice[i] = v
+		default:
 			f.inputs[i].SetValue(v)
 		}
 		f.inputs[i].CursorStart() // a field without focus shows its start
-		if spec.advanced && v != "" {
-			f.on[fieldAdvanced] = true
+		if spec.advanced && spec.prefill != nil && v != spec.prefill(Prefill{}) {
+			f.on[fieldAdvanced] = true // a value that is not the default shows
 		}
 	}
 	f.labels = map[string]bool{}
@@ -298,17 +367,32 @@ func (f *form) reset(p Prefill, labels []string) tea.Cmd {
 	return f.focusOn(first)
 }
 
+// chosen is choice i's value: the one picked when the choice offers it
+// now, else its first option (the default).
+func (f *form) chosen(i int) string {
+	opts := formFields[i].options(f)
+	if len(opts) == 0 {
+		return ""
+	}
+	if slices.Contains(opts, f.choice[i]) {
+		return f.choice[i]
+	}
+	return opts[0]
+}
+
 // grantType is the grant chosen.
 func (f *form) grantType() auth.GrantType {
 	if len(f.grants) == 0 {
 		return auth.GrantPassword
 	}
-	return f.grants[f.grant]
+	return auth.GrantType(f.chosen(fieldGrant))
 }
 
-// isPublic reports whether the key is a public client: chosen, and the
-// grant can be one.
-func (f *form) isPublic() bool { return f.on[fieldPublic] && viewOf(f.grantType()).public }
+// clientAuth is the client authentication chosen ("": the secret, Basic
+// when the server wants it).
+func (f *form) clientAuth() auth.ClientAuthMethod {
+	return auth.ClientAuthMethod(f.chosen(fieldClientAuth))
+}
 
 // shown reports whether field i is on the form now: the grant needs it,
 // and the advanced options are open when it is one of them.
@@ -389,13 +473,34 @@ func (f *form) SetSize(width, height int) {
 	}
 }
 
-// Capturing: a field always has focus while editing.
-func (f *form) Capturing() bool { return f.state == formEditing }
+// Capturing: a field always has focus while editing; registering a key
+// takes every key too (the grant waits for enter or esc).
+func (f *form) Capturing() bool { return f.state == formEditing || f.state == formRegistering }
+
+// register shows a generated client key's public key set to register.
+func (f *form) register(jwks string) {
+	f.state, f.jwks = formRegistering, jwks
+	f.pane.vp.GotoTop()
+}
+
+// toggleAdvanced shows or hides the advanced options; hiding them while
+// one has focus moves the focus to the Advanced line.
+func (f *form) toggleAdvanced() tea.Cmd {
+	f.on[fieldAdvanced] = !f.on[fieldAdvanced]
+	if !f.on[fieldAdvanced] && formFields[f.focus].advanced {
+		return f.focusOn(fieldAdvanced)
+	}
+	f.follow()
+	return nil
+}
 
 // Typing: the focused field takes text (? is typed there, f1 opens help).
 func (f *form) Typing() bool { return f.state == formEditing && isText(f.focus) }
 
 func (f *form) Update(msg tea.Msg) (action, tea.Cmd) {
+	if f.state == formRegistering {
+		return f.updateRegistering(msg)
+	}
 	if f.state != formEditing {
 		if k, ok := msg.(tea.KeyPressMsg); ok && key.Matches(k, f.c.keys.Back) {
 			if f.state == formSubmitting {
@@ -412,6 +517,8 @@ func (f *form) Update(msg tea.Msg) (action, tea.Cmd) {
 			return actBack{}, nil
 		case key.Matches(k, km.Submit), key.Matches(k, km.Enter):
 			return f.submit()
+		case key.Matches(k, km.Advanced):
+			return nil, f.toggleAdvanced()
 		case key.Matches(k, km.NextField):
 			return nil, f.step(+1)
 		case key.Matches(k, km.PrevField):
@@ -443,20 +550,51 @@ func (f *form) Update(msg tea.Msg) (action, tea.Cmd) {
 	return nil, cmd
 }
 
+// updateRegistering: enter goes on (the key is registered), c copies the
+// key set, esc gives up (nothing is stored); the key set scrolls.
+func (f *form) updateRegistering(msg tea.Msg) (action, tea.Cmd) {
+	content, _ := f.content()
+	if f.pane.scroll(msg, f.c.keys, content, true) {
+		return nil, nil
+	}
+	k, ok := msg.(tea.KeyPressMsg)
+	if !ok {
+		return nil, nil
+	}
+	km := f.c.keys
+	switch {
+	case key.Matches(k, km.Registered):
+		return actRegistered{}, nil
+	case key.Matches(k, km.Copy):
+		return actCopyText{text: f.jwks, what: "public key set"}, nil
+	case key.Matches(k, km.Cancel):
+		return actCancelGrant{}, nil
+	}
+	return nil, nil
+}
+
 // choose changes the focused choice: the next grant (back: the previous
 // one), or flips a toggle. The fields shown change with it; what was typed
 // in a field that hides is kept for when it shows again, its error goes.
 func (f *form) choose(back bool) {
-	if formFields[f.focus].kind == kindGrant {
-		if n := len(f.grants); n > 0 {
+	if i := f.focus; formFields[i].kind == kindChoice {
+		opts := formFields[i].options(f)
+		if n := len(opts); n > 0 {
 			step := 1
 			if back {
 				step = n - 1
 			}
-			f.grant = (f.grant + step) % n
+			f.choice[i] = opts[(max(0, slices.Index(opts, f.chosen(i)))+step)%n]
 		}
-		f.errs = [fieldCount]string{}
-		f.general = ""
+		if i == fieldGrant {
+			f.errs = [fieldCount]string{}
+			f.general = ""
+		}
+		for j := range f.errs {
+			if !f.shown(j) {
+				f.errs[j] = ""
+			}
+		}
 	} else if isToggle(f.focus) {
 		f.on[f.focus] = !f.on[f.focus]
 		for i := range f.errs {
@@ -476,6 +614,8 @@ func (f *form) value(i int) string {
 		return f.inputs[i].Value()
 	case kindToggle, kindSection:
 		return onIf(f.on[i])
+	case kindChoice:
+		return f.chosen(i)
 	}
 	return strings.TrimSpace(f.inputs[i].Value())
 }
@@ -511,17 +651,17 @@ func (f *form) submit() (action, tea.Cmd) {
 	if bad := f.validate(); bad >= 0 {
 		return nil, f.focusOn(bad)
 	}
-	var nk store.NewKey
+	var sub submission
 	for i, spec := range formFields {
 		if spec.fill != nil && f.shown(i) {
-			spec.fill(f, f.value(i), &nk)
+			spec.fill(f, f.value(i), &sub)
 		}
 	}
 	f.state = formSubmitting
 	for j := range f.inputs {
 		f.inputs[j].Blur()
 	}
-	return actSubmitKey{nk: nk}, nil
+	return actSubmitKey{sub: sub}, nil
 }
 
 // fail returns the form to editing with every value kept, the field at
@@ -557,6 +697,9 @@ var faultFields = map[auth.ErrorKind]int{
 
 // faultField maps a failure to the form field that must change, or -1.
 func faultField(err error) int {
+	if fe := (*fieldError)(nil); errors.As(err, &fe) {
+		return fe.field
+	}
 	if errors.Is(err, store.ErrLabelTaken) {
 		return fieldLabel
 	}
@@ -574,6 +717,9 @@ func (f *form) View() string {
 // content is every line of the form, and the line of the focused field.
 func (f *form) content() (string, int) {
 	s := f.c.styles
+	if f.state == formRegistering {
+		return f.registeringContent(), 0
+	}
 	var b strings.Builder
 	focusLine := 0
 	b.WriteString(indentWrapped(viewOf(f.grantType()).about, 2, f.width, s.Subtle.Render) + "\n")
@@ -595,8 +741,8 @@ func (f *form) content() (string, int) {
 		pad := 18 - len(name)
 		var val string
 		switch spec.kind {
-		case kindGrant:
-			val = f.grantChoice()
+		case kindChoice:
+			val = f.choiceView(i)
 		case kindSection:
 			val = s.Subtle.Render(spec.off)
 			if f.on[i] {
@@ -630,15 +776,35 @@ func (f *form) content() (string, int) {
 	return b.String(), focusLine
 }
 
-// grantChoice renders the grant field: the chosen grant between arrows,
-// and where it stands among the others.
-func (f *form) grantChoice() string {
+// registeringContent is the generated client key's public key set and
+// where to register it.
+func (f *form) registeringContent() string {
 	s := f.c.styles
-	name := viewOf(f.grantType()).title
-	if len(f.grants) < 2 {
+	var b strings.Builder
+	b.WriteString(indentWrapped("A client key was made for this key (kept in the secrets store). Register its public key set with the client "+
+		"(Keycloak: Clients → the client → Credentials: Client Authenticator \"Signed JWT\"; Keys → Use JWKS: paste it), then press enter.", 2, f.width, s.Subtle.Render))
+	b.WriteString("\n")
+	// Cut at the width, not at word breaks: a key set has no spaces, and
+	// a hyphen inside "P-256" is no place to wrap.
+	for _, l := range strings.Split(ansi.Hardwrap(f.jwks, max(f.width-2, 10), false), "\n") {
+		b.WriteString("  " + s.Value.Render(l) + "\n")
+	}
+	b.WriteString("\n")
+	b.WriteString(indentWrapped("c copies it; esc gives up (nothing is stored).", 2, f.width, s.Subtle.Render))
+	return b.String()
+}
+
+// choiceView renders choice i: the value chosen between arrows, and where
+// it stands among the others.
+func (f *form) choiceView(i int) string {
+	s := f.c.styles
+	opts := formFields[i].options(f)
+	v := f.chosen(i)
+	name := formFields[i].title(v)
+	if len(opts) < 2 {
 		return s.Value.Render(name)
 	}
-	where := fmt.Sprintf("  %d of %d (←/→)", f.grant+1, len(f.grants))
+	where := fmt.Sprintf("  %d of %d (←/→)", slices.Index(opts, v)+1, len(opts))
 	if 20+lipgloss.Width(name)+4+len([]rune(where)) > f.width {
 		where = "" // narrow: the choice alone
 	}
@@ -647,16 +813,21 @@ func (f *form) grantChoice() string {
 
 func (f *form) ShortHelp() []key.Binding {
 	k := f.c.keys
-	if f.state == formSubmitting {
+	switch {
+	case f.state == formSubmitting:
 		return []key.Binding{k.Cancel, k.ForceQuit}
+	case f.state == formRegistering:
+		return []key.Binding{k.Registered, k.Copy, k.Cancel, k.ForceQuit}
+	case !isText(f.focus):
+		return []key.Binding{k.Choose, k.NextField, k.PrevField, k.Submit, k.Back, k.Advanced, k.ForceQuit}
 	}
-	if !isText(f.focus) {
-		return []key.Binding{k.Choose, k.NextField, k.PrevField, k.Submit, k.Back, k.ForceQuit}
-	}
-	return []key.Binding{k.NextField, k.PrevField, k.Submit, k.Back, k.ForceQuit}
+	return []key.Binding{k.NextField, k.PrevField, k.Submit, k.Back, k.Advanced, k.ForceQuit}
 }
 
 func (f *form) FullHelp() [][]key.Binding {
 	k := f.c.keys
-	return [][]key.Binding{{k.NextField, k.PrevField, k.Choose}, {k.Submit, k.Back, k.ForceQuit}}
+	if f.state == formRegistering {
+		return [][]key.Binding{{k.Registered, k.Copy}, {k.Cancel, k.PageUp, k.PageDown}}
+	}
+	return [][]key.Binding{{k.NextField, k.PrevField, k.Choose, k.Advanced}, {k.Submit, k.Back, k.ForceQuit}}
 }

@@ -320,7 +320,8 @@ func TestFormEscCancelsAHungRequest(t *testing.T) {
 	}
 }
 
-// The advanced connection options: folded, then token URL and HTTP Basic.
+// The advanced connection options: folded, then token URL and HTTP Basic
+// (client_secret_basic, the second method after the default).
 func TestFormAdvancedOptions(t *testing.T) {
 	t.Parallel()
 	h := newFormHarness(t, demoPrefill, nil)
@@ -330,10 +331,11 @@ func TestFormAdvancedOptions(t *testing.T) {
 		h.press("tab")
 	}
 	h.press(" ")
-	h.mustShow("Token URL", "Issuer", "HTTP Basic auth")
+	h.mustShow("Token URL", "Issuer", "Client auth", "client secret (default)")
 	h.press("tab")
 	h.typeText("http://127.0.0.1:9/token")
-	h.press("tab", "tab", " ")
+	h.press("tab", "tab", "right", "right")
+	h.mustShow("‹ client_secret_basic ›")
 	h.press("enter")
 	calls := h.st.Calls()
 	if !contains(calls, "create demo") {

@@ -18,18 +18,27 @@ import (
 // startCreateGrant runs the Get API Key request of a grant that waits for a
 // person. No operation timeout applies: the grant is bounded by its code's
 // lifetime (device) or its wait (browser), and by esc.
-func (m *Model) startCreateGrant(nk store.NewKey) tea.Cmd {
+func (m *Model) startCreateGrant(sub submission) tea.Cmd {
 	m.endGrant()
-	g, ctx := newGrantRun(m.ctx, m.req.start(slotCreate), opCreate, nk.Label)
+	g, ctx := newGrantRun(m.ctx, m.req.start(slotCreate), opCreate, sub.nk.Label)
 	m.grant = g
-	nk.Prompt = g.prompter()
+	prompt, register := g.prompter(), g.registrar(ctx)
 	st, seq, finished := m.backend, g.seq, g.finished
 	create := func() tea.Msg {
 		defer close(finished)
-		msg := keyTokensMsg{seq: seq, op: opCreate, label: nk.Label}
+		msg := keyTokensMsg{seq: seq, op: opCreate, label: sub.nk.Label}
 		if st == nil {
 			msg.err = errNoStore
 			return msg
+		}
+		nk, err := sub.load()
+		if err != nil {
+			msg.err = err
+			return msg
+		}
+		nk.Prompt = prompt
+		if nk.GenerateClientKey {
+			nk.OnClientKey = register
 		}
 		k, ts, err := st.Create(ctx, nk)
 		return withTokens(msg, k, ts, err)
@@ -52,6 +61,18 @@ func (m *Model) startLoginGrant(label string) tea.Cmd {
 		return withTokens(keyTokensMsg{seq: seq, op: opLogin, label: label}, k, ts, err)
 	}
 	return tea.Batch(m.startOp(), login, g.listen())
+}
+
+// handleClientKey shows the generated client key's public key set on the
+// form, to be registered with the realm before the grant goes on (enter),
+// and listens for the grant's next prompt.
+func (m *Model) handleClientKey(msg clientKeyMsg) tea.Cmd {
+	g := m.grant
+	if g == nil || msg.seq != g.seq {
+		return nil // a cancelled run's
+	}
+	m.form.register(msg.jwks)
+	return g.listen()
 }
 
 // handleGrantPrompt shows what the grant in flight asks of the person, in

@@ -14,8 +14,11 @@ type KeyMap struct {
 	NewKey                                  key.Binding
 
 	// Lists and forms. Choose changes the focused choice of a form (the
-	// grant, a toggle).
+	// grant, a toggle); Advanced shows or hides the form's advanced
+	// options; Registered goes on once a generated client key is
+	// registered with the realm.
 	Up, Down, Enter, NextField, PrevField, Submit, Choose key.Binding
+	Advanced, Registered                                  key.Binding
 
 	// Signing in (device code, browser): Copy takes the code (a browser
 	// sign-in: the URL), CopyURL the URL; Cancel gives up waiting.
@@ -59,6 +62,9 @@ func DefaultKeyMap() KeyMap {
 		PrevField: b([]string{"shift+tab", "up"}, "shift+tab/↑", "previous field"),
 		Submit:    b([]string{"ctrl+s"}, "enter/ctrl+s", "submit"),
 		Choose:    b([]string{"space", "left", "right"}, "space/←/→", "change"),
+		Advanced:  b([]string{"ctrl+o"}, "ctrl+o", "advanced"),
+		// Registered: enter, while the form shows a key to register.
+		Registered: b([]string{"enter"}, "enter", "registered: go on"),
 
 		CopyURL:     b([]string{"u"}, "u", "copy URL"),
 		OpenBrowser: b([]string{"b"}, "b", "open in browser"),

@@ -81,6 +81,13 @@ type grantPromptMsg struct {
 	prompt auth.Prompt
 }
 
+// clientKeyMsg carries a generated client key's public key set (JWKS),
+// to register with the realm before the grant goes on (grantRun).
+type clientKeyMsg struct {
+	seq  int
+	jwks string
+}
+
 // browserMsg answers an attempt to open a sign-in URL in a browser.
 type browserMsg struct {
 	auto bool // opened on the grant's first prompt, not asked with o
@@ -117,7 +124,7 @@ type (
 	actOpenDetails  struct{ label string }
 	actInspectKey   struct{ label string }
 	actInspectPaste struct{}
-	actSubmitKey    struct{ nk store.NewKey }
+	actSubmitKey    struct{ sub submission }
 	actRefresh      struct {
 		label string
 		auto  bool
@@ -158,6 +165,12 @@ func (actCheckLive) isAction()    {}
 type actCancelGrant struct{}
 
 func (actCancelGrant) isAction() {}
+
+// actRegistered: the person registered the generated client key; the
+// grant goes on.
+type actRegistered struct{}
+
+func (actRegistered) isAction() {}
 
 // actCopyText copies text that is not a token (a device code, a URL).
 type actCopyText struct{ text, what string }

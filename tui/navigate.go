@@ -7,7 +7,6 @@ import (
 	"charm.land/bubbles/v2/key"
 	tea "charm.land/bubbletea/v2"
 
-	"github.com/shipkey/shipkey/auth"
 )
 
 // handleKey routes a key press: ctrl+c always quits; the help overlay and
@@ -129,8 +128,8 @@ func (m *Model) openForm() tea.Cmd {
 			}
 		}
 		p = Prefill{AuthURL: last.Connection.AuthURL, Realm: last.Connection.Realm, ClientID: last.Connection.ClientID, Username: last.Username,
-			Grant: last.Grant, TokenURL: last.Connection.TokenURL, Issuer: last.Connection.Issuer, BasicAuth: last.Connection.AuthMethod() == auth.ClientSecretBasic,
-			PublicClient: last.Connection.IsPublic(), CallbackPort: last.CallbackPort}
+			Grant: last.Grant, TokenURL: last.Connection.TokenURL, Issuer: last.Connection.Issuer, ClientAuth: last.Connection.AuthMethod(),
+			DPoP: last.Connection.DPoP, NoPAR: last.Connection.NoPAR, CallbackPort: last.CallbackPort}
 		for i, sc := range last.Connection.Scopes {
 			if i > 0 {
 				p.Scope += " "

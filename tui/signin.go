@@ -2,6 +2,7 @@ package tui
 
 import (
 	"context"
+	"errors"
 	"strings"
 	"time"
 
@@ -293,12 +294,45 @@ type grantRun struct {
 	cancel   context.CancelFunc
 	prompts  chan auth.Prompt
 	finished chan struct{} // closed when the grant's command returns
+	// jwks carries a generated client key's public key set to the form;
+	// goAhead is closed when the person has registered it.
+	jwks    chan []byte
+	goAhead chan struct{}
+	goneOn  bool // goAhead is closed
 }
 
 func newGrantRun(ctx context.Context, seq int, op opKind, label string) (*grantRun, context.Context) {
 	ctx, cancel := context.WithCancel(ctx)
 	return &grantRun{seq: seq, op: op, label: label, cancel: cancel,
-		prompts: make(chan auth.Prompt, 4), finished: make(chan struct{})}, ctx
+		prompts: make(chan auth.Prompt, 4), finished: make(chan struct{}),
+		jwks: make(chan []byte, 1), goAhead: make(chan struct{})}, ctx
+}
+
+// registrar is the store's OnClientKey of the run: it hands the public key
+// set to the form and waits until the person has registered it (enter) or
+// gives up (esc: ctx ends, and nothing is stored).
+func (g *grantRun) registrar(ctx context.Context) func(jwks []byte) error {
+	ch, goAhead := g.jwks, g.goAhead
+	return func(jwks []byte) error {
+		select {
+		case ch <- jwks:
+		default:
+		}
+		select {
+		case <-goAhead:
+			return nil
+		case <-ctx.Done():
+			return errors.New("the generated client key was not registered; nothing was stored")
+		}
+	}
+}
+
+// registered lets the grant go on after the person registered the key.
+func (g *grantRun) registered() {
+	if !g.goneOn {
+		g.goneOn = true
+		close(g.goAhead)
+	}
 }
 
 // prompter is the auth.Prompter of the run: called on the grant's
@@ -317,11 +351,13 @@ func (g *grantRun) prompter() auth.Prompter {
 // listen waits for the run's next prompt; it returns nothing once the
 // grant's command has returned.
 func (g *grantRun) listen() tea.Cmd {
-	prompts, finished, seq := g.prompts, g.finished, g.seq
+	prompts, jwks, finished, seq := g.prompts, g.jwks, g.finished, g.seq
 	return func() tea.Msg {
 		select {
 		case p := <-prompts:
 			return grantPromptMsg{seq: seq, prompt: p}
+		case b := <-jwks:
+			return clientKeyMsg{seq: seq, jwks: string(b)}
 		case <-finished:
 			return nil
 		}

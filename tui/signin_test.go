@@ -35,12 +35,12 @@ var (
 func TestFormShowsOnlyTheGrantsFields(t *testing.T) {
 	t.Parallel()
 	want := map[auth.GrantType][]int{
-		auth.GrantPassword:          {fieldClientSecret, fieldUsername, fieldPassword, fieldPublic},
+		auth.GrantPassword:          {fieldClientSecret, fieldUsername, fieldPassword},
 		auth.GrantClientCredentials: {fieldClientSecret},
-		auth.GrantDeviceCode:        {fieldClientSecret, fieldPublic},
-		auth.GrantAuthCode:          {fieldClientSecret, fieldPublic, fieldCallbackPort},
+		auth.GrantDeviceCode:        {fieldClientSecret},
+		auth.GrantAuthCode:          {fieldClientSecret, fieldCallbackPort, fieldPAR},
 	}
-	optional := []int{fieldClientSecret, fieldUsername, fieldPassword, fieldPublic, fieldCallbackPort}
+	optional := []int{fieldClientSecret, fieldUsername, fieldPassword, fieldCallbackPort, fieldPAR}
 	h := newFormHarness(t, Prefill{}, nil)
 	h.m.form.on[fieldAdvanced] = true
 	for h.m.form.focus != fieldGrant {
@@ -58,6 +58,10 @@ func TestFormShowsOnlyTheGrantsFields(t *testing.T) {
 				t.Errorf("%s: %s shown = %v, want %v", g, formFields[f].label, got, w)
 			}
 		}
+		// A public client ("none") is offered where the grant can be one.
+		if got := slices.Contains(formFields[fieldClientAuth].options(h.m.form), string(auth.ClientAuthNone)); got != viewOf(g).public {
+			t.Errorf("%s: client auth none offered = %v", g, got)
+		}
 		h.mustShow(viewOf(g).title, viewOf(g).about)
 	}
 	h.press("right")
@@ -68,9 +72,9 @@ func TestFormShowsOnlyTheGrantsFields(t *testing.T) {
 	if h.m.form.grantType() != auth.GrantAuthCode {
 		t.Fatal("← goes back")
 	}
-	// A public client hides the secret (and HTTP Basic, which needs one).
-	h.m.form.on[fieldPublic] = true
-	if h.m.form.shown(fieldClientSecret) || h.m.form.shown(fieldBasicAuth) {
+	// A public client hides the secret.
+	h.m.form.choice[fieldClientAuth] = string(auth.ClientAuthNone)
+	if h.m.form.shown(fieldClientSecret) {
 		t.Fatal("a public client shows the secret field")
 	}
 }
@@ -372,7 +376,7 @@ func TestGrantScreensFitSmallTerminals(t *testing.T) {
 	h.send(windowSize(60, 15))
 	h.press("shift+tab") // from the grant to the last field: the form follows it
 	requireFits(t, h.view(), 60, 15)
-	h.mustShow("Public client", "[x] no secret")
+	h.mustShow("Client auth", "none (public client)")
 	h.mustNotShow("Client Secret", "Username", "Callback port")
 	golden.RequireEqual(t, []byte(h.view()))
 }

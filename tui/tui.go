@@ -27,11 +27,21 @@ type Prefill struct {
 	AuthURL, Realm, ClientID, ClientSecret, Username, Password, Label, Scope string
 	// Grant is the grant chosen (empty: password).
 	Grant auth.GrantType
-	// The advanced connection options (shown folded unless one is set).
+	// The advanced connection options (shown folded unless one differs
+	// from its default).
 	TokenURL, Issuer string
-	BasicAuth        bool
-	PublicClient     bool
-	CallbackPort     int
+	// ClientAuth is the client authentication; BasicAuth and PublicClient
+	// are its aliases (client_secret_basic, none), as on the CLI.
+	ClientAuth   auth.ClientAuthMethod
+	BasicAuth    bool
+	PublicClient bool
+	// ClientKeyFile and ClientCertFile are the paths of the client's key
+	// and certificate; GenerateClientKey makes a key instead.
+	ClientKeyFile, ClientCertFile string
+	GenerateClientKey             bool
+	DPoP                          bool
+	NoPAR                         bool // the authorization code grant does not push its request
+	CallbackPort                  int
 }
 
 func (p Prefill) empty() bool { return p == Prefill{} }
@@ -426,6 +436,8 @@ func (m *Model) dispatch(msg tea.Msg) tea.Cmd {
 		return nil
 	case grantPromptMsg:
 		return m.handleGrantPrompt(msg)
+	case clientKeyMsg:
+		return m.handleClientKey(msg)
 	case verifiedMsg:
 		m.req.end()
 		m.inspector.verified(msg)
