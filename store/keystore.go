@@ -274,6 +274,27 @@ func (s *Store) prepare() (secretsBackend, error) {
 	return b, nil
 }
 
+// freshFileBackend says whether secrets go to a file backend that has no
+// key file and no secrets yet: unlocking it would create it.
+func (s *Store) freshFileBackend() bool {
+	fb, ok := s.backend().(*fileBackend)
+	if !ok {
+		return false
+	}
+	fb.mu.Lock()
+	unlocked := fb.identity != nil
+	fb.mu.Unlock()
+	if unlocked {
+		return false
+	}
+	for _, p := range []string{fb.keyPath(), fb.dataPath(), fb.legacyPath()} {
+		if _, err := os.Lstat(p); !errors.Is(err, os.ErrNotExist) {
+			return false
+		}
+	}
+	return true
+}
+
 // Unlock resolves the secrets backend and unlocks it now: the file backend's
 // passphrase is asked for (and derived) here, and a fallback from the keyring
 // is said here. The interactive app calls it before it takes the terminal, so
@@ -529,14 +550,19 @@ func (s *Store) Create(ctx context.Context, nk NewKey) (Key, *auth.TokenSet, err
 		return Key{}, nil, err
 	}
 	// Unlock the secrets backend before the grant: a locked backend must not
-	// cost a server session.
-	b, err := s.prepare()
-	if err != nil {
-		return Key{}, nil, err
-	}
-	if kb, ok := b.(*keyringBackend); ok && s.choice == BackendKeyring {
-		if err := kb.probe(kb.timeout); err != nil {
+	// cost a server session. A file backend that does not exist yet is made
+	// after the grant instead: a typo'd URL must neither cost a new
+	// passphrase (asked twice, derived) nor leave a key file behind.
+	fresh := s.freshFileBackend()
+	if !fresh {
+		b, err := s.prepare()
+		if err != nil {
 			return Key{}, nil, err
+		}
+		if kb, ok := b.(*keyringBackend); ok && s.choice == BackendKeyring {
+			if err := kb.probe(kb.timeout); err != nil {
+				return Key{}, nil, err
+			}
 		}
 	}
 	sec := keySecrets{ClientSecret: nk.ClientSecret}
@@ -549,6 +575,13 @@ func (s *Store) Create(ctx context.Context, nk NewKey) (Key, *auth.TokenSet, err
 	})
 	if err != nil {
 		return Key{}, nil, err
+	}
+	if fresh {
+		if _, err := s.prepare(); err != nil {
+			// No passphrase, no key: end the session the grant opened.
+			_, _ = s.auth.EndSession(context.WithoutCancel(ctx), nk.Connection, sec.clientAuth(nk.Connection), ts)
+			return Key{}, nil, err
+		}
 	}
 	id, err := newID()
 	if err != nil {
