@@ -380,6 +380,7 @@ func (k *Key) setState(ks keyState) {
 	k.Masked = ks.Masked
 	k.LoggedOut = ks.LoggedOut
 	k.EndPending = ks.EndPending
+	k.Secrets = ks.Secrets
 	k.HasRefreshToken = !ks.NoRefresh && !ks.Token.ObtainedAt.IsZero()
 }
 

@@ -67,6 +67,10 @@ type Key struct {
 	// EndPending is when ending its session at the server failed (zero:
 	// none pending); logout and keys rm try again.
 	EndPending time.Time
+	// Secrets names the backend that holds the key's secrets (BackendKeyring,
+	// BackendFile, BackendPlaintext, "memory"); "" when no secret was ever
+	// written for it or for a team key (the team's etcd holds those).
+	Secrets string
 	// HasRefreshToken: the stored token set carries a refresh token.
 	HasRefreshToken bool
 	// Team is the team whose key this is (Label is then "TEAM/LABEL"); empty

@@ -33,7 +33,8 @@ func newCmdStatus(f *factory, runF func(context.Context, *statusOptions) error) 
 	cmd := &cobra.Command{
 		Use:   "status [LABEL]",
 		Short: "Say whether each key can hand out a token, or needs a login",
-		Long: `Print one line per key (or for the key named): "valid until" the access
+		Long: `Print one line per key (or for the key named): where its secrets are kept
+(keyring, age file, plaintext, team), then "valid until" the access
 token's expiry, "refresh by" the refresh token's expiry when only the access
 token has expired, or why a login is needed ("login needed", "logged out",
 "session ended" when the server refused the refresh token), or that ending
@@ -159,6 +160,7 @@ type statusJSON struct {
 	State            string  `json:"state"`
 	Usable           bool    `json:"usable"`
 	Detail           string  `json:"detail"`
+	Secrets          string  `json:"secrets"` // keyring, file, plaintext, team; "" when none were written
 	AccessExpiresAt  *string `json:"access_expires_at"`
 	RefreshExpiresAt *string `json:"refresh_expires_at"`
 }
@@ -219,7 +221,7 @@ func statusRun(_ context.Context, opts *statusOptions) error {
 			arr := &jsonArray{w: bw}
 			err := each(func(k store.Key) error {
 				v := verdict(k)
-				j := statusJSON{Label: k.Label, Default: k.Default, State: v.State, Usable: v.Usable, Detail: v.Detail}
+				j := statusJSON{Label: k.Label, Default: k.Default, State: v.State, Usable: v.Usable, Detail: v.Detail, Secrets: secretsBackend(k)}
 				if !k.Token.ObtainedAt.IsZero() {
 					j.AccessExpiresAt = rfc3339OrNil(k.Token.AccessExpiry())
 					j.RefreshExpiresAt = rfc3339OrNil(k.Token.RefreshExpiresAt)
@@ -265,13 +267,36 @@ func statusRun(_ context.Context, opts *statusOptions) error {
 }
 
 // statusCells is one row of the status table: the default mark and the
-// label, then the verdict.
+// label, where its secrets are, then the verdict.
 func statusCells(k store.Key, v keyVerdict) []string {
 	mark := " "
 	if k.Default {
 		mark = "*"
 	}
-	return []string{mark + " " + text.Safe(k.Label), v.Detail}
+	return []string{mark + " " + text.Safe(k.Label), secretsWhere(k), v.Detail}
+}
+
+// secretsBackend names the backend of a key's secrets for --json.
+func secretsBackend(k store.Key) string {
+	if k.Team != "" {
+		return "team"
+	}
+	return k.Secrets
+}
+
+// secretsWhere names where a key's secrets are kept, from its metadata:
+// the OS keyring, the age-encrypted file, the plaintext file, the team's
+// etcd; "-" when none were written.
+func secretsWhere(k store.Key) string {
+	switch {
+	case k.Team != "":
+		return "team"
+	case k.Secrets == store.BackendFile:
+		return "age file"
+	case k.Secrets == "":
+		return "-"
+	}
+	return text.Safe(k.Secrets)
 }
 
 var errNoKeysYet = errors.New("no API keys yet; get one: shipkey keys new")
