@@ -258,6 +258,9 @@ func (c *Client) nameTheSwitch(conn Connection, ca ClientAuth, e *Error) *Error 
 		}
 		return set(KindInvalidClient, "the realm refused the key's client assertion (private_key_jwt)", "register the key's public JWKS with the client (Credentials → Signed JWT → Keys), or pass the key it knows with --client-key and --client-key-id")
 	case ca.Cert != nil && (code == "invalid_client" || code == "unauthorized_client"):
+		if ca.Method == SelfSignedTLSClientAuth {
+			return set(KindInvalidClient, "the realm refused the client certificate (self_signed_tls_client_auth)", "pass the self-signed certificate and key whose public key the client registered (--client-cert, --client-key)")
+		}
 		return set(KindInvalidClient, "the realm refused the client certificate (tls_client_auth)", "pass the certificate and key the client is registered with (--client-cert, --client-key); Keycloak: Client Authenticator \"X509 Certificate\", Subject DN")
 	case ca.Cert == nil && strings.Contains(strings.ToLower(desc), "certificate"):
 		return set(KindInvalidClient, "the realm wants a client certificate (tls_client_auth)", "create the key again with --client-cert FILE --client-key FILE")

@@ -81,6 +81,18 @@ func (sec *keySecrets) addHardening(nk *NewKey) error {
 	return nil
 }
 
+// OneShotClientAuth is the client authentication of a key that is never
+// stored (token --no-store): nk's connection and client secret, its client
+// key and certificate checked as Create checks them, and a DPoP key made
+// for this one grant when the connection asks for DPoP. Nothing is written.
+func OneShotClientAuth(nk NewKey) (auth.ClientAuth, error) {
+	sec := keySecrets{ClientSecret: nk.ClientSecret}
+	if err := sec.addHardening(&nk); err != nil {
+		return auth.ClientAuth{}, err
+	}
+	return sec.clientAuth(nk.Connection), nil
+}
+
 // Binding is what the key's tokens are bound to: the thumbprint of its DPoP
 // key (jkt) and of its client certificate (x5t#S256), "" for none. Neither
 // is secret.

@@ -1,6 +1,7 @@
 package authtest
 
 import (
+	"crypto"
 	"crypto/sha256"
 	"encoding/base64"
 	"encoding/json"
@@ -219,7 +220,7 @@ func (s *Server) tlsClient(r *http.Request, client Client) (Client, *oauthError)
 	case AuthSelfSignedTLS:
 		ok := false
 		for _, k := range client.publicKeys("") {
-			if eq, is := k.(interface{ Equal(any) bool }); is && eq.Equal(leaf.PublicKey) {
+			if eq, is := k.(interface{ Equal(crypto.PublicKey) bool }); is && eq.Equal(leaf.PublicKey) {
 				ok = true
 			}
 		}

@@ -50,13 +50,9 @@ type keysNewOptions struct {
 	PasswordStdin    bool
 	SecretStdin      bool // --client-secret-stdin
 
-	// Hardened realms.
-	ClientKeyFile     string // --client-key: PEM or JWK, imported into the secrets backend
-	GenerateClientKey bool   // --generate-client-key: an EC P-256 key whose public JWKS is printed
-	ClientKeyID       string // --client-key-id: the assertions' kid (default the RFC 7638 thumbprint)
-	ClientCertFile    string // --client-cert: PEM, for tls_client_auth
-	DPoP              bool   // --dpop: DPoP-bound tokens
-	PAR               bool   // --par: push authorization requests when the realm has a PAR endpoint
+	// GenerateClientKey (--generate-client-key) makes an EC P-256 client
+	// key and prints its public JWKS.
+	GenerateClientKey bool
 }
 
 // grantFlags name a server, a client and a grant: the flags of keys new,
@@ -75,6 +71,13 @@ type grantFlags struct {
 	ClientAuth   string // --client-auth; --basic-auth and --public-client are its aliases
 	CallbackPort int
 	BrowserWait  time.Duration // --browser-timeout
+
+	// Hardened realms.
+	ClientKeyFile  string // --client-key: PEM or JWK (keys new imports it into the secrets backend)
+	ClientKeyID    string // --client-key-id: the assertions' kid (default the RFC 7638 thumbprint)
+	ClientCertFile string // --client-cert: PEM, for tls_client_auth and self_signed_tls_client_auth
+	DPoP           bool   // --dpop: DPoP-bound tokens
+	PAR            bool   // --par: push authorization requests when the realm has a PAR endpoint
 }
 
 // add defines the grant flags on fl.
@@ -92,11 +95,17 @@ func (g *grantFlags) add(fl *pflag.FlagSet) {
 	fl.BoolVar(&g.PublicClient, "public-client", false, "the client has no secret: none is asked for or sent (--client-auth none)")
 	fl.DurationVar(&g.BrowserWait, "browser-timeout", auth.DefaultBrowserWait, "authcode: how long to wait for the browser to come back")
 	fl.IntVar(&g.CallbackPort, "callback-port", 0, "authcode: listen on this port (redirect http://127.0.0.1:N/callback); default any free port")
+	fl.StringVar(&g.ClientKeyFile, "client-key", "", "the client's private key (PEM or JWK) for private_key_jwt and the TLS methods; kept in the secrets backend")
+	fl.StringVar(&g.ClientKeyID, "client-key-id", "", "kid of the client's assertions (default: the key's RFC 7638 thumbprint)")
+	fl.StringVar(&g.ClientCertFile, "client-cert", "", "the client certificate (PEM) for tls_client_auth / self_signed_tls_client_auth, with --client-key")
+	fl.BoolVar(&g.DPoP, "dpop", false, "bind the tokens to a DPoP key of this key's own (RFC 9449)")
+	fl.BoolVar(&g.PAR, "par", true, "authcode: push the authorization request when the realm has a PAR endpoint (RFC 9126)")
 }
 
 // grantFlagNames are the flags add defines.
 var grantFlagNames = []string{"grant", "auth-url", "realm", "token-url", "issuer", "client-id", "username", "scope",
-	"client-auth", "basic-auth", "public-client", "browser-timeout", "callback-port"}
+	"client-auth", "basic-auth", "public-client", "browser-timeout", "callback-port",
+	"client-key", "client-key-id", "client-cert", "dpop", "par"}
 
 // check finds what is missing or contradictory in the grant flags, as a
 // usage error; missing collects the flags not given (the caller adds its
@@ -125,7 +134,11 @@ func (g *grantFlags) check(cmd *cobra.Command, missing *[]string) (auth.GrantTyp
 	if g.CallbackPort < 0 || g.CallbackPort > 65535 {
 		return "", "", usageErrorf("--callback-port %d is not a TCP port (1-65535)", g.CallbackPort)
 	}
-	method, err := clientAuthFlag(g)
+	generate := false
+	if fl := cmd.Flags().Lookup("generate-client-key"); fl != nil && fl.Changed {
+		generate = fl.Value.String() == "true"
+	}
+	method, err := g.clientAuthMethod(generate)
 	if err != nil {
 		return "", "", err
 	}
@@ -138,6 +151,24 @@ func (g *grantFlags) check(cmd *cobra.Command, missing *[]string) (auth.GrantTyp
 	return grant.Type(), method, nil
 }
 
+// clientAuthMethod is the client authentication the flags name:
+// --client-auth or its aliases; when none is given, private_key_jwt for a
+// client key (given, or generated when generate is set), tls_client_auth
+// when a certificate comes with it.
+func (g *grantFlags) clientAuthMethod(generate bool) (auth.ClientAuthMethod, error) {
+	method, err := clientAuthFlag(g)
+	if err != nil {
+		return "", err
+	}
+	if method == "" && (g.ClientKeyFile != "" || generate) {
+		method = auth.PrivateKeyJWT
+		if g.ClientCertFile != "" {
+			method = auth.TLSClientAuth
+		}
+	}
+	return method, nil
+}
+
 // connection is the connection the flags name, authenticating by method.
 func (g *grantFlags) connection(method auth.ClientAuthMethod) auth.Connection {
 	var scopes []string
@@ -145,13 +176,16 @@ func (g *grantFlags) connection(method auth.ClientAuthMethod) auth.Connection {
 		scopes = append(scopes, strings.Fields(s)...)
 	}
 	return auth.Connection{
-		AuthURL:    g.AuthURL,
-		Realm:      g.Realm,
-		ClientID:   g.ClientID,
-		TokenURL:   g.TokenURL,
-		Issuer:     g.Issuer,
-		Scopes:     scopes,
-		ClientAuth: method,
+		AuthURL:     g.AuthURL,
+		Realm:       g.Realm,
+		ClientID:    g.ClientID,
+		TokenURL:    g.TokenURL,
+		Issuer:      g.Issuer,
+		Scopes:      scopes,
+		ClientAuth:  method,
+		ClientKeyID: g.ClientKeyID,
+		DPoP:        g.DPoP,
+		NoPAR:       !g.PAR,
 	}
 }
 
@@ -220,12 +254,7 @@ the desktop's opener) and always print it.`,
 	fl.BoolVar(&opts.RememberPassword, "remember-password", false, "keep the password with the key's secrets to log in again unattended")
 	fl.BoolVar(&opts.PasswordStdin, "password-stdin", false, "read the password from stdin (one line)")
 	fl.BoolVar(&opts.SecretStdin, "client-secret-stdin", false, "read the client secret from stdin (one line)")
-	fl.StringVar(&opts.ClientKeyFile, "client-key", "", "the client's private key (PEM or JWK) for private_key_jwt and the TLS methods; kept in the secrets backend")
 	fl.BoolVar(&opts.GenerateClientKey, "generate-client-key", false, "make an EC P-256 client key for private_key_jwt and print its public JWKS to register with the realm")
-	fl.StringVar(&opts.ClientKeyID, "client-key-id", "", "kid of the client's assertions (default: the key's RFC 7638 thumbprint)")
-	fl.StringVar(&opts.ClientCertFile, "client-cert", "", "the client certificate (PEM) for tls_client_auth / self_signed_tls_client_auth, with --client-key")
-	fl.BoolVar(&opts.DPoP, "dpop", false, "bind the tokens to a DPoP key of this key's own (RFC 9449)")
-	fl.BoolVar(&opts.PAR, "par", true, "authcode: push the authorization request when the realm has a PAR endpoint (RFC 9126)")
 	fl.StringVar(&opts.TeamName, "team", "", "make it a team key, shared end-to-end encrypted through the team's etcd (addressed TEAM/LABEL)")
 	return cmd
 }
@@ -274,19 +303,12 @@ func grantNames() string {
 }
 
 func keysNewRun(ctx context.Context, opts *keysNewOptions) error {
-	method, err := clientAuthFlag(&opts.grantFlags)
+	method, err := opts.clientAuthMethod(opts.GenerateClientKey)
 	if err != nil {
 		return err
 	}
-	if method == "" && (opts.ClientKeyFile != "" || opts.GenerateClientKey) {
-		method = auth.PrivateKeyJWT
-		if opts.ClientCertFile != "" {
-			method = auth.TLSClientAuth
-		}
-	}
 	conn := opts.connection(method)
-	conn.ClientKeyID, conn.DPoP, conn.NoPAR = opts.ClientKeyID, opts.DPoP, !opts.PAR
-	clientKey, clientCert, err := readClientFiles(opts)
+	clientKey, clientCert, err := opts.readClientFiles()
 	if err != nil {
 		return err
 	}
@@ -741,7 +763,7 @@ func keysDefaultRun(opts *keysDefaultOptions) error {
 
 // readClientFiles reads --client-key and --client-cert once: from then on
 // they live in the secrets backend, never read from the files again.
-func readClientFiles(opts *keysNewOptions) (key, cert []byte, err error) {
+func (g *grantFlags) readClientFiles() (key, cert []byte, err error) {
 	read := func(flag, path string) ([]byte, error) {
 		if path == "" {
 			return nil, nil
@@ -752,10 +774,10 @@ func readClientFiles(opts *keysNewOptions) (key, cert []byte, err error) {
 		}
 		return b, nil
 	}
-	if key, err = read("--client-key", opts.ClientKeyFile); err != nil {
+	if key, err = read("--client-key", g.ClientKeyFile); err != nil {
 		return nil, nil, err
 	}
-	if cert, err = read("--client-cert", opts.ClientCertFile); err != nil {
+	if cert, err = read("--client-cert", g.ClientCertFile); err != nil {
 		return nil, nil, err
 	}
 	return key, cert, nil

@@ -1,14 +1,26 @@
 package cli
 
 import (
+	"crypto"
 	"crypto/ecdsa"
 	"crypto/elliptic"
 	"crypto/rand"
+	"crypto/rsa"
+	"crypto/sha256"
 	"crypto/x509"
+	"crypto/x509/pkix"
+	"encoding/base64"
+	"encoding/hex"
 	"encoding/json"
 	"encoding/pem"
+	"io/fs"
+	"math/big"
 	"os"
 	"path/filepath"
+	"sort"
+	"strings"
+	"sync"
+	"time"
 
 	jose "github.com/go-jose/go-jose/v4"
 	"github.com/rogpeppe/go-internal/testscript"
@@ -16,16 +28,42 @@ import (
 )
 
 // hardenedRealm is what the script realm's hardened clients know: the
-// public key of shipping-signed (private_key_jwt) and the secret of
-// shipping-hmac (client_secret_jwt). Scripts find the private key in
-// $WORK/client-key.pem, the mTLS client's certificate and key in
-// $WORK/mtls.crt and $WORK/mtls.key, a certificate of another CA in
-// $WORK/other.crt and .key, the realm's CA in $WORK/ca.pem, and the HMAC
-// secret in $HMAC_SECRET.
+// public keys of shipping-signed (private_key_jwt: an EC and an RSA key),
+// the secret of shipping-hmac (client_secret_jwt) and the key of
+// shipping-selfsigned's self-signed certificate
+// (self_signed_tls_client_auth). Scripts find the private keys in
+// $WORK/client-key.pem (EC) and $WORK/client-rsa.pem, the mTLS client's
+// certificate and key in $WORK/mtls.crt and $WORK/mtls.key, a certificate
+// of another CA in $WORK/other.crt and .key, the self-signed certificate in
+// $WORK/selfsigned.crt and .key, the realm's CA in $WORK/ca.pem, and the
+// HMAC secret in $HMAC_SECRET.
 type hardenedRealm struct {
-	keyPEM     []byte
-	jwks       string
-	hmacSecret string
+	keyPEM, rsaPEM    []byte
+	jwks              string
+	hmacSecret        string
+	selfCert, selfKey []byte
+	selfJWKS          string
+}
+
+// scriptRSAKey is one RSA key for every script of the process: making one
+// costs far more than the EC keys.
+var scriptRSAKey = sync.OnceValues(func() (*rsa.PrivateKey, error) { return rsa.GenerateKey(rand.Reader, 2048) })
+
+func pkcs8PEM(k crypto.Signer) ([]byte, error) {
+	der, err := x509.MarshalPKCS8PrivateKey(k)
+	if err != nil {
+		return nil, err
+	}
+	return pem.EncodeToMemory(&pem.Block{Type: "PRIVATE KEY", Bytes: der}), nil
+}
+
+func jwksOf(keys ...crypto.PublicKey) (string, error) {
+	var set jose.JSONWebKeySet
+	for _, k := range keys {
+		set.Keys = append(set.Keys, jose.JSONWebKey{Key: k, Use: "sig"})
+	}
+	b, err := json.Marshal(set)
+	return string(b), err
 }
 
 func (h *hardenedRealm) make() error {
@@ -33,21 +71,50 @@ func (h *hardenedRealm) make() error {
 	if err != nil {
 		return err
 	}
-	der, err := x509.MarshalPKCS8PrivateKey(k)
+	rk, err := scriptRSAKey()
 	if err != nil {
 		return err
 	}
-	h.keyPEM = pem.EncodeToMemory(&pem.Block{Type: "PRIVATE KEY", Bytes: der})
-	set, err := json.Marshal(jose.JSONWebKeySet{Keys: []jose.JSONWebKey{{Key: k.Public(), Use: "sig"}}})
-	if err != nil {
+	if h.keyPEM, err = pkcs8PEM(k); err != nil {
 		return err
 	}
-	h.jwks = string(set)
+	if h.rsaPEM, err = pkcs8PEM(rk); err != nil {
+		return err
+	}
+	if h.jwks, err = jwksOf(k.Public(), rk.Public()); err != nil {
+		return err
+	}
 	h.hmacSecret = "hs-" + randomHex(24)
-	return nil
+
+	// A self-signed client certificate: self_signed_tls_client_auth knows
+	// it by its key, registered in the client's JWKS.
+	sk, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		return err
+	}
+	tmpl := &x509.Certificate{
+		SerialNumber: big.NewInt(1),
+		Subject:      pkix.Name{CommonName: "shipping-selfsigned"},
+		NotBefore:    time.Now().Add(-time.Hour),
+		NotAfter:     time.Now().Add(24 * time.Hour),
+		KeyUsage:     x509.KeyUsageDigitalSignature,
+		ExtKeyUsage:  []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth},
+	}
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, sk.Public(), sk)
+	if err != nil {
+		return err
+	}
+	h.selfCert = pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der})
+	if h.selfKey, err = pkcs8PEM(sk); err != nil {
+		return err
+	}
+	h.selfJWKS, err = jwksOf(sk.Public())
+	return err
 }
 
-func (h *hardenedRealm) files(env *testscript.Env, srv *authtest.Server) error {
+// files writes the scripts' key and certificate files into dir, the client
+// certificates issued by srv's CA (a realm started again has a new one).
+func (h *hardenedRealm) files(dir string, setenv func(k, v string), srv *authtest.Server) error {
 	certPEM, keyPEM, err := srv.CA().IssueClient("shipping-mtls")
 	if err != nil {
 		return err
@@ -61,13 +128,90 @@ func (h *hardenedRealm) files(env *testscript.Env, srv *authtest.Server) error {
 		return err
 	}
 	for name, b := range map[string][]byte{
-		"client-key.pem": h.keyPEM, "mtls.crt": certPEM, "mtls.key": keyPEM,
+		"client-key.pem": h.keyPEM, "client-rsa.pem": h.rsaPEM, "mtls.crt": certPEM, "mtls.key": keyPEM,
 		"other.crt": otherCert, "other.key": otherKey, "ca.pem": srv.CA().CertPEM(),
+		"selfsigned.crt": h.selfCert, "selfsigned.key": h.selfKey,
 	} {
-		if err := os.WriteFile(filepath.Join(env.WorkDir, name), b, 0o600); err != nil {
+		if err := os.WriteFile(filepath.Join(dir, name), b, 0o600); err != nil {
 			return err
 		}
 	}
-	env.Setenv("HMAC_SECRET", h.hmacSecret)
+	setenv("HMAC_SECRET", h.hmacSecret)
 	return nil
+}
+
+// cmdSnapshot writes to FILE the name and SHA-256 of every file under the
+// config and state directories (config.toml, the index, the secrets), so
+// that a failed command can be shown to have changed nothing:
+//
+//	snapshot before.txt
+//	! exec shipkey ...
+//	snapshot after.txt
+//	cmp before.txt after.txt
+//
+// Lock files hold nothing and are left out.
+func cmdSnapshot(ts *testscript.TestScript, neg bool, args []string) {
+	if neg || len(args) != 1 {
+		ts.Fatalf("usage: snapshot FILE")
+	}
+	var lines []string
+	for _, v := range []string{"SHIPKEY_CONFIG_DIR", "SHIPKEY_STATE_DIR"} {
+		root := ts.Getenv(v)
+		err := filepath.WalkDir(root, func(path string, d fs.DirEntry, err error) error {
+			if err != nil || d.IsDir() || strings.HasSuffix(d.Name(), ".lock") {
+				return err
+			}
+			b, err := os.ReadFile(path)
+			if err != nil {
+				return err
+			}
+			rel, _ := filepath.Rel(root, path)
+			sum := sha256.Sum256(b)
+			lines = append(lines, v+"/"+rel+" "+hex.EncodeToString(sum[:]))
+			return nil
+		})
+		if err != nil && !os.IsNotExist(err) {
+			ts.Fatalf("snapshot: %v", err)
+		}
+	}
+	sort.Strings(lines)
+	ts.Check(os.WriteFile(ts.MkAbs(args[0]), []byte(strings.Join(lines, "\n")+"\n"), 0o600))
+}
+
+// cmdWaitExpiry waits, in a bounded loop (at most 15 s), until the access
+// tokens in the FILEs (JWTs, as printed by shipkey token) are all past their
+// exp claims: renewal is then seen at a real expiry, not a forced one.
+//
+//	waitexpiry FILE...
+func cmdWaitExpiry(ts *testscript.TestScript, neg bool, args []string) {
+	if neg || len(args) == 0 {
+		ts.Fatalf("usage: waitexpiry FILE...")
+	}
+	var last time.Time
+	for _, name := range args {
+		parts := strings.Split(strings.TrimSpace(ts.ReadFile(name)), ".")
+		if len(parts) != 3 {
+			ts.Fatalf("waitexpiry: %s holds no JWT", name)
+		}
+		payload, err := base64.RawURLEncoding.DecodeString(parts[1])
+		ts.Check(err)
+		var claims struct {
+			Exp int64 `json:"exp"`
+		}
+		ts.Check(json.Unmarshal(payload, &claims))
+		if claims.Exp == 0 {
+			ts.Fatalf("waitexpiry: the token in %s has no exp", name)
+		}
+		if exp := time.Unix(claims.Exp, 0); exp.After(last) {
+			last = exp
+		}
+	}
+	deadline := time.Now().Add(15 * time.Second)
+	for !time.Now().After(last.Add(500 * time.Millisecond)) {
+		if time.Now().After(deadline) {
+			ts.Fatalf("waitexpiry: a token expires at %s, more than 15 s away", last.Format(time.RFC3339))
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	ts.Logf("waitexpiry: the last token expired at %s", last.Format(time.RFC3339))
 }

@@ -154,6 +154,8 @@ func TestScripts(t *testing.T) {
 			"bigjson":       cmdBigJSON,
 			"samebody":      cmdSameBody,
 			"socketgone":    cmdSocketGone,
+			"snapshot":      cmdSnapshot,
+			"waitexpiry":    cmdWaitExpiry,
 		},
 	})
 }
@@ -211,11 +213,13 @@ func (r *realm) config(access, refresh time.Duration, rotate bool) authtest.Conf
 			{ID: scriptClient, Secret: r.clientSecret, ServiceAccount: true, DeviceGrant: true},
 			{ID: scriptPublicClient, DeviceGrant: true},
 			{ID: scriptNoGrantsClient, Secret: r.clientSecret, NoStandardFlow: true},
-			{ID: "shipping-signed", AuthMethod: authtest.AuthPrivateKeyJWT, JWKS: r.hardened.jwks, ServiceAccount: true, DeviceGrant: true},
-			{ID: "shipping-hmac", AuthMethod: authtest.AuthClientSecretJWT, Secret: r.hardened.hmacSecret, ServiceAccount: true, DeviceGrant: true},
-			{ID: "shipping-dpop", Secret: r.clientSecret, DPoP: true, ServiceAccount: true, DeviceGrant: true},
+			// The hardened clients: PKCE required on the device grant too.
+			{ID: "shipping-signed", AuthMethod: authtest.AuthPrivateKeyJWT, JWKS: r.hardened.jwks, ServiceAccount: true, DeviceGrant: true, DevicePKCE: true},
+			{ID: "shipping-hmac", AuthMethod: authtest.AuthClientSecretJWT, Secret: r.hardened.hmacSecret, ServiceAccount: true, DeviceGrant: true, DevicePKCE: true},
+			{ID: "shipping-dpop", Secret: r.clientSecret, DPoP: true, ServiceAccount: true, DeviceGrant: true, DevicePKCE: true},
 			{ID: "shipping-par", Secret: r.clientSecret, RequirePAR: true},
-			{ID: "shipping-mtls", AuthMethod: authtest.AuthTLSClient, ServiceAccount: true, DeviceGrant: true},
+			{ID: "shipping-mtls", AuthMethod: authtest.AuthTLSClient, ServiceAccount: true, DeviceGrant: true, DevicePKCE: true},
+			{ID: "shipping-selfsigned", AuthMethod: authtest.AuthSelfSignedTLS, JWKS: r.hardened.selfJWKS, ServiceAccount: true, DeviceGrant: true, DevicePKCE: true},
 		},
 		MTLS:               true,
 		DPoPNonces:         true,
@@ -238,7 +242,7 @@ func setupScript(env *testscript.Env) error {
 		return err
 	}
 	r.srv = authtest.NewServer(r.config(1314000*time.Second, 30*time.Minute, false))
-	if err := r.hardened.files(env, r.srv); err != nil {
+	if err := r.hardened.files(env.WorkDir, env.Setenv, r.srv); err != nil {
 		return err
 	}
 	env.Values[scriptKey{}] = r
@@ -368,6 +372,8 @@ func cmdAuthServer(ts *testscript.TestScript, neg bool, args []string) {
 		r.srv = authtest.NewServer(cfg)
 		ts.Setenv("AUTH_URL", r.srv.URL())
 		ts.Setenv("ISSUER", r.srv.Issuer())
+		// Its mTLS listener has a CA of its own: new client certificates.
+		ts.Check(r.hardened.files(ts.Getenv("WORK"), ts.Setenv, r.srv))
 	case "endsessions":
 		r.srv.EndSessions()
 	case "advance":

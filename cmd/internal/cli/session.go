@@ -238,6 +238,11 @@ func noStoreFlags(cmd *cobra.Command, opts *tokenOptions) error {
 			return usageErrorf("--%s is about a stored token; --no-store always gets a new one", name)
 		}
 	}
+	if opts.Conn.DPoP {
+		// The DPoP key would die with the process, and every call to the
+		// API needs a proof signed with it: the token would be useless.
+		return usageErrorf("--dpop binds the token to a key that --no-store does not keep, so no API call could prove it; keep a key instead (shipkey keys new --dpop)")
+	}
 	var missing []string
 	grant, method, err := opts.Conn.check(cmd, &missing)
 	if err != nil {
@@ -257,9 +262,12 @@ func tokenNoStoreRun(ctx context.Context, opts *tokenOptions) error {
 	if err := conn.Validate(); err != nil {
 		return err
 	}
+	clientKey, clientCert, err := opts.Conn.readClientFiles()
+	if err != nil {
+		return err
+	}
 	grant := auth.GrantType(opts.Conn.Grant)
 	var secret, password string
-	var err error
 	if conn.AuthMethod().UsesSecret() {
 		secret, err = readSecret(opts.IO, opts.Getenv, secretSource{
 			What: "client secret", Env: envClientSecret, Prompt: "Client secret: ",
@@ -276,12 +284,16 @@ func tokenNoStoreRun(ctx context.Context, opts *tokenOptions) error {
 		}
 		opts.Secrets.Add(password)
 	}
+	ca, err := store.OneShotClientAuth(store.NewKey{Definition: store.Definition{Connection: conn}, ClientSecret: secret, ClientKey: clientKey, ClientCert: clientCert})
+	if err != nil {
+		return err
+	}
 	client, err := opts.Auth()
 	if err != nil {
 		return err
 	}
 	ts, err := client.Obtain(ctx, grant, auth.Request{
-		Conn: conn, ClientAuth: auth.AuthFor(conn, secret), Username: opts.Conn.Username, Password: password,
+		Conn: conn, ClientAuth: ca, Username: opts.Conn.Username, Password: password,
 		CallbackPort: opts.Conn.CallbackPort, Wait: opts.Conn.BrowserWait, Prompt: newPrompter(opts.IO, opts.Getenv),
 	})
 	if err != nil {
