@@ -31,8 +31,9 @@
 // Membership changes re-encrypt in batches within etcd's transaction limit
 // and write the new roster only if no item changed since. A machine keeps a
 // local cache of the team (Cache: definitions and tokens) encrypted to its
-// own identity; a valid cached token is handed out after one keys-only read
-// says etcd still holds it, and while etcd is unreachable (with a warning).
+// own identity; a valid cached token is handed out after one read of its
+// revision says etcd still holds it, and while etcd is unreachable (with a
+// warning).
 // CachedFast does that read over etcd's JSON gateway for the program that
 // links no etcd client.
 //
@@ -44,16 +45,31 @@
 // that it still owns the mutex. Others wait on the mutex (a watch) and
 // reuse the result.
 //
-// This package names the engine (Engine, its options and results) and holds
-// what is independent of etcd's client: the trust rules, the cache format,
-// the fast cached read. Package etcdteam implements Engine on etcd, so that
-// a program that never opens a team (cmd/shipkey) pays nothing for gRPC.
-// A second store (Vault/OpenBao KV, Consul) is today a second Engine: it
-// reuses trust.go (SignRoster, Accept, SignItem, OpenItem) and cache.go as
-// they are, and needs what etcdteam gets from etcd: a read of the prefix at
-// one revision, writes that compare revisions, a watch from a revision and a
-// lease-backed lock. The protocol of etcdteam is not yet written over such a
-// driver interface (issue 25 asks for it).
+// Structure. This package names the engine (Engine, its options and
+// results), the storage driver it runs on (Driver, driver.go) and holds
+// what is independent of any storage: the trust rules, the cache format,
+// the fast cached read. Package engine is the protocol — roster and
+// signatures, encryption, cache, fleet lock, watch — written once over
+// Driver: get keys at one revision, list a prefix, commit writes if
+// revisions hold (put-if-revision, delete), watch from a revision, and a
+// lease-backed lock. Package etcdteam is the one driver, on etcd (the
+// client v3 and its concurrency mutex), and etcdteam.New the engine on it;
+// a program that never opens a team (cmd/shipkey) links neither.
+//
+// A second driver (Vault/OpenBao KV, Consul, …) is a package beside
+// etcdteam: implement Driver (the conditions of Commit — a key's revision,
+// a key existing, nothing under a prefix written after a revision, a lock
+// still held — must hold together with the writes, atomically, for up to
+// 2×100+1 conditions and operations; Lock must free a dead holder's lock
+// within its lease); run drivertest.Conformance against a real server in
+// its tests; give its Dial to engine.New in a program's main, as
+// cmd/shipkey-team does with etcdteam.New. Nothing of package engine
+// changes. drivertest.Memory, a driver in memory that passes the suite,
+// runs the protocol in a test (engine's TestProtocolOnAnotherDriver) to
+// show that it needs nothing more. CachedFast, shipkey's own read of a
+// cached token's revision, speaks etcd's JSON gateway: a second driver gives
+// it a read of its own, or shipkey hands that driver's team tokens to
+// shipkey-team.
 //
 // What it must never do: put a secret or a token into etcd unencrypted, into
 // an error or onto a terminal unsanitized; decrypt, use, cache or send

@@ -15,9 +15,10 @@ import (
 )
 
 // Engine is the team store: one per process, teams opened on demand. Its
-// implementation on etcd is package etcdteam; this package holds only what
-// callers name, so that a program that never opens a team links no etcd
-// client (the shipkey binary: see cmd/shipkey-team).
+// implementation is package engine over a Driver (on etcd: etcdteam.New);
+// this package holds only what callers name, so that a program that never
+// opens a team links no etcd client (the shipkey binary: see
+// cmd/shipkey-team).
 type Engine interface {
 	// Teams lists the teams this machine joined.
 	Teams() ([]store.TeamConn, error)

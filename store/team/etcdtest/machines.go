@@ -26,6 +26,13 @@ func (discard) Write(p []byte) (int, error) { return len(p), nil }
 // creates it, b joins and a adds b.
 func TeamOfTwo(tb testing.TB, ctx context.Context, c *Cluster, name string) (a, b Machine) {
 	tb.Helper()
+	return TeamOfTwoWith(tb, ctx, etcdteam.New, c.Endpoints(), name)
+}
+
+// TeamOfTwoWith is TeamOfTwo with the engines newEngine makes, at
+// endpoints (drivertest.Memory ignores them).
+func TeamOfTwoWith(tb testing.TB, ctx context.Context, newEngine func(team.Options) team.Engine, endpoints []string, name string) (a, b Machine) {
+	tb.Helper()
 	client, err := auth.NewClient(auth.Options{})
 	if err != nil {
 		tb.Fatal(err)
@@ -36,10 +43,10 @@ func TeamOfTwo(tb testing.TB, ctx context.Context, c *Cluster, name string) (a, 
 		if err != nil {
 			tb.Fatal(err)
 		}
-		return Machine{Store: st, Engine: etcdteam.New(team.Options{Store: st, Auth: client, Warn: discard{}})}
+		return Machine{Store: st, Engine: newEngine(team.Options{Store: st, Auth: client, Warn: discard{}})}
 	}
 	a, b = machine("a"), machine("b")
-	tc := store.TeamConn{Name: name, Endpoints: c.Endpoints()}
+	tc := store.TeamConn{Name: name, Endpoints: endpoints}
 	if _, err := a.Engine.Init(ctx, team.JoinOptions{Conn: tc}); err != nil {
 		tb.Fatal(err)
 	}

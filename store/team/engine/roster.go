@@ -1,4 +1,4 @@
-package etcdteam
+package engine
 
 import (
 	"context"
@@ -9,8 +9,6 @@ import (
 	"strings"
 
 	"filippo.io/age"
-	"go.etcd.io/etcd/api/v3/mvccpb"
-	clientv3 "go.etcd.io/etcd/client/v3"
 
 	"github.com/shipkey/shipkey/internal/text"
 	"github.com/shipkey/shipkey/store"
@@ -49,14 +47,14 @@ func (h *handle) readRoster(ctx context.Context) (roster, error) {
 	if err != nil {
 		return roster{}, err
 	}
-	resp, err := cli.Get(ctx, rosterKey(h.name()))
+	kvs, _, err := cli.Get(ctx, rosterKey(h.name()))
 	if err != nil {
 		return roster{}, h.etcdErr(err)
 	}
-	if len(resp.Kvs) == 0 {
+	if kvs[0] == nil {
 		return roster{}, &Error{Team: h.name(), Msg: "etcd holds no such team (shipkey team init " + h.name() + " --etcd …)", Kind: ErrNoTeam}
 	}
-	return h.accept(resp.Kvs[0].Value, resp.Kvs[0].ModRevision, h.historyFrom(ctx, cli), false)
+	return h.accept(kvs[0].Value, kvs[0].Rev, h.historyFrom(ctx, cli), false)
 }
 
 // hostname is a member's default name.
@@ -98,22 +96,22 @@ func (e *Engine) Init(ctx context.Context, opts JoinOptions) (Member, error) {
 	}
 	bctx, cancel := context.WithTimeout(ctx, 4*h.timeout)
 	defer cancel()
-	resp, err := cli.Txn(bctx).
-		If(clientv3.Compare(clientv3.CreateRevision(rosterKey(h.name())), "=", 0)).
-		Then(clientv3.OpPut(rosterKey(h.name()), string(data)), clientv3.OpPut(rosterHistoryKey(h.name(), 1), string(data))).
-		Else(clientv3.OpGet(rosterKey(h.name()))).
-		Commit()
+	ok, rev, err := cli.Commit(bctx, []cond{revIs(rosterKey(h.name()), 0)},
+		[]op{put(rosterKey(h.name()), string(data)), put(rosterHistoryKey(h.name(), 1), string(data))})
 	if err != nil {
 		return Member{}, h.etcdErr(err)
 	}
-	if !resp.Succeeded {
-		kvs := resp.Responses[0].GetResponseRange().Kvs
-		if len(kvs) == 1 && team.IsUnsignedRoster(kvs[0].Value) {
+	if !ok {
+		kvs, _, err := cli.Get(bctx, rosterKey(h.name()))
+		if err != nil {
+			return Member{}, h.etcdErr(err)
+		}
+		if kvs[0] != nil && team.IsUnsignedRoster(kvs[0].Value) {
 			return me, h.upgrade(bctx, cli, kvs[0], r, data)
 		}
 		return Member{}, &Error{Team: h.name(), Msg: "already exists in this etcd; use `shipkey team join " + h.name() + " --etcd …` and ask a member to add you"}
 	}
-	_, err = h.accept(data, resp.Header.Revision, nil, true)
+	_, err = h.accept(data, rev, nil, true)
 	return me, err
 }
 
@@ -122,12 +120,12 @@ func (e *Engine) Init(ctx context.Context, opts JoinOptions) (Member, error) {
 // re-encrypts and signs every item it can read (it vouches for them: they
 // were written when anyone with etcd access could write). Items it cannot
 // read are deleted. The other members join again and are added.
-func (h *handle) upgrade(ctx context.Context, cli *clientv3.Client, old *mvccpb.KeyValue, r roster, data []byte) error {
+func (h *handle) upgrade(ctx context.Context, cli team.Driver, old *team.KV, r roster, data []byte) error {
 	ms, err := team.ParseUnsignedRoster(old.Value)
 	if err != nil || !slices.ContainsFunc(ms, func(m Member) bool { return m.Recipient == h.id.Recipient().String() }) {
 		return &Error{Team: h.name(), Msg: "its roster is unsigned and does not hold this machine: only one of its members can sign it (shipkey team init " + h.name() + " on that machine)"}
 	}
-	after, err := h.reseal(ctx, cli, old.ModRevision, r, 1, func(kind, id string, value []byte) ([]byte, error) {
+	after, err := h.reseal(ctx, cli, old.Rev, r, 1, func(kind, id string, value []byte) ([]byte, error) {
 		if kind == kindCatalog {
 			return value, nil
 		}
@@ -136,7 +134,7 @@ func (h *handle) upgrade(ctx context.Context, cli *clientv3.Client, old *mvccpb.
 	if err != nil {
 		return err
 	}
-	if err := h.commitRoster(ctx, cli, old.ModRevision, after, r.Version, data); err != nil {
+	if err := h.commitRoster(ctx, cli, old.Rev, after, r.Version, data); err != nil {
 		return err
 	}
 	_, err = h.accept(data, 0, nil, true)
@@ -160,14 +158,14 @@ func (e *Engine) Join(ctx context.Context, opts JoinOptions) (string, error) {
 	}
 	bctx, cancel := h.bound(ctx)
 	defer cancel()
-	resp, err := cli.Get(bctx, rosterKey(h.name()))
+	kvs, _, err := cli.Get(bctx, rosterKey(h.name()))
 	if err != nil {
 		return "", h.etcdErr(err)
 	}
-	if len(resp.Kvs) == 0 {
+	if kvs[0] == nil {
 		return "", &Error{Team: h.name(), Msg: "etcd holds no such team (a member creates it: shipkey team init " + h.name() + " --etcd …)", Kind: ErrNoTeam}
 	}
-	if _, err := h.accept(resp.Kvs[0].Value, resp.Kvs[0].ModRevision, h.historyFrom(bctx, cli), true); err != nil {
+	if _, err := h.accept(kvs[0].Value, kvs[0].Rev, h.historyFrom(bctx, cli), true); err != nil {
 		return "", err
 	}
 	return team.MemberCard(h.id.Recipient().String(), h.signingKey(), hostname()), nil
@@ -282,9 +280,10 @@ func (e *Engine) RemoveMember(ctx context.Context, teamName, who string) (Member
 	return gone, err
 }
 
-// batchItems is how many items one re-encryption transaction writes: each
-// also compares its revision and the roster's, within etcd's default
-// --max-txn-ops of 128.
+// batchItems is how many items one re-encryption commit writes: each also
+// compares its revision and the roster's, within etcd's default
+// --max-txn-ops of 128 (a driver's Commit takes at least 2×batchItems+1
+// conditions and operations).
 const batchItems = 100
 
 // changeRoster applies change to the roster and re-encrypts every key,
@@ -354,18 +353,18 @@ var errChanged = errors.New("changed meanwhile")
 // commitRoster writes roster data (version v) and its history entry if the
 // roster is still at rosterRev and no key, token or catalog entry was
 // written after revision after.
-func (h *handle) commitRoster(ctx context.Context, cli *clientv3.Client, rosterRev, after, v int64, data []byte) error {
+func (h *handle) commitRoster(ctx context.Context, cli team.Driver, rosterRev, after, v int64, data []byte) error {
 	t := h.name()
-	resp, err := cli.Txn(ctx).If(
-		clientv3.Compare(clientv3.ModRevision(rosterKey(t)), "=", rosterRev),
-		clientv3.Compare(clientv3.ModRevision(keysPrefix(t)), "<", after+1).WithPrefix(),
-		clientv3.Compare(clientv3.ModRevision(tokensPrefix(t)), "<", after+1).WithPrefix(),
-		clientv3.Compare(clientv3.ModRevision(catalogKey(t)), "<", after+1),
-	).Then(clientv3.OpPut(rosterKey(t), string(data)), clientv3.OpPut(rosterHistoryKey(t, v), string(data))).Commit()
+	ok, _, err := cli.Commit(ctx, []cond{
+		revIs(rosterKey(t), rosterRev),
+		{Kind: team.NotAfter, Key: keysPrefix(t), Prefix: true, Rev: after},
+		{Kind: team.NotAfter, Key: tokensPrefix(t), Prefix: true, Rev: after},
+		{Kind: team.NotAfter, Key: catalogKey(t), Rev: after},
+	}, []op{put(rosterKey(t), string(data)), put(rosterHistoryKey(t, v), string(data))})
 	if err != nil {
 		return h.etcdErr(err)
 	}
-	if !resp.Succeeded {
+	if !ok {
 		return errChanged
 	}
 	return nil
@@ -377,33 +376,32 @@ func (h *handle) commitRoster(ctx context.Context, cli *clientv3.Client, rosterR
 // revision read. openItem returns an item's plaintext (the catalog's id as
 // is); an item it refuses is no member's: it is deleted, and said. It
 // returns the revision after the last write.
-func (h *handle) reseal(ctx context.Context, cli *clientv3.Client, rosterRev int64, to roster, signAt int64, openItem func(kind, id string, value []byte) ([]byte, error)) (int64, error) {
+func (h *handle) reseal(ctx context.Context, cli team.Driver, rosterRev int64, to roster, signAt int64, openItem func(kind, id string, value []byte) ([]byte, error)) (int64, error) {
 	t := h.name()
-	resp, err := cli.Get(ctx, prefix(t), clientv3.WithPrefix())
+	kvs, after, err := cli.List(ctx, prefix(t))
 	if err != nil {
 		return 0, h.etcdErr(err)
 	}
-	after := resp.Header.Revision
 	signed := roster{Roster: team.Roster{Team: t, Version: signAt, Members: to.Members}}
-	var cmps []clientv3.Cmp
-	var ops []clientv3.Op
+	var cmps []cond
+	var ops []op
 	flush := func() error {
 		if len(ops) == 0 {
 			return nil
 		}
-		all := append([]clientv3.Cmp{clientv3.Compare(clientv3.ModRevision(rosterKey(t)), "=", rosterRev)}, cmps...)
-		resp, err := cli.Txn(ctx).If(all...).Then(ops...).Commit()
+		all := append([]cond{revIs(rosterKey(t), rosterRev)}, cmps...)
+		ok, rev, err := cli.Commit(ctx, all, ops)
 		if err != nil {
 			return h.etcdErr(err)
 		}
-		if !resp.Succeeded {
+		if !ok {
 			return errChanged
 		}
-		after, cmps, ops = resp.Header.Revision, cmps[:0], ops[:0]
+		after, cmps, ops = rev, cmps[:0], ops[:0]
 		return nil
 	}
-	for _, kv := range resp.Kvs {
-		k := string(kv.Key)
+	for _, kv := range kvs {
+		k := kv.Key
 		var kind, id string
 		switch {
 		case k == catalogKey(t):
@@ -415,24 +413,24 @@ func (h *handle) reseal(ctx context.Context, cli *clientv3.Client, rosterRev int
 		default:
 			continue // the roster, its history, locks
 		}
-		cmps = append(cmps, clientv3.Compare(clientv3.ModRevision(k), "=", kv.ModRevision))
+		cmps = append(cmps, revIs(k, kv.Rev))
 		plain, err := openItem(kind, id, kv.Value)
 		switch {
 		case errors.Is(err, errNotRecipient):
 			return 0, h.notMember()
 		case isRefused(err):
 			h.warnRefused(h.refused(strings.TrimPrefix(k, prefix(t))+" (deleted)", err))
-			ops = append(ops, clientv3.OpDelete(k))
+			ops = append(ops, del(k))
 		case err != nil:
 			return 0, &Error{Team: t, Msg: fmt.Sprintf("%s: %v", strings.TrimPrefix(k, prefix(t)), err)}
 		case kind == kindCatalog:
-			ops = append(ops, clientv3.OpPut(k, h.signCatalog(signed, string(plain))))
+			ops = append(ops, put(k, h.signCatalog(signed, string(plain))))
 		default:
 			v, err := h.sealPlain(signed, kind, id, plain)
 			if err != nil {
 				return 0, err
 			}
-			ops = append(ops, clientv3.OpPut(k, v))
+			ops = append(ops, put(k, v))
 		}
 		if len(ops) == batchItems {
 			if err := flush(); err != nil {

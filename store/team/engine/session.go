@@ -1,4 +1,4 @@
-package etcdteam
+package engine
 
 import (
 	"context"
@@ -6,48 +6,27 @@ import (
 	"fmt"
 	"time"
 
-	clientv3 "go.etcd.io/etcd/client/v3"
-	"go.etcd.io/etcd/client/v3/concurrency"
-
 	"github.com/shipkey/shipkey/auth"
 	"github.com/shipkey/shipkey/internal/text"
+	"github.com/shipkey/shipkey/store/team"
 )
 
-// lockKey takes the team-wide mutex of key id on a lease (a holder that dies
-// frees it within the TTL); unlock revokes the lease. ctx bounds the grant
-// and the wait; the lease is kept alive until unlock, so a server slower
-// than the etcd bound does not lose the lock.
-func (h *handle) lockKey(ctx context.Context, cli *clientv3.Client, id string) (mu *concurrency.Mutex, unlock func(), err error) {
-	lease, err := cli.Grant(ctx, int64(h.e.opts.LockTTL))
+// lockKey takes the team-wide lock of key id on a lease (a holder that dies
+// frees it within the TTL); Unlock gives it back. ctx bounds the grant and
+// the wait; the lease is kept alive until Unlock, so a server slower than
+// the storage's bound does not lose the lock.
+func (h *handle) lockKey(ctx context.Context, cli team.Driver, id string) (team.Lock, error) {
+	l, err := cli.Lock(ctx, lockPrefix(h.name(), id), time.Duration(h.e.opts.LockTTL)*time.Second)
 	if err != nil {
-		return nil, nil, h.etcdErr(err)
+		return nil, h.etcdErr(err)
 	}
-	sess, err := concurrency.NewSession(cli, concurrency.WithLease(lease.ID), concurrency.WithContext(context.WithoutCancel(ctx)))
-	if err != nil {
-		rctx, rcancel := context.WithTimeout(context.Background(), time.Second)
-		defer rcancel()
-		_, _ = cli.Revoke(rctx, lease.ID)
-		return nil, nil, h.etcdErr(err)
-	}
-	unlock = func() {
-		rctx, rcancel := context.WithTimeout(context.Background(), time.Second)
-		defer rcancel()
-		_, _ = cli.Revoke(rctx, sess.Lease())
-		sess.Orphan()
-	}
-	mu = concurrency.NewMutex(sess, lockPrefix(h.name(), id))
-	if err := mu.Lock(ctx); err != nil {
-		unlock()
-		return nil, nil, h.etcdErr(err)
-	}
-	return mu, unlock, nil
+	return l, nil
 }
 
 // locked is a team key held under its team-wide mutex, read under it.
 type locked struct {
-	cli    *clientv3.Client
-	mu     *concurrency.Mutex
-	unlock func()
+	cli    team.Driver
+	mu     team.Lock
 	def    Definition
 	cur    *auth.TokenSet // nil: no shared token set
 	rev    int64          // the token's mod revision (0: none)
@@ -67,7 +46,7 @@ func (h *handle) lockItem(ctx context.Context, label string) (*locked, error) {
 	}
 	l := &locked{catRev: s.catRev}
 	l.cli, _ = h.client()
-	if l.mu, l.unlock, err = h.lockKey(ctx, l.cli, ce.Def.ID); err != nil {
+	if l.mu, err = h.lockKey(ctx, l.cli, ce.Def.ID); err != nil {
 		return nil, err
 	}
 	cur, rev, d, err := h.readItem(ctx, l.cli, ce.Def.ID)
@@ -75,7 +54,7 @@ func (h *handle) lockItem(ctx context.Context, label string) (*locked, error) {
 		err = fmt.Errorf("team %s: key %s was removed: %w", h.name(), text.Safe(label), ErrKeyNotFound)
 	}
 	if err != nil {
-		l.unlock()
+		l.mu.Unlock()
 		return nil, err
 	}
 	l.def, l.cur, l.rev = *d, cur, rev
@@ -101,7 +80,7 @@ func (e *Engine) Logout(ctx context.Context, team, label string) (LogoutResult, 
 	if err != nil {
 		return LogoutResult{}, err
 	}
-	defer l.unlock()
+	defer l.mu.Unlock()
 	def, cur := l.def, l.cur
 	var res LogoutResult
 	if cur != nil && (cur.AccessToken != "" || cur.RefreshToken != "") {
@@ -118,12 +97,11 @@ func (e *Engine) Logout(ctx context.Context, team, label string) (LogoutResult, 
 		// A bound of its own: the server may have taken the auth timeout.
 		tctx, tcancel := h.bound(ctx)
 		defer tcancel()
-		resp, err := l.cli.Txn(tctx).If(l.mu.IsOwner(), clientv3.Compare(clientv3.ModRevision(tokenKey(team, def.ID)), "=", l.rev)).
-			Then(clientv3.OpDelete(tokenKey(team, def.ID))).Commit()
+		ok, _, err := l.cli.Commit(tctx, []cond{l.mu.Held(), revIs(tokenKey(team, def.ID), l.rev)}, []op{del(tokenKey(team, def.ID))})
 		if err != nil {
 			return res, h.etcdErr(err)
 		}
-		if !resp.Succeeded {
+		if !ok {
 			return res, &Error{Team: team, Msg: "the key's token changed meanwhile (the lock was lost); run logout again"}
 		}
 	}
@@ -159,7 +137,7 @@ func (e *Engine) login(ctx context.Context, team, label string, opts LoginOption
 	if err != nil {
 		return nil, Key{}, err
 	}
-	defer l.unlock()
+	defer l.mu.Unlock()
 	def := l.def
 	g, err := auth.GrantFor(def.Grant)
 	if err != nil {
@@ -188,33 +166,33 @@ func (e *Engine) login(ctx context.Context, team, label string, opts LoginOption
 	if err != nil {
 		return nil, Key{}, err
 	}
-	ops := []clientv3.Op{clientv3.OpPut(tokenKey(team, def.ID), tv)}
+	ops := []op{put(tokenKey(team, def.ID), tv)}
 	if newPassword {
 		kv, err := h.sealItem(r, kindKey, def.ID, def)
 		if err != nil {
 			return nil, Key{}, err
 		}
-		ops = append(ops, clientv3.OpPut(keyKey(team, def.ID), kv))
+		ops = append(ops, put(keyKey(team, def.ID), kv))
 	}
 	// Only while this machine owns the mutex, the key still exists (and,
 	// for a new password, its definition was not renamed meanwhile), nobody
 	// wrote the token, and the roster is the one encrypted to.
-	cmp := []clientv3.Cmp{
-		l.mu.IsOwner(),
-		clientv3.Compare(clientv3.CreateRevision(keyKey(team, def.ID)), ">", 0),
-		clientv3.Compare(clientv3.ModRevision(tokenKey(team, def.ID)), "=", l.rev),
-		clientv3.Compare(clientv3.ModRevision(rosterKey(team)), "=", r.Rev),
+	cmp := []cond{
+		l.mu.Held(),
+		{Kind: teamExists, Key: keyKey(team, def.ID)},
+		revIs(tokenKey(team, def.ID), l.rev),
+		revIs(rosterKey(team), r.Rev),
 	}
 	if newPassword {
-		cmp = append(cmp, clientv3.Compare(clientv3.ModRevision(catalogKey(team)), "=", l.catRev))
+		cmp = append(cmp, revIs(catalogKey(team), l.catRev))
 	}
-	resp, err := l.cli.Txn(tctx).If(cmp...).Then(ops...).Commit()
+	ok, rev, err := l.cli.Commit(tctx, cmp, ops)
 	if err != nil {
 		return nil, Key{}, h.etcdErr(err)
 	}
-	if !resp.Succeeded {
+	if !ok {
 		return nil, Key{}, &Error{Team: team, Msg: "the team changed meanwhile; run login again"}
 	}
-	ce := &cacheEntry{Def: def, Token: ts, TokenRev: resp.Header.Revision}
-	return ts, h.key(ce, false), h.cacheToken(ctx, def, ts, resp.Header.Revision)
+	ce := &cacheEntry{Def: def, Token: ts, TokenRev: rev}
+	return ts, h.key(ce, false), h.cacheToken(ctx, def, ts, rev)
 }

@@ -1,4 +1,4 @@
-package etcdteam
+package engine
 
 import (
 	"context"
@@ -7,8 +7,6 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-
-	clientv3 "go.etcd.io/etcd/client/v3"
 
 	"github.com/shipkey/shipkey/auth"
 	"github.com/shipkey/shipkey/internal/text"
@@ -98,13 +96,13 @@ func (h *handle) acceptStrict(data []byte, rev int64, history func(int64) []byte
 
 // historyFrom reads older rosters from etcd, one Get each (rare: only when
 // the roster moved by more than one version since this machine looked).
-func (h *handle) historyFrom(ctx context.Context, cli *clientv3.Client) func(int64) []byte {
+func (h *handle) historyFrom(ctx context.Context, cli team.Driver) func(int64) []byte {
 	return func(v int64) []byte {
-		resp, err := cli.Get(ctx, rosterHistoryKey(h.name(), v))
-		if err != nil || len(resp.Kvs) == 0 {
+		kvs, _, err := cli.Get(ctx, rosterHistoryKey(h.name(), v))
+		if err != nil || kvs[0] == nil {
 			return nil
 		}
-		return resp.Kvs[0].Value
+		return kvs[0].Value
 	}
 }
 

@@ -1,11 +1,9 @@
-package etcdteam
+package engine
 
 import (
 	"context"
 	"strings"
 	"time"
-
-	clientv3 "go.etcd.io/etcd/client/v3"
 )
 
 // testHookWatchRead runs between Watch's first read and its watch (tests
@@ -44,21 +42,21 @@ func (e *Engine) Watch(ctx context.Context, team string, changed func()) error {
 	sync()
 	testHookWatchRead()
 	for ctx.Err() == nil {
-		wctx, cancel := context.WithCancel(clientv3.WithRequireLeader(ctx))
-		opts := []clientv3.OpOption{clientv3.WithPrefix()}
+		wctx, cancel := context.WithCancel(ctx)
+		from := int64(0)
 		if rev > 0 {
-			opts = append(opts, clientv3.WithRev(rev+1))
+			from = rev + 1
 		}
-		for resp := range cli.Watch(wctx, prefix(team), opts...) {
-			if resp.CompactRevision != 0 {
+		for b := range cli.Watch(wctx, prefix(team), from) {
+			if b.Compacted {
 				break // rev+1 is compacted away: read again, watch from there
 			}
 			relevant := false
-			for _, ev := range resp.Events {
-				if !strings.HasPrefix(string(ev.Kv.Key), locks) {
+			for i, k := range b.Keys {
+				if !strings.HasPrefix(k, locks) {
 					relevant = true
 				}
-				rev = max(rev, ev.Kv.ModRevision)
+				rev = max(rev, b.Revs[i])
 			}
 			if relevant {
 				sync()

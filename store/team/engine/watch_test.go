@@ -1,4 +1,4 @@
-package etcdteam_test
+package engine_test
 
 import (
 	"context"
@@ -9,7 +9,7 @@ import (
 	"github.com/shipkey/shipkey/auth/authtest"
 	"github.com/shipkey/shipkey/store"
 	"github.com/shipkey/shipkey/store/team"
-	"github.com/shipkey/shipkey/store/team/etcdteam"
+	"github.com/shipkey/shipkey/store/team/engine"
 	"github.com/shipkey/shipkey/store/team/etcdtest"
 )
 
@@ -28,7 +28,7 @@ func TestWatchMissesNothingAfterItsRead(t *testing.T) {
 	defer cancel()
 	ma, mb := etcdtest.TeamOfTwo(t, ctx, c, "race")
 	ea, eb := ma.Engine, mb.Engine
-	restore := etcdteam.SetTestHookWatchRead(func() {
+	restore := engine.SetTestHookWatchRead(func() {
 		if _, err := eb.CreateKey(ctx, "race", team.NewKey{Label: "between", Definition: store.Definition{Connection: auth.Connection{AuthURL: srv.URL(), Realm: srv.Realm(), ClientID: "shipping-api"}, Username: "svc"}, ClientSecret: "cs-watch", Password: "pw-watch"}); err != nil {
 			t.Error(err)
 		}

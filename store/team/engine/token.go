@@ -1,4 +1,4 @@
-package etcdteam
+package engine
 
 import (
 	"context"
@@ -9,8 +9,6 @@ import (
 	"path/filepath"
 	"strings"
 	"time"
-
-	clientv3 "go.etcd.io/etcd/client/v3"
 
 	"github.com/shipkey/shipkey/auth"
 	"github.com/shipkey/shipkey/internal/text"
@@ -162,7 +160,7 @@ func (h *handle) warnCached(ce *cacheEntry) {
 }
 
 // stillShared reports whether etcd still holds the token set ce cached, at
-// the revision cached: one linearizable keys-only read, within the bound.
+// the revision cached: one linearizable read, within the bound.
 func (h *handle) stillShared(ctx context.Context, ce *cacheEntry) (bool, error) {
 	cli, err := h.client()
 	if err != nil {
@@ -170,12 +168,12 @@ func (h *handle) stillShared(ctx context.Context, ce *cacheEntry) (bool, error) 
 	}
 	ctx, cancel := h.bound(ctx)
 	defer cancel()
-	resp, err := cli.Get(ctx, tokenKey(h.name(), ce.Def.ID), clientv3.WithKeysOnly())
+	kvs, _, err := cli.Get(ctx, tokenKey(h.name(), ce.Def.ID))
 	if err != nil {
 		return false, h.etcdErr(err)
 	}
 	_ = os.Remove(h.unreachablePath()) // etcd answers again
-	return ce.TokenRev != 0 && len(resp.Kvs) == 1 && resp.Kvs[0].ModRevision == ce.TokenRev, nil
+	return ce.TokenRev != 0 && kvs[0] != nil && kvs[0].Rev == ce.TokenRev, nil
 }
 
 // fleetTokenRetry runs fleetToken until it succeeds, fails for a reason
@@ -242,11 +240,11 @@ func (h *handle) fleetToken(ctx context.Context, label string, cached *cacheEntr
 
 	// Due everywhere: one renewal for the fleet, under the team-wide mutex on
 	// a lease (a holder that dies frees it within the TTL).
-	mu, unlock, err := h.lockKey(ctx, cli, id)
+	mu, err := h.lockKey(ctx, cli, id)
 	if err != nil {
 		return nil, err
 	}
-	defer unlock()
+	defer mu.Unlock()
 	cur, rev, d, err = h.readItem(ctx, cli, id)
 	if err != nil {
 		return nil, err
@@ -279,12 +277,11 @@ func (h *handle) fleetToken(ctx context.Context, label string, cached *cacheEntr
 		if err != nil {
 			return nil, err
 		}
-		resp, err := cli.Txn(ctx).If(
-			mu.IsOwner(),
-			clientv3.Compare(clientv3.ModRevision(tokenKey(h.name(), id)), "=", rev),
-			clientv3.Compare(clientv3.ModRevision(rosterKey(h.name())), "=", r.Rev),
-		).Then(clientv3.OpPut(tokenKey(h.name(), id), v)).
-			Else(clientv3.OpGet(tokenKey(h.name(), id))).Commit()
+		ok, wrev, err := cli.Commit(ctx, []cond{
+			mu.Held(),
+			revIs(tokenKey(h.name(), id), rev),
+			revIs(rosterKey(h.name()), r.Rev),
+		}, []op{put(tokenKey(h.name(), id), v)})
 		if err != nil {
 			// The write may or may not have been applied (a leader lost
 			// mid-request): keep the new token, look at what etcd holds,
@@ -303,13 +300,21 @@ func (h *handle) fleetToken(ctx context.Context, label string, cached *cacheEntr
 			rev = srev
 			continue
 		}
-		if resp.Succeeded {
-			return ts, h.cacheToken(ctx, def, ts, resp.Header.Revision)
+		if ok {
+			return ts, h.cacheToken(ctx, def, ts, wrev)
 		}
 		// The roster changed (re-encrypted items) or the lock was lost: take
-		// the new revision and write again, still the only renewal.
-		if kvs := resp.Responses[0].GetResponseRange().Kvs; len(kvs) > 0 {
-			rev = kvs[0].ModRevision
+		// the token's new revision and write again, still the only renewal.
+		kvs, _, err := cli.Get(ctx, tokenKey(h.name(), id))
+		if err != nil {
+			err = h.etcdErr(err)
+			if !errors.Is(err, ErrUnavailable) || !pause(ctx) {
+				return nil, err
+			}
+			continue
+		}
+		if kvs[0] != nil {
+			rev = kvs[0].Rev
 		}
 	}
 }
@@ -318,21 +323,20 @@ func (h *handle) fleetToken(ctx context.Context, label string, cached *cacheEntr
 // trip and verifies them; a nil definition means the key is gone. A token
 // set no member wrote is said and read as none (a renewal replaces it); a
 // definition no member wrote is refused.
-func (h *handle) readItem(ctx context.Context, cli *clientv3.Client, id string) (*auth.TokenSet, int64, *Definition, error) {
-	resp, err := cli.Txn(ctx).Then(clientv3.OpGet(rosterKey(h.name())), clientv3.OpGet(keyKey(h.name(), id)), clientv3.OpGet(tokenKey(h.name(), id))).Commit()
+func (h *handle) readItem(ctx context.Context, cli team.Driver, id string) (*auth.TokenSet, int64, *Definition, error) {
+	kvs, _, err := cli.Get(ctx, rosterKey(h.name()), keyKey(h.name(), id), tokenKey(h.name(), id))
 	if err != nil {
 		return nil, 0, nil, h.etcdErr(err)
 	}
-	rk := resp.Responses[0].GetResponseRange().Kvs
-	if len(rk) == 0 {
+	rk, dk, tk := kvs[0], kvs[1], kvs[2]
+	if rk == nil {
 		return nil, 0, nil, &Error{Team: h.name(), Msg: "etcd holds no such team", Kind: ErrNoTeam}
 	}
-	r, err := h.accept(rk[0].Value, rk[0].ModRevision, h.historyFrom(ctx, cli), false)
+	r, err := h.accept(rk.Value, rk.Rev, h.historyFrom(ctx, cli), false)
 	if err != nil {
 		return nil, 0, nil, err
 	}
-	dk := resp.Responses[1].GetResponseRange().Kvs
-	if len(dk) == 0 {
+	if dk == nil {
 		return nil, 0, nil, nil
 	}
 	if !h.hasMe(r) {
@@ -340,25 +344,24 @@ func (h *handle) readItem(ctx context.Context, cli *clientv3.Client, id string) 
 		return nil, 0, nil, h.notMember()
 	}
 	var d Definition
-	if err := h.openItem(r, kindKey, id, dk[0].Value, &d); err != nil {
+	if err := h.openItem(r, kindKey, id, dk.Value, &d); err != nil {
 		return nil, 0, nil, err
 	}
 	if d.ID != id {
 		return nil, 0, nil, h.refused("key "+id, fmt.Errorf("it holds the definition of key %s: %w", text.Safe(d.ID), team.ErrForged))
 	}
-	tk := resp.Responses[2].GetResponseRange().Kvs
-	if len(tk) == 0 {
+	if tk == nil {
 		return nil, 0, &d, nil
 	}
 	var ts auth.TokenSet
-	if err := h.openItem(r, kindToken, id, tk[0].Value, &ts); err != nil {
+	if err := h.openItem(r, kindToken, id, tk.Value, &ts); err != nil {
 		if !isRefused(err) {
 			return nil, 0, nil, err
 		}
 		h.warnRefused(err)
-		return nil, tk[0].ModRevision, &d, nil
+		return nil, tk.Rev, &d, nil
 	}
-	return &ts, tk[0].ModRevision, &d, nil
+	return &ts, tk.Rev, &d, nil
 }
 
 func (h *handle) cacheToken(ctx context.Context, def Definition, ts *auth.TokenSet, rev int64) error {

@@ -1,4 +1,4 @@
-package etcdteam
+package engine
 
 // SetTestHookWatchRead sets what runs between Watch's first read and its
 // watch, for the external tests; the returned func restores it.

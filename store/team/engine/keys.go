@@ -1,4 +1,4 @@
-package etcdteam
+package engine
 
 import (
 	"context"
@@ -9,9 +9,6 @@ import (
 	"fmt"
 	"slices"
 	"strings"
-
-	"go.etcd.io/etcd/api/v3/mvccpb"
-	clientv3 "go.etcd.io/etcd/client/v3"
 
 	"github.com/shipkey/shipkey/auth"
 	"github.com/shipkey/shipkey/internal/text"
@@ -46,16 +43,17 @@ func (h *handle) read(ctx context.Context) (*snapshot, error) {
 	if err != nil {
 		return nil, err
 	}
-	resp, err := cli.Get(ctx, prefix(h.name()), clientv3.WithPrefix())
+	kvs, rev, err := cli.List(ctx, prefix(h.name()))
 	if err != nil {
 		return nil, h.etcdErr(err)
 	}
-	s := &snapshot{entries: map[string]*cacheEntry{}, rev: resp.Header.Revision}
-	var rosterKV, catalogKV *mvccpb.KeyValue
+	s := &snapshot{entries: map[string]*cacheEntry{}, rev: rev}
+	var rosterKV, catalogKV *team.KV
 	history := map[int64][]byte{}
-	var keys, tokens []*mvccpb.KeyValue
-	for _, kv := range resp.Kvs {
-		k := string(kv.Key)
+	var keys, tokens []*team.KV
+	for i := range kvs {
+		kv := &kvs[i]
+		k := kv.Key
 		switch {
 		case k == rosterKey(h.name()):
 			rosterKV = kv
@@ -75,7 +73,7 @@ func (h *handle) read(ctx context.Context) (*snapshot, error) {
 	if rosterKV == nil {
 		return nil, &Error{Team: h.name(), Msg: "etcd holds no such team", Kind: ErrNoTeam}
 	}
-	if s.roster, err = h.accept(rosterKV.Value, rosterKV.ModRevision, func(v int64) []byte { return history[v] }, false); err != nil {
+	if s.roster, err = h.accept(rosterKV.Value, rosterKV.Rev, func(v int64) []byte { return history[v] }, false); err != nil {
 		return nil, err
 	}
 	if !h.hasMe(s.roster) {
@@ -83,13 +81,13 @@ func (h *handle) read(ctx context.Context) (*snapshot, error) {
 		return nil, h.notMember()
 	}
 	if catalogKV != nil {
-		s.catRev = catalogKV.ModRevision
+		s.catRev = catalogKV.Rev
 		if _, err := team.OpenItem(h.name(), kindCatalog, kindCatalog, s.roster.Roster, catalogKV.Value); err != nil {
 			h.warnRefused(h.refused("the catalog entry", err))
 		}
 	}
 	for _, kv := range keys {
-		id := idOf(string(kv.Key), keysPrefix(h.name()))
+		id := idOf(kv.Key, keysPrefix(h.name()))
 		var d Definition
 		if err := h.openItem(s.roster, kindKey, id, kv.Value, &d); err != nil {
 			if isRefused(err) {
@@ -105,7 +103,7 @@ func (h *handle) read(ctx context.Context) (*snapshot, error) {
 		s.entries[id] = &cacheEntry{Def: d}
 	}
 	for _, kv := range tokens {
-		id := idOf(string(kv.Key), tokensPrefix(h.name()))
+		id := idOf(kv.Key, tokensPrefix(h.name()))
 		e := s.entries[id]
 		if e == nil {
 			continue
@@ -118,7 +116,7 @@ func (h *handle) read(ctx context.Context) (*snapshot, error) {
 			}
 			return nil, err
 		}
-		e.Token, e.TokenRev = &ts, kv.ModRevision
+		e.Token, e.TokenRev = &ts, kv.Rev
 	}
 	_ = h.updateCache(ctx, func(c *cacheFile) {
 		c.Keys, c.SyncedAt, c.Removed = s.entries, h.e.opts.Now().UTC(), false
@@ -237,29 +235,29 @@ func (e *Engine) CreateKey(ctx context.Context, team string, nk NewKey) (Key, er
 	bctx2, cancel2 := h.bound(ctx)
 	defer cancel2()
 	cli, _ := h.client()
-	resp, err := cli.Txn(bctx2).If(
-		clientv3.Compare(clientv3.ModRevision(rosterKey(team)), "=", s.roster.Rev),
-		clientv3.Compare(clientv3.ModRevision(catalogKey(team)), "=", s.catRev),
-	).Then(
-		clientv3.OpPut(keyKey(team, def.ID), kv),
-		clientv3.OpPut(tokenKey(team, def.ID), tv),
-		clientv3.OpPut(catalogKey(team), h.signCatalog(s.roster, def.ID)),
-	).Commit()
+	ok, rev, err := cli.Commit(bctx2, []cond{
+		revIs(rosterKey(team), s.roster.Rev),
+		revIs(catalogKey(team), s.catRev),
+	}, []op{
+		put(keyKey(team, def.ID), kv),
+		put(tokenKey(team, def.ID), tv),
+		put(catalogKey(team), h.signCatalog(s.roster, def.ID)),
+	})
 	if err != nil {
 		return Key{}, h.etcdErr(err)
 	}
-	if !resp.Succeeded {
+	if !ok {
 		return Key{}, &Error{Team: team, Msg: "the team changed while the key was created; try again"}
 	}
-	ce := &cacheEntry{Def: def, Token: ts, TokenRev: resp.Header.Revision}
+	ce := &cacheEntry{Def: def, Token: ts, TokenRev: rev}
 	_ = h.updateCache(ctx, func(c *cacheFile) { c.Keys[def.ID] = ce })
 	return h.key(ce, false), nil
 }
 
 // RemoveKey deletes a team key and its token for every member.
 func (e *Engine) RemoveKey(ctx context.Context, team, label string) error {
-	return e.catalogChange(ctx, team, label, func(h *handle, s *snapshot, ce *cacheEntry) ([]clientv3.Op, error) {
-		return []clientv3.Op{clientv3.OpDelete(keyKey(team, ce.Def.ID)), clientv3.OpDelete(tokenKey(team, ce.Def.ID))}, nil
+	return e.catalogChange(ctx, team, label, func(h *handle, s *snapshot, ce *cacheEntry) ([]op, error) {
+		return []op{del(keyKey(team, ce.Def.ID)), del(tokenKey(team, ce.Def.ID))}, nil
 	})
 }
 
@@ -268,7 +266,7 @@ func (e *Engine) RenameKey(ctx context.Context, team, label, newLabel string) er
 	if newLabel == "" || strings.ContainsAny(newLabel, "/\n\r\t") {
 		return fmt.Errorf("label %q: must be non-empty without / or line breaks", text.Safe(newLabel))
 	}
-	return e.catalogChange(ctx, team, label, func(h *handle, s *snapshot, ce *cacheEntry) ([]clientv3.Op, error) {
+	return e.catalogChange(ctx, team, label, func(h *handle, s *snapshot, ce *cacheEntry) ([]op, error) {
 		if (&cacheFile{Keys: s.entries}).ByLabel(newLabel) != nil {
 			return nil, fmt.Errorf("team %s: label %s already in use", team, text.Safe(newLabel))
 		}
@@ -278,24 +276,24 @@ func (e *Engine) RenameKey(ctx context.Context, team, label, newLabel string) er
 		if err != nil {
 			return nil, err
 		}
-		return []clientv3.Op{clientv3.OpPut(keyKey(team, d.ID), v)}, nil
+		return []op{put(keyKey(team, d.ID), v)}, nil
 	})
 }
 
 // SetClientSecret replaces team key label's client secret for every member.
 func (e *Engine) SetClientSecret(ctx context.Context, team, label, secret string) error {
-	return e.catalogChange(ctx, team, label, func(h *handle, s *snapshot, ce *cacheEntry) ([]clientv3.Op, error) {
+	return e.catalogChange(ctx, team, label, func(h *handle, s *snapshot, ce *cacheEntry) ([]op, error) {
 		d := ce.Def
 		d.ClientSecret = secret
 		v, err := h.sealItem(s.roster, kindKey, d.ID, d)
 		if err != nil {
 			return nil, err
 		}
-		return []clientv3.Op{clientv3.OpPut(keyKey(team, d.ID), v)}, nil
+		return []op{put(keyKey(team, d.ID), v)}, nil
 	})
 }
 
-func (e *Engine) catalogChange(ctx context.Context, team, label string, ops func(*handle, *snapshot, *cacheEntry) ([]clientv3.Op, error)) error {
+func (e *Engine) catalogChange(ctx context.Context, team, label string, ops func(*handle, *snapshot, *cacheEntry) ([]op, error)) error {
 	h, err := e.open(team)
 	if err != nil {
 		return err
@@ -316,14 +314,14 @@ func (e *Engine) catalogChange(ctx context.Context, team, label string, ops func
 		return err
 	}
 	cli, _ := h.client()
-	resp, err := cli.Txn(bctx).If(
-		clientv3.Compare(clientv3.ModRevision(rosterKey(team)), "=", s.roster.Rev),
-		clientv3.Compare(clientv3.ModRevision(catalogKey(team)), "=", s.catRev),
-	).Then(append(then, clientv3.OpPut(catalogKey(team), h.signCatalog(s.roster, ce.Def.ID)))...).Commit()
+	ok, _, err := cli.Commit(bctx, []cond{
+		revIs(rosterKey(team), s.roster.Rev),
+		revIs(catalogKey(team), s.catRev),
+	}, append(then, put(catalogKey(team), h.signCatalog(s.roster, ce.Def.ID))))
 	if err != nil {
 		return h.etcdErr(err)
 	}
-	if !resp.Succeeded {
+	if !ok {
 		return &Error{Team: team, Msg: "the team changed meanwhile; try again"}
 	}
 	_, _ = h.read(bctx) // refresh the cache

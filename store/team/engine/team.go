@@ -1,4 +1,4 @@
-package etcdteam
+package engine
 
 import (
 	"context"
@@ -10,22 +10,27 @@ import (
 	"time"
 
 	"filippo.io/age"
-	clientv3 "go.etcd.io/etcd/client/v3"
 
 	"github.com/shipkey/shipkey/internal/text"
 	"github.com/shipkey/shipkey/store"
 	"github.com/shipkey/shipkey/store/team"
 )
 
+// Dialer connects a team's driver (etcdteam.Dial). It does not wait for a
+// connection: every driver call is bounded by its context.
+type Dialer func(tc store.TeamConn, password string) (team.Driver, error)
+
 // Engine is the team store: one per process, teams opened on demand.
 type Engine struct {
 	opts Options
+	dial Dialer
 }
 
-// New returns an engine; nothing is opened until a team is used.
-func New(opts Options) teamEngine { return newEngine(opts) }
+// New returns an engine over the driver dial connects; nothing is opened
+// until a team is used.
+func New(opts Options, dial Dialer) team.Engine { return newEngine(opts, dial) }
 
-func newEngine(opts Options) *Engine {
+func newEngine(opts Options, dial Dialer) *Engine {
 	if opts.Now == nil {
 		opts.Now = time.Now
 	}
@@ -35,7 +40,7 @@ func newEngine(opts Options) *Engine {
 	if opts.LockTTL <= 0 {
 		opts.LockTTL = DefaultLockTTL
 	}
-	return &Engine{opts: opts}
+	return &Engine{opts: opts, dial: dial}
 }
 
 func prefix(t string) string { return team.Prefix(t) }
@@ -48,8 +53,8 @@ func keysPrefix(team string) string          { return prefix(team) + "keys/" }
 func tokensPrefix(team string) string        { return prefix(team) + "tokens/" }
 func idOf(etcdKey, itemPrefix string) string { return strings.TrimPrefix(etcdKey, itemPrefix) }
 
-// handle is one team opened: its connection, this member's identity, and an
-// etcd client dialled on first use.
+// handle is one team opened: its connection, this member's identity, and a
+// driver dialled on first use.
 type handle struct {
 	e        *Engine
 	tc       store.TeamConn
@@ -57,7 +62,7 @@ type handle struct {
 	signer   ed25519.PrivateKey // derived from id (team.SigningKey)
 	password string
 	timeout  time.Duration
-	cli      *clientv3.Client
+	drv      team.Driver
 }
 
 func (e *Engine) open(name string) (*handle, error) {
@@ -104,20 +109,20 @@ func (h *handle) me() Member {
 	return Member{Recipient: h.id.Recipient().String(), SigningKey: h.signingKey()}
 }
 
-func (h *handle) client() (*clientv3.Client, error) {
-	if h.cli == nil {
-		cli, err := dial(h.tc, h.password)
+func (h *handle) client() (team.Driver, error) {
+	if h.drv == nil {
+		drv, err := h.e.dial(h.tc, h.password)
 		if err != nil {
 			return nil, err
 		}
-		h.cli = cli
+		h.drv = drv
 	}
-	return h.cli, nil
+	return h.drv, nil
 }
 
 func (h *handle) close() {
-	if h.cli != nil {
-		_ = h.cli.Close()
+	if h.drv != nil {
+		_ = h.drv.Close()
 	}
 }
 
@@ -126,8 +131,8 @@ func (h *handle) bound(ctx context.Context) (context.Context, context.CancelFunc
 	return context.WithTimeout(ctx, h.timeout)
 }
 
-// etcdErr turns an etcd failure into one line; unavailability wraps
-// ErrUnavailable.
+// etcdErr turns a driver's failure into one line; unavailability (the
+// driver's, or the bound running out) wraps ErrUnavailable.
 func (h *handle) etcdErr(err error) error {
 	if err == nil {
 		return nil
@@ -136,7 +141,7 @@ func (h *handle) etcdErr(err error) error {
 	if errors.As(err, &known) || errors.Is(err, ErrNotMember) || errors.Is(err, ErrNoTeam) {
 		return err
 	}
-	if unavailable(err) {
+	if errors.Is(err, ErrUnavailable) || errors.Is(err, context.DeadlineExceeded) || errors.Is(err, context.Canceled) {
 		return &Error{Team: h.name(), Msg: fmt.Sprintf("etcd at %s did not answer within %s (unreachable or no quorum)", strings.Join(h.tc.Endpoints, ","), h.timeout), Kind: ErrUnavailable}
 	}
 	return &Error{Team: h.name(), Msg: "etcd: " + text.Safe(err.Error())}

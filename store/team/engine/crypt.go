@@ -1,4 +1,4 @@
-package etcdteam
+package engine
 
 import (
 	"bytes"

@@ -1,0 +1,56 @@
+package engine_test
+
+import (
+	"context"
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/shipkey/shipkey/auth"
+	"github.com/shipkey/shipkey/auth/authtest"
+	"github.com/shipkey/shipkey/store"
+	"github.com/shipkey/shipkey/store/team"
+	"github.com/shipkey/shipkey/store/team/drivertest"
+	"github.com/shipkey/shipkey/store/team/engine"
+	"github.com/shipkey/shipkey/store/team/etcdtest"
+)
+
+// TestProtocolOnAnotherDriver: the team protocol needs nothing of etcd
+// beyond team.Driver. On the in-memory driver (a test double that passes
+// the drivers' conformance suite) two machines make a team, one creates a
+// key, both hand out the one token with one token request, and after b is
+// removed it reads nothing. The product runs on etcd (etcdteam) and so do
+// every other team test.
+func TestProtocolOnAnotherDriver(t *testing.T) {
+	t.Parallel()
+	srv := authtest.NewServer(authtest.Config{
+		Users:   []authtest.User{{Username: "svc", Password: "pw-mem"}},
+		Clients: []authtest.Client{{ID: "shipping-api", Secret: "cs-mem"}},
+	})
+	defer srv.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	mem := drivertest.NewMemory()
+	newEngine := func(o team.Options) team.Engine { return engine.New(o, mem.Dialer()) }
+	a, b := etcdtest.TeamOfTwoWith(t, ctx, newEngine, []string{"memory"}, "mem")
+	if _, err := a.Engine.CreateKey(ctx, "mem", team.NewKey{Label: "svc", Definition: store.Definition{Grant: auth.GrantPassword, Connection: auth.Connection{AuthURL: srv.URL(), Realm: srv.Realm(), ClientID: "shipping-api"}, Username: "svc"}, ClientSecret: "cs-mem", Password: "pw-mem"}); err != nil {
+		t.Fatal(err)
+	}
+	ta, err := a.Engine.Token(ctx, "mem", "svc", team.TokenOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	tb, err := b.Engine.Token(ctx, "mem", "svc", team.TokenOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ta.AccessToken != tb.AccessToken || srv.Count("token") != 1 {
+		t.Fatalf("the two machines: same token %v, token requests %d (want 1)", ta.AccessToken == tb.AccessToken, srv.Count("token"))
+	}
+	if _, err := a.Engine.RemoveMember(ctx, "mem", "b"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := b.Engine.Token(ctx, "mem", "svc", team.TokenOptions{Force: true}); !errors.Is(err, team.ErrNotMember) {
+		t.Fatalf("the removed member's token: %v, want not a member", err)
+	}
+}
