@@ -316,9 +316,10 @@ func TestRenameAndRemoveShowOnTheOtherMachine(t *testing.T) {
 // same type, so a field added there cannot silently vanish from etcd.
 func TestDefinitionMirrorsStoreKey(t *testing.T) {
 	t.Parallel()
-	// store.Key's fields that are state, not definition; Team is where the
-	// key is kept (the team's prefix in etcd), not part of it.
-	state := map[string]bool{"LastUsed": true, "Default": true, "Token": true, "Masked": true, "LoggedOut": true, "HasRefreshToken": true, "EndPending": true, "Team": true, "TeamRemoved": true}
+	// store.Key's fields that are state, not definition; Team and Secrets
+	// are where the key and its secrets are kept (the team's prefix in
+	// etcd; this machine's secrets backend), not part of it.
+	state := map[string]bool{"LastUsed": true, "Default": true, "Token": true, "Masked": true, "LoggedOut": true, "HasRefreshToken": true, "EndPending": true, "Team": true, "TeamRemoved": true, "Secrets": true}
 	def := reflect.TypeFor[team.Definition]()
 	key := reflect.TypeFor[store.Key]()
 	for i := range key.NumField() {
