@@ -30,6 +30,8 @@ func (m *Model) apply(a action) tea.Cmd {
 		return m.openForm()
 	case actOpenKeys:
 		return m.goTo(screenKeys)
+	case actOpenRequest:
+		return m.openRequest()
 	case actOpenDetails:
 		return m.openDetails(a.label)
 	case actSubmitKey:
@@ -81,8 +83,27 @@ func (m *Model) apply(a action) tea.Cmd {
 		return tea.Batch(m.goTo(screenInspector), m.inspector.startPaste())
 	case actInspectToken:
 		return m.loadInspector("pasted token", []token{{title: "Pasted token", raw: a.raw}})
+	case actSendRequest:
+		m.cancelRequest()
+		ctx, cancel := context.WithTimeout(m.ctx, opTimeout)
+		m.requestCancel = cancel // esc cancels it; the values stay
+		m.request.sending(a.call)
+		return tea.Batch(m.startOp(), m.sendCmd(ctx, m.req.start(slotRequest), a.call))
+	case actCancelRequest:
+		m.cancelRequest()
+		m.req.start(slotRequest) // the late answer, if any, is stale
+		m.endOp()
+		return m.request.failed("Request cancelled; ctrl+s sends it again.")
 	}
 	return nil
+}
+
+// cancelRequest cancels the Request screen's request in flight, if any.
+func (m *Model) cancelRequest() {
+	if m.requestCancel != nil {
+		m.requestCancel()
+		m.requestCancel = nil
+	}
 }
 
 // openDetails shows a key's token details at once from its metadata and

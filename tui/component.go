@@ -40,10 +40,11 @@ const (
 	screenKeys
 	screenInspector
 	screenSignin
+	screenRequest
 )
 
 func (s screenID) String() string {
-	return [...]string{"Welcome", "Get API Key", "Token details", "API keys", "Claims inspector", "Sign in"}[s]
+	return [...]string{"Welcome", "Get API Key", "Token details", "API keys", "Claims inspector", "Sign in", "Request"}[s]
 }
 
 // modal reports whether the screen holds the app until it is done: the
@@ -54,5 +55,5 @@ func (s screenID) modal() bool { return s == screenSignin }
 // hasCountdowns reports whether the screen shows live countdowns or
 // relative times (and so needs the countdown tick).
 func (s screenID) hasCountdowns() bool {
-	return s != screenForm
+	return s != screenForm && s != screenRequest
 }

@@ -3,11 +3,14 @@
 // with live countdowns, lists and manages keys, and inspects token claims.
 //
 // It works only through package store (the Backend interface, satisfied by
-// *store.Store) and auth's pure helpers; it never speaks HTTP or touches files
-// itself, and every store call runs in a tea.Cmd, so the UI never blocks.
+// *store.Store) and auth's pure helpers; it never touches files itself, and
+// speaks HTTP only on the Request screen, through the API client the CLI
+// hands it (Options.API: the one `shipkey api` sends with). Every store call
+// and every request runs in a tea.Cmd, so the UI never blocks.
 //
 // What it must never do: put a password, client secret or token into a view
 // unmasked (a token is shown whole only after the explicit reveal), into an
 // error or a log line; or render untrusted text (labels, claims, server error
-// descriptions) without auth.Sanitize. See README.md for the house rules.
+// descriptions, API answers) without text.Safe. See README.md for the house
+// rules.
 package tui

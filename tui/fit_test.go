@@ -34,7 +34,7 @@ func TestEveryScreenFitsDownTo40x10(t *testing.T) {
 			f.add("a-rather-long-label-for-a-narrow-screen", "u", t0.Add(-time.Hour))
 		})
 		h.send(windowSize(size[0], size[1]))
-		for _, keys := range [][]string{{"esc"}, {"n"}, {"1"}, {"1", "v"}, {"1", "l"}, {"2"}, {"2", "/"}, {"2", "d"}, {"3"}, {"?"}} {
+		for _, keys := range [][]string{{"esc"}, {"n"}, {"1"}, {"1", "v"}, {"1", "l"}, {"2"}, {"2", "/"}, {"2", "d"}, {"3"}, {"4"}, {"4", "ctrl+s"}, {"?"}} {
 			h.press("esc", "esc", "esc")
 			h.m.showHelp = false
 			h.press(keys...)

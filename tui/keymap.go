@@ -10,7 +10,7 @@ type KeyMap struct {
 	// HelpTyping opens the help while a text field has focus, where ? is
 	// text (a secret may hold one); it works everywhere.
 	Help, HelpTyping, Quit, ForceQuit, Back key.Binding
-	Details, Keys, Inspector                key.Binding
+	Details, Keys, Inspector, Request       key.Binding
 	NewKey                                  key.Binding
 
 	// Lists and forms. Choose changes the focused choice of a form (the
@@ -31,6 +31,11 @@ type KeyMap struct {
 
 	// Inspector.
 	Paste key.Binding
+
+	// Request: TabNext and TabPrev move between its fields (↑/↓ and enter
+	// belong to the text areas); Send sends (again); Edit goes from the
+	// answer back to the request.
+	TabNext, TabPrev, Send, Edit key.Binding
 
 	// Scrolling (every screen whose content can exceed the body).
 	ScrollUp, ScrollDown, PageUp, PageDown, Top, Bottom key.Binding
@@ -53,6 +58,7 @@ func DefaultKeyMap() KeyMap {
 		Details:    b([]string{"1"}, "1", "token details"),
 		Keys:       b([]string{"2"}, "2", "API keys"),
 		Inspector:  b([]string{"3"}, "3", "inspector"),
+		Request:    b([]string{"4"}, "4", "request"),
 		NewKey:     b([]string{"n"}, "n", "get API key"),
 
 		Up:        b([]string{"up", "k"}, "↑/k", "up"),
@@ -88,6 +94,10 @@ func DefaultKeyMap() KeyMap {
 		No:          b([]string{"n", "N", "esc"}, "n", "no"),
 
 		Paste:      b([]string{"p"}, "p", "paste a token"),
+		TabNext:    b([]string{"tab"}, "tab", "next field"),
+		TabPrev:    b([]string{"shift+tab"}, "shift+tab", "previous field"),
+		Send:       b([]string{"ctrl+s"}, "ctrl+s", "send"),
+		Edit:       b([]string{"esc"}, "esc", "edit request"),
 		ScrollUp:   b([]string{"up", "k"}, "↑/k", "scroll up"),
 		ScrollDown: b([]string{"down", "j"}, "↓/j", "scroll down"),
 		PageUp:     b([]string{"pgup"}, "pgup", "page up"),

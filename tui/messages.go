@@ -94,6 +94,14 @@ type browserMsg struct {
 	err  error
 }
 
+// requestDoneMsg answers a request of the Request screen: its answer, or
+// why there was none.
+type requestDoneMsg struct {
+	seq    int
+	answer *apiAnswer
+	err    error
+}
+
 // tickMsg is the countdown tick (tick.go: when the text shown changes).
 type tickMsg struct {
 	gen int
@@ -186,3 +194,19 @@ func (actOpenBrowser) isAction() {}
 type actInspectToken struct{ raw string }
 
 func (actInspectToken) isAction() {}
+
+// actSendRequest sends a request of the Request screen.
+type actSendRequest struct{ call apiCall }
+
+func (actSendRequest) isAction() {}
+
+// actCancelRequest cancels the Request screen's request in flight; the
+// values typed stay.
+type actCancelRequest struct{}
+
+func (actCancelRequest) isAction() {}
+
+// actOpenRequest opens the Request screen.
+type actOpenRequest struct{}
+
+func (actOpenRequest) isAction() {}

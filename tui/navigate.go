@@ -55,6 +55,8 @@ func (m *Model) handleKey(k tea.KeyPressMsg) tea.Cmd {
 		return m.goTo(screenKeys)
 	case key.Matches(k, km.Inspector):
 		return m.apply(m.inspectCurrent())
+	case key.Matches(k, km.Request):
+		return m.openRequest()
 	case key.Matches(k, km.NewKey) && m.active != screenForm:
 		return m.openForm()
 	}
@@ -72,6 +74,7 @@ func (m *Model) typing() bool {
 
 func (m *Model) quit() tea.Cmd {
 	m.endGrant() // stops its wait; nothing is stored
+	m.cancelRequest()
 	m.quitting = true
 	return tea.Quit
 }
@@ -179,4 +182,18 @@ func (m *Model) inspectCurrent() action {
 		return actInspectKey{label: m.current}
 	}
 	return actInspectPaste{}
+}
+
+// openRequest is "4": the Request screen, for the key in sight (the one
+// selected in API keys, the one whose details are shown), else the
+// current key.
+func (m *Model) openRequest() tea.Cmd {
+	label := m.current
+	switch {
+	case m.active == screenKeys && m.keyList.selected() != nil:
+		label = m.keyList.selected().Label
+	case m.active == screenDetails && m.details.key.Label != "":
+		label = m.details.key.Label
+	}
+	return tea.Batch(m.goTo(screenRequest), m.request.open(label))
 }

@@ -32,6 +32,7 @@ const (
 	slotInspect             // the inspector's token load and signature checks
 	slotLive                // the server check of the details key
 	slotStamp               // the store's change stamp
+	slotRequest             // the Request screen's API request
 	slotCount
 )
 

@@ -24,6 +24,7 @@ func (m *Model) handleKeysLoaded(msg keysLoadedMsg) tea.Cmd {
 	}
 	m.welcome.setKeys(msg.keys, m.current, msg.err)
 	m.keyList.setKeys(msg.keys)
+	m.request.setKeys(msg.keys)
 	for _, k := range msg.keys {
 		if k.ID == m.details.key.ID {
 			m.details.key = k
@@ -183,4 +184,20 @@ func (m *Model) handleCopyReady(msg copyReadyMsg) tea.Cmd {
 func (m *Model) setCurrent(label string) {
 	m.current = label
 	m.welcome.current = label
+}
+
+// handleRequestDone shows the answer of the Request screen's request; the
+// answer of a cancelled or older request is dropped.
+func (m *Model) handleRequestDone(msg requestDoneMsg) tea.Cmd {
+	if !m.req.current(slotRequest, msg.seq) {
+		return nil // cancelled: endOp was counted then
+	}
+	m.endOp()
+	m.req.done(slotRequest, msg.seq)
+	m.cancelRequest() // releases the request's context
+	if msg.err != nil {
+		return m.request.failed(requestError(msg.err))
+	}
+	m.request.answered(msg.answer)
+	return nil
 }

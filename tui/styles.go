@@ -5,6 +5,7 @@ import (
 
 	"charm.land/bubbles/v2/help"
 	"charm.land/bubbles/v2/table"
+	"charm.land/bubbles/v2/textarea"
 	"charm.land/bubbles/v2/textinput"
 	tea "charm.land/bubbletea/v2"
 	"charm.land/lipgloss/v2"
@@ -55,6 +56,7 @@ type Styles struct {
 	Help      help.Styles
 	Table     table.Styles
 	TextInput textinput.Styles
+	TextArea  textarea.Styles
 }
 
 // NewStyles builds the styles for theme.
@@ -70,6 +72,7 @@ func NewStyles(theme Theme) *Styles {
 		s.Help = help.Styles{}
 		s.Table = table.Styles{Header: plain.Padding(0, 1), Cell: plain.Padding(0, 1)}
 		s.TextInput = textinput.Styles{Cursor: textinput.CursorStyle{Shape: tea.CursorBlock}}
+		s.TextArea = textarea.Styles{Cursor: textarea.CursorStyle{Shape: tea.CursorBlock}}
 		return s
 	}
 	ld := lipgloss.LightDark(theme.Dark)
@@ -131,6 +134,17 @@ func NewStyles(theme Theme) *Styles {
 		ti.Cursor.Color = accent
 	}
 	s.TextInput = ti
+	ta := textarea.DefaultStyles(theme.Dark)
+	if theme.NoColor {
+		ta = textarea.Styles{}
+	}
+	ta.Focused.CursorLine = lipgloss.NewStyle() // the cursor is enough
+	ta.Cursor.Blink = false
+	ta.Cursor.Shape = tea.CursorBlock
+	if accent != nil {
+		ta.Cursor.Color = accent
+	}
+	s.TextArea = ta
 	return s
 }
 
@@ -160,4 +174,15 @@ func (s *Styles) newTextInput(prompt string) textinput.Model {
 	ti.SetStyles(s.TextInput)
 	ti.SetVirtualCursor(!s.Theme.Plain)
 	return ti
+}
+
+// newTextArea builds a text area styled for s, as newTextInput: no prompt,
+// no line numbers, static cursor, no virtual cursor when Plain.
+func (s *Styles) newTextArea() textarea.Model {
+	ta := textarea.New()
+	ta.Prompt = ""
+	ta.ShowLineNumbers = false
+	ta.SetStyles(s.TextArea)
+	ta.SetVirtualCursor(!s.Theme.Plain)
+	return ta
 }

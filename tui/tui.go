@@ -75,6 +75,12 @@ type Options struct {
 	// TraceFirstFrame, when set, is a file to which Run appends the time
 	// the first frame was written (EnvTraceFirstFrame).
 	TraceFirstFrame string
+	// API builds the HTTP client of the Request screen (the client of
+	// `shipkey api`); nil: the screen says it cannot send.
+	API APIClient
+	// APIURL is the Request screen's URL for a key without an API URL of
+	// its own (the demo's API), and the base a path is resolved against.
+	APIURL string
 }
 
 // config is what newModel needs; New builds it from Options, tests directly.
@@ -105,6 +111,10 @@ type config struct {
 	// envOnly: only with $BROWSER (a device code: the person may be on
 	// another machine).
 	openURL func(url string, envOnly bool) error
+	// api builds the Request screen's HTTP client; apiURL is its default
+	// URL (Options.API, Options.APIURL).
+	api    APIClient
+	apiURL string
 }
 
 // Model is the root tea.Model: it owns the screens, the store and every side
@@ -125,6 +135,8 @@ type Model struct {
 	// createCancel cancels the form's token request in flight (not a
 	// grant that waits for a person: that is m.grant).
 	createCancel context.CancelFunc
+	// requestCancel cancels the Request screen's request in flight.
+	requestCancel context.CancelFunc
 
 	welcome   *welcome
 	form      *form
@@ -132,6 +144,7 @@ type Model struct {
 	keyList   *keyList
 	inspector *inspector
 	signin    *signin
+	request   *request
 
 	grant *grantRun // the interactive grant in flight, nil when none
 
@@ -184,6 +197,8 @@ func New(opts Options) *Model {
 		tmux:      execTmux(),
 		outerMux:  outerMultiplexer(os.Getenv("TMUX"), os.Getenv("TERM")),
 		theme:     Theme{Dark: true, NoColor: os.Getenv("NO_COLOR") != ""},
+		api:       opts.API,
+		apiURL:    opts.APIURL,
 	}
 	if opts.Store != nil {
 		cfg.backend = opts.Store
@@ -356,6 +371,7 @@ func newModel(cfg config) *Model {
 	m.keyList = newKeyList(m.c)
 	m.inspector = newInspector(m.c, spin)
 	m.signin = newSignin(m.c)
+	m.request = newRequest(m.c, spin, cfg.apiURL)
 	m.setSize(80, 24)
 	return m
 }
@@ -442,6 +458,8 @@ func (m *Model) dispatch(msg tea.Msg) tea.Cmd {
 		m.req.end()
 		m.inspector.verified(msg)
 		return nil
+	case requestDoneMsg:
+		return m.handleRequestDone(msg)
 	}
 	return m.forward(msg)
 }
@@ -452,6 +470,7 @@ func (m *Model) trackWaits() {
 	m.details.wait.track(m.details.busy(), now)
 	m.details.liveWait.track(m.details.liveState == liveChecking, now)
 	m.form.wait.track(m.form.state == formSubmitting, now)
+	m.request.wait.track(m.request.busy(), now)
 }
 
 // View renders the header, the active screen (or the full help), a status
@@ -606,7 +625,7 @@ func (m *Model) FullHelp() [][]key.Binding {
 	}
 	// The global bindings, less those the screen already lists (each key
 	// appears once in the help).
-	global := [][]key.Binding{{k.Details, k.Keys, k.Inspector, k.NewKey}, {k.Help, k.HelpTyping, k.Back, k.Quit}}
+	global := [][]key.Binding{{k.Details, k.Keys, k.Inspector, k.Request, k.NewKey}, {k.Help, k.HelpTyping, k.Back, k.Quit}}
 	if m.active.modal() {
 		global = [][]key.Binding{{k.Help, k.HelpTyping, k.Quit}}
 	}
@@ -636,6 +655,8 @@ func (m *Model) screen() screen {
 		return m.inspector
 	case screenSignin:
 		return m.signin
+	case screenRequest:
+		return m.request
 	default:
 		return m.welcome
 	}
@@ -649,7 +670,7 @@ func (m *Model) setSize(w, h int) {
 	m.c.width = m.width
 	m.help.SetWidth(m.width)
 	bh := m.bodyHeight()
-	for _, s := range []screen{m.welcome, m.form, m.details, m.keyList, m.inspector, m.signin} {
+	for _, s := range []screen{m.welcome, m.form, m.details, m.keyList, m.inspector, m.signin, m.request} {
 		s.SetSize(m.width, bh)
 	}
 }
@@ -670,6 +691,7 @@ func (m *Model) handleBackground(dark bool) {
 	m.details.restyle()
 	m.keyList.restyle()
 	m.inspector.restyle()
+	m.request.restyle()
 }
 
 // forward hands a message to the active screen and applies its intent.

@@ -34,6 +34,7 @@ func (w *welcome) menu() []menuItem {
 		{"Get API Key", "n", actOpenForm{}},
 		{"API keys", "2", actOpenKeys{}},
 		{"Inspect a token", "3", actInspectPaste{}},
+		{"Call the API", "4", actOpenRequest{}},
 		{"Help", "?", actToggleHelp{}},
 		{"Quit", "q", actQuit{}},
 	}
@@ -143,10 +144,10 @@ func (w *welcome) content() (string, int) {
 
 func (w *welcome) ShortHelp() []key.Binding {
 	k := w.c.keys
-	return []key.Binding{k.Enter, k.NewKey, k.Details, k.Keys, k.Inspector, k.Help, k.Quit}
+	return []key.Binding{k.Enter, k.NewKey, k.Details, k.Keys, k.Inspector, k.Request, k.Help, k.Quit}
 }
 
 func (w *welcome) FullHelp() [][]key.Binding {
 	k := w.c.keys
-	return [][]key.Binding{{k.Up, k.Down, k.Enter}, {k.NewKey, k.Details, k.Keys, k.Inspector}}
+	return [][]key.Binding{{k.Up, k.Down, k.Enter}, {k.NewKey, k.Details, k.Keys, k.Inspector, k.Request}}
 }

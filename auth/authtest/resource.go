@@ -420,12 +420,13 @@ func (rs *ResourceServer) introspectionURL(r *http.Request) (string, error) {
 }
 
 // hostileBody is JSON whose strings carry terminal control sequences: clear
-// screen, an OSC 52 clipboard write, a C1 CSI and a right-to-left override.
-const hostileBody = `{"name":"evil\u001b[2J\u001b[H","note":"copy\u001b]52;c;ZXZpbA==\u0007me","c1":"\u009b31mred","bidi":"\u202eesrever","bell":"\u0007"}` + "\n"
+// screen, an OSC 52 clipboard write, a C1 CSI, a right-to-left override and
+// a carriage return that would write over the start of its line.
+const hostileBody = `{"name":"evil\u001b[2J\u001b[H","note":"copy\u001b]52;c;ZXZpbA==\u0007me","c1":"\u009b31mred","bidi":"\u202eesrever","bell":"\u0007","cr":"over\rwritten"}` + "\n"
 
 // hostileRaw is hostileBody's sequences as raw bytes, as a careless or
 // malicious server sends them.
-const hostileRaw = "evil\x1b[2J\x1b[H copy\x1b]52;c;ZXZpbA==\x07me \u009b31mred \u202eesrever\x07\n"
+const hostileRaw = "evil\x1b[2J\x1b[H copy\x1b]52;c;ZXZpbA==\x07me \u009b31mred \u202eesrever\x07 over\rwritten\n"
 
 func writeLarge(w http.ResponseWriter, r *http.Request) {
 	n := 2000

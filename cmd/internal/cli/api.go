@@ -181,7 +181,7 @@ func apiRun(ctx context.Context, opts *apiOptions) error {
 	if err != nil {
 		return err
 	}
-	client, err := opts.Client(keySource(st, key, opts.ForceRefresh, opts.Secrets))
+	client, err := keyClient(opts.Client, st, key, opts.ForceRefresh, opts.Secrets, nil)
 	if err != nil {
 		return err
 	}
@@ -191,6 +191,24 @@ func apiRun(ctx context.Context, opts *apiOptions) error {
 	}
 	defer resp.Body.Close()
 	return writeAnswer(opts, resp, jq)
+}
+
+// keyClient is the HTTP client that sends key's token: the one path of
+// shipkey api and of the app's Request screen (keySource through build,
+// the factory's APIClient). onForce, when set, is told of each forced
+// renewal (the API refused the token as invalid).
+func keyClient(build func(auth.APISource) (*http.Client, error), st *store.Store, key store.Key, forceFirst bool, secrets *secretSet, onForce func()) (*http.Client, error) {
+	source := keySource(st, key, forceFirst, secrets)
+	if onForce != nil {
+		inner := source
+		source = func(ctx context.Context, force bool) (*auth.TokenSet, error) {
+			if force {
+				onForce()
+			}
+			return inner(ctx, force)
+		}
+	}
+	return build(source)
 }
 
 // keySource hands out the key's token to the API client: the stored one

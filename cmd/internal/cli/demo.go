@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"net/http"
 	"os"
 	"path/filepath"
 	"time"
@@ -24,10 +25,14 @@ type demoOptions struct {
 	Diag   *switchWriter // warnings and debug lines; the app's status line while it runs
 	Serve  bool
 	Addr   string
+	// APIClient and Secrets are the Request screen's (as shipkey api's).
+	APIClient func(auth.APISource) (*http.Client, error)
+	Secrets   *secretSet
 }
 
 func newCmdDemo(f *factory, runF func(context.Context, *demoOptions) error) *cobra.Command {
-	opts := &demoOptions{IO: f.IO, Now: f.Now, Auth: f.Auth, Open: f.openStore, RunTUI: runTUI, Diag: f.Diag}
+	opts := &demoOptions{IO: f.IO, Now: f.Now, Auth: f.Auth, Open: f.openStore, RunTUI: runTUI, Diag: f.Diag,
+		APIClient: f.APIClient, Secrets: f.Secrets}
 	cmd := &cobra.Command{
 		Use:   "demo",
 		Short: "Try shipkey against a built-in demo server (nothing is kept)",
@@ -121,7 +126,10 @@ func demoRun(ctx context.Context, opts *demoOptions) error {
 		Now:   opts.Now,
 		Prefill: demoPrefill(srv.URL(), srv.Realm(), authtest.DemoClientID, authtest.DemoClientSecret,
 			authtest.DemoUsername, authtest.DemoPassword),
-		Demo: true,
-		Diag: opts.Diag,
+		Demo:      true,
+		Diag:      opts.Diag,
+		APIClient: opts.APIClient,
+		Secrets:   opts.Secrets,
+		APIURL:    api.URL(),
 	})
 }

@@ -7,6 +7,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/shipkey/shipkey/internal/text"
 )
 
 // progressDelay is how long a transfer runs before its progress is shown:
@@ -61,32 +63,18 @@ func (p *progress) run() {
 func (p *progress) draw() {
 	n := p.n.Load()
 	if p.total <= 0 {
-		fmt.Fprintf(p.w, "\r\x1b[K%s", byteCount(n))
+		fmt.Fprintf(p.w, "\r\x1b[K%s", text.Bytes(n))
 		return
 	}
 	const width = 30
 	frac := float64(n) / float64(p.total)
 	frac = min(max(frac, 0), 1)
 	full := int(frac * width)
-	fmt.Fprintf(p.w, "\r\x1b[K[%s%s] %3.0f%% %s of %s", strings.Repeat("=", full), strings.Repeat(" ", width-full), frac*100, byteCount(n), byteCount(p.total))
+	fmt.Fprintf(p.w, "\r\x1b[K[%s%s] %3.0f%% %s of %s", strings.Repeat("=", full), strings.Repeat(" ", width-full), frac*100, text.Bytes(n), text.Bytes(p.total))
 }
 
 // stop ends the display and clears its line.
 func (p *progress) stop() {
 	p.once.Do(func() { close(p.done) })
 	p.wg.Wait()
-}
-
-// byteCount is n in B, KiB, MiB or GiB.
-func byteCount(n int64) string {
-	const unit = 1024
-	if n < unit {
-		return fmt.Sprintf("%d B", n)
-	}
-	div, exp := int64(unit), 0
-	for m := n / unit; m >= unit && exp < 2; m /= unit {
-		div *= unit
-		exp++
-	}
-	return fmt.Sprintf("%.1f %ciB", float64(n)/float64(div), "KMG"[exp])
 }

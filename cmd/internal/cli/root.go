@@ -141,7 +141,8 @@ Environment:
 			if err := st.Unlock(); err != nil {
 				return err
 			}
-			return runTUI(cmd.Context(), uiOptions{Store: st, Auth: client, Now: f.Now, Diag: f.Diag, Team: eng})
+			return runTUI(cmd.Context(), uiOptions{Store: st, Auth: client, Now: f.Now, Diag: f.Diag, Team: eng,
+				APIClient: f.APIClient, Secrets: f.Secrets})
 		},
 	}
 	root.PersistentFlags().BoolVar(&f.Debug, "debug", false, "log HTTP requests to stderr (secrets redacted)")

@@ -2,10 +2,13 @@ package cli
 
 import (
 	"context"
+	"fmt"
+	"net/http"
 	"os"
 	"time"
 
 	"github.com/shipkey/shipkey/auth"
+	"github.com/shipkey/shipkey/internal/text"
 	"github.com/shipkey/shipkey/store"
 	"github.com/shipkey/shipkey/store/team"
 	"github.com/shipkey/shipkey/tui"
@@ -24,6 +27,12 @@ type uiOptions struct {
 	// Team, when set, adds the keys of the teams this machine joined, kept
 	// live by a watch per team.
 	Team team.Engine
+	// APIClient builds the Request screen's HTTP client (the factory's, as
+	// for shipkey api); Secrets are the debug log's secrets. APIURL is the
+	// screen's URL for a key without one (the demo's API).
+	APIClient func(auth.APISource) (*http.Client, error)
+	Secrets   *secretSet
+	APIURL    string
 }
 
 // runTUI opens the full-screen app; the only place the CLI calls package tui
@@ -31,7 +40,10 @@ type uiOptions struct {
 func runTUI(ctx context.Context, o uiOptions) error {
 	noCoreDump() // the app holds secrets and tokens while it is open
 	opts := tui.Options{Store: o.Store, Auth: o.Auth, Now: o.Now, Prefill: o.Prefill, Demo: o.Demo,
-		TraceFirstFrame: os.Getenv(tui.EnvTraceFirstFrame)}
+		TraceFirstFrame: os.Getenv(tui.EnvTraceFirstFrame), APIURL: o.APIURL}
+	if o.APIClient != nil && o.Store != nil {
+		opts.API = requestClient(o.Store, o.APIClient, o.Secrets)
+	}
 	if o.Team != nil {
 		ctx, cancel := context.WithCancel(ctx)
 		defer cancel()
@@ -44,6 +56,21 @@ func runTUI(ctx context.Context, o uiOptions) error {
 		defer o.Diag.Set(opts.Notices)()
 	}
 	return tui.Run(ctx, opts)
+}
+
+// requestClient is the HTTP client of the app's Request screen for a key:
+// shipkey api's (keyClient), for a key of this machine.
+func requestClient(st *store.Store, build func(auth.APISource) (*http.Client, error), secrets *secretSet) tui.APIClient {
+	return func(label string, renewed func()) (*http.Client, error) {
+		if _, _, ok := teamKeyAddress(st, label); ok {
+			return nil, fmt.Errorf("the Request screen takes a key of this machine; for a team key run: shipkey exec %s -- …", text.ShellQuote(label))
+		}
+		key, err := resolveKey(st, label)
+		if err != nil {
+			return nil, err
+		}
+		return keyClient(build, st, key, false, secrets, renewed)
+	}
 }
 
 // demoPrefill fills the Get API Key form with the demo server's credentials.

@@ -1,0 +1,220 @@
+package tui
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"strings"
+	"sync/atomic"
+	"time"
+	"unicode/utf8"
+
+	tea "charm.land/bubbletea/v2"
+	"github.com/charmbracelet/x/ansi"
+	"github.com/shipkey/shipkey/internal/text"
+	"github.com/shipkey/shipkey/store"
+)
+
+// APIClient builds the HTTP client the Request screen sends label's
+// requests with: the client of `shipkey api` (cmd's factory), which takes
+// the key's token from the store's token source, sends it (with a DPoP
+// proof when the token is bound), and renews it once, by force, when the
+// API refuses it as invalid. renewed is called at each forced renewal, so
+// that the screen can say a 401 came first.
+type APIClient func(label string, renewed func()) (*http.Client, error)
+
+// keyAPIURL is the API base URL of k: where its requests go by default
+// and what a path is resolved against ("" when the key has none).
+func keyAPIURL(k store.Key) string { return "" }
+
+// apiCall is a request the Request screen sends.
+type apiCall struct {
+	label, method, url string
+	header             http.Header
+	body               string
+}
+
+// what is the request in a line: "GET https://…/v1/shipments".
+func (c apiCall) what() string { return c.method + " " + text.Safe(c.url) }
+
+// maxAnswerBody bounds what is read of an answer's body: the rest is not
+// read, and the screen says so.
+const maxAnswerBody = 256 << 10
+
+// answerHeaders are the response headers the screen shows, in this order.
+var answerHeaders = []string{"Content-Type", "Content-Length", "Location", "WWW-Authenticate", "DPoP-Nonce", "Retry-After", "ETag", "Cache-Control", "X-Request-Id"}
+
+// apiAnswer is an answer as the screen shows it: every text in it is
+// already clean (text.Safe), read once when it arrived.
+type apiAnswer struct {
+	status  string // "200 OK"
+	code    int
+	renewed bool // the token was renewed by force: the API had refused it
+	elapsed time.Duration
+	headers []string // "Name: value"
+	body    []string // the body's lines (JSON pretty-printed)
+	note    string   // what of the body is not shown, and why
+}
+
+// sendCmd sends call with its key's token through the API client and
+// reads the answer (at most maxAnswerBody of its body).
+func (m *Model) sendCmd(ctx context.Context, seq int, call apiCall) tea.Cmd {
+	build, now := m.cfg.api, m.cfg.now
+	return func() tea.Msg {
+		msg := requestDoneMsg{seq: seq}
+		if build == nil {
+			msg.err = errors.New("this app was started without an API client")
+			return msg
+		}
+		var forced atomic.Int32
+		client, err := build(call.label, func() { forced.Add(1) })
+		if err != nil {
+			msg.err = err
+			return msg
+		}
+		var body io.Reader
+		if call.body != "" {
+			body = strings.NewReader(call.body) // sent again whole after a renewal
+		}
+		req, err := http.NewRequestWithContext(ctx, call.method, call.url, body)
+		if err != nil {
+			msg.err = err
+			return msg
+		}
+		req.Header = call.header.Clone()
+		start := now()
+		resp, err := client.Do(req)
+		if err != nil {
+			msg.err = err
+			return msg
+		}
+		defer resp.Body.Close()
+		data, readErr := io.ReadAll(io.LimitReader(resp.Body, maxAnswerBody+1))
+		msg.answer = newAnswer(resp, data, readErr, forced.Load() > 0, now().Sub(start))
+		return msg
+	}
+}
+
+// newAnswer reads what the screen shows of resp, whose body began with
+// data (more than maxAnswerBody: there is more).
+func newAnswer(resp *http.Response, data []byte, readErr error, renewed bool, elapsed time.Duration) *apiAnswer {
+	a := &apiAnswer{status: text.Safe(resp.Status), code: resp.StatusCode, renewed: renewed, elapsed: elapsed}
+	if a.status == "" {
+		a.status = fmt.Sprint(resp.StatusCode)
+	}
+	for _, name := range answerHeaders {
+		for _, v := range resp.Header.Values(name) {
+			a.headers = append(a.headers, name+": "+text.Safe(v))
+		}
+	}
+	cut := len(data) > maxAnswerBody
+	if cut {
+		data = data[:maxAnswerBody]
+	}
+	switch {
+	case readErr != nil:
+		a.note = fmt.Sprintf("the body broke off after %s: %s", text.Bytes(int64(len(data))), text.Safe(readErr.Error()))
+	case cut && resp.ContentLength > 0:
+		a.note = fmt.Sprintf("the first %s of %s are shown; the rest was not read", text.Bytes(maxAnswerBody), text.Bytes(resp.ContentLength))
+	case cut:
+		a.note = fmt.Sprintf("the first %s are shown; the rest was not read", text.Bytes(maxAnswerBody))
+	}
+	if cut || readErr != nil {
+		// A character cut in two at the end is dropped.
+		for n := 0; n < utf8.UTFMax && len(data) > 0 && !utf8.Valid(data); n++ {
+			data = data[:len(data)-1]
+		}
+	}
+	if len(data) == 0 {
+		return a
+	}
+	if !utf8.Valid(data) {
+		a.note = fmt.Sprintf("%s of %s, not shown (not text)", text.Bytes(int64(len(data))), text.Safe(resp.Header.Get("Content-Type")))
+		return a
+	}
+	body := string(data)
+	if !cut && readErr == nil && (isJSONType(resp.Header.Get("Content-Type")) || looksJSON(data)) {
+		var pretty bytes.Buffer
+		if json.Indent(&pretty, data, "", "  ") == nil {
+			body = pretty.String()
+		}
+	}
+	a.body = strings.Split(strings.TrimRight(text.SafeLines(body), "\n "), "\n")
+	return a
+}
+
+// isJSONType reports whether a Content-Type is JSON (application/json,
+// application/problem+json, …).
+func isJSONType(ct string) bool {
+	ct, _, _ = strings.Cut(strings.ToLower(ct), ";")
+	ct = strings.TrimSpace(ct)
+	return ct == "application/json" || strings.HasSuffix(ct, "+json")
+}
+
+// looksJSON reports whether data starts as a JSON object or array.
+func looksJSON(data []byte) bool {
+	d := bytes.TrimSpace(data)
+	return len(d) > 0 && (d[0] == '{' || d[0] == '[')
+}
+
+// statusLine is the answer's status as it came about: "200 OK", or after
+// a refusal the renewal fixed, "401 → renewed → 200 OK"; a refusal after
+// the renewal is the answer, not retried.
+func (a *apiAnswer) statusLine() string {
+	if !a.renewed {
+		return a.status
+	}
+	s := "401 → renewed → " + a.status
+	if a.code == http.StatusUnauthorized {
+		s += " (not retried)"
+	}
+	return s
+}
+
+// render lays the answer out width cells wide: the request, the status,
+// the headers, and the body with its long lines wrapped.
+func (a *apiAnswer) render(s *Styles, sent apiCall, width int) string {
+	var b strings.Builder
+	b.WriteString(indentWrapped(sent.what()+" · key "+text.Safe(sent.label), 2, width, s.Subtle.Render))
+	st := s.OK
+	if a.code < 200 || a.code > 299 {
+		st = s.Error
+	}
+	b.WriteString("  " + st.Render(a.statusLine()) + s.Subtle.Render(fmt.Sprintf(" · %d ms", a.elapsed.Milliseconds())) + "\n")
+	for _, h := range a.headers {
+		name, value, _ := strings.Cut(h, ": ")
+		b.WriteString(indentWrapped(s.FieldName.Render(name+":")+" "+value, 2, width, s.Value.Render))
+	}
+	b.WriteString("\n")
+	w := max(1, width-2)
+	for _, l := range a.body {
+		for _, part := range strings.Split(ansi.Hardwrap(l, w, true), "\n") {
+			b.WriteString("  " + part + "\n")
+		}
+	}
+	if len(a.body) == 0 && a.note == "" {
+		b.WriteString(s.Subtle.Render("  (no body)") + "\n")
+	}
+	if a.note != "" {
+		b.WriteString(indentWrapped("— "+a.note, 2, width, s.Warn.Render))
+	}
+	return b.String()
+}
+
+// requestError is the one line for a request that got no answer: what the
+// token source or the network said.
+func requestError(err error) string {
+	var ue *url.Error
+	if errors.As(err, &ue) {
+		err = ue.Err
+	}
+	if errors.Is(err, store.ErrLoginNeeded) {
+		return "the key needs a new login (1, then l): " + text.Safe(err.Error())
+	}
+	return "no answer: " + text.Safe(err.Error())
+}

@@ -1,0 +1,528 @@
+package tui
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"strings"
+
+	"charm.land/bubbles/v2/key"
+	"charm.land/bubbles/v2/textarea"
+	"charm.land/bubbles/v2/textinput"
+	tea "charm.land/bubbletea/v2"
+	"charm.land/lipgloss/v2"
+	"github.com/shipkey/shipkey/auth"
+	"github.com/shipkey/shipkey/internal/text"
+	"github.com/shipkey/shipkey/store"
+)
+
+// requestState is the Request screen's flow: editing → sending → viewing
+// the answer. A request that got no answer, or was cancelled, is editing
+// again with the reason under the fields and every value kept.
+type requestState int
+
+const (
+	requestEditing requestState = iota
+	requestSending
+	requestViewing
+)
+
+// The fields of the Request screen, in order.
+const (
+	reqFieldKey     = iota // a choice among the keys
+	reqFieldMethod         // a choice among requestMethods
+	reqFieldURL            // a text input
+	reqFieldHeaders        // a text area: "Name: value", one a line
+	reqFieldBody           // a text area
+	reqFieldCount
+)
+
+var reqFieldNames = [reqFieldCount]string{"Key", "Method", "URL", "Headers", "Body"}
+
+// reqLabelWidth is the width of the field names' column.
+const reqLabelWidth = 10
+
+// requestMethods are the methods the Method field offers.
+var requestMethods = []string{http.MethodGet, http.MethodPost, http.MethodPut, http.MethodPatch, http.MethodDelete, http.MethodHead, http.MethodOptions}
+
+// isChoice reports whether field i is a choice (Choose changes it), not text.
+func isChoice(i int) bool { return i == reqFieldKey || i == reqFieldMethod }
+
+// isArea reports whether field i is a text area (↑/↓ and enter are its own).
+func isArea(i int) bool { return i == reqFieldHeaders || i == reqFieldBody }
+
+// request is the Request screen: it calls the API with a key's token, as
+// `shipkey api` does, and shows the answer.
+type request struct {
+	c             *common
+	width, height int
+	state         requestState
+	wait          waitClock     // how long the request has been in flight
+	spinner       func() string // the root's spinner frame
+
+	keys   []store.Key // the keys to choose from (the app's key list)
+	key    int         // index in keys
+	method int         // index in requestMethods
+	url    textinput.Model
+	// headers and body are the optional request headers and body.
+	headers, body textarea.Model
+	focus         int
+	errs          [reqFieldCount]string // inline errors, per field
+	general       string                // a failure that belongs to no field
+
+	// defaultURL is the URL the field starts with when the key has no API
+	// URL (the demo's API); prefilled is what the app last put in the
+	// field: while the field holds it, opening the screen for another key
+	// puts that key's URL there.
+	defaultURL, prefilled string
+
+	sent   apiCall    // what the answer shown answers
+	answer *apiAnswer // the last answer (nil: none yet)
+	// answerText is the answer's lines laid out for answerWidth.
+	answerText  string
+	answerWidth int
+
+	pane pane // the fields (editing, sending)
+	view pane // the answer (viewing)
+}
+
+func newRequest(c *common, spinner func() string, defaultURL string) *request {
+	r := &request{c: c, spinner: spinner, defaultURL: defaultURL, pane: newPane(c), view: newPane(c)}
+	r.url = c.styles.newTextInput("")
+	r.url.Placeholder = "https://api.example.com/v1/shipments"
+	r.url.CharLimit = 8 << 10
+	r.headers = c.styles.newTextArea()
+	r.headers.Placeholder = "Name: value, one a line"
+	r.headers.CharLimit = 16 << 10
+	r.body = c.styles.newTextArea()
+	r.body.Placeholder = "optional: a JSON body"
+	r.body.CharLimit = 1 << 20
+	r.body.MaxHeight = 0
+	r.url.SetValue(defaultURL)
+	r.prefilled = defaultURL
+	return r
+}
+
+func (r *request) restyle() {
+	r.url.SetStyles(r.c.styles.TextInput)
+	r.headers.SetStyles(r.c.styles.TextArea)
+	r.body.SetStyles(r.c.styles.TextArea)
+}
+
+func (r *request) SetSize(width, height int) {
+	r.width, r.height = width, height
+	r.pane.setSize(width, height)
+	r.view.setSize(width, height)
+	// The text input draws its cursor one cell past its width.
+	w := max(10, width-reqLabelWidth-3)
+	r.url.SetWidth(w)
+	r.headers.SetWidth(w)
+	r.headers.SetHeight(2)
+	r.body.SetWidth(w)
+	// The body gets what the other lines leave, 2 to 8 lines.
+	r.body.SetHeight(min(8, max(2, height-10)))
+	r.layoutAnswer()
+}
+
+// Capturing: a field has focus while editing.
+func (r *request) Capturing() bool { return r.state == requestEditing }
+
+// Typing: the focused field takes text (? is typed there, f1 opens help).
+func (r *request) Typing() bool { return r.state == requestEditing && !isChoice(r.focus) }
+
+// busy reports whether a request is in flight.
+func (r *request) busy() bool { return r.state == requestSending }
+
+// setKeys takes a new key list, keeping the chosen key when it is still
+// there.
+func (r *request) setKeys(keys []store.Key) {
+	label := r.label()
+	r.keys = keys
+	r.key = 0
+	r.choose(label)
+}
+
+// label is the chosen key's label ("" with no keys).
+func (r *request) label() string {
+	if r.key < len(r.keys) {
+		return r.keys[r.key].Label
+	}
+	return ""
+}
+
+// choose picks the key labelled label (no change when there is none).
+func (r *request) choose(label string) {
+	for i, k := range r.keys {
+		if k.Label == label {
+			r.key = i
+			return
+		}
+	}
+}
+
+// open shows the screen for label's key: the values typed are kept; a URL
+// the app put there follows the key (its API URL, else the default).
+func (r *request) open(label string) tea.Cmd {
+	r.choose(label)
+	r.prefill()
+	if r.state == requestViewing && r.answer == nil {
+		r.state = requestEditing
+	}
+	if r.state == requestEditing {
+		return r.focusOn(r.focus)
+	}
+	return nil
+}
+
+// prefill puts the chosen key's URL in the URL field unless the person
+// typed another.
+func (r *request) prefill() {
+	cur := strings.TrimSpace(r.url.Value())
+	if cur != "" && cur != r.prefilled {
+		return
+	}
+	u := r.defaultURL
+	if r.key < len(r.keys) {
+		if base := keyAPIURL(r.keys[r.key]); base != "" {
+			u = base
+		}
+	}
+	r.url.SetValue(u)
+	r.url.CursorEnd()
+	r.prefilled = u
+}
+
+// focusOn focuses field i.
+func (r *request) focusOn(i int) tea.Cmd {
+	r.url.Blur()
+	r.headers.Blur()
+	r.body.Blur()
+	r.focus = (i + reqFieldCount) % reqFieldCount
+	r.follow()
+	switch r.focus {
+	case reqFieldURL:
+		return r.url.Focus()
+	case reqFieldHeaders:
+		return r.headers.Focus()
+	case reqFieldBody:
+		return r.body.Focus()
+	}
+	return nil
+}
+
+// follow scrolls the fields to the focused one.
+func (r *request) follow() {
+	content, line := r.content()
+	r.pane.follow(content, line)
+}
+
+func (r *request) Update(msg tea.Msg) (action, tea.Cmd) {
+	switch r.state {
+	case requestSending:
+		if k, ok := msg.(tea.KeyPressMsg); ok && key.Matches(k, r.c.keys.Cancel) {
+			return actCancelRequest{}, nil // the values stay
+		}
+		return nil, nil
+	case requestViewing:
+		return r.updateViewing(msg)
+	}
+	km := r.c.keys
+	if k, ok := msg.(tea.KeyPressMsg); ok {
+		switch {
+		case key.Matches(k, km.Back):
+			return actBack{}, nil
+		case key.Matches(k, km.Send), key.Matches(k, km.Enter) && !isArea(r.focus):
+			return r.submit()
+		case key.Matches(k, km.TabNext), !isArea(r.focus) && key.Matches(k, km.NextField):
+			return nil, r.focusOn(r.focus + 1)
+		case key.Matches(k, km.TabPrev), !isArea(r.focus) && key.Matches(k, km.PrevField):
+			return nil, r.focusOn(r.focus - 1)
+		case !isArea(r.focus) && (key.Matches(k, km.PageUp) || key.Matches(k, km.PageDown)):
+			content, _ := r.content()
+			r.pane.scroll(msg, km, content, false)
+			return nil, nil
+		case isChoice(r.focus):
+			if key.Matches(k, km.Choose) {
+				r.change(k.String() == "left")
+			}
+			return nil, nil
+		}
+	}
+	if _, ok := msg.(tea.MouseWheelMsg); ok {
+		content, _ := r.content()
+		r.pane.scroll(msg, km, content, false)
+		return nil, nil
+	}
+	var cmd tea.Cmd
+	switch r.focus {
+	case reqFieldURL:
+		r.url, cmd = r.url.Update(msg)
+	case reqFieldHeaders:
+		r.headers, cmd = r.headers.Update(msg)
+	case reqFieldBody:
+		r.body, cmd = r.body.Update(msg)
+	default:
+		return nil, nil
+	}
+	if _, ok := msg.(tea.KeyPressMsg); ok {
+		r.errs[r.focus] = ""
+	}
+	return nil, cmd
+}
+
+// updateViewing handles the answer: scrolling, sending again, back to
+// the fields.
+func (r *request) updateViewing(msg tea.Msg) (action, tea.Cmd) {
+	km := r.c.keys
+	if k, ok := msg.(tea.KeyPressMsg); ok {
+		switch {
+		case key.Matches(k, km.Edit):
+			r.state = requestEditing
+			return nil, r.focusOn(r.focus)
+		case key.Matches(k, km.Send):
+			return r.submit()
+		}
+	}
+	r.view.scroll(msg, km, r.answerText, true)
+	return nil, nil
+}
+
+// change moves the focused choice to the next key or method (back: the
+// previous one).
+func (r *request) change(back bool) {
+	step := func(i, n int) int {
+		if n == 0 {
+			return 0
+		}
+		if back {
+			return (i + n - 1) % n
+		}
+		return (i + 1) % n
+	}
+	switch r.focus {
+	case reqFieldKey:
+		r.key = step(r.key, len(r.keys))
+		r.errs[reqFieldKey] = ""
+		r.prefill()
+	case reqFieldMethod:
+		r.method = step(r.method, len(requestMethods))
+	}
+}
+
+// submit checks the fields and asks the root to send the request.
+func (r *request) submit() (action, tea.Cmd) {
+	call, bad := r.validate()
+	if bad >= 0 {
+		r.state = requestEditing
+		return nil, r.focusOn(bad)
+	}
+	r.state = requestSending
+	r.general = ""
+	r.url.Blur()
+	r.headers.Blur()
+	r.body.Blur()
+	r.follow() // the line that says it is sending
+	return actSendRequest{call: call}, nil
+}
+
+// validate checks the fields before anything is sent: the request, or the
+// first field at fault.
+func (r *request) validate() (apiCall, int) {
+	r.errs = [reqFieldCount]string{}
+	r.general = ""
+	call := apiCall{label: r.label(), method: requestMethods[r.method], header: http.Header{}}
+	if call.label == "" {
+		r.errs[reqFieldKey] = "no API key yet: get one first (n)"
+	}
+	var err error
+	if call.url, err = r.target(); err != nil {
+		r.errs[reqFieldURL] = err.Error()
+	}
+	call.header.Set("Accept", "application/json")
+	for _, l := range strings.Split(r.headers.Value(), "\n") {
+		if strings.TrimSpace(l) == "" {
+			continue
+		}
+		name, value, ok := strings.Cut(l, ":")
+		name = strings.TrimSpace(name)
+		switch {
+		case !ok || name == "" || strings.ContainsAny(name, " \t") || text.Safe(l) != l:
+			r.errs[reqFieldHeaders] = fmt.Sprintf("%q is not a header: write Name: value", text.Safe(l))
+		case strings.EqualFold(name, "Authorization"):
+			r.errs[reqFieldHeaders] = "Authorization is the key's token; give other headers"
+		default:
+			call.header.Set(name, strings.TrimSpace(value))
+		}
+		if r.errs[reqFieldHeaders] != "" {
+			break
+		}
+	}
+	call.body = r.body.Value()
+	if strings.TrimSpace(call.body) == "" {
+		call.body = ""
+	}
+	if call.body != "" {
+		if call.header.Get("Content-Type") == "" {
+			call.header.Set("Content-Type", "application/json")
+		}
+		if isJSONType(call.header.Get("Content-Type")) && !json.Valid([]byte(call.body)) {
+			r.errs[reqFieldBody] = "not JSON (for other text, add a Content-Type header)"
+		}
+	}
+	for i, e := range r.errs {
+		if e != "" {
+			return apiCall{}, i
+		}
+	}
+	return call, -1
+}
+
+// target is the URL field as a full URL: a path (/v1/…) goes after the
+// key's API URL, else the default URL's scheme and host.
+func (r *request) target() (string, error) {
+	u := strings.TrimSpace(r.url.Value())
+	if u == "" {
+		return "", errors.New("required")
+	}
+	if strings.HasPrefix(u, "/") {
+		base := r.defaultURL
+		if r.key < len(r.keys) {
+			if b := keyAPIURL(r.keys[r.key]); b != "" {
+				base = b
+			}
+		}
+		if base == "" {
+			return "", errors.New("a path needs the key's API URL; give a full https:// URL")
+		}
+		u = strings.TrimRight(base, "/") + u
+	}
+	if err := auth.CheckURL(u); err != nil {
+		return "", fmt.Errorf("URL %v", err)
+	}
+	return u, nil
+}
+
+// sent records that the request went out.
+func (r *request) sending(call apiCall) { r.sent = call }
+
+// answered shows the answer to the request in flight.
+func (r *request) answered(a *apiAnswer) {
+	r.state = requestViewing
+	r.answer = a
+	r.answerWidth = -1
+	r.layoutAnswer()
+	r.view.vp.GotoTop()
+}
+
+// failed returns to the fields with why the request got no answer.
+func (r *request) failed(reason string) tea.Cmd {
+	r.state = requestEditing
+	r.general = reason
+	return r.focusOn(r.focus)
+}
+
+// layoutAnswer lays the answer out for the screen's width (long lines
+// wrap: a minified JSON answer is one long line).
+func (r *request) layoutAnswer() {
+	if r.answer == nil || r.answerWidth == r.width {
+		return
+	}
+	r.answerWidth = r.width
+	r.answerText = r.answer.render(r.c.styles, r.sent, r.width)
+}
+
+func (r *request) View() string {
+	if r.state == requestViewing {
+		return r.view.view(r.answerText)
+	}
+	content, _ := r.content()
+	return r.pane.view(content)
+}
+
+// content is every line of the fields, and the line to keep in sight: the
+// focused field's, or while sending the line that says so.
+func (r *request) content() (string, int) {
+	s := r.c.styles
+	var b strings.Builder
+	focusLine := 0
+	indent := strings.Repeat(" ", reqLabelWidth+2)
+	for i := range reqFieldCount {
+		name := reqFieldNames[i]
+		marker, nameStyle := "  ", s.FieldName
+		if i == r.focus && r.state == requestEditing {
+			marker, nameStyle = s.Focused.Render("› "), s.Focused
+			focusLine = strings.Count(b.String(), "\n")
+		}
+		var val string
+		switch i {
+		case reqFieldKey:
+			val = r.keyChoice()
+		case reqFieldMethod:
+			val = s.Subtle.Render("‹ ") + s.Value.Render(requestMethods[r.method]) + s.Subtle.Render(" ›")
+		case reqFieldURL:
+			val = r.url.View()
+		case reqFieldHeaders:
+			val = r.headers.View()
+		case reqFieldBody:
+			val = r.body.View()
+		}
+		for j, l := range strings.Split(val, "\n") {
+			if j == 0 {
+				b.WriteString(marker + nameStyle.Render(name) + strings.Repeat(" ", reqLabelWidth-len(name)) + l + "\n")
+			} else {
+				b.WriteString(indent + l + "\n")
+			}
+		}
+		if e := r.errs[i]; e != "" {
+			b.WriteString(indentWrapped("✗ "+e, reqLabelWidth+2, r.width, s.Error.Render))
+		}
+	}
+	b.WriteString("\n")
+	switch {
+	case r.state == requestSending:
+		focusLine = strings.Count(b.String(), "\n")
+		b.WriteString("  " + r.spinner() + " " + s.Subtle.Render("Sending… esc cancels"+waitingNote(r.wait.since, r.c.now)) + "\n")
+	case r.general != "":
+		b.WriteString(indentWrapped("✗ "+r.general, 2, r.width, s.Error.Render))
+	default:
+		b.WriteString(indentWrapped("ctrl+s sends with the key's token (renewed once if the API refuses it)", 2, r.width, s.Subtle.Render))
+	}
+	return b.String(), focusLine
+}
+
+// keyChoice renders the key field: the chosen key between arrows, and
+// where it stands among the others.
+func (r *request) keyChoice() string {
+	s := r.c.styles
+	if len(r.keys) == 0 {
+		return s.Subtle.Render("no API keys yet")
+	}
+	name := text.Safe(r.label())
+	if len(r.keys) < 2 {
+		return s.Value.Render(name)
+	}
+	where := fmt.Sprintf("  %d of %d (←/→)", r.key+1, len(r.keys))
+	if reqLabelWidth+2+lipgloss.Width(name)+4+len([]rune(where)) > r.width {
+		where = ""
+	}
+	return s.Subtle.Render("‹ ") + s.Value.Render(name) + s.Subtle.Render(" ›"+where)
+}
+
+func (r *request) ShortHelp() []key.Binding {
+	k := r.c.keys
+	switch {
+	case r.state == requestSending:
+		return []key.Binding{k.Cancel, k.ForceQuit}
+	case r.state == requestViewing:
+		return []key.Binding{k.Edit, k.Send, k.ScrollDown, k.ScrollUp, k.PageDown, k.Top, k.Bottom, k.Quit}
+	case isChoice(r.focus):
+		return []key.Binding{k.Choose, k.TabNext, k.Send, k.Back, k.ForceQuit}
+	}
+	return []key.Binding{k.TabNext, k.TabPrev, k.Send, k.Back, k.ForceQuit}
+}
+
+func (r *request) FullHelp() [][]key.Binding {
+	k := r.c.keys
+	return [][]key.Binding{{k.TabNext, k.TabPrev, k.Choose, k.Send}, {k.ScrollDown, k.ScrollUp, k.PageDown, k.PageUp, k.Top, k.Bottom, k.Edit}}
+}
