@@ -382,3 +382,18 @@ func (d *legacyStateDecoder) decode(b []byte) (keyState, error) {
 	}
 	return ks, r.err
 }
+
+// decodeID decodes only a definition's key id (a walk's first step).
+func (d *entryDecoder) decodeID(b []byte) (string, error) {
+	if legacyRecord(b) {
+		e, err := d.legacy.decode(b)
+		return e.ID, err
+	}
+	var e struct {
+		ID string `json:"id"`
+	}
+	if !cborMap(b) || recordDec().Unmarshal(b, &e) != nil {
+		return "", errBadRecord
+	}
+	return e.ID, nil
+}

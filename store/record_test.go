@@ -24,10 +24,14 @@ func TestDamagedRecordsAreErrors(t *testing.T) {
 	if ks, err := sd.decode(st); err != nil || ks.Token.NotBeforePolicy == nil || ks.Token.RefreshExpirySource != auth.RefreshExpiryResponse {
 		t.Fatalf("round trip: %+v, %v", ks, err)
 	}
+	if id, err := (&entryDecoder{}).decodeID(en); err != nil || id != "0123456789abcdef" {
+		t.Fatalf("decodeID = %q, %v", id, err)
+	}
 	for _, rec := range [][]byte{st, en, legacyEncodeState(keyState{LastUsed: now, Masked: "abc…xyz"}), legacyEncodeEntry(keyEntry{ID: "0123456789abcdef", Label: "prod", CreatedAt: now})} {
 		for cut := 0; cut < len(rec); cut++ {
 			_, _ = (&stateDecoder{}).decode(rec[:cut])
 			_, _ = (&entryDecoder{}).decode(rec[:cut])
+			_, _ = (&entryDecoder{}).decodeID(rec[:cut])
 		}
 		for i := range rec {
 			for _, b := range []byte{0x00, 0xff, 0x7f, 0x80} {
@@ -35,6 +39,11 @@ func TestDamagedRecordsAreErrors(t *testing.T) {
 				bad[i] = b
 				_, _ = (&stateDecoder{}).decode(bad)
 				_, _ = (&entryDecoder{}).decode(bad)
+				if id, err := (&entryDecoder{}).decodeID(bad); err == nil {
+					if e, err := (&entryDecoder{}).decode(bad); err == nil && e.ID != id {
+						t.Errorf("decodeID = %q, decode's ID %q", id, e.ID)
+					}
+				}
 			}
 		}
 	}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"path/filepath"
+	"reflect"
 	"testing"
 
 	"github.com/shipkey/shipkey/store"
@@ -44,5 +45,33 @@ func BenchmarkKeys(b *testing.B) {
 				}
 			}
 		})
+	}
+}
+
+// TestEachKeyMatchesKeysAcrossChunks: a walk over more keys than it reads
+// at once (store.EachKey reads them in chunks, each chunk's states in id
+// order) yields exactly what Keys lists, in label order, state included.
+func TestEachKeyMatchesKeysAcrossChunks(t *testing.T) {
+	t.Parallel()
+	const n = 20000
+	st, err := store.Open(Populate(t, n, store.BackendPlaintext).Options())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	want, err := st.Keys()
+	if err != nil || len(want) != n {
+		t.Fatalf("Keys = %d, %v", len(want), err)
+	}
+	i := 0
+	err = st.EachKey(func(k store.Key) error {
+		if !reflect.DeepEqual(k, want[i]) {
+			t.Fatalf("key %d of the walk:\n%+v\nKeys:\n%+v", i, k, want[i])
+		}
+		i++
+		return nil
+	})
+	if err != nil || i != n {
+		t.Fatalf("EachKey walked %d keys of %d: %v", i, n, err)
 	}
 }
