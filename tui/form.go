@@ -97,7 +97,6 @@ type fieldSpec struct {
 	fill func(f *form, v string, sub *submission)
 }
 
-
 // grantField reports whether the chosen grant asks for field i beyond the
 // connection's (grantViews).
 func grantField(i int) func(f *form) bool {

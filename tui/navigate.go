@@ -6,7 +6,6 @@ import (
 
 	"charm.land/bubbles/v2/key"
 	tea "charm.land/bubbletea/v2"
-
 )
 
 // handleKey routes a key press: ctrl+c always quits; the help overlay and
