@@ -45,6 +45,8 @@ type apiOptions struct {
 	JQ           string   // --jq
 	Silent       bool     // --silent
 	ForceRefresh bool     // --force-refresh
+	// Exchange sends a token for another audience (--audience, …).
+	Exchange exchangeFlags
 }
 
 func newCmdAPI(f *factory, runF func(context.Context, *apiOptions) error) *cobra.Command {
@@ -92,6 +94,9 @@ SHIPKEY_KEY, else the default key, else the only key.`,
 			if opts.JQ != "" && opts.Silent {
 				return usageErrorf("--jq and --silent: give one (see: %s --help)", cmd.CommandPath())
 			}
+			if err := opts.Exchange.check(cmd); err != nil {
+				return err
+			}
 			if runF != nil {
 				return runF(cmd.Context(), opts)
 			}
@@ -108,6 +113,8 @@ SHIPKEY_KEY, else the default key, else the only key.`,
 	cmd.Flags().StringVarP(&opts.JQ, "jq", "q", "", "filter the JSON answer with a jq expression")
 	cmd.Flags().BoolVar(&opts.Silent, "silent", false, "print no body")
 	cmd.Flags().BoolVar(&opts.ForceRefresh, "force-refresh", false, "renew the token before sending, even when it looks valid")
+	opts.Exchange.add(cmd.Flags(), true)
+	cmd.Long += "\n\n" + exchangeFlagsHelp
 	_ = cmd.RegisterFlagCompletionFunc("key", completeLabelFlag(f))
 	return cmd
 }
@@ -181,7 +188,12 @@ func apiRun(ctx context.Context, opts *apiOptions) error {
 	if err != nil {
 		return err
 	}
-	client, err := keyClient(opts.Client, st, key, opts.ForceRefresh, opts.Secrets, nil)
+	var client *http.Client
+	if opts.Exchange.set() {
+		client, err = opts.Client(exchangeSource(st, key, opts.Exchange.exchange(), opts.ForceRefresh, opts.Secrets))
+	} else {
+		client, err = keyClient(opts.Client, st, key, opts.ForceRefresh, opts.Secrets, nil)
+	}
 	if err != nil {
 		return err
 	}

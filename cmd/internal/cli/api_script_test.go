@@ -31,7 +31,8 @@ type apiHolder struct{ rs *authtest.ResourceServer }
 // cmdAPIServer runs and controls a resource server (authtest.ResourceServer)
 // that trusts the script's realm:
 //
-//	apiserver start [op]       start it ($API_URL); op: trusting oidc-provider ($OP_ISSUER)
+//	apiserver start [op] [aud=NAME]  start it ($API_URL); op: trusting oidc-provider ($OP_ISSUER);
+//	                           aud=NAME: taking only tokens whose aud names NAME
 //	apiserver refuse N         answer the next N requests 401 invalid_token
 //	apiserver count NAME N     assert a count (requests, accepted, refused, introspections)
 //	apiserver revoke FILE [op] revoke the access token in FILE at the realm (RFC 7009)
@@ -53,6 +54,11 @@ func cmdAPIServer(ts *testscript.TestScript, neg bool, args []string) {
 		r.mu.Unlock()
 		if len(args) > 1 && args[1] == "op" {
 			cfg = authtest.ResourceConfig{Issuer: ts.Getenv("OP_ISSUER"), ClientID: ts.Getenv("OP_CLIENT_ID"), ClientSecret: ts.Getenv("OP_CLIENT_SECRET")}
+		}
+		for _, a := range args[1:] {
+			if aud, ok := strings.CutPrefix(a, "aud="); ok {
+				cfg.Audience = aud
+			}
 		}
 		rs = authtest.NewResourceServer(cfg)
 		ts.Defer(rs.Close)
@@ -138,11 +144,12 @@ func cmdSameBody(ts *testscript.TestScript, neg bool, args []string) {
 }
 
 // childSocketToken is a job that outlives its token: it asks
-// $SHIPKEY_SOCKET for a token, waits until that token has expired (at most
-// 10 s), asks again, and calls URL with the second token. It prints the
-// socket's path, whether the two tokens differ and the API's status.
+// $SHIPKEY_SOCKET for a token (with QUERY added to min_valid=1), waits until
+// that token has expired (at most 10 s), asks again, and calls URL with the
+// second token. It prints the socket's path, whether the two tokens differ
+// and the API's status.
 //
-//	sockettoken URL
+//	sockettoken URL [QUERY]
 func childSocketToken() {
 	sock := os.Getenv("SHIPKEY_SOCKET")
 	fmt.Println("socket:", sock)
@@ -151,8 +158,12 @@ func childSocketToken() {
 			return (&net.Dialer{}).DialContext(ctx, "unix", sock)
 		},
 	}}
+	query := "min_valid=1"
+	if len(os.Args) > 2 {
+		query += "&" + os.Args[2]
+	}
 	get := func() tokenDoc {
-		resp, err := c.Get("http://shipkey/v1/token?min_valid=1")
+		resp, err := c.Get("http://shipkey/v1/token?" + query)
 		if err != nil {
 			fmt.Println("socket error:", err)
 			os.Exit(1)
@@ -204,4 +215,20 @@ func cmdSocketGone(ts *testscript.TestScript, neg bool, args []string) {
 		}
 	}
 	ts.Fatalf("%s names no socket", args[0])
+}
+
+// childEnvTokenAPI calls URL with $SHIPKEY_TOKEN as its bearer token and
+// prints the API's status.
+//
+//	envtokenapi URL
+func childEnvTokenAPI() {
+	req, _ := http.NewRequest(http.MethodGet, os.Args[1], nil)
+	req.Header.Set("Authorization", "Bearer "+os.Getenv("SHIPKEY_TOKEN"))
+	resp, err := (&http.Client{Timeout: 10 * time.Second}).Do(req)
+	if err != nil {
+		fmt.Println("api error:", err)
+		os.Exit(1)
+	}
+	resp.Body.Close()
+	fmt.Println("api:", resp.StatusCode)
 }

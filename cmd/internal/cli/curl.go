@@ -24,6 +24,8 @@ type curlOptions struct {
 	Label        string   // --key
 	Args         []string // curl's arguments, after --
 	ForceRefresh bool
+	// Exchange sends a token for another audience (--audience, …).
+	Exchange exchangeFlags
 	// Curl is the curl program (default: curl on PATH).
 	Curl string
 }
@@ -61,6 +63,9 @@ default key, else the only key.`,
 		},
 		RunE: func(cmd *cobra.Command, args []string) error {
 			opts.Args = args
+			if err := opts.Exchange.check(cmd); err != nil {
+				return err
+			}
 			if runF != nil {
 				return runF(cmd.Context(), opts)
 			}
@@ -69,6 +74,8 @@ default key, else the only key.`,
 	}
 	cmd.Flags().StringVar(&opts.Label, "key", "", "the API key whose token is sent")
 	cmd.Flags().BoolVar(&opts.ForceRefresh, "force-refresh", false, "renew the token first, even when it looks valid")
+	opts.Exchange.add(cmd.Flags(), true)
+	cmd.Long += "\n\n" + exchangeFlagsHelp
 	_ = cmd.RegisterFlagCompletionFunc("key", completeLabelFlag(f))
 	return cmd
 }
@@ -91,9 +98,12 @@ func curlRun(ctx context.Context, opts *curlOptions) error {
 		return err
 	}
 	var ts *auth.TokenSet
-	if opts.ForceRefresh {
+	switch {
+	case opts.Exchange.set():
+		ts, err = exchangedToken(ctx, st, key, opts.Exchange.exchange(), 0, opts.ForceRefresh, opts.Secrets)
+	case opts.ForceRefresh:
 		ts, err = forcedToken(ctx, st, key, opts.Secrets)
-	} else {
+	default:
 		ts, err = freshToken(ctx, st, key, 0, opts.Secrets, opts.IO, opts.Now)
 	}
 	if err != nil {

@@ -41,6 +41,9 @@ type execOptions struct {
 	Serve bool
 	// TeamToken hands out a team key's token ("T/LABEL").
 	TeamToken func(ctx context.Context, team, label string, minValid time.Duration) (*auth.TokenSet, error)
+	// Exchange hands the command a token for another audience (--audience,
+	// …); the --serve socket then answers such tokens too.
+	Exchange exchangeFlags
 }
 
 // Exit codes of exec when the command cannot be run, as POSIX shells use.
@@ -120,6 +123,9 @@ Without LABEL: SHIPKEY_KEY, else the default key, else the only key.`,
 			if unsafeEnvName(opts.EnvName) {
 				return usageErrorf("--env %s: the loader, the C library, git, a shell or shipkey itself acts on that variable; name another (such as API_TOKEN)", opts.EnvName)
 			}
+			if err := opts.Exchange.check(cmd); err != nil {
+				return err
+			}
 			if runF != nil {
 				return runF(cmd.Context(), opts)
 			}
@@ -130,6 +136,8 @@ Without LABEL: SHIPKEY_KEY, else the default key, else the only key.`,
 	cmd.Flags().StringVar(&opts.EnvName, "env", "SHIPKEY_TOKEN", "name of the variable that carries the token")
 	cmd.Flags().BoolVar(&opts.ForceRefresh, "force-refresh", false, "renew the token before running the command, even when it looks valid")
 	cmd.Flags().BoolVar(&opts.Serve, "serve", false, "give the command a private token socket ($"+envSocket+") for fresh tokens while it runs")
+	opts.Exchange.add(cmd.Flags(), true)
+	cmd.Long += "\n\n" + exchangeFlagsHelp + "\nWith --serve, the socket then answers tokens for that audience too."
 	return cmd
 }
 
@@ -188,14 +196,20 @@ func execRun(ctx context.Context, opts *execOptions) error {
 		if opts.ForceRefresh {
 			return usageErrorf("--force-refresh takes a key of this machine; a team key is renewed for the whole team with: shipkey login %s", text.ShellQuote(opts.Label))
 		}
+		if opts.Exchange.set() {
+			return teamExchangeError(opts.Label)
+		}
 		ts, err = opts.TeamToken(ctx, t, l, opts.MinValid)
 	} else {
 		var key store.Key
 		if key, err = resolveKey(st, opts.Label); err == nil {
 			label = key.Label
-			if opts.ForceRefresh {
+			switch {
+			case opts.Exchange.set():
+				ts, err = exchangedToken(ctx, st, key, opts.Exchange.exchange(), opts.MinValid, opts.ForceRefresh, opts.Secrets)
+			case opts.ForceRefresh:
 				ts, err = forcedToken(ctx, st, key, opts.Secrets)
-			} else {
+			default:
 				ts, err = freshToken(ctx, st, key, opts.MinValid, opts.Secrets, opts.IO, opts.Now)
 			}
 		}
@@ -211,7 +225,7 @@ func execRun(ctx context.Context, opts *execOptions) error {
 	c.Args[0] = opts.Command[0]
 	c.Env = childEnv(opts.Environ(), opts.EnvName, ts.AccessToken)
 	if opts.Serve {
-		sock, err := startTokenSocket(st, label, opts.Secrets, func(uid, owner int) {
+		sock, err := startTokenSocket(st, label, opts.Exchange.exchange(), opts.Secrets, func(uid, owner int) {
 			fmt.Fprintf(opts.IO.ErrOut, "shipkey: exec --serve: refused a connection from uid %d (only uid %d is served)\n", uid, owner)
 		})
 		if err != nil {

@@ -39,6 +39,8 @@ func TestMain(m *testing.M) {
 		"catstdin": func() { _, _ = io.Copy(os.Stdout, os.Stdin) },
 		// A job that outlives its token, fed by exec --serve's socket.
 		"sockettoken": childSocketToken,
+		// A command that calls an API with $SHIPKEY_TOKEN.
+		"envtokenapi": childEnvTokenAPI,
 		// A scripted $BROWSER for the device and browser grants.
 		"browser": childBrowser,
 		// The same for the real OpenID provider (opscripts_test.go).
@@ -339,7 +341,7 @@ func scriptRealm(ts *testscript.TestScript) *realm {
 
 // cmdAuthServer controls the script's realm:
 //
-//	authserver start [-access D] [-refresh D] [-rotate] [-beside]  replace it (new URL in $AUTH_URL)
+//	authserver start [-access D] [-refresh D] [-rotate] [-beside] [-noexchange]  replace it (new URL in $AUTH_URL)
 //	authserver endsessions                               end every session
 //	authserver advance D                                 move the realm's clock
 //	authserver count NAME N                              assert a request count
@@ -362,10 +364,12 @@ func cmdAuthServer(ts *testscript.TestScript, neg bool, args []string) {
 		refresh := fs.Duration("refresh", 30*time.Minute, "refresh token lifetime")
 		rotate := fs.Bool("rotate", false, "refresh token rotation with reuse detection")
 		beside := fs.Bool("beside", false, "discovery beside the token endpoint, keys at /jwks")
+		noExchange := fs.Bool("noexchange", false, "no token exchange (a realm before Keycloak 26.2)")
 		ts.Check(fs.Parse(args[1:]))
 		r.srv.Close()
 		cfg := r.config(*access, *refresh, *rotate)
 		cfg.DiscoveryBesideToken = *beside
+		cfg.NoTokenExchange = *noExchange
 		if *beside {
 			cfg.JWKSPath = "/jwks"
 		}

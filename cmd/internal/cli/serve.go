@@ -41,6 +41,10 @@ func newCmdServe(f *factory, runF func(context.Context, *serveOptions) error) *c
 containers that should hold neither the client secret nor shipkey's store:
 
   GET /v1/token/LABEL?min_valid=60   the "shipkey token --json" body
+  GET /v1/token/LABEL?audience=AUD   a token for another service, by token
+                                     exchange (also resource, scope and
+                                     requested_token_type), cached as for
+                                     shipkey token --audience
 
   curl --unix-socket PATH http://shipkey/v1/token/LABEL
 
@@ -172,7 +176,7 @@ type tokenSocket struct {
 
 // startTokenSocket serves label's tokens on a socket in a new private
 // directory until Stop.
-func startTokenSocket(st *store.Store, label string, secrets *secretSet, refused func(uid, owner int)) (*tokenSocket, error) {
+func startTokenSocket(st *store.Store, label string, x auth.Exchange, secrets *secretSet, refused func(uid, owner int)) (*tokenSocket, error) {
 	dir, err := os.MkdirTemp("", "shipkey-exec-")
 	if err != nil {
 		return nil, fmt.Errorf("the token socket's directory: %w", err)
@@ -187,7 +191,7 @@ func startTokenSocket(st *store.Store, label string, secrets *secretSet, refused
 		return nil, err
 	}
 	ts := &tokenSocket{Path: ln.path, ln: ln, dir: dir}
-	ts.srv = &http.Server{Handler: newTokenHandler(st, []string{label}, secrets), ReadHeaderTimeout: 10 * time.Second}
+	ts.srv = &http.Server{Handler: withExchange(newTokenHandler(st, []string{label}, secrets), x), ReadHeaderTimeout: 10 * time.Second}
 	go func() { _ = ts.srv.Serve(&peerListener{ln: ln, refused: func(uid int) { refused(uid, ln.uid) }}) }()
 	return ts, nil
 }
@@ -235,6 +239,10 @@ func (h *tokenHandler) token(w http.ResponseWriter, r *http.Request) {
 	minValid, err := parseMinValid(r.URL.Query().Get("min_valid"))
 	if err != nil {
 		writeServeError(w, http.StatusBadRequest, "invalid_request", err.Error())
+		return
+	}
+	if x := exchangeFromQuery(r.URL.Query()); !x.IsZero() {
+		h.exchanged(w, r, label, x, minValid)
 		return
 	}
 	asked := minValid

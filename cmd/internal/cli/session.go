@@ -120,6 +120,9 @@ type tokenOptions struct {
 	CurlConfig bool
 	// TeamToken hands out a team key's token ("T/LABEL").
 	TeamToken func(ctx context.Context, team, label string, minValid time.Duration) (*auth.TokenSet, error)
+	// Exchange asks for a token for another audience instead of the key's
+	// own (--audience, --resource; token shares --scope with --no-store).
+	Exchange exchangeFlags
 
 	// NoStore (--no-store) runs the grant the Conn flags name and prints
 	// the token, without a store: nothing read or written, no passphrase.
@@ -192,7 +195,13 @@ The token is refreshed first if needed, as with "shipkey token".`
 	cmd.ValidArgsFunction = completeLabels(f, 1)
 	cmd.RunE = func(cmd *cobra.Command, args []string) error {
 		opts.Label = labelArg(args)
+		if !header && opts.Exchange.set() {
+			opts.Exchange.Scopes = opts.Conn.Scopes // token's one --scope
+		}
 		if err := noStoreFlags(cmd, opts); err != nil {
+			return err
+		}
+		if err := opts.Exchange.check(cmd); err != nil {
 			return err
 		}
 		if opts.MinValid < 0 {
@@ -216,6 +225,8 @@ The token is refreshed first if needed, as with "shipkey token".`
 		cmd.Flags().BoolVar(&opts.NoStore, "no-store", false, "no key, no store: run the grant the flags below name and print its token (for CI)")
 		opts.Conn.add(cmd.Flags())
 	}
+	opts.Exchange.add(cmd.Flags(), header)
+	cmd.Long += "\n\n" + exchangeFlagsHelp
 	return cmd
 }
 
@@ -224,6 +235,9 @@ The token is refreshed first if needed, as with "shipkey token".`
 func noStoreFlags(cmd *cobra.Command, opts *tokenOptions) error {
 	if !opts.NoStore {
 		for _, name := range grantFlagNames {
+			if name == "scope" && opts.Exchange.set() {
+				continue // the scope of the token exchange
+			}
 			if fl := cmd.Flags().Lookup(name); fl != nil && fl.Changed {
 				return usageErrorf("--%s is for --no-store (a key's own settings are kept with it; see: %s --help)", name, cmd.CommandPath())
 			}
@@ -233,7 +247,7 @@ func noStoreFlags(cmd *cobra.Command, opts *tokenOptions) error {
 	if opts.Label != "" {
 		return usageErrorf("--no-store takes no key label (see: %s --help)", cmd.CommandPath())
 	}
-	for _, name := range []string{"min-valid", "force-refresh"} {
+	for _, name := range []string{"min-valid", "force-refresh", "audience", "resource", "requested-token-type"} {
 		if cmd.Flags().Changed(name) {
 			return usageErrorf("--%s is about a stored token; --no-store always gets a new one", name)
 		}
@@ -333,13 +347,16 @@ func tokenRun(ctx context.Context, opts *tokenOptions) error {
 		if opts.ForceRefresh {
 			return usageErrorf("--force-refresh takes a key of this machine; a team key is renewed for the whole team with: shipkey login %s", text.ShellQuote(opts.Label))
 		}
+		if opts.Exchange.set() {
+			return teamExchangeError(opts.Label)
+		}
 		name = opts.Label
 		ts, err = opts.TeamToken(ctx, t, l, opts.MinValid)
 	} else {
 		var key store.Key
 		if key, err = resolveKey(st, opts.Label); err == nil {
 			name = key.Label
-			if key.Connection.DPoP {
+			if key.Connection.DPoP && !opts.Exchange.set() {
 				if opts.Header {
 					return dpopHeaderError(key.Label)
 				}
@@ -349,9 +366,15 @@ func tokenRun(ctx context.Context, opts *tokenOptions) error {
 					}
 				}
 			}
-			if opts.ForceRefresh {
+			switch {
+			case opts.Exchange.set():
+				ts, err = exchangedToken(ctx, st, key, opts.Exchange.exchange(), opts.MinValid, opts.ForceRefresh, opts.Secrets)
+				if err == nil && opts.Header && strings.EqualFold(ts.TokenType, auth.DPoPTokenType) {
+					return dpopHeaderError(key.Label)
+				}
+			case opts.ForceRefresh:
 				ts, err = forcedToken(ctx, st, key, opts.Secrets)
-			} else {
+			default:
 				ts, err = freshToken(ctx, st, key, opts.MinValid, opts.Secrets, opts.IO, opts.Now)
 			}
 		}
