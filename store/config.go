@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"reflect"
 	"strings"
 	"time"
 
@@ -33,6 +34,12 @@ type configFile struct {
 	AutoRefresh    *bool      `toml:"auto_refresh,omitempty"`
 	Keys           []keyEntry `toml:"keys,omitempty"`
 	Teams          []TeamConn `toml:"teams,omitempty"`
+
+	// extra holds the top-level fields this version does not know (a newer
+	// shipkey's, a person's), keyExtra those of each [[keys]] table by the
+	// key's id: written back as they were read (never in the index).
+	extra    map[string]any
+	keyExtra map[string]map[string]any
 }
 
 // keyEntry is one [[keys]] table: a key's id and label, its Definition and
@@ -87,7 +94,57 @@ func parseConfig(path string, data []byte) (*configFile, error) {
 	if err := c.validate(); err != nil {
 		return nil, corruptError(path, 0, err.Error())
 	}
+	// What the struct has no field for, kept to be written back.
+	var raw map[string]any
+	if err := toml.Unmarshal(data, &raw); err == nil {
+		c.extra = unknownFields(raw, reflect.TypeFor[configFile]())
+		if tables, ok := raw["keys"].([]any); ok && len(tables) == len(c.Keys) {
+			for i, t := range tables {
+				if m, ok := t.(map[string]any); ok {
+					if extra := unknownFields(m, reflect.TypeFor[keyEntry]()); extra != nil {
+						if c.keyExtra == nil {
+							c.keyExtra = map[string]map[string]any{}
+						}
+						c.keyExtra[c.Keys[i].ID] = extra
+					}
+				}
+			}
+		}
+	}
 	return &c, nil
+}
+
+// unknownFields is what of table has no field in t (a struct, by its toml
+// tags and its embedded structs; names compared as the decoder does,
+// ignoring case); nil when it is all known.
+func unknownFields(table map[string]any, t reflect.Type) map[string]any {
+	known := map[string]bool{}
+	var walk func(reflect.Type)
+	walk = func(t reflect.Type) {
+		for f := range t.Fields() {
+			name, _, _ := strings.Cut(f.Tag.Get("toml"), ",")
+			switch {
+			case name == "-" || !f.IsExported():
+			case f.Anonymous && name == "" && f.Type.Kind() == reflect.Struct:
+				walk(f.Type)
+			case name == "":
+				known[strings.ToLower(f.Name)] = true
+			default:
+				known[strings.ToLower(name)] = true
+			}
+		}
+	}
+	walk(t)
+	var out map[string]any
+	for k, v := range table {
+		if !known[strings.ToLower(k)] {
+			if out == nil {
+				out = map[string]any{}
+			}
+			out[k] = v
+		}
+	}
+	return out
 }
 
 // validate checks what the TOML decoder cannot: settings' values and the
@@ -185,12 +242,53 @@ func (c *configFile) byID(id string) (int, bool) {
 func saveConfig(path string, c *configFile) error {
 	var buf bytes.Buffer
 	buf.WriteString("# shipkey configuration: no secrets are kept in this file.\n")
-	enc := toml.NewEncoder(&buf)
+	var body bytes.Buffer
+	enc := toml.NewEncoder(&body)
 	enc.SetIndentTables(false)
 	if err := enc.Encode(c); err != nil {
 		return fmt.Errorf("encode %s: %w", displayPath(path), err)
 	}
+	out, err := withUnknownFields(body.String(), c)
+	if err != nil {
+		return fmt.Errorf("encode %s: %w", displayPath(path), err)
+	}
+	buf.WriteString(out)
 	return writeFileAtomic(path, buf.Bytes())
+}
+
+// withUnknownFields puts the fields parseConfig did not know back into
+// body, c's encoding: the top-level ones before the first table, each key's
+// at the top of its [[keys]] table; tables among them written inline.
+func withUnknownFields(body string, c *configFile) (string, error) {
+	lines := func(m map[string]any) (string, error) {
+		if len(m) == 0 {
+			return "", nil
+		}
+		var b bytes.Buffer
+		enc := toml.NewEncoder(&b)
+		enc.SetTablesInline(true)
+		err := enc.Encode(m)
+		return b.String(), err
+	}
+	top, err := lines(c.extra)
+	if err != nil {
+		return "", err
+	}
+	var out strings.Builder
+	out.WriteString(top)
+	i := 0
+	for line := range strings.SplitAfterSeq(body, "\n") {
+		out.WriteString(line)
+		if line == "[[keys]]\n" && i < len(c.Keys) {
+			more, err := lines(c.keyExtra[c.Keys[i].ID])
+			if err != nil {
+				return "", err
+			}
+			out.WriteString(more)
+			i++
+		}
+	}
+	return out.String(), nil
 }
 
 func configPath(dir string) string { return filepath.Join(dir, configFileName) }

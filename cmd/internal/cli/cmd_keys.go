@@ -784,12 +784,18 @@ func (g *grantFlags) readClientFiles() (key, cert []byte, err error) {
 }
 
 // registerClientKey prints a generated client key's public JWKS on stdout
-// and waits for the person to register it with the realm (Enter on stdin)
-// before the grant runs.
+// and waits for the go-ahead, one line on stdin, once the key is
+// registered with the realm, before the grant runs: Enter at a terminal; a
+// script reads the JWKS, registers it (e.g. through the realm's admin API)
+// and then writes a line. Stdin closed without one stores nothing.
 func registerClientKey(ios *iostreams) func(jwks []byte) error {
 	return func(jwks []byte) error {
 		fmt.Fprintf(ios.Out, "%s\n", jwks)
-		fmt.Fprintln(ios.ErrOut, "Register this public key set with the client (Keycloak: Clients → the client → Credentials: Client Authenticator \"Signed JWT\", Keys → Use JWKS: paste it), then press Enter.")
+		goAhead := "press Enter"
+		if !ios.StdinTTY {
+			goAhead = "write a line to stdin"
+		}
+		fmt.Fprintf(ios.ErrOut, "Register this public key set with the client (Keycloak: Clients → the client → Credentials: Client Authenticator \"Signed JWT\", Keys → Use JWKS: paste it), then %s.\n", goAhead)
 		line := make([]byte, 1)
 		for {
 			n, err := ios.In.Read(line)
