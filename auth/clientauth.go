@@ -154,7 +154,7 @@ func (c *Client) signAssertion(conn Connection, ca ClientAuth, m ClientAuthMetho
 		return SecretAssertion(conn.ClientID, aud, ca.Secret, c.now())
 	}
 	if ca.Key == nil {
-		return "", configError("the key has no client key for private_key_jwt", "create it again with --client-key FILE or --generate-client-key")
+		return "", configError("the key has no client key for private_key_jwt", "create it again with {{client-key FILE}} or {{generate-client-key}}")
 	}
 	alg, err := SigningAlg(ca.Key, c.assertionAlgs(conn))
 	if err != nil {

@@ -175,8 +175,14 @@ func TestInteractiveGrantsAskForOpenIDWhenListed(t *testing.T) {
 func TestScopeMissingNamesTheScopeFlag(t *testing.T) {
 	t.Parallel()
 	e := mapStatus("authcode", http.StatusBadRequest, "invalid_request", "The scope of your request is missing", nil, nil)
-	if !strings.Contains(e.Hint, "--scope") || !strings.Contains(e.Hint, "Scope field") {
-		t.Errorf("hint %q does not name --scope and the Scope field", e.Hint)
+	app := e.Render(func(flag, value string) string {
+		if flag == "scope" {
+			return "the Scope field: " + value
+		}
+		return FlagName(flag, value)
+	})
+	if !strings.Contains(e.Error(), "--scope openid") || !strings.Contains(app, "the Scope field: openid") || strings.Contains(app, "--scope") {
+		t.Errorf("the line %q does not name --scope, or in the app %q the Scope field alone", e.Error(), app)
 	}
 	req := &http.Request{URL: &url.URL{RawQuery: url.Values{"state": {"s"}, "error": {"invalid_request"}, "error_description": {"The scope of your request is missing"}}.Encode()}}
 	res := readCallback(req, "s", "", false)

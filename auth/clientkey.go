@@ -240,7 +240,7 @@ func ParseClientCertificate(certPEM []byte, key crypto.Signer) (*tls.Certificate
 		return nil, configError("the client certificate cannot be read", "pass a PEM X.509 certificate")
 	}
 	if !publicKeysEqual(leaf.PublicKey, key.Public()) {
-		return nil, configError("the client key is not the client certificate's key", "pass the key the certificate was issued for (--client-key)")
+		return nil, configError("the client key is not the client certificate's key", "pass the key the certificate was issued for ({{client-key}})")
 	}
 	cert.PrivateKey, cert.Leaf = key, leaf
 	return &cert, nil

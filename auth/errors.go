@@ -92,7 +92,13 @@ type Error struct {
 	Err         error  // the cause (transport errors; never holds a secret)
 }
 
-func (e *Error) Error() string {
+func (e *Error) Error() string { return e.Render(FlagName) }
+
+// Render is the error's line with each setting its hint names written by
+// name. A hint names a setting as {{flag}}, {{flag value}} or
+// {{flag=value}}, by the command line's flag; Error writes it as that flag
+// (FlagName), the app as its form field.
+func (e *Error) Render(name func(flag, value string) string) string {
 	var b strings.Builder
 	if e.Op != "" {
 		b.WriteString(e.Op)
@@ -104,9 +110,54 @@ func (e *Error) Error() string {
 	}
 	if e.Hint != "" {
 		b.WriteString("; ")
-		b.WriteString(e.Hint)
+		b.WriteString(renderSettings(e.Hint, name))
 	}
 	return text.Safe(b.String())
+}
+
+// FlagName writes a setting a hint names as the command line's flag:
+// --flag, --flag value, --flag=value.
+func FlagName(flag, value string) string {
+	switch {
+	case value == "":
+		return "--" + flag
+	case strings.HasPrefix(value, "="):
+		return "--" + flag + value
+	}
+	return "--" + flag + " " + value
+}
+
+// RenderError is err's line with the settings the hint of its *Error names
+// written by name (the app's form fields); err's own line when it holds
+// no *Error.
+func RenderError(err error, name func(flag, value string) string) string {
+	var e *Error
+	if !errors.As(err, &e) {
+		return err.Error()
+	}
+	return strings.Replace(err.Error(), e.Error(), e.Render(name), 1)
+}
+
+// renderSettings writes each {{flag value}} of hint by name; text that is
+// not such a setting stays as it is.
+func renderSettings(hint string, name func(flag, value string) string) string {
+	var b strings.Builder
+	for {
+		i := strings.Index(hint, "{{")
+		j := strings.Index(hint[max(i, 0):], "}}")
+		if i < 0 || j < 0 {
+			b.WriteString(hint)
+			return b.String()
+		}
+		inner := hint[i+2 : i+j]
+		flag, value := inner, ""
+		if k := strings.IndexAny(inner, " ="); k >= 0 {
+			flag, value = inner[:k], strings.TrimPrefix(inner[k:], " ")
+		}
+		b.WriteString(hint[:i])
+		b.WriteString(name(flag, value))
+		hint = hint[i+j+2:]
+	}
 }
 
 func (e *Error) Unwrap() error { return e.Err }

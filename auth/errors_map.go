@@ -47,14 +47,25 @@ func parseServerError(body []byte) serverError {
 // from its status and the RFC 6749 error code; the description is used only
 // to tell apart the invalid_grant answers of the password grant.
 // timeoutHint names the settings that raise the timeout.
-const timeoutHint = "try again; if the server is slow, raise --timeout (or SHIPKEY_TIMEOUT, or timeout in config.toml)"
+const timeoutHint = "try again; if the server is slow, raise {{timeout}} (or SHIPKEY_TIMEOUT, or timeout in config.toml)"
 
 // loginCauses names the likely causes of a login refused without an OAuth
-// error, with the settings that fix them.
-const loginCauses = "the server may require a scope (--scope openid) or the client secret by HTTP Basic (--basic-auth)"
+// error, with the settings that fix them; basicCause is its second half,
+// all that is left when the key sends a scope already (withoutScopeCause).
+const (
+	loginCauses = "the server may require a scope ({{scope openid}}) or the client secret by HTTP Basic ({{basic-auth}})"
+	basicCause  = "the server may require the client secret by HTTP Basic ({{basic-auth}})"
+)
 
 // scopeCause is loginCauses' first half, for the grants that send no user.
-const scopeCause = "the server may require a scope (--scope)"
+const scopeCause = "the server may require a scope ({{scope}})"
+
+// withoutScopeCause drops the guess that a scope is missing from e's hint:
+// the request carried one.
+func (e *Error) withoutScopeCause() {
+	e.Hint = strings.Replace(e.Hint, loginCauses, basicCause, 1)
+	e.Hint = strings.Replace(e.Hint, "; "+scopeCause, "", 1)
+}
 
 func mapStatus(op string, status int, code, desc string, body []byte, secrets []string) *Error {
 	e := &Error{
@@ -152,7 +163,7 @@ func mapStatus(op string, status int, code, desc string, body []byte, secrets []
 		// this server has no password grant at all.
 		e.Kind = KindDirectGrantDisabled
 		e.Msg = "the server does not offer the password grant"
-		e.Hint = "sign in with another grant: --grant device-code, or --grant authcode with a browser"
+		e.Hint = "sign in with another grant: {{grant device-code}}, or {{grant authcode}} with a browser"
 	case code == "invalid_scope":
 		e.Kind = KindInvalidScope
 	case code == "invalid_token" && op == "logout":
@@ -172,7 +183,7 @@ func mapStatus(op string, status int, code, desc string, body []byte, secrets []
 }
 
 // scopeHint says where a scope is set, on the command line and in the app.
-const scopeHint = "pass --scope (in the app: the Scope field), for example --scope openid"
+const scopeHint = "request a scope, for example openid ({{scope openid}})"
 
 // scopeMissing reports a server's answer that a request needs a scope
 // ("The scope of your request is missing", "scope is required").

@@ -45,7 +45,7 @@ func TestForeignServerErrorAdvice(t *testing.T) {
 		defer srv.Close()
 		_, err := cliNewClient(t, Options{}).Login(cliCtx(t), cliTokenConn(srv.URL), ClientAuth{Secret: cliClientSecret}, "alice", cliPassword)
 		e := cliSafeErr(t, err, KindDirectGrantDisabled)
-		if !strings.Contains(e.Msg, "does not offer the password grant") || !strings.Contains(e.Hint, "--grant device-code") || !strings.Contains(e.Hint, "--grant authcode") {
+		if !strings.Contains(e.Msg, "does not offer the password grant") || !strings.Contains(e.Error(), "--grant device-code") || !strings.Contains(e.Error(), "--grant authcode") {
 			t.Errorf("advice = %v", err)
 		}
 		if strings.Contains(err.Error(), "Direct Access Grants") {
@@ -60,6 +60,23 @@ func TestForeignServerErrorAdvice(t *testing.T) {
 		e := cliSafeErr(t, err, KindInvalidClient)
 		if !strings.Contains(e.Hint, "may require a scope") {
 			t.Errorf("no scope hint: %v", err)
+		}
+	})
+	t.Run("no scope guess when the key sends a scope", func(t *testing.T) {
+		t.Parallel()
+		srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { w.WriteHeader(http.StatusForbidden) }))
+		defer srv.Close()
+		conn := cliTokenConn(srv.URL)
+		conn.Scopes = []string{"write"}
+		_, err := cliNewClient(t, Options{}).Obtain(cliCtx(t), GrantClientCredentials, Request{Conn: conn, ClientAuth: ClientAuth{Secret: cliClientSecret}})
+		e := cliSafeErr(t, err, KindInvalidClient)
+		if strings.Contains(e.Error(), "scope") {
+			t.Errorf("a scope guessed missing from a request that had one: %v", err)
+		}
+		_, err = cliNewClient(t, Options{}).Login(cliCtx(t), conn, ClientAuth{Secret: cliClientSecret}, "alice", cliPassword)
+		e = cliSafeErr(t, err, KindCredentialsRefused)
+		if strings.Contains(e.Error(), "scope") || !strings.Contains(e.Error(), "--basic-auth") {
+			t.Errorf("login with a scope: %v", err)
 		}
 	})
 	t.Run("renewal answered by an HTML 500 page", func(t *testing.T) {

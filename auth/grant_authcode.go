@@ -82,7 +82,7 @@ func (authCodeGrant) Obtain(ctx context.Context, c *Client, r Request) (*TokenSe
 	if err != nil {
 		hint := "try again"
 		if r.CallbackPort != 0 {
-			hint = "free the port, or register another callback port and pass it with --callback-port"
+			hint = "free the port, or register another callback port and pass it with {{callback-port}}"
 		}
 		return nil, &Error{Kind: KindConfig, Op: op, Msg: "cannot listen on 127.0.0.1:" + strconv.Itoa(r.CallbackPort), Hint: hint, Err: err}
 	}

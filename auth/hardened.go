@@ -84,7 +84,7 @@ func (c *Client) assertionAlgs(conn Connection) []string {
 // the TLS handshake, one per certificate.
 func (c *Client) certClient(cert *tls.Certificate) (*http.Client, error) {
 	if len(cert.Certificate) == 0 {
-		return nil, configError("the key's client certificate is empty", "create it again with --client-cert FILE --client-key FILE")
+		return nil, configError("the key's client certificate is empty", "create it again with {{client-cert FILE}} {{client-key FILE}}")
 	}
 	id := CertificateThumbprint(cert.Certificate[0])
 	c.mu.Lock()
@@ -144,7 +144,7 @@ func (c *Client) mtlsAlias(ctx context.Context, conn Connection, endpoint string
 func (c *Client) sendProved(ctx context.Context, conn Connection, ca ClientAuth, req formRequest) (formResponse, error) {
 	if ca.DPoP == nil {
 		if conn.DPoP {
-			return formResponse{}, &Error{Kind: KindConfig, Op: req.Op, Msg: "the key's DPoP key is missing or damaged", Hint: "create the key again with --dpop"}
+			return formResponse{}, &Error{Kind: KindConfig, Op: req.Op, Msg: "the key's DPoP key is missing or damaged", Hint: "create the key again with {{dpop}}"}
 		}
 		return c.send(ctx, conn, ca, req)
 	}
@@ -209,7 +209,7 @@ func (c *Client) pushAuthorization(ctx context.Context, conn Connection, ca Clie
 		RequestURI string `json:"request_uri"`
 	}
 	if json.Unmarshal(resp.Body, &pushed) != nil || pushed.RequestURI == "" {
-		return "", &Error{Kind: KindMalformedResponse, Op: op, Msg: "the PAR endpoint answered without a request_uri", Hint: "turn pushing off with --par=false, or check the realm"}
+		return "", &Error{Kind: KindMalformedResponse, Op: op, Msg: "the PAR endpoint answered without a request_uri", Hint: "turn pushing off with {{par=false}}, or check the realm"}
 	}
 	q := url.Values{"client_id": {conn.ClientID}, "request_uri": {pushed.RequestURI}}
 	u.RawQuery = q.Encode()
@@ -232,7 +232,7 @@ func (c *Client) nameTheSwitch(conn Connection, ca ClientAuth, e *Error) *Error 
 	switch {
 	case strings.Contains(desc, "DPoP proof is missing") && ca.DPoP == nil,
 		strings.Contains(desc, "DPoP") && strings.Contains(desc, "required") && ca.DPoP == nil:
-		return set(KindConfig, "the realm requires DPoP-bound tokens for this client (Keycloak: Require DPoP bound tokens)", "create the key again with --dpop")
+		return set(KindConfig, "the realm requires DPoP-bound tokens for this client (Keycloak: Require DPoP bound tokens)", "create the key again with {{dpop}}")
 	case code == "invalid_grant" && ca.DPoP == nil && c.dpopCapable(conn) && (desc == "" || strings.Contains(desc, "grant request is invalid")):
 		// The generic refusal of a server that takes DPoP: it may be the
 		// missing proof, or not (oidc-provider says the same of a wrong PKCE
@@ -240,13 +240,13 @@ func (c *Client) nameTheSwitch(conn Connection, ca ClientAuth, e *Error) *Error 
 		if e.Hint != "" {
 			e.Hint += "; "
 		}
-		e.Hint += "if the client requires DPoP-bound tokens (the realm takes DPoP proofs), create the key again with --dpop"
+		e.Hint += "if the client requires DPoP-bound tokens (the realm takes DPoP proofs), create the key again with {{dpop}}"
 		return e
 	case isDPoPError(code, desc) && ca.DPoP != nil:
-		return set(KindConfig, "the realm refused the key's DPoP proof", "check this machine's clock; if it persists, create the key again with --dpop")
+		return set(KindConfig, "the realm refused the key's DPoP proof", "check this machine's clock; if it persists, create the key again with {{dpop}}")
 	case strings.Contains(desc, "Pushed Authorization Request"):
 		if conn.NoPAR {
-			return set(KindConfig, "the realm requires pushed authorization requests (PAR) for this client", "create the key again without --par=false")
+			return set(KindConfig, "the realm requires pushed authorization requests (PAR) for this client", "create the key again without {{par=false}}")
 		}
 		return set(KindConfig, "the realm requires pushed authorization requests (PAR) and announces no PAR endpoint", "set the connection's issuer so discovery finds the realm's PAR endpoint")
 	case strings.Contains(desc, "signed JWT") || strings.Contains(desc, "client_assertion") || (code == "invalid_client" && (ca.Method == PrivateKeyJWT || ca.Method == ClientSecretJWT)):
@@ -254,16 +254,19 @@ func (c *Client) nameTheSwitch(conn Connection, ca ClientAuth, e *Error) *Error 
 			return set(KindInvalidClient, "the realm refused the client assertion signed with the client secret (client_secret_jwt)", "check the client secret and that the client's authenticator is \"Signed JWT with Client Secret\"")
 		}
 		if ca.Key == nil {
-			return set(KindInvalidClient, "the realm wants a signed client assertion (Keycloak: Client Authenticator \"Signed JWT\")", "create the key again with --client-key FILE or --generate-client-key")
+			return set(KindInvalidClient, "the realm wants a signed client assertion (Keycloak: Client Authenticator \"Signed JWT\")", "create the key again with {{client-key FILE}} or {{generate-client-key}}")
 		}
-		return set(KindInvalidClient, "the realm refused the key's client assertion (private_key_jwt)", "register the key's public JWKS with the client (Credentials → Signed JWT → Keys), or pass the key it knows with --client-key and --client-key-id")
+		return set(KindInvalidClient, "the realm refused the key's client assertion (private_key_jwt)", "register the key's public JWKS with the client (Credentials → Signed JWT → Keys), or pass the key it knows with {{client-key}} and {{client-key-id}}")
 	case ca.Cert != nil && (code == "invalid_client" || code == "unauthorized_client"):
 		if ca.Method == SelfSignedTLSClientAuth {
-			return set(KindInvalidClient, "the realm refused the client certificate (self_signed_tls_client_auth)", "pass the self-signed certificate and key whose public key the client registered (--client-cert, --client-key)")
+			return set(KindInvalidClient, "the realm refused the client certificate (self_signed_tls_client_auth)", "pass the self-signed certificate and key whose public key the client registered ({{client-cert}}, {{client-key}})")
 		}
-		return set(KindInvalidClient, "the realm refused the client certificate (tls_client_auth)", "pass the certificate and key the client is registered with (--client-cert, --client-key); Keycloak: Client Authenticator \"X509 Certificate\", Subject DN")
+		return set(KindInvalidClient, "the realm refused the client certificate (tls_client_auth)", "pass the certificate and key the client is registered with ({{client-cert}}, {{client-key}}); Keycloak: Client Authenticator \"X509 Certificate\", Subject DN")
 	case ca.Cert == nil && strings.Contains(strings.ToLower(desc), "certificate"):
-		return set(KindInvalidClient, "the realm wants a client certificate (tls_client_auth)", "create the key again with --client-cert FILE --client-key FILE")
+		return set(KindInvalidClient, "the realm wants a client certificate (tls_client_auth)", "create the key again with {{client-cert FILE}} {{client-key FILE}}")
+	}
+	if len(conn.Scopes) > 0 {
+		e.withoutScopeCause() // the request carried a scope
 	}
 	return e
 }

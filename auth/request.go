@@ -139,7 +139,7 @@ func (c *Client) httpFor(ca ClientAuth, m ClientAuthMethod) (*http.Client, error
 		return c.certClient(ca.Cert)
 	}
 	if m == TLSClientAuth || m == SelfSignedTLSClientAuth {
-		return nil, configError("the key has no client certificate for "+string(m), "create it again with --client-cert FILE --client-key FILE")
+		return nil, configError("the key has no client certificate for "+string(m), "create it again with {{client-cert FILE}} {{client-key FILE}}")
 	}
 	return c.http, nil
 }

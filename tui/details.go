@@ -143,7 +143,7 @@ func (d *details) liveResult(msg livenessMsg) {
 	case errors.Is(msg.err, store.ErrLoginNeeded):
 		d.liveState = liveNone // no token to ask about: the State line says so
 	default:
-		d.liveState, d.liveErr = liveFailed, text.Safe(msg.err.Error())
+		d.liveState, d.liveErr = liveFailed, errText(msg.err)
 	}
 }
 
@@ -325,7 +325,7 @@ func (d *details) result(msg keyTokensMsg) bool {
 	if msg.op == opOpen {
 		switch {
 		case msg.err != nil:
-			d.errMsg = text.Safe(msg.err.Error())
+			d.errMsg = errText(msg.err)
 		case !d.busy() && !d.prompt:
 			d.open(msg.key, msg.tokens)
 		}
@@ -340,7 +340,7 @@ func (d *details) result(msg keyTokensMsg) bool {
 	case msg.op == opLogin && d.prompt:
 		// The prompt stays open with the error under it, for another try.
 		d.state = detailsPassword
-		d.errMsg = text.Safe(msg.err.Error())
+		d.errMsg = errText(msg.err)
 		if auth.KindOf(msg.err) == auth.KindInvalidCredentials {
 			d.errMsg = "wrong password — try again (esc cancels)"
 		}
@@ -349,7 +349,7 @@ func (d *details) result(msg keyTokensMsg) bool {
 		d.ended = true
 		d.errMsg = "session ended — log in again (l)"
 	default:
-		d.errMsg = msg.op.String() + " failed: " + text.Safe(msg.err.Error())
+		d.errMsg = msg.op.String() + " failed: " + errText(msg.err)
 	}
 	if msg.auto && d.tokens != nil {
 		d.autoFailedFor = refreshDeadline(d.tokens)
@@ -374,7 +374,7 @@ func (d *details) loggedOut(res auth.EndResult, err error) string {
 func logoutOutcome(res auth.EndResult, err error, errMsg *string) string {
 	switch {
 	case err != nil:
-		*errMsg = "logged out here, but the server did not end the session: " + text.Safe(err.Error())
+		*errMsg = "logged out here, but the server did not end the session: " + errText(err)
 		return ""
 	case res.AlreadyEnded:
 		return "Logged out: tokens dropped here; the server said the session had already ended."

@@ -668,7 +668,7 @@ func (f *form) submit() (action, tea.Cmd) {
 func (f *form) fail(err error) tea.Cmd {
 	f.state = formEditing
 	field := faultField(err)
-	msg := text.Safe(err.Error())
+	msg := errText(err)
 	if field < 0 || !f.relevant(field) { // the grant has no such field: said below the form
 		f.general = msg
 		return f.focusOn(f.focus)

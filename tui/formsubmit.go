@@ -5,8 +5,11 @@ import (
 	"io"
 	"io/fs"
 	"os"
+	"slices"
+	"strings"
 
 	"github.com/shipkey/shipkey/auth"
+	"github.com/shipkey/shipkey/internal/text"
 	"github.com/shipkey/shipkey/store"
 )
 
@@ -88,3 +91,47 @@ func readCapped(path string) ([]byte, error) {
 	defer f.Close()
 	return io.ReadAll(io.LimitReader(f, 1<<20+1))
 }
+
+// flagAliases are the command line's flags that set a form field to one
+// value (--basic-auth is --client-auth client_secret_basic).
+var flagAliases = map[string][2]string{
+	"basic-auth":    {"client-auth", string(auth.ClientSecretBasic)},
+	"public-client": {"client-auth", string(auth.ClientAuthNone)},
+}
+
+// fieldSetting writes a setting an error's hint names (by the command
+// line's flag, auth.FlagName) as the form field that sets it: a field's
+// name is its flag's, with _ for -. A flag the form has no field for
+// stays a flag; the timeout is a setting, not a field.
+func fieldSetting(flag, value string) string {
+	if a, ok := flagAliases[flag]; ok {
+		flag, value = a[0], a[1]
+	}
+	if flag == "timeout" {
+		return "the timeout"
+	}
+	i := slices.IndexFunc(formFields[:], func(s fieldSpec) bool { return s.name == strings.ReplaceAll(flag, "-", "_") })
+	if i < 0 {
+		return auth.FlagName(flag, value)
+	}
+	spec := formFields[i]
+	where := ""
+	if spec.advanced {
+		where = " under Advanced"
+	}
+	switch {
+	case isToggle(i) && value == "=false":
+		return spec.label + " off" + where
+	case isToggle(i):
+		return spec.label + " on" + where
+	case spec.kind == kindChoice && value != "":
+		return spec.label + ": " + spec.title(value) + where
+	case value == "" || value == "FILE":
+		return "the " + spec.label + " field" + where
+	}
+	return "the " + spec.label + " field: " + value + where
+}
+
+// errText is err's line as the app shows it: cleaned, and the settings
+// its hint names written as the form's fields.
+func errText(err error) string { return text.Safe(auth.RenderError(err, fieldSetting)) }

@@ -485,7 +485,7 @@ func (l *keyList) handleConfirmKey(k tea.KeyPressMsg) (action, tea.Cmd) {
 func (l *keyList) outcome(msg opDoneMsg) (string, bool) {
 	lbl := text.Safe(msg.label)
 	if msg.err != nil {
-		l.errMsg = msg.op.String() + " failed: " + text.Safe(msg.err.Error())
+		l.errMsg = msg.op.String() + " failed: " + errText(msg.err)
 		if msg.op == opRename && errors.Is(msg.err, store.ErrLabelTaken) {
 			l.errMsg = "a key with this label exists; pick another"
 		}

@@ -94,7 +94,7 @@ func (m *Model) handleKeyTokens(msg keyTokensMsg) tea.Cmd {
 		if msg.err != nil || msg.tokens == nil {
 			m.toast, m.toastOK = "No token to inspect: log in first.", false
 			if msg.err != nil {
-				m.toast = "Cannot read the token: " + text.Safe(msg.err.Error())
+				m.toast = "Cannot read the token: " + errText(msg.err)
 			}
 			return nil
 		}
@@ -172,7 +172,7 @@ func (m *Model) handleCopyReady(msg copyReadyMsg) tea.Cmd {
 	if msg.err != nil || msg.tokens == nil {
 		m.toast, m.toastOK = "Nothing to copy: log in first.", false
 		if msg.err != nil && !errors.Is(msg.err, store.ErrLoginNeeded) {
-			m.toast = "Cannot read the token: " + text.Safe(msg.err.Error())
+			m.toast = "Cannot read the token: " + errText(msg.err)
 		}
 		return nil
 	}
