@@ -236,3 +236,54 @@ func TestExchangeOnAServerWithoutIt(t *testing.T) {
 	e.noSecretIn(err)
 	e.token(s, "prod")
 }
+
+// Many processes asking at once, with nothing cached: one exchange (the
+// key's refresh lock serializes them; the others find the new token).
+func TestConcurrentExchangesMakeOne(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, nil)
+	s := e.open(Options{})
+	e.create(s, "prod", false)
+	x := auth.Exchange{Audience: authtest.DemoPublicClientID}
+	const n = 6
+	stores := make([]*Store, n)
+	for i := range stores {
+		stores[i] = e.open(Options{})
+	}
+	// The exchange answers slowly, so that every process has looked in the
+	// cache (and found nothing) before the first one has stored its token.
+	e.srv.Inject(authtest.Fault{Endpoint: "token", Delay: 300 * time.Millisecond})
+	start := make(chan struct{})
+	tokens := make(chan string, n)
+	errs := make(chan error, n)
+	for _, st := range stores {
+		go func() {
+			<-start
+			ts, err := st.ExchangedToken(context.Background(), "prod", x, ExchangeOptions{})
+			if err != nil {
+				errs <- err
+				return
+			}
+			tokens <- ts.AccessToken
+		}()
+	}
+	close(start)
+	var first string
+	for range n {
+		select {
+		case err := <-errs:
+			t.Fatal(err)
+		case tok := <-tokens:
+			if first == "" {
+				first = tok
+			} else if tok != first {
+				t.Error("two processes got different derived tokens")
+			}
+		case <-time.After(30 * time.Second):
+			t.Fatal("no answer in 30 s")
+		}
+	}
+	if got := e.srv.Count(auth.GrantTokenExchange); got != 1 {
+		t.Fatalf("%d exchanges for %d processes asking at once, want 1", got, n)
+	}
+}
