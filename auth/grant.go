@@ -54,8 +54,11 @@ type Request struct {
 	// ClientAuth is how the client authenticates (AuthFor(Conn, secret)
 	// for a key's stored method and secret).
 	ClientAuth ClientAuth
-	Username   string // password grant
-	Password   string // password grant
+	// Username is the password grant's user; for the interactive grants
+	// (device code, authorization code) the person who must sign in: when
+	// set, a sign-in by anyone else is refused (see SignedInAs).
+	Username string
+	Password string // password grant
 	// CallbackPort is the authorization code grant's loopback port (0: an
 	// ephemeral one).
 	CallbackPort int
@@ -91,9 +94,30 @@ type Prompt struct {
 	Interval                time.Duration
 
 	// Authorization code: open AuthURL in a browser; the browser comes back
-	// to RedirectURI (a loopback listener) before ExpiresAt.
+	// to RedirectURI (a loopback listener) before ExpiresAt. StartURL is a
+	// one-time loopback URL that redirects to AuthURL: it is what a browser
+	// is handed on its command line (world-readable in /proc), so another
+	// local user who reads it learns no state, PKCE challenge or nonce, and
+	// a second fetch of it aborts the sign-in. A device code whose server
+	// sent a complete verification URI gets a StartURL to it too.
 	AuthURL     string
 	RedirectURI string
+	StartURL    string
+}
+
+// BrowserURL is the URL to hand a browser program (its argv is readable
+// by every local user): the one-time StartURL (to the authorization URL, or
+// to a device code's complete verification URI), else the plain
+// verification URI; never a URL that carries state, a PKCE challenge, a
+// nonce or a user code.
+func (p Prompt) BrowserURL() string {
+	switch {
+	case p.StartURL != "":
+		return p.StartURL
+	case p.AuthURL != "":
+		return p.AuthURL
+	}
+	return p.VerificationURI
 }
 
 // OpenURL is the URL a browser should open for the prompt: the complete

@@ -97,6 +97,9 @@ func (authCodeGrant) Obtain(ctx context.Context, c *Client, r Request) (*TokenSe
 		nonce = randomString()
 		opts = append(opts, oauth2.SetAuthURLParam("nonce", nonce))
 	}
+	if u := strings.TrimSpace(r.Username); u != "" {
+		opts = append(opts, oauth2.SetAuthURLParam("login_hint", u)) // the person who must sign in
+	}
 	if r.ClientAuth.DPoP != nil {
 		opts = append(opts, oauth2.SetAuthURLParam("dpop_jkt", r.ClientAuth.DPoP.JKT()))
 	}
@@ -108,9 +111,13 @@ func (authCodeGrant) Obtain(ctx context.Context, c *Client, r Request) (*TokenSe
 	}
 
 	results := make(chan callbackResult, 1)
+	start := newStartLink(op, authURL)
 	srv := &http.Server{
 		ReadHeaderTimeout: 10 * time.Second,
 		Handler: http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
+			if start.serve(w, req) {
+				return
+			}
 			if req.URL.Path != "/callback" {
 				http.NotFound(w, req)
 				return
@@ -137,7 +144,7 @@ func (authCodeGrant) Obtain(ctx context.Context, c *Client, r Request) (*TokenSe
 	if wait <= 0 {
 		wait = DefaultBrowserWait
 	}
-	r.Prompt(Prompt{Grant: GrantAuthCode, AuthURL: authURL, RedirectURI: redirect, ExpiresAt: c.now().Add(wait)})
+	r.Prompt(Prompt{Grant: GrantAuthCode, AuthURL: authURL, StartURL: start.url(ln.Addr().(*net.TCPAddr).Port), RedirectURI: redirect, ExpiresAt: c.now().Add(wait)})
 
 	timer := time.NewTimer(wait)
 	defer timer.Stop()
@@ -147,6 +154,8 @@ func (authCodeGrant) Obtain(ctx context.Context, c *Client, r Request) (*TokenSe
 		return nil, mapTransportError(ctx, op, ep.Authorization, ctx.Err())
 	case <-timer.C:
 		return nil, &Error{Kind: KindExpired, Op: op, Msg: "no browser came back within " + text.Span(wait), Hint: "run the command again and finish signing in in the browser"}
+	case err := <-start.aborted:
+		return nil, err
 	case res = <-results:
 	}
 	if res.err != nil {
@@ -170,6 +179,9 @@ func (authCodeGrant) Obtain(ctx context.Context, c *Client, r Request) (*TokenSe
 		if err := checkNonce(ts.IDToken, nonce, c.now()); err != nil {
 			return nil, &Error{Kind: KindMalformedResponse, Op: op, Msg: err.Error(), Hint: "nothing was stored; run the command again"}
 		}
+	}
+	if err := c.checkSignedIn(ctx, r, ts, op); err != nil {
+		return nil, err
 	}
 	return ts, nil
 }

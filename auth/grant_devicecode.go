@@ -116,6 +116,16 @@ func (deviceCodeGrant) Obtain(ctx context.Context, c *Client, r Request) (*Token
 		interval = 5 // RFC 8628 §3.2
 	}
 	interval = min(interval, int64(maxDeviceInterval/time.Second))
+	// A browser is handed a one-time loopback link to the complete URI,
+	// never the URI itself: it carries the user code.
+	var start *startLink
+	startURL := ""
+	if da.VerificationURIComplete != "" {
+		start = newStartLink(op, da.VerificationURIComplete)
+		var stop func()
+		startURL, stop = listenStartLink(start)
+		defer stop()
+	}
 	r.Prompt(Prompt{
 		Grant:                   GrantDeviceCode,
 		UserCode:                da.UserCode,
@@ -123,6 +133,7 @@ func (deviceCodeGrant) Obtain(ctx context.Context, c *Client, r Request) (*Token
 		VerificationURIComplete: da.VerificationURIComplete,
 		ExpiresAt:               c.now().Add(wait),
 		Interval:                time.Duration(interval) * time.Second,
+		StartURL:                startURL,
 	})
 
 	tokenURL, err := c.tokenEndpoint(ctx, r.Conn)
@@ -131,11 +142,32 @@ func (deviceCodeGrant) Obtain(ctx context.Context, c *Client, r Request) (*Token
 	}
 	waitCtx, cancel := context.WithTimeout(ctx, wait)
 	defer cancel()
+	if start != nil {
+		abortCtx, abort := context.WithCancelCause(waitCtx)
+		defer abort(nil)
+		go func() {
+			select {
+			case err := <-start.aborted:
+				abort(err)
+			case <-abortCtx.Done():
+			}
+		}()
+		waitCtx = abortCtx
+	}
 	ts, err := c.pollDevice(waitCtx, r, tokenURL, da.DeviceCode, verifier, time.Duration(interval)*time.Second, secrets)
+	if start != nil && start.is(context.Cause(waitCtx)) {
+		return nil, context.Cause(waitCtx)
+	}
 	if err != nil && ctx.Err() == nil && waitCtx.Err() != nil {
 		return nil, &Error{Kind: KindExpired, Op: op, Msg: "the device code expired before it was approved", Hint: "run the command again and approve the request within its time"}
 	}
-	return ts, err
+	if err != nil {
+		return nil, err
+	}
+	if err := c.checkSignedIn(ctx, r, ts, op); err != nil {
+		return nil, err
+	}
+	return ts, nil
 }
 
 // pollDevice asks the token endpoint for the device code's tokens every

@@ -543,7 +543,14 @@ func (s *Store) Create(ctx context.Context, nk NewKey) (Key, *auth.TokenSet, err
 			return Key{}, nil, errors.New("the password is empty")
 		}
 	} else {
-		nk.Username, nk.Password, nk.RememberPassword = "", "", false
+		// The interactive grants keep a username as the person who must
+		// sign in (a sign-in by anyone else is refused, now and at every
+		// login); client credentials has no person.
+		if nk.Grant == auth.GrantClientCredentials {
+			nk.Username = ""
+		}
+		nk.Username = strings.TrimSpace(nk.Username)
+		nk.Password, nk.RememberPassword = "", false
 	}
 	if _, err := s.Key(label); err == nil {
 		return Key{}, nil, labelTakenError(label)

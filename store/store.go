@@ -183,8 +183,9 @@ type Keyring interface {
 type NewKey struct {
 	Label string
 	// Definition is the new key's definition; each grant reads only its
-	// own fields (Username and RememberPassword: the password grant;
-	// CallbackPort: authcode).
+	// own fields (Username: the password grant's user, or the person who
+	// must sign in with device-code or authcode; RememberPassword: the
+	// password grant; CallbackPort: authcode).
 	Definition
 	ClientSecret string // every grant but a public client's
 	Password     string // password

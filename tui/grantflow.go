@@ -109,7 +109,7 @@ func (g *grantRun) from() screenID {
 // openBrowserCmd opens the prompt's URL in a browser; auto: on the grant's
 // first prompt (a missing browser is then said by nobody).
 func (m *Model) openBrowserCmd(p auth.Prompt, auto bool) tea.Cmd {
-	open, url, envOnly := m.cfg.openURL, p.OpenURL(), p.UserCode != ""
+	open, url, envOnly := m.cfg.openURL, p.BrowserURL(), p.UserCode != ""
 	if url == "" {
 		return nil
 	}

@@ -22,11 +22,13 @@ var (
 		VerificationURI:         "http://127.0.0.1:8080/auth/realms/master/device",
 		VerificationURIComplete: "http://127.0.0.1:8080/auth/realms/master/device?user_code=BCDF-GHJK",
 		ExpiresAt:               t0.Add(10 * time.Minute), Interval: 5 * time.Second,
+		StartURL: "http://127.0.0.1:43118/start/Xk2f9",
 	}
 	browserPrompt = auth.Prompt{
 		Grant:       auth.GrantAuthCode,
 		AuthURL:     "http://127.0.0.1:8080/auth/realms/master/protocol/openid-connect/auth?client_id=shipping-api&code_challenge=E9Melhoa2OwvFrEMTJguCHaoeK1t8URWbuGJSstw-cM&code_challenge_method=S256&redirect_uri=http%3A%2F%2F127.0.0.1%3A43117%2Fcallback&response_type=code&state=af0ifjsldkj",
 		RedirectURI: "http://127.0.0.1:43117/callback",
+		StartURL:    "http://127.0.0.1:43117/start/Xk2f9",
 		ExpiresAt:   t0.Add(5 * time.Minute),
 	}
 )
@@ -161,12 +163,13 @@ func TestDeviceCodeScreen(t *testing.T) {
 	requireFits(t, h.view(), 80, 24)
 	golden.RequireEqual(t, []byte(h.view()))
 
-	// Opened as the CLI does: the complete URL, by $BROWSER only.
+	// Opened as the CLI does: by $BROWSER only, on the one-time start link
+	// (the complete URL carries the code, and a browser's argv is public).
 	h.mustShow("Opened the sign-in URL in the browser.")
 	h.openErr = browser.ErrNoBrowser
 	h.press("b")
 	h.pump("the second open", func() bool { return strings.Contains(h.m.toast, "No browser") })
-	if want := "true " + devicePrompt.VerificationURIComplete; len(h.opened) != 2 || h.opened[0] != want || h.opened[1] != want {
+	if want := "true " + devicePrompt.StartURL; len(h.opened) != 2 || h.opened[0] != want || h.opened[1] != want {
 		t.Fatalf("opened %q", h.opened)
 	}
 
@@ -264,6 +267,10 @@ func TestBrowserSigninScreen(t *testing.T) {
 	h.pump("the copy", func() bool { return len(h.clipboard) >= 1 })
 	if got := h.clipboard; len(got) != 1 || got[0] != browserPrompt.AuthURL {
 		t.Fatalf("copied %q", got)
+	}
+	// The browser got the one-time start link, never the authorization URL.
+	if want := "false " + browserPrompt.StartURL; len(h.opened) == 0 || h.opened[0] != want {
+		t.Fatalf("opened %q, want %q", h.opened, want)
 	}
 	h.press("esc")
 	if h.m.active != screenForm {

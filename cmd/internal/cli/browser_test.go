@@ -27,10 +27,16 @@ import (
 //	inject-pkce  an attacker's code: the authorization is completed with
 //	             another PKCE challenge, and its code handed to shipkey,
 //	             which the server must refuse at the exchange
+//	twice        the one-time start URL is fetched twice (another local
+//	             user who read it got there first), then signs in
 //
-// Each visit is appended to $BROWSER_LOG (when set): "visit <action> <status>".
+// A one-time start URL (http://127.0.0.1:PORT/start/…) is fetched once for
+// the authorization URL it redirects to, as a browser would.
+// Each visit is appended to $BROWSER_LOG (when set): "visit <action> <status>";
+// the browser's arguments to $BROWSER_ARGS (when set), one line per run.
 func childBrowser() {
 	target := os.Args[len(os.Args)-1]
+	logArgs()
 	action := os.Getenv("BROWSER_ACTION")
 	if action == "" {
 		action = "approve"
@@ -44,9 +50,14 @@ func childBrowser() {
 		_ = signalPid(os.Getppid(), syscall.SIGINT)
 		return
 	}
-	u, err := url.Parse(target)
+	if action == "twice" {
+		_, _ = startTarget(target)
+		action = "approve"
+	}
+	u, err := startTarget(target)
 	if err != nil {
-		os.Exit(90)
+		status = "start " + err.Error()
+		return
 	}
 	if action == "inject-pkce" {
 		injectChallenge(u)
@@ -62,6 +73,39 @@ func childBrowser() {
 	_, _ = io.Copy(io.Discard, resp.Body)
 	resp.Body.Close()
 	status = fmt.Sprint(resp.StatusCode)
+}
+
+// startTarget is where target leads: the Location of a one-time start
+// URL's redirect (fetched once), else target itself.
+func startTarget(target string) (*url.URL, error) {
+	u, err := url.Parse(target)
+	if err != nil || !strings.HasPrefix(u.Path, "/start/") {
+		return u, err
+	}
+	c := &http.Client{Timeout: 20 * time.Second, CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
+	resp, err := c.Get(target)
+	if err != nil {
+		return nil, err
+	}
+	_, _ = io.Copy(io.Discard, resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusFound {
+		return nil, fmt.Errorf("%d", resp.StatusCode)
+	}
+	return url.Parse(resp.Header.Get("Location"))
+}
+
+// logArgs appends the browser's arguments to $BROWSER_ARGS when it is set.
+func logArgs() {
+	path := os.Getenv("BROWSER_ARGS")
+	if path == "" {
+		return
+	}
+	f, err := os.OpenFile(path, os.O_APPEND|os.O_CREATE|os.O_WRONLY, 0o600)
+	if err == nil {
+		fmt.Fprintln(f, strings.Join(os.Args[1:], " "))
+		f.Close()
+	}
 }
 
 // logVisit appends "visit <action> <status>" to $BROWSER_LOG when it is set.
@@ -103,7 +147,8 @@ func childOPBrowser() {
 	if action == "ignore" {
 		return
 	}
-	u, err := url.Parse(os.Args[len(os.Args)-1])
+	logArgs()
+	u, err := startTarget(os.Args[len(os.Args)-1])
 	if err != nil {
 		status = "error"
 		return

@@ -88,7 +88,7 @@ func (g *grantFlags) add(fl *pflag.FlagSet) {
 	fl.StringVar(&g.TokenURL, "token-url", "", "token endpoint, overriding the realm's")
 	fl.StringVar(&g.Issuer, "issuer", "", "OIDC issuer; endpoints come from its discovery document")
 	fl.StringVar(&g.ClientID, "client-id", "", "client id of the registered client application")
-	fl.StringVar(&g.Username, "username", "", "user of the client application")
+	fl.StringVar(&g.Username, "username", "", "user of the client application (password grant); with device-code or authcode, the only user whose sign-in is accepted")
 	fl.StringArrayVar(&g.Scopes, "scope", nil, "scope to request (repeatable, or space-separated)")
 	fl.StringVar(&g.ClientAuth, "client-auth", "", "how the client authenticates: "+clientAuthNames()+" (default: the secret in the form, HTTP Basic when the server wants it)")
 	fl.BoolVar(&g.BasicAuth, "basic-auth", false, "send the client credentials with HTTP Basic instead of in the form (--client-auth client_secret_basic)")
@@ -122,7 +122,11 @@ func (g *grantFlags) check(cmd *cobra.Command, missing *[]string) (auth.GrantTyp
 	if grant.Type() == auth.GrantPassword {
 		*missing = append(*missing, missingFlags(cmd, "username")...)
 	} else {
-		for _, f := range []string{"username", "remember-password", "password-stdin"} {
+		flags := []string{"remember-password", "password-stdin"}
+		if grant.Type() == auth.GrantClientCredentials {
+			flags = append(flags, "username") // no person signs in
+		}
+		for _, f := range flags {
 			if fl := cmd.Flags().Lookup(f); fl != nil && fl.Changed {
 				return "", "", usageErrorf("--%s is for the password grant, not --grant %s", f, grant.Type())
 			}
@@ -372,7 +376,7 @@ func keysNewRun(ctx context.Context, opts *keysNewOptions) error {
 		return interrupted(ctx, err)
 	}
 	opts.Secrets.Add(ts.AccessToken, ts.RefreshToken, ts.IDToken)
-	fmt.Fprintf(opts.IO.ErrOut, "Got API key %s (%s)\n", text.Safe(key.Label), lifetimes(key, opts.Now()))
+	fmt.Fprintf(opts.IO.ErrOut, "Got API key %s (%s)%s\n", text.Safe(key.Label), lifetimes(key, opts.Now()), signedInAs(key.Grant, ts, opts.Now()))
 	return nil
 }
 

@@ -28,12 +28,16 @@ func newPrompter(ios *iostreams, getenv func(string) string) auth.Prompter {
 			}
 			fmt.Fprintf(w, "Waiting for the approval (the code expires at %s; ctrl+c to cancel)…\n", text.Stamp(p.ExpiresAt))
 			if getenv("BROWSER") != "" {
-				if err := browser.Open(p.OpenURL(), browser.Options{Getenv: getenv, EnvOnly: true}); err != nil {
+				// The plain verification URI: a browser's argv is readable by
+				// every local user, and the complete one carries the code.
+				if err := browser.Open(p.BrowserURL(), browser.Options{Getenv: getenv, EnvOnly: true}); err != nil {
 					fmt.Fprintf(w, "shipkey: could not open the browser (%s); open the URL yourself\n", text.Safe(err.Error()))
 				}
 			}
 		case p.AuthURL != "":
-			err := browser.Open(p.AuthURL, browser.Options{Getenv: getenv})
+			// The browser gets the one-time loopback start URL, never the
+			// authorization URL (state, PKCE challenge, nonce) on its argv.
+			err := browser.Open(p.BrowserURL(), browser.Options{Getenv: getenv})
 			if noBrowser(err, getenv) {
 				// A server or an SSH session: say so at once rather than
 				// wait for a browser that cannot come.

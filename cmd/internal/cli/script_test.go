@@ -210,6 +210,10 @@ func (r *realm) config(access, refresh time.Duration, rotate bool) authtest.Conf
 			FirstName: "Alice", LastName: "Shipper",
 			RealmRoles:  []string{"offline_access", "shipper"},
 			ClientRoles: map[string][]string{scriptClient: {"write"}},
+		}, {
+			// Another person of the realm, for sign-ins by the wrong account.
+			Username: "mallory", Password: r.password, Email: "mallory@example.com",
+			RealmRoles: []string{"offline_access"},
 		}},
 		Clients: []authtest.Client{
 			{ID: scriptClient, Secret: r.clientSecret, ServiceAccount: true, DeviceGrant: true},

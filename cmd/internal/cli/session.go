@@ -96,7 +96,7 @@ func loginRun(ctx context.Context, opts *loginOptions) error {
 		return interrupted(ctx, err)
 	}
 	opts.Secrets.Add(ts.AccessToken, ts.RefreshToken, ts.IDToken)
-	fmt.Fprintf(opts.IO.ErrOut, "Logged in API key %s (%s)\n", text.Safe(key.Label), lifetimes(key, opts.Now()))
+	fmt.Fprintf(opts.IO.ErrOut, "Logged in API key %s (%s)%s\n", text.Safe(key.Label), lifetimes(key, opts.Now()), signedInAs(key.Grant, ts, opts.Now()))
 	return nil
 }
 
@@ -569,4 +569,18 @@ func warnedOnce(st *store.Store, what string) bool {
 	}
 	_ = f.Close()
 	return false
+}
+
+// signedInAs is ", signed in as WHO" after an interactive grant whose tokens
+// name the person (the ID token's or a JWT access token's
+// preferred_username and email), so a person sees whose account the key
+// now uses; "" otherwise.
+func signedInAs(grant auth.GrantType, ts *auth.TokenSet, now time.Time) string {
+	if grant != auth.GrantAuthCode && grant != auth.GrantDeviceCode {
+		return ""
+	}
+	if who := auth.SignedInAs(ts, now).String(); who != "" {
+		return ", signed in as " + who
+	}
+	return ""
 }

@@ -110,8 +110,8 @@ func TestTmuxDeviceCodeEscCancels(t *testing.T) {
 
 // TestTmuxBrowserSignIn runs `shipkey demo` in tmux with the browser
 // sign-in grant: the app pushes its authorization request (PAR, PKCE,
-// loopback redirect) and opens $BROWSER on the realm's authorization URL
-// (a script that notes it), shows "Waiting for the browser…" with a
+// loopback redirect) and opens $BROWSER (a script that notes it) on a
+// one-time loopback link that redirects to the realm's authorization URL, shows "Waiting for the browser…" with a
 // countdown, and when the person signs in on that page (the test posts the
 // realm's form, following its redirect to the app's loopback callback, as a
 // browser would) lands on the token details of a key that uses the grant.
@@ -141,16 +141,29 @@ func TestTmuxBrowserSignIn(t *testing.T) {
 		target = strings.TrimSpace(string(b))
 		return err == nil && target != ""
 	})
-	// The demo realm advertises PAR, so the request (PKCE challenge, loopback
-	// redirect, state) was pushed to the realm first and the browser gets only
-	// the client id and the request_uri (RFC 9126 §4): nothing of it on a
-	// command line.
+	// $BROWSER's command line (readable by every local user) holds only the
+	// app's one-time loopback start link, no query at all.
 	u, err := url.Parse(target)
+	if err != nil || u.Hostname() != "127.0.0.1" || !strings.HasPrefix(u.Path, "/start/") || u.RawQuery != "" {
+		t.Fatalf("$BROWSER was opened on %q: want the one-time loopback start link", target)
+	}
+	// It leads to the realm's authorization URL. The demo realm advertises
+	// PAR, so the request (PKCE challenge, loopback redirect, state) was
+	// pushed to the realm first and that URL has only the client id and the
+	// request_uri (RFC 9126 §4).
+	noFollow := &http.Client{Timeout: 10 * time.Second, CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
+	start, err := noFollow.Get(target)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_ = start.Body.Close()
+	target = start.Header.Get("Location")
+	u, err = url.Parse(target)
 	q := u.Query()
-	if err != nil || u.Hostname() != "127.0.0.1" || q.Get("client_id") != authtest.DemoClientID ||
+	if err != nil || start.StatusCode != http.StatusFound || u.Hostname() != "127.0.0.1" || q.Get("client_id") != authtest.DemoClientID ||
 		!strings.HasPrefix(q.Get("request_uri"), "urn:ietf:params:oauth:request_uri:") ||
 		q.Has("code_challenge") || q.Has("redirect_uri") || q.Has("state") {
-		t.Fatalf("$BROWSER was opened on %q: want the realm's authorization URL with only the client id and a pushed request_uri", target)
+		t.Fatalf("the start link answered %d to %q: want the realm's authorization URL with only the client id and a pushed request_uri", start.StatusCode, target)
 	}
 
 	// A person signs in: the realm's page takes the form and redirects the
