@@ -22,4 +22,8 @@ type Definition struct {
 	// RememberPassword: the password is kept in the secrets backend and used
 	// to log in again.
 	RememberPassword bool `toml:"remember_password" json:"remember_password,omitempty"`
+	// APIURL is the base URL of the API the key's tokens are for: a path
+	// given to shipkey api or curl is resolved against it. Empty: none
+	// (only full URLs work). Set with keys new/keys set --api-url.
+	APIURL string `toml:"api_url,omitempty" json:"api_url,omitempty"`
 }

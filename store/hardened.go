@@ -105,6 +105,23 @@ func (s *Store) Binding(label string) (jkt, x5t string, err error) {
 	return jkt, x5t, nil
 }
 
+// DPoPKey is the key's DPoP key, which signs the proofs its DPoP-bound
+// tokens are sent with (nil, nil for a key without one). A stored key that
+// cannot be read is an error saying to create the key again.
+func (s *Store) DPoPKey(label string) (*auth.DPoPKey, error) {
+	e, sec, err := s.entrySecrets(label)
+	if err != nil {
+		return nil, err
+	}
+	if sec.DPoPKey == "" {
+		if e.Connection.DPoP {
+			return nil, errors.New("key " + text.Safe(e.Label) + " holds no DPoP key; create it again with --dpop")
+		}
+		return nil, nil
+	}
+	return auth.ParseDPoPKey([]byte(sec.DPoPKey))
+}
+
 // ClientKeyJWKS is the public key set to register with the realm for the
 // key's client key (private_key_jwt), with its kid and algorithm.
 func (s *Store) ClientKeyJWKS(label string) ([]byte, error) {

@@ -906,6 +906,24 @@ func (t *tx) renameKey(id, newLabel string) error {
 	return t.putEntry(cfg.Keys[i])
 }
 
+// changeEntry changes the definition of key id in config.toml and the
+// index (its label stays).
+func (t *tx) changeEntry(id string, fn func(*keyEntry)) error {
+	cfg, err := t.config()
+	if err != nil {
+		return err
+	}
+	i, ok := cfg.byID(id)
+	if !ok {
+		return nil
+	}
+	label := cfg.Keys[i].Label
+	fn(&cfg.Keys[i])
+	cfg.Keys[i].Label = label
+	t.cfgDirty = true
+	return t.putEntry(cfg.Keys[i])
+}
+
 func (t *tx) setDefault(label string) error {
 	cfg, err := t.config()
 	if err != nil {

@@ -532,6 +532,9 @@ func (s *Store) Create(ctx context.Context, nk NewKey) (Key, *auth.TokenSet, err
 	if nk.CallbackPort < 0 || nk.CallbackPort > 65535 {
 		return Key{}, nil, fmt.Errorf("the callback port %d is not a TCP port (1-65535, or 0 for any)", nk.CallbackPort)
 	}
+	if nk.APIURL, err = CheckAPIURL(nk.APIURL); err != nil {
+		return Key{}, nil, err
+	}
 	if !nk.Connection.AuthMethod().UsesSecret() {
 		nk.ClientSecret = ""
 	}

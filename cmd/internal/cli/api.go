@@ -30,9 +30,10 @@ type apiOptions struct {
 	Now     func() time.Time
 	Store   func() (*store.Store, error)
 	Secrets *secretSet
-	// Client builds the HTTP client that sends the key's token (the
+	// Client builds the HTTP client that sends the key's token, signing a
+	// DPoP proof per request with dpop when the key has one (the
 	// factory's; tests may replace it).
-	Client func(auth.APISource) (*http.Client, error)
+	Client apiClientBuilder
 
 	Label        string   // --key
 	Target       string   // PATH or URL
@@ -52,12 +53,16 @@ type apiOptions struct {
 func newCmdAPI(f *factory, runF func(context.Context, *apiOptions) error) *cobra.Command {
 	opts := &apiOptions{IO: f.IO, Getenv: f.Getenv, Now: f.Now, Store: f.readingStore, Secrets: f.Secrets, Client: f.APIClient}
 	cmd := &cobra.Command{
-		Use:   "api [--key KEY] URL",
+		Use:   "api [--key KEY | KEY] PATH|URL",
 		Short: "Call the API with the key's token (like gh api)",
 		Long: `Send an HTTP request with the key's access token and print the answer.
 
-URL is a full https:// URL (http:// only to loopback). The token goes in
-the Authorization header; it is renewed first when it is about to expire.
+URL is a full https:// URL (http:// only to loopback); a PATH such as
+/shipments?page=2 is resolved against the key's API base URL (api_url, set
+with keys new or keys set --api-url). The token goes in the Authorization
+header; it is renewed first when it is about to expire. A DPoP-bound token
+(keys new --dpop) goes with the DPoP scheme and a proof signed for this
+method and URL with the key's DPoP key; a server's DPoP-Nonce is honoured.
 When the API answers 401 and its WWW-Authenticate says the token is invalid
 (error="invalid_token", or a DPoP nonce is asked for), the token is renewed
 once, forced, and the request sent once more; nothing else is ever retried.
@@ -79,15 +84,23 @@ not a terminal and stderr one, a long download shows its progress on stderr.
 
 Exit codes: 0 for a 2xx answer; 1 for any other (the body is still printed
 on stdout, the status line on stderr) and for a network failure (one line);
-3 when only a new login can help (shipkey login). Without --key:
-SHIPKEY_KEY, else the default key, else the only key.`,
+3 when only a new login can help (shipkey login). The key: --key, or the
+first of two arguments; else SHIPKEY_KEY, else the default key, else the
+only key.`,
 		Example: `  shipkey api https://api.example.com/v1/shipments
+  shipkey api prod /shipments?status=late        # against prod's api_url
   shipkey api -X POST https://api.example.com/v1/shipments -f ref=A1 -F weight=2.5
   gzip -dc shipments.json.gz | shipkey api --input - https://api.example.com/v1/shipments/import
   shipkey api https://api.example.com/v1/shipments --jq '.[].id'`,
-		Args: usageArgs(cobra.ExactArgs(1)),
+		Args: usageArgs(cobra.RangeArgs(1, 2)),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			opts.Target = args[0]
+			opts.Target = args[len(args)-1]
+			if len(args) == 2 {
+				if opts.Label != "" {
+					return usageErrorf("the key twice: --key %s and %s; give one (see: %s --help)", text.ShellQuote(opts.Label), text.ShellQuote(args[0]), cmd.CommandPath())
+				}
+				opts.Label = args[0]
+			}
 			if opts.Input != "" && (len(opts.RawFields) > 0 || len(opts.TypedFields) > 0) {
 				return usageErrorf("--input and -f/-F: give the body one way (see: %s --help)", cmd.CommandPath())
 			}
@@ -121,8 +134,9 @@ SHIPKEY_KEY, else the default key, else the only key.`,
 
 // APIClient is the HTTP client for calling an API with tokens from source:
 // SHIPKEY_CA_FILE's roots, --timeout for the answer's headers, --debug's
-// log.
-func (f *factory) APIClient(source auth.APISource) (*http.Client, error) {
+// log, and a DPoP proof per request signed with dpop (the key's DPoP key,
+// keyDPoP; nil for a key without one).
+func (f *factory) APIClient(source auth.APISource, dpop *auth.DPoPKey) (*http.Client, error) {
 	timeout, err := f.requestTimeout()
 	if err != nil {
 		return nil, err
@@ -132,12 +146,24 @@ func (f *factory) APIClient(source auth.APISource) (*http.Client, error) {
 		CAFile:        f.Getenv("SHIPKEY_CA_FILE"),
 		HeaderTimeout: timeout,
 		Logger:        f.Logger(),
+		DPoP:          dpop,
+		Now:           f.Now,
 	})
 }
 
+// keyDPoP is the key's DPoP key when its tokens are DPoP-bound, nil
+// otherwise (the secrets are not read for a key without one).
+func keyDPoP(st *store.Store, key store.Key) (*auth.DPoPKey, error) {
+	if !key.Connection.DPoP {
+		return nil, nil
+	}
+	return st.DPoPKey(key.Label)
+}
+
 func apiRun(ctx context.Context, opts *apiOptions) error {
-	target, err := apiTarget(opts.Target)
-	if err != nil {
+	// A full URL is checked now; a path once the key (its api_url) is known.
+	target, err := apiTarget(opts.Target, "")
+	if err != nil && !isAPIPath(opts.Target) {
 		return err
 	}
 	jq, err := compileJQ(opts.JQ)
@@ -153,6 +179,19 @@ func apiRun(ctx context.Context, opts *apiOptions) error {
 		method = http.MethodGet
 		if body.present() {
 			method = http.MethodPost
+		}
+	}
+	st, err := opts.Store()
+	if err != nil {
+		return err
+	}
+	key, err := machineKey(st, opts.Label, "api")
+	if err != nil {
+		return err
+	}
+	if target == nil {
+		if target, err = keyTarget(opts.Target, key); err != nil {
+			return err
 		}
 	}
 	req, err := http.NewRequestWithContext(ctx, method, target.String(), body.reader)
@@ -176,21 +215,13 @@ func apiRun(ctx context.Context, opts *apiOptions) error {
 		req.Header.Set(name, strings.TrimSpace(value))
 	}
 
-	st, err := opts.Store()
-	if err != nil {
-		return err
-	}
-	opts.Label = labelOrEnv(st, opts.Label)
-	if _, _, ok := teamKeyAddress(st, opts.Label); ok {
-		return usageErrorf("shipkey api takes a key of this machine; for a team key run: shipkey exec %s -- …", text.ShellQuote(opts.Label))
-	}
-	key, err := resolveKey(st, opts.Label)
-	if err != nil {
-		return err
-	}
 	var client *http.Client
 	if opts.Exchange.set() {
-		client, err = opts.Client(exchangeSource(st, key, opts.Exchange.exchange(), opts.ForceRefresh, opts.Secrets))
+		dpop, derr := keyDPoP(st, key)
+		if derr != nil {
+			return derr
+		}
+		client, err = opts.Client(exchangeSource(st, key, opts.Exchange.exchange(), opts.ForceRefresh, opts.Secrets), dpop)
 	} else {
 		client, err = keyClient(opts.Client, st, key, opts.ForceRefresh, opts.Secrets, nil)
 	}
@@ -209,7 +240,11 @@ func apiRun(ctx context.Context, opts *apiOptions) error {
 // shipkey api and of the app's Request screen (keySource through build,
 // the factory's APIClient). onForce, when set, is told of each forced
 // renewal (the API refused the token as invalid).
-func keyClient(build func(auth.APISource) (*http.Client, error), st *store.Store, key store.Key, forceFirst bool, secrets *secretSet, onForce func()) (*http.Client, error) {
+func keyClient(build apiClientBuilder, st *store.Store, key store.Key, forceFirst bool, secrets *secretSet, onForce func()) (*http.Client, error) {
+	dpop, err := keyDPoP(st, key)
+	if err != nil {
+		return nil, err
+	}
 	source := keySource(st, key, forceFirst, secrets)
 	if onForce != nil {
 		inner := source
@@ -220,8 +255,13 @@ func keyClient(build func(auth.APISource) (*http.Client, error), st *store.Store
 			return inner(ctx, force)
 		}
 	}
-	return build(source)
+	return build(source, dpop)
 }
+
+// apiClientBuilder builds the HTTP client that sends tokens from source,
+// signing a DPoP proof per request with dpop when it is not nil (the
+// factory's APIClient).
+type apiClientBuilder = func(source auth.APISource, dpop *auth.DPoPKey) (*http.Client, error)
 
 // keySource hands out the key's token to the API client: the stored one
 // (renewed first when due), or a renewed one when forced (first with
@@ -244,13 +284,38 @@ func keySource(st *store.Store, key store.Key, forceFirst bool, secrets *secretS
 	}
 }
 
-// apiTarget is the request's URL: a full http(s) URL.
-func apiTarget(s string) (*url.URL, error) {
+// apiTarget is the request's URL: s when it is a full http(s) URL, else s
+// as a path (with its query) under base, the key's api_url ("" for none).
+func apiTarget(s, base string) (*url.URL, error) {
+	if isAPIPath(s) && base != "" {
+		s = strings.TrimRight(base, "/") + "/" + strings.TrimLeft(s, "/")
+	}
 	u, err := url.Parse(s)
 	if err != nil || u.Host == "" || (u.Scheme != "https" && u.Scheme != "http") {
 		return nil, usageErrorf("%s is not a full URL; give one such as https://api.example.com/v1/shipments", text.ShellQuote(s))
 	}
 	return u, nil
+}
+
+// isAPIPath reports whether s is a path for the key's api_url (no scheme,
+// no host), as opposed to a full URL.
+func isAPIPath(s string) bool {
+	u, err := url.Parse(s)
+	return err == nil && u.Scheme == "" && u.Host == "" && u.Path != "" && !strings.HasPrefix(s, "//")
+}
+
+// keyTarget is path resolved against the key's api_url; one line when the
+// key has none (or a damaged one, edited by hand).
+func keyTarget(path string, key store.Key) (*url.URL, error) {
+	if key.APIURL == "" {
+		return nil, usageErrorf("%s is a path and API key %s has no api_url; give a full URL, or set the API's base URL: shipkey keys set %s --api-url https://api.example.com",
+			text.ShellQuote(path), text.Safe(key.Label), text.ShellQuote(key.Label))
+	}
+	base, err := store.CheckAPIURL(key.APIURL)
+	if err != nil {
+		return nil, fmt.Errorf("API key %s: api_url %v; fix it: shipkey keys set %s --api-url URL", text.Safe(key.Label), err, text.ShellQuote(key.Label))
+	}
+	return apiTarget(path, base)
 }
 
 // apiError is the one line for a request that got no answer: the token

@@ -31,10 +31,11 @@ type apiHolder struct{ rs *authtest.ResourceServer }
 // cmdAPIServer runs and controls a resource server (authtest.ResourceServer)
 // that trusts the script's realm:
 //
-//	apiserver start [op] [aud=NAME]  start it ($API_URL); op: trusting oidc-provider ($OP_ISSUER);
+//	apiserver start [op] [nonce] [aud=NAME]  start it ($API_URL); op: trusting oidc-provider ($OP_ISSUER);
+//	                           nonce: DPoP proofs need the server's nonce;
 //	                           aud=NAME: taking only tokens whose aud names NAME
 //	apiserver refuse N         answer the next N requests 401 invalid_token
-//	apiserver count NAME N     assert a count (requests, accepted, refused, introspections)
+//	apiserver count NAME N     assert a count (requests, accepted, refused, introspections, dpop)
 //	apiserver revoke FILE [op] revoke the access token in FILE at the realm (RFC 7009)
 func cmdAPIServer(ts *testscript.TestScript, neg bool, args []string) {
 	if neg || len(args) == 0 {
@@ -52,11 +53,17 @@ func cmdAPIServer(ts *testscript.TestScript, neg bool, args []string) {
 		r.mu.Lock()
 		cfg.Issuer = r.srv.Issuer()
 		r.mu.Unlock()
-		if len(args) > 1 && args[1] == "op" {
-			cfg = authtest.ResourceConfig{Issuer: ts.Getenv("OP_ISSUER"), ClientID: ts.Getenv("OP_CLIENT_ID"), ClientSecret: ts.Getenv("OP_CLIENT_SECRET")}
-		}
-		for _, a := range args[1:] {
-			if aud, ok := strings.CutPrefix(a, "aud="); ok {
+		for _, opt := range args[1:] {
+			switch opt {
+			case "op":
+				cfg = authtest.ResourceConfig{Issuer: ts.Getenv("OP_ISSUER"), ClientID: ts.Getenv("OP_CLIENT_ID"), ClientSecret: ts.Getenv("OP_CLIENT_SECRET"), DPoPNonce: cfg.DPoPNonce, Audience: cfg.Audience}
+			case "nonce":
+				cfg.DPoPNonce = true
+			default:
+				aud, ok := strings.CutPrefix(opt, "aud=")
+				if !ok {
+					ts.Fatalf("apiserver start: unknown option %q (op, nonce, aud=NAME)", opt)
+				}
 				cfg.Audience = aud
 			}
 		}

@@ -25,8 +25,10 @@ func TestAPIAnswerToATerminalIsInert(t *testing.T) {
 		ios.StdoutTTY = tty
 		err := apiRun(context.Background(), &apiOptions{
 			IO: ios, Now: time.Now, Secrets: &secretSet{}, Target: rs.URL() + path, JQ: jq,
-			Store:  func() (*store.Store, error) { return st, nil },
-			Client: func(s auth.APISource) (*http.Client, error) { return auth.NewAPIClient(auth.APIOptions{Source: s}) },
+			Store: func() (*store.Store, error) { return st, nil },
+			Client: func(s auth.APISource, _ *auth.DPoPKey) (*http.Client, error) {
+				return auth.NewAPIClient(auth.APIOptions{Source: s})
+			},
 		})
 		if err != nil {
 			t.Fatal(err)

@@ -30,6 +30,7 @@ func newCmdKeys(f *factory) *cobra.Command {
 		newCmdKeysRename(f, nil),
 		newCmdKeysDefault(f, nil),
 		newCmdKeysSetSecret(f, nil),
+		newCmdKeysSet(f, nil),
 	)
 	return cmd
 }
@@ -53,6 +54,8 @@ type keysNewOptions struct {
 	// GenerateClientKey (--generate-client-key) makes an EC P-256 client
 	// key and prints its public JWKS.
 	GenerateClientKey bool
+
+	APIURL string // --api-url: the API's base URL, for paths given to api and curl
 }
 
 // grantFlags name a server, a client and a grant: the flags of keys new,
@@ -260,6 +263,7 @@ the desktop's opener) and always print it.`,
 	fl.BoolVar(&opts.SecretStdin, "client-secret-stdin", false, "read the client secret from stdin (one line)")
 	fl.BoolVar(&opts.GenerateClientKey, "generate-client-key", false, "make an EC P-256 client key for private_key_jwt and print its public JWKS to register with the realm")
 	fl.StringVar(&opts.TeamName, "team", "", "make it a team key, shared end-to-end encrypted through the team's etcd (addressed TEAM/LABEL)")
+	fl.StringVar(&opts.APIURL, "api-url", "", "base URL of the API the tokens are for (shipkey api KEY /path resolves against it)")
 	return cmd
 }
 
@@ -312,6 +316,10 @@ func keysNewRun(ctx context.Context, opts *keysNewOptions) error {
 		return err
 	}
 	conn := opts.connection(method)
+	apiURL, err := store.CheckAPIURL(opts.APIURL)
+	if err != nil {
+		return usageErrorf("--api-url %v", err)
+	}
 	clientKey, clientCert, err := opts.readClientFiles()
 	if err != nil {
 		return err
@@ -363,14 +371,14 @@ func keysNewRun(ctx context.Context, opts *keysNewOptions) error {
 	}
 
 	if opts.TeamName != "" {
-		tk, err := eng.CreateKey(ctx, opts.TeamName, team.NewKey{Label: strings.TrimSpace(opts.Label), Definition: store.Definition{Grant: grant, Connection: conn, Username: opts.Username}, ClientSecret: clientSecret, Password: password})
+		tk, err := eng.CreateKey(ctx, opts.TeamName, team.NewKey{Label: strings.TrimSpace(opts.Label), Definition: store.Definition{Grant: grant, Connection: conn, Username: opts.Username, APIURL: apiURL}, ClientSecret: clientSecret, Password: password})
 		if err != nil {
 			return err
 		}
 		fmt.Fprintf(opts.IO.ErrOut, "Got team API key %s (%s), shared with every member of %s\n", text.Safe(tk.Address()), lifetimes(teamStoreKey(tk), opts.Now()), opts.TeamName)
 		return nil
 	}
-	key, ts, err := st.Create(ctx, store.NewKey{Label: opts.Label, Definition: store.Definition{Connection: conn, Grant: grant, CallbackPort: opts.CallbackPort, Username: opts.Username, RememberPassword: opts.RememberPassword}, ClientSecret: clientSecret, Password: password, Prompt: newPrompter(opts.IO, opts.Getenv), Wait: opts.BrowserWait,
+	key, ts, err := st.Create(ctx, store.NewKey{Label: opts.Label, Definition: store.Definition{Connection: conn, Grant: grant, CallbackPort: opts.CallbackPort, Username: opts.Username, RememberPassword: opts.RememberPassword, APIURL: apiURL}, ClientSecret: clientSecret, Password: password, Prompt: newPrompter(opts.IO, opts.Getenv), Wait: opts.BrowserWait,
 		ClientKey: clientKey, ClientCert: clientCert, GenerateClientKey: opts.GenerateClientKey, OnClientKey: registerClientKey(opts.IO)})
 	if err != nil {
 		return interrupted(ctx, err)

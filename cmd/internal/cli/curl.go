@@ -5,12 +5,12 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
 
 	"github.com/shipkey/shipkey/auth"
-	"github.com/shipkey/shipkey/internal/text"
 	"github.com/shipkey/shipkey/store"
 )
 
@@ -43,12 +43,21 @@ own (-K /dev/fd/3): never on its command line, which every local user can
 read, and not on its standard input, which stays yours: a body piped in
 with --data-binary @- or -T - arrives whole.
 
+A URL argument that is a path (/shipments) is resolved against the key's
+API base URL (api_url: keys new or keys set --api-url). For a key with
+DPoP-bound tokens (keys new --dpop) the token goes with the DPoP scheme and
+a DPoP proof signed for the request's method and URL, read from curl's
+arguments (-X, -I, -G, -T, the data options, the one URL); arguments that
+do not tell them (several URLs, a glob, --next, -K) are refused. A server
+that asks for a DPoP nonce is answered by shipkey api, not here.
+
 curl's output, errors and exit code are its own (127 when curl is not
 installed); shipkey's own exit codes apply when no token can be had (3: log
 in again). Nothing is retried: for a request renewed and retried once on an
 invalid-token 401, use shipkey api. Without --key: SHIPKEY_KEY, else the
 default key, else the only key.`,
 		Example: `  shipkey curl -- -sS https://api.example.com/v1/shipments
+  shipkey curl --key prod -- -sS -X DELETE /shipments/7      # under prod's api_url
   gzip -dc batch.json.gz | shipkey curl --key prod -- -sS --data-binary @- -H 'Content-Type: application/json' https://api.example.com/v1/import`,
 		Args: func(cmd *cobra.Command, args []string) error {
 			switch dash := cmd.ArgsLenAtDash(); {
@@ -89,27 +98,36 @@ func curlRun(ctx context.Context, opts *curlOptions) error {
 	if err != nil {
 		return err
 	}
-	opts.Label = labelOrEnv(st, opts.Label)
-	if _, _, ok := teamKeyAddress(st, opts.Label); ok {
-		return usageErrorf("shipkey curl takes a key of this machine; for a team key run: shipkey exec %s -- …", text.ShellQuote(opts.Label))
+	key, err := machineKey(st, opts.Label, "curl")
+	if err != nil {
+		return err
 	}
-	key, err := resolveKey(st, opts.Label)
+	dpop, err := keyDPoP(st, key)
+	if err != nil {
+		return err
+	}
+	// A path argument goes under the key's api_url; a DPoP proof is signed
+	// for the method and URL, which must then be clear.
+	method, target, err := curlTarget(opts.Args, func(path string) (string, error) {
+		u, err := keyTarget(path, key)
+		if err != nil {
+			return "", err
+		}
+		return u.String(), nil
+	}, dpop != nil)
 	if err != nil {
 		return err
 	}
 	var ts *auth.TokenSet
-	switch {
-	case opts.Exchange.set():
+	if opts.Exchange.set() {
 		ts, err = exchangedToken(ctx, st, key, opts.Exchange.exchange(), 0, opts.ForceRefresh, opts.Secrets)
-	case opts.ForceRefresh:
-		ts, err = forcedToken(ctx, st, key, opts.Secrets)
-	default:
-		ts, err = freshToken(ctx, st, key, 0, opts.Secrets, opts.IO, opts.Now)
+	} else {
+		ts, err = keyToken(ctx, st, key, opts.ForceRefresh, 0, opts.Secrets, opts.IO, opts.Now)
 	}
 	if err != nil {
 		return err
 	}
-	config, err := curlConfigHeader(ts)
+	config, err := curlConfig(ts, dpop, method, target, opts.Now())
 	if err != nil {
 		return err
 	}
@@ -137,4 +155,23 @@ func curlRun(ctx context.Context, opts *curlOptions) error {
 	}
 	r.Close()
 	return childExit(c.Wait())
+}
+
+// curlConfig is the curl config that authorizes the request: the
+// Authorization header, and for a DPoP-bound token the DPoP scheme and a
+// proof signed for method and target with the key's DPoP key.
+func curlConfig(ts *auth.TokenSet, dpop *auth.DPoPKey, method, target string, now time.Time) (string, error) {
+	if dpop == nil || !strings.EqualFold(ts.TokenType, auth.DPoPTokenType) {
+		return curlConfigHeader(ts)
+	}
+	proof, err := dpop.Proof(method, target, ts.AccessToken, "", now)
+	if err != nil {
+		return "", err
+	}
+	authz, err := curlConfigLine("Authorization: " + auth.DPoPTokenType + " " + ts.AccessToken)
+	if err != nil {
+		return "", err
+	}
+	line, err := curlConfigLine("DPoP: " + proof)
+	return authz + line, err
 }

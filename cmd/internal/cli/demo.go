@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"net/http"
 	"os"
 	"path/filepath"
 	"time"
@@ -26,7 +25,7 @@ type demoOptions struct {
 	Serve  bool
 	Addr   string
 	// APIClient and Secrets are the Request screen's (as shipkey api's).
-	APIClient func(auth.APISource) (*http.Client, error)
+	APIClient apiClientBuilder
 	Secrets   *secretSet
 }
 

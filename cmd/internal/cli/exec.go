@@ -82,7 +82,9 @@ job that outlives its token asks it for a fresh one whenever it needs,
 
   curl -s --unix-socket "$SHIPKEY_SOCKET" http://shipkey/v1/token?min_valid=60
 
-which answers the "shipkey token --json" body (see: shipkey serve --help).
+which answers the "shipkey token --json" body; for a DPoP-bound key,
+POST /v1/proof with {"method":"GET","url":"https://…"} adds a proof signed
+for that request (see: shipkey serve --help).
 
 The exit code is the command's own (128+N when signal N ended it); 127 when
 COMMAND is not found, 126 when it cannot be run; shipkey's own when no token

@@ -41,6 +41,8 @@ func TestMain(m *testing.M) {
 		"sockettoken": childSocketToken,
 		// A command that calls an API with $SHIPKEY_TOKEN.
 		"envtokenapi": childEnvTokenAPI,
+		// A program that asks exec --serve's socket for DPoP proofs.
+		"socketproof": childSocketProof,
 		// A scripted $BROWSER for the device and browser grants.
 		"browser": childBrowser,
 		// The same for the real OpenID provider (opscripts_test.go).
@@ -158,6 +160,7 @@ func TestScripts(t *testing.T) {
 			"socketgone":    cmdSocketGone,
 			"snapshot":      cmdSnapshot,
 			"waitexpiry":    cmdWaitExpiry,
+			"dpopsend":      cmdDPoPSend,
 		},
 	})
 }

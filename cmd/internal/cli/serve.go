@@ -45,6 +45,10 @@ containers that should hold neither the client secret nor shipkey's store:
                                      exchange (also resource, scope and
                                      requested_token_type), cached as for
                                      shipkey token --audience
+  POST /v1/proof/LABEL               for a DPoP-bound key: the same body with
+    {"method":"GET","url":"https://…"}   "dpop_proof", a proof signed for that
+    (and "nonce" when the API asked)     request (one request only; a path
+                                          goes under the key's api_url)
 
   curl --unix-socket PATH http://shipkey/v1/token/LABEL
 
@@ -58,7 +62,8 @@ are refused (SO_PEERCRED), whatever the file modes. It never listens on TCP.
 Only the keys named with --key are served (all keys when none is named).
 SIGINT or SIGTERM stops it and removes the socket.
 
-Answers: 200 with the token; 400 bad min_valid; 401 the key needs a login
+Answers: 200 with the token; 400 bad min_valid (or proof request, or a key
+without a DPoP key: "not_dpop"); 401 the key needs a login
 (shipkey login); 403 a key not served; 404 no such key; 502 the server
 refused or could not be reached.`,
 		Example: `  shipkey serve --socket "$XDG_RUNTIME_DIR/shipkey/token.sock" --key prod
@@ -217,15 +222,20 @@ func newTokenHandler(st *store.Store, keys []string, secrets *secretSet) http.Ha
 	h := &tokenHandler{st: st, keys: keys, secrets: secrets, lifetime: map[string]time.Duration{}}
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /v1/token/{label}", h.token)
+	mux.HandleFunc("POST /v1/proof/{label}", h.proof)
 	if len(keys) == 1 {
 		// One key served (exec --serve): its token needs no label.
 		mux.HandleFunc("GET /v1/token", func(w http.ResponseWriter, r *http.Request) {
 			r.SetPathValue("label", keys[0])
 			h.token(w, r)
 		})
+		mux.HandleFunc("POST /v1/proof", func(w http.ResponseWriter, r *http.Request) {
+			r.SetPathValue("label", keys[0])
+			h.proof(w, r)
+		})
 	}
 	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
-		writeServeError(w, http.StatusNotFound, "not_found", "the one path is GET /v1/token/LABEL?min_valid=SECONDS")
+		writeServeError(w, http.StatusNotFound, "not_found", "the paths are GET /v1/token/LABEL?min_valid=SECONDS and POST /v1/proof/LABEL")
 	})
 	return mux
 }

@@ -124,6 +124,10 @@ type tokenOptions struct {
 	// own (--audience, --resource; token shares --scope with --no-store).
 	Exchange exchangeFlags
 
+	// Proof (--dpop-proof METHOD URL) also prints a DPoP proof for that
+	// request (dpopproof.go).
+	Proof proofFlags
+
 	// NoStore (--no-store) runs the grant the Conn flags name and prints
 	// the token, without a store: nothing read or written, no passphrase.
 	NoStore bool
@@ -150,6 +154,13 @@ for scripts and for tools that cache what they get:
                             (expires_at in RFC 3339, omitted when unknown)
   --output exec-credential  a Kubernetes client.authentication.k8s.io/v1
                             ExecCredential, for a kubeconfig exec plugin
+  --dpop-proof METHOD URL   for a DPoP-bound key (keys new --dpop): the token
+                            and a DPoP proof signed for that one request, on
+                            two lines (--json: "dpop_proof"); send them as
+                            "Authorization: DPoP <token>" and "DPoP: <proof>".
+                            A proof is good for one request: ask for another
+                            for the next, with --dpop-nonce when the API
+                            answered 401 with a DPoP-Nonce header.
 
 Never put the token on another command's command line, as in
 curl -H "Authorization: Bearer $(shipkey token)": argv is readable by every
@@ -189,14 +200,24 @@ argv is readable by every local user (ps, /proc/*/cmdline). Piping it to
 curl -K - takes curl's standard input: a body sent with --data-binary @-
 then arrives empty.
 
+For a DPoP-bound key, --dpop-proof METHOD URL prints the two headers the
+request needs: "Authorization: DPoP <token>" and "DPoP: <proof>", the
+proof signed for that method and URL (one request only).
+
 The token is refreshed first if needed, as with "shipkey token".`
 	}
-	cmd.Args = usageArgs(cobra.MaximumNArgs(1))
+	cmd.Args = tokenArgs(opts)
 	cmd.ValidArgsFunction = completeLabels(f, 1)
 	cmd.RunE = func(cmd *cobra.Command, args []string) error {
 		opts.Label = labelArg(args)
 		if !header && opts.Exchange.set() {
 			opts.Exchange.Scopes = opts.Conn.Scopes // token's one --scope
+		}
+		if opts.Proof.Method != "" {
+			if opts.NoStore {
+				return usageErrorf("--dpop-proof signs with a stored key's DPoP key, not with --no-store")
+			}
+			opts.Label = labelArg(args[:len(args)-1]) // the URL is last
 		}
 		if err := noStoreFlags(cmd, opts); err != nil {
 			return err
@@ -213,10 +234,14 @@ The token is refreshed first if needed, as with "shipkey token".`
 		if runF != nil {
 			return runF(cmd.Context(), opts)
 		}
+		if opts.Proof.Method != "" {
+			return tokenProofRun(cmd.Context(), opts)
+		}
 		return tokenRun(cmd.Context(), opts)
 	}
 	cmd.Flags().DurationVar(&opts.MinValid, "min-valid", 0, "hand out a token valid for at least this long (e.g. 5m), renewing first")
 	cmd.Flags().BoolVar(&opts.ForceRefresh, "force-refresh", false, "renew the token now, even when it looks valid (one the server revoked)")
+	opts.Proof.add(cmd)
 	if header {
 		cmd.Flags().BoolVar(&opts.CurlConfig, "curl-config", false, "print a curl config line (header = \"…\"); shipkey curl runs curl with it")
 	} else {

@@ -104,9 +104,14 @@ func writeToken(w io.Writer, format, label, jkt string, ts *auth.TokenSet) error
 // knows the escapes \\ \" \t \n \r \v; any other control character cannot be
 // carried and is an error (no real token holds one).
 func curlConfigHeader(ts *auth.TokenSet) (string, error) {
+	return curlConfigLine("Authorization: " + ts.Header())
+}
+
+// curlConfigLine is the curl config line that sends header ("Name: value").
+func curlConfigLine(header string) (string, error) {
 	var b strings.Builder
 	b.WriteString(`header = "`)
-	for _, r := range "Authorization: " + ts.Header() {
+	for _, r := range header {
 		switch r {
 		case '\\':
 			b.WriteString(`\\`)
@@ -122,7 +127,7 @@ func curlConfigHeader(ts *auth.TokenSet) (string, error) {
 			b.WriteString(`\v`)
 		default:
 			if r < 0x20 || r == 0x7f {
-				return "", fmt.Errorf("the access token holds a control character (U+%04X) that a curl config cannot carry; log in again: shipkey login", r)
+				return "", fmt.Errorf("the header holds a control character (U+%04X) that a curl config cannot carry; log in again: shipkey login", r)
 			}
 			b.WriteRune(r)
 		}

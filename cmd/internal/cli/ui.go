@@ -30,7 +30,7 @@ type uiOptions struct {
 	// APIClient builds the Request screen's HTTP client (the factory's, as
 	// for shipkey api); Secrets are the debug log's secrets. APIURL is the
 	// screen's URL for a key without one (the demo's API).
-	APIClient func(auth.APISource) (*http.Client, error)
+	APIClient apiClientBuilder
 	Secrets   *secretSet
 	APIURL    string
 }
@@ -60,7 +60,7 @@ func runTUI(ctx context.Context, o uiOptions) error {
 
 // requestClient is the HTTP client of the app's Request screen for a key:
 // shipkey api's (keyClient), for a key of this machine.
-func requestClient(st *store.Store, build func(auth.APISource) (*http.Client, error), secrets *secretSet) tui.APIClient {
+func requestClient(st *store.Store, build apiClientBuilder, secrets *secretSet) tui.APIClient {
 	return func(label string, renewed func()) (*http.Client, error) {
 		if _, _, ok := teamKeyAddress(st, label); ok {
 			return nil, fmt.Errorf("the Request screen takes a key of this machine; for a team key run: shipkey exec %s -- …", text.ShellQuote(label))
