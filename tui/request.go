@@ -267,6 +267,9 @@ func (r *request) Update(msg tea.Msg) (action, tea.Cmd) {
 	}
 	if _, ok := msg.(tea.KeyPressMsg); ok {
 		r.errs[r.focus] = ""
+		if isArea(r.focus) {
+			r.follow() // the cursor's line, which enter may have moved
+		}
 	}
 	return nil, cmd
 }
@@ -452,7 +455,7 @@ func (r *request) content() (string, int) {
 		marker, nameStyle := "  ", s.FieldName
 		if i == r.focus && r.state == requestEditing {
 			marker, nameStyle = s.Focused.Render("› "), s.Focused
-			focusLine = strings.Count(b.String(), "\n")
+			focusLine = strings.Count(b.String(), "\n") + r.cursorRow(i)
 		}
 		var val string
 		switch i {
@@ -491,6 +494,21 @@ func (r *request) content() (string, int) {
 	return b.String(), focusLine
 }
 
+// cursorRow is the row of field i's cursor below its first line (a text
+// area's cursor line in sight, else 0).
+func (r *request) cursorRow(i int) int {
+	var ta *textarea.Model
+	switch i {
+	case reqFieldHeaders:
+		ta = &r.headers
+	case reqFieldBody:
+		ta = &r.body
+	default:
+		return 0
+	}
+	return min(max(0, ta.Line()-ta.ScrollYOffset()), max(0, ta.Height()-1))
+}
+
 // keyChoice renders the key field: the chosen key between arrows, and
 // where it stands among the others.
 func (r *request) keyChoice() string {
@@ -517,9 +535,9 @@ func (r *request) ShortHelp() []key.Binding {
 	case r.state == requestViewing:
 		return []key.Binding{k.Edit, k.Send, k.ScrollDown, k.ScrollUp, k.PageDown, k.Top, k.Bottom, k.Quit}
 	case isChoice(r.focus):
-		return []key.Binding{k.Choose, k.TabNext, k.Send, k.Back, k.ForceQuit}
+		return []key.Binding{k.Send, k.Choose, k.TabNext, k.Back, k.ForceQuit}
 	}
-	return []key.Binding{k.TabNext, k.TabPrev, k.Send, k.Back, k.ForceQuit}
+	return []key.Binding{k.Send, k.TabNext, k.TabPrev, k.Back, k.ForceQuit}
 }
 
 func (r *request) FullHelp() [][]key.Binding {

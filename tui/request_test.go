@@ -426,3 +426,23 @@ func TestRequestNoAnswer(t *testing.T) {
 	}
 	h.mustShow("✗ no answer: ", "connection refused")
 }
+
+// At 40×10, the line being typed in the body stays in sight, and so does
+// the line saying the request is on its way.
+func TestRequestFollowsTheCursorWhenSmall(t *testing.T) {
+	t.Parallel()
+	rig := newAPIRig(t)
+	h := requestHarness(t, rig)
+	h.send(windowSize(40, 10))
+	h.press("4")
+	h.run(h.m.request.focusOn(reqFieldBody))
+	for i, l := range []string{`{"a":`, `"b",`, `"c":`, `3}`} {
+		if i > 0 {
+			h.press("enter")
+		}
+		h.typeText(l)
+		h.mustShow(l)
+		requireFits(t, h.view(), 40, 10)
+	}
+	h.mustNotShow("✗")
+}
