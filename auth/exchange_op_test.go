@@ -9,6 +9,7 @@ import (
 
 	"github.com/shipkey/shipkey/auth"
 	"github.com/shipkey/shipkey/auth/authtest"
+	"github.com/shipkey/shipkey/internal/optest"
 )
 
 // Token exchange against oidc-provider (registered there as a grant, as it
@@ -57,5 +58,26 @@ func TestOpenIDProviderTokenExchange(t *testing.T) {
 	_, err = c.Exchange(opCtx(t), conn, ca, subject.AccessToken, auth.Exchange{Audience: "no-such-client"})
 	if auth.KindOf(err) != auth.KindServer || !strings.Contains(err.Error(), "invalid_target") || strings.Contains(err.Error(), subject.AccessToken) {
 		t.Errorf("unknown audience: %v", err)
+	}
+}
+
+// oidc-provider as it comes, without token exchange: one line that says
+// the server does not offer it, without the subject token or the secret.
+func TestOpenIDProviderWithoutTokenExchange(t *testing.T) {
+	t.Parallel()
+	p := optest.StartWithoutTokenExchange(t)
+	c := opClient(t)
+	conn := auth.Connection{Issuer: p.Issuer, ClientID: p.ClientID}
+	ca := auth.ClientAuth{Secret: p.ClientSecret}
+	subject, err := c.Obtain(opCtx(t), auth.GrantClientCredentials, auth.Request{Conn: conn, ClientAuth: ca})
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = c.Exchange(opCtx(t), conn, ca, subject.AccessToken, auth.Exchange{Audience: p.PublicClientID})
+	if auth.KindOf(err) != auth.KindGrantNotAllowed || !strings.HasPrefix(err.Error(), "token-exchange: this server does not offer token exchange") {
+		t.Fatalf("err = %v, want: this server does not offer token exchange", err)
+	}
+	if msg := err.Error(); strings.Contains(msg, subject.AccessToken) || strings.Contains(msg, p.ClientSecret) || strings.ContainsAny(msg, "\n\x1b") {
+		t.Errorf("not one safe line: %q", msg)
 	}
 }

@@ -126,12 +126,20 @@ func getJSON(c *http.Client, u string, v any) error {
 	return json.NewDecoder(io.LimitReader(resp.Body, 1<<20)).Decode(v)
 }
 
-var (
+// instance is one provider a process shares, started on first use.
+type instance struct {
 	once    sync.Once
-	shared  *Provider
+	p       *Provider
 	failure string
-	mu      sync.Mutex
-	stop    func()
+	env     []string // added to server.js's environment
+}
+
+var (
+	shared = &instance{}
+	// noExchange is the provider without token exchange registered.
+	noExchange = &instance{env: []string{"SHIPKEY_OP_NO_TOKEN_EXCHANGE=1"}}
+	mu         sync.Mutex
+	stops      []func()
 )
 
 // Start returns the provider shared by the tests of the process, starting it
@@ -140,24 +148,37 @@ var (
 // Call Stop from TestMain once the tests have run.
 func Start(t testing.TB) *Provider {
 	t.Helper()
-	once.Do(func() { shared, failure = launch() })
-	if shared == nil {
-		if os.Getenv("CI") == "true" || !strings.HasPrefix(failure, "missing:") {
-			t.Fatal(failure)
-		}
-		t.Skip(failure)
-	}
-	return shared
+	return shared.start(t)
 }
 
-// Stop ends the provider if it was started.
+// StartWithoutTokenExchange is Start for a second provider, also shared,
+// on which token exchange is not registered: it answers the grant
+// unsupported_grant_type, as oidc-provider itself and most servers do.
+func StartWithoutTokenExchange(t testing.TB) *Provider {
+	t.Helper()
+	return noExchange.start(t)
+}
+
+func (in *instance) start(t testing.TB) *Provider {
+	t.Helper()
+	in.once.Do(func() { in.p, in.failure = launch(in.env...) })
+	if in.p == nil {
+		if os.Getenv("CI") == "true" || !strings.HasPrefix(in.failure, "missing:") {
+			t.Fatal(in.failure)
+		}
+		t.Skip(in.failure)
+	}
+	return in.p
+}
+
+// Stop ends the providers that were started.
 func Stop() {
 	mu.Lock()
 	defer mu.Unlock()
-	if stop != nil {
+	for _, stop := range stops {
 		stop()
-		stop = nil
 	}
+	stops = nil
 }
 
 // dir is auth/testdata/oidcprovider, found from this file's place in the module.
@@ -166,7 +187,7 @@ func dir() string {
 	return filepath.Join(filepath.Dir(file), "..", "..", "auth", "testdata", "oidcprovider")
 }
 
-func launch() (*Provider, string) {
+func launch(extraEnv ...string) (*Provider, string) {
 	d := dir()
 	node, err := exec.LookPath("node")
 	if err == nil {
@@ -189,6 +210,7 @@ func launch() (*Provider, string) {
 	cmd.Env = append(os.Environ(), "SHIPKEY_OP_CLIENT_ID="+p.ClientID, "SHIPKEY_OP_CLIENT_SECRET="+p.ClientSecret,
 		"SHIPKEY_OP_PUBLIC_CLIENT_ID="+p.PublicClientID, "SHIPKEY_OP_SHORT_CLIENT_ID="+p.ShortClientID)
 	cmd.Env = append(cmd.Env, hardenedEnv...)
+	cmd.Env = append(cmd.Env, extraEnv...)
 	cmd.WaitDelay = 5 * time.Second
 	var stderr LockedBuffer
 	cmd.Stderr = &stderr
@@ -210,7 +232,7 @@ func launch() (*Provider, string) {
 	go func() { _ = cmd.Wait(); close(exited) }()
 	mu.Lock()
 	// server.js exits when its stdin closes; the context kills it otherwise.
-	stop = func() {
+	stops = append(stops, func() {
 		stdin.Close()
 		select {
 		case <-exited:
@@ -218,7 +240,7 @@ func launch() (*Provider, string) {
 		}
 		cancel()
 		<-exited
-	}
+	})
 	mu.Unlock()
 	lines := make(chan [2]string, 1)
 	go func() {
