@@ -181,7 +181,7 @@ func init() {
 			prefill: func(p Prefill) string { return p.Scope },
 			fill:    func(_ *form, v string, sub *submission) { sub.nk.Connection.Scopes = strings.Fields(v) }},
 		fieldAdvanced: {name: "advanced", label: "Advanced", kind: kindSection,
-			on: "▾ (ctrl+o hides)", off: "▸ client auth, DPoP, URLs (ctrl+o shows)"},
+			on: "▾ ctrl+o hides", off: "▸ ctrl+o: client auth, DPoP, URLs"},
 		fieldTokenURL: {name: "token_url", label: "Token URL", advanced: true,
 			placeholder: "optional: the token endpoint, overriding the realm's",
 			prefill:     func(p Prefill) string { return p.TokenURL }, check: checkURL,

@@ -73,7 +73,7 @@ func TestFormAdvancedKeyTogglesTheSection(t *testing.T) {
 	t.Parallel()
 	h := newFormHarness(t, demoPrefill, nil)
 	h.send(windowSize(100, 30))
-	h.mustShow("Advanced          ▸ client auth, DPoP, URLs (ctrl+o shows)")
+	h.mustShow("Advanced          ▸ ctrl+o: client auth, DPoP, URLs")
 	h.mustNotShow("Client auth ", "DPoP ")
 	h.press("f1")
 	h.mustShow("ctrl+o", "advanced")
@@ -202,4 +202,33 @@ func TestFormGeneratedClientKeyIsRegisteredFirst(t *testing.T) {
 			t.Fatal("esc while registering stored the key")
 		}
 	}
+}
+
+// The form at 60×15: folded, and with the Advanced section open on a
+// signed-JWT key with DPoP; each fits, the focused field in sight.
+func TestFormAt60x15(t *testing.T) {
+	t.Parallel()
+	t.Run("folded", func(t *testing.T) {
+		t.Parallel()
+		h := newFormHarness(t, demoPrefill, nil)
+		h.send(windowSize(60, 15))
+		requireFits(t, h.view(), 60, 15)
+		focusField(h, fieldAdvanced)
+		requireFits(t, h.view(), 60, 15)
+		h.mustShow("› Advanced", "▸ ctrl+o: client auth")
+		h.mustNotShow("Client auth")
+		golden.RequireEqual(t, []byte(h.view()))
+	})
+	t.Run("advanced", func(t *testing.T) {
+		t.Parallel()
+		h := newFormHarness(t, demoPrefill, nil)
+		h.send(windowSize(60, 15))
+		openAdvanced(h)
+		chooseAuth(h, auth.PrivateKeyJWT)
+		focusField(h, fieldDPoP)
+		h.press("space")
+		requireFits(t, h.view(), 60, 15)
+		h.mustShow("Client auth", "‹ private_key_jwt ›", "Client key file", "› DPoP", "[x]")
+		golden.RequireEqual(t, []byte(h.view()))
+	})
 }
