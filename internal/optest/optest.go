@@ -49,12 +49,15 @@ import (
 // authorization code grant and refresh; PublicClientID has no secret and
 // all of them but client credentials. ShortClientID is ClientID again, with
 // the same secret, but its access tokens live 2 s: a test sees a real expiry
-// after a short wait. All accept codes on any loopback port.
+// after a short wait. DPoPAPIClientID is ClientID again, with the same
+// secret, whose tokens must be DPoP-bound (at the usual life: the API
+// tests). All accept codes on any loopback port.
 type Provider struct {
 	Issuer                 string
 	ClientID, ClientSecret string
 	PublicClientID         string
 	ShortClientID          string
+	DPoPAPIClientID        string
 	Hardened               Hardened
 }
 
@@ -199,7 +202,7 @@ func launch(extraEnv ...string) (*Provider, string) {
 	secret := make([]byte, 12)
 	_, _ = rand.Read(secret)
 	p := &Provider{ClientID: "shipping-api", ClientSecret: "op-" + hex.EncodeToString(secret),
-		PublicClientID: "shipping-cli", ShortClientID: "shipping-short"}
+		PublicClientID: "shipping-cli", ShortClientID: "shipping-short", DPoPAPIClientID: "shipping-dpop-api"}
 	hardenedEnv, err := p.Hardened.make()
 	if err != nil {
 		return nil, "hardened clients: " + err.Error()

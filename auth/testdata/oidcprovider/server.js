@@ -29,6 +29,8 @@
 //   shipping-dpop               client_secret_post, DPoP-bound tokens required,
 //                               with server nonces (as every DPoP proof here)
 //   shipping-par                client_secret_post, PAR required
+//   (and shipping-dpop-api: the confidential client again, DPoP-bound tokens
+//   required, at the usual token life; for the API tests)
 //   shipping-device-pkce        public; PKCE (S256) required on the device
 //                               grant, which oidc-provider does not do itself:
 //                               the wrapper below adds it as Keycloak has it
@@ -208,6 +210,18 @@ Promise.all([listening(server), ...(mtlsServer ? [listening(mtlsServer)] : [])])
         grant_types: confidentialGrants,
         response_types: ['code'],
         redirect_uris: ['http://127.0.0.1/callback'],
+      },
+      {
+        // DPoP-bound tokens at the usual token life, for the API tests (a
+        // hand-off proof is used a moment after it is made).
+        client_id: 'shipping-dpop-api',
+        client_secret: clientSecret,
+        token_endpoint_auth_method: 'client_secret_post',
+        application_type: 'native',
+        grant_types: confidentialGrants,
+        response_types: ['code'],
+        redirect_uris: ['http://127.0.0.1/callback'],
+        dpop_bound_access_tokens: true,
       },
       {
         client_id: publicClientId,

@@ -27,11 +27,12 @@ func TestOpenIDProviderScripts(t *testing.T) {
 				return err
 			}
 			for k, v := range map[string]string{
-				"OP_ISSUER":           p.Issuer,
-				"OP_CLIENT_ID":        p.ClientID,
-				"OP_CLIENT_SECRET":    p.ClientSecret,
-				"OP_PUBLIC_CLIENT_ID": p.PublicClientID,
-				"OP_SHORT_CLIENT_ID":  p.ShortClientID,
+				"OP_ISSUER":             p.Issuer,
+				"OP_CLIENT_ID":          p.ClientID,
+				"OP_CLIENT_SECRET":      p.ClientSecret,
+				"OP_PUBLIC_CLIENT_ID":   p.PublicClientID,
+				"OP_SHORT_CLIENT_ID":    p.ShortClientID,
+				"OP_DPOP_API_CLIENT_ID": p.DPoPAPIClientID,
 				// The hardened clients (see server.js): their files are in
 				// $WORK (rsa.pem, ec.pem, mtls.crt, mtls.key, ca.pem).
 				"OP_RSA_CLIENT_ID":         p.Hardened.RSAClientID,
