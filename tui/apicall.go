@@ -28,10 +28,6 @@ import (
 // that the screen can say a 401 came first.
 type APIClient func(label string, renewed func()) (*http.Client, error)
 
-// keyAPIURL is the API base URL of k: where its requests go by default
-// and what a path is resolved against ("" when the key has none).
-func keyAPIURL(k store.Key) string { return "" }
-
 // apiCall is a request the Request screen sends.
 type apiCall struct {
 	label, method, url string

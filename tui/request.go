@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"net/url"
 	"strings"
 
 	"charm.land/bubbles/v2/key"
@@ -162,7 +163,7 @@ func (r *request) choose(label string) {
 }
 
 // open shows the screen for label's key: the values typed are kept; a URL
-// the app put there follows the key (its API URL, else the default).
+// the app put there follows the key (its api_url, else the default).
 func (r *request) open(label string) tea.Cmd {
 	r.choose(label)
 	r.prefill()
@@ -182,12 +183,7 @@ func (r *request) prefill() {
 	if cur != "" && cur != r.prefilled {
 		return
 	}
-	u := r.defaultURL
-	if r.key < len(r.keys) {
-		if base := keyAPIURL(r.keys[r.key]); base != "" {
-			u = base
-		}
-	}
+	u := r.base()
 	r.url.SetValue(u)
 	r.url.CursorEnd()
 	r.prefilled = u
@@ -381,24 +377,28 @@ func (r *request) validate() (apiCall, int) {
 	return call, -1
 }
 
-// target is the URL field as a full URL: a path (/v1/…) goes after the
-// key's API URL, else the default URL's scheme and host.
+// base is where the chosen key's requests go: its API URL (api_url),
+// else the default URL (the demo's API); "" when neither.
+func (r *request) base() string {
+	if r.key < len(r.keys) && r.keys[r.key].APIURL != "" {
+		return r.keys[r.key].APIURL
+	}
+	return r.defaultURL
+}
+
+// target is the URL field as a full URL: a path (v1/… or /v1/…) goes after
+// base, as shipkey api resolves it.
 func (r *request) target() (string, error) {
 	u := strings.TrimSpace(r.url.Value())
 	if u == "" {
 		return "", errors.New("required")
 	}
-	if strings.HasPrefix(u, "/") {
-		base := r.defaultURL
-		if r.key < len(r.keys) {
-			if b := keyAPIURL(r.keys[r.key]); b != "" {
-				base = b
-			}
-		}
+	if p, err := url.Parse(u); err == nil && p.Scheme == "" && p.Host == "" && p.Path != "" && !strings.HasPrefix(u, "//") {
+		base := r.base()
 		if base == "" {
-			return "", errors.New("a path needs the key's API URL; give a full https:// URL")
+			return "", fmt.Errorf("a path needs the key's API URL (shipkey keys set %s --api-url URL); or give a full https:// URL", text.ShellQuote(r.label()))
 		}
-		u = strings.TrimRight(base, "/") + u
+		u = strings.TrimRight(base, "/") + "/" + strings.TrimLeft(u, "/")
 	}
 	if err := auth.CheckURL(u); err != nil {
 		return "", fmt.Errorf("URL %v", err)

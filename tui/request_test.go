@@ -261,7 +261,7 @@ func TestRequestValidation(t *testing.T) {
 		field                          int
 	}{
 		{"no URL", "", "", "", "required", reqFieldURL},
-		{"not a URL", "api.example.com/x", "", "", "is not an absolute http(s) URL", reqFieldURL},
+		{"not http", "ftp://api.example.com/x", "", "", "is not an absolute http(s) URL", reqFieldURL},
 		{"plain http", "http://api.example.com/x", "", "", "plain http", reqFieldURL},
 		{"header", rig.srv.URL, "not a header", "", "is not a header", reqFieldHeaders},
 		{"authorization", rig.srv.URL, "Authorization: Bearer x", "", "Authorization is the key's token", reqFieldHeaders},
@@ -445,4 +445,46 @@ func TestRequestFollowsTheCursorWhenSmall(t *testing.T) {
 		requireFits(t, h.view(), 40, 10)
 	}
 	h.mustNotShow("✗")
+}
+
+// The URL starts as the chosen key's api_url and follows the key while it
+// is untouched; a path goes after the key's api_url, as shipkey api puts
+// it; a key with none (and no default) says how to give it one.
+func TestRequestUsesTheKeysAPIURL(t *testing.T) {
+	t.Parallel()
+	rig := newAPIRig(t)
+	h := newHarnessWith(t, func(f *fakeStore) {
+		k := f.add("demo", "demo", time.Time{})
+		k.APIURL = rig.srv.URL + "/v2"
+		f.keys["demo"] = k
+		f.add("staging", "ops", t0.Add(-time.Hour))
+	}, func(c *config) { c.api = rig.client })
+	h.press("4")
+	r := h.m.request
+	if r.url.Value() != rig.srv.URL+"/v2" {
+		t.Fatalf("URL %q, want the key's api_url", r.url.Value())
+	}
+	right := tea.KeyPressMsg{Code: tea.KeyRight}
+	h.send(right) // staging: no api_url, no default
+	if r.label() != "staging" || r.url.Value() != "" {
+		t.Fatalf("key %q, URL %q", r.label(), r.url.Value())
+	}
+	h.send(right) // demo again
+	if r.url.Value() != rig.srv.URL+"/v2" {
+		t.Fatalf("URL %q back on demo", r.url.Value())
+	}
+	h.setURL("shipments?late=1")
+	h.press("ctrl+s")
+	h.mustShow("200 OK", "GET "+rig.srv.URL+"/v2/shipments?late=1")
+	if got := rig.seen(); !strings.HasPrefix(got, "GET /v2/shipments ") {
+		t.Fatalf("the API saw %q", got)
+	}
+	// What was typed stays when the key changes; staging has no base.
+	h.press("esc")
+	h.run(r.focusOn(reqFieldKey))
+	h.send(right)
+	h.press("ctrl+s")
+	if r.url.Value() != "shipments?late=1" || !strings.Contains(r.errs[reqFieldURL], "a path needs the key's API URL (shipkey keys set staging --api-url URL)") {
+		t.Fatalf("URL %q, error %q", r.url.Value(), r.errs[reqFieldURL])
+	}
 }

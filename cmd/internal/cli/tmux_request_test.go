@@ -109,8 +109,9 @@ func TestTmuxRequestDemo(t *testing.T) {
 	}
 }
 
-// TestTmuxRequestRenewsARevokedToken: a key of the user's own store, a
-// resource server that introspects every token at the realm. After a 200,
+// TestTmuxRequestRenewsARevokedToken: a key of the user's own store whose
+// api_url is a resource server that introspects every token at the realm;
+// the Request screen starts there and takes a path. After a 200,
 // the access token is revoked at the realm (RFC 7009): the next send is
 // refused 401, the token renewed, and the request sent again: the screen
 // says "401 → renewed → 200 OK". An API that keeps refusing gets exactly
@@ -126,11 +127,13 @@ func TestTmuxRequestRenewsARevokedToken(t *testing.T) {
 			t.Cleanup(rs.Close)
 			h := newTmuxHome(t, []string{"SHIPKEY_SECRETS=plaintext"})
 			h.newKey(srv, "mine")
+			h.cli("keys", "set", "mine", "--api-url", rs.URL()+"/v1")
 			s := h.start(size[0], size[1])
 			s.waitText(10*time.Second, "mine")
 			s.keys("4")
-			s.waitText(5*time.Second, "shipkey › Request", "› Key", "mine")
-			s.requestURL(rs.URL() + "/v1/shipments")
+			// The URL is the key's api_url; a path goes after it.
+			s.waitText(5*time.Second, "shipkey › Request", "› Key", "mine", rs.URL()+"/v1")
+			s.requestURL("shipments")
 			s.keys("C-s")
 			s.waitText(10*time.Second, "200 OK", `"path": "/v1/shipments"`)
 			if rs.Count("accepted") != 1 {
