@@ -12,13 +12,11 @@ import (
 	"github.com/shipkey/shipkey/internal/optest"
 )
 
-// Token exchange against oidc-provider (registered there as a grant, as it
-// has none built in): the derived token is for the audience, and an API
-// that takes only tokens for it accepts the derived one and refuses the
-// key's own.
-func TestOpenIDProviderTokenExchange(t *testing.T) {
-	t.Parallel()
-	p := startOP(t)
+// opSubject is a client, the provider's confidential client with its
+// authentication, and a token of it by client credentials: the subject of
+// an exchange.
+func opSubject(t *testing.T, p *optest.Provider) (*auth.Client, auth.Connection, auth.ClientAuth, *auth.TokenSet) {
+	t.Helper()
 	c := opClient(t)
 	conn := auth.Connection{Issuer: p.Issuer, ClientID: p.ClientID}
 	ca := auth.ClientAuth{Secret: p.ClientSecret}
@@ -26,6 +24,17 @@ func TestOpenIDProviderTokenExchange(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	return c, conn, ca, subject
+}
+
+// Token exchange against oidc-provider (registered there as a grant, as it
+// has none built in): the derived token is for the audience, and an API
+// that takes only tokens for it accepts the derived one and refuses the
+// key's own.
+func TestOpenIDProviderTokenExchange(t *testing.T) {
+	t.Parallel()
+	p := startOP(t)
+	c, conn, ca, subject := opSubject(t, p)
 	derived, err := c.Exchange(opCtx(t), conn, ca, subject.AccessToken, auth.Exchange{Audience: p.PublicClientID})
 	if err != nil {
 		t.Fatal(err)
@@ -66,14 +75,8 @@ func TestOpenIDProviderTokenExchange(t *testing.T) {
 func TestOpenIDProviderWithoutTokenExchange(t *testing.T) {
 	t.Parallel()
 	p := optest.StartWithoutTokenExchange(t)
-	c := opClient(t)
-	conn := auth.Connection{Issuer: p.Issuer, ClientID: p.ClientID}
-	ca := auth.ClientAuth{Secret: p.ClientSecret}
-	subject, err := c.Obtain(opCtx(t), auth.GrantClientCredentials, auth.Request{Conn: conn, ClientAuth: ca})
-	if err != nil {
-		t.Fatal(err)
-	}
-	_, err = c.Exchange(opCtx(t), conn, ca, subject.AccessToken, auth.Exchange{Audience: p.PublicClientID})
+	c, conn, ca, subject := opSubject(t, p)
+	_, err := c.Exchange(opCtx(t), conn, ca, subject.AccessToken, auth.Exchange{Audience: p.PublicClientID})
 	if auth.KindOf(err) != auth.KindGrantNotAllowed || !strings.HasPrefix(err.Error(), "token-exchange: this server does not offer token exchange") {
 		t.Fatalf("err = %v, want: this server does not offer token exchange", err)
 	}
