@@ -619,15 +619,13 @@ func (s *Store) view(fn func(t *tx) error) error {
 
 // write runs fn on a read-write transaction (state changes: Last Used,
 // tokens, logout). It does not take store.lock: bbolt's own lock orders
-// writers. When the index is stale it is rebuilt first.
+// writers. When the index is stale it is rebuilt first. It never sweeps
+// (sweep.go): its cost must not grow with the number of keys.
 func (s *Store) write(ctx context.Context, fn func(t *tx) error) error {
 	ctx, cancel := lockContext(ctx)
 	defer cancel()
 	for attempt := 0; ; attempt++ {
 		err := s.txn(ctx, false, fn)
-		if err == nil {
-			s.sweepIfFree()
-		}
 		if dmg := (*DamagedDBError)(nil); errors.As(err, &dmg) && attempt < 3 {
 			if err := s.salvage(ctx, dmg); err != nil {
 				return err

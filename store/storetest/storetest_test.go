@@ -3,9 +3,11 @@ package storetest
 import (
 	"context"
 	"fmt"
+	"os"
 	"path/filepath"
 	"reflect"
 	"testing"
+	"time"
 
 	"github.com/shipkey/shipkey/store"
 )
@@ -73,5 +75,39 @@ func TestEachKeyMatchesKeysAcrossChunks(t *testing.T) {
 	})
 	if err != nil || i != n {
 		t.Fatalf("EachKey walked %d keys of %d: %v", i, n, err)
+	}
+}
+
+// TestTokenCostIndependentOfKeys: `shipkey token` (Store.Token, Last Used
+// written) allocates as much at 2,000 keys as at 10, even when the sweep of
+// what killed processes left behind is due: the sweep reads config.toml
+// and every secret file's name, so it is left to serve and to the
+// commands that change config.toml. Not parallel: it counts allocations.
+func TestTokenCostIndependentOfKeys(t *testing.T) {
+	allocs := func(n int) float64 {
+		s := Populate(t, n, store.BackendPlaintext)
+		opts := s.Options()
+		// An hour passes between two calls: each writes Last Used.
+		clock := time.Now()
+		opts.Now = func() time.Time { return clock }
+		st, err := store.Open(opts)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer st.Close()
+		label := Label(n / 2)
+		return testing.AllocsPerRun(5, func() {
+			clock = clock.Add(time.Hour)
+			old := time.Now().Add(-time.Hour)
+			_ = os.Chtimes(filepath.Join(s.StateDir, ".swept"), old, old) // a sweep is due
+			if _, err := st.Token(context.Background(), label, store.TokenOptions{MarkUsed: true}); err != nil {
+				t.Fatal(err)
+			}
+		})
+	}
+	small, large := allocs(10), allocs(2000)
+	t.Logf("allocations of a token call: %.0f at 10 keys, %.0f at 2,000", small, large)
+	if large > 2*small+100 {
+		t.Errorf("a token call allocates %.0f times at 2,000 keys, %.0f at 10: its cost grows with the keys", large, small)
 	}
 }

@@ -170,9 +170,9 @@ func TestTruncatedStateDBBinary(t *testing.T) {
 }
 
 // TestKillNineLeavesNothingBehind kills `keys new`, `keys rm` and `token` at
-// random instants; after the next holder of the store lock (a plain
-// `shipkey token`, once what was left is older than the sweep's age) there is
-// no orphaned secret file and no temporary file, and the store opens.
+// random instants; after the next holder of the store lock (`keys default`,
+// once what was left is older than the sweep's age) there is no orphaned
+// secret file and no temporary file, and the store opens.
 func TestKillNineLeavesNothingBehind(t *testing.T) {
 	t.Parallel()
 	for _, backend := range []string{"plaintext", "file"} {
@@ -227,6 +227,9 @@ func TestKillNineLeavesNothingBehind(t *testing.T) {
 			}
 			if _, stderr, code := r.run("token", "k"); code != 0 {
 				t.Fatalf("token after the kills: exit %d: %s", code, stderr)
+			}
+			if _, stderr, code := r.run("keys", "default", "k"); code != 0 {
+				t.Fatalf("keys default after the kills: exit %d: %s", code, stderr)
 			}
 			cfg, err := os.ReadFile(filepath.Join(r.cfgDir, "config.toml"))
 			if err != nil {

@@ -122,6 +122,11 @@ func serveRun(ctx context.Context, opts *serveOptions) error {
 	refused := func(uid int) {
 		fmt.Fprintf(opts.IO.ErrOut, "shipkey: serve: refused a connection from uid %d (only uid %d is served)\n", uid, ln.uid)
 	}
+	// What killed commands left behind is swept here, off the path of
+	// `shipkey token` (whose cost must not grow with the number of keys).
+	sweepCtx, stopSweeping := context.WithCancel(ctx)
+	defer stopSweeping()
+	go sweepEvery(sweepCtx, st, store.SweepEvery)
 	served := make(chan error, 1)
 	go func() {
 		served <- srv.Serve(netutil.LimitListener(&peerListener{ln: ln, refused: refused}, serveMaxConns))
@@ -148,6 +153,20 @@ func serveRun(ctx context.Context, opts *serveOptions) error {
 	}
 	fmt.Fprintf(opts.IO.ErrOut, "Stopped serving tokens (%s); removed %s\n", why, text.Safe(opts.Socket))
 	return nil
+}
+
+// sweepEvery calls st.Sweep at start and every period until ctx ends.
+func sweepEvery(ctx context.Context, st *store.Store, period time.Duration) {
+	t := time.NewTicker(period)
+	defer t.Stop()
+	for {
+		st.Sweep()
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+	}
 }
 
 // refuseAgentDir refuses a token socket in the unlock agent's directory or
