@@ -27,7 +27,11 @@ func TestMembershipChangesOf300Keys(t *testing.T) {
 	srv := newServer(t)
 	ctx := context.Background()
 	const name = "many"
-	a, b := twoMachines(t, c, name)
+	// A generous team timeout on every machine: this test is about the size
+	// of the change, not the bound; the re-encryption of 600 items reads and
+	// writes through a cluster that the other parallel tests (and -race, and
+	// a loaded CI machine) keep busy. (CI at load 20 saw a's AddMember pass 5 s.)
+	a, b := twoMachinesWithin(t, c, name, 30*time.Second)
 	k, err := a.eng.CreateKey(ctx, name, newKey(srv, "real"))
 	if err != nil {
 		t.Fatal(err)
@@ -40,9 +44,6 @@ func TestMembershipChangesOf300Keys(t *testing.T) {
 		w.put("keys/"+id, w.forge("key", id, d))
 		w.put("tokens/"+id, w.forge("token", id, auth.TokenSet{AccessToken: "tok" + id, ObtainedAt: time.Now(), ExpiresIn: 600, AccessExpiresAt: time.Now().Add(10 * time.Minute)}))
 	}
-	// A generous team timeout: this test is about the size of the change,
-	// not the bound; its renewal below reads and writes through a cluster
-	// that the other parallel tests (and -race) keep busy.
 	cm := newMachine(t, 30*time.Second)
 	card, err := cm.eng.Join(ctx, team.JoinOptions{Conn: conn(c, name)})
 	if err != nil {

@@ -129,8 +129,14 @@ func conn(c *etcdtest.Cluster, name string) store.TeamConn {
 // twoMachines makes team name with machine a as founder and b added.
 func twoMachines(t *testing.T, c *etcdtest.Cluster, name string, clk ...*clock) (a, b *machine) {
 	t.Helper()
+	return twoMachinesWithin(t, c, name, 5*time.Second, clk...)
+}
+
+// twoMachinesWithin is twoMachines with another team timeout.
+func twoMachinesWithin(t *testing.T, c *etcdtest.Cluster, name string, timeout time.Duration, clk ...*clock) (a, b *machine) {
+	t.Helper()
 	ctx := context.Background()
-	a, b = newMachine(t, 5*time.Second, clk...), newMachine(t, 5*time.Second, clk...)
+	a, b = newMachine(t, timeout, clk...), newMachine(t, timeout, clk...)
 	if _, err := a.eng.Init(ctx, team.JoinOptions{Conn: conn(c, name), Name: "a"}); err != nil {
 		t.Fatal(err)
 	}
