@@ -56,11 +56,11 @@ func newDPoPKey(priv *ecdsa.PrivateKey) (*DPoPKey, error) {
 func ParseDPoPKey(b []byte) (*DPoPKey, error) {
 	k, _, err := ParseClientKey(b)
 	if err != nil {
-		return nil, configError("the stored DPoP key cannot be read", "create the key again (shipkey keys new … --dpop)")
+		return nil, configError("the stored DPoP key cannot be read", "create the key again with {{dpop}}")
 	}
 	priv, ok := k.(*ecdsa.PrivateKey)
 	if !ok || priv.Curve != elliptic.P256() {
-		return nil, configError("the stored DPoP key is not an EC P-256 key", "create the key again (shipkey keys new … --dpop)")
+		return nil, configError("the stored DPoP key is not an EC P-256 key", "create the key again with {{dpop}}")
 	}
 	return newDPoPKey(priv)
 }

@@ -80,3 +80,31 @@ func TestFormErrorsNameFieldsNotFlags(t *testing.T) {
 	h3.mustShow("raise the timeout (or SHIPKEY_TIMEOUT")
 	h3.mustNotShow("--timeout")
 }
+
+// Every setting an auth hint names has a form field (or a wording) in the
+// app: no flag is left in what the app shows.
+func TestFieldSettingNamesEveryHintFlag(t *testing.T) {
+	t.Parallel()
+	for flag, want := range map[string]string{
+		"scope openid":        "the Scope field: openid",
+		"basic-auth":          "Client auth: client_secret_basic under Advanced",
+		"public-client":       "Client auth: none (public client) under Advanced",
+		"client-auth":         "the Client auth field under Advanced",
+		"grant device-code":   "Grant: device code",
+		"dpop":                "DPoP on under Advanced",
+		"par=false":           "PAR off under Advanced",
+		"client-key FILE":     "the Client key file field under Advanced",
+		"client-cert FILE":    "the Client cert file field under Advanced",
+		"generate-client-key": "Generate key on under Advanced",
+		"callback-port":       "the Callback port field under Advanced",
+		"timeout":             "the timeout",
+	} {
+		e := &auth.Error{Msg: "m", Hint: "{{" + flag + "}}"}
+		if got := auth.RenderError(e, fieldSetting); got != "m; "+want {
+			t.Errorf("{{%s}} in the app: %q, want %q", flag, got, "m; "+want)
+		}
+		if strings.Contains(auth.RenderError(e, fieldSetting), "--") {
+			t.Errorf("{{%s}} left a flag", flag)
+		}
+	}
+}
