@@ -21,6 +21,12 @@ func benchWorld(b *testing.B, backend string) []string {
 	b.Helper()
 	srv := authtest.NewServer(authtest.DemoConfig())
 	b.Cleanup(srv.Close)
+	return benchWorldOn(b, backend, srv)
+}
+
+// benchWorldOn is benchWorld with the key at srv.
+func benchWorldOn(b *testing.B, backend string, srv *authtest.Server) []string {
+	b.Helper()
 	dir := b.TempDir()
 	home := filepath.Join(dir, "home")
 	vars := map[string]string{
@@ -170,6 +176,38 @@ func BenchmarkProcess(b *testing.B) {
 	// ratio is the floor under any shipkey command (the runtime's start for
 	// an 18 MB binary and the package inits of everything it links, the
 	// app's included), which a cached token cannot go below.
+	// A DPoP-signed `shipkey api GET` against a bearer one, both at the
+	// demo's API (which introspects every token at the realm and checks the
+	// proof): what reading the DPoP key, one ES256 signature and the proof's
+	// check cost a call.
+	b.Run("paired/api-dpop", func(b *testing.B) {
+		srv := authtest.NewServer(authtest.DemoConfig())
+		b.Cleanup(srv.Close)
+		api := authtest.NewResourceServer(authtest.ResourceConfig{Issuer: srv.Issuer(), ClientID: authtest.DemoClientID, ClientSecret: authtest.DemoClientSecret})
+		b.Cleanup(api.Close)
+		env := benchWorldOn(b, "plaintext", srv)
+		b.Setenv(envClientSecret, authtest.DemoClientSecret)
+		ios, _, errOut := testIO("")
+		if code := runWith([]string{"keys", "new", "--grant", "client-credentials", "--label", "dpop", "--auth-url", srv.URL(),
+			"--client-id", authtest.DemoDPoPClientID, "--dpop", "--api-url", api.URL()}, ios, os.Getenv); code != 0 {
+			b.Fatalf("keys new --dpop: exit %d: %s", code, errOut)
+		}
+		if code := runWith([]string{"keys", "set", "prod", "--api-url", api.URL()}, ios, os.Getenv); code != 0 {
+			b.Fatalf("keys set: exit %d: %s", code, errOut)
+		}
+		os.Unsetenv(envClientSecret)
+		call := func(key string) func() *exec.Cmd {
+			return func() *exec.Cmd {
+				cmd := exec.Command(bin, "api", key, "/v1/shipments")
+				cmd.Env = env
+				return cmd
+			}
+		}
+		pairedRatios(b, call("dpop"), map[string]func() *exec.Cmd{"x-bearer": call("prod")})
+		if api.Count("dpop") == 0 {
+			b.Fatal("no DPoP proof reached the API")
+		}
+	})
 	b.Run("paired/version", func(b *testing.B) {
 		env := append(os.Environ(), "NO_COLOR=1")
 		pairedRatios(b, func() *exec.Cmd {
