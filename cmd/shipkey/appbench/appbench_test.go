@@ -19,10 +19,35 @@ import (
 	"github.com/shipkey/shipkey/tui"
 )
 
-var built struct {
+// buildCache is one static build, made once per run.
+type buildCache struct {
 	once sync.Once
 	bin  string
 	err  error
+}
+
+var built, builtBare buildCache
+
+// get builds pkg into a temporary directory as name, once.
+func (c *buildCache) get(b *testing.B, pkg, name string) string {
+	b.Helper()
+	c.once.Do(func() {
+		dir, err := os.MkdirTemp("", "shipkey-appbench-")
+		if err != nil {
+			c.err = err
+			return
+		}
+		c.bin = filepath.Join(dir, name)
+		cmd := exec.Command("go", "build", "-o", c.bin, pkg)
+		cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
+		if out, err := cmd.CombinedOutput(); err != nil {
+			c.err = fmt.Errorf("go build: %v\n%s", err, out)
+		}
+	})
+	if c.err != nil {
+		b.Fatal(c.err)
+	}
+	return c.bin
 }
 
 // binary builds the static shipkey once per run, or returns
@@ -32,29 +57,24 @@ func binary(b *testing.B) string {
 	if bin := os.Getenv("SHIPKEY_APPBENCH_BIN"); bin != "" {
 		return bin
 	}
-	built.once.Do(func() {
-		dir, err := os.MkdirTemp("", "shipkey-appbench-")
-		if err != nil {
-			built.err = err
-			return
-		}
-		built.bin = filepath.Join(dir, "shipkey")
-		cmd := exec.Command("go", "build", "-o", built.bin, "github.com/shipkey/shipkey/cmd/shipkey")
-		cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
-		if out, err := cmd.CombinedOutput(); err != nil {
-			built.err = fmt.Errorf("go build: %v\n%s", err, out)
-		}
-	})
-	if built.err != nil {
-		b.Fatal(built.err)
-	}
-	return built.bin
+	return built.get(b, "github.com/shipkey/shipkey/cmd/shipkey", "shipkey")
 }
+
+// bareBinary builds the bare Bubble Tea program (./bare) once per run: the
+// framework's floor, measured beside the app.
+func bareBinary(b *testing.B) string {
+	return builtBare.get(b, "github.com/shipkey/shipkey/cmd/shipkey/appbench/bare", "bare")
+}
+
+// bareReady is what the bare program shows.
+const bareReady = "bare › one static line"
 
 func TestMain(m *testing.M) {
 	code := m.Run()
-	if built.bin != "" {
-		os.RemoveAll(filepath.Dir(built.bin))
+	for _, bin := range []string{built.bin, builtBare.bin} {
+		if bin != "" {
+			os.RemoveAll(filepath.Dir(bin))
+		}
 	}
 	os.Exit(code)
 }
@@ -156,17 +176,25 @@ func homeEnv(b *testing.B) []string {
 }
 
 // BenchmarkFirstFrame is exec → first frame of `shipkey` (the app on its
-// welcome screen) inside tmux, plaintext stores of 1 and 100k keys. It
-// reports the median and the slowest of b.N starts (ms-median, ms-max).
+// welcome screen) inside tmux, plaintext stores of 1 and 100k keys, and of
+// the bare Bubble Tea program (bare: the framework's floor). It reports the
+// median and the slowest of b.N starts (ms-median, ms-max).
 func BenchmarkFirstFrame(b *testing.B) {
 	needTmux(b)
-	bin := binary(b)
-	for _, n := range []int{1, 100000} {
-		b.Run(fmt.Sprintf("keys=%d", n), func(b *testing.B) {
-			st := storetest.Populate(b, n, "plaintext")
+	for _, n := range []int{0, 1, 100000} {
+		name, bin, ready := fmt.Sprintf("keys=%d", n), "", "shipkey › Welcome"
+		if n == 0 {
+			name, bin, ready = "bare", bareBinary(b), bareReady
+		} else {
+			bin = binary(b)
+		}
+		b.Run(name, func(b *testing.B) {
 			dir := b.TempDir()
 			startFile, frameFile := filepath.Join(dir, "exec"), filepath.Join(dir, "frame")
-			env := append(append(homeEnv(b), st.Env()...), tui.EnvTraceFirstFrame+"="+frameFile)
+			env := append(homeEnv(b), tui.EnvTraceFirstFrame+"="+frameFile)
+			if n > 0 {
+				env = append(env, storetest.Populate(b, n, "plaintext").Env()...)
+			}
 			launch := []string{"bash", "-c", `printf '%s\n' "$EPOCHREALTIME" > "$0"; exec "$1"`, startFile, bin}
 			t := start(b, env, "sleep", "1000")
 			once := func() time.Duration {
@@ -190,7 +218,7 @@ func BenchmarkFirstFrame(b *testing.B) {
 				s, _ := strconv.ParseInt(sec, 10, 64)
 				us, _ := strconv.ParseInt((frac + "000000")[:6], 10, 64)
 				from = s*1e9 + us*1e3
-				t.waitText("shipkey › Welcome") // the frame is whole before the next start
+				t.waitText(ready) // the frame is whole before the next start
 				return time.Duration(at - from)
 			}
 			once() // warm-up: page cache, the binary
@@ -240,11 +268,13 @@ func cpuOf(pid int) (cpu, error) {
 type idleScreen struct {
 	name  string
 	demo  bool     // `shipkey demo` (in-process server, memory store); else a 1-key store
+	bare  bool     // the bare Bubble Tea program instead of shipkey (the floor)
 	steps []string // keys sent, one at a time, after the app showed ready
 	ready []string // what the screen shows once reached
 }
 
 var idleScreens = []idleScreen{
+	{name: "bare", bare: true, ready: []string{bareReady}},
 	{name: "welcome", ready: []string{"shipkey › Welcome", "Default key"}},
 	{name: "keys", steps: []string{"2"}, ready: []string{"shipkey › API keys", "key-0000000"}},
 	{name: "details-store", steps: []string{"1"}, ready: []string{"shipkey › Token details", "Access expires"}},
@@ -254,7 +284,8 @@ var idleScreens = []idleScreen{
 	{name: "device-code", demo: true, steps: []string{"Right", "Right", "Enter"}, ready: []string{"shipkey › Sign in", "Code expires"}},
 }
 
-// BenchmarkIdle is the app's CPU while it sits on each screen for
+// BenchmarkIdle is the app's CPU while it sits on each screen, and the bare
+// Bubble Tea program's (bare: the framework's floor), for
 // SHIPKEY_IDLE_SECONDS (default 20): every screen in its own tmux server, all
 // at once. It reports, per screen, the percentage of one core from schedstat
 // (%cpu-NAME) and from utime+stime (%tick-NAME, ±0.05 at 20 s). Run it with
@@ -273,7 +304,9 @@ func BenchmarkIdle(b *testing.B) {
 		for i, sc := range idleScreens {
 			env := homeEnv(b)
 			argv := []string{bin}
-			if sc.demo {
+			if sc.bare {
+				argv = []string{bareBinary(b)}
+			} else if sc.demo {
 				env = append(env, "SHIPKEY_SECRETS=memory")
 				argv = append(argv, "demo")
 			} else {
@@ -312,6 +345,9 @@ func measure(t *term, sc idleScreen, secs int, r *idleResult) error {
 	first := []string{"shipkey › Welcome", "Default key"}
 	if sc.demo {
 		first = []string{"shipkey › Get API Key", "Password"}
+	}
+	if sc.bare {
+		first = sc.ready
 	}
 	if _, err := t.await(first...); err != nil {
 		return err

@@ -1,6 +1,8 @@
 // Package appbench measures the interactive app as a person meets it: the
 // real static shipkey binary in a real terminal (a private tmux server).
-// It has no code of its own, only benchmarks:
+// It has no code of its own but the bare program (./bare: a Bubble Tea
+// program that renders one static line, the framework's floor, measured
+// beside the app), only benchmarks:
 //
 //   - BenchmarkFirstFrame: exec → first frame written to the terminal, at 1
 //     and 100k keys (stores from store/storetest). A launcher (bash) notes
