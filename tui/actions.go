@@ -35,6 +35,9 @@ func (m *Model) apply(a action) tea.Cmd {
 	case actOpenDetails:
 		return m.openDetails(a.label)
 	case actSubmitKey:
+		if m.cfg.unlock != nil && !m.unlocked {
+			return m.unlockThen(a)
+		}
 		if viewOf(a.sub.nk.Grant).waits || a.sub.nk.GenerateClientKey {
 			// A person takes part: the grant's prompts, or registering
 			// the generated client key before the grant runs.

@@ -81,6 +81,12 @@ type Options struct {
 	// APIURL is the Request screen's URL for a key without an API URL of
 	// its own (the demo's API), and the base a path is resolved against.
 	APIURL string
+	// Unlock, when set, unlocks the secrets (asks the file backend's
+	// passphrase on the terminal): the app started without, on a store with
+	// no key, so that Welcome and the inspector open at once. It is run
+	// once, with the terminal handed back, before the first request that
+	// keeps secrets (a new key).
+	Unlock func() error
 }
 
 // config is what newModel needs; New builds it from Options, tests directly.
@@ -107,6 +113,10 @@ type config struct {
 	changes <-chan struct{}
 	// grants the form offers (default auth.Grants()).
 	grants []auth.GrantType
+	// unlock unlocks the secrets before the first new key (Options.Unlock),
+	// run by exec with the terminal released (tea.Exec; tests run it inline).
+	unlock func() error
+	exec   func(tea.ExecCommand, tea.ExecCallback) tea.Cmd
 	// openURL opens a sign-in URL in a browser (internal/browser.Open);
 	// envOnly: only with $BROWSER (a device code: the person may be on
 	// another machine).
@@ -130,8 +140,10 @@ type Model struct {
 	active        screenID
 	history       []screenID
 	showHelp      bool
-	help          help.Model
-	helpPane      pane // the help screen's scroll
+	// unlocked: cfg.unlock ran and succeeded (the app started locked).
+	unlocked bool
+	help     help.Model
+	helpPane pane // the help screen's scroll
 	// createCancel cancels the form's token request in flight (not a
 	// grant that waits for a person: that is m.grant).
 	createCancel context.CancelFunc
@@ -199,6 +211,7 @@ func New(opts Options) *Model {
 		theme:     Theme{Dark: true, NoColor: os.Getenv("NO_COLOR") != ""},
 		api:       opts.API,
 		apiURL:    opts.APIURL,
+		unlock:    opts.Unlock,
 	}
 	if opts.Store != nil {
 		cfg.backend = opts.Store
@@ -434,6 +447,8 @@ func (m *Model) dispatch(msg tea.Msg) tea.Cmd {
 		return tea.Batch(m.handleKeysLoaded(msg), m.recheckAfterLoad())
 	case keyTokensMsg:
 		return m.handleKeyTokens(msg)
+	case unlockedMsg:
+		return m.handleUnlocked(msg)
 	case opDoneMsg:
 		return m.handleOpDone(msg)
 	case copyReadyMsg:

@@ -2,6 +2,7 @@ package cli
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"regexp"
@@ -12,6 +13,7 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/shipkey/shipkey/internal/text"
+	"github.com/shipkey/shipkey/store"
 	"github.com/shipkey/shipkey/store/team"
 )
 
@@ -137,12 +139,17 @@ Environment:
 				return err
 			}
 			// Ask for the passphrase and say any keyring fallback now, while
-			// the terminal is still a terminal.
-			if err := st.Unlock(); err != nil {
-				return err
+			// the terminal is still a terminal; on a store with no key not
+			// yet: Welcome and the inspector need no secret, and the first
+			// new key unlocks with the terminal handed back.
+			locked := eng == nil && storeIsEmpty(st)
+			if !locked {
+				if err := st.Unlock(); err != nil {
+					return err
+				}
 			}
 			return runTUI(cmd.Context(), uiOptions{Store: st, Auth: client, Now: f.Now, Diag: f.Diag, Team: eng,
-				APIClient: f.APIClient, Secrets: f.Secrets})
+				APIClient: f.APIClient, Secrets: f.Secrets, Locked: locked})
 		},
 	}
 	root.PersistentFlags().BoolVar(&f.Debug, "debug", false, "log HTTP requests to stderr (secrets redacted)")
@@ -297,4 +304,14 @@ func missingFlags(cmd *cobra.Command, names ...string) []string {
 		}
 	}
 	return missing
+}
+
+// errFirstKey stops storeIsEmpty's walk at the first key.
+var errFirstKey = errors.New("a key")
+
+// storeIsEmpty reports whether st holds no key (a store it cannot read is
+// not called empty: the unlock then says what is wrong).
+func storeIsEmpty(st *store.Store) bool {
+	err := st.EachKey(func(store.Key) error { return errFirstKey })
+	return err == nil
 }

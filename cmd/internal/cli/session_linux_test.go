@@ -358,19 +358,31 @@ func TestSessionBinary(t *testing.T) {
 				t.Fatalf("unlock with the confirmed passphrase: exit %d: %s", r.code, r.stderr)
 			}
 		})
+		t.Run("AppOnAnEmptyStoreAsksNothing", func(t *testing.T) {
+			t.Parallel()
+			e := newSessEnv(t, bin, "auto")
+			p := e.startPTY(t, nil) // no key: the app opens on Get API Key, nothing asked first
+			out := p.waitFor("Get API Key")
+			if strings.Contains(out, "assphrase") {
+				t.Fatalf("a passphrase was asked before the first frame:\n%s", out)
+			}
+			p.send("\x03")
+			p.wait()
+			e.assertNothingMade(t)
+		})
 		t.Run("CtrlCInTheApp", func(t *testing.T) {
 			t.Parallel()
 			e := newSessEnv(t, bin, "auto")
-			p := e.startPTY(t, nil) // the interactive app asks before its first frame
-			out := p.waitFor("New passphrase for ")
-			if !strings.Contains(out, "secrets go to ") {
-				t.Fatalf("no reason before the prompt:\n%s", out)
+			if r := e.keysNew("k", true); r.code != 0 {
+				t.Fatalf("keys new: exit %d: %s", r.code, r.stderr)
 			}
+			e.run(nil, "lock")
+			p := e.startPTY(t, nil) // a store with a key: asked before the first frame
+			p.waitFor("Passphrase for ")
 			p.send("half\x03")
 			if code := p.wait(); code != 130 {
 				t.Fatalf("ctrl+c: exit %d, want 130:\n%s", code, p.output())
 			}
-			e.assertNothingMade(t)
 		})
 		t.Run("CtrlD", func(t *testing.T) {
 			t.Parallel()

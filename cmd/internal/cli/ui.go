@@ -33,6 +33,9 @@ type uiOptions struct {
 	APIClient apiClientBuilder
 	Secrets   *secretSet
 	APIURL    string
+	// Locked: the app starts without unlocking the store's secrets (a store
+	// with no key); the first new key unlocks them on the released terminal.
+	Locked bool
 }
 
 // runTUI opens the full-screen app; the only place the CLI calls package tui
@@ -54,6 +57,18 @@ func runTUI(ctx context.Context, o uiOptions) error {
 	if o.Diag != nil {
 		opts.Notices = &tui.Notices{}
 		defer o.Diag.Set(opts.Notices)()
+	}
+	if o.Locked && o.Store != nil {
+		st, diag := o.Store, o.Diag
+		opts.Unlock = func() error {
+			if diag != nil {
+				// The terminal is the terminal again while the passphrase
+				// is asked: the reason goes before the prompt, not to the
+				// app's status line.
+				defer diag.Set(os.Stderr)()
+			}
+			return st.Unlock()
+		}
 	}
 	return tui.Run(ctx, opts)
 }
