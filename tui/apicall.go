@@ -9,6 +9,7 @@ import (
 	"io"
 	"net/http"
 	"net/url"
+	"strconv"
 	"strings"
 	"sync/atomic"
 	"time"
@@ -173,8 +174,10 @@ func (a *apiAnswer) statusLine() string {
 }
 
 // render lays the answer out width cells wide: the request, the status,
-// the headers, and the body with its long lines wrapped.
-func (a *apiAnswer) render(s *Styles, sent apiCall, width int) string {
+// the headers, and the body with its long lines wrapped; with a query
+// (lower-cased), only the body's lines holding it, or a line saying none
+// does.
+func (a *apiAnswer) render(s *Styles, sent apiCall, width int, query string) string {
 	var b strings.Builder
 	b.WriteString(indentWrapped(sent.what()+" · key "+text.Safe(sent.label), 2, width, s.Subtle.Render))
 	st := s.OK
@@ -187,19 +190,41 @@ func (a *apiAnswer) render(s *Styles, sent apiCall, width int) string {
 		b.WriteString(indentWrapped(s.FieldName.Render(name+":")+" "+value, 2, width, s.Value.Render))
 	}
 	b.WriteString("\n")
+	body := a.body
+	if query != "" {
+		body = a.matching(query)
+		q := strconv.Quote(text.Safe(query))
+		if len(body) == 0 {
+			b.WriteString(indentWrapped("no match: no line of the body holds "+q+" · esc clears the filter", 2, width, s.Warn.Render))
+		} else {
+			b.WriteString(indentWrapped(fmt.Sprintf("%d of %d lines hold %s", len(body), len(a.body), q), 2, width, s.Subtle.Render))
+		}
+	}
 	w := max(1, width-2)
-	for _, l := range a.body {
+	for _, l := range body {
 		for _, part := range strings.Split(ansi.Hardwrap(l, w, true), "\n") {
 			b.WriteString("  " + part + "\n")
 		}
 	}
-	if len(a.body) == 0 && a.note == "" {
+	if len(a.body) == 0 && a.note == "" && query == "" {
 		b.WriteString(s.Subtle.Render("  (no body)") + "\n")
 	}
 	if a.note != "" {
 		b.WriteString(indentWrapped("— "+a.note, 2, width, s.Warn.Render))
 	}
 	return b.String()
+}
+
+// matching is the body's lines that hold query (lower-cased), whatever
+// their case.
+func (a *apiAnswer) matching(query string) []string {
+	var out []string
+	for _, l := range a.body {
+		if strings.Contains(strings.ToLower(l), query) {
+			out = append(out, l)
+		}
+	}
+	return out
 }
 
 // requestError is the one line for a request that got no answer: what the

@@ -34,8 +34,10 @@ type KeyMap struct {
 
 	// Request: TabNext and TabPrev move between its fields (↑/↓ and enter
 	// belong to the text areas); Send sends (again); Edit goes from the
-	// answer back to the request.
+	// answer back to the request. While the answer's filter is typed,
+	// FilterKeep keeps it and FilterClear clears it.
 	TabNext, TabPrev, Send, Edit key.Binding
+	FilterKeep, FilterClear      key.Binding
 
 	// Scrolling (every screen whose content can exceed the body).
 	ScrollUp, ScrollDown, PageUp, PageDown, Top, Bottom key.Binding
@@ -93,17 +95,19 @@ func DefaultKeyMap() KeyMap {
 		Yes:         b([]string{"y", "Y"}, "y", "yes"),
 		No:          b([]string{"n", "N", "esc"}, "n", "no"),
 
-		Paste:      b([]string{"p"}, "p", "paste a token"),
-		TabNext:    b([]string{"tab"}, "tab", "next field"),
-		TabPrev:    b([]string{"shift+tab"}, "shift+tab", "previous field"),
-		Send:       b([]string{"ctrl+s"}, "ctrl+s", "send"),
-		Edit:       b([]string{"esc"}, "esc", "edit request"),
-		ScrollUp:   b([]string{"up", "k"}, "↑/k", "scroll up"),
-		ScrollDown: b([]string{"down", "j"}, "↓/j", "scroll down"),
-		PageUp:     b([]string{"pgup"}, "pgup", "page up"),
-		PageDown:   b([]string{"pgdown"}, "pgdn", "page down"),
-		Top:        b([]string{"g", "home"}, "g", "top"),
-		Bottom:     b([]string{"G", "end"}, "G", "bottom"),
+		Paste:       b([]string{"p"}, "p", "paste a token"),
+		TabNext:     b([]string{"tab"}, "tab", "next field"),
+		TabPrev:     b([]string{"shift+tab"}, "shift+tab", "previous field"),
+		Send:        b([]string{"ctrl+s"}, "ctrl+s", "send"),
+		Edit:        b([]string{"esc"}, "esc", "edit request"),
+		FilterKeep:  b([]string{"enter"}, "enter", "keep filter"),
+		FilterClear: b([]string{"esc"}, "esc", "clear filter"),
+		ScrollUp:    b([]string{"up", "k"}, "↑/k", "scroll up"),
+		ScrollDown:  b([]string{"down", "j"}, "↓/j", "scroll down"),
+		PageUp:      b([]string{"pgup"}, "pgup", "page up"),
+		PageDown:    b([]string{"pgdown"}, "pgdn", "page down"),
+		Top:         b([]string{"g", "home"}, "g", "top"),
+		Bottom:      b([]string{"G", "end"}, "G", "bottom"),
 
 		SortKey:     b([]string{"K"}, "K", "sort by API key"),
 		SortLabel:   b([]string{"L"}, "L", "sort by label"),

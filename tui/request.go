@@ -80,9 +80,15 @@ type request struct {
 
 	sent   apiCall    // what the answer shown answers
 	answer *apiAnswer // the last answer (nil: none yet)
-	// answerText is the answer's lines laid out for answerWidth.
+	// answerText is the answer's lines laid out for answerWidth and
+	// answerQuery (the filter it was laid out for).
 	answerText  string
 	answerWidth int
+	answerQuery string
+	// filter shows only the body's lines holding its text (case does not
+	// matter); filtering: the filter field has focus.
+	filter    textinput.Model
+	filtering bool
 
 	pane pane // the fields (editing, sending)
 	view pane // the answer (viewing)
@@ -102,6 +108,9 @@ func newRequest(c *common, spinner func() string, defaultURL string) *request {
 	r.body.MaxHeight = 0
 	r.url.SetValue(defaultURL)
 	r.prefilled = defaultURL
+	r.filter = c.styles.newTextInput("/ ")
+	r.filter.Placeholder = "filter the body's lines"
+	r.filter.CharLimit = 200
 	return r
 }
 
@@ -109,12 +118,14 @@ func (r *request) restyle() {
 	r.url.SetStyles(r.c.styles.TextInput)
 	r.headers.SetStyles(r.c.styles.TextArea)
 	r.body.SetStyles(r.c.styles.TextArea)
+	r.filter.SetStyles(r.c.styles.TextInput)
 }
 
 func (r *request) SetSize(width, height int) {
 	r.width, r.height = width, height
 	r.pane.setSize(width, height)
-	r.view.setSize(width, height)
+	r.sizeView()
+	r.filter.SetWidth(min(40, max(10, width-6)))
 	// The text input draws its cursor one cell past its width.
 	w := max(10, width-reqLabelWidth-3)
 	r.url.SetWidth(w)
@@ -126,11 +137,30 @@ func (r *request) SetSize(width, height int) {
 	r.layoutAnswer()
 }
 
-// Capturing: a field has focus while editing.
-func (r *request) Capturing() bool { return r.state == requestEditing }
+// Capturing: a field has focus while editing, and the filter while it
+// is typed.
+func (r *request) Capturing() bool { return r.state == requestEditing || r.filtering }
 
 // Typing: the focused field takes text (? is typed there, f1 opens help).
-func (r *request) Typing() bool { return r.state == requestEditing && !isChoice(r.focus) }
+func (r *request) Typing() bool {
+	return r.state == requestEditing && !isChoice(r.focus) || r.filtering
+}
+
+// filterShown reports whether the answer shows the filter line: it has
+// focus or text.
+func (r *request) filterShown() bool {
+	return r.state == requestViewing && (r.filtering || r.filter.Value() != "")
+}
+
+// sizeView gives the answer's pane the screen, less the filter's line
+// when it shows.
+func (r *request) sizeView() {
+	h := r.height
+	if r.filterShown() {
+		h--
+	}
+	r.view.setSize(r.width, max(1, h))
+}
 
 // busy reports whether a request is in flight.
 func (r *request) busy() bool { return r.state == requestSending }
@@ -270,22 +300,85 @@ func (r *request) Update(msg tea.Msg) (action, tea.Cmd) {
 	return nil, cmd
 }
 
-// updateViewing handles the answer: scrolling, sending again, back to
-// the fields.
+// updateViewing handles the answer: scrolling, filtering the body,
+// sending again, back to the fields (esc clears a filter first).
 func (r *request) updateViewing(msg tea.Msg) (action, tea.Cmd) {
 	km := r.c.keys
+	if r.filtering {
+		return r.updateFilter(msg)
+	}
 	if k, ok := msg.(tea.KeyPressMsg); ok {
 		switch {
+		case key.Matches(k, km.Edit) && r.filter.Value() != "":
+			r.setFilter("")
+			return nil, nil
 		case key.Matches(k, km.Edit):
 			r.state = requestEditing
+			r.sizeView()
 			return nil, r.focusOn(r.focus)
 		case key.Matches(k, km.Send):
 			return r.submit()
+		case key.Matches(k, km.Filter):
+			r.filtering = true
+			r.sizeView()
+			r.filter.CursorEnd()
+			return nil, r.filter.Focus()
 		}
 	}
 	r.view.scroll(msg, km, r.answerText, true)
 	return nil, nil
 }
+
+// updateFilter handles a key while the filter has focus: esc clears it,
+// enter (or tab) keeps it and gives the keys back to scrolling; pgup/pgdn
+// and the wheel scroll what it shows.
+func (r *request) updateFilter(msg tea.Msg) (action, tea.Cmd) {
+	km := r.c.keys
+	k, ok := msg.(tea.KeyPressMsg)
+	if !ok {
+		r.view.scroll(msg, km, r.answerText, false)
+		return nil, nil
+	}
+	switch {
+	case key.Matches(k, km.FilterClear):
+		r.filtering = false
+		r.filter.Blur()
+		r.setFilter("")
+		return nil, nil
+	case key.Matches(k, km.FilterKeep), key.Matches(k, km.TabNext), key.Matches(k, km.TabPrev):
+		r.filtering = false
+		r.filter.Blur()
+		r.sizeView()
+		return nil, nil
+	case r.view.scroll(msg, km, r.answerText, false):
+		return nil, nil
+	}
+	var cmd tea.Cmd
+	r.filter, cmd = r.filter.Update(k)
+	r.relayout()
+	return nil, cmd
+}
+
+// setFilter puts q in the filter and shows the lines it keeps.
+func (r *request) setFilter(q string) {
+	r.filter.SetValue(q)
+	r.relayout()
+}
+
+// relayout lays the answer out again when the filter's text changed,
+// from its top, and sizes its pane for the filter's line.
+func (r *request) relayout() {
+	r.sizeView()
+	if r.query() == r.answerQuery {
+		return
+	}
+	r.answerWidth = -1
+	r.layoutAnswer()
+	r.view.vp.GotoTop()
+}
+
+// query is the filter's text as it is matched: lower-cased, trimmed.
+func (r *request) query() string { return strings.ToLower(strings.TrimSpace(r.filter.Value())) }
 
 // change moves the focused choice to the next key or method (back: the
 // previous one).
@@ -414,6 +507,7 @@ func (r *request) answered(a *apiAnswer) {
 	r.state = requestViewing
 	r.answer = a
 	r.answerWidth = -1
+	r.sizeView()
 	r.layoutAnswer()
 	r.view.vp.GotoTop()
 }
@@ -428,15 +522,18 @@ func (r *request) failed(reason string) tea.Cmd {
 // layoutAnswer lays the answer out for the screen's width (long lines
 // wrap: a minified JSON answer is one long line).
 func (r *request) layoutAnswer() {
-	if r.answer == nil || r.answerWidth == r.width {
+	if r.answer == nil || (r.answerWidth == r.width && r.answerQuery == r.query()) {
 		return
 	}
-	r.answerWidth = r.width
-	r.answerText = r.answer.render(r.c.styles, r.sent, r.width)
+	r.answerWidth, r.answerQuery = r.width, r.query()
+	r.answerText = r.answer.render(r.c.styles, r.sent, r.width, r.answerQuery)
 }
 
 func (r *request) View() string {
 	if r.state == requestViewing {
+		if r.filterShown() {
+			return fitBlock("  "+r.filter.View(), r.width, 1) + "\n" + r.view.view(r.answerText)
+		}
 		return r.view.view(r.answerText)
 	}
 	content, _ := r.content()
@@ -532,8 +629,10 @@ func (r *request) ShortHelp() []key.Binding {
 	switch {
 	case r.state == requestSending:
 		return []key.Binding{k.Cancel, k.ForceQuit}
+	case r.filtering:
+		return []key.Binding{k.FilterKeep, k.FilterClear, k.PageDown, k.PageUp, k.ForceQuit}
 	case r.state == requestViewing:
-		return []key.Binding{k.Edit, k.Send, k.ScrollDown, k.ScrollUp, k.PageDown, k.Top, k.Bottom, k.Quit}
+		return []key.Binding{k.Edit, k.Send, k.Filter, k.ScrollDown, k.ScrollUp, k.PageDown, k.Top, k.Bottom, k.Quit}
 	case isChoice(r.focus):
 		return []key.Binding{k.Send, k.Choose, k.TabNext, k.Back, k.ForceQuit}
 	}
@@ -542,5 +641,5 @@ func (r *request) ShortHelp() []key.Binding {
 
 func (r *request) FullHelp() [][]key.Binding {
 	k := r.c.keys
-	return [][]key.Binding{{k.TabNext, k.TabPrev, k.Choose, k.Send}, {k.ScrollDown, k.ScrollUp, k.PageDown, k.PageUp, k.Top, k.Bottom, k.Edit}}
+	return [][]key.Binding{{k.TabNext, k.TabPrev, k.Choose, k.Send}, {k.ScrollDown, k.ScrollUp, k.PageDown, k.PageUp, k.Top, k.Bottom, k.Filter, k.Edit}}
 }

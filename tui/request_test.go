@@ -488,3 +488,64 @@ func TestRequestUsesTheKeysAPIURL(t *testing.T) {
 		t.Fatalf("URL %q, error %q", r.url.Value(), r.errs[reqFieldURL])
 	}
 }
+
+// In the answer, / filters the body: only the lines holding the text,
+// whatever its case, are shown, with how many; q and 4 are typed into the
+// filter, not obeyed; none holding it says "no match"; esc clears the
+// filter, and a second esc goes back to the fields. Golden at 80×24.
+func TestRequestFiltersTheBody(t *testing.T) {
+	t.Parallel()
+	rig := newAPIRig(t)
+	h := requestHarness(t, rig)
+	h.send(windowSize(80, 24))
+	h.press("4")
+	h.setURL("/large")
+	h.press("ctrl+s")
+	h.mustShow("200 OK", `"name": "shipment-00000"`)
+	h.mustNotShow(`"name": "shipment-00299"`) // below the screen
+	r := h.m.request
+
+	h.press("/")
+	if !r.filtering || !h.m.screen().Capturing() {
+		t.Fatalf("filtering %v, capturing %v after /", r.filtering, h.m.screen().Capturing())
+	}
+	h.typeText("zzq4")
+	if h.m.active != screenRequest || r.filter.Value() != "zzq4" {
+		t.Fatalf("screen %v, filter %q: q and 4 must be typed", h.m.active, r.filter.Value())
+	}
+	h.mustShow(`no match: no line of the body holds "zzq4" · esc clears the filter`)
+	h.mustNotShow(`"id": 0`)
+	requireFits(t, h.view(), 80, 24)
+
+	h.press("esc")
+	if r.filtering || r.filter.Value() != "" || r.state != requestViewing {
+		t.Fatalf("after esc: filtering %v, filter %q, state %v", r.filtering, r.filter.Value(), r.state)
+	}
+	h.mustShow(`"id": 0`)
+	h.mustNotShow("no match", "/ zzq4")
+
+	h.press("/")
+	h.typeText("SHIPMENT-0029")
+	h.mustShow(`10 of 1502 lines hold "shipment-0029"`, `"name": "shipment-00290"`, `"name": "shipment-00299"`)
+	h.mustNotShow(`"name": "shipment-00000"`, `"id":`, moreBelow)
+	v := h.view()
+	requireFits(t, v, 80, 24)
+	golden.RequireEqual(t, []byte(fixedURL(v, rig)))
+
+	// enter keeps the filter and gives the keys back: esc clears it, then
+	// goes back to the fields.
+	h.press("enter")
+	if r.filtering || h.m.screen().Capturing() {
+		t.Fatal("enter did not leave the filter field")
+	}
+	h.mustShow(`"name": "shipment-00299"`, "/ SHIPMENT-0029")
+	h.press("esc")
+	if r.state != requestViewing || r.filter.Value() != "" {
+		t.Fatalf("after esc: state %v, filter %q", r.state, r.filter.Value())
+	}
+	h.mustShow(`"name": "shipment-00000"`)
+	h.press("esc")
+	if r.state != requestEditing {
+		t.Fatalf("state %v after the second esc", r.state)
+	}
+}
