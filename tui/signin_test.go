@@ -402,29 +402,39 @@ func TestCancelledGrantThatSucceededIsSaid(t *testing.T) {
 	}
 }
 
-// At 40 columns the device code shows whole (unspaced) and the URLs break
-// only between the pieces of their path, never inside the host.
+// At 40 columns (and at 34, where even the unspaced code no longer fits
+// beside its name) the device code shows whole and the URLs break only
+// between the pieces of their path, never inside the host.
 func TestDeviceCodeScreenAt40x10(t *testing.T) {
 	t.Parallel()
-	h := deviceHarness(t, devicePrompt, auth.GrantDeviceCode, 40, 10)
-	seen := ""
-	for range 20 {
-		seen += h.view() + "\n"
-		h.press("j")
-	}
-	if !strings.Contains(seen, "BCDF-GHJK") {
-		t.Errorf("the code is not shown whole at 40 columns:\n%s", seen)
-	}
-	u, err := url.Parse(devicePrompt.VerificationURI)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if !strings.Contains(seen, u.Scheme+"://"+u.Host) {
-		t.Errorf("the URL's host is cut at 40 columns:\n%s", seen)
-	}
-	for _, l := range strings.Split(seen, "\n") {
-		if ansi.StringWidth(l) > 40 {
-			t.Errorf("a line wider than 40: %q", l)
+	for _, width := range []int{40, 34} {
+		h := deviceHarness(t, devicePrompt, auth.GrantDeviceCode, width, 10)
+		seen := ""
+		for range 20 {
+			seen += h.view() + "\n"
+			h.press("j")
+		}
+		// The code itself, not the copy inside verification_uri_complete.
+		whole := false
+		for _, l := range strings.Split(seen, "\n") {
+			if !strings.Contains(l, "user_code=") && (strings.Contains(l, "BCDF-GHJK") || strings.Contains(l, "B C D F - G H J K")) {
+				whole = true
+			}
+		}
+		if !whole {
+			t.Errorf("the code is not shown whole at %d columns:\n%s", width, seen)
+		}
+		u, err := url.Parse(devicePrompt.VerificationURI)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !strings.Contains(seen, u.Scheme+"://"+u.Host) {
+			t.Errorf("the URL's host is cut at %d columns:\n%s", width, seen)
+		}
+		for _, l := range strings.Split(seen, "\n") {
+			if ansi.StringWidth(l) > width {
+				t.Errorf("a line wider than %d: %q", width, l)
+			}
 		}
 	}
 }
