@@ -6,14 +6,15 @@ import (
 	"context"
 	"errors"
 	"testing"
+	"time"
 
 	"golang.org/x/sys/unix"
 
 	"github.com/shipkey/shipkey/store"
 )
 
-// TestTokenHoldersAreNotDumpable: serve and exec (whose parent holds the
-// token while its command runs) mark the process not dumpable before they
+// TestTokenHoldersAreNotDumpable: serve, exec (whose parent holds the
+// token while its command runs) and the app mark the process not dumpable before they
 // read a secret, so no core file and no same-user ptrace sees the tokens.
 // Not parallel: the flag belongs to the whole test process, and this test
 // sets it back to dumpable before each command.
@@ -23,6 +24,11 @@ func TestTokenHoldersAreNotDumpable(t *testing.T) {
 	for name, run := range map[string]func() error{
 		"serve": func() error {
 			return serveRun(context.Background(), &serveOptions{IO: ios, Store: noStore, Socket: t.TempDir() + "/s"})
+		},
+		"app": func() error {
+			ctx, cancel := context.WithCancel(context.Background())
+			cancel() // the app ends at once: only what it does first matters here
+			return runTUI(ctx, uiOptions{Now: time.Now})
 		},
 		"exec": func() error {
 			return execRun(context.Background(), &execOptions{IO: ios, Store: noStore, Command: []string{"true"}, EnvName: "T"})
