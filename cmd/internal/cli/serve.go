@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -30,6 +31,9 @@ type serveOptions struct {
 
 	Socket string   // --socket: the unix socket's path
 	Keys   []string // --key: the labels served (all when empty)
+
+	// IdleTimeout closes a connection idle between requests (0: 30 s).
+	IdleTimeout time.Duration
 }
 
 func newCmdServe(f *factory, runF func(context.Context, *serveOptions) error) *cobra.Command {
@@ -116,7 +120,7 @@ func serveRun(ctx context.Context, opts *serveOptions) error {
 		ReadHeaderTimeout: 10 * time.Second,
 		ReadTimeout:       15 * time.Second,
 		WriteTimeout:      3 * time.Minute,
-		IdleTimeout:       30 * time.Second,
+		IdleTimeout:       cmp.Or(opts.IdleTimeout, 30*time.Second),
 		MaxHeaderBytes:    16 << 10,
 	}
 	refused := func(uid int) {

@@ -3,6 +3,7 @@
 package cli
 
 import (
+	"bufio"
 	"context"
 	"encoding/json"
 	"errors"
@@ -21,6 +22,7 @@ import (
 	"time"
 
 	"github.com/shipkey/shipkey/auth/authtest"
+	"github.com/shipkey/shipkey/store"
 )
 
 // TestServeSocket runs shipkey serve as a user would: the socket is 0600 in
@@ -324,5 +326,53 @@ func TestServeBounds(t *testing.T) {
 	// The silent ones time out; a real client is then served.
 	if status, doc := get("/v1/token/k"); status != http.StatusOK || doc["access_token"] == nil {
 		t.Errorf("a client after the silent connections: %d %v", status, doc)
+	}
+}
+
+// TestServeClosesIdleConnections: a client that made a request and then
+// keeps its connection open, silent, is closed by serve after the idle
+// timeout (here shortened), so held connections cannot use up its files.
+func TestServeClosesIdleConnections(t *testing.T) {
+	t.Parallel()
+	st, _ := testStore(t, time.Now)
+	sock := filepath.Join(t.TempDir(), "s", "token.sock")
+	ctx, cancel := context.WithCancel(context.Background())
+	ios, _, _ := testIO("")
+	done := make(chan error, 1)
+	go func() {
+		done <- serveRun(ctx, &serveOptions{IO: ios, Store: func() (*store.Store, error) { return st, nil },
+			Socket: sock, IdleTimeout: 200 * time.Millisecond})
+	}()
+	t.Cleanup(func() { cancel(); <-done })
+	var conn net.Conn
+	for i := 0; ; i++ {
+		c, err := net.Dial("unix", sock)
+		if err == nil {
+			conn = c
+			break
+		}
+		if i == 500 {
+			t.Fatalf("the socket never answered: %v", err)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	defer conn.Close()
+	if _, err := io.WriteString(conn, "GET /v1/token/no-such-key HTTP/1.1\r\nHost: shipkey\r\n\r\n"); err != nil {
+		t.Fatal(err)
+	}
+	br := bufio.NewReader(conn)
+	resp, err := http.ReadResponse(br, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, _ = io.Copy(io.Discard, resp.Body)
+	_ = resp.Body.Close()
+	if resp.Close {
+		t.Fatal("serve closed the connection after the request: nothing idle to test")
+	}
+	// Then nothing: serve closes the idle connection (bounded wait).
+	_ = conn.SetReadDeadline(time.Now().Add(20 * time.Second))
+	if _, err := br.ReadByte(); !errors.Is(err, io.EOF) {
+		t.Errorf("an idle connection was still open: %v", err)
 	}
 }
