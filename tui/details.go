@@ -509,7 +509,12 @@ func (d *details) content() string {
 	}
 	stateRow := s.row("State", nameW, stStyle.Render(st)+s.Subtle.Render("  ·  "+autoText))
 	if lipgloss.Width(stateRow) > d.width-2 {
-		stateRow = s.row("State", nameW, stStyle.Render(st)) // the auto-refresh note goes first
+		// Too narrow for the note beside the state: it goes on a line of
+		// its own, whole where that fits (it says whom auto-refresh serves).
+		line(s.row("State", nameW, stStyle.Render(st)))
+		if stateRow = s.row("", nameW, s.Subtle.Render(autoText)); lipgloss.Width(stateRow) > d.width-2 {
+			stateRow = s.Subtle.Render(autoText)
+		}
 	}
 	line(stateRow)
 	if parts, style, ok := d.serverLine(now); ok {

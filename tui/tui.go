@@ -15,6 +15,7 @@ import (
 	"charm.land/bubbles/v2/spinner"
 	tea "charm.land/bubbletea/v2"
 	"charm.land/lipgloss/v2"
+	"github.com/charmbracelet/x/ansi"
 	"github.com/shipkey/shipkey/auth"
 	"github.com/shipkey/shipkey/internal/browser"
 	"github.com/shipkey/shipkey/store"
@@ -538,12 +539,12 @@ func (m *Model) render() string {
 		body = m.screen().View()
 	}
 	status := ""
+	toastStyle := s.Toast
+	if !m.toastOK {
+		toastStyle = s.Error
+	}
 	if m.toast != "" {
-		st := s.Toast
-		if !m.toastOK {
-			st = s.Error
-		}
-		status = st.Render(m.toast)
+		status = toastStyle.Render(m.toast)
 	}
 	if m.notice != "" {
 		if status != "" {
@@ -551,8 +552,32 @@ func (m *Model) render() string {
 		}
 		status += s.Error.Render("⚠ " + m.notice)
 	}
+	if lipgloss.Width(status) > w {
+		// Too wide for one line: the message wraps over the body's last
+		// lines while it shows (the body keeps one at least), whole
+		// rather than cut where it says what to do.
+		var lines []string
+		if m.toast != "" {
+			lines = append(lines, wrapStyled(toastStyle, m.toast, w)...)
+		}
+		if m.notice != "" {
+			lines = append(lines, wrapStyled(s.Error, "⚠ "+m.notice, w)...)
+		}
+		lines = lines[:min(len(lines), max(1, bodyH))]
+		body = fitBlock(body, w, bodyH+1-len(lines))
+		status = strings.Join(lines, "\n")
+	}
 	foot := m.footer()
 	return fitBlock(strings.Join([]string{head, "", body, status, foot}, "\n"), w, m.height)
+}
+
+// wrapStyled word-wraps plain text to width and renders each line in st.
+func wrapStyled(st lipgloss.Style, plain string, width int) []string {
+	lines := strings.Split(ansi.Wrap(plain, width, ""), "\n")
+	for i, l := range lines {
+		lines[i] = st.Render(l)
+	}
+	return lines
 }
 
 // footer is the short help of the focused screen; "? help" always stays

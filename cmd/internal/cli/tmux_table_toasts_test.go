@@ -1,0 +1,108 @@
+//go:build !windows
+
+package cli
+
+import (
+	"fmt"
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+)
+
+// screenText is a tmux screen as one line of words: a message the status
+// line wraps reads whole again.
+func screenText(screen string) string { return strings.Join(strings.Fields(screen), " ") }
+
+// scrolled is what the screen showed while j was pressed n times.
+func scrolled(s *tmuxSession, n int) string {
+	seen := ""
+	for range n {
+		seen += s.capture() + "\n"
+		s.keys("j")
+		time.Sleep(30 * time.Millisecond)
+	}
+	return seen
+}
+
+// wholeUserCode is a device code (the demo realm's XXXX-XXXX) shown whole,
+// spaced out or as typed.
+var wholeUserCode = regexp.MustCompile(`(?:^|[^A-Z])(?:[A-Z]{4}-[A-Z]{4}|(?:[A-Z] ){4}- (?:[A-Z] ){3}[A-Z])(?:$|[^A-Z])`)
+
+// TestTmuxTableAndToastsAtSmallSizes: in a real terminal at 80×24, 60×15 and
+// 40×10, under an outer tmux that shipkey cannot reach ($TMUX unset, TERM
+// from tmux): the copy toast names the outer tmux's paste buffers and the
+// clear's toast says they still hold the copy, both whole; auto-refresh is
+// worded for the key on screen; the keys table's filter matches the grant
+// (a column not even shown at 40) and an empty result says so; the delete
+// says what the server did with the session, whole; the sign-in screen
+// shows the device code whole.
+func TestTmuxTableAndToastsAtSmallSizes(t *testing.T) {
+	t.Parallel()
+	for _, size := range [][2]int{{80, 24}, {60, 15}, {40, 10}} {
+		t.Run(fmt.Sprintf("%dx%d", size[0], size[1]), func(t *testing.T) {
+			t.Parallel()
+			h := newTmuxHome(t, []string{"SHIPKEY_SECRETS=memory", "TMUX=", "BROWSER="})
+			s := h.start(size[0], size[1], "demo")
+			s.waitText(10*time.Second, "Get API Key", "password")
+
+			// The device code shows whole, spaced or not, never cut.
+			s.keys("Right", "Right")
+			s.waitText(5*time.Second, "device code")
+			s.keys("Enter")
+			s.waitText(10*time.Second, "Sign in")
+			seen := scrolled(s, 12)
+			whole := false
+			for _, l := range strings.Split(seen, "\n") {
+				if !strings.Contains(l, "user_code=") && wholeUserCode.MatchString(l) {
+					whole = true
+				}
+			}
+			if !whole {
+				t.Errorf("the device code is never shown whole; screens:\n%s", seen)
+			}
+			s.keys("Escape")
+			s.waitText(5*time.Second, "Get API Key", "device code")
+			s.keys("Left", "Left")
+			s.waitText(5*time.Second, "password")
+
+			s.keys("Enter")
+			s.waitText(10*time.Second, "Token details")
+
+			s.keys("c")
+			s.waitFor("the copy toast naming the outer tmux's buffers", 5*time.Second, func(screen string) bool {
+				return strings.Contains(screenText(screen), "your outer tmux also keeps it in its paste buffers, which the clear cannot reach (tmux: delete-buffer there).")
+			})
+			// The demo clears the clipboard after 30 s.
+			s.waitFor("the clear's toast naming the outer tmux's buffers", 50*time.Second, func(screen string) bool {
+				return strings.Contains(screenText(screen), "Cleared the clipboard; your outer tmux's paste buffers still hold the copy (tmux: list-buffers, delete-buffer there).")
+			})
+
+			// Auto-refresh (on in the demo): the State row says it is for
+			// this key, on a line of its own where the row is too narrow.
+			if seen = scrolled(s, 12); !strings.Contains(screenText(seen), "auto-refresh on for this key") {
+				t.Errorf("auto-refresh is not worded for this key; screens:\n%s", seen)
+			}
+
+			// The filter matches the grant; a filter matching nothing says so.
+			s.keys("2")
+			s.waitText(5*time.Second, "API keys")
+			s.keys("/")
+			s.keys("-l", "passw")
+			s.waitText(5*time.Second, "1 of 1 key", "demo")
+			s.keys("-l", "zzz")
+			s.waitText(5*time.Second, "0 of 1 key", "No key matches")
+			s.keys("Escape")
+			s.waitText(5*time.Second, "1 of 1 key", "demo")
+
+			// The delete says what the server did.
+			s.keys("d")
+			s.waitText(5*time.Second, "Delete key")
+			s.keys("y")
+			s.waitFor("the delete's outcome", 10*time.Second, func(screen string) bool {
+				return strings.Contains(screenText(screen), `Deleted "demo" and ended its session at the server (logout).`)
+			})
+			s.keys("q")
+		})
+	}
+}
