@@ -216,6 +216,21 @@ func TestFlagErrors(t *testing.T) {
 		{"keys new missing flags", func(f *factory, ran *bool) *cobra.Command {
 			return newCmdKeysNew(f, func(context.Context, *keysNewOptions) error { *ran = true; return nil })
 		}, []string{"--username", "me"}},
+		{"token dpop-nonce without dpop-proof", func(f *factory, ran *bool) *cobra.Command {
+			return newCmdToken(f, false, func(context.Context, *tokenOptions) error { *ran = true; return nil })
+		}, []string{"prod", "--dpop-nonce", "n"}},
+		{"token dpop-proof without URL", func(f *factory, ran *bool) *cobra.Command {
+			return newCmdToken(f, false, func(context.Context, *tokenOptions) error { *ran = true; return nil })
+		}, []string{"--dpop-proof", "GET"}},
+		{"token dpop-proof with no-store", func(f *factory, ran *bool) *cobra.Command {
+			return newCmdToken(f, false, func(context.Context, *tokenOptions) error { *ran = true; return nil })
+		}, []string{"--no-store", "--dpop-proof", "GET", "https://api.example.com/x"}},
+		{"api key twice", func(f *factory, ran *bool) *cobra.Command {
+			return newCmdAPI(f, func(context.Context, *apiOptions) error { *ran = true; return nil })
+		}, []string{"--key", "a", "b", "/x"}},
+		{"keys set nothing", func(f *factory, ran *bool) *cobra.Command {
+			return newCmdKeysSet(f, func(*keysSetOptions) error { *ran = true; return nil })
+		}, []string{"prod"}},
 		{"inspect token and key", func(f *factory, ran *bool) *cobra.Command {
 			return newCmdInspect(f, func(context.Context, *inspectOptions) error { *ran = true; return nil })
 		}, []string{"tok", "--key", "prod"}},
