@@ -104,7 +104,12 @@ func (c *Client) certClient(cert *tls.Certificate) (*http.Client, error) {
 	if t.TLSClientConfig == nil {
 		t.TLSClientConfig = &tls.Config{MinVersion: tls.VersionTLS12}
 	}
-	t.TLSClientConfig.Certificates = []tls.Certificate{*cert}
+	// Presented whatever CAs the server's certificate request names: Go
+	// would send none when the list leaves the certificate out, as it does a
+	// self-signed one (self_signed_tls_client_auth) or one whose CA the
+	// server does not list (the realm then says why, in its own words).
+	t.TLSClientConfig.Certificates = nil
+	t.TLSClientConfig.GetClientCertificate = func(*tls.CertificateRequestInfo) (*tls.Certificate, error) { return cert, nil }
 	hc := *c.http
 	hc.Transport = &guardTransport{base: t, logger: g.logger, waiting: g.waiting}
 	if c.certHTTP == nil {

@@ -66,7 +66,13 @@ func (ca *CA) IssueClient(cn string) (certPEM, keyPEM []byte, err error) {
 	if err != nil {
 		return nil, nil, err
 	}
-	tmpl := &x509.Certificate{
+	tmpl := clientTemplate(cn)
+	return ca.issue(tmpl, key)
+}
+
+// clientTemplate is a day's client certificate for subject CN cn.
+func clientTemplate(cn string) *x509.Certificate {
+	return &x509.Certificate{
 		SerialNumber: serial(),
 		Subject:      pkix.Name{CommonName: cn},
 		NotBefore:    time.Now().Add(-time.Hour),
@@ -74,7 +80,19 @@ func (ca *CA) IssueClient(cn string) (certPEM, keyPEM []byte, err error) {
 		KeyUsage:     x509.KeyUsageDigitalSignature,
 		ExtKeyUsage:  []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth},
 	}
-	return ca.issue(tmpl, key)
+}
+
+// SelfSignedClient makes a self-signed client certificate with subject CN
+// cn and a new EC P-256 key, both PEM (the key PKCS#8): what
+// self_signed_tls_client_auth registers by its key.
+func SelfSignedClient(cn string) (certPEM, keyPEM []byte, err error) {
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		return nil, nil, err
+	}
+	tmpl := clientTemplate(cn)
+	self := &CA{cert: tmpl, key: key}
+	return self.issue(tmpl, key)
 }
 
 // IssueServer issues a TLS server certificate for 127.0.0.1, ::1 and

@@ -19,6 +19,8 @@ import (
 	"crypto/elliptic"
 	"crypto/rand"
 	"crypto/rsa"
+	"crypto/sha256"
+	"crypto/tls"
 	"crypto/x509"
 	"encoding/base64"
 	"encoding/hex"
@@ -82,6 +84,11 @@ type Hardened struct {
 	// authorization requests; DevicePKCEClientID (public) must send PKCE
 	// on the device grant.
 	DPoPClientID, PARClientID, DevicePKCEClientID string
+	// SelfSignedClientID authenticates with self_signed_tls_client_auth:
+	// SelfSignedCertPEM is a self-signed certificate (key
+	// SelfSignedKeyPEM) the client registered in its JWKS (x5c).
+	SelfSignedClientID                  string
+	SelfSignedCertPEM, SelfSignedKeyPEM []byte
 }
 
 // Active asks the provider's introspection endpoint (RFC 7662, as the
@@ -295,6 +302,10 @@ func (l *LockedBuffer) String() string {
 // presses the page's abort instead.
 type Browser struct {
 	Deny bool
+	// Roots, when set, are the CAs its HTTPS requests trust (a verification
+	// URL at the provider's mTLS listener, whose certificate the test CA
+	// issued); nil: the system's.
+	Roots *x509.CertPool
 }
 
 var (
@@ -318,6 +329,9 @@ func attrs(s string) map[string]string {
 func (b Browser) Visit(start string) (title string, status int, err error) {
 	jar, _ := cookiejar.New(nil)
 	c := &http.Client{Jar: jar, Timeout: 30 * time.Second}
+	if b.Roots != nil {
+		c.Transport = &http.Transport{TLSClientConfig: &tls.Config{RootCAs: b.Roots, MinVersion: tls.VersionTLS12}}
+	}
 	resp, err := c.Get(start)
 	for step := 0; ; step++ {
 		if err != nil {
@@ -372,6 +386,7 @@ func (b Browser) Visit(start string) (title string, status int, err error) {
 func (h *Hardened) make() ([]string, error) {
 	h.RSAClientID, h.ECClientID, h.HMACClientID, h.MTLSClientID = "shipping-rsa", "shipping-ec", "shipping-hmac", "shipping-mtls"
 	h.DPoPClientID, h.PARClientID, h.DevicePKCEClientID = "shipping-dpop", "shipping-par", "shipping-device-pkce"
+	h.SelfSignedClientID = "shipping-selfsigned"
 	secret := make([]byte, 24)
 	_, _ = rand.Read(secret)
 	h.JWTSecret = "op-jwt-" + hex.EncodeToString(secret)
@@ -418,5 +433,29 @@ func (h *Hardened) make() ([]string, error) {
 	if err != nil {
 		return nil, err
 	}
+	selfJWKS, err := h.selfSigned()
+	if err != nil {
+		return nil, err
+	}
+	env = append(env, "SHIPKEY_OP_SELFSIGNED_JWKS="+selfJWKS)
 	return append(env, "SHIPKEY_OP_TLS_CA="+string(h.CAPEM), "SHIPKEY_OP_TLS_CERT="+string(serverCert), "SHIPKEY_OP_TLS_KEY="+string(serverKey)), nil
+}
+
+// selfSigned makes the self_signed_tls_client_auth client's certificate and
+// returns the JWKS that registers it (the key with its certificate in x5c,
+// which oidc-provider matches by x5t#S256).
+func (h *Hardened) selfSigned() (string, error) {
+	var err error
+	if h.SelfSignedCertPEM, h.SelfSignedKeyPEM, err = authtest.SelfSignedClient(h.SelfSignedClientID); err != nil {
+		return "", err
+	}
+	block, _ := pem.Decode(h.SelfSignedCertPEM)
+	cert, err := x509.ParseCertificate(block.Bytes)
+	if err != nil {
+		return "", err
+	}
+	sum := sha256.Sum256(cert.Raw)
+	jwk := jose.JSONWebKey{Key: cert.PublicKey, Use: "sig", Certificates: []*x509.Certificate{cert}, CertificateThumbprintSHA256: sum[:]}
+	set, err := json.Marshal(jose.JSONWebKeySet{Keys: []jose.JSONWebKey{jwk}})
+	return string(set), err
 }

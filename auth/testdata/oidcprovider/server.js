@@ -26,6 +26,9 @@
 //   shipping-mtls               tls_client_auth, subject CN=shipping-mtls, a
 //                               certificate from the CA in SHIPKEY_OP_TLS_CA;
 //                               certificate-bound tokens
+//   shipping-selfsigned         self_signed_tls_client_auth: a self-signed
+//                               certificate registered in
+//                               SHIPKEY_OP_SELFSIGNED_JWKS (x5c); bound tokens
 //   shipping-dpop               client_secret_post, DPoP-bound tokens required,
 //                               with server nonces (as every DPoP proof here)
 //   shipping-par                client_secret_post, PAR required
@@ -77,6 +80,10 @@ const hardened = [
   ...(tlsCA ? [{
     client_id: 'shipping-mtls', token_endpoint_auth_method: 'tls_client_auth',
     tls_client_auth_subject_dn: 'CN=shipping-mtls', tls_client_certificate_bound_access_tokens: true,
+  }] : []),
+  ...(tlsCA && jwks('SHIPKEY_OP_SELFSIGNED_JWKS') ? [{
+    client_id: 'shipping-selfsigned', token_endpoint_auth_method: 'self_signed_tls_client_auth',
+    jwks: jwks('SHIPKEY_OP_SELFSIGNED_JWKS'), tls_client_certificate_bound_access_tokens: true,
   }] : []),
 ].filter((c) => c.token_endpoint_auth_method !== 'private_key_jwt' || c.jwks)
   .map((c) => ({ ...native, grant_types: confidentialGrants, ...c }));

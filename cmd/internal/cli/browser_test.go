@@ -2,6 +2,7 @@ package cli
 
 import (
 	"crypto/sha256"
+	"crypto/x509"
 	"encoding/base64"
 	"fmt"
 	"io"
@@ -157,7 +158,13 @@ func childOPBrowser() {
 		injectChallenge(u)
 	}
 	status = "ok"
-	if _, _, err := (optest.Browser{Deny: action == "deny"}).Visit(u.String()); err != nil {
+	b := optest.Browser{Deny: action == "deny"}
+	if pemCA, err := os.ReadFile(os.Getenv("SHIPKEY_CA_FILE")); err == nil {
+		// A verification URL at the provider's mTLS listener.
+		b.Roots = x509.NewCertPool()
+		b.Roots.AppendCertsFromPEM(pemCA)
+	}
+	if _, _, err := b.Visit(u.String()); err != nil {
 		status = "error"
 	}
 }

@@ -8,13 +8,11 @@ import (
 	"crypto/rsa"
 	"crypto/sha256"
 	"crypto/x509"
-	"crypto/x509/pkix"
 	"encoding/base64"
 	"encoding/hex"
 	"encoding/json"
 	"encoding/pem"
 	"io/fs"
-	"math/big"
 	"os"
 	"path/filepath"
 	"sort"
@@ -88,27 +86,15 @@ func (h *hardenedRealm) make() error {
 
 	// A self-signed client certificate: self_signed_tls_client_auth knows
 	// it by its key, registered in the client's JWKS.
-	sk, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if h.selfCert, h.selfKey, err = authtest.SelfSignedClient("shipping-selfsigned"); err != nil {
+		return err
+	}
+	block, _ := pem.Decode(h.selfCert)
+	cert, err := x509.ParseCertificate(block.Bytes)
 	if err != nil {
 		return err
 	}
-	tmpl := &x509.Certificate{
-		SerialNumber: big.NewInt(1),
-		Subject:      pkix.Name{CommonName: "shipping-selfsigned"},
-		NotBefore:    time.Now().Add(-time.Hour),
-		NotAfter:     time.Now().Add(24 * time.Hour),
-		KeyUsage:     x509.KeyUsageDigitalSignature,
-		ExtKeyUsage:  []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth},
-	}
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, sk.Public(), sk)
-	if err != nil {
-		return err
-	}
-	h.selfCert = pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der})
-	if h.selfKey, err = pkcs8PEM(sk); err != nil {
-		return err
-	}
-	h.selfJWKS, err = jwksOf(sk.Public())
+	h.selfJWKS, err = jwksOf(cert.PublicKey)
 	return err
 }
 

@@ -5,6 +5,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/rogpeppe/go-internal/testscript"
 	"github.com/shipkey/shipkey/internal/optest"
@@ -43,12 +44,14 @@ func TestOpenIDProviderScripts(t *testing.T) {
 				"OP_DPOP_CLIENT_ID":        p.Hardened.DPoPClientID,
 				"OP_PAR_CLIENT_ID":         p.Hardened.PARClientID,
 				"OP_DEVICE_PKCE_CLIENT_ID": p.Hardened.DevicePKCEClientID,
+				"OP_SELFSIGNED_CLIENT_ID":  p.Hardened.SelfSignedClientID,
 			} {
 				env.Setenv(k, v)
 			}
 			for name, b := range map[string][]byte{
 				"rsa.pem": p.Hardened.RSAKeyPEM, "ec.pem": p.Hardened.ECKeyPEM, "mtls.crt": p.Hardened.ClientCertPEM,
 				"mtls.key": p.Hardened.ClientKeyPEM, "ca.pem": p.Hardened.CAPEM,
+				"op-selfsigned.crt": p.Hardened.SelfSignedCertPEM, "op-selfsigned.key": p.Hardened.SelfSignedKeyPEM,
 			} {
 				if err := os.WriteFile(filepath.Join(env.WorkDir, name), b, 0o600); err != nil {
 					return err
@@ -78,8 +81,42 @@ func TestOpenIDProviderScripts(t *testing.T) {
 			"jsonfield":  cmdJSONField,
 			"dpopsend":   cmdDPoPSend,
 			"socketgone": cmdSocketGone,
+			"snapshot":   cmdSnapshot,
+			"opexpired":  cmdOPExpired(p),
 		},
 	})
+}
+
+// cmdOPExpired waits, in a bounded loop (at most 15 s), until the provider
+// says each token in the FILEs is no longer active: renewal is then seen at
+// a real expiry (the hardened clients' tokens live 2 s), not a forced one;
+// then one more second (see below).
+//
+//	opexpired FILE...
+func cmdOPExpired(p *optest.Provider) func(*testscript.TestScript, bool, []string) {
+	return func(ts *testscript.TestScript, neg bool, args []string) {
+		if neg || len(args) == 0 {
+			ts.Fatalf("usage: opexpired FILE...")
+		}
+		deadline := time.Now().Add(15 * time.Second)
+		for _, name := range args {
+			tok := strings.TrimSpace(ts.ReadFile(name))
+			for {
+				active, err := p.Active(tok)
+				ts.Check(err)
+				if !active {
+					break
+				}
+				if time.Now().After(deadline) {
+					ts.Fatalf("opexpired: the token in %s is still active after 15 s", name)
+				}
+				time.Sleep(200 * time.Millisecond)
+			}
+		}
+		// shipkey counts a token's life from when the answer arrived, a
+		// little after the provider issued it: let that pass too.
+		time.Sleep(time.Second)
+	}
 }
 
 // cmdOPActive asserts that the token in FILE is active at the provider
