@@ -69,6 +69,7 @@ func fakeTokens(now time.Time, user string, n int) *auth.TokenSet {
 type fakeStore struct {
 	hangCreate chan struct{}  // when set, Create hangs until its context ends (closed when it starts)
 	removeEnd  auth.EndResult // what Remove says the server did
+	signedInAs string         // the preferred_username of a new key's tokens when it names no user
 	mu         sync.Mutex
 	clock      *clock
 	keys       map[string]store.Key
@@ -198,7 +199,11 @@ func (f *fakeStore) Create(ctx context.Context, nk store.NewKey) (store.Key, *au
 		return store.Key{}, nil, store.ErrLabelTaken
 	}
 	f.lastNew = nk
-	k := f.addLocked(nk.Label, nk.Username, time.Time{})
+	user := nk.Username
+	if user == "" {
+		user = f.signedInAs // who an interactive grant's tokens name
+	}
+	k := f.addLocked(nk.Label, user, time.Time{})
 	k.Connection, k.Grant, k.CallbackPort = nk.Connection, nk.Grant, nk.CallbackPort
 	f.keys[nk.Label] = k
 	return k, f.copyTokens(nk.Label), nil

@@ -5,6 +5,7 @@ import (
 	"fmt"
 
 	tea "charm.land/bubbletea/v2"
+	"github.com/shipkey/shipkey/auth"
 	"github.com/shipkey/shipkey/internal/text"
 	"github.com/shipkey/shipkey/store"
 )
@@ -85,6 +86,13 @@ func (m *Model) handleKeyTokens(msg keyTokensMsg) tea.Cmd {
 		m.setCurrent(msg.key.Label)
 		m.details.open(msg.key, msg.tokens)
 		m.toast, m.toastOK = fmt.Sprintf("API key %q created.", text.Safe(msg.key.Label)), true
+		if viewOf(msg.key.Grant).waits {
+			// Whose account the key now uses (a browser may be signed in
+			// to another one).
+			if who := auth.SignedInAs(msg.tokens, m.c.now).String(); who != "" {
+				m.toast = fmt.Sprintf("API key %q created, signed in as %s.", text.Safe(msg.key.Label), who)
+			}
+		}
 		return tea.Batch(m.replace(screenDetails), m.loadKeys(), m.checkLive(msg.key.Label))
 	case opInspect:
 		m.endOp()

@@ -438,3 +438,15 @@ func TestDeviceCodeScreenAt40x10(t *testing.T) {
 		}
 	}
 }
+
+// After an interactive sign-in the toast says whose account the key uses.
+func TestSigninSaysWhoSignedIn(t *testing.T) {
+	t.Parallel()
+	h := deviceHarness(t, devicePrompt, auth.GrantDeviceCode, 80, 24)
+	h.st.mu.Lock()
+	h.st.signedInAs = "alice"
+	h.st.mu.Unlock()
+	h.st.approve <- nil
+	h.pump("token details", func() bool { return h.m.active == screenDetails })
+	h.mustShow(`API key "laptop" created, signed in as alice.`)
+}
