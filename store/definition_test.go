@@ -203,7 +203,7 @@ func TestRecordVersion2StillDecodes(t *testing.T) {
 	t.Parallel()
 	e := filledEntry(t)
 	e.ClientAuth = ""
-	e.ClientKeyID, e.DPoP, e.NoPAR = "", false, false // newer than version 2
+	e.ClientKeyID, e.DPoP, e.NoPAR, e.APIURL = "", false, false, "" // newer than version 2
 	var d entryDecoder
 	got, err := d.decode(legacyEncodeEntry(e))
 	if err != nil || !reflect.DeepEqual(got, e) {
@@ -244,7 +244,7 @@ func TestRecordVersion1StillDecodes(t *testing.T) {
 		t.Fatal(err)
 	}
 	e.Grant, e.CallbackPort, e.PublicClient, e.ClientAuth = "", 0, false, ""
-	e.ClientKeyID, e.DPoP, e.NoPAR = "", false, false
+	e.ClientKeyID, e.DPoP, e.NoPAR, e.APIURL = "", false, false, ""
 	if !reflect.DeepEqual(got, e) {
 		t.Fatalf("v1 entry decoded as %+v", got)
 	}
