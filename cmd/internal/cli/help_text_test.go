@@ -31,6 +31,14 @@ func TestRootHelpSaysWhatShipkeyDoes(t *testing.T) {
 			t.Errorf("root help lacks %q", want)
 		}
 	}
+	// Each variable has its own line in the Environment list (the --timeout
+	// flag's text also names SHIPKEY_TIMEOUT; that is not the list).
+	env, _, _ := strings.Cut(root[strings.Index(root, "Environment:")+1:], "Exit codes")
+	for _, v := range []string{"SHIPKEY_TIMEOUT", "SHIPKEY_TEAM_TIMEOUT", "SHIPKEY_ETCD_PASSWORD"} {
+		if !strings.Contains(env, "\n  "+v+" ") {
+			t.Errorf("the Environment list lacks %s:\n%s", v, env)
+		}
+	}
 	if strings.Contains(flat, "OAuth 2.0 password grant against") {
 		t.Errorf("root help still describes the password grant alone")
 	}
