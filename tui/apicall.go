@@ -27,17 +27,34 @@ import (
 // proof when the token is bound), and renews it once, by force, when the
 // API refuses it as invalid. renewed is called at each forced renewal, so
 // that the screen can say a 401 came first.
-type APIClient func(label string, renewed func()) (*http.Client, error)
+type APIClient func(to APITokenFor, renewed func()) (*http.Client, error)
+
+// APITokenFor says whose token the Request screen sends: Label's own, or
+// with Audience, one for that other service obtained by token exchange
+// with it (RFC 8693, as shipkey api --audience).
+type APITokenFor struct {
+	Label, Audience string
+}
 
 // apiCall is a request the Request screen sends.
 type apiCall struct {
-	label, method, url string
-	header             http.Header
-	body               string
+	label, audience, method, url string
+	header                       http.Header
+	body                         string
 }
 
 // what is the request in a line: "GET https://…/v1/shipments".
 func (c apiCall) what() string { return c.method + " " + text.Safe(c.url) }
+
+// whose is the token the request went with: "key demo", "key demo ·
+// audience billing".
+func (c apiCall) whose() string {
+	s := "key " + text.Safe(c.label)
+	if c.audience != "" {
+		s += " · audience " + text.Safe(c.audience)
+	}
+	return s
+}
 
 // maxAnswerBody bounds what is read of an answer's body: the rest is not
 // read, and the screen says so.
@@ -69,7 +86,7 @@ func (m *Model) sendCmd(ctx context.Context, seq int, call apiCall) tea.Cmd {
 			return msg
 		}
 		var forced atomic.Int32
-		client, err := build(call.label, func() { forced.Add(1) })
+		client, err := build(APITokenFor{Label: call.label, Audience: call.audience}, func() { forced.Add(1) })
 		if err != nil {
 			msg.err = err
 			return msg
@@ -179,7 +196,7 @@ func (a *apiAnswer) statusLine() string {
 // does.
 func (a *apiAnswer) render(s *Styles, sent apiCall, width int, query string) string {
 	var b strings.Builder
-	b.WriteString(indentWrapped(sent.what()+" · key "+text.Safe(sent.label), 2, width, s.Subtle.Render))
+	b.WriteString(indentWrapped(sent.what()+" · "+sent.whose(), 2, width, s.Subtle.Render))
 	st := s.OK
 	if a.code < 200 || a.code > 299 {
 		st = s.Error

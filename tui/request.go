@@ -31,15 +31,16 @@ const (
 
 // The fields of the Request screen, in order.
 const (
-	reqFieldKey     = iota // a choice among the keys
-	reqFieldMethod         // a choice among requestMethods
-	reqFieldURL            // a text input
-	reqFieldHeaders        // a text area: "Name: value", one a line
-	reqFieldBody           // a text area
+	reqFieldKey      = iota // a choice among the keys
+	reqFieldAudience        // a text input: another service's client id, or empty
+	reqFieldMethod          // a choice among requestMethods
+	reqFieldURL             // a text input
+	reqFieldHeaders         // a text area: "Name: value", one a line
+	reqFieldBody            // a text area
 	reqFieldCount
 )
 
-var reqFieldNames = [reqFieldCount]string{"Key", "Method", "URL", "Headers", "Body"}
+var reqFieldNames = [reqFieldCount]string{"Key", "Audience", "Method", "URL", "Headers", "Body"}
 
 // reqLabelWidth is the width of the field names' column.
 const reqLabelWidth = 10
@@ -66,6 +67,9 @@ type request struct {
 	key    int         // index in keys
 	method int         // index in requestMethods
 	url    textinput.Model
+	// audience, when not empty, asks for a token for that other service
+	// by token exchange with the key's (shipkey api --audience).
+	audience textinput.Model
 	// headers and body are the optional request headers and body.
 	headers, body textarea.Model
 	focus         int
@@ -99,6 +103,9 @@ func newRequest(c *common, spinner func() string, defaultURL string) *request {
 	r.url = c.styles.newTextInput("")
 	r.url.Placeholder = "https://api.example.com/v1/shipments"
 	r.url.CharLimit = 8 << 10
+	r.audience = c.styles.newTextInput("")
+	r.audience.Placeholder = "empty: the key's own token"
+	r.audience.CharLimit = 1 << 10
 	r.headers = c.styles.newTextArea()
 	r.headers.Placeholder = "Name: value, one a line"
 	r.headers.CharLimit = 16 << 10
@@ -116,6 +123,7 @@ func newRequest(c *common, spinner func() string, defaultURL string) *request {
 
 func (r *request) restyle() {
 	r.url.SetStyles(r.c.styles.TextInput)
+	r.audience.SetStyles(r.c.styles.TextInput)
 	r.headers.SetStyles(r.c.styles.TextArea)
 	r.body.SetStyles(r.c.styles.TextArea)
 	r.filter.SetStyles(r.c.styles.TextInput)
@@ -129,6 +137,7 @@ func (r *request) SetSize(width, height int) {
 	// The text input draws its cursor one cell past its width.
 	w := max(10, width-reqLabelWidth-3)
 	r.url.SetWidth(w)
+	r.audience.SetWidth(w)
 	r.headers.SetWidth(w)
 	r.headers.SetHeight(2)
 	r.body.SetWidth(w)
@@ -222,6 +231,7 @@ func (r *request) prefill() {
 // focusOn focuses field i.
 func (r *request) focusOn(i int) tea.Cmd {
 	r.url.Blur()
+	r.audience.Blur()
 	r.headers.Blur()
 	r.body.Blur()
 	r.focus = (i + reqFieldCount) % reqFieldCount
@@ -229,6 +239,8 @@ func (r *request) focusOn(i int) tea.Cmd {
 	switch r.focus {
 	case reqFieldURL:
 		return r.url.Focus()
+	case reqFieldAudience:
+		return r.audience.Focus()
 	case reqFieldHeaders:
 		return r.headers.Focus()
 	case reqFieldBody:
@@ -284,6 +296,8 @@ func (r *request) Update(msg tea.Msg) (action, tea.Cmd) {
 	switch r.focus {
 	case reqFieldURL:
 		r.url, cmd = r.url.Update(msg)
+	case reqFieldAudience:
+		r.audience, cmd = r.audience.Update(msg)
 	case reqFieldHeaders:
 		r.headers, cmd = r.headers.Update(msg)
 	case reqFieldBody:
@@ -412,6 +426,7 @@ func (r *request) submit() (action, tea.Cmd) {
 	r.state = requestSending
 	r.general = ""
 	r.url.Blur()
+	r.audience.Blur()
 	r.headers.Blur()
 	r.body.Blur()
 	r.follow() // the line that says it is sending
@@ -426,6 +441,10 @@ func (r *request) validate() (apiCall, int) {
 	call := apiCall{label: r.label(), method: requestMethods[r.method], header: http.Header{}}
 	if call.label == "" {
 		r.errs[reqFieldKey] = "no API key yet: get one first (n)"
+	}
+	call.audience = strings.TrimSpace(r.audience.Value())
+	if call.audience != "" && (strings.ContainsAny(call.audience, " \t") || text.Safe(call.audience) != call.audience) {
+		r.errs[reqFieldAudience] = "an audience is a client id, one word; empty sends the key's own token"
 	}
 	var err error
 	if call.url, err = r.target(); err != nil {
@@ -562,6 +581,8 @@ func (r *request) content() (string, int) {
 			val = s.Subtle.Render("‹ ") + s.Value.Render(requestMethods[r.method]) + s.Subtle.Render(" ›")
 		case reqFieldURL:
 			val = r.url.View()
+		case reqFieldAudience:
+			val = r.audience.View()
 		case reqFieldHeaders:
 			val = r.headers.View()
 		case reqFieldBody:

@@ -32,6 +32,7 @@ type apiRig struct {
 	started  chan struct{}   // /hang: closed when its request arrived
 	ended    chan struct{}   // /hang: closed when its request's context ended
 	lastBody string
+	lastTo   APITokenFor // whose token the last client was built for
 }
 
 const rigJSON = `{"shipments":[{"id":1,"ref":"A1","weight":2.5},{"id":2,"ref":"B2","weight":0.75}],"next":null}`
@@ -63,6 +64,13 @@ func (rig *apiRig) seen() string {
 	return rig.lastBody
 }
 
+// to is whose token the last client was built for.
+func (rig *apiRig) to() APITokenFor {
+	rig.mu.Lock()
+	defer rig.mu.Unlock()
+	return rig.lastTo
+}
+
 func (rig *apiRig) source(_ context.Context, force bool) (*auth.TokenSet, error) {
 	rig.mu.Lock()
 	defer rig.mu.Unlock()
@@ -75,7 +83,10 @@ func (rig *apiRig) source(_ context.Context, force bool) (*auth.TokenSet, error)
 
 // client is the config's api: auth's API client over rig.source, telling
 // renewed of each forced renewal, as cmd's is.
-func (rig *apiRig) client(label string, renewed func()) (*http.Client, error) {
+func (rig *apiRig) client(to APITokenFor, renewed func()) (*http.Client, error) {
+	rig.mu.Lock()
+	rig.lastTo = to
+	rig.mu.Unlock()
 	return auth.NewAPIClient(auth.APIOptions{Source: func(ctx context.Context, force bool) (*auth.TokenSet, error) {
 		if force {
 			renewed()
@@ -174,7 +185,10 @@ func TestRequestScreenOpens(t *testing.T) {
 			if h.m.active != screenRequest || h.m.request.label() != "demo" || h.m.request.url.Value() != rig.srv.URL {
 				t.Fatalf("screen %v, key %q, URL %q", h.m.active, h.m.request.label(), h.m.request.url.Value())
 			}
-			h.mustShow("Request", "Key", "demo", "GET", "Body")
+			h.mustShow("Request", "Key", "demo", "Audience", "GET")
+			if size[1] >= 15 {
+				h.mustShow("Body")
+			}
 			v := fixedURL(h.view(), rig)
 			requireFits(t, v, size[0], size[1])
 			if size[0] >= 60 {
@@ -547,5 +561,43 @@ func TestRequestFiltersTheBody(t *testing.T) {
 	h.press("esc")
 	if r.state != requestEditing {
 		t.Fatalf("state %v after the second esc", r.state)
+	}
+}
+
+// The Audience field goes to the API client with the key (the client then
+// exchanges the key's token for one for that service, as shipkey api
+// --audience); empty, the key's own token is asked for; the answer says
+// which. An audience of two words is refused beside its field.
+func TestRequestAudienceReachesTheClient(t *testing.T) {
+	t.Parallel()
+	rig := newAPIRig(t)
+	h := requestHarness(t, rig)
+	h.send(windowSize(80, 24))
+	h.press("4")
+	h.mustShow("Audience")
+	h.press("ctrl+s")
+	h.mustShow("200 OK", "· key demo")
+	h.mustNotShow("audience")
+	if rig.to() != (APITokenFor{Label: "demo"}) {
+		t.Fatalf("the client was built for %+v", rig.to())
+	}
+	h.press("esc")
+	h.run(h.m.request.focusOn(reqFieldAudience))
+	h.typeText(" billing ")
+	h.press("ctrl+s")
+	h.mustShow("200 OK", "· key demo · audience billing")
+	if rig.to() != (APITokenFor{Label: "demo", Audience: "billing"}) {
+		t.Fatalf("the client was built for %+v", rig.to())
+	}
+	h.press("esc")
+	h.typeText("x y")
+	before := rig.requests.Load()
+	h.press("ctrl+s")
+	r := h.m.request
+	if r.state != requestEditing || r.focus != reqFieldAudience || !strings.Contains(r.errs[reqFieldAudience], "one word") {
+		t.Fatalf("state %v, focus %d, errors %q", r.state, r.focus, r.errs)
+	}
+	if rig.requests.Load() != before {
+		t.Fatal("a request was sent")
 	}
 }

@@ -215,16 +215,7 @@ func apiRun(ctx context.Context, opts *apiOptions) error {
 		req.Header.Set(name, strings.TrimSpace(value))
 	}
 
-	var client *http.Client
-	if opts.Exchange.set() {
-		dpop, derr := keyDPoP(st, key)
-		if derr != nil {
-			return derr
-		}
-		client, err = opts.Client(exchangeSource(st, key, opts.Exchange.exchange(), opts.ForceRefresh, opts.Secrets), dpop)
-	} else {
-		client, err = keyClient(opts.Client, st, key, opts.ForceRefresh, opts.Secrets, nil)
-	}
+	client, err := keyClient(opts.Client, st, key, opts.Exchange.exchange(), opts.ForceRefresh, opts.Secrets, nil)
 	if err != nil {
 		return err
 	}
@@ -238,14 +229,19 @@ func apiRun(ctx context.Context, opts *apiOptions) error {
 
 // keyClient is the HTTP client that sends key's token: the one path of
 // shipkey api and of the app's Request screen (keySource through build,
-// the factory's APIClient). onForce, when set, is told of each forced
-// renewal (the API refused the token as invalid).
-func keyClient(build apiClientBuilder, st *store.Store, key store.Key, forceFirst bool, secrets *secretSet, onForce func()) (*http.Client, error) {
+// the factory's APIClient); with x not zero (--audience, the screen's
+// Audience), the token exchanged for it (exchangeSource). onForce, when
+// set, is told of each forced renewal (the API refused the token as
+// invalid).
+func keyClient(build apiClientBuilder, st *store.Store, key store.Key, x auth.Exchange, forceFirst bool, secrets *secretSet, onForce func()) (*http.Client, error) {
 	dpop, err := keyDPoP(st, key)
 	if err != nil {
 		return nil, err
 	}
 	source := keySource(st, key, forceFirst, secrets)
+	if !x.IsZero() {
+		source = exchangeSource(st, key, x, forceFirst, secrets)
+	}
 	if onForce != nil {
 		inner := source
 		source = func(ctx context.Context, force bool) (*auth.TokenSet, error) {

@@ -74,17 +74,18 @@ func runTUI(ctx context.Context, o uiOptions) error {
 }
 
 // requestClient is the HTTP client of the app's Request screen for a key:
-// shipkey api's (keyClient), for a key of this machine.
+// shipkey api's (keyClient), for a key of this machine; with an audience,
+// the token api --audience sends (exchanged with the key's).
 func requestClient(st *store.Store, build apiClientBuilder, secrets *secretSet) tui.APIClient {
-	return func(label string, renewed func()) (*http.Client, error) {
-		if _, _, ok := teamKeyAddress(st, label); ok {
-			return nil, fmt.Errorf("the Request screen takes a key of this machine; for a team key run: shipkey exec %s -- …", text.ShellQuote(label))
+	return func(to tui.APITokenFor, renewed func()) (*http.Client, error) {
+		if _, _, ok := teamKeyAddress(st, to.Label); ok {
+			return nil, fmt.Errorf("the Request screen takes a key of this machine; for a team key run: shipkey exec %s -- …", text.ShellQuote(to.Label))
 		}
-		key, err := resolveKey(st, label)
+		key, err := resolveKey(st, to.Label)
 		if err != nil {
 			return nil, err
 		}
-		return keyClient(build, st, key, false, secrets, renewed)
+		return keyClient(build, st, key, auth.Exchange{Audience: to.Audience}, false, secrets, renewed)
 	}
 }
 
