@@ -36,7 +36,8 @@ var wholeUserCode = regexp.MustCompile(`(?:^|[^A-Z])(?:[A-Z]{4}-[A-Z]{4}|(?:[A-Z
 // worded for the key on screen; the keys table's filter matches the grant
 // (a column not even shown at 40) and an empty result says so; the delete
 // says what the server did with the session, whole; the sign-in screen
-// shows the device code whole.
+// shows the device code whole; ? in a form's text field is typed, f1 opens
+// the help.
 func TestTmuxTableAndToastsAtSmallSizes(t *testing.T) {
 	t.Parallel()
 	for _, size := range [][2]int{{80, 24}, {60, 15}, {40, 10}} {
@@ -65,6 +66,19 @@ func TestTmuxTableAndToastsAtSmallSizes(t *testing.T) {
 			s.waitText(5*time.Second, "Get API Key", "device code")
 			s.keys("Left", "Left")
 			s.waitText(5*time.Second, "password")
+
+			// In a text field ? is typed (the footer says f1 help), and f1
+			// opens the help: had ? opened it, f1 would close it again.
+			s.keys("Tab")
+			s.waitText(5*time.Second, "f1 help")
+			s.keys("?", "BSpace", "F1")
+			s.waitText(5*time.Second, "› Help")
+			s.keys("Escape")
+			s.waitFor("the form again", 5*time.Second, func(screen string) bool {
+				return strings.Contains(screen, "Get API Key") && !strings.Contains(screen, "› Help")
+			})
+			s.keys("BTab")
+			s.waitText(5*time.Second, "? help")
 
 			s.keys("Enter")
 			s.waitText(10*time.Second, "Token details")
