@@ -170,3 +170,46 @@ func TestTmuxRequestRenewsARevokedToken(t *testing.T) {
 		})
 	}
 }
+
+// TestTmuxRequestAudienceAndFilter: at 80×24, against a resource server
+// that takes only tokens for shipping-dpop, the key's own token is refused
+// (renewed once, not retried); the Audience field gets one by token
+// exchange and the API answers 200 with that aud; / then filters the
+// answer's body to the lines holding the text, and esc clears it.
+func TestTmuxRequestAudienceAndFilter(t *testing.T) {
+	t.Parallel()
+	srv := authtest.NewServer(authtest.DemoConfig())
+	t.Cleanup(srv.Close)
+	rs := authtest.NewResourceServer(authtest.ResourceConfig{Issuer: srv.Issuer(), ClientID: authtest.DemoClientID, ClientSecret: authtest.DemoClientSecret, Audience: authtest.DemoDPoPClientID})
+	t.Cleanup(rs.Close)
+	h := newTmuxHome(t, []string{"SHIPKEY_SECRETS=plaintext"})
+	h.newKey(srv, "mine")
+	h.cli("keys", "set", "mine", "--api-url", rs.URL()+"/v1")
+	s := h.start(80, 24)
+	s.waitText(10*time.Second, "mine")
+	s.keys("4")
+	s.waitText(5*time.Second, "shipkey › Request", "› Key", "Audience")
+	s.keys("C-s")
+	s.waitText(10*time.Second, "401 → renewed → 401 Unauthorized (not retried)")
+	s.edit()
+	for range 6 {
+		if strings.Contains(s.capture(), "› Audience") {
+			break
+		}
+		s.keys("Tab")
+		time.Sleep(50 * time.Millisecond)
+	}
+	s.waitText(5*time.Second, "› Audience")
+	s.keys("-l", authtest.DemoDPoPClientID)
+	s.keys("C-s")
+	s.waitText(10*time.Second, "200 OK", "· key mine · audience "+authtest.DemoDPoPClientID, `"aud": [`)
+	s.keys("/")
+	s.keys("-l", "AUD")
+	screen := s.waitText(5*time.Second, `lines hold "aud"`, `"aud": [`)
+	if strings.Contains(screen, `"method"`) {
+		t.Fatalf("the filter shows a line without aud:\n%s", screen)
+	}
+	s.keys("Escape")
+	s.waitText(5*time.Second, `"method": "GET"`)
+	s.keys("q")
+}
