@@ -448,6 +448,13 @@ func (f *form) follow() {
 	f.pane.follow(content, line)
 }
 
+// showGeneral scrolls the form down to its last line, where the message of
+// no field (a cancellation) is, so that it is in sight on a small screen.
+func (f *form) showGeneral() {
+	content, _ := f.content()
+	f.pane.follow(content, strings.Count(content, "\n"))
+}
+
 func (f *form) SetSize(width, height int) {
 	f.width, f.height = width, height
 	f.pane.setSize(width, height)

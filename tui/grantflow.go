@@ -143,7 +143,9 @@ func (m *Model) cancelGrant() tea.Cmd {
 		m.req.start(slotCreate)
 		m.form.state = formEditing
 		m.form.general = "Cancelled: nothing was stored."
-		return m.form.focusOn(m.form.focus)
+		cmd := m.form.focusOn(m.form.focus)
+		m.form.showGeneral()
+		return cmd
 	}
 	if g == nil {
 		return m.back()

@@ -4,6 +4,7 @@ package cli
 
 import (
 	"fmt"
+	"net"
 	"regexp"
 	"strings"
 	"testing"
@@ -117,6 +118,45 @@ func TestTmuxTableAndToastsAtSmallSizes(t *testing.T) {
 				return strings.Contains(screenText(screen), `Deleted "demo" and ended its session at the server (logout).`)
 			})
 			s.keys("q")
+		})
+	}
+}
+
+// TestTmuxFormEscCancelsAHungRequest: at 80×24, 60×15 and 40×10, a token
+// request to a server that accepts the connection and never answers is
+// cancelled by esc (the footer says so while it waits): the form says,
+// in sight, that nothing was stored, and no key was made.
+func TestTmuxFormEscCancelsAHungRequest(t *testing.T) {
+	t.Parallel()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Never accepted: the kernel completes the connection into the backlog
+	// and the request waits there unanswered.
+	t.Cleanup(func() { ln.Close() })
+	hung := "http://" + ln.Addr().String()
+	for _, size := range [][2]int{{80, 24}, {60, 15}, {40, 10}} {
+		t.Run(fmt.Sprintf("%dx%d", size[0], size[1]), func(t *testing.T) {
+			t.Parallel()
+			s := newTmuxHome(t, []string{"SHIPKEY_SECRETS=memory"}).start(size[0], size[1], "demo")
+			s.waitText(10*time.Second, "Get API Key", "password")
+			s.keys("Tab")
+			s.waitText(5*time.Second, "f1 help")
+			s.keys("C-u")
+			s.keys("-l", hung)
+			s.keys("BTab")
+			s.waitText(5*time.Second, "? help")
+			s.keys("Enter")
+			s.waitText(10*time.Second, "esc cancel")
+			s.keys("Escape")
+			s.waitFor("the cancellation in sight", 10*time.Second, func(screen string) bool {
+				return strings.Contains(screenText(screen), "Cancelled: nothing was stored.")
+			})
+			if screen := s.capture(); strings.Contains(screen, "Token details") {
+				t.Errorf("after esc:\n%s", screen)
+			}
+			s.keys("C-c")
 		})
 	}
 }
