@@ -119,6 +119,17 @@ func TestWholeFlowAgainstRealStore(t *testing.T) {
 		t.Fatalf("copied text is not the demo user's JWT (err %v)", err)
 	}
 
+	// Copying marks the key used, in a command of its own that runs beside
+	// the OSC 52 frame: wait for it (bounded) before quitting, as a person
+	// sees the toast before pressing q.
+	used := waitFor(5*time.Second, func() bool {
+		k, err := st.Key("demo")
+		return err == nil && !k.LastUsed.IsZero()
+	})
+	if !used {
+		t.Fatal("copying did not mark the key used")
+	}
+
 	tm.Send(tea.KeyPressMsg{Code: 'q', Text: "q"})
 	drain()
 	fm := tm.FinalModel(t, teatest.WithFinalTimeout(5*time.Second)).(*Model)
@@ -143,10 +154,6 @@ func TestWholeFlowAgainstRealStore(t *testing.T) {
 	}
 	if strings.Contains(all.String(), authtest.DemoPassword) || strings.Contains(all.String(), authtest.DemoClientSecret) {
 		t.Fatal("a secret reached the terminal output")
-	}
-	k, err := st.Key("demo")
-	if err != nil || k.LastUsed.IsZero() {
-		t.Fatalf("copying did not mark the key used (err %v)", err)
 	}
 }
 
