@@ -1,12 +1,15 @@
 package tui
 
 import (
+	"errors"
 	"strings"
 	"testing"
 	"time"
 
 	tea "charm.land/bubbletea/v2"
 	"github.com/charmbracelet/x/ansi"
+
+	"github.com/shipkey/shipkey/auth"
 )
 
 // fitsExactly checks that a frame has exactly height lines, none wider than
@@ -99,4 +102,33 @@ func TestFormFollowsFocusWhenSmall(t *testing.T) {
 	}
 	h.mustShow("› Scope")
 	fitsExactly(t, h.view(), 40, 10)
+}
+
+// esc on the device code screen or the browser sign-in screen takes the
+// form back scrolled to its "Cancelled" line, in sight at every size.
+func TestSigninEscCancelledLineInSight(t *testing.T) {
+	t.Parallel()
+	for _, p := range []auth.Prompt{devicePrompt, browserPrompt} {
+		for _, size := range [][2]int{{40, 10}, {60, 15}, {80, 24}} {
+			h := deviceHarness(t, p, p.Grant, size[0], size[1])
+			h.press("esc")
+			if h.m.active != screenForm {
+				t.Fatalf("%s at %v: esc went to %v", p.Grant, size, h.m.active)
+			}
+			h.mustShow("Cancelled: nothing was stored.")
+			fitsExactly(t, h.view(), size[0], size[1])
+		}
+	}
+}
+
+// A failure of no field is said below the form, and the form scrolls to it.
+func TestFormGeneralErrorInSight(t *testing.T) {
+	t.Parallel()
+	for _, size := range [][2]int{{40, 10}, {60, 15}, {80, 24}} {
+		h := newFormHarness(t, demoPrefill, func(f *fakeStore) { f.createErr = errors.New("secret backend locked") })
+		h.send(windowSize(size[0], size[1]))
+		h.press("enter")
+		h.mustShow("secret backend locked")
+		fitsExactly(t, h.view(), size[0], size[1])
+	}
 }

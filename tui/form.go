@@ -448,11 +448,16 @@ func (f *form) follow() {
 	f.pane.follow(content, line)
 }
 
-// showGeneral scrolls the form down to its last line, where the message of
-// no field (a cancellation) is, so that it is in sight on a small screen.
-func (f *form) showGeneral() {
+// sayGeneral puts msg below the fields (it belongs to no field: a
+// cancellation, a failure of no field), keeps the focus, and scrolls the
+// form down to its last line, where msg is, so that it is in sight on a
+// small screen.
+func (f *form) sayGeneral(msg string) tea.Cmd {
+	f.general = msg
+	cmd := f.focusOn(f.focus)
 	content, _ := f.content()
 	f.pane.follow(content, strings.Count(content, "\n"))
+	return cmd
 }
 
 func (f *form) SetSize(width, height int) {
@@ -677,8 +682,7 @@ func (f *form) fail(err error) tea.Cmd {
 	field := faultField(err)
 	msg := errText(err)
 	if field < 0 || !f.relevant(field) { // the grant has no such field: said below the form
-		f.general = msg
-		return f.focusOn(f.focus)
+		return f.sayGeneral(msg)
 	}
 	f.errs[field] = msg
 	return f.focusOn(field)

@@ -142,10 +142,7 @@ func (m *Model) cancelGrant() tea.Cmd {
 		m.createCancel = nil
 		m.req.start(slotCreate)
 		m.form.state = formEditing
-		m.form.general = "Cancelled: nothing was stored."
-		cmd := m.form.focusOn(m.form.focus)
-		m.form.showGeneral()
-		return cmd
+		return m.form.sayGeneral("Cancelled: nothing was stored.")
 	}
 	if g == nil {
 		return m.back()
@@ -158,8 +155,7 @@ func (m *Model) cancelGrant() tea.Cmd {
 	}
 	m.req.start(slotCreate)
 	m.form.state = formEditing
-	m.form.general = "Cancelled: nothing was stored."
-	return tea.Batch(m.form.focusOn(m.form.focus), m.replace(screenForm))
+	return tea.Batch(m.form.sayGeneral("Cancelled: nothing was stored."), m.replace(screenForm))
 }
 
 // endGrant cancels the grant in flight, if any, and forgets it.
