@@ -449,18 +449,7 @@ func TestRemoveKilledBetweenCommits(t *testing.T) {
 	s := e.open(Options{Backend: BackendPlaintext})
 	gone := e.create(s, "gone", true)
 	e.create(s, "kept", true)
-	type killed struct{}
-	removeCommitted = func() { panic(killed{}) }
-	func() {
-		defer func() {
-			removeCommitted = nil
-			if r := recover(); r != (killed{}) {
-				panic(r)
-			}
-		}()
-		_, _ = s.RemoveWith(context.Background(), "gone", RemoveOptions{Force: true})
-		t.Fatal("the remove went past the hook")
-	}()
+	removeKilledBetweenCommits(t, s, "gone")
 
 	s2 := e.open(Options{Backend: BackendPlaintext})
 	keys, err := s2.Keys()
@@ -486,5 +475,78 @@ func TestRemoveKilledBetweenCommits(t *testing.T) {
 	s2.Sweep()
 	if _, err := os.Stat(orphan); !errors.Is(err, os.ErrNotExist) {
 		t.Errorf("the sweep left the removed key's secrets (%v)", err)
+	}
+}
+
+// removeKilledBetweenCommits runs a forced Remove of label that stops, as a
+// kill -9 would, right after its first commit (the definition removed).
+func removeKilledBetweenCommits(t *testing.T, s *Store, label string) {
+	t.Helper()
+	type killed struct{}
+	removeCommitted = func() { panic(killed{}) }
+	defer func() {
+		removeCommitted = nil
+		if r := recover(); r != (killed{}) {
+			panic(r)
+		}
+	}()
+	_, _ = s.RemoveWith(context.Background(), label, RemoveOptions{Force: true})
+	t.Fatal("the remove went past the hook")
+}
+
+// TestRemoveLastKeyKilledBetweenCommits: when the killed `keys rm` removed
+// the store's last key, config.toml holds no keys, and the sweep still takes
+// the key's secret file: shipkey wrote that keyless config.toml itself
+// (state.db's index records it). A keyless config.toml shipkey did not write
+// (emptied by hand), or none at all, sweeps nothing: the secrets may be the
+// only copy. Not parallel: it sets the package's hook.
+func TestRemoveLastKeyKilledBetweenCommits(t *testing.T) {
+	age := func(paths ...string) {
+		t.Helper()
+		old := time.Now().Add(-2 * staleTemp)
+		for _, p := range paths {
+			if err := os.Chtimes(p, old, old); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+
+	e := newEnv(t, nil)
+	s := e.open(Options{Backend: BackendPlaintext})
+	gone := e.create(s, "gone", true)
+	removeKilledBetweenCommits(t, s, "gone")
+	s2 := e.open(Options{Backend: BackendPlaintext})
+	if keys, err := s2.Keys(); err != nil || len(keys) != 0 {
+		t.Fatalf("Keys after the kill = %v, %v; want none", keys, err)
+	}
+	orphan := filepath.Join(e.stateDir, plaintextDirName, gone.ID+".json")
+	if _, err := os.Stat(orphan); err != nil {
+		t.Fatalf("the secret file of the removed key should be left for the sweep: %v", err)
+	}
+	age(orphan, filepath.Join(e.stateDir, sweepStampName))
+	s2.Sweep()
+	if _, err := os.Stat(orphan); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("the sweep left the removed last key's secrets (%v)", err)
+	}
+
+	// Not shipkey's: a keyless config.toml written by hand beside a key's
+	// secrets, then no config.toml at all.
+	e = newEnv(t, nil)
+	s = e.open(Options{Backend: BackendPlaintext})
+	kept := e.create(s, "kept", true)
+	secret := filepath.Join(e.stateDir, plaintextDirName, kept.ID+".json")
+	cfgPath := filepath.Join(e.cfgDir, configFileName)
+	for _, damage := range []func() error{
+		func() error { return os.WriteFile(cfgPath, []byte("# emptied\n"), filePerm) },
+		func() error { return os.Remove(cfgPath) },
+	} {
+		if err := damage(); err != nil {
+			t.Fatal(err)
+		}
+		age(secret, filepath.Join(e.stateDir, sweepStampName))
+		s.Sweep()
+		if _, err := os.Stat(secret); err != nil {
+			t.Fatalf("the sweep took the secrets beside a config.toml shipkey did not write: %v", err)
+		}
 	}
 }

@@ -1,12 +1,14 @@
 package store
 
 import (
+	"context"
 	"os"
 	"path/filepath"
 	"strings"
 	"time"
 
 	"github.com/gofrs/flock"
+	bolt "go.etcd.io/bbolt"
 )
 
 // What killed processes leave behind is swept by every holder of
@@ -44,12 +46,19 @@ func (s *Store) sweep() {
 }
 
 // sweepOrphans removes the secret files, older than staleTemp, of key ids
-// that config.toml does not hold. A config.toml that does not parse, or
-// holds no key, sweeps nothing: it may be damaged, and the secrets are then
-// the only copy (see tx.integrity).
+// that config.toml does not hold. A config.toml that does not parse, is
+// missing, or holds no key and is not the one shipkey last wrote (state.db's
+// index records its fingerprint) sweeps nothing: it may be damaged, and the
+// secrets are then the only copy (see tx.integrity). A keyless config.toml
+// shipkey wrote itself (the last key removed, the `keys rm` killed before
+// its secrets went) sweeps like any other.
 func (s *Store) sweepOrphans() {
+	fp, err := configFingerprint(s.configPath())
+	if err != nil || fp == fpAbsent {
+		return
+	}
 	cfg, err := loadConfig(s.configPath())
-	if err != nil || len(cfg.Keys) == 0 {
+	if err != nil || len(cfg.Keys) == 0 && !s.indexedConfig(fp) {
 		return
 	}
 	ids := make(map[string]bool, len(cfg.Keys))
@@ -92,6 +101,27 @@ func (s *Store) sweepOrphans() {
 			syncDir(kf.dir)
 		}
 	}
+}
+
+// indexedConfig reports whether state.db's index was built from, or written
+// with, the config.toml of fingerprint fp. Any doubt (no state.db, one that
+// does not open or is busy) is no.
+func (s *Store) indexedConfig(fp string) bool {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+	defer cancel()
+	db, done, err := s.openDB(ctx, false)
+	if err != nil {
+		return false
+	}
+	defer done()
+	same := false
+	_ = runGuarded(s.dbPath(), func() error {
+		return db.View(func(btx *bolt.Tx) error {
+			same = string((&tx{s: s, btx: btx}).meta(metaConfig)) == fp
+			return nil
+		})
+	})
+	return same
 }
 
 // SweepEvery is how often a long-running holder of the store (serve)
