@@ -183,3 +183,33 @@ func TestTmuxBrowserSignIn(t *testing.T) {
 	s.keys("2")
 	s.waitText(5*time.Second, "Grant", "browser")
 }
+
+// TestTmuxSigninEscCancelledInSight: at 40×10 esc on the browser sign-in
+// and on the device code screen takes the form back scrolled to the line
+// that says nothing was stored (below the fields, out of sight before).
+func TestTmuxSigninEscCancelledInSight(t *testing.T) {
+	t.Parallel()
+	for _, grant := range []struct {
+		name string
+		left int // presses of ← from the password grant
+	}{{"browser", 1}, {"device", 2}} {
+		t.Run(grant.name, func(t *testing.T) {
+			t.Parallel()
+			s := newTmuxHome(t, []string{"SHIPKEY_SECRETS=memory", "BROWSER="}).start(40, 10, "demo")
+			s.waitText(10*time.Second, "Get API Key", "‹ password ›")
+			for range grant.left {
+				s.keys("Left")
+			}
+			s.waitFor("the grant chosen", 5*time.Second, func(screen string) bool {
+				return !strings.Contains(screen, "‹ password ›")
+			})
+			s.keys("Enter")
+			s.waitText(10*time.Second, "Sign in")
+			s.keys("Escape")
+			s.waitFor("the cancellation in sight", 10*time.Second, func(screen string) bool {
+				return strings.Contains(screenText(screen), "Cancelled: nothing was stored.")
+			})
+			s.keys("C-c")
+		})
+	}
+}
