@@ -55,6 +55,10 @@ var (
 	bucketEntries = []byte("entries")
 	bucketIDs     = []byte("ids")
 	bucketState   = []byte("state")
+	// bucketRemoved: id → backend name of the keys whose definition a
+	// `keys rm` removed and whose secrets it has not deleted yet (its two
+	// commits); the sweep deletes what a kill in between left.
+	bucketRemoved = []byte("removed")
 
 	metaVersion  = []byte("version")
 	metaConfig   = []byte("config")
@@ -321,6 +325,24 @@ func (t *tx) putState(id string, ks keyState) error {
 
 func (t *tx) deleteState(id string) error {
 	if b := t.bucket(bucketState); b != nil {
+		return b.Delete([]byte(id))
+	}
+	return nil
+}
+
+// markRemoved records that key id's definition is gone and its secrets, in
+// backend, are still to be deleted.
+func (t *tx) markRemoved(id, backend string) error {
+	b, err := t.btx.CreateBucketIfNotExists(bucketRemoved)
+	if err != nil {
+		return err
+	}
+	return b.Put([]byte(id), []byte(backend))
+}
+
+// clearRemoved drops markRemoved's record: the secrets were deleted.
+func (t *tx) clearRemoved(id string) error {
+	if b := t.bucket(bucketRemoved); b != nil {
 		return b.Delete([]byte(id))
 	}
 	return nil

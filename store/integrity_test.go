@@ -550,3 +550,42 @@ func TestRemoveLastKeyKilledBetweenCommits(t *testing.T) {
 		}
 	}
 }
+
+// TestRemoveKilledBetweenCommitsKeyring: the keyring cannot be listed, so a
+// killed `keys rm` records the id it removed (state.db) and the sweep deletes
+// exactly that id's secrets from the keyring; the other key's stay. Not
+// parallel: it sets the package's hook.
+func TestRemoveKilledBetweenCommitsKeyring(t *testing.T) {
+	e := newEnv(t, nil)
+	s := e.open(Options{Backend: BackendKeyring})
+	gone := e.create(s, "gone", true)
+	kept := e.create(s, "kept", true)
+	removeKilledBetweenCommits(t, s, "gone")
+	if _, err := e.kr.Get(keyringService, gone.ID); err != nil {
+		t.Fatalf("the removed key's secrets should be left in the keyring for the sweep: %v", err)
+	}
+	s2 := e.open(Options{Backend: BackendKeyring})
+	stamp := filepath.Join(e.stateDir, sweepStampName)
+	old := time.Now().Add(-2 * staleTemp)
+	if err := os.Chtimes(stamp, old, old); err != nil {
+		t.Fatal(err)
+	}
+	s2.Sweep()
+	if _, err := e.kr.Get(keyringService, gone.ID); !errors.Is(err, ErrNotFound) {
+		t.Errorf("the sweep left the removed key's secrets in the keyring (%v)", err)
+	}
+	if _, err := e.kr.Get(keyringService, kept.ID); err != nil {
+		t.Errorf("the sweep took the kept key's secrets: %v", err)
+	}
+	if _, err := s2.Token(context.Background(), "kept", TokenOptions{}); err != nil {
+		t.Errorf("kept key after the sweep: %v", err)
+	}
+	if err := s2.view(func(tx *tx) error {
+		if b := tx.bucket(bucketRemoved); b != nil && b.Stats().KeyN != 0 {
+			t.Errorf("the sweep kept %d removed records", b.Stats().KeyN)
+		}
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+}

@@ -959,7 +959,10 @@ func (s *Store) RemoveWith(ctx context.Context, label string, opts RemoveOptions
 		} else if !ok {
 			return notFoundError(label)
 		}
-		return t.removeKey(e.ID)
+		if err := t.removeKey(e.ID); err != nil {
+			return err
+		}
+		return t.markRemoved(e.ID, b.Name())
 	})
 	if err != nil {
 		return res, err
@@ -974,6 +977,9 @@ func (s *Store) RemoveWith(ctx context.Context, label string, opts RemoveOptions
 			}
 			fmt.Fprintf(s.warn, "shipkey: warning: the secrets of key %s could not be deleted from the %s backend: %v\n",
 				quoteLabel(label), b.Name(), err)
+		}
+		if err := t.clearRemoved(e.ID); err != nil {
+			return err
 		}
 		return t.deleteState(e.ID)
 	})

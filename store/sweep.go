@@ -43,6 +43,66 @@ func (s *Store) sweep() {
 	}
 	sweepTemp(append([]string{s.configDir, s.stateDir}, s.secretDirs()...)...)
 	s.sweepOrphans()
+	s.sweepRemoved()
+}
+
+// sweepRemoved deletes the secrets of the keys a killed `keys rm` removed
+// from config.toml and not from their backend (markRemoved) in the backends
+// that cannot be listed (the keyring): exactly those ids, and their state. A record is
+// dropped once its backend deleted the secrets; one it could not (a locked
+// or missing backend) stays for the next sweep.
+func (s *Store) sweepRemoved() {
+	if _, err := os.Stat(s.dbPath()); err != nil {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+	defer cancel()
+	db, done, err := s.openDB(ctx, true)
+	if err != nil {
+		return
+	}
+	defer done()
+	removed := map[string]string{}
+	_ = runGuarded(s.dbPath(), func() error {
+		return db.View(func(btx *bolt.Tx) error {
+			if b := btx.Bucket(bucketRemoved); b != nil {
+				return b.ForEach(func(k, v []byte) error {
+					removed[string(k)] = string(v)
+					return nil
+				})
+			}
+			return nil
+		})
+	})
+	var deleted [][]byte
+	for id, name := range removed {
+		b, ok := s.backends[name]
+		if !ok || !validID(id) || isTeamSecret(id) {
+			continue
+		}
+		// A backend of files is sweepOrphans' (which waits staleTemp, and
+		// never migrates the one-file layout, which may need a passphrase).
+		if _, files := b.(interface{ files() keyFiles }); files || b.Delete(id) == nil {
+			deleted = append(deleted, []byte(id))
+		}
+	}
+	if len(deleted) == 0 {
+		return
+	}
+	_ = runGuarded(s.dbPath(), func() error {
+		return db.Update(func(btx *bolt.Tx) error {
+			b := btx.Bucket(bucketRemoved)
+			for _, id := range deleted {
+				if b != nil {
+					_ = b.Delete(id)
+				}
+				if st := btx.Bucket(bucketState); st != nil {
+					_ = st.Delete(id)
+				}
+			}
+			return nil
+		})
+	})
 }
 
 // sweepOrphans removes the secret files, older than staleTemp, of key ids
