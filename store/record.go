@@ -177,7 +177,9 @@ func (r *recReader) time() time.Time {
 		// A time shipkey never wrote (a year past 9999, a zone 200 hours
 		// off) is damage; it also has no RFC 3339 form for the record it
 		// would be written back as.
-		if _, err := t.MarshalText(); err != nil {
+		// Nor a nanosecond field past 999999999, which Go's binary form
+		// takes unchecked and no other form can hold.
+		if _, err := t.MarshalText(); err != nil || t.Nanosecond() > 999_999_999 {
 			r.fail()
 			return time.Time{}
 		}
