@@ -45,7 +45,9 @@ func TestEachKeyFewPageFaults(t *testing.T) {
 		}
 	}
 	t.Logf("a walk of %d keys: %d page faults (%.2f a key)", n, best, float64(best)/n)
-	if best > n/2 {
+	// Read in label order a walk makes about 1.2 faults a key; the chunked
+	// walk 0.12 on a warm page cache, up to 0.5 on a fresh clone's CI run.
+	if best > n*8/10 {
 		t.Errorf("a walk of %d keys made %d page faults (%.2f a key): each key's state is read from a random place", n, best, float64(best)/n)
 	}
 }

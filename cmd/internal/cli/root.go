@@ -142,7 +142,9 @@ Environment:
 			// the terminal is still a terminal; on a store with no key not
 			// yet: Welcome and the inspector need no secret, and the first
 			// new key unlocks with the terminal handed back.
-			locked := eng == nil && storeIsEmpty(st)
+			// Only a file backend asks anything: the others unlock at once,
+			// with no need to hand the terminal back later.
+			locked := eng == nil && st.Backend() == store.BackendFile && storeIsEmpty(st)
 			if !locked {
 				if err := st.Unlock(); err != nil {
 					return err
