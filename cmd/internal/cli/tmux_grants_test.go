@@ -4,6 +4,7 @@ package cli
 
 import (
 	"net/http"
+	"net/http/httptest"
 	"net/url"
 	"os"
 	"path/filepath"
@@ -184,9 +185,10 @@ func TestTmuxBrowserSignIn(t *testing.T) {
 	s.waitText(5*time.Second, "Grant", "browser")
 }
 
-// TestTmuxSigninEscCancelledInSight: at 40×10 esc on the browser sign-in
-// and on the device code screen takes the form back scrolled to the line
-// that says nothing was stored (below the fields, out of sight before).
+// TestTmuxSigninEscCancelledInSight: at 80×24, 60×15 and 40×10 esc on the
+// browser sign-in and on the device code screen takes the form back
+// scrolled to the line that says nothing was stored (below the fields, out
+// of sight at 40×10 before).
 func TestTmuxSigninEscCancelledInSight(t *testing.T) {
 	t.Parallel()
 	for _, grant := range []struct {
@@ -195,21 +197,49 @@ func TestTmuxSigninEscCancelledInSight(t *testing.T) {
 	}{{"browser", 1}, {"device", 2}} {
 		t.Run(grant.name, func(t *testing.T) {
 			t.Parallel()
-			s := newTmuxHome(t, []string{"SHIPKEY_SECRETS=memory", "BROWSER="}).start(40, 10, "demo")
-			s.waitText(10*time.Second, "Get API Key", "‹ password ›")
-			for range grant.left {
-				s.keys("Left")
-			}
-			s.waitFor("the grant chosen", 5*time.Second, func(screen string) bool {
-				return !strings.Contains(screen, "‹ password ›")
+			eachSmallSize(t, func(t *testing.T, w, h int) {
+				s := newTmuxHome(t, []string{"SHIPKEY_SECRETS=memory", "BROWSER="}).start(w, h, "demo")
+				s.waitText(10*time.Second, "Get API Key", "‹ password ›")
+				for range grant.left {
+					s.keys("Left")
+				}
+				s.waitFor("the grant chosen", 5*time.Second, func(screen string) bool {
+					return !strings.Contains(screen, "‹ password ›")
+				})
+				s.keys("Enter")
+				s.waitText(10*time.Second, "Sign in")
+				s.keys("Escape")
+				s.waitFor("the cancellation in sight", 10*time.Second, func(screen string) bool {
+					return strings.Contains(screenText(screen), "Cancelled: nothing was stored.")
+				})
+				s.keys("C-c")
 			})
-			s.keys("Enter")
-			s.waitText(10*time.Second, "Sign in")
-			s.keys("Escape")
-			s.waitFor("the cancellation in sight", 10*time.Second, func(screen string) bool {
-				return strings.Contains(screenText(screen), "Cancelled: nothing was stored.")
-			})
-			s.keys("C-c")
 		})
 	}
+}
+
+// TestTmuxFormGeneralErrorInSight: at 80×24, 60×15 and 40×10 a failure
+// that belongs to no field of the form (a server answering 500) is said
+// below the fields, and the form scrolls to it.
+func TestTmuxFormGeneralErrorInSight(t *testing.T) {
+	t.Parallel()
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		http.Error(w, "the realm database is down", http.StatusInternalServerError)
+	}))
+	t.Cleanup(srv.Close)
+	eachSmallSize(t, func(t *testing.T, w, h int) {
+		s := newTmuxHome(t, []string{"SHIPKEY_SECRETS=memory"}).start(w, h, "demo")
+		s.waitText(10*time.Second, "Get API Key", "password")
+		s.keys("Tab")
+		s.waitText(5*time.Second, "f1 help")
+		s.keys("C-u")
+		s.keys("-l", srv.URL)
+		s.keys("BTab")
+		s.waitText(5*time.Second, "? help")
+		s.keys("Enter")
+		s.waitFor("the failure in sight", 10*time.Second, func(screen string) bool {
+			return strings.Contains(screenText(screen), "the realm database is down")
+		})
+		s.keys("C-c")
+	})
 }
