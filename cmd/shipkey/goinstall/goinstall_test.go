@@ -2,8 +2,7 @@ package goinstall
 
 import (
 	"bytes"
-	"crypto/sha256"
-	"encoding/hex"
+	"context"
 	"encoding/json"
 	"io"
 	"io/fs"
@@ -14,11 +13,15 @@ import (
 	"testing"
 	"time"
 
+	"github.com/gofrs/flock"
 	"golang.org/x/mod/module"
 	modzip "golang.org/x/mod/zip"
 )
 
 const modulePath = "github.com/shipkey/shipkey"
+
+// vX is the version the test serves the checkout as.
+const vX = "v0.0.0-test.goinstall"
 
 // TestGoInstallAtVersion installs shipkey and shipkey-team with `go install
 // …@vX` from a local module proxy built from this checkout, and runs the
@@ -37,20 +40,16 @@ func TestGoInstallAtVersion(t *testing.T) {
 	root = filepath.Dir(root)
 	files := moduleFiles(t, root)
 
-	// The version names the content, so the shared module cache (where go
-	// install extracts it) never holds two contents under one version, and
-	// a second run of the same tree builds from the cache.
-	sum := sha256.New()
-	for _, f := range files {
-		data, err := os.ReadFile(filepath.Join(root, filepath.FromSlash(f.Path())))
-		if err != nil {
-			t.Fatal(err)
-		}
-		io.WriteString(sum, f.Path()+"\x00")
-		sum.Write(data)
-	}
-	vX := "v0.0.0-test." + hex.EncodeToString(sum.Sum(nil))[:16]
+	// One version for every tree: the module cache holds it only while a
+	// run holds the lock (it is removed before and after), so it never
+	// holds two contents under one version, and the build cache, keyed by
+	// each package's content, rebuilds only the packages that changed since
+	// the last run (any version naming the content rebuilt all of them).
 	mv := module.Version{Path: modulePath, Version: vX}
+	modCache := goEnv(t, goBin, root, "GOMODCACHE")
+	lockModCache(t, modCache)
+	removeFromModCache(modCache, mv) // what a run killed before its cleanup left
+	t.Cleanup(func() { removeFromModCache(modCache, mv) })
 
 	proxy := t.TempDir()
 	at := filepath.Join(proxy, filepath.FromSlash(modulePath), "@v")
@@ -77,8 +76,6 @@ func TestGoInstallAtVersion(t *testing.T) {
 		}
 	}
 
-	modCache := goEnv(t, goBin, root, "GOMODCACHE")
-	t.Cleanup(func() { removeFromModCache(modCache, mv) })
 	gobin := t.TempDir()
 	cmd := exec.Command(goBin, "install",
 		modulePath+"/cmd/shipkey@"+vX, modulePath+"/cmd/shipkey-team@"+vX)
@@ -86,7 +83,7 @@ func TestGoInstallAtVersion(t *testing.T) {
 	cmd.Env = append(os.Environ(),
 		"GOPROXY=file://"+filepath.ToSlash(proxy)+",file://"+filepath.ToSlash(filepath.Join(modCache, "cache", "download")),
 		"GOFLAGS=-mod=mod", "GONOSUMDB="+modulePath, "GOSUMDB=off", "GOPRIVATE=", "GONOPROXY=",
-		"GOBIN="+gobin, "GOTOOLCHAIN=local", "CGO_ENABLED=0")
+		"GOBIN="+gobin, "GOTOOLCHAIN=local")
 	if out, err := cmd.CombinedOutput(); err != nil {
 		t.Fatalf("go install …@%s: %v\n%s", vX, err, out)
 	}
@@ -156,6 +153,25 @@ func moduleFiles(t *testing.T, root string) []modzip.File {
 		files = append(files, checkoutFile{root, p})
 	}
 	return files
+}
+
+// lockModCache holds, until the test ends, the lock that keeps another run
+// of this test (another checkout, or the same one run twice at once) from
+// extracting vX into the shared module cache, or removing it, while this
+// one builds from it.
+func lockModCache(t *testing.T, modCache string) {
+	t.Helper()
+	dir := filepath.Join(modCache, "cache")
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	l := flock.New(filepath.Join(dir, "shipkey-goinstall-test.lock"))
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
+	defer cancel()
+	if ok, err := l.TryLockContext(ctx, 100*time.Millisecond); !ok {
+		t.Fatalf("another run of this test held %s for 10 minutes: %v", l.Path(), err)
+	}
+	t.Cleanup(func() { _ = l.Unlock() })
 }
 
 // removeFromModCache deletes what go install put in the shared module cache
