@@ -34,6 +34,12 @@ type serveOptions struct {
 
 	// IdleTimeout closes a connection idle between requests (0: 30 s).
 	IdleTimeout time.Duration
+	// WriteTimeout closes a connection whose answer is not taken within it
+	// (0: 3 min, room for a renewal).
+	WriteTimeout time.Duration
+	// ConnState, when set, is told each connection's changes of state
+	// (http.Server.ConnState).
+	ConnState func(net.Conn, http.ConnState)
 }
 
 func newCmdServe(f *factory, runF func(context.Context, *serveOptions) error) *cobra.Command {
@@ -119,9 +125,10 @@ func serveRun(ctx context.Context, opts *serveOptions) error {
 		// this process may open. The write timeout leaves room for a renewal.
 		ReadHeaderTimeout: 10 * time.Second,
 		ReadTimeout:       15 * time.Second,
-		WriteTimeout:      3 * time.Minute,
+		WriteTimeout:      cmp.Or(opts.WriteTimeout, 3*time.Minute),
 		IdleTimeout:       cmp.Or(opts.IdleTimeout, 30*time.Second),
 		MaxHeaderBytes:    16 << 10,
+		ConnState:         opts.ConnState,
 	}
 	refused := func(uid int) {
 		fmt.Fprintf(opts.IO.ErrOut, "shipkey: serve: refused a connection from uid %d (only uid %d is served)\n", uid, ln.uid)

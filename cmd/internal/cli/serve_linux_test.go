@@ -334,29 +334,7 @@ func TestServeBounds(t *testing.T) {
 // timeout (here shortened), so held connections cannot use up its files.
 func TestServeClosesIdleConnections(t *testing.T) {
 	t.Parallel()
-	st, _ := testStore(t, time.Now)
-	sock := filepath.Join(t.TempDir(), "s", "token.sock")
-	ctx, cancel := context.WithCancel(context.Background())
-	ios, _, _ := testIO("")
-	done := make(chan error, 1)
-	go func() {
-		done <- serveRun(ctx, &serveOptions{IO: ios, Store: func() (*store.Store, error) { return st, nil },
-			Socket: sock, IdleTimeout: 200 * time.Millisecond})
-	}()
-	t.Cleanup(func() { cancel(); <-done })
-	var conn net.Conn
-	for i := 0; ; i++ {
-		c, err := net.Dial("unix", sock)
-		if err == nil {
-			conn = c
-			break
-		}
-		if i == 500 {
-			t.Fatalf("the socket never answered: %v", err)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
-	defer conn.Close()
+	conn := serveInProcess(t, &serveOptions{IdleTimeout: 200 * time.Millisecond})
 	if _, err := io.WriteString(conn, "GET /v1/token/no-such-key HTTP/1.1\r\nHost: shipkey\r\n\r\n"); err != nil {
 		t.Fatal(err)
 	}
@@ -375,4 +353,85 @@ func TestServeClosesIdleConnections(t *testing.T) {
 	if _, err := br.ReadByte(); !errors.Is(err, io.EOF) {
 		t.Errorf("an idle connection was still open: %v", err)
 	}
+}
+
+// TestServeClosesStuckWriters: a client that pipelines requests on one
+// connection and never reads the answers fills the socket's buffers, so
+// serve's write blocks; serve closes that connection after the write
+// timeout (here shortened) instead of holding it, and its files, forever.
+func TestServeClosesStuckWriters(t *testing.T) {
+	t.Parallel()
+	// A connection that made requests and was closed: not one of the wait's
+	// probes, which send nothing.
+	var mu sync.Mutex
+	asked := map[net.Conn]bool{}
+	closed := make(chan struct{}, 1)
+	conn := serveInProcess(t, &serveOptions{WriteTimeout: 300 * time.Millisecond,
+		ConnState: func(c net.Conn, s http.ConnState) {
+			mu.Lock()
+			defer mu.Unlock()
+			switch {
+			case s == http.StateActive:
+				asked[c] = true
+			case s == http.StateClosed && asked[c]:
+				select {
+				case closed <- struct{}{}:
+				default:
+				}
+			}
+		}})
+	// Pipelined requests, never read: serve answers until the buffers are
+	// full and its write blocks; then this write blocks too and times out.
+	written := make(chan int, 1)
+	go func() {
+		req := strings.Repeat("GET /v1/token/no-such-key HTTP/1.1\r\nHost: shipkey\r\n\r\n", 100)
+		n := 0
+		for ; n < 2000; n++ { // 200,000 answers: far beyond any socket buffer
+			_ = conn.SetWriteDeadline(time.Now().Add(2 * time.Second))
+			if _, err := io.WriteString(conn, req); err != nil {
+				break
+			}
+		}
+		written <- n * 100
+	}()
+	select {
+	case <-closed:
+	case <-time.After(30 * time.Second):
+		t.Fatal("serve still holds a connection whose answers nobody reads (waited 30 s)")
+	}
+	if n := <-written; n >= 200000 {
+		t.Fatalf("all %d requests were taken: serve's writes never blocked, nothing tested", n)
+	}
+}
+
+// serveInProcess runs serveRun with opts on the test store (a socket in a
+// fresh directory) until the test ends, and returns a new connection to it
+// (the probes of the wait send nothing and are closed).
+func serveInProcess(t *testing.T, opts *serveOptions) net.Conn {
+	t.Helper()
+	st, _ := testStore(t, time.Now)
+	opts.IO, _, _ = testIO("")
+	opts.Store = func() (*store.Store, error) { return st, nil }
+	opts.Socket = filepath.Join(t.TempDir(), "s", "token.sock")
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- serveRun(ctx, opts) }()
+	t.Cleanup(func() { cancel(); <-done })
+	for i := 0; ; i++ {
+		c, err := net.Dial("unix", opts.Socket)
+		if err == nil {
+			c.Close()
+			break
+		}
+		if i == 500 {
+			t.Fatalf("the socket never answered: %v", err)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	conn, err := net.Dial("unix", opts.Socket)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { conn.Close() })
+	return conn
 }
