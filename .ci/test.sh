@@ -11,7 +11,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-log() { printf '\n== %s\n' "$*"; }
+log() { printf '\n== %s (at %s s)\n' "$*" "$SECONDS"; }
 
 export PATH="$PATH:$(go env GOPATH)/bin"
 # npm's "new version available" notice says nothing about shipkey.
@@ -151,7 +151,7 @@ gotestsum --format pkgname-and-test-fails --format-icons text --hide-summary=all
   -- -race -count=1 -timeout 20m $inproc | no_done &
 inproc_pid=$!
 gotestsum --format testname --format-icons text --hide-summary=all --jsonfile "$cmdjson" \
-  -- -count=1 -timeout 20m ./cmd/internal/cli/ | no_done || failed=1
+  -- -count=1 -parallel 8 -timeout 20m ./cmd/internal/cli/ | no_done || failed=1
 wait "$inproc_pid" || failed=1
 
 log "the ten slowest tests (over 2s)"
