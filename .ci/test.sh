@@ -2,8 +2,9 @@
 # Runs every shipkey test. On a fresh Debian machine it first installs what the
 # tests need and is missing (tmux, Node.js + npm, D-Bus and gnome-keyring for
 # the real Secret Service test, the oauth2-mock-server npm package,
-# staticcheck, gotestsum), then runs go vet, staticcheck, the keyring tests
-# against a real Secret Service, and go test over the module (-race on all
+# staticcheck, gotestsum), then runs go vet (darwin, windows and staticcheck
+# in the background), the keyring tests against a real Secret Service, fuzz
+# targets briefly, and go test over the module (-race on all
 # packages but cmd/internal/cli, see step 5) through gotestsum: one line per package
 # (per test for cmd/internal/cli) as it finishes, then the ten slowest tests, the
 # summary with the one count of tests (the keyring step's included), and the
@@ -68,19 +69,35 @@ if ! command -v gotestsum >/dev/null; then
   go install gotest.tools/gotestsum@v1.13.0
 fi
 
+scratch=$(mktemp -d)
+bg_pid=""
+trap '[ -z "$bg_pid" ] || { pkill -P "$bg_pid"; kill "$bg_pid"; } 2>/dev/null; rm -rf "$scratch"' EXIT
+
 log "go vet"
 go vet ./...
 # Every platform a release builds for compiles and vets, tests included
-# (Linux-only code sits behind build tags); the release itself is .ci/release.sh.
-for target in darwin/amd64 darwin/arm64 windows/amd64 windows/arm64; do
-  log "go vet ($target)"
-  GOOS=${target%/*} GOARCH=${target#*/} go vet ./...
-done
-log "staticcheck"
-staticcheck ./...
+# (Linux-only code sits behind build tags; the release itself is
+# .ci/release.sh), and staticcheck reads the whole module. These only
+# compute: they run in the background at the lowest priority, on the CPU
+# that the tests below leave idle while they wait on servers, processes and
+# terminals, and their output is shown (and their failure counted) after
+# the tests.
+lint_log="$scratch/lint.log"
+(
+  set +e
+  renice -n 19 -p "$BASHPID" >/dev/null 2>&1
+  rc=0
+  for target in darwin/amd64 darwin/arm64 windows/amd64 windows/arm64; do
+    echo "== go vet ($target)"
+    GOOS=${target%/*} GOARCH=${target#*/} go vet ./... 2>&1 || { echo "FAIL	go vet ($target)"; rc=1; }
+  done
+  echo "== staticcheck"
+  staticcheck ./... 2>&1 || { echo "FAIL	staticcheck"; rc=1; }
+  exit "$rc"
+) >"$lint_log" 2>&1 &
+bg_pid=$!
+log "go vet for darwin and windows (amd64, arm64) and staticcheck: in the background, shown after the tests"
 
-scratch=$(mktemp -d)
-trap 'rm -rf "$scratch"' EXIT
 failed=0 keyring_failed=0
 json="$scratch/go-test.json" cmdjson="$scratch/go-test-cmd.json" keyringjson="$scratch/go-test-keyring.json"
 
@@ -138,8 +155,10 @@ done
 #    summary as the last lines.
 #    - The in-process packages (auth, store, tui, internal) run with the race
 #      detector: their goroutines share memory.
-#    - cmd/internal/cli runs without it, and names each test as it finishes (it is
-#      the long one). Its tests drive shipkey processes (testscript, tmux,
+#    - cmd/internal/cli runs without it, eight tests at once (-parallel 8: they
+#      mostly wait on servers, processes and terminals; at Go's default of one
+#      test per core the package alone took 312 s, at eight 134 s), and names
+#      each test as it finishes (it is the long one). Its tests drive shipkey processes (testscript, tmux,
 #      twenty concurrent binaries) that share a store through files and locks,
 #      which the race detector cannot see; under -race every process testscript
 #      starts is the race-built test binary, several times slower, and the
@@ -154,6 +173,13 @@ gotestsum --format testname --format-icons text --hide-summary=all --jsonfile "$
   -- -count=1 -parallel 8 -timeout 20m ./cmd/internal/cli/ | no_done || failed=1
 wait "$inproc_pid" || failed=1
 
+log "go vet for darwin and windows, staticcheck (the background step)"
+lint_failed=0
+wait "$bg_pid" || lint_failed=1
+bg_pid=""
+cat "$lint_log"
+[ "$lint_failed" -eq 0 ] && echo "ok	go vet (darwin, windows; amd64, arm64) and staticcheck" || failed=1
+
 log "the ten slowest tests (over 2s)"
 cat "$cmdjson" "$keyringjson" >>"$json" 2>/dev/null || true
 gotestsum tool slowest --jsonfile "$json" --threshold 2s >"$scratch/slowest" || failed=1
@@ -162,5 +188,6 @@ head -n 10 "$scratch/slowest"
 log "summary"
 gotestsum --format standard-quiet --raw-command -- cat "$json" || failed=1
 [ "$keyring_failed" -eq 0 ] || echo "FAIL	the real Secret Service keyring step (see above)"
+[ "$lint_failed" -eq 0 ] || echo "FAIL	go vet for darwin/windows or staticcheck (see above)"
 echo "total: $SECONDS s (bash .ci/test.sh, wall time)"
 exit "$failed"
