@@ -21,38 +21,66 @@ import (
 // recipients are public) and signed with key for the roster's version. With
 // a non-member's key it is an attacker's write; with a member's, a member's.
 func Forge(ctx context.Context, cli *clientv3.Client, teamName, kind, id string, v any, key ed25519.PrivateKey) error {
+	f, err := NewForger(ctx, cli, teamName, key)
+	if err != nil {
+		return err
+	}
+	k, value, err := f.Item(kind, id, v)
+	if err != nil {
+		return err
+	}
+	_, err = cli.Put(ctx, k, string(value))
+	return err
+}
+
+// Forger makes items as Forge writes them, for the roster etcd held when it
+// was made, without writing them: a test that writes many puts them in a
+// few transactions instead of a round trip each.
+type Forger struct {
+	team   string
+	roster team.Roster
+	recips []age.Recipient
+	key    ed25519.PrivateKey
+}
+
+// NewForger reads team's roster from etcd once.
+func NewForger(ctx context.Context, cli *clientv3.Client, teamName string, key ed25519.PrivateKey) (*Forger, error) {
 	resp, err := cli.Get(ctx, team.Prefix(teamName)+"roster")
 	if err != nil || len(resp.Kvs) == 0 {
-		return fmt.Errorf("forge: no roster: %v", err)
+		return nil, fmt.Errorf("forge: no roster: %v", err)
 	}
 	r, _, err := team.ParseRoster(teamName, resp.Kvs[0].Value)
 	if err != nil {
-		return err
+		return nil, err
 	}
-	var recips []age.Recipient
+	f := &Forger{team: teamName, roster: r, key: key}
 	for _, m := range r.Members {
 		rc, err := age.ParseX25519Recipient(m.Recipient)
 		if err != nil {
-			return err
+			return nil, err
 		}
-		recips = append(recips, rc)
+		f.recips = append(f.recips, rc)
 	}
+	return f, nil
+}
+
+// Item is the etcd key and value of v forged at kind/id.
+func (f *Forger) Item(kind, id string, v any) (string, []byte, error) {
 	plain, err := json.Marshal(v)
 	if err != nil {
-		return err
+		return "", nil, err
 	}
 	var buf bytes.Buffer
-	w, err := age.Encrypt(&buf, recips...)
+	w, err := age.Encrypt(&buf, f.recips...)
 	if err != nil {
-		return err
+		return "", nil, err
 	}
 	_, _ = w.Write(plain)
 	if err := w.Close(); err != nil {
-		return err
+		return "", nil, err
 	}
 	dir := map[string]string{"key": "keys/", "token": "tokens/"}[kind]
-	_, err = cli.Put(ctx, team.Prefix(teamName)+dir+id, string(team.SignItem(teamName, kind, id, r.Version, buf.Bytes(), key)))
-	return err
+	return team.Prefix(f.team) + dir + id, team.SignItem(f.team, kind, id, f.roster.Version, buf.Bytes(), f.key), nil
 }
 
 // OnlyKeyID is the id of the one key teamName holds in etcd; an error when
