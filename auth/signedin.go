@@ -2,6 +2,8 @@ package auth
 
 import (
 	"context"
+	"encoding/json"
+	"net/http"
 	"strings"
 	"time"
 
@@ -68,6 +70,11 @@ func (c *Client) checkSignedIn(ctx context.Context, r Request, ts *TokenSet, op 
 		return nil
 	}
 	id := SignedInAs(ts, c.now())
+	if id.String() == "" {
+		// An OpenID provider that follows the spec for the code flow puts
+		// profile and email claims at userinfo, not in the ID token.
+		id = c.userinfoIdentity(ctx, r.Conn, ts.AccessToken)
+	}
 	if id.Is(want) {
 		return nil
 	}
@@ -79,4 +86,37 @@ func (c *Client) checkSignedIn(ctx context.Context, r Request, ts *TokenSet, op 
 	return &Error{Kind: KindAccessDenied, Op: op,
 		Msg:  "signed in as " + who + ", not " + text.Safe(want) + " as asked",
 		Hint: "nothing was stored; sign in as " + text.Safe(want) + " (sign out of the realm in the browser first), or do not name a username"}
+}
+
+// userinfoIdentity asks the server's userinfo endpoint (from discovery)
+// whom accessToken was issued to: its preferred_username and email. Zero
+// when there is no such endpoint, it does not answer 200 with JSON, or the
+// answer names nobody (the profile and email scopes not granted).
+func (c *Client) userinfoIdentity(ctx context.Context, conn Connection, accessToken string) Identity {
+	ep, err := c.Endpoints(ctx, conn)
+	if err != nil || ep.Userinfo == "" || accessToken == "" {
+		return Identity{}
+	}
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, ep.Userinfo, nil)
+	if err != nil {
+		return Identity{}
+	}
+	req.Header.Set("Authorization", "Bearer "+accessToken)
+	req.Header.Set("Accept", "application/json")
+	resp, err := c.http.Do(req)
+	if err != nil {
+		return Identity{}
+	}
+	body, err := readBody(resp)
+	if err != nil || resp.StatusCode != http.StatusOK {
+		return Identity{}
+	}
+	var claims struct {
+		Username string `json:"preferred_username"`
+		Email    string `json:"email"`
+	}
+	if json.Unmarshal(body, &claims) != nil {
+		return Identity{}
+	}
+	return Identity{Username: text.Safe(claims.Username), Email: text.Safe(claims.Email)}
 }

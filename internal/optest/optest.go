@@ -13,6 +13,7 @@ package optest
 import (
 	"bufio"
 	"bytes"
+	"cmp"
 	"context"
 	"crypto"
 	"crypto/ecdsa"
@@ -302,6 +303,11 @@ func (l *LockedBuffer) String() string {
 // presses the page's abort instead.
 type Browser struct {
 	Deny bool
+	// Login is the login name it signs in with; "" is alice. The
+	// provider's accounts are any name, with preferred_username that name
+	// and email NAME@example.com (at userinfo, as the spec has it for the
+	// code flow, with the profile and email scopes).
+	Login string
 	// Roots, when set, are the CAs its HTTPS requests trust (a verification
 	// URL at the provider's mTLS listener, whose certificate the test CA
 	// issued); nil: the system's.
@@ -364,7 +370,7 @@ func (b Browser) Visit(start string) (title string, status int, err error) {
 			switch name := a["name"]; {
 			case name == "":
 			case name == "login":
-				form.Set(name, "alice")
+				form.Set(name, cmp.Or(b.Login, "alice"))
 			case name == "password":
 				form.Set(name, "any password")
 			case name == "abort":

@@ -2,7 +2,9 @@
 // npm package oidc-provider (pinned in package.json and package-lock.json):
 // client credentials, the device flow (RFC 8628) and the authorization code
 // grant with PKCE, with its development login and consent pages (plain HTML
-// forms; any login name, any password).
+// forms; any login name, any password: the account's preferred_username is
+// that name and its email NAME@example.com, at userinfo with the profile and
+// email scopes).
 //
 // Usage: npm ci --prefix auth/testdata/oidcprovider
 //        node auth/testdata/oidcprovider/server.js
@@ -268,9 +270,15 @@ Promise.all([listening(server), ...(mtlsServer ? [listening(mtlsServer)] : [])])
     clientAuthMethods: ['none', 'client_secret_basic', 'client_secret_post', 'client_secret_jwt', 'private_key_jwt',
       ...(tlsCA ? ['tls_client_auth', 'self_signed_tls_client_auth'] : [])],
     discovery: mtlsAliases(),
-    scopes: ['openid', 'offline_access', 'api'],
+    scopes: ['openid', 'offline_access', 'api', 'profile', 'email'],
+    // Claims as the spec has them for the code flow: profile and email at
+    // userinfo, not in the ID token (conformIdTokenClaims, the default).
+    claims: { openid: ['sub'], profile: ['preferred_username'], email: ['email', 'email_verified'] },
     issueRefreshToken: async (ctx, client) => client.grantTypeAllowed('refresh_token'),
-    findAccount: async (ctx, id) => ({ accountId: id, claims: async () => ({ sub: id }) }),
+    findAccount: async (ctx, id) => ({
+      accountId: id,
+      claims: async () => ({ sub: id, preferred_username: id, email: `${id}@example.com`, email_verified: true }),
+    }),
     ttl: { AccessToken: ttlFor(3600), ClientCredentials: ttlFor(600), DeviceCode: 600, AuthorizationCode: 60 },
   });
   if (withExchange) {

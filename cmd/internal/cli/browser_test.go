@@ -136,7 +136,8 @@ func injectChallenge(u *url.URL) {
 // (internal/optest): it completes oidc-provider's device, login and consent
 // pages through optest.Browser, following the redirect back to shipkey's
 // loopback callback. $BROWSER_ACTION is approve (the default), deny (the
-// pages' abort), ignore or inject-pkce, as for childBrowser; the visit is
+// pages' abort), ignore or inject-pkce, as for childBrowser; it signs in
+// as $USERNAME (alice when unset); the visit is
 // logged to $BROWSER_LOG with "ok" or "error" for its status.
 func childOPBrowser() {
 	action := os.Getenv("BROWSER_ACTION")
@@ -158,7 +159,7 @@ func childOPBrowser() {
 		injectChallenge(u)
 	}
 	status = "ok"
-	b := optest.Browser{Deny: action == "deny"}
+	b := optest.Browser{Deny: action == "deny", Login: os.Getenv("USERNAME")}
 	if pemCA, err := os.ReadFile(os.Getenv("SHIPKEY_CA_FILE")); err == nil {
 		// A verification URL at the provider's mTLS listener.
 		b.Roots = x509.NewCertPool()
