@@ -355,7 +355,7 @@ func TestClientFaults(t *testing.T) {
 			clock := &cliClock{}
 			s := cliServer(t, clock, nil)
 			ts := cliLogin(t, cliNewClient(t, Options{Now: clock.Now}), cliConn(s))
-			timeout := 5 * time.Second
+			timeout := cliTimeout
 			if tc.fault.Delay > 0 {
 				timeout = 200 * time.Millisecond
 			}

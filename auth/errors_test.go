@@ -60,10 +60,16 @@ func cliSafeErr(t *testing.T, err error, want ErrorKind, secrets ...string) *Err
 	return ae
 }
 
+// cliTimeout is the request bound of the tests' clients where the bound is
+// not what a test is about (those set their own, in milliseconds): a loaded
+// machine under -race took over 5 s for a TLS handshake to a refusal and
+// for a 2 MiB answer, and the test failed with a timeout instead.
+const cliTimeout = 30 * time.Second
+
 func cliNewClient(t *testing.T, opts Options) *Client {
 	t.Helper()
 	if opts.Timeout == 0 && opts.HTTPClient == nil {
-		opts.Timeout = 5 * time.Second
+		opts.Timeout = cliTimeout
 	}
 	c, err := NewClient(opts)
 	if err != nil {
@@ -73,7 +79,7 @@ func cliNewClient(t *testing.T, opts Options) *Client {
 }
 
 func cliCtx(t *testing.T) context.Context {
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*cliTimeout)
 	t.Cleanup(cancel)
 	return ctx
 }
@@ -450,7 +456,7 @@ func TestClientTLSMinVersion(t *testing.T) {
 	if tr.TLSClientConfig.InsecureSkipVerify || tr.TLSClientConfig.MinVersion != tls.VersionTLS12 || tr.Proxy == nil {
 		t.Fatalf("transport settings: %+v", tr.TLSClientConfig)
 	}
-	if c.http.CheckRedirect == nil || c.http.Timeout != 5*time.Second {
+	if c.http.CheckRedirect == nil || c.http.Timeout != cliTimeout {
 		t.Fatal("redirects or timeout not set")
 	}
 }
