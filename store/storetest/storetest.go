@@ -75,9 +75,21 @@ func Populate(tb testing.TB, n int, backend string) Store {
 	if err := os.WriteFile(filepath.Join(tmp, "complete"), nil, 0o600); err != nil {
 		tb.Fatal(err)
 	}
-	_ = os.RemoveAll(root)
+	// Another test process (a second run of the suite at once) may have
+	// put its copy in place meanwhile: that one is used, as it may already
+	// be open, and this one dropped. Only a root without "complete" is
+	// replaced.
 	if err := os.Rename(tmp, root); err != nil {
-		tb.Fatal(err)
+		if _, serr := os.Stat(filepath.Join(root, "complete")); serr == nil {
+			return s
+		}
+		_ = os.RemoveAll(root)
+		if err := os.Rename(tmp, root); err != nil {
+			if _, serr := os.Stat(filepath.Join(root, "complete")); serr == nil {
+				return s
+			}
+			tb.Fatal(err)
+		}
 	}
 	return s
 }

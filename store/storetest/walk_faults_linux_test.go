@@ -15,7 +15,7 @@ import (
 // key's state is a lookup at a random place in state.db and, with the
 // pages released every few hundred keys to keep memory flat, a page fault
 // each (more than one a key at 20,000 keys). Counted by the kernel for the
-// walking thread alone (RUSAGE_THREAD); the least of three walks. Not
+// walking thread alone (RUSAGE_THREAD); the least of up to three walks. Not
 // parallel: it locks its goroutine to its thread.
 func TestEachKeyFewPageFaults(t *testing.T) {
 	const n = 20000
@@ -26,8 +26,11 @@ func TestEachKeyFewPageFaults(t *testing.T) {
 	defer st.Close()
 	runtime.LockOSThread()
 	defer runtime.UnlockOSThread()
+	// Read in label order a walk makes about 1.2 faults a key; the chunked
+	// walk 0.12 on a warm page cache, up to 0.5 on a fresh clone's CI run.
+	bound := int64(n * 8 / 10)
 	best := int64(-1)
-	for range 3 {
+	for range walksPerSize { // the least of up to three: load only adds faults
 		var before, after unix.Rusage
 		if err := unix.Getrusage(unix.RUSAGE_THREAD, &before); err != nil {
 			t.Skipf("getrusage: %v", err)
@@ -43,11 +46,12 @@ func TestEachKeyFewPageFaults(t *testing.T) {
 		if best < 0 || faults < best {
 			best = faults
 		}
+		if best <= bound {
+			break
+		}
 	}
 	t.Logf("a walk of %d keys: %d page faults (%.2f a key)", n, best, float64(best)/n)
-	// Read in label order a walk makes about 1.2 faults a key; the chunked
-	// walk 0.12 on a warm page cache, up to 0.5 on a fresh clone's CI run.
-	if best > n*8/10 {
+	if best > bound {
 		t.Errorf("a walk of %d keys made %d page faults (%.2f a key): each key's state is read from a random place", n, best, float64(best)/n)
 	}
 }
