@@ -7,7 +7,6 @@ import (
 	tea "charm.land/bubbletea/v2"
 	"github.com/shipkey/shipkey/auth"
 	"github.com/shipkey/shipkey/internal/text"
-	"github.com/shipkey/shipkey/store"
 )
 
 // apply turns a screen's intent into state changes and commands.
@@ -61,7 +60,7 @@ func (m *Model) apply(a action) tea.Cmd {
 	case actRefresh:
 		return tea.Batch(m.startOp(), m.refreshCmd(m.req.start(slotOp), a.label, a.auto))
 	case actLogin:
-		if k, ok := m.findKey(a.label); ok && viewOf(k.Grant).waits {
+		if r, ok := m.keys.find(a.label); ok && viewOf(r.Grant()).waits {
 			return m.startLoginGrant(a.label)
 		}
 		return tea.Batch(m.startOp(), m.loginCmd(m.req.start(slotOp), a.label, a.password))
@@ -109,20 +108,29 @@ func (m *Model) cancelRequest() {
 	}
 }
 
-// openDetails shows a key's token details at once from its metadata and
-// fetches its token set.
+// openDetails shows a key's token details at once, from its metadata when
+// the app has the key whole (the current key, the key last shown), else
+// "reading the key…" under its label, and reads the key and its token set.
 func (m *Model) openDetails(label string) tea.Cmd {
-	k, ok := m.findKey(label)
+	r, ok := m.keys.find(label)
 	if !ok {
 		m.toast, m.toastOK = fmt.Sprintf("No key labelled %q.", text.Safe(label)), false
 		return nil
 	}
 	m.setCurrent(label)
-	if m.details.key.ID == k.ID && m.details.busy() {
+	if m.details.key.ID == r.id && m.details.busy() {
 		return m.goTo(screenDetails) // its operation's answer is on the way
 	}
-	if m.details.key.ID != k.ID || m.details.tokens == nil {
-		m.details.open(k, nil)
+	if m.details.key.ID != r.id || m.details.tokens == nil {
+		switch {
+		case m.curKey != nil && m.curKey.ID == r.id:
+			m.details.open(*m.curKey, nil)
+		case m.details.key.ID == r.id && !m.details.partial:
+			m.details.open(m.details.key, nil)
+		default:
+			m.details.open(r.Key(), nil)
+			m.details.partial = true
+		}
 	}
 	return tea.Batch(m.goTo(screenDetails), m.startOp(), m.openCmd(m.req.start(slotOp), label), m.checkLive(label))
 }
@@ -156,15 +164,6 @@ func (m *Model) loadInspector(source string, toks []token) tea.Cmd {
 		cmds = append(cmds, m.startOp(), m.verifyCmd(seq, i, m.inspector.tokens[i].raw))
 	}
 	return tea.Batch(cmds...)
-}
-
-func (m *Model) findKey(label string) (store.Key, bool) {
-	for _, k := range m.keys {
-		if k.Label == label {
-			return k, true
-		}
-	}
-	return store.Key{}, false
 }
 
 // startOp counts an operation in flight and starts the spinner if it is

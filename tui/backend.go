@@ -10,7 +10,9 @@ import (
 // Backend is the slice of *store.Store the TUI uses. Every call is made from
 // a tea.Cmd, never from Update or View. Tests pass a fake.
 type Backend interface {
-	Keys() ([]store.Key, error)
+	// EachKey calls fn for every key, by label (store.Store.EachKey: one
+	// key at a time, fn keeps what it needs).
+	EachKey(fn func(store.Key) error) error
 	Resolve(label string) (store.Key, error)
 	// Create, Login and Refresh return the key and the token set they hold.
 	Create(ctx context.Context, nk store.NewKey) (store.Key, *auth.TokenSet, error)

@@ -20,43 +20,24 @@ const opTimeout = 2 * time.Minute
 
 var errNoStore = errors.New("no store")
 
+// loadKeys reads the key list: one walk of the store into a keyIndex,
+// keeping whole only the current key, the details screen's key and the
+// newest (keyPicks).
 func (m *Model) loadKeys() tea.Cmd {
 	seq, st := m.req.start(slotKeys), m.backend
+	b := newIndexBuilder(m.current, m.details.key.ID, os.Getenv(store.EnvKey))
 	return func() tea.Msg {
 		if st == nil {
 			return keysLoadedMsg{seq: seq, err: errNoStore}
 		}
 		// The stamp first: a change after it is seen by the next check.
 		stamp, _ := st.Stamp()
-		keys, err := st.Keys()
-		if err != nil {
+		if err := st.EachKey(b.add); err != nil {
 			return keysLoadedMsg{seq: seq, err: err, stamp: stamp}
 		}
-		return keysLoadedMsg{seq: seq, keys: keys, current: currentKey(keys, os.Getenv(store.EnvKey)), stamp: stamp}
+		x, picks := b.done()
+		return keysLoadedMsg{seq: seq, keys: x, picks: picks, current: picks.current, stamp: stamp}
 	}
-}
-
-// currentKey is the key the app opens with "1", as store.Resolve("") picks
-// it but without reading the store again: the one SHIPKEY_KEY names, else
-// the default, else the only key; "" when none.
-func currentKey(keys []store.Key, env string) string {
-	if env != "" {
-		for _, k := range keys {
-			if k.Label == env {
-				return k.Label
-			}
-		}
-		return ""
-	}
-	for _, k := range keys {
-		if k.Default {
-			return k.Label
-		}
-	}
-	if len(keys) == 1 {
-		return keys[0].Label
-	}
-	return ""
 }
 
 // checkStamp reads the store's stamp (a few stat calls): the tick compares

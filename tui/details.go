@@ -43,10 +43,13 @@ const (
 
 // details shows one key's token response with live countdowns.
 type details struct {
-	c              *common
-	bars           map[barKey]string // rendered progress bars (bar)
-	width, height  int
-	key            store.Key
+	c             *common
+	bars          map[barKey]string // rendered progress bars (bar)
+	width, height int
+	key           store.Key
+	// partial: key is only what the key list's row knows (KeyRow.Key):
+	// the key is being read (the screen says so and waits for it).
+	partial        bool
 	tokens         *auth.TokenSet // with secrets; nil when the key has none
 	state          detailsState
 	reveal         bool
@@ -89,12 +92,15 @@ func (d *details) open(k store.Key, tokens *auth.TokenSet) {
 	case tokens != nil && d.tokens != nil && tokens.AccessToken != d.tokens.AccessToken:
 		d.liveState = liveNone // the server's word was about the old token
 	}
-	d.key, d.tokens = k, tokens
+	d.key, d.tokens, d.partial = k, tokens, false
 	d.state = detailsIdle
 	d.ended = k.LoggedOut || k.StatusAt(d.c.now) == store.StatusLoginNeeded
 	d.errMsg = ""
 	d.closePrompt()
 }
+
+// setKey takes the shown key's fresh metadata (a new key list).
+func (d *details) setKey(k store.Key) { d.key, d.partial = k, false }
 
 // closePrompt closes the password prompt and forgets what was typed.
 func (d *details) closePrompt() {
@@ -176,6 +182,13 @@ func (d *details) Update(msg tea.Msg) (action, tea.Cmd) {
 		return nil, nil
 	}
 	km := d.c.keys
+	if d.partial {
+		// Nothing to act on before the key is read (a moment).
+		if key.Matches(k, km.Back) {
+			return actBack{}, nil
+		}
+		return nil, nil
+	}
 	label := d.key.Label
 	switch {
 	case key.Matches(k, km.Back):
@@ -428,6 +441,16 @@ func (d *details) content() string {
 	line := func(str string) { b.WriteString("  " + str + "\n") }
 
 	label := text.Safe(d.key.Label)
+	if d.partial {
+		line(s.Value.Render(label))
+		b.WriteString("\n")
+		if d.errMsg != "" {
+			b.WriteString(indentWrapped("✗ "+d.errMsg, 2, d.width, s.Error.Render))
+		} else {
+			line(s.Subtle.Render("reading the key…"))
+		}
+		return b.String()
+	}
 	pieces := []piece{{"", label}}
 	if d.key.Username != "" {
 		pieces = append(pieces, piece{"  ", text.Safe(d.key.Username) + " @"}, piece{" ", text.Safe(d.key.Connection.RealmURL())})
@@ -734,6 +757,9 @@ func (d *details) ShortHelp() []key.Binding {
 	}
 	if d.state == detailsConfirmLogout {
 		return []key.Binding{k.Yes, k.No}
+	}
+	if d.partial {
+		return []key.Binding{k.Back, k.Help, k.Quit}
 	}
 	if d.ended || d.tokens == nil {
 		return []key.Binding{k.Login, k.CheckServer, k.Inspect, k.Back, k.Help, k.Quit}

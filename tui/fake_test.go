@@ -150,6 +150,20 @@ func (f *fakeStore) Keys() ([]store.Key, error) {
 	return out, nil
 }
 
+// EachKey walks Keys, as the store walks its index.
+func (f *fakeStore) EachKey(fn func(store.Key) error) error {
+	keys, err := f.Keys()
+	if err != nil {
+		return err
+	}
+	for _, k := range keys {
+		if err := fn(k); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
 func sortKeys(ks []store.Key) {
 	slices.SortFunc(ks, func(a, b store.Key) int { return strings.Compare(a.Label, b.Label) })
 }

@@ -171,7 +171,7 @@ func init() {
 				switch {
 				case text.Safe(v) != v:
 					return "must not contain control characters"
-				case f.labels[v]:
+				case f.taken != nil && f.taken(v):
 					return "a key with this label exists; pick another"
 				}
 				return ""
@@ -295,7 +295,7 @@ type form struct {
 	state         formState
 	errs          [fieldCount]string // inline errors, per field
 	general       string             // an error that belongs to no field
-	labels        map[string]bool    // labels in use, for the uniqueness check
+	taken         func(string) bool  // whether a key has the label: the uniqueness check
 	spinner       func() string      // the root's spinner frame
 	grants        []auth.GrantType   // what the grant field offers (auth.Grants)
 	jwks          string             // a generated client key's public key set, while formRegistering
@@ -303,7 +303,7 @@ type form struct {
 }
 
 func newForm(c *common, spinner func() string, grants []auth.GrantType) *form {
-	f := &form{c: c, spinner: spinner, labels: map[string]bool{}, pane: newPane(c), grants: grants}
+	f := &form{c: c, spinner: spinner, pane: newPane(c), grants: grants}
 	for i, spec := range formFields {
 		ti := c.styles.newTextInput("")
 		ti.Placeholder = spec.placeholder
@@ -328,7 +328,7 @@ func (f *form) restyle() {
 // reset prepares the form for a new key: values from p (secrets included
 // only from p), errors cleared, focus on the first empty field. The
 // Advanced section opens when p sets one of its fields.
-func (f *form) reset(p Prefill, labels []string) tea.Cmd {
+func (f *form) reset(p Prefill, taken func(string) bool) tea.Cmd {
 	f.on, f.choice = [fieldCount]bool{}, [fieldCount]string{}
 	for i, spec := range formFields {
 		v := ""
@@ -348,10 +348,7 @@ func (f *form) reset(p Prefill, labels []string) tea.Cmd {
 			f.on[fieldAdvanced] = true // a value that is not the default shows
 		}
 	}
-	f.labels = map[string]bool{}
-	for _, l := range labels {
-		f.labels[l] = true
-	}
+	f.taken = taken
 	f.errs = [fieldCount]string{}
 	f.general = ""
 	f.state = formEditing

@@ -26,7 +26,7 @@ const (
 )
 
 // keyList is the API keys table. Its cost follows what it shows, not how
-// many keys there are: rows are prepared once per key-list load (NewKeyRow),
+// many keys there are: rows are prepared once per key-list load (keyIndex),
 // sorted once per load or change of sort, filtered over that index (only
 // the rows that matched the shorter query when the query grows), and only
 // the rows in sight are formatted, by View. The 1 s tick changes nothing
@@ -34,14 +34,14 @@ const (
 type keyList struct {
 	c             *common
 	width, height int
-	rows          []KeyRow // all keys, as loaded
-	sorted        []int    // indexes into rows, in sort order
-	visible       []int    // the sorted indexes that match the filter
-	query         string   // the filter the visible rows match (lower-cased)
-	cursor        int      // index into visible
-	offset        int      // the first visible row in sight
-	cols          []int    // the columns shown (indexes into KeyColumns)
-	widths        []int    // their widths
+	keys          *keyIndex // all keys, as loaded (shared with the other screens)
+	sorted        []int32   // indexes of keys' rows, in sort order
+	visible       []int32   // the sorted indexes that match the filter
+	query         string    // the filter the visible rows match (lower-cased)
+	cursor        int       // index into visible
+	offset        int       // the first visible row in sight
+	cols          []int     // the columns shown (indexes into KeyColumns)
+	widths        []int     // their widths
 	sortCol       int
 	desc          bool
 	filter        textinput.Model
@@ -152,30 +152,28 @@ func (l *keyList) linesUnder() int {
 	return n
 }
 
-// setKeys prepares a fresh key list (once per load), keeping the cursor on
+// setKeys takes a fresh key list (once per load), keeping the cursor on
 // the same key.
-func (l *keyList) setKeys(keys []store.Key) {
+func (l *keyList) setKeys(keys *keyIndex) {
 	sel := l.selectedID()
-	l.rows = make([]KeyRow, len(keys))
-	for i, k := range keys {
-		l.rows[i] = NewKeyRow(k)
-	}
+	l.keys = keys
 	l.sort()
 	l.applyFilter(true)
-	l.selectWhere(func(r *KeyRow) bool { return r.Key.ID == sel })
+	l.selectWhere(func(r *KeyRow) bool { return r.id == sel })
 }
 
 // sort orders the index by the sort column (once per load or change of
 // sort); the label, then the id, break ties.
 func (l *keyList) sort() {
-	l.sorted = l.sorted[:0]
-	for i := range l.rows {
-		l.sorted = append(l.sorted, i)
+	x := l.keys
+	l.sorted = make([]int32, x.len()) // visible may be this slice: never changed in place
+	for i := range l.sorted {
+		l.sorted[i] = int32(i)
 	}
 	by := KeyColumns[l.sortCol].compare
 	label := KeyColumns[ColLabel].compare
-	slices.SortStableFunc(l.sorted, func(i, j int) int {
-		a, b := &l.rows[i], &l.rows[j]
+	slices.SortStableFunc(l.sorted, func(i, j int32) int {
+		a, b := x.row(i), x.row(j)
 		c := by(a, b)
 		if l.desc {
 			c = -c
@@ -184,7 +182,7 @@ func (l *keyList) sort() {
 			c = label(a, b)
 		}
 		if c == 0 {
-			c = strings.Compare(a.Key.ID, b.Key.ID)
+			c = strings.Compare(a.id, b.id)
 		}
 		return c
 	})
@@ -199,13 +197,13 @@ func (l *keyList) applyFilter(all bool) {
 	if !all && l.query != "" && strings.HasPrefix(q, l.query) {
 		from = l.visible
 	}
-	var out []int
+	var out []int32
 	if q == "" {
-		out = append(make([]int, 0, len(l.sorted)), l.sorted...)
+		out = l.sorted // shared: neither is changed in place
 	} else {
-		out = make([]int, 0, len(from))
+		out = make([]int32, 0, len(from))
 		for _, i := range from {
-			if l.rows[i].matches(q) {
+			if l.keys.row(i).matches(q) {
 				out = append(out, i)
 			}
 		}
@@ -220,13 +218,13 @@ func (l *keyList) applyFilter(all bool) {
 func (l *keyList) refilter(all bool) {
 	sel := l.selectedID()
 	l.applyFilter(all)
-	l.selectWhere(func(r *KeyRow) bool { return r.Key.ID == sel })
+	l.selectWhere(func(r *KeyRow) bool { return r.id == sel })
 }
 
 // selectWhere moves the cursor to the first visible row where f holds.
 func (l *keyList) selectWhere(f func(*KeyRow) bool) bool {
 	for n, i := range l.visible {
-		if f(&l.rows[i]) {
+		if f(l.keys.row(i)) {
 			l.cursor = n
 			l.scrollToCursor()
 			return true
@@ -238,7 +236,7 @@ func (l *keyList) selectWhere(f func(*KeyRow) bool) bool {
 // selectLabel puts the cursor on the key labelled label, when visible.
 func (l *keyList) selectLabel(label string) {
 	if label != "" {
-		l.selectWhere(func(r *KeyRow) bool { return r.Key.Label == label })
+		l.selectWhere(func(r *KeyRow) bool { return r.label == label })
 	}
 }
 
@@ -259,17 +257,17 @@ func (l *keyList) moveTo(n int) {
 	l.scrollToCursor()
 }
 
-// selected returns the key under the cursor, or nil.
-func (l *keyList) selected() *store.Key {
+// selected returns the row of the key under the cursor, or nil.
+func (l *keyList) selected() *KeyRow {
 	if l.cursor < 0 || l.cursor >= len(l.visible) {
 		return nil
 	}
-	return &l.rows[l.visible[l.cursor]].Key
+	return l.keys.row(l.visible[l.cursor])
 }
 
 func (l *keyList) selectedID() string {
-	if k := l.selected(); k != nil {
-		return k.ID
+	if r := l.selected(); r != nil {
+		return r.id
 	}
 	return ""
 }
@@ -284,7 +282,7 @@ func (l *keyList) sortBy(c int) {
 	sel := l.selectedID()
 	l.sort()
 	l.applyFilter(true)
-	l.selectWhere(func(r *KeyRow) bool { return r.Key.ID == sel })
+	l.selectWhere(func(r *KeyRow) bool { return r.id == sel })
 }
 
 // matches is a substring match, else a fuzzy (in-order subsequence) match;
@@ -384,23 +382,24 @@ func (l *keyList) handleKey(k tea.KeyPressMsg) (action, tea.Cmd) {
 	if sel == nil {
 		return nil, nil
 	}
+	label := sel.label
 	switch {
 	case key.Matches(k, km.Enter):
-		return actOpenDetails{label: sel.Label}, nil
+		return actOpenDetails{label: label}, nil
 	case key.Matches(k, km.Copy):
-		return actCopy{label: sel.Label}, nil
+		return actCopy{label: label}, nil
 	case key.Matches(k, km.CopyHeader):
-		return actCopy{label: sel.Label, header: true}, nil
+		return actCopy{label: label, header: true}, nil
 	case key.Matches(k, km.Inspect):
-		return actInspectKey{label: sel.Label}, nil
+		return actInspectKey{label: label}, nil
 	case key.Matches(k, km.SetDefault):
-		return actSetDefault{label: sel.Label}, nil
+		return actSetDefault{label: label}, nil
 	case key.Matches(k, km.Delete):
-		l.mode, l.target, l.targetTeam = listConfirming, sel.Label, sel.Team
+		l.mode, l.target, l.targetTeam = listConfirming, label, sel.Team()
 		return nil, nil
 	case key.Matches(k, km.Rename):
-		l.mode, l.target = listRenaming, sel.Label
-		l.rename.SetValue(sel.Label)
+		l.mode, l.target = listRenaming, label
+		l.rename.SetValue(label)
 		l.rename.CursorEnd()
 		return nil, l.rename.Focus()
 	}
@@ -453,11 +452,9 @@ func (l *keyList) handleRenameKey(k tea.KeyPressMsg) (action, tea.Cmd) {
 			l.rename.Blur()
 			return nil, nil
 		}
-		for i := range l.rows {
-			if l.rows[i].Key.Label == nl {
-				l.errMsg = "a key with this label exists; pick another"
-				return nil, nil
-			}
+		if _, taken := l.keys.find(nl); taken {
+			l.errMsg = "a key with this label exists; pick another"
+			return nil, nil
 		}
 		l.mode, l.errMsg = listBrowsing, ""
 		l.rename.Blur()
@@ -504,12 +501,8 @@ func (l *keyList) outcome(msg opDoneMsg) (string, bool) {
 // wasLoggedOut reports whether the listed key labelled label had no
 // session (logged out, its end not pending).
 func (l *keyList) wasLoggedOut(label string) bool {
-	for i := range l.rows {
-		if k := l.rows[i].Key; k.Label == label {
-			return k.LoggedOut && k.EndPending.IsZero()
-		}
-	}
-	return false
+	r, ok := l.keys.find(label)
+	return ok && r.wasLoggedOut()
 }
 
 // deleteOutcome says what a delete did, here and at the server, as `keys
@@ -535,12 +528,12 @@ func (l *keyList) View() string {
 	if l.desc {
 		dir = "▼"
 	}
-	top := s.Subtle.Render("  " + strconv.Itoa(len(l.visible)) + " of " + plural(len(l.rows), "key") + " · sorted by " + strings.ToLower(col.Title) + " " + dir)
+	top := s.Subtle.Render("  " + strconv.Itoa(len(l.visible)) + " of " + plural(l.keys.len(), "key") + " · sorted by " + strings.ToLower(col.Title) + " " + dir)
 	if l.mode == listFiltering || l.filter.Value() != "" {
 		top += "   " + l.filter.View()
 	}
 	b.WriteString(top + "\n")
-	if len(l.rows) == 0 {
+	if l.keys.len() == 0 {
 		b.WriteString("\n  " + s.Subtle.Render("No API keys yet: press n to get one.") + "\n")
 		return fitBlock(b.String(), l.width, l.height)
 	}
@@ -600,7 +593,7 @@ func (l *keyList) tableView() string {
 	var line strings.Builder
 	rows := make([]string, 0, h)
 	for n := off; n < end; n++ {
-		r := &l.rows[l.visible[n]]
+		r := l.keys.row(l.visible[n])
 		line.Reset()
 		for i, c := range l.cols {
 			line.WriteString(cell(KeyColumns[c].Cell(r, now, Live), l.widths[i]))

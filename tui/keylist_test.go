@@ -23,17 +23,28 @@ func openKeyList(t *testing.T) *harness {
 		t.Fatalf("active = %v", h.m.active)
 	}
 	// Opening the table selects the key just viewed (the default here).
-	if sel := h.m.keyList.selected(); sel == nil || sel.Label != "demo" {
+	if sel := h.m.keyList.selected(); sel == nil || sel.Label() != "demo" {
 		t.Fatalf("selected %v, want demo", sel)
 	}
 	h.press("g")
 	return h
 }
 
+// filterTo types the filter q and checks that the cursor is then on label.
+func filterTo(h *harness, q, label string) {
+	h.t.Helper()
+	h.press("/")
+	h.typeText(q)
+	h.press("enter")
+	if sel := h.m.keyList.selected(); sel == nil || sel.Label() != label {
+		h.t.Fatalf("selected %v after filtering %q, want %s", sel, q, label)
+	}
+}
+
 func visibleLabels(h *harness) []string {
 	var out []string
 	for _, i := range h.m.keyList.visible {
-		out = append(out, h.m.keyList.rows[i].Key.Label)
+		out = append(out, h.m.keyList.keys.row(i).Label())
 	}
 	return out
 }
@@ -197,19 +208,16 @@ func TestKeyListHostileLabel(t *testing.T) {
 func TestKeyListCursorFollowsTheKey(t *testing.T) {
 	t.Parallel()
 	h := openKeyList(t)
-	h.press("/", "s", "t", "a", "g", "enter")
-	if sel := h.m.keyList.selected(); sel == nil || sel.Label != "staging" {
-		t.Fatalf("selected %v after filtering", sel)
-	}
+	filterTo(h, "stag", "staging")
 	h.press("esc") // clears the filter: every key is back
 	if got := visibleLabels(h); len(got) != 3 {
 		t.Fatalf("visible = %v", got)
 	}
-	if sel := h.m.keyList.selected(); sel == nil || sel.Label != "staging" {
+	if sel := h.m.keyList.selected(); sel == nil || sel.Label() != "staging" {
 		t.Fatalf("selected %v after clearing the filter, want staging", sel)
 	}
 	h.press("o") // sort by last used
-	if sel := h.m.keyList.selected(); sel == nil || sel.Label != "staging" {
+	if sel := h.m.keyList.selected(); sel == nil || sel.Label() != "staging" {
 		t.Fatalf("selected %v after sorting, want staging", sel)
 	}
 	h.press("e")
@@ -387,7 +395,7 @@ func TestKeyListSelectsTheKeyJustViewed(t *testing.T) {
 	}
 	h.press("esc", "g", "1")
 	h.press("2")
-	if sel := h.m.keyList.selected(); sel == nil || sel.Label != "shipping-prod" {
+	if sel := h.m.keyList.selected(); sel == nil || sel.Label() != "shipping-prod" {
 		t.Fatalf("selected %v, want the key just viewed", sel)
 	}
 }

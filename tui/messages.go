@@ -14,7 +14,8 @@ import (
 // keysLoadedMsg answers loadKeys.
 type keysLoadedMsg struct {
 	seq     int
-	keys    []store.Key // labels already sanitized (sanitizeKeys)
+	keys    *keyIndex   // nil on error
+	picks   keyPicks    // the keys the load kept whole
 	current string      // the resolved default key, "" when none
 	stamp   store.Stamp // the store's stamp read before the keys
 	err     error

@@ -2,7 +2,6 @@ package tui
 
 import (
 	"fmt"
-	"slices"
 
 	"charm.land/bubbles/v2/key"
 	tea "charm.land/bubbletea/v2"
@@ -122,13 +121,7 @@ func (m *Model) replace(id screenID) tea.Cmd {
 // most recent key (never its secrets).
 func (m *Model) openForm() tea.Cmd {
 	p := m.cfg.prefill
-	if p.empty() && len(m.keys) > 0 {
-		last := m.keys[0]
-		for _, k := range m.keys[1:] {
-			if k.CreatedAt.After(last.CreatedAt) {
-				last = k
-			}
-		}
+	if last := m.newest; p.empty() && last != nil {
 		p = Prefill{AuthURL: last.Connection.AuthURL, Realm: last.Connection.Realm, ClientID: last.Connection.ClientID, Username: last.Username,
 			Grant: last.Grant, TokenURL: last.Connection.TokenURL, Issuer: last.Connection.Issuer, ClientAuth: last.Connection.AuthMethod(),
 			DPoP: last.Connection.DPoP, NoPAR: last.Connection.NoPAR, CallbackPort: last.CallbackPort}
@@ -139,23 +132,20 @@ func (m *Model) openForm() tea.Cmd {
 			p.Scope += sc
 		}
 	}
-	labels := make([]string, len(m.keys))
-	for i, k := range m.keys {
-		labels[i] = k.Label
-	}
-	p.Label = freeLabel(p.Label, labels)
-	return tea.Batch(m.form.reset(p, labels), m.goTo(screenForm))
+	taken := func(label string) bool { _, ok := m.keys.find(label); return ok } // the list as it is then
+	p.Label = freeLabel(p.Label, taken)
+	return tea.Batch(m.form.reset(p, taken), m.goTo(screenForm))
 }
 
 // freeLabel returns label, or when a key has it already, the first of
 // label-2, label-3, … that none has: a prefilled form must not propose a
 // label the validation would refuse.
-func freeLabel(label string, taken []string) string {
-	if label == "" || !slices.Contains(taken, label) {
+func freeLabel(label string, taken func(string) bool) string {
+	if label == "" || !taken(label) {
 		return label
 	}
 	for n := 2; ; n++ {
-		if c := fmt.Sprintf("%s-%d", label, n); !slices.Contains(taken, c) {
+		if c := fmt.Sprintf("%s-%d", label, n); !taken(c) {
 			return c
 		}
 	}
@@ -167,7 +157,7 @@ func (m *Model) openCurrent() tea.Cmd {
 	switch {
 	case m.current != "":
 		return m.openDetails(m.current)
-	case len(m.keys) > 0:
+	case m.keys.len() > 0:
 		m.toast, m.toastOK = "No default key: pick one (enter opens, * makes it the default).", false
 		return m.goTo(screenKeys)
 	default:
@@ -190,7 +180,7 @@ func (m *Model) openRequest() tea.Cmd {
 	label := m.current
 	switch {
 	case m.active == screenKeys && m.keyList.selected() != nil:
-		label = m.keyList.selected().Label
+		label = m.keyList.selected().label
 	case m.active == screenDetails && m.details.key.Label != "":
 		label = m.details.key.Label
 	}

@@ -15,7 +15,6 @@ import (
 	"charm.land/lipgloss/v2"
 	"github.com/shipkey/shipkey/auth"
 	"github.com/shipkey/shipkey/internal/text"
-	"github.com/shipkey/shipkey/store"
 )
 
 // requestState is the Request screen's flow: editing → sending → viewing
@@ -63,9 +62,9 @@ type request struct {
 	wait          waitClock     // how long the request has been in flight
 	spinner       func() string // the root's spinner frame
 
-	keys   []store.Key // the keys to choose from (the app's key list)
-	key    int         // index in keys
-	method int         // index in requestMethods
+	keys   *keyIndex // the keys to choose from (the app's key list)
+	key    int       // index of a row of keys
+	method int       // index in requestMethods
 	url    textinput.Model
 	// audience, when not empty, asks for a token for that other service
 	// by token exchange with the key's (shipkey api --audience).
@@ -176,7 +175,7 @@ func (r *request) busy() bool { return r.state == requestSending }
 
 // setKeys takes a new key list, keeping the chosen key when it is still
 // there.
-func (r *request) setKeys(keys []store.Key) {
+func (r *request) setKeys(keys *keyIndex) {
 	label := r.label()
 	r.keys = keys
 	r.key = 0
@@ -185,19 +184,16 @@ func (r *request) setKeys(keys []store.Key) {
 
 // label is the chosen key's label ("" with no keys).
 func (r *request) label() string {
-	if r.key < len(r.keys) {
-		return r.keys[r.key].Label
+	if r.key < r.keys.len() {
+		return r.keys.row(int32(r.key)).label
 	}
 	return ""
 }
 
 // choose picks the key labelled label (no change when there is none).
 func (r *request) choose(label string) {
-	for i, k := range r.keys {
-		if k.Label == label {
-			r.key = i
-			return
-		}
+	if i, ok := r.keys.indexOf(label); ok {
+		r.key = i
 	}
 }
 
@@ -408,7 +404,7 @@ func (r *request) change(back bool) {
 	}
 	switch r.focus {
 	case reqFieldKey:
-		r.key = step(r.key, len(r.keys))
+		r.key = step(r.key, r.keys.len())
 		r.errs[reqFieldKey] = ""
 		r.prefill()
 	case reqFieldMethod:
@@ -492,8 +488,10 @@ func (r *request) validate() (apiCall, int) {
 // base is where the chosen key's requests go: its API URL (api_url),
 // else the default URL (the demo's API); "" when neither.
 func (r *request) base() string {
-	if r.key < len(r.keys) && r.keys[r.key].APIURL != "" {
-		return r.keys[r.key].APIURL
+	if r.key < r.keys.len() {
+		if u := r.keys.row(int32(r.key)).APIURL(); u != "" {
+			return u
+		}
 	}
 	return r.defaultURL
 }
@@ -631,14 +629,14 @@ func (r *request) cursorRow(i int) int {
 // where it stands among the others.
 func (r *request) keyChoice() string {
 	s := r.c.styles
-	if len(r.keys) == 0 {
+	if r.keys.len() == 0 {
 		return s.Subtle.Render("no API keys yet")
 	}
 	name := text.Safe(r.label())
-	if len(r.keys) < 2 {
+	if r.keys.len() < 2 {
 		return s.Value.Render(name)
 	}
-	where := fmt.Sprintf("  %d of %d (←/→)", r.key+1, len(r.keys))
+	where := fmt.Sprintf("  %d of %d (←/→)", r.key+1, r.keys.len())
 	if reqLabelWidth+2+lipgloss.Width(name)+4+len([]rune(where)) > r.width {
 		where = ""
 	}

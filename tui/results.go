@@ -20,18 +20,23 @@ func (m *Model) handleKeysLoaded(msg keysLoadedMsg) tea.Cmd {
 	m.loaded = true
 	m.stamp = msg.stamp
 	m.keys = msg.keys
-	if _, ok := m.findKey(m.current); !ok {
+	if _, ok := m.keys.find(m.current); !ok {
 		m.current = msg.current
 	}
-	m.welcome.setKeys(msg.keys, m.current, msg.err)
-	m.keyList.setKeys(msg.keys)
-	m.request.setKeys(msg.keys)
-	for _, k := range msg.keys {
-		if k.ID == m.details.key.ID {
-			m.details.key = k
+	m.newest = msg.picks.newest
+	for _, k := range []*store.Key{msg.picks.want, msg.picks.pick} {
+		if k != nil && k.Label == m.current {
+			m.curKey = k
 		}
 	}
-	if first && msg.err == nil && len(msg.keys) == 0 && m.active == screenWelcome {
+	if p := msg.picks.detail; p != nil && p.ID == m.details.key.ID {
+		m.details.setKey(*p)
+	}
+	m.setCurrent(m.current)
+	m.welcome.setKeys(msg.keys, msg.err)
+	m.keyList.setKeys(msg.keys)
+	m.request.setKeys(msg.keys)
+	if first && msg.err == nil && m.keys.len() == 0 && m.active == screenWelcome {
 		return m.openForm()
 	}
 	return nil
@@ -59,6 +64,9 @@ func (m *Model) handleStamp(msg stampMsg) tea.Cmd {
 // handleKeyTokens applies the answer of create, login, refresh, open and
 // inspect; stale answers (an older request, another key) are dropped.
 func (m *Model) handleKeyTokens(msg keyTokensMsg) tea.Cmd {
+	if msg.err == nil {
+		defer m.knowKey(msg.key)
+	}
 	switch msg.op {
 	case opCreate:
 		m.endOp()
@@ -191,7 +199,24 @@ func (m *Model) handleCopyReady(msg copyReadyMsg) tea.Cmd {
 // shows): the last opened, created or made default.
 func (m *Model) setCurrent(label string) {
 	m.current = label
-	m.welcome.current = label
+	switch {
+	case m.curKey != nil && m.curKey.Label == label:
+	case m.details.key.Label == label && label != "" && !m.details.partial:
+		k := m.details.key
+		m.curKey = &k
+	default:
+		m.curKey = nil // Welcome shows its row until it is read
+	}
+	m.welcome.current, m.welcome.curKey = label, m.curKey
+}
+
+// knowKey takes a key read whole from the store: the current key's, for
+// Welcome.
+func (m *Model) knowKey(k store.Key) {
+	if k.Label != "" && k.Label == m.current {
+		m.curKey = &k
+		m.welcome.curKey = m.curKey
+	}
 }
 
 // handleRequestDone shows the answer of the Request screen's request; the

@@ -69,8 +69,8 @@ func BenchmarkAppStartup(b *testing.B) {
 					_, cmd := m.Update(keyMsg("2"))
 					startupRun(b, m, cmd)
 					load += time.Since(t)
-					if m.active != screenKeys || len(m.keyList.rows) != n {
-						b.Fatalf("active %v, %d rows, want %v and %d", m.active, len(m.keyList.rows), screenKeys, n)
+					if m.active != screenKeys || m.keyList.keys.len() != n {
+						b.Fatalf("active %v, %d rows, want %v and %d", m.active, m.keyList.keys.len(), screenKeys, n)
 					}
 					t = time.Now()
 					for tries := 0; ; tries++ {

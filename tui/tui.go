@@ -161,11 +161,16 @@ type Model struct {
 
 	grant *grantRun // the interactive grant in flight, nil when none
 
-	keys    []store.Key
-	current string      // the key "1" opens: the default, else the last opened
-	loaded  bool        // the first key list has arrived
-	stamp   store.Stamp // the store's stamp when the key list was read
-	req     requests    // ids of the requests in flight
+	keys    *keyIndex // the key list, as last loaded (nil before)
+	current string    // the key "1" opens: the default, else the last opened
+	// curKey is the current key whole, when known (a load kept it, or it
+	// was read for its details); newest, the most recently created key,
+	// whole (the form is prefilled from it). Every other key is a row of
+	// keys, read from the store when a screen needs it.
+	curKey, newest *store.Key
+	loaded         bool        // the first key list has arrived
+	stamp          store.Stamp // the store's stamp when the key list was read
+	req            requests    // ids of the requests in flight
 
 	spinner  spinner.Model
 	spinning bool

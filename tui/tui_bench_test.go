@@ -134,8 +134,8 @@ func BenchmarkKeyTableFilter(b *testing.B) {
 			st := newFakeStore(c)
 			manyKeys(st, n)
 			m := benchModel(b, c, st, 100, 30, "2", "/", "k", "e", "y")
-			if m.active != screenKeys || len(m.keyList.rows) != n {
-				b.Fatalf("active %v, %d rows", m.active, len(m.keyList.rows))
+			if m.active != screenKeys || m.keyList.keys.len() != n {
+				b.Fatalf("active %v, %d rows", m.active, m.keyList.keys.len())
 			}
 			typed, del := keyMsg("1"), keyMsg("backspace")
 			b.ReportAllocs()

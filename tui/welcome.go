@@ -17,8 +17,9 @@ type welcome struct {
 	c             *common
 	width, height int
 	cursor        int
-	keys          []store.Key
-	current       string // the default (or current) key's label
+	keys          *keyIndex
+	current       string     // the default (or current) key's label
+	curKey        *store.Key // that key whole, when known (its user and realm)
 	loaded        bool
 	loadErr       string
 	pane          pane
@@ -48,9 +49,9 @@ func (w *welcome) SetSize(width, height int) {
 }
 func (w *welcome) Capturing() bool { return false }
 
-// setKeys records the loaded keys and which one is current.
-func (w *welcome) setKeys(keys []store.Key, current string, err error) {
-	w.keys, w.current, w.loaded = keys, current, true
+// setKeys records the loaded keys.
+func (w *welcome) setKeys(keys *keyIndex, err error) {
+	w.keys, w.loaded = keys, true
 	w.loadErr = ""
 	if err != nil {
 		w.loadErr = text.Safe(err.Error())
@@ -99,35 +100,41 @@ func (w *welcome) content() (string, int) {
 		b.WriteString("  " + s.Error.Render("Cannot read the keys: "+w.loadErr) + "\n")
 	case !w.loaded:
 		b.WriteString("  " + s.Subtle.Render("Loading keys…") + "\n")
-	case len(w.keys) == 0:
+	case w.keys.len() == 0:
 		b.WriteString("  " + s.Subtle.Render("No API keys yet. Get one to start.") + "\n")
 	default:
-		var cur *store.Key
-		for i := range w.keys {
-			if w.keys[i].Label == w.current {
-				cur = &w.keys[i]
-			}
-		}
-		if cur == nil {
+		row, ok := w.keys.find(w.current)
+		if !ok {
 			b.WriteString("  " + s.Subtle.Render("No default key; pick one in API keys (*).") + "\n")
 		} else {
-			state := keyState(*cur, w.c.now)
+			// Its state from the list; its user and realm from the key
+			// read whole (for a moment after another key became current,
+			// only its grant).
+			k := row.Key()
+			cur := &k
+			if w.curKey != nil && w.curKey.ID == k.ID {
+				cur = w.curKey
+			}
+			state := keyState(k, w.c.now)
 			st := s.OK
-			if cur.StatusAt(w.c.now) != store.StatusValid {
+			if k.StatusAt(w.c.now) != store.StatusValid {
 				st = s.Warn
 			}
 			name := "Current key"
-			if cur.Default {
+			if k.Default {
 				name = "Default key"
 			}
-			b.WriteString("  " + s.row(name, 14, s.Value.Render(text.Safe(cur.Label))+"  "+st.Render(state)) + "\n")
-			if cur.Username != "" {
+			b.WriteString("  " + s.row(name, 14, s.Value.Render(row.Shown())+"  "+st.Render(state)) + "\n")
+			switch {
+			case cur.Username != "":
 				b.WriteString("  " + s.row("User", 14, s.Value.Render(text.Safe(cur.Username))+s.Subtle.Render(" @ "+text.Safe(cur.Connection.RealmURL()))) + "\n")
-			} else {
+			case cur == &k:
+				b.WriteString("  " + s.row("Grant", 14, s.Value.Render(viewOf(cur.Grant).title)) + "\n")
+			default:
 				b.WriteString("  " + s.row("Grant", 14, s.Value.Render(viewOf(cur.Grant).title)+s.Subtle.Render(" @ "+text.Safe(cur.Connection.RealmURL()))) + "\n")
 			}
 		}
-		b.WriteString("  " + s.row("Keys", 14, s.Value.Render(strconv.Itoa(len(w.keys)))) + "\n")
+		b.WriteString("  " + s.row("Keys", 14, s.Value.Render(strconv.Itoa(w.keys.len()))) + "\n")
 	}
 	b.WriteString("\n")
 	for i, it := range w.menu() {

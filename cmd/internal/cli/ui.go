@@ -42,6 +42,9 @@ type uiOptions struct {
 // (besides `keys list`, which draws the app's table columns, tui.KeyColumns).
 func runTUI(ctx context.Context, o uiOptions) error {
 	noCoreDump() // the app holds secrets and tokens while it is open
+	// Each load of the key list walks every key (a row of each kept, the
+	// rest garbage at once), as the listings do: the same lower heap goal.
+	listingGC()
 	opts := tui.Options{Store: o.Store, Auth: o.Auth, Now: o.Now, Prefill: o.Prefill, Demo: o.Demo,
 		TraceFirstFrame: os.Getenv(tui.EnvTraceFirstFrame), APIURL: o.APIURL}
 	if o.APIClient != nil && o.Store != nil {

@@ -43,10 +43,10 @@ func newTeamBackend(ctx context.Context, st *store.Store, eng team.Engine) *team
 	return b
 }
 
-func (b *teamBackend) Keys() ([]store.Key, error) {
-	keys, err := b.Store.Keys()
-	if err != nil {
-		return nil, err
+// EachKey walks the store's keys, then every team's cached keys.
+func (b *teamBackend) EachKey(fn func(store.Key) error) error {
+	if err := b.Store.EachKey(fn); err != nil {
+		return err
 	}
 	for _, t := range b.teams {
 		tks, err := b.eng.CachedKeys(t.Name)
@@ -54,10 +54,12 @@ func (b *teamBackend) Keys() ([]store.Key, error) {
 			continue
 		}
 		for _, k := range tks {
-			keys = append(keys, teamStoreKey(k))
+			if err := fn(teamStoreKey(k)); err != nil {
+				return err
+			}
 		}
 	}
-	return keys, nil
+	return nil
 }
 
 func (b *teamBackend) Stamp() (store.Stamp, error) {

@@ -37,8 +37,8 @@ func TestTeamBackendLive(t *testing.T) {
 		t.Fatal(err)
 	}
 	for {
-		keys, err := b.Keys()
-		if err != nil {
+		var keys []store.Key
+		if err := b.EachKey(func(k store.Key) error { keys = append(keys, k); return nil }); err != nil {
 			t.Fatal(err)
 		}
 		if len(keys) == 1 && keys[0].Label == "ui/k" {

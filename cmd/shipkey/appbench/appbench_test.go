@@ -384,3 +384,105 @@ func measure(t *term, sc idleScreen, secs int, r *idleResult) error {
 	*r = idleResult{sc.name, 100 * float64(c1.ns-c0.ns) / wall, 100 * float64(c1.ticks-c0.ticks) * 1e7 / wall}
 	return nil
 }
+
+// BenchmarkMemory is the app's memory and its wait for the key list as a
+// person meets them: shipkey on plaintext stores of 1 and 100k keys inside
+// tmux, b.N starts. Each start waits for the welcome screen with the keys
+// loaded ("Keys" and the default key), opens the API keys table ("2") and
+// waits for its first row, then reads the process's peak resident set
+// (VmHWM in /proc/<pid>/status: every page it held at any moment, heap,
+// runtime, binary and mapped index) and its resident set then (VmRSS).
+// keys-ms is the time from the first frame (SHIPKEY_TRACE_FIRST_FRAME) to
+// the first capture of the screen that shows the keys (tmux polled as fast
+// as it answers: a few ms of resolution). It reports the medians:
+// MiB-peak, MiB-rss, keys-ms (and MiB-peak-max, the largest peak).
+func BenchmarkMemory(b *testing.B) {
+	needTmux(b)
+	bin := binary(b)
+	for _, n := range []int{1, 100000} {
+		b.Run(fmt.Sprintf("keys=%d", n), func(b *testing.B) {
+			frameFile := filepath.Join(b.TempDir(), "frame")
+			env := append(append(homeEnv(b), tui.EnvTraceFirstFrame+"="+frameFile), storetest.Populate(b, n, "plaintext").Env()...)
+			keysLine := fmt.Sprintf("Keys          %d", n)
+			t := start(b, env, "sleep", "1000")
+			var peaks, rss, waits []float64
+			for range b.N {
+				_ = os.Remove(frameFile)
+				t.respawn(env, bin)
+				var shown time.Time
+				for end := time.Now().Add(60 * time.Second); ; time.Sleep(time.Millisecond) {
+					if time.Now().After(end) {
+						b.Fatalf("no key list; screen:\n%s", t.screen())
+					}
+					if s := t.screen(); strings.Contains(s, keysLine) && strings.Contains(s, "Default key") {
+						shown = time.Now()
+						break
+					}
+				}
+				var first int64
+				for end := time.Now().Add(10 * time.Second); first == 0; time.Sleep(time.Millisecond) {
+					// The trace is written just after the frame.
+					if time.Now().After(end) {
+						b.Fatal("no first frame traced")
+					}
+					if data, err := os.ReadFile(frameFile); err == nil && strings.HasSuffix(string(data), "\n") {
+						first, _ = strconv.ParseInt(strings.TrimSpace(strings.SplitN(string(data), "\n", 2)[0]), 10, 64)
+					}
+				}
+				waits = append(waits, max(0, float64(shown.UnixNano()-first)/1e6))
+				if out, err := t.tmux("send-keys", "-t", "t", "2"); err != nil {
+					b.Fatalf("send-keys: %v: %s", err, out)
+				}
+				t.waitText("shipkey › API keys", storetest.Label(0))
+				time.Sleep(time.Second) // settle: the load's garbage collected
+				pid, err := t.pid()
+				if err != nil {
+					b.Fatal(err)
+				}
+				hwm, cur, err := residentOf(pid)
+				if err != nil {
+					b.Fatal(err)
+				}
+				peaks, rss = append(peaks, hwm), append(rss, cur)
+			}
+			b.StopTimer()
+			for _, s := range [][]float64{peaks, rss, waits} {
+				slices.Sort(s)
+			}
+			b.ReportMetric(peaks[len(peaks)/2], "MiB-peak")
+			b.ReportMetric(peaks[len(peaks)-1], "MiB-peak-max")
+			b.ReportMetric(rss[len(rss)/2], "MiB-rss")
+			b.ReportMetric(waits[len(waits)/2], "keys-ms")
+			b.ReportMetric(0, "ns/op")
+		})
+	}
+}
+
+// residentOf is a process's peak resident set (VmHWM) and its resident set
+// now (VmRSS), in MiB, from /proc/<pid>/status.
+func residentOf(pid int) (peak, now float64, err error) {
+	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
+	if err != nil {
+		return 0, 0, err
+	}
+	for line := range strings.Lines(string(data)) {
+		name, rest, _ := strings.Cut(line, ":")
+		f := strings.Fields(rest)
+		if len(f) < 1 || (name != "VmHWM" && name != "VmRSS") {
+			continue
+		}
+		kb, err := strconv.ParseFloat(f[0], 64)
+		if err != nil {
+			return 0, 0, fmt.Errorf("%s: %q", name, line)
+		}
+		if name == "VmHWM" {
+			peak = kb / 1024
+		} else {
+			now = kb / 1024
+		}
+	}
+	if peak == 0 {
+		return 0, 0, fmt.Errorf("no VmHWM in /proc/%d/status", pid)
+	}
+	return peak, now, nil
+}
