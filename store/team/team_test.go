@@ -21,6 +21,7 @@ import (
 
 	"github.com/shipkey/shipkey/auth"
 	"github.com/shipkey/shipkey/auth/authtest"
+	"github.com/shipkey/shipkey/internal/testpar"
 	"github.com/shipkey/shipkey/store"
 	"github.com/shipkey/shipkey/store/team"
 	"github.com/shipkey/shipkey/store/team/etcdteam"
@@ -41,6 +42,9 @@ func TestMain(m *testing.M) {
 		os.Exit(1)
 	}
 	cluster, clusterErr = etcdtest.Start(dir, 3)
+	// The tests mostly wait on etcd: more run at once than the CPUs (go
+	// test's default).
+	testpar.Default(8)
 	code := m.Run()
 	if cluster != nil {
 		cluster.Close()

@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/shipkey/shipkey/auth/authtest"
+	"github.com/shipkey/shipkey/internal/testpar"
 	"github.com/shipkey/shipkey/store/team/etcdtest"
 )
 
@@ -46,12 +47,23 @@ func TestMain(m *testing.M) {
 			return 1
 		}
 		cluster, clusterErr = etcdtest.Start(filepath.Join(dir, "etcd"), 3)
+		// The tests wait on the processes they start and on etcd: more run
+		// at once than the CPUs (go test's default).
+		testpar.Default(8)
 		if cluster != nil {
 			defer cluster.Close()
 		}
 		return m.Run()
 	}()
 	os.Exit(code)
+}
+
+// ownCluster is a 3-member cluster for one test that takes members down:
+// the shared one stays whole for the tests running beside it.
+func ownCluster(tb testing.TB) *etcdtest.Cluster {
+	tb.Helper()
+	needCluster(tb) // etcd is there
+	return etcdtest.Need(tb, 3)
 }
 
 func needCluster(tb testing.TB) *etcdtest.Cluster {
@@ -258,10 +270,11 @@ func TestFleetRaceOneTokenRequest(t *testing.T) {
 	}
 }
 
-// TestFleetRaceLeaderKilled kills the etcd leader while 20 processes race.
-// Not parallel: it takes a member of the shared cluster down and back.
+// TestFleetRaceLeaderKilled kills the etcd leader while 20 processes race,
+// on a cluster of its own (the other tests keep the shared one).
 func TestFleetRaceLeaderKilled(t *testing.T) {
-	c := needCluster(t)
+	t.Parallel()
+	c := ownCluster(t)
 	srv := newRealm(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
@@ -275,16 +288,6 @@ func TestFleetRaceLeaderKilled(t *testing.T) {
 		time.Sleep(30 * time.Millisecond)
 		c.Kill(leader)
 	})
-	defer func() {
-		if err := c.Restart(leader); err != nil {
-			t.Fatal(err)
-		}
-		wctx, wcancel := context.WithTimeout(context.Background(), 30*time.Second)
-		defer wcancel()
-		if err := c.WaitHealthy(wctx); err != nil {
-			t.Fatal(err)
-		}
-	}()
 	printed := map[string]int{}
 	for i, r := range results {
 		switch r.code {
@@ -319,9 +322,10 @@ func TestFleetRaceLeaderKilled(t *testing.T) {
 
 // TestQuorumLost stops 2 of the 3 members: a machine with a valid cached
 // token is served it with a warning; one with nothing cached fails within
-// the bound with one line and the documented code. Not parallel.
+// the bound with one line and the documented code. On a cluster of its own.
 func TestQuorumLost(t *testing.T) {
-	c := needCluster(t)
+	t.Parallel()
+	c := ownCluster(t)
 	srv := newRealm(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
@@ -329,18 +333,6 @@ func TestQuorumLost(t *testing.T) {
 	a.must(t, ctx, nil, "token", "quorum/svc") // renews and caches on a
 	c.Stop(1)
 	c.Stop(2)
-	defer func() {
-		for _, i := range []int{1, 2} {
-			if err := c.Restart(i); err != nil {
-				t.Fatal(err)
-			}
-		}
-		wctx, wcancel := context.WithTimeout(context.Background(), 30*time.Second)
-		defer wcancel()
-		if err := c.WaitHealthy(wctx); err != nil {
-			t.Fatal(err)
-		}
-	}()
 	bound := []string{"SHIPKEY_TEAM_TIMEOUT=1s"}
 	// --min-valid longer than the token lives: the cached token is not good
 	// enough, etcd is asked, does not answer, and the cached one is served.

@@ -61,11 +61,28 @@ func freePort() (int, error) {
 }
 
 // Start starts an n-member cluster under dir and waits (bounded) until it
-// answers.
+// answers. Its ports are free when chosen, but another process (a test
+// running beside this one) may take one before etcd binds it: a member that
+// exits while the cluster starts is such a clash, and the cluster is
+// started again on other ports, up to three times.
 func Start(dir string, n int) (*Cluster, error) {
 	if _, err := Binary(); err != nil {
 		return nil, err
 	}
+	var err error
+	for attempt := range 3 {
+		var c *Cluster
+		c, err = start(filepath.Join(dir, fmt.Sprintf("try%d", attempt)), n)
+		if err == nil || !errors.Is(err, errMemberExited) {
+			return c, err
+		}
+	}
+	return nil, err
+}
+
+var errMemberExited = errors.New("exited")
+
+func start(dir string, n int) (*Cluster, error) {
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return nil, err
 	}
@@ -97,7 +114,9 @@ func Start(dir string, n int) (*Cluster, error) {
 			return nil, err
 		}
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	// Bounded: a cluster of a loaded machine (two test runs and -race
+	// beside it) has taken over 10 s to elect its first leader.
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
 	if err := c.WaitHealthy(ctx); err != nil {
 		c.Close()
@@ -173,7 +192,12 @@ func (c *Cluster) WaitHealthy(ctx context.Context) error {
 				cli.Close()
 				return fmt.Errorf("etcd member %s did not become healthy: %v (log %s)", m.Name, err, m.logPath)
 			}
-			time.Sleep(50 * time.Millisecond)
+			select {
+			case <-m.done:
+				cli.Close()
+				return fmt.Errorf("etcd member %s %w (log %s)", m.Name, errMemberExited, m.logPath)
+			case <-time.After(50 * time.Millisecond):
+			}
 		}
 		cli.Close()
 	}
