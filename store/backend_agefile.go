@@ -31,8 +31,12 @@ type fileBackend struct {
 	// derived: the Store's held read lock is dropped (readonce.go).
 	beforeWait func()
 
-	mu       sync.Mutex // guards identity and serializes unlocking
+	mu       sync.Mutex // guards identity, follow and serializes unlocking
 	identity *age.X25519Identity
+	// follow: whether the identity follows the session (FollowSession), and
+	// where it stands; followChanged is told each change.
+	follow        followState
+	followChanged func(locked bool)
 }
 
 func newFileBackend(e backendEnv) secretsBackend {

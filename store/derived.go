@@ -49,55 +49,61 @@ type ExchangeOptions struct {
 // but not cached. Exchanges of one key are serialized by its refresh lock:
 // many processes asking at once after expiry cause one exchange.
 func (s *Store) ExchangedToken(ctx context.Context, label string, x auth.Exchange, opts ExchangeOptions) (*auth.TokenSet, error) {
+	id, ts, err := s.exchangedToken(ctx, label, x, opts)
+	return s.handOut(ctx, label, x.CacheKey(), opts.MinValid, opts.MarkUsed, id, ts, err)
+}
+
+// exchangedToken is ExchangedToken, with the key's id when it was found.
+func (s *Store) exchangedToken(ctx context.Context, label string, x auth.Exchange, opts ExchangeOptions) (string, *auth.TokenSet, error) {
 	if s.auth == nil {
-		return nil, errNoAuth
+		return "", nil, errNoAuth
 	}
 	if err := x.Check(); err != nil {
-		return nil, err
+		return "", nil, err
 	}
 	e, ks, err := s.loggedIn(label)
 	if err != nil {
-		return nil, err
+		return "", nil, err
 	}
 	if !opts.Force {
 		sec, err := s.getSecrets(e.Label, e.ID, ks)
 		if err != nil {
-			return nil, err
+			return e.ID, nil, err
 		}
 		if ts := sec.derived(x, s.now(), opts.MinValid); ts != nil {
-			return ts, s.markUsedIf(ctx, e, ks, opts.MarkUsed)
+			return e.ID, ts, s.markUsedIf(ctx, e, ks, opts.MarkUsed)
 		}
 	}
 	s.hold.drop() // no read lock held across the network
 	subject, err := s.Token(ctx, e.Label, TokenOptions{})
 	if err != nil {
-		return nil, err
+		return e.ID, nil, err
 	}
 	lk, err := acquireLock(ctx, s.refreshLockPath(e.ID))
 	if err != nil {
-		return nil, err
+		return e.ID, nil, err
 	}
 	defer lk.release()
 	e, ks, err = s.findID(e.ID, e.Label)
 	if err != nil {
-		return nil, err
+		return e.ID, nil, err
 	}
 	sec, err := s.getSecrets(e.Label, e.ID, ks)
 	if err != nil {
-		return nil, err
+		return e.ID, nil, err
 	}
 	if !opts.Force {
 		// Another process may have exchanged while this one waited.
 		if ts := sec.derived(x, s.now(), opts.MinValid); ts != nil {
-			return ts, s.markUsedIf(ctx, e, ks, opts.MarkUsed)
+			return e.ID, ts, s.markUsedIf(ctx, e, ks, opts.MarkUsed)
 		}
 	}
 	ts, err := s.auth.Exchange(ctx, e.Connection, sec.clientAuth(e.Connection), subject.AccessToken, x)
 	if err != nil {
-		return nil, err
+		return e.ID, nil, err
 	}
 	if !ts.Access().Stated() {
-		return ts, s.markUsedIf(ctx, e, ks, opts.MarkUsed)
+		return e.ID, ts, s.markUsedIf(ctx, e, ks, opts.MarkUsed)
 	}
 	err = s.changeState(ctx, e.ID, e.Label, func(ks *keyState) error {
 		sec, err := s.getSecrets(e.Label, e.ID, *ks)
@@ -114,9 +120,9 @@ func (s *Store) ExchangedToken(ctx context.Context, label string, x auth.Exchang
 		return s.putSecrets(e.ID, ks, sec)
 	})
 	if err != nil {
-		return nil, err
+		return e.ID, nil, err
 	}
-	return ts, nil
+	return e.ID, ts, nil
 }
 
 // markUsedIf sets key e's Last Used when asked and not set recently.

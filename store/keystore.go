@@ -52,6 +52,8 @@ type Store struct {
 	hold     readHold    // state.db kept open between reads (readonce.go)
 
 	stampCache stampCache // Stamp's last answer (stamp.go)
+
+	handedOut handedOut // tokens handed out, while following the session (handedout.go)
 }
 
 // fallbackWarned remembers, per state directory, that the auto backend's

@@ -196,6 +196,10 @@ func (s *Store) stateFromBackends(id string) (keyState, bool) {
 func (b *fileBackend) unlockedNow() bool {
 	b.mu.Lock()
 	defer b.mu.Unlock()
+	if b.follow != notFollowing {
+		_, err := b.fromSession()
+		return err == nil
+	}
 	if b.identity != nil {
 		return true
 	}

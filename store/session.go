@@ -385,14 +385,7 @@ func (s *Store) Session() (SessionState, error) {
 	st.Mechanism = sess.mechanism()
 	st.Timeout = sess.idle
 	if st.Mechanism == MechNone {
-		switch {
-		case sess.mech == MechNone:
-			st.Why = EnvUnlockMech + "=none or " + EnvUnlockTimeout + "=0"
-		case sess.mech == MechKernel:
-			st.Why = "the kernel keyring (keyctl) does not answer here"
-		default:
-			st.Why = "no kernel keyring and no agent on this platform"
-		}
+		st.Why = sess.noneWhy()
 	}
 	sess.mu.Lock()
 	if sess.lastErr != "" {

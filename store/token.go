@@ -31,33 +31,42 @@ type TokenOptions struct {
 // Token hands out the key's access token by the one lifecycle policy
 // (auth.Expiry): the stored token while it is valid for opts.MinValid and not
 // due, else a renewed one (see renew). Network and server failures are
-// returned as they are and leave the key untouched.
+// returned as they are and leave the key untouched. In a process that
+// follows the session, a token it handed out is handed out again while the
+// session is locked and the token will do (handedOut).
 func (s *Store) Token(ctx context.Context, label string, opts TokenOptions) (*auth.TokenSet, error) {
+	id, ts, err := s.token(ctx, label, opts)
+	return s.handOut(ctx, label, "", opts.MinValid, opts.MarkUsed, id, ts, err)
+}
+
+// token is Token, with the key's id when it was found.
+func (s *Store) token(ctx context.Context, label string, opts TokenOptions) (string, *auth.TokenSet, error) {
 	if _, err := s.prepare(); err != nil {
-		return nil, err
+		return "", nil, err
 	}
 	e, ks, err := s.find(label)
 	if err != nil {
-		return nil, err
+		return "", nil, err
 	}
 	if !ks.LoggedOut && ks.Token.Access().ValidFor(s.now(), opts.MinValid) {
 		// The metadata says the stored token will do: only then is the
 		// secrets backend asked for it.
 		sec, err := s.getSecrets(e.Label, e.ID, ks)
 		if err != nil {
-			return nil, err
+			return e.ID, nil, err
 		}
 		if ts := mergeToken(ks.Token, sec); ts.AccessToken != "" {
 			if opts.MarkUsed && !usedRecently(ks.LastUsed, s.now()) {
 				if err := s.markUsedID(ctx, e); err != nil {
-					return nil, err
+					return e.ID, nil, err
 				}
 			}
-			return ts, nil
+			return e.ID, ts, nil
 		}
 	}
 	s.hold.drop() // no read lock held across the network
-	return s.renew(ctx, e, renewOptions{TokenOptions: opts})
+	ts, err := s.renew(ctx, e, renewOptions{TokenOptions: opts})
+	return e.ID, ts, err
 }
 
 // Refresh forces a renewal now (the TUI's "refresh now"), persisting the

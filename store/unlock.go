@@ -110,10 +110,15 @@ func (b *fileBackend) promptNewPassphrase(sess *session) (string, error) {
 
 // unlock returns the store's identity: from this process, else from the
 // session (kernel keyring or agent), else unwrapped with the passphrase (or
-// created on first use) under unlock.lock and published to the session.
+// created on first use) under unlock.lock and published to the session. A
+// process that follows the session asks the session each time, and never
+// for a passphrase (session_follow.go).
 func (b *fileBackend) unlock() (*age.X25519Identity, error) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
+	if b.follow != notFollowing {
+		return b.fromSession()
+	}
 	if b.identity != nil {
 		return b.identity, nil
 	}

@@ -44,7 +44,8 @@ a prompt nor SHIPKEY_PASSPHRASE, until it has not been used for
 SHIPKEY_UNLOCK_TIMEOUT (default 10m; at most 2h after the unlock) or until
 shipkey lock. On Linux the kernel keyring keeps it; elsewhere (or with
 SHIPKEY_UNLOCK_MECH=agent) a small shipkey agent on a private unix socket.
-With the OS keyring there is nothing to unlock.`,
+A running shipkey serve follows: locked, it stops renewing; after unlock it
+renews again. With the OS keyring there is nothing to unlock.`,
 		Args: usageArgs(cobra.NoArgs),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			st, err := f.Store()
@@ -85,7 +86,8 @@ func newCmdLock(f *factory) *cobra.Command {
 		Short: "Forget the unlocked secrets file now",
 		Long: `Lock forgets the unlocked key of the encrypted secrets file at once, in the
 kernel keyring and in shipkey agent (which then exits): the next use asks the
-passphrase again. Only this store's unlock is forgotten.`,
+passphrase again; a running shipkey serve drops its copy at its next read
+of the secrets. Only this store's unlock is forgotten.`,
 		Args: usageArgs(cobra.NoArgs),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			st, err := f.Store()

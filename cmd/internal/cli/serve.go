@@ -72,10 +72,21 @@ are refused (SO_PEERCRED), whatever the file modes. It never listens on TCP.
 Only the keys named with --key are served (all keys when none is named).
 SIGINT or SIGTERM stops it and removes the socket.
 
+With the encrypted file backend, serve's unlock ends with the session's
+(see shipkey unlock): after SHIPKEY_UNLOCK_TIMEOUT (default 10m) without
+use by any shipkey process (serve's own reads of the secrets count), 2h
+after the unlock, or at shipkey lock. Then a token it already handed out
+is still served while it is valid for the min_valid asked; what needs the
+secrets (a renewal, a key or audience not handed out yet, a DPoP proof) is
+answered 503 store_locked, and one line on stderr says so for each lock.
+After shipkey unlock it renews again, without a restart; the passphrase it
+may have started with is never used again. SHIPKEY_UNLOCK_TIMEOUT=0 keeps
+the unlock in serve's memory until it stops.
+
 Answers: 200 with the token; 400 bad min_valid (or proof request, or a key
 without a DPoP key: "not_dpop"); 401 the key needs a login
 (shipkey login); 403 a key not served; 404 no such key; 502 the server
-refused or could not be reached.`,
+refused or could not be reached; 503 the store is locked (shipkey unlock).`,
 		Example: `  shipkey serve --socket "$XDG_RUNTIME_DIR/shipkey/token.sock" --key prod
   curl -s --unix-socket "$XDG_RUNTIME_DIR/shipkey/token.sock" http://shipkey/v1/token/prod`,
 		Args: usageArgs(cobra.NoArgs),
@@ -114,6 +125,7 @@ func serveRun(ctx context.Context, opts *serveOptions) error {
 	if err := st.Unlock(); err != nil {
 		return err
 	}
+	followUnlock(st, opts.IO.ErrOut)
 	ln, err := listenSocket(opts.Socket)
 	if err != nil {
 		return err
@@ -164,6 +176,22 @@ func serveRun(ctx context.Context, opts *serveOptions) error {
 	}
 	fmt.Fprintf(opts.IO.ErrOut, "Stopped serving tokens (%s); removed %s\n", why, text.Safe(opts.Socket))
 	return nil
+}
+
+// followUnlock has serve's unlock of the file backend end with the
+// session's (store.FollowSession) and says each change in one line: a lock
+// once, when a use finds it, and the unlock again.
+func followUnlock(st *store.Store, errOut io.Writer) {
+	following, why := st.FollowSession(func(locked bool) {
+		if locked {
+			fmt.Fprintln(errOut, "shipkey: serve: the store is locked (its unlock ended: idle timeout, 2 h maximum or shipkey lock); tokens already handed out are served while valid, renewals answer 503 until you run `shipkey unlock`")
+		} else {
+			fmt.Fprintln(errOut, "shipkey: serve: the store is unlocked again; renewals resume")
+		}
+	})
+	if !following && why != "" {
+		fmt.Fprintf(errOut, "shipkey: serve: the secrets file stays unlocked in this process until serve stops (%s)\n", text.Safe(why))
+	}
 }
 
 // sweepEvery calls st.Sweep at start and every period until ctx ends.
@@ -372,6 +400,8 @@ func parseMinValid(s string) (time.Duration, error) {
 // serveErrorStatus maps a token failure to an HTTP status and error code.
 func serveErrorStatus(err error) (int, string) {
 	switch {
+	case errors.Is(err, store.ErrSessionLocked):
+		return http.StatusServiceUnavailable, "store_locked"
 	case errors.Is(err, store.ErrNotFound):
 		return http.StatusNotFound, "no_such_key"
 	case errors.Is(err, store.ErrLoginNeeded) || auth.IsLoginRequired(err):

@@ -239,40 +239,7 @@ func TestServeBounds(t *testing.T) {
 	}
 
 	sock := filepath.Join(run, "shipkey", "token.sock") // the README's place
-	cmd := exec.CommandContext(c.ctx, bin, "serve", "--socket", sock)
-	cmd.Env = c.env
-	var stderrBuf syncBuffer
-	cmd.Stderr = &stderrBuf
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
-	for i := 0; ; i++ {
-		if conn, err := net.Dial("unix", sock); err == nil {
-			conn.Close()
-			break
-		}
-		if i == 500 {
-			t.Fatalf("the socket never answered; stderr:\n%s", stderrBuf.String())
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
-	client := &http.Client{Timeout: time.Minute, Transport: &http.Transport{
-		DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) {
-			return (&net.Dialer{}).DialContext(ctx, "unix", sock)
-		},
-	}}
-	get := func(path string) (int, map[string]any) {
-		resp, err := client.Get("http://shipkey" + path)
-		if err != nil {
-			t.Error(err)
-			return 0, nil
-		}
-		defer resp.Body.Close()
-		var doc map[string]any
-		_ = json.NewDecoder(resp.Body).Decode(&doc)
-		return resp.StatusCode, doc
-	}
+	cmd, _, get := startServe(t, c, sock)
 
 	before := srv.Count("refresh_token")
 	var wg sync.WaitGroup
@@ -434,4 +401,201 @@ func serveInProcess(t *testing.T, opts *serveOptions) net.Conn {
 	}
 	t.Cleanup(func() { conn.Close() })
 	return conn
+}
+
+// TestServeFollowsTheUnlock: serve on the file backend ends its unlock with
+// the session's, by shipkey lock (kernel keyring) and by the idle timeout
+// (the agent, SHIPKEY_UNLOCK_TIMEOUT=3s): while locked it still hands out
+// the token it handed out before, answers a renewal 503 store_locked, and
+// says so in one line for the lock whatever the number of requests, though
+// it was given SHIPKEY_PASSPHRASE; after shipkey unlock it renews again,
+// without a restart.
+func TestServeFollowsTheUnlock(t *testing.T) {
+	t.Parallel()
+	bin := buildShipkey(t)
+	var offset atomic.Int64
+	srv := authtest.NewServer(lcConfig(func(c *authtest.Config) {
+		c.AccessTTL = 10 * time.Minute
+		c.Now = func() time.Time { return time.Now().Add(time.Duration(offset.Load())) }
+	}))
+	t.Cleanup(srv.Close)
+	c := newCLIRun(t, bin, 3*time.Minute)
+	for i, kv := range c.env {
+		if strings.HasPrefix(kv, "SHIPKEY_SECRETS=") {
+			c.env[i] = "SHIPKEY_SECRETS=file"
+		}
+	}
+	const passphrase = "serve follows the unlock"
+	c.env = append(c.env, "SHIPKEY_PASSPHRASE="+passphrase)
+	// k's token stays valid for 10 minutes; every token of "due" arrives
+	// 3 s before its exp (the realm's clock is behind), so each request for
+	// it with min_valid=60 is a renewal.
+	c.newKey(srv, "k")
+	offset.Store(int64(-(10*time.Minute - 3*time.Second)))
+	c.newKey(srv, "due")
+	t.Cleanup(func() { c.run([]string{"SHIPKEY_UNLOCK_MECH=agent"}, "lock") })
+
+	run := ""
+	for _, kv := range c.env {
+		if v, ok := strings.CutPrefix(kv, "XDG_RUNTIME_DIR="); ok {
+			run = v
+		}
+	}
+	if err := os.MkdirAll(run, 0o700); err != nil { // where the agent's directory goes
+		t.Fatal(err)
+	}
+	sock := filepath.Join(t.TempDir(), "s", "token.sock")
+	serve := func(env ...string) (*exec.Cmd, func() string, func(string) (int, map[string]any)) {
+		cmd, stderr, get := startServe(t, c, sock, env...)
+		return cmd, stderr, func(label string) (int, map[string]any) { return get("/v1/token/" + label) }
+	}
+	// lines waits (boundedly: the pipe's copy may lag) until stderr holds
+	// want lines naming shipkey unlock, and fails on more.
+	lines := func(stderr func() string, want int) {
+		t.Helper()
+		n := 0
+		for i := 0; i < 250; i++ {
+			if n = strings.Count(stderr(), "shipkey unlock"); n >= want {
+				break
+			}
+			time.Sleep(20 * time.Millisecond)
+		}
+		if n != want {
+			t.Fatalf("%d lines naming shipkey unlock on serve's stderr, want %d:\n%s", n, want, stderr())
+		}
+	}
+	renewals := func() int { return srv.Count("refresh_token") }
+	const due = "due?min_valid=60"
+	// locked checks serve while locked: k's token handed out before is
+	// handed out again, a renewal of "due" is refused, one line says so.
+	locked := func(stderr func() string, get func(string) (int, map[string]any), tok string) {
+		t.Helper()
+		for range 3 {
+			if status, doc := get("k"); status != http.StatusOK || doc["access_token"] != tok {
+				t.Fatalf("locked, not the token handed out before: %d %v %v", status, doc["error"], doc["error_description"])
+			}
+		}
+		before := renewals()
+		for range 3 {
+			status, doc := get(due)
+			desc, _ := doc["error_description"].(string)
+			if status != http.StatusServiceUnavailable || doc["error"] != "store_locked" || !strings.Contains(desc, "shipkey unlock") {
+				t.Fatalf("locked, a renewal: %d %v %q (a token: %v)", status, doc["error"], desc, doc["access_token"] != nil)
+			}
+		}
+		if n := renewals() - before; n != 0 {
+			t.Fatalf("locked, %d renewals reached the server", n)
+		}
+		lines(stderr, 1)
+	}
+	unlockAgain := func(stderr func() string, get func(string) (int, map[string]any), env ...string) {
+		t.Helper()
+		if _, errOut, code := c.run(env, "unlock"); code != 0 {
+			t.Fatalf("shipkey unlock: exit %d\n%s", code, errOut)
+		}
+		before := renewals()
+		if status, doc := get(due); status != http.StatusOK || doc["access_token"] == nil {
+			t.Fatalf("unlocked again, a renewal: %d %v %v", status, doc["error"], doc["error_description"])
+		}
+		if renewals() == before {
+			t.Fatal("unlocked again, no renewal reached the server")
+		}
+		lines(stderr, 1)
+	}
+
+	// By shipkey lock, the kernel keyring keeping the unlock.
+	cmd, stderr, get := serve()
+	status, doc := get("k")
+	tok, _ := doc["access_token"].(string)
+	if status != http.StatusOK || tok == "" {
+		t.Fatalf("k: %d %v", status, doc)
+	}
+	if status, doc := get(due); status != http.StatusOK {
+		t.Fatalf("due, unlocked: %d %v", status, doc)
+	}
+	if _, errOut, code := c.run(nil, "lock"); code != 0 || !strings.Contains(errOut, "locked") {
+		t.Fatalf("shipkey lock: exit %d\n%s", code, errOut)
+	}
+	locked(stderr, get, tok)
+	unlockAgain(stderr, get)
+	if err := cmd.Process.Signal(syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	_ = cmd.Wait()
+	if strings.Contains(stderr(), tok) || strings.Contains(stderr(), passphrase) {
+		t.Fatalf("a secret on serve's stderr:\n%s", stderr())
+	}
+
+	// By the idle timeout, the agent keeping the unlock: it exits once its
+	// unlock timed out (nothing used it), which a look at its directory
+	// sees without using it.
+	agent := []string{"SHIPKEY_UNLOCK_MECH=agent", "SHIPKEY_UNLOCK_TIMEOUT=3s"}
+	cmd, stderr, get = serve(agent...)
+	if status, doc := get("k"); status != http.StatusOK || doc["access_token"] != tok {
+		t.Fatalf("k from the second serve: %d %v", status, doc)
+	}
+	agentSocks := func() []string {
+		socks, _ := filepath.Glob(filepath.Join(run, "shipkey-agent", "*.sock"))
+		return socks
+	}
+	if len(agentSocks()) != 1 {
+		t.Fatalf("no agent keeps serve's unlock (%v); stderr:\n%s", agentSocks(), stderr())
+	}
+	for i := 0; ; i++ {
+		socks := agentSocks()
+		if len(socks) == 0 {
+			break
+		}
+		if i == 300 {
+			t.Fatalf("the agent still serves 30 s after a 3 s idle timeout: %v", socks)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	locked(stderr, get, tok)
+	unlockAgain(stderr, get, "SHIPKEY_UNLOCK_MECH=agent")
+	_ = cmd.Process.Signal(syscall.SIGTERM)
+	_ = cmd.Wait()
+}
+
+// startServe starts `shipkey serve --socket sock` with c's environment and
+// env, stopped when the test ends, and waits until it answers. It returns
+// the process, its stderr so far, and a GET of a path on the socket (a
+// failed request is an error of the test: status 0).
+func startServe(t *testing.T, c *cliRun, sock string, env ...string) (*exec.Cmd, func() string, func(path string) (int, map[string]any)) {
+	t.Helper()
+	cmd := exec.CommandContext(c.ctx, c.bin, "serve", "--socket", sock)
+	cmd.Env = append(append([]string{}, c.env...), env...)
+	stderr := &syncBuffer{}
+	cmd.Stderr = stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
+	for i := 0; ; i++ {
+		if conn, err := net.Dial("unix", sock); err == nil {
+			conn.Close()
+			break
+		}
+		if i == 1500 {
+			t.Fatalf("the socket never answered; stderr:\n%s", stderr.String())
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	client := &http.Client{Timeout: time.Minute, Transport: &http.Transport{
+		DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) {
+			return (&net.Dialer{}).DialContext(ctx, "unix", sock)
+		},
+	}}
+	get := func(path string) (int, map[string]any) {
+		resp, err := client.Get("http://shipkey" + path)
+		if err != nil {
+			t.Error(err)
+			return 0, nil
+		}
+		defer resp.Body.Close()
+		var doc map[string]any
+		_ = json.NewDecoder(resp.Body).Decode(&doc)
+		return resp.StatusCode, doc
+	}
+	return cmd, stderr.String, get
 }
