@@ -162,3 +162,34 @@ func TestTmuxFormEscCancelsAHungRequest(t *testing.T) {
 		})
 	}
 }
+
+// TestTmuxLabelColumnStopsOnAWideScreen: in a real terminal 200 columns
+// wide the keys table's Label column stops at its cap (40 cells) and the
+// spare width stays at the right, so a label and the next column stay close.
+func TestTmuxLabelColumnStopsOnAWideScreen(t *testing.T) {
+	t.Parallel()
+	s := newTmuxHome(t, []string{"SHIPKEY_SECRETS=memory"}).start(200, 30, "demo")
+	s.waitText(10*time.Second, "Get API Key", "password")
+	s.keys("Enter")
+	s.waitText(10*time.Second, "Token details")
+	s.keys("2")
+	screen := s.waitText(5*time.Second, "API keys", "Label", "Last Used")
+	// The header's column titles and where each starts (in cells).
+	title := regexp.MustCompile(`\S+(?: \S+)*`)
+	width := -1
+	for l := range strings.SplitSeq(screen, "\n") {
+		if !strings.Contains(l, "Label") || !strings.Contains(l, "Last Used") {
+			continue
+		}
+		locs := title.FindAllStringIndex(l, -1)
+		for i, loc := range locs {
+			if strings.HasPrefix(l[loc[0]:], "Label") && i+1 < len(locs) {
+				width = len([]rune(l[loc[0]:locs[i+1][0]]))
+			}
+		}
+	}
+	if width < 0 || width > 42 {
+		t.Errorf("at 200 columns the Label column is %d cells wide (at most 40 wanted):\n%s", width, screen)
+	}
+	s.keys("q")
+}
