@@ -192,6 +192,7 @@ func childSocketToken() {
 	time.Sleep(min(time.Until(exp)+500*time.Millisecond, 10*time.Second))
 	second := get()
 	fmt.Println("fresh:", second.AccessToken != first.AccessToken)
+	fmt.Println("audience:", second.Audience)
 	req, _ := http.NewRequest(http.MethodGet, os.Args[1], nil)
 	req.Header.Set("Authorization", "Bearer "+second.AccessToken)
 	resp, err := http.DefaultClient.Do(req)

@@ -128,7 +128,7 @@ func (h *tokenHandler) exchanged(w http.ResponseWriter, r *http.Request, label s
 	h.secrets.Add(ts.AccessToken, ts.RefreshToken, ts.IDToken)
 	w.Header().Set("Content-Type", "application/json")
 	w.Header().Set("Cache-Control", "no-store")
-	_ = writeJSON(w, newTokenDoc(label, ts))
+	_ = writeJSON(w, newTokenDoc(label, ts).exchanged(x))
 }
 
 // withExchange makes x the default of a token socket's requests (exec

@@ -417,19 +417,24 @@ func newCmdKeysList(f *factory, runF func(*keysListOptions) error) *cobra.Comman
 	return cmd
 }
 
-// keyJSON is one key in `keys list --json`.
+// keyJSON is one key in `keys list --json`: its definition, every field of
+// store.Definition under config.toml's names (auth_url, client_id,
+// api_url, scopes, …: a field added there shows here too), and what
+// shipkey knows of its tokens.
 type keyJSON struct {
 	Label            string  `json:"label"`
 	APIKey           string  `json:"api_key"`
 	LastUsed         *string `json:"last_used"`
 	AccessExpiresAt  *string `json:"access_expires_at"`
 	RefreshExpiresAt *string `json:"refresh_expires_at"`
-	AuthURL          string  `json:"auth_url"`
-	Realm            string  `json:"realm"`
-	ClientID         string  `json:"client_id"`
-	Username         string  `json:"username"`
-	Default          bool    `json:"default"`
-	Status           string  `json:"status"`
+	store.Definition
+	// Realm, Grant and Username are always present, the realm and the grant
+	// as they take effect (the definition omits the default ones).
+	Realm    string `json:"realm"`
+	Grant    string `json:"grant"`
+	Username string `json:"username"`
+	Default  bool   `json:"default"`
+	Status   string `json:"status"`
 }
 
 func keysListRun(opts *keysListOptions) error {
@@ -475,15 +480,15 @@ func keysListRun(opts *keysListOptions) error {
 func keyToJSON(k store.Key, now time.Time) keyJSON {
 	status := k.StatusAt(now)
 	j := keyJSON{
-		Label:    k.Label,
-		APIKey:   k.Masked,
-		LastUsed: rfc3339OrNil(k.LastUsed),
-		AuthURL:  k.Connection.AuthURL,
-		Realm:    k.Connection.RealmName(),
-		ClientID: k.Connection.ClientID,
-		Username: k.Username,
-		Default:  k.Default,
-		Status:   status.String(),
+		Label:      k.Label,
+		APIKey:     k.Masked,
+		LastUsed:   rfc3339OrNil(k.LastUsed),
+		Definition: k.Definition,
+		Realm:      k.Connection.RealmName(),
+		Grant:      k.Grant.String(),
+		Username:   k.Username,
+		Default:    k.Default,
+		Status:     status.String(),
 	}
 	if status != store.StatusNoToken {
 		j.AccessExpiresAt = rfc3339OrNil(k.Token.AccessExpiry())

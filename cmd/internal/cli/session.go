@@ -339,7 +339,7 @@ func tokenNoStoreRun(ctx context.Context, opts *tokenOptions) error {
 		return interrupted(ctx, err)
 	}
 	opts.Secrets.Add(ts.AccessToken, ts.RefreshToken, ts.IDToken)
-	return writeToken(opts.IO.Out, opts.Output, "", "", ts)
+	return writeToken(opts.IO.Out, opts.Output, "", "", auth.Exchange{}, ts)
 }
 
 // tokenOutputFlags checks --output and folds --json into it.
@@ -417,7 +417,11 @@ func tokenRun(ctx context.Context, opts *tokenOptions) error {
 	case opts.Header:
 		_, err = fmt.Fprintln(opts.IO.Out, "Authorization: "+ts.Header())
 	default:
-		err = writeToken(opts.IO.Out, opts.Output, name, jkt, ts)
+		var x auth.Exchange
+		if opts.Exchange.set() {
+			x = opts.Exchange.exchange()
+		}
+		err = writeToken(opts.IO.Out, opts.Output, name, jkt, x, ts)
 	}
 	return err
 }

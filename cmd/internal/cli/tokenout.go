@@ -32,6 +32,17 @@ type tokenDoc struct {
 	// JKT is the thumbprint of the key's DPoP key, which a DPoP-bound
 	// token's cnf.jkt names (RFC 9449); omitted for a key without one.
 	JKT string `json:"jkt,omitempty"`
+	// Audience and Resource are what a token exchange (--audience,
+	// --resource) asked the token for: it is not the key's own token.
+	// Omitted for the key's own.
+	Audience string `json:"audience,omitempty"`
+	Resource string `json:"resource,omitempty"`
+}
+
+// exchanged names in d what the exchange x asked the token for.
+func (d tokenDoc) exchanged(x auth.Exchange) tokenDoc {
+	d.Audience, d.Resource = x.Audience, x.Resource
+	return d
 }
 
 func newTokenDoc(label string, ts *auth.TokenSet) tokenDoc {
@@ -84,11 +95,12 @@ func writeJSON(w io.Writer, v any) error {
 }
 
 // writeToken prints ts in the chosen format.
-// jkt is the key's DPoP key thumbprint ("" for none).
-func writeToken(w io.Writer, format, label, jkt string, ts *auth.TokenSet) error {
+// jkt is the key's DPoP key thumbprint ("" for none); x the token exchange
+// that gave ts (zero: the key's own token).
+func writeToken(w io.Writer, format, label, jkt string, x auth.Exchange, ts *auth.TokenSet) error {
 	switch format {
 	case outputJSON:
-		d := newTokenDoc(label, ts)
+		d := newTokenDoc(label, ts).exchanged(x)
 		d.JKT = jkt
 		return writeJSON(w, d)
 	case outputExecCredential:

@@ -182,7 +182,7 @@ func TestRunsWithoutCobra(t *testing.T) {
 	if err := json.Unmarshal(out.Bytes(), &keys); err != nil || len(keys) != 1 {
 		t.Fatalf("json %q: %v", out.String(), err)
 	}
-	for _, field := range []string{"label", "api_key", "last_used", "access_expires_at", "refresh_expires_at", "auth_url", "realm", "client_id", "username", "default", "status"} {
+	for _, field := range []string{"label", "api_key", "last_used", "access_expires_at", "refresh_expires_at", "auth_url", "realm", "client_id", "username", "grant", "default", "status"} {
 		if _, ok := keys[0][field]; !ok {
 			t.Errorf("json lacks %q: %v", field, keys[0])
 		}
