@@ -104,7 +104,7 @@ func TestConcurrentTokenRefreshesOnce(t *testing.T) {
 		"SHIPKEY_SECRETS=file",
 		"SHIPKEY_PASSPHRASE=concurrent-passphrase",
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
+	ctx, cancel := context.WithTimeout(context.Background(), patience(4*time.Minute))
 	defer cancel()
 	shipkey := func(extraEnv []string, args ...string) (stdout, stderr string, err error) {
 		cmd := exec.CommandContext(ctx, bin, args...)

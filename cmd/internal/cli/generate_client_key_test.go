@@ -38,7 +38,7 @@ func TestGenerateClientKeyScripted(t *testing.T) {
 		"SHIPKEY_PASSPHRASE=generate-passphrase",
 		"NO_COLOR=1",
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	ctx, cancel := context.WithTimeout(context.Background(), patience(2*time.Minute))
 	defer cancel()
 	command := func(args ...string) *exec.Cmd {
 		cmd := exec.CommandContext(ctx, bin, args...)

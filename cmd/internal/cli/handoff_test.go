@@ -137,11 +137,8 @@ func TestExecEarlySignal(t *testing.T) {
 				t.Fatal(err)
 			}
 			// Wait (bounded) until the refresh is at the server.
-			for i := 0; srv.Count("refresh_token") == 0; i++ {
-				if i == 1000 {
-					t.Fatal("no refresh reached the server")
-				}
-				time.Sleep(10 * time.Millisecond)
+			if !eventually(10*time.Second, func() bool { return srv.Count("refresh_token") > 0 }) {
+				t.Fatal("no refresh reached the server")
 			}
 			if err := cmd.Process.Signal(sig); err != nil {
 				t.Fatal(err)

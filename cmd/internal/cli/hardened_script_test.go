@@ -164,17 +164,54 @@ func cmdSnapshot(ts *testscript.TestScript, neg bool, args []string) {
 	ts.Check(os.WriteFile(ts.MkAbs(args[0]), []byte(strings.Join(lines, "\n")+"\n"), 0o600))
 }
 
-// cmdWaitExpiry waits, in a bounded loop (at most 15 s), until the access
-// tokens in the FILEs (JWTs, as printed by shipkey token) are all past their
-// exp claims: renewal is then seen at a real expiry, not a forced one.
+// cmdWaitExpiry waits until the access tokens in the FILEs (JWTs, as
+// printed by shipkey token), the access tokens of the keys named with -key
+// and the refresh tokens of those named with -refresh (their
+// access_expires_at and refresh_expires_at in `shipkey status --json`, which
+// asks no server) are all past their expiry: renewal is then seen at a real
+// expiry, not a forced one, after as short a wait as the tokens allow (a
+// fixed sleep is either too short on a loaded machine or too long on an idle
+// one). A token expiring more than 15 s ahead is a mistake in the script.
 //
-//	waitexpiry FILE...
+//	waitexpiry [-key LABEL | -refresh LABEL]... [FILE]...
 func cmdWaitExpiry(ts *testscript.TestScript, neg bool, args []string) {
 	if neg || len(args) == 0 {
-		ts.Fatalf("usage: waitexpiry FILE...")
+		ts.Fatalf("usage: waitexpiry [-key LABEL | -refresh LABEL]... [FILE]...")
 	}
 	var last time.Time
-	for _, name := range args {
+	later := func(exp time.Time) {
+		if exp.After(last) {
+			last = exp
+		}
+	}
+	for i := 0; i < len(args); i++ {
+		if flag := args[i]; flag == "-key" || flag == "-refresh" {
+			if i+1 == len(args) {
+				ts.Fatalf("usage: waitexpiry [-key LABEL | -refresh LABEL]... [FILE]...")
+			}
+			i++
+			ts.Check(ts.Exec("shipkey", "status", "--json", args[i]))
+			var keys []struct {
+				AccessExpiresAt  *string `json:"access_expires_at"`
+				RefreshExpiresAt *string `json:"refresh_expires_at"`
+			}
+			ts.Check(json.Unmarshal([]byte(ts.ReadFile("stdout")), &keys))
+			if len(keys) != 1 {
+				ts.Fatalf("waitexpiry: status --json %s: %s", args[i], ts.ReadFile("stdout"))
+			}
+			at := keys[0].AccessExpiresAt
+			if flag == "-refresh" {
+				at = keys[0].RefreshExpiresAt
+			}
+			if at == nil {
+				ts.Fatalf("waitexpiry: key %s states no expiry for %s: %s", args[i], flag, ts.ReadFile("stdout"))
+			}
+			exp, err := time.Parse(time.RFC3339, *at)
+			ts.Check(err)
+			later(exp.Add(time.Second)) // RFC 3339 in whole seconds
+			continue
+		}
+		name := args[i]
 		parts := strings.Split(strings.TrimSpace(ts.ReadFile(name)), ".")
 		if len(parts) != 3 {
 			ts.Fatalf("waitexpiry: %s holds no JWT", name)
@@ -188,16 +225,11 @@ func cmdWaitExpiry(ts *testscript.TestScript, neg bool, args []string) {
 		if claims.Exp == 0 {
 			ts.Fatalf("waitexpiry: the token in %s has no exp", name)
 		}
-		if exp := time.Unix(claims.Exp, 0); exp.After(last) {
-			last = exp
-		}
+		later(time.Unix(claims.Exp, 0))
 	}
-	deadline := time.Now().Add(15 * time.Second)
-	for !time.Now().After(last.Add(500 * time.Millisecond)) {
-		if time.Now().After(deadline) {
-			ts.Fatalf("waitexpiry: a token expires at %s, more than 15 s away", last.Format(time.RFC3339))
-		}
-		time.Sleep(100 * time.Millisecond)
+	if time.Until(last) > 15*time.Second {
+		ts.Fatalf("waitexpiry: a token expires at %s, more than 15 s away", last.Format(time.RFC3339))
 	}
+	time.Sleep(time.Until(last.Add(500 * time.Millisecond)))
 	ts.Logf("waitexpiry: the last token expired at %s", last.Format(time.RFC3339))
 }

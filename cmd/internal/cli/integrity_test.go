@@ -88,7 +88,7 @@ func (r *integrityRig) run(args ...string) (string, string, int) {
 	go func() { done <- cmd.Wait() }()
 	select {
 	case <-done:
-	case <-time.After(60 * time.Second):
+	case <-time.After(patience(60 * time.Second)):
 		_ = cmd.Process.Kill()
 		<-done
 		r.t.Fatalf("shipkey %v did not finish", args)

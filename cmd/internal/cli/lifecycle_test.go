@@ -39,7 +39,7 @@ const (
 func newCLIRun(t *testing.T, bin string, timeout time.Duration) *cliRun {
 	t.Helper()
 	dir := t.TempDir()
-	ctx, cancel := context.WithTimeout(context.Background(), timeout)
+	ctx, cancel := context.WithTimeout(context.Background(), patience(timeout))
 	t.Cleanup(cancel)
 	return &cliRun{t: t, bin: bin, ctx: ctx, env: []string{
 		"PATH=" + os.Getenv("PATH"),

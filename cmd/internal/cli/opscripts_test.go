@@ -98,7 +98,7 @@ func cmdOPExpired(p *optest.Provider) func(*testscript.TestScript, bool, []strin
 		if neg || len(args) == 0 {
 			ts.Fatalf("usage: opexpired FILE...")
 		}
-		deadline := time.Now().Add(15 * time.Second)
+		deadline := time.Now().Add(patience(15 * time.Second))
 		for _, name := range args {
 			tok := strings.TrimSpace(ts.ReadFile(name))
 			for {

@@ -547,7 +547,7 @@ func cmdWaitPort(ts *testscript.TestScript, neg bool, args []string) {
 		ts.Fatalf("usage: waitport PORT")
 	}
 	addr := net.JoinHostPort("127.0.0.1", args[0])
-	deadline := time.Now().Add(10 * time.Second)
+	deadline := time.Now().Add(patience(10 * time.Second))
 	for {
 		c, err := net.DialTimeout("tcp", addr, time.Second)
 		if err == nil {
@@ -648,7 +648,7 @@ func cmdSigterm(ts *testscript.TestScript, neg bool, args []string) {
 		ts.Fatalf("usage: sigterm FILE")
 	}
 	path := ts.MkAbs(args[0])
-	deadline := time.Now().Add(10 * time.Second)
+	deadline := time.Now().Add(patience(10 * time.Second))
 	for {
 		data, err := os.ReadFile(path)
 		if err == nil {

@@ -63,15 +63,8 @@ func TestServeSocket(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = cmd.Process.Kill() })
-	for i := 0; ; i++ {
-		if conn, err := net.Dial("unix", sock); err == nil {
-			conn.Close()
-			break
-		}
-		if i == 500 {
-			t.Fatalf("the socket never answered; stderr:\n%s", stderr())
-		}
-		time.Sleep(20 * time.Millisecond)
+	if !eventually(10*time.Second, func() bool { return socketAnswers(sock) }) {
+		t.Fatalf("the socket never answered; stderr:\n%s", stderr())
 	}
 	for path, want := range map[string]os.FileMode{dir: 0o700, sock: 0o600} {
 		fi, err := os.Stat(path)
@@ -162,12 +155,8 @@ func TestServeSocket(t *testing.T) {
 		}
 		// serve wrote the line before it answered, but the pipe's copy into
 		// stderrBuf may lag behind: look again, boundedly.
-		for i := 0; !strings.Contains(stderr(), "refused a connection from uid 65534"); i++ {
-			if i == 500 {
-				t.Errorf("serve did not say it refused uid 65534:\n%s", stderr())
-				break
-			}
-			time.Sleep(20 * time.Millisecond)
+		if !eventually(10*time.Second, func() bool { return strings.Contains(stderr(), "refused a connection from uid 65534") }) {
+			t.Errorf("serve did not say it refused uid 65534:\n%s", stderr())
 		}
 	} else {
 		t.Log("not root: the other-uid check needs to switch uid")
@@ -316,7 +305,7 @@ func TestServeClosesIdleConnections(t *testing.T) {
 		t.Fatal("serve closed the connection after the request: nothing idle to test")
 	}
 	// Then nothing: serve closes the idle connection (bounded wait).
-	_ = conn.SetReadDeadline(time.Now().Add(20 * time.Second))
+	_ = conn.SetReadDeadline(time.Now().Add(patience(20 * time.Second)))
 	if _, err := br.ReadByte(); !errors.Is(err, io.EOF) {
 		t.Errorf("an idle connection was still open: %v", err)
 	}
@@ -363,8 +352,8 @@ func TestServeClosesStuckWriters(t *testing.T) {
 	}()
 	select {
 	case <-closed:
-	case <-time.After(30 * time.Second):
-		t.Fatal("serve still holds a connection whose answers nobody reads (waited 30 s)")
+	case <-time.After(patience(30 * time.Second)):
+		t.Fatalf("serve still holds a connection whose answers nobody reads (waited %v)", patience(30*time.Second))
 	}
 	if n := <-written; n >= 200000 {
 		t.Fatalf("all %d requests were taken: serve's writes never blocked, nothing tested", n)
@@ -384,16 +373,8 @@ func serveInProcess(t *testing.T, opts *serveOptions) net.Conn {
 	done := make(chan error, 1)
 	go func() { done <- serveRun(ctx, opts) }()
 	t.Cleanup(func() { cancel(); <-done })
-	for i := 0; ; i++ {
-		c, err := net.Dial("unix", opts.Socket)
-		if err == nil {
-			c.Close()
-			break
-		}
-		if i == 500 {
-			t.Fatalf("the socket never answered: %v", err)
-		}
-		time.Sleep(20 * time.Millisecond)
+	if !eventually(10*time.Second, func() bool { return socketAnswers(opts.Socket) }) {
+		t.Fatal("the socket never answered")
 	}
 	conn, err := net.Dial("unix", opts.Socket)
 	if err != nil {
@@ -454,12 +435,7 @@ func TestServeFollowsTheUnlock(t *testing.T) {
 	lines := func(stderr func() string, want int) {
 		t.Helper()
 		n := 0
-		for i := 0; i < 250; i++ {
-			if n = strings.Count(stderr(), "shipkey unlock"); n >= want {
-				break
-			}
-			time.Sleep(20 * time.Millisecond)
-		}
+		eventually(5*time.Second, func() bool { n = strings.Count(stderr(), "shipkey unlock"); return n >= want })
 		if n != want {
 			t.Fatalf("%d lines naming shipkey unlock on serve's stderr, want %d:\n%s", n, want, stderr())
 		}
@@ -541,15 +517,8 @@ func TestServeFollowsTheUnlock(t *testing.T) {
 	if len(agentSocks()) != 1 {
 		t.Fatalf("no agent keeps serve's unlock (%v); stderr:\n%s", agentSocks(), stderr())
 	}
-	for i := 0; ; i++ {
-		socks := agentSocks()
-		if len(socks) == 0 {
-			break
-		}
-		if i == 300 {
-			t.Fatalf("the agent still serves 30 s after a 3 s idle timeout: %v", socks)
-		}
-		time.Sleep(100 * time.Millisecond)
+	if !eventually(30*time.Second, func() bool { return len(agentSocks()) == 0 }) {
+		t.Fatalf("the agent still serves %v after a 3 s idle timeout: %v", patience(30*time.Second), agentSocks())
 	}
 	locked(stderr, get, tok)
 	unlockAgain(stderr, get, "SHIPKEY_UNLOCK_MECH=agent")
@@ -571,15 +540,8 @@ func startServe(t *testing.T, c *cliRun, sock string, env ...string) (*exec.Cmd,
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
-	for i := 0; ; i++ {
-		if conn, err := net.Dial("unix", sock); err == nil {
-			conn.Close()
-			break
-		}
-		if i == 1500 {
-			t.Fatalf("the socket never answered; stderr:\n%s", stderr.String())
-		}
-		time.Sleep(20 * time.Millisecond)
+	if !eventually(30*time.Second, func() bool { return socketAnswers(sock) }) {
+		t.Fatalf("the socket never answered; stderr:\n%s", stderr.String())
 	}
 	client := &http.Client{Timeout: time.Minute, Transport: &http.Transport{
 		DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) {
@@ -598,4 +560,13 @@ func startServe(t *testing.T, c *cliRun, sock string, env ...string) (*exec.Cmd,
 		return resp.StatusCode, doc
 	}
 	return cmd, stderr.String, get
+}
+
+// socketAnswers reports whether something accepts a connection on sock.
+func socketAnswers(sock string) bool {
+	conn, err := net.Dial("unix", sock)
+	if err == nil {
+		conn.Close()
+	}
+	return err == nil
 }

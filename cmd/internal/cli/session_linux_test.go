@@ -104,7 +104,7 @@ func (e *sessEnv) command(ctx context.Context, extra []string, args ...string) *
 
 // run runs shipkey with stdin from /dev/null.
 func (e *sessEnv) run(extra []string, args ...string) sessResult {
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	ctx, cancel := context.WithTimeout(context.Background(), patience(2*time.Minute))
 	defer cancel()
 	cmd := e.command(ctx, extra, args...)
 	var o, er bytes.Buffer
@@ -203,11 +203,8 @@ func TestSessionBinary(t *testing.T) {
 					t.Fatalf("token after lock: exit %d, stdout %q, stderr %q", r.code, r.stdout, r.stderr)
 				}
 				if mech == "agent" {
-					for i := 0; e.agentPID() != 0; i++ {
-						if i == 100 {
-							t.Fatal("the agent still answers after shipkey lock")
-						}
-						time.Sleep(20 * time.Millisecond)
+					if !eventually(2*time.Second, func() bool { return e.agentPID() == 0 }) {
+						t.Fatal("the agent still answers after shipkey lock")
 					}
 				}
 				// shipkey unlock ahead of scripts, then scripts need nothing.
@@ -424,7 +421,7 @@ type ptyRun struct {
 
 func (e *sessEnv) startPTY(t *testing.T, extra []string, args ...string) *ptyRun {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	ctx, cancel := context.WithTimeout(context.Background(), patience(time.Minute))
 	t.Cleanup(cancel)
 	cmd := e.command(ctx, extra, args...)
 	tty, err := pty.StartWithSize(cmd, &pty.Winsize{Rows: 30, Cols: 120})
@@ -462,7 +459,7 @@ func (p *ptyRun) output() string {
 // returns the output from the previous match up to and including this one.
 func (p *ptyRun) waitFor(s string) string {
 	p.t.Helper()
-	for range 400 {
+	for end := time.Now().Add(patience(10 * time.Second)); time.Now().Before(end); {
 		p.mu.Lock()
 		full := p.buf.String()
 		if idx := strings.Index(full[p.pos:], s); idx >= 0 {
@@ -491,7 +488,7 @@ func (p *ptyRun) wait() int {
 	err := p.cmd.Wait()
 	select {
 	case <-p.done:
-	case <-time.After(5 * time.Second):
+	case <-time.After(patience(5 * time.Second)):
 	}
 	var ee *exec.ExitError
 	if errors.As(err, &ee) {

@@ -117,7 +117,7 @@ func TestWaitNotice(t *testing.T) {
 // waitFor polls cond for up to five seconds.
 func waitFor(t *testing.T, cond func() bool) {
 	t.Helper()
-	for end := time.Now().Add(5 * time.Second); time.Now().Before(end); time.Sleep(5 * time.Millisecond) {
+	for end := time.Now().Add(patience(5 * time.Second)); time.Now().Before(end); time.Sleep(5 * time.Millisecond) {
 		if cond() {
 			return
 		}

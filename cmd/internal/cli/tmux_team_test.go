@@ -35,7 +35,7 @@ func TestTmuxForgedTeamTokenRefused(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	ctx, cancel := context.WithTimeout(context.Background(), patience(time.Minute))
 	defer cancel()
 	cli, err := c.Client()
 	if err != nil {

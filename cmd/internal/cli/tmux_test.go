@@ -42,11 +42,12 @@ func (s *tmuxSession) capture() string {
 	return out
 }
 
-// waitFor polls the screen every 50 ms until cond holds, at most limit.
+// waitFor polls the screen every 50 ms until cond holds, at most
+// patience(limit).
 func (s *tmuxSession) waitFor(what string, limit time.Duration, cond func(screen string) bool) string {
 	s.t.Helper()
 	var screen string
-	for end := time.Now().Add(limit); ; {
+	for end := time.Now().Add(patience(limit)); ; {
 		screen = s.capture()
 		if cond(screen) {
 			return screen
@@ -121,7 +122,7 @@ func (h *tmuxHome) config(toml string) {
 // cli runs the shipkey CLI on the same store, bounded.
 func (h *tmuxHome) cli(args ...string) string {
 	h.t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), patience(30*time.Second))
 	defer cancel()
 	cmd := exec.CommandContext(ctx, h.bin, args...)
 	cmd.Env = append(os.Environ(), h.env...)
@@ -176,7 +177,7 @@ func (s *tmuxSession) stop() {
 	if pid <= 0 {
 		return
 	}
-	for end := time.Now().Add(10 * time.Second); time.Now().Before(end); time.Sleep(20 * time.Millisecond) {
+	for end := time.Now().Add(patience(10 * time.Second)); time.Now().Before(end); time.Sleep(20 * time.Millisecond) {
 		if err := syscall.Kill(pid, 0); errors.Is(err, syscall.ESRCH) {
 			return
 		}
@@ -195,7 +196,7 @@ func startTmuxApp(t *testing.T, env []string, args ...string) *tmuxSession {
 // buffer waits for the tmux paste buffer name and returns its content.
 func (s *tmuxSession) buffer(name string) string {
 	s.t.Helper()
-	for end := time.Now().Add(5 * time.Second); time.Now().Before(end); time.Sleep(50 * time.Millisecond) {
+	for end := time.Now().Add(patience(5 * time.Second)); time.Now().Before(end); time.Sleep(50 * time.Millisecond) {
 		if out, err := s.tmux("show-buffer", "-b", name); err == nil && strings.TrimSpace(out) != "" {
 			return strings.TrimSpace(out)
 		}
@@ -362,7 +363,7 @@ func TestTmuxClipboardClearReachesTmux(t *testing.T) {
 		t.Fatal("tmux's buffer shipkey-header does not hold the header")
 	}
 	s.waitText(10*time.Second, "Cleared the clipboard")
-	for end := time.Now().Add(5 * time.Second); ; time.Sleep(50 * time.Millisecond) {
+	for end := time.Now().Add(patience(5 * time.Second)); ; time.Sleep(50 * time.Millisecond) {
 		// Every buffer, with its whole content (list-buffers shows a sample).
 		names, _ := s.tmux("list-buffers", "-F", "#{buffer_name}")
 		held := false
@@ -457,7 +458,7 @@ func TestTmuxAlwaysQuitsOnSignals(t *testing.T) {
 				t.Fatalf("kill: %v", err)
 			}
 			ok := false
-			for end := time.Now().Add(5 * time.Second); time.Now().Before(end); time.Sleep(20 * time.Millisecond) {
+			for end := time.Now().Add(patience(5 * time.Second)); time.Now().Before(end); time.Sleep(20 * time.Millisecond) {
 				if s.dead() {
 					ok = true
 					break
@@ -537,7 +538,7 @@ func TestTmuxTrueColour(t *testing.T) {
 				return
 			}
 			var screen string
-			for end := time.Now().Add(10 * time.Second); ; time.Sleep(50 * time.Millisecond) {
+			for end := time.Now().Add(patience(10 * time.Second)); ; time.Sleep(50 * time.Millisecond) {
 				screen, _ = s.tmux("capture-pane", "-p", "-e", "-t", "t")
 				if rgb.MatchString(screen) {
 					break

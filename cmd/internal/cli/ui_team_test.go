@@ -24,7 +24,7 @@ func TestTeamBackendLive(t *testing.T) {
 		Clients: []authtest.Client{{ID: "shipping-api", Secret: "cs-team-ui"}},
 	})
 	defer srv.Close()
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), patience(30*time.Second))
 	defer cancel()
 	ma, mb := etcdtest.TeamOfTwo(t, ctx, c, "ui")
 	sa, ea, eb := ma.Store, ma.Engine, mb.Engine
