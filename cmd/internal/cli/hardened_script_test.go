@@ -190,14 +190,15 @@ func cmdWaitExpiry(ts *testscript.TestScript, neg bool, args []string) {
 				ts.Fatalf("usage: waitexpiry [-key LABEL | -refresh LABEL]... [FILE]...")
 			}
 			i++
-			ts.Check(ts.Exec("shipkey", "status", "--json", args[i]))
+			// Its exit code says whether the key is usable (3: a login is
+			// needed, as when the tokens have expired already): not asked.
+			runErr := ts.Exec("shipkey", "status", "--json", args[i])
 			var keys []struct {
 				AccessExpiresAt  *string `json:"access_expires_at"`
 				RefreshExpiresAt *string `json:"refresh_expires_at"`
 			}
-			ts.Check(json.Unmarshal([]byte(ts.ReadFile("stdout")), &keys))
-			if len(keys) != 1 {
-				ts.Fatalf("waitexpiry: status --json %s: %s", args[i], ts.ReadFile("stdout"))
+			if err := json.Unmarshal([]byte(ts.ReadFile("stdout")), &keys); err != nil || len(keys) != 1 {
+				ts.Fatalf("waitexpiry: status --json %s (%v): %s%s", args[i], runErr, ts.ReadFile("stdout"), ts.ReadFile("stderr"))
 			}
 			at := keys[0].AccessExpiresAt
 			if flag == "-refresh" {
