@@ -21,6 +21,7 @@ func TestCLIAgainstServerProfiles(t *testing.T) {
 	bin := buildShipkey(t)
 	for _, p := range authtest.Profiles() {
 		t.Run(p.Name, func(t *testing.T) {
+			t.Parallel() // a server and an installation of its own
 			srv := authtest.NewServer(lcConfig(p.Apply))
 			defer srv.Close()
 			c := newCLIRun(t, bin, 2*time.Minute)

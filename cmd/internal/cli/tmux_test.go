@@ -436,42 +436,39 @@ func TestTmuxAppSeesKeyAddedByCLI(t *testing.T) {
 }
 
 // SIGTERM, SIGINT and SIGHUP each end the app and restore the terminal,
-// every time: 20 fresh starts per signal.
+// every time: 20 fresh starts per signal, the signals side by side, each in
+// its own tmux server.
 func TestTmuxAlwaysQuitsOnSignals(t *testing.T) {
 	t.Parallel()
-	h := newTmuxHome(t, []string{"SHIPKEY_SECRETS=plaintext"})
-	s := h.start(80, 24)
 	for _, sig := range []syscall.Signal{syscall.SIGTERM, syscall.SIGINT, syscall.SIGHUP} {
-		for i := range 20 {
-			if i > 0 || sig != syscall.SIGTERM {
-				if out, err := s.tmux("respawn-pane", "-k", "-t", "t"); err != nil {
-					t.Fatalf("respawn: %v: %s", err, out)
+		t.Run(sig.String(), func(t *testing.T) {
+			t.Parallel()
+			h := newTmuxHome(t, []string{"SHIPKEY_SECRETS=plaintext"})
+			s := h.start(80, 24)
+			for i := range 20 {
+				if i > 0 {
+					if out, err := s.tmux("respawn-pane", "-k", "-t", "t"); err != nil {
+						t.Fatalf("respawn: %v: %s", err, out)
+					}
+				}
+				s.waitText(10*time.Second, "Get API Key")
+				out, err := s.tmux("display-message", "-p", "-t", "t", "#{pane_pid}")
+				pid, perr := strconv.Atoi(strings.TrimSpace(out))
+				if err != nil || perr != nil {
+					t.Fatalf("pane pid %q: %v %v", out, err, perr)
+				}
+				if err := syscall.Kill(pid, sig); err != nil {
+					t.Fatalf("kill: %v", err)
+				}
+				if !eventually(5*time.Second, s.dead) {
+					_ = syscall.Kill(pid, syscall.SIGKILL)
+					t.Fatalf("%v #%d: the app did not exit within %v", sig, i+1, patience(5*time.Second))
+				}
+				if out, _ := s.tmux("display-message", "-p", "-t", "t", "#{alternate_on}"); strings.TrimSpace(out) != "0" {
+					t.Fatalf("%v #%d: the terminal was left in the alternate screen", sig, i+1)
 				}
 			}
-			s.waitText(10*time.Second, "Get API Key")
-			out, err := s.tmux("display-message", "-p", "-t", "t", "#{pane_pid}")
-			pid, perr := strconv.Atoi(strings.TrimSpace(out))
-			if err != nil || perr != nil {
-				t.Fatalf("pane pid %q: %v %v", out, err, perr)
-			}
-			if err := syscall.Kill(pid, sig); err != nil {
-				t.Fatalf("kill: %v", err)
-			}
-			ok := false
-			for end := time.Now().Add(patience(5 * time.Second)); time.Now().Before(end); time.Sleep(20 * time.Millisecond) {
-				if s.dead() {
-					ok = true
-					break
-				}
-			}
-			if !ok {
-				_ = syscall.Kill(pid, syscall.SIGKILL)
-				t.Fatalf("%v #%d: the app did not exit within 5 s", sig, i+1)
-			}
-			if out, _ := s.tmux("display-message", "-p", "-t", "t", "#{alternate_on}"); strings.TrimSpace(out) != "0" {
-				t.Fatalf("%v #%d: the terminal was left in the alternate screen", sig, i+1)
-			}
-		}
+		})
 	}
 }
 
