@@ -3,6 +3,8 @@ package goinstall
 import (
 	"bytes"
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"io"
 	"io/fs"
@@ -19,9 +21,6 @@ import (
 )
 
 const modulePath = "github.com/shipkey/shipkey"
-
-// vX is the version the test serves the checkout as.
-const vX = "v0.0.0-test.goinstall"
 
 // TestGoInstallAtVersion installs shipkey and shipkey-team with `go install
 // …@vX` from a local module proxy built from this checkout, and runs the
@@ -40,14 +39,24 @@ func TestGoInstallAtVersion(t *testing.T) {
 	root = filepath.Dir(root)
 	files := moduleFiles(t, root)
 
-	// One version for every tree: the module cache holds it only while a
-	// run holds the lock (it is removed before and after), so it never
-	// holds two contents under one version, and the build cache, keyed by
-	// each package's content, rebuilds only the packages that changed since
-	// the last run (any version naming the content rebuilt all of them).
+	// The version names the content: the go command takes what the module
+	// cache holds under a version as immutable (its package index is keyed
+	// by the version, not the files), so one version for every tree built
+	// a later tree with an earlier one's file lists. A second run of the
+	// same tree builds from the build cache.
+	sum := sha256.New()
+	for _, f := range files {
+		data, err := os.ReadFile(filepath.Join(root, filepath.FromSlash(f.Path())))
+		if err != nil {
+			t.Fatal(err)
+		}
+		io.WriteString(sum, f.Path()+"\x00")
+		sum.Write(data)
+	}
+	vX := "v0.0.0-test." + hex.EncodeToString(sum.Sum(nil))[:16]
 	mv := module.Version{Path: modulePath, Version: vX}
 	modCache := goEnv(t, goBin, root, "GOMODCACHE")
-	lockModCache(t, modCache)
+	lockModCache(t, vX)
 	removeFromModCache(modCache, mv) // what a run killed before its cleanup left
 	t.Cleanup(func() { removeFromModCache(modCache, mv) })
 
@@ -156,16 +165,18 @@ func moduleFiles(t *testing.T, root string) []modzip.File {
 }
 
 // lockModCache holds, until the test ends, the lock that keeps another run
-// of this test (another checkout, or the same one run twice at once) from
-// extracting vX into the shared module cache, or removing it, while this
-// one builds from it.
-func lockModCache(t *testing.T, modCache string) {
+// of this test on the same content (the same checkout run twice at once)
+// from extracting vX into the shared module cache, or removing it, while
+// this one builds from it.
+func lockModCache(t *testing.T, vX string) {
 	t.Helper()
-	dir := filepath.Join(modCache, "cache")
-	if err := os.MkdirAll(dir, 0o755); err != nil {
+	// One lock file a version, beside the system's other temporary files
+	// (empty, and not removed: a waiter may hold it open).
+	dir := filepath.Join(os.TempDir(), "shipkey-goinstall-locks")
+	if err := os.MkdirAll(dir, 0o700); err != nil {
 		t.Fatal(err)
 	}
-	l := flock.New(filepath.Join(dir, "shipkey-goinstall-test.lock"))
+	l := flock.New(filepath.Join(dir, vX+".lock"))
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
 	defer cancel()
 	if ok, err := l.TryLockContext(ctx, 100*time.Millisecond); !ok {
