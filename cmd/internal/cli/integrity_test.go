@@ -169,10 +169,61 @@ func TestTruncatedStateDBBinary(t *testing.T) {
 	}
 }
 
+// keyIDs are the ids of the keys config.toml lists.
+func keyIDs(t *testing.T, cfgDir string) map[string]bool {
+	t.Helper()
+	cfg, err := os.ReadFile(filepath.Join(cfgDir, "config.toml"))
+	if err != nil && !os.IsNotExist(err) {
+		t.Fatal(err)
+	}
+	ids := map[string]bool{}
+	for _, m := range regexp.MustCompile(`(?m)^id\s*=\s*['"]([^'"]+)['"]`).FindAllStringSubmatch(string(cfg), -1) {
+		ids[m[1]] = true
+	}
+	return ids
+}
+
+// rmKilledAtItsFirstWrite runs `keys rm --yes label` (a key whose id is
+// id, with its secret file at secret) and kills it (-9) the moment its
+// first write is seen: the secret file gone or config.toml no longer
+// naming the key, whichever comes first. That is between its two commits
+// whatever their order, the instant a random kill rarely hits. It reports
+// whether the kill came while the command still ran.
+func (r *integrityRig) rmKilledAtItsFirstWrite(label, id, secret string) bool {
+	r.t.Helper()
+	cmd := r.command("keys", "rm", "--yes", label)
+	if err := cmd.Start(); err != nil {
+		r.t.Fatal(err)
+	}
+	done := make(chan struct{})
+	go func() { _ = cmd.Wait(); close(done) }()
+	cfg := filepath.Join(r.cfgDir, "config.toml")
+	for end := time.Now().Add(30 * time.Second); time.Now().Before(end); {
+		select {
+		case <-done:
+			return false
+		default:
+		}
+		_, err := os.Stat(secret)
+		b, _ := os.ReadFile(cfg)
+		if os.IsNotExist(err) || (len(b) > 0 && !strings.Contains(string(b), id)) {
+			_ = cmd.Process.Signal(syscall.SIGKILL)
+			<-done
+			ws, ok := cmd.ProcessState.Sys().(syscall.WaitStatus)
+			return ok && ws.Signaled()
+		}
+	}
+	_ = cmd.Process.Kill()
+	<-done
+	r.t.Fatalf("keys rm %s wrote nothing in 30 s", label)
+	return false
+}
+
 // TestKillNineLeavesNothingBehind kills `keys new`, `keys rm` and `token` at
-// random instants; after the next holder of the store lock (`keys default`,
-// once what was left is older than the sweep's age) there is no orphaned
-// secret file and no temporary file, and the store opens.
+// random instants, and `keys rm` at its first write (between its commits);
+// after the next holder of the store lock (`keys default`, once what was
+// left is older than the sweep's age) there is no orphaned secret file, no
+// temporary file and no key without its secrets, and the store opens.
 func TestKillNineLeavesNothingBehind(t *testing.T) {
 	t.Parallel()
 	for _, backend := range []string{"plaintext", "file"} {
@@ -197,11 +248,37 @@ func TestKillNineLeavesNothingBehind(t *testing.T) {
 					_ = cmd.Wait()
 				}
 			}
+			// keys rm killed between its commits, each time: the definition
+			// must go first (a kill then leaves secrets no key names, which
+			// the sweep takes), never the secrets (a key listed without them).
+			secretsDir := filepath.Join(r.stateDir, map[string]string{"plaintext": "plaintext.d", "file": "secrets.d"}[backend])
+			ext := map[string]string{"plaintext": ".json", "file": ".age"}[backend]
+			killed := 0
+			for i := range 4 {
+				label := "rm" + strconv.Itoa(i)
+				before := keyIDs(t, r.cfgDir)
+				r.newKey(label)
+				id := ""
+				for k := range keyIDs(t, r.cfgDir) {
+					if !before[k] {
+						id = k
+					}
+				}
+				secret := filepath.Join(secretsDir, id+ext)
+				if _, err := os.Stat(secret); id == "" || err != nil {
+					t.Fatalf("key %s (id %q): no secret file %s: %v", label, id, secret, err)
+				}
+				if r.rmKilledAtItsFirstWrite(label, id, secret) {
+					killed++
+				}
+			}
+			if killed == 0 {
+				t.Fatal("no keys rm was killed while it ran: every one finished before its first write was seen")
+			}
+
 			// Beside whatever the kills left, exactly what a kill in the
 			// worst window leaves: a `keys new` killed after its secret file
 			// and before config.toml, and a write killed before its rename.
-			secretsDir := filepath.Join(r.stateDir, map[string]string{"plaintext": "plaintext.d", "file": "secrets.d"}[backend])
-			ext := map[string]string{"plaintext": ".json", "file": ".age"}[backend]
 			entries, err := os.ReadDir(secretsDir)
 			if err != nil || len(entries) == 0 {
 				t.Fatalf("no secret files: %v", err)
@@ -231,16 +308,9 @@ func TestKillNineLeavesNothingBehind(t *testing.T) {
 			if _, stderr, code := r.run("keys", "default", "k"); code != 0 {
 				t.Fatalf("keys default after the kills: exit %d: %s", code, stderr)
 			}
-			cfg, err := os.ReadFile(filepath.Join(r.cfgDir, "config.toml"))
-			if err != nil {
-				t.Fatal(err)
-			}
-			ids := map[string]bool{}
-			for _, m := range regexp.MustCompile(`(?m)^id\s*=\s*['"]([^'"]+)['"]`).FindAllStringSubmatch(string(cfg), -1) {
-				ids[m[1]] = true
-			}
+			ids := keyIDs(t, r.cfgDir)
 			if len(ids) == 0 {
-				t.Fatalf("no key ids in config.toml:\n%s", cfg)
+				t.Fatal("no key ids in config.toml")
 			}
 			withSecrets := map[string]bool{}
 			for _, root := range []string{r.cfgDir, r.stateDir} {
