@@ -20,9 +20,14 @@ import (
 
 	"github.com/shipkey/shipkey/auth"
 	"github.com/shipkey/shipkey/internal/optest"
+	"github.com/shipkey/shipkey/internal/testpar"
 )
 
 func TestMain(m *testing.M) {
+	// Many tests wait: on the device grant's poll interval, on a sign-in's
+	// bound, on the npm servers. More run at once than the CPUs (go test's
+	// default).
+	testpar.Default(4)
 	code := m.Run()
 	optest.Stop()
 	os.Exit(code)

@@ -126,7 +126,7 @@ func TestAttackerWithEtcdWriteAccess(t *testing.T) {
 	const name = "attacked"
 	a, b := twoMachines(t, c, name)
 	// r joins, is added, and is removed again; it keeps its identity.
-	r := newMachine(t, 5*time.Second)
+	r := newMachine(t, teamTimeout)
 	card, err := r.eng.Join(ctx, team.JoinOptions{Conn: conn(c, name)})
 	if err != nil {
 		t.Fatal(err)

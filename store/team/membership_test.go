@@ -34,11 +34,10 @@ func TestMembershipChangesOfManyKeys(t *testing.T) {
 	srv := newServer(t)
 	ctx := context.Background()
 	const name, nKeys = "many", 150
-	// A generous team timeout on every machine: this test is about the size
-	// of the change, not the bound; the re-encryption of every item reads and
-	// writes through a cluster that the other parallel tests (and -race, and
-	// a loaded CI machine) keep busy. (CI at load 20 saw a's AddMember pass 5 s.)
-	a, b := twoMachinesWithin(t, c, name, 30*time.Second)
+	// The re-encryption of every item reads and writes through a cluster
+	// that the other parallel tests (and -race, and a loaded CI machine)
+	// keep busy: teamTimeout is generous.
+	a, b := twoMachines(t, c, name)
 	k, err := a.eng.CreateKey(ctx, name, newKey(srv, "real"))
 	if err != nil {
 		t.Fatal(err)
@@ -67,7 +66,7 @@ func TestMembershipChangesOfManyKeys(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	cm := newMachine(t, 30*time.Second)
+	cm := newMachine(t, teamTimeout)
 	card, err := cm.eng.Join(ctx, team.JoinOptions{Conn: conn(c, name)})
 	if err != nil {
 		t.Fatal(err)
@@ -109,7 +108,7 @@ func TestUnsignedTeamUpgrade(t *testing.T) {
 	srv := newServer(t)
 	ctx := context.Background()
 	const name = "legacy"
-	a := newMachine(t, 5*time.Second)
+	a := newMachine(t, teamTimeout)
 	// a records the connection and its identity (the roster is missing).
 	if _, err := a.eng.Join(ctx, team.JoinOptions{Conn: conn(c, name)}); !errors.Is(err, team.ErrNoTeam) {
 		t.Fatalf("join before the team exists: %v", err)
@@ -146,7 +145,7 @@ func TestUnsignedTeamUpgrade(t *testing.T) {
 	if _, err := a.eng.Token(ctx, name, "ci", team.TokenOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	b := newMachine(t, 5*time.Second)
+	b := newMachine(t, teamTimeout)
 	card, err := b.eng.Join(ctx, team.JoinOptions{Conn: conn(c, name)})
 	if err != nil {
 		t.Fatal(err)

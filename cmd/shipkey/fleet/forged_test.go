@@ -18,7 +18,7 @@ func TestForgedTokenWithControlBytesCLI(t *testing.T) {
 	t.Parallel()
 	c := needCluster(t)
 	srv := newRealm(t)
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	ctx, cancel := context.WithTimeout(context.Background(), testBound)
 	defer cancel()
 	a, b := fleetTeam(t, ctx, c, srv, "ctrl")
 	a.must(t, ctx, nil, "token", "ctrl/svc") // renews; both cache it on use

@@ -85,7 +85,7 @@ func TestPartitionDuringFleetRace(t *testing.T) {
 	t.Parallel()
 	c := needCluster(t)
 	srv := newRealm(t)
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	ctx, cancel := context.WithTimeout(context.Background(), testBound)
 	defer cancel()
 	a, b := fleetTeam(t, ctx, c, srv, "partition")
 	cm := newMachine(t, "c")

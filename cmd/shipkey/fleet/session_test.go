@@ -4,7 +4,6 @@ import (
 	"context"
 	"strings"
 	"testing"
-	"time"
 )
 
 // TestTeamLogoutEndsSessionForEveryMachine: logout T/L on machine a ends the
@@ -16,7 +15,7 @@ func TestTeamLogoutEndsSessionForEveryMachine(t *testing.T) {
 	t.Parallel()
 	c := needCluster(t)
 	srv := newRealm(t)
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	ctx, cancel := context.WithTimeout(context.Background(), testBound)
 	defer cancel()
 	a, b := fleetTeam(t, ctx, c, srv, "bye")
 	old := strings.TrimSpace(a.must(t, ctx, nil, "token", "bye/svc"))
@@ -83,7 +82,7 @@ func TestTeamLoginWrongPassword(t *testing.T) {
 	t.Parallel()
 	c := needCluster(t)
 	srv := newRealm(t)
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	ctx, cancel := context.WithTimeout(context.Background(), testBound)
 	defer cancel()
 	a, b := fleetTeam(t, ctx, c, srv, "wrongpw")
 	r := a.run(ctx, []string{"SHIPKEY_PASSWORD=not-the-password"}, "login", "wrongpw/svc")
