@@ -9,6 +9,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/shipkey/shipkey/auth/authtest"
 )
 
 // screenText is a tmux screen as one line of words: a message the status
@@ -33,15 +35,36 @@ var wholeUserCode = regexp.MustCompile(`(?:^|[^A-Z])(?:[A-Z]{4}-[A-Z]{4}|(?:[A-Z
 // TestTmuxTableAndToastsAtSmallSizes: in a real terminal at 80×24, 60×15 and
 // 40×10, under an outer tmux that shipkey cannot reach ($TMUX unset, TERM
 // from tmux): the copy toast names the outer tmux's paste buffers and the
-// clear's toast says they still hold the copy, both whole; auto-refresh is
-// worded for the key on screen; the keys table's filter matches the grant
-// (a column not even shown at 40) and an empty result says so; the delete
-// says what the server did with the session, whole; the sign-in screen
-// shows the device code whole; ? in a form's text field is typed, f1 opens
-// the help.
+// clear's toast says they still hold the copy, both whole (on the user's
+// own store with clipboard_clear = "3s": the demo clears after 30 s);
+// auto-refresh is worded for the key on screen; the keys table's filter
+// matches the grant (a column not even shown at 40) and an empty result
+// says so; the delete says what the server did with the session, whole; the
+// sign-in screen shows the device code whole; ? in a form's text field is
+// typed, f1 opens the help.
 func TestTmuxTableAndToastsAtSmallSizes(t *testing.T) {
 	t.Parallel()
+	srv := authtest.NewServer(authtest.DemoConfig())
+	t.Cleanup(srv.Close)
 	for _, size := range [][2]int{{80, 24}, {60, 15}, {40, 10}} {
+		t.Run(fmt.Sprintf("%dx%d/copy", size[0], size[1]), func(t *testing.T) {
+			t.Parallel()
+			h := newTmuxHome(t, []string{"SHIPKEY_SECRETS=plaintext", "TMUX="})
+			h.config("clipboard_clear = \"3s\"\n")
+			h.newKey(srv, "mine")
+			s := h.start(size[0], size[1])
+			s.waitText(10*time.Second, "mine")
+			s.keys("1")
+			s.waitText(10*time.Second, "Token details")
+			s.keys("c")
+			s.waitFor("the copy toast naming the outer tmux's buffers", 5*time.Second, func(screen string) bool {
+				return strings.Contains(screenText(screen), "your outer tmux also keeps it in its paste buffers, which the clear cannot reach (tmux: delete-buffer there).")
+			})
+			s.waitFor("the clear's toast naming the outer tmux's buffers", 10*time.Second, func(screen string) bool {
+				return strings.Contains(screenText(screen), "Cleared the clipboard; your outer tmux's paste buffers still hold the copy (tmux: list-buffers, delete-buffer there).")
+			})
+			s.keys("q")
+		})
 		t.Run(fmt.Sprintf("%dx%d", size[0], size[1]), func(t *testing.T) {
 			t.Parallel()
 			h := newTmuxHome(t, []string{"SHIPKEY_SECRETS=memory", "TMUX=", "BROWSER="})
@@ -85,15 +108,6 @@ func TestTmuxTableAndToastsAtSmallSizes(t *testing.T) {
 
 			s.keys("Enter")
 			s.waitText(10*time.Second, "Token details")
-
-			s.keys("c")
-			s.waitFor("the copy toast naming the outer tmux's buffers", 5*time.Second, func(screen string) bool {
-				return strings.Contains(screenText(screen), "your outer tmux also keeps it in its paste buffers, which the clear cannot reach (tmux: delete-buffer there).")
-			})
-			// The demo clears the clipboard after 30 s.
-			s.waitFor("the clear's toast naming the outer tmux's buffers", 50*time.Second, func(screen string) bool {
-				return strings.Contains(screenText(screen), "Cleared the clipboard; your outer tmux's paste buffers still hold the copy (tmux: list-buffers, delete-buffer there).")
-			})
 
 			// Auto-refresh (on in the demo): the State row says it is for
 			// this key, on a line of its own where the row is too narrow.
