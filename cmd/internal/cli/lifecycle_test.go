@@ -11,6 +11,7 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -111,14 +112,26 @@ func lcConfig(mod func(*authtest.Config)) authtest.Config {
 // (two `token` calls in a row make no token request beyond the login), and
 // once it has expired fifty concurrent `token` processes make exactly one
 // refresh and all print the same new token.
+//
+// The login's token expires 8 s after it is issued because the realm's clock
+// is behind while the key is made (its JWT exp is what shipkey goes by); the
+// refreshed token lives 10 minutes: with a short life it could expire again
+// before the fiftieth process of a loaded machine has run, and that process
+// would rightly refresh once more.
 func TestShortLivedTokenLifecycle(t *testing.T) {
 	t.Parallel()
 	bin := buildShipkey(t)
-	srv := authtest.NewServer(lcConfig(func(c *authtest.Config) { c.AccessTTL = 8 * time.Second }))
+	var offset atomic.Int64
+	srv := authtest.NewServer(lcConfig(func(c *authtest.Config) {
+		c.AccessTTL = 10 * time.Minute
+		c.Now = func() time.Time { return time.Now().Add(time.Duration(offset.Load())) }
+	}))
 	defer srv.Close()
 	c := newCLIRun(t, bin, 4*time.Minute)
 
+	offset.Store(int64(-(10*time.Minute - 8*time.Second)))
 	c.newKey(srv, "k")
+	offset.Store(0)
 	first := c.token("k")
 	second := c.token("k")
 	if got := srv.Count("token"); got != 1 {
