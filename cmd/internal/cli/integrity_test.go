@@ -198,7 +198,7 @@ func (r *integrityRig) rmKilledAtItsFirstWrite(label, id, secret string) bool {
 	done := make(chan struct{})
 	go func() { _ = cmd.Wait(); close(done) }()
 	cfg := filepath.Join(r.cfgDir, "config.toml")
-	for end := time.Now().Add(30 * time.Second); time.Now().Before(end); {
+	for end := time.Now().Add(patience(30 * time.Second)); time.Now().Before(end); {
 		select {
 		case <-done:
 			return false
@@ -215,7 +215,7 @@ func (r *integrityRig) rmKilledAtItsFirstWrite(label, id, secret string) bool {
 	}
 	_ = cmd.Process.Kill()
 	<-done
-	r.t.Fatalf("keys rm %s wrote nothing in 30 s", label)
+	r.t.Fatalf("keys rm %s wrote nothing in %v", label, patience(30*time.Second))
 	return false
 }
 
