@@ -480,10 +480,14 @@ func TestTmuxCLIWaitingNotice(t *testing.T) {
 	t.Cleanup(srv.Close)
 	h := newTmuxHome(t, []string{"SHIPKEY_SECRETS=plaintext"})
 	h.newKey(srv, "mine")
-	srv.Inject(authtest.Fault{Endpoint: "token", Delay: 3 * time.Second})
+	// 5 s: on a loaded machine the screen is captured seldom, and the line
+	// must still be there to be seen (which second it counts does not
+	// matter).
+	srv.Inject(authtest.Fault{Endpoint: "token", Delay: 5 * time.Second})
 	// --force-refresh renews although the token is valid.
 	s := h.start(100, 10, "token", "mine", "--force-refresh")
-	s.waitText(10*time.Second, "waiting for the server… (1s)")
+	counting := regexp.MustCompile(`waiting for the server… \([1-9]\d*s\)`)
+	s.waitFor("the waiting line", 10*time.Second, counting.MatchString)
 	s.waitFor("the command to end", 20*time.Second, func(string) bool { return s.dead() })
 	if screen := s.capture(); strings.Contains(screen, "waiting for the server") {
 		t.Fatalf("the waiting line stayed:\n%s", screen)
