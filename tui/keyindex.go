@@ -3,6 +3,7 @@ package tui
 import (
 	"slices"
 	"strings"
+	"unsafe"
 
 	"github.com/shipkey/shipkey/store"
 )
@@ -20,6 +21,7 @@ type keyIndex struct {
 	chunks  [][]KeyRow // row i is chunks[i/rowChunk][i%rowChunk]
 	n       int        // rows
 	byLabel []int32    // indexes of rows in label order
+	bytes   int64      // about what it holds (rows, strings, indexes)
 }
 
 // rowChunk is how many rows a chunk of a keyIndex holds (the first grows
@@ -130,6 +132,7 @@ func (b *indexBuilder) add(k store.Key) error {
 func (b *indexBuilder) done() (*keyIndex, keyPicks) {
 	x := &b.x
 	x.byLabel = make([]int32, x.n)
+	x.bytes = int64(x.n)*(int64(unsafe.Sizeof(KeyRow{}))+4) + b.arena.bytes
 	for i := range x.byLabel {
 		x.byLabel[i] = int32(i)
 	}
@@ -153,7 +156,8 @@ func (b *indexBuilder) done() (*keyIndex, keyPicks) {
 // the strings taken from it stay where they are. Nothing is ever freed but
 // the whole (a load's index).
 type stringArena struct {
-	cur *strings.Builder
+	cur   *strings.Builder
+	bytes int64 // allocated
 }
 
 const arenaChunk = 64 << 10
@@ -164,11 +168,13 @@ func (a *stringArena) keep(s string) string {
 		return ""
 	}
 	if len(s) > arenaChunk/8 {
+		a.bytes += int64(len(s))
 		return strings.Clone(s)
 	}
 	if a.cur == nil || a.cur.Cap()-a.cur.Len() < len(s) {
 		a.cur = new(strings.Builder)
 		a.cur.Grow(arenaChunk)
+		a.bytes += arenaChunk
 	}
 	start := a.cur.Len()
 	a.cur.WriteString(s)

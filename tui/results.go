@@ -20,6 +20,9 @@ func (m *Model) handleKeysLoaded(msg keysLoadedMsg) tea.Cmd {
 	m.loaded = true
 	m.stamp = msg.stamp
 	m.keys = msg.keys
+	if m.cfg.limitHeap != nil && m.keys != nil {
+		m.cfg.limitHeap(m.keys.bytes)
+	}
 	if _, ok := m.keys.find(m.current); !ok {
 		m.current = msg.current
 	}

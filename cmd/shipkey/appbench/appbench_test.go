@@ -392,6 +392,9 @@ func measure(t *term, sc idleScreen, secs int, r *idleResult) error {
 // waits for its first row, then reads the process's peak resident set
 // (VmHWM in /proc/<pid>/status: every page it held at any moment, heap,
 // runtime, binary and mapped index) and its resident set then (VmRSS).
+// Then `shipkey token` marks a key in sight used, and once the table shows
+// it "just now" (the app read the list again, the old one kept until the
+// new one was whole) the peak is read again (MiB-peak-reload).
 // keys-ms is the time from the first frame (SHIPKEY_TRACE_FIRST_FRAME) to
 // the first capture of the screen that shows the keys (tmux polled as fast
 // as it answers: a few ms of resolution). It reports the medians:
@@ -405,7 +408,7 @@ func BenchmarkMemory(b *testing.B) {
 			env := append(append(homeEnv(b), tui.EnvTraceFirstFrame+"="+frameFile), storetest.Populate(b, n, "plaintext").Env()...)
 			keysLine := fmt.Sprintf("Keys          %d", n)
 			t := start(b, env, "sleep", "1000")
-			var peaks, rss, waits []float64
+			var peaks, rss, waits, reloads []float64
 			for range b.N {
 				_ = os.Remove(frameFile)
 				t.respawn(env, bin)
@@ -433,7 +436,7 @@ func BenchmarkMemory(b *testing.B) {
 				if out, err := t.tmux("send-keys", "-t", "t", "2"); err != nil {
 					b.Fatalf("send-keys: %v: %s", err, out)
 				}
-				t.waitText("shipkey › API keys", storetest.Label(0))
+				screen := t.waitText("shipkey › API keys", storetest.Label(0))
 				time.Sleep(time.Second) // settle: the load's garbage collected
 				pid, err := t.pid()
 				if err != nil {
@@ -444,18 +447,67 @@ func BenchmarkMemory(b *testing.B) {
 					b.Fatal(err)
 				}
 				peaks, rss = append(peaks, hwm), append(rss, cur)
+				// A change by another process: `shipkey token` marks a key
+				// in sight used; the app reads the list again, the old one
+				// still shown meanwhile.
+				label := usedLabel(screen)
+				if label == "" {
+					continue
+				}
+				cmd := exec.Command(bin, "token", label)
+				cmd.Env = append(os.Environ(), env...)
+				if out, err := cmd.CombinedOutput(); err != nil {
+					b.Fatalf("shipkey token %s: %v: %s", label, err, out)
+				}
+				for end := time.Now().Add(60 * time.Second); ; time.Sleep(10 * time.Millisecond) {
+					if time.Now().After(end) {
+						b.Fatalf("the table never showed %s just used; screen:\n%s", label, t.screen())
+					}
+					if rowOf(t.screen(), label, "just now") {
+						break
+					}
+				}
+				time.Sleep(time.Second)
+				if hwm, _, err = residentOf(pid); err != nil {
+					b.Fatal(err)
+				}
+				reloads = append(reloads, hwm)
 			}
 			b.StopTimer()
-			for _, s := range [][]float64{peaks, rss, waits} {
+			for _, s := range [][]float64{peaks, rss, waits, reloads} {
 				slices.Sort(s)
 			}
 			b.ReportMetric(peaks[len(peaks)/2], "MiB-peak")
 			b.ReportMetric(peaks[len(peaks)-1], "MiB-peak-max")
 			b.ReportMetric(rss[len(rss)/2], "MiB-rss")
 			b.ReportMetric(waits[len(waits)/2], "keys-ms")
+			if len(reloads) > 0 {
+				b.ReportMetric(reloads[len(reloads)/2], "MiB-peak-reload")
+			}
 			b.ReportMetric(0, "ns/op")
 		})
 	}
+}
+
+// usedLabel is the label of a key in sight on the keys table (not the
+// first: the default) that was not used within the minute, or "".
+func usedLabel(screen string) string {
+	for i := 1; i < 20; i++ {
+		if l := storetest.Label(i); strings.Contains(screen, l) && !rowOf(screen, l, "just now") {
+			return l
+		}
+	}
+	return ""
+}
+
+// rowOf reports whether the screen's line of label shows sub.
+func rowOf(screen, label, sub string) bool {
+	for line := range strings.Lines(screen) {
+		if strings.Contains(line, label) && strings.Contains(line, sub) {
+			return true
+		}
+	}
+	return false
 }
 
 // residentOf is a process's peak resident set (VmHWM) and its resident set

@@ -15,5 +15,10 @@
 //     SHIPKEY_IDLE_SECONDS (default 20), from /proc/<pid>/stat
 //     (utime+stime) and /proc/<pid>/task/*/schedstat (time on CPU, ns).
 //
+//   - BenchmarkMemory: the app's peak resident set (VmHWM) at 1 and 100k
+//     keys once the keys table shows, again after a reload (another
+//     process marked a key used), and the time from the first frame to the
+//     key list on screen.
+//
 //     go test ./cmd/shipkey/appbench -run '^$' -bench . -benchtime 20x
 package appbench
