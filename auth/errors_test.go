@@ -60,16 +60,21 @@ func cliSafeErr(t *testing.T, err error, want ErrorKind, secrets ...string) *Err
 	return ae
 }
 
-// cliTimeout is the request bound of the tests' clients where the bound is
-// not what a test is about (those set their own, in milliseconds): a loaded
-// machine under -race took over 5 s for a TLS handshake to a refusal and
-// for a 2 MiB answer, and the test failed with a timeout instead.
+// cliTimeout is the request bound (and the connect and TLS handshake bound)
+// of the tests' clients where the bound is not what a test is about (those
+// set their own, in milliseconds): two runs at once under -race next to CPU
+// hogs took over 5 s for a 2 MiB answer and over DefaultDialTimeout (10 s)
+// for a TLS handshake with the test's own server, and the tests failed
+// with a timeout instead.
 const cliTimeout = 30 * time.Second
 
 func cliNewClient(t *testing.T, opts Options) *Client {
 	t.Helper()
 	if opts.Timeout == 0 && opts.HTTPClient == nil {
 		opts.Timeout = cliTimeout
+	}
+	if opts.DialTimeout == 0 && opts.HTTPClient == nil {
+		opts.DialTimeout = cliTimeout
 	}
 	c, err := NewClient(opts)
 	if err != nil {
