@@ -22,16 +22,19 @@ func (s *Store) EachKey(fn func(Key) error) error {
 // write its rows in the next instead of keeping them. body must not call
 // back into the store.
 //
-// A walk reads the keys in chunks of walkChunk, in three steps: the chunk's
-// key ids in label order (the entries bucket's order), then their state
-// records in id order (the state bucket's), copied raw into one buffer,
-// then the definitions again in label order, each decoded with its state
-// and handed to fn. Looked up in label order, every key's state would be
-// a B-tree search at a random place in the file, each a page fault (and
-// under memory pressure a read); in id order the lookups move forward
-// through the file and one fault serves every key whose state sits on the
-// pages it maps. A chunk's ids and raw states (about 300 bytes a key, no
-// pointers) are all a walk holds, whatever the number of keys.
+// A walk reads the keys in chunks of walkChunk, in label order (the
+// entries bucket's), each key's definition decoded with its state record
+// and handed to fn. The states are kept by key id (the state bucket), in
+// another order: looked up in label order, every key's state would be a
+// B-tree search at a random place in the file, each a page fault (and
+// under memory pressure a read). A store of one chunk looks its states up
+// in id order (byLookups), so that one fault serves every key whose state
+// sits on the pages it maps. A larger store's chunks would each read most
+// of the state bucket's pages again; its walk first partitions the states
+// by chunk into a temporary file, reading state.db's pages once, in order
+// (partitionStates), then reads the partitions back a chunk at a time. A
+// chunk's states (about 300 bytes a key, no pointers) are all a walk
+// holds, whatever the number of keys.
 //
 // The pages of state.db that a walk has read are handed back every
 // releaseEvery keys of each step (releaseMapped): bbolt reads through a
@@ -50,55 +53,172 @@ func (t *tx) eachKey(fn func(Key) error) error {
 	if b == nil {
 		return nil
 	}
-	def := t.defaultLabel()
-	var sc *bolt.Cursor
-	if sb := t.bucket(bucketState); sb != nil {
-		sc = sb.Cursor()
+	j := keyJoin{t: t, def: t.defaultLabel(), fn: fn, chunk: walkChunk}
+	if t.s.walkChunk > 0 {
+		j.chunk = t.s.walkChunk
 	}
-	var w walkChunkBuf
+	if sb := t.bucket(bucketState); sb != nil {
+		j.sc = sb.Cursor()
+	}
 	releaseMapped(t.btx) // what was read before is dropped too
+	ids := t.bucket(bucketIDs)
+	if j.sc == nil || ids == nil {
+		return j.byLookups(b)
+	}
+	bounds := chunkBounds(t.btx, b.Cursor(), j.chunk)
+	if len(bounds) == 0 {
+		return j.byLookups(b) // one chunk: its lookups touch no page twice
+	}
+	temp := t.s.walkTemp
+	if temp == nil {
+		temp = walkTempFile
+	}
+	p, err := partitionStates(t.btx, ids.Cursor(), j.sc, bounds, temp)
+	if err != nil {
+		return j.byLookups(b) // no temporary file: the walk of before
+	}
+	defer p.close()
+	return j.byPartitions(b, p)
+}
+
+// keyJoin hands fn each definition of the entries bucket, in label order,
+// with its state record.
+type keyJoin struct {
+	t     *tx
+	def   string
+	fn    func(Key) error
+	sc    *bolt.Cursor // the state bucket's; nil: no state
+	chunk int          // keys read at once (walkChunk)
+}
+
+// entry decodes the definition of the key labelled label.
+func (j *keyJoin) entry(label, def []byte) (keyEntry, error) {
+	e, err := j.t.ed.decode(def)
+	if err != nil {
+		return keyEntry{}, j.t.damaged("key " + quoteLabel(string(label)))
+	}
+	return e, nil
+}
+
+// emit decodes e's state record (ok false: none) and hands on the key.
+func (j *keyJoin) emit(e keyEntry, state []byte, ok bool) error {
+	var ks keyState
+	if ok {
+		var err error
+		if ks, err = j.t.sd.decode(state); err != nil {
+			return j.t.damaged("state of key id " + quoteLabel(e.ID))
+		}
+	}
+	return j.fn(makeKey(e, ks, j.def))
+}
+
+// byLookups is the walk of a small store, or of one with no temporary
+// file: a chunk of keys at a time, their states looked up in id
+// order (walkChunkBuf.readStates).
+func (j *keyJoin) byLookups(b *bolt.Bucket) error {
+	btx := j.t.btx
+	var w walkChunkBuf
 	ec, dc := b.Cursor(), b.Cursor()
 	k, v := ec.First()
 	dk, dv := dc.First()
 	for k != nil {
 		w.reset()
-		for ; k != nil && len(w.rows) < walkChunk; k, v = ec.Next() {
-			if len(w.rows)%releaseEvery == releaseEvery-1 {
-				releaseMapped(t.btx)
+		for ; k != nil && len(w.rows) < j.chunk; k, v = ec.Next() {
+			if len(w.rows)%lookupReleaseEvery == lookupReleaseEvery-1 {
+				releaseMapped(btx)
 			}
-			id, err := t.ed.decodeID(v)
+			id, err := j.t.ed.decodeID(v)
 			if err != nil {
-				return t.damaged("key " + quoteLabel(string(k)))
+				return j.t.damaged("key " + quoteLabel(string(k)))
 			}
 			w.addID(id)
 		}
-		releaseMapped(t.btx)
-		if sc != nil {
-			w.readStates(sc, func() { releaseMapped(t.btx) })
-			releaseMapped(t.btx)
+		releaseMapped(btx)
+		if j.sc != nil {
+			w.readStates(j.sc, func() { releaseMapped(btx) })
+			releaseMapped(btx)
 		}
 		for i := range w.rows {
-			if i%releaseEvery == releaseEvery-1 {
-				releaseMapped(t.btx)
+			if i%lookupReleaseEvery == lookupReleaseEvery-1 {
+				releaseMapped(btx)
 			}
-			e, err := t.ed.decode(dv)
+			e, err := j.entry(dk, dv)
 			if err != nil {
-				return t.damaged("key " + quoteLabel(string(dk)))
+				return err
 			}
-			var ks keyState
-			if st, ok := w.state(i); ok {
-				if ks, err = t.sd.decode(st); err != nil {
-					return t.damaged("state of key id " + quoteLabel(e.ID))
-				}
-			}
-			if err := fn(makeKey(e, ks, def)); err != nil {
+			st, ok := w.state(i)
+			if err := j.emit(e, st, ok); err != nil {
 				return err
 			}
 			dk, dv = dc.Next()
 		}
-		releaseMapped(t.btx)
+		releaseMapped(btx)
 	}
 	return nil
+}
+
+// byPartitions is the walk of a large store: the states, partitioned by
+// the label range of their keys' chunks (partitionStates), are read back a
+// chunk at a time, sorted by label, and joined with the definitions.
+func (j *keyJoin) byPartitions(b *bolt.Bucket, p *statePartitions) error {
+	btx := j.t.btx
+	var c partChunk
+	part := -1
+	n := 0
+	dc := b.Cursor()
+	for dk, dv := dc.First(); dk != nil; dk, dv = dc.Next() {
+		for part < 0 || (part < len(p.bounds) && bytes.Compare(dk, p.bounds[part]) >= 0) {
+			part++
+			if err := c.load(p, part); err != nil {
+				return err
+			}
+		}
+		if n++; n%releaseEvery == 0 {
+			releaseMapped(btx)
+		}
+		e, err := j.entry(dk, dv)
+		if err != nil {
+			return err
+		}
+		st, ok, found := c.state(dk, e.ID)
+		if !found {
+			// The ids bucket does not name this key's id under its label
+			// (a damaged index): look its state up.
+			st, ok = lookupState(j.sc, e.ID)
+		}
+		if err := j.emit(e, st, ok); err != nil {
+			return err
+		}
+	}
+	releaseMapped(btx)
+	return nil
+}
+
+// lookupState is the state record of id, if any.
+func lookupState(sc *bolt.Cursor, id string) ([]byte, bool) {
+	k, v := sc.Seek([]byte(id))
+	if k != nil && string(k) == id {
+		return v, true
+	}
+	return nil, false
+}
+
+// chunkBounds reads the entries bucket's labels and returns the first label
+// of every chunk of keys but the first (copies); none when the keys fit in
+// one chunk.
+func chunkBounds(btx *bolt.Tx, c *bolt.Cursor, chunk int) [][]byte {
+	var bounds [][]byte
+	n := 0
+	for k, _ := c.First(); k != nil; k, _ = c.Next() {
+		if n > 0 && n%chunk == 0 {
+			bounds = append(bounds, bytes.Clone(k))
+		}
+		if n++; n%(4*releaseEvery) == 0 {
+			releaseMapped(btx)
+		}
+	}
+	releaseMapped(btx)
+	return bounds
 }
 
 // walkChunkBuf holds a chunk of a walk: its keys' ids and raw state
@@ -129,12 +249,12 @@ func (w *walkChunkBuf) addID(id string) {
 func (w *walkChunkBuf) id(i int32) []byte { return w.ids[w.rows[i].idStart:w.rows[i].idEnd] }
 
 // readStates copies the chunk's state records from sc, in id order,
-// calling release every releaseEvery lookups.
+// calling release every lookupReleaseEvery lookups.
 func (w *walkChunkBuf) readStates(sc *bolt.Cursor, release func()) {
 	slices.SortFunc(w.byID, func(a, b int32) int { return bytes.Compare(w.id(a), w.id(b)) })
 	var k, v []byte
 	for n, i := range w.byID {
-		if n%releaseEvery == releaseEvery-1 {
+		if n%lookupReleaseEvery == lookupReleaseEvery-1 {
 			release()
 		}
 		id := w.id(i)
@@ -169,12 +289,16 @@ func (w *walkChunkBuf) state(i int) (rec []byte, ok bool) {
 }
 
 // walkChunk is how many keys a walk reads at once, releaseEvery how many
-// it reads between two releaseMapped. At 100,000 keys (BenchmarkScale) a
-// walk of 8192-key chunks makes a tenth of the page faults of lookups in
-// label order, and holds about 30 MB at its peak (12 MB of it the
-// program's own floor); chunks of 16384 save another 15% of the faults for
-// 5 MB more, of 4096 cost 40% more faults for 3 MB less.
+// it reads in order between two releaseMapped, lookupReleaseEvery how many
+// states it looks up (byLookups: each lookup may map a page of its own, and
+// the 64 KB around it). At 100,000 keys (BenchmarkScale) a
+// `keys list` that partitions its states holds about 29 MB at its peak (12
+// MB of it the program's own floor) and makes 8,000 page faults (20,000
+// looking states up chunk by chunk, released every 256 keys). Released every
+// 512 keys it holds 1 MB less, every 2048 4 MB more; chunks of 16384 hold
+// 12 MB more, of 4096 3 MB less, for about the same faults.
 const (
-	walkChunk    = 8192
-	releaseEvery = 256
+	walkChunk          = 8192
+	releaseEvery       = 1024
+	lookupReleaseEvery = 256
 )

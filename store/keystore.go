@@ -48,8 +48,11 @@ type Store struct {
 	// for state records a rebuild could not restore (finishRestore).
 	restoreChecked atomic.Bool
 
-	readOnce atomic.Bool // Options.ReadOnce, until EndReadOnce
-	hold     readHold    // state.db kept open between reads (readonce.go)
+	readOnce  atomic.Bool // Options.ReadOnce, until EndReadOnce
+	walkChunk int         // keys a walk reads at once; 0: walkChunk (tests set fewer)
+	// walkTemp makes a walk's temporary file; nil: walkTempFile.
+	walkTemp func() (*os.File, error)
+	hold     readHold // state.db kept open between reads (readonce.go)
 
 	stampCache stampCache // Stamp's last answer (stamp.go)
 

@@ -453,7 +453,6 @@ func keysListRun(opts *keysListOptions) error {
 	// Buffered, one key at a time from the index: at 100k keys unbuffered
 	// writes were most of the cost, and a list built first most of the memory.
 	bw := bufio.NewWriterSize(opts.IO.Out, 64<<10)
-	listingGC()
 	return st.WalkKeys(func(local keyWalk) error {
 		each := walkThen(local, eachOf(teamKeys))
 		if opts.JSON {

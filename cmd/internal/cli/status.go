@@ -180,7 +180,6 @@ func statusRun(_ context.Context, opts *statusOptions) error {
 		}
 	}
 	walks := func(body func(keyWalk) error) error {
-		listingGC()
 		return st.WalkKeys(func(local keyWalk) error { return body(walkThen(local, eachOf(teamKeys))) })
 	}
 	if _, _, ok := teamKeyAddress(st, opts.Label); ok {
