@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"io"
 	"os"
+	"runtime/debug"
 	"strings"
 	"unicode/utf8"
 
@@ -91,6 +92,18 @@ func walkThen(a, b keyWalk) keyWalk {
 			return err
 		}
 		return b(fn)
+	}
+}
+
+// listingGC lowers the garbage collector's heap goal for a process that
+// walks every key again and again (the app: GOGC=50, unless GOGC is set):
+// what a walk keeps is small and flat, and the default goal lets the heap
+// grow to twice that. keys list and status, which walk once and exit, keep
+// the default: at 100k keys GOGC=50 took 4 MiB off their peak RSS (30 to
+// 26 MiB) for 1.15-1.2x the CPU time (BenchmarkScale).
+func listingGC() {
+	if os.Getenv("GOGC") == "" {
+		debug.SetGCPercent(50)
 	}
 }
 
