@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -28,7 +29,8 @@ import (
 //     index (memory flat).
 //
 // The binary is a static build (CGO_ENABLED=0), as released. Besides the
-// time it reports the CPU time (user and system) of a call (cpu-ms/op) and
+// time it reports the CPU time (user and system) of a call (cpu-ms/op), its
+// page faults (faults/op: minor and major, which load changes little) and
 // the peak RSS of one call (maxrss-MiB, by /usr/bin/time). Run one size:
 //
 //	go test ./cmd/internal/cli -run '^$' -bench 'Scale/token/keys=100000$' -benchtime 20x
@@ -57,10 +59,13 @@ func BenchmarkScale(b *testing.B) {
 				}[cmd]
 				execShipkey(b, bin, env, args) // warm-up: the identity's one scrypt, page cache
 				var cpu time.Duration
+				var faults int64
 				for b.Loop() {
-					cpu += execShipkey(b, bin, env, args)
+					c, f := execShipkey(b, bin, env, args)
+					cpu, faults = cpu+c, faults+f
 				}
 				b.ReportMetric(float64(cpu.Microseconds())/1000/float64(b.N), "cpu-ms/op")
+				b.ReportMetric(float64(faults)/float64(b.N), "faults/op")
 				if kib := peakRSS(b, bin, env, args); kib > 0 {
 					b.ReportMetric(float64(kib)/1024, "maxrss-MiB")
 				}
@@ -85,15 +90,20 @@ func buildBinary(b *testing.B) string {
 	return bin
 }
 
-// execShipkey runs the binary once and returns its CPU time.
-func execShipkey(b *testing.B, bin string, env, args []string) time.Duration {
+// execShipkey runs the binary once and returns its CPU time and page
+// faults.
+func execShipkey(b *testing.B, bin string, env, args []string) (time.Duration, int64) {
 	var out, errOut bytes.Buffer
 	cmd := exec.Command(bin, args...)
 	cmd.Env, cmd.Stdout, cmd.Stderr = env, &out, &errOut
 	if err := cmd.Run(); err != nil || out.Len() == 0 {
 		b.Fatalf("shipkey %s: %v: %s", strings.Join(args, " "), err, errOut.String())
 	}
-	return cmd.ProcessState.UserTime() + cmd.ProcessState.SystemTime()
+	var faults int64
+	if ru, ok := cmd.ProcessState.SysUsage().(*syscall.Rusage); ok {
+		faults = ru.Minflt + ru.Majflt
+	}
+	return cmd.ProcessState.UserTime() + cmd.ProcessState.SystemTime(), faults
 }
 
 // peakRSS runs the binary once under /usr/bin/time and returns its peak
