@@ -183,6 +183,7 @@ type realm struct {
 	clientSecret string
 	passphrase   string
 	hardened     hardenedRealm
+	marks        map[string]int // authserver mark
 }
 
 const (
@@ -352,6 +353,8 @@ func scriptRealm(ts *testscript.TestScript) *realm {
 //	authserver endsessions                               end every session
 //	authserver advance D                                 move the realm's clock
 //	authserver count NAME N                              assert a request count
+//	authserver mark NAME                                 note the count, for:
+//	authserver count NAME +N                             N requests since the mark
 //	authserver fail ENDPOINT STATUS [hostile|drop]       next request answers STATUS (or none)
 //	authserver stop                                      close it ($AUTH_URL unreachable)
 func cmdAuthServer(ts *testscript.TestScript, neg bool, args []string) {
@@ -359,7 +362,7 @@ func cmdAuthServer(ts *testscript.TestScript, neg bool, args []string) {
 		ts.Fatalf("unsupported: ! authserver")
 	}
 	if len(args) == 0 {
-		ts.Fatalf("usage: authserver start|endsessions|advance|count|fail|stop ...")
+		ts.Fatalf("usage: authserver start|endsessions|advance|count|mark|fail|stop ...")
 	}
 	r := scriptRealm(ts)
 	r.mu.Lock()
@@ -396,13 +399,25 @@ func cmdAuthServer(ts *testscript.TestScript, neg bool, args []string) {
 		r.clock.offset.Add(int64(d))
 	case "count":
 		if len(args) != 3 {
-			ts.Fatalf("usage: authserver count NAME N")
+			ts.Fatalf("usage: authserver count NAME N|+N")
 		}
-		want, err := strconv.Atoi(args[2])
+		want, err := strconv.Atoi(strings.TrimPrefix(args[2], "+"))
 		ts.Check(err)
-		if got := r.srv.Count(args[1]); got != want {
-			ts.Fatalf("authserver count %s = %d, want %d", args[1], got, want)
+		got := r.srv.Count(args[1])
+		if strings.HasPrefix(args[2], "+") {
+			got -= r.marks[args[1]]
 		}
+		if got != want {
+			ts.Fatalf("authserver count %s = %d, want %s", args[1], got, args[2])
+		}
+	case "mark":
+		if len(args) != 2 {
+			ts.Fatalf("usage: authserver mark NAME")
+		}
+		if r.marks == nil {
+			r.marks = map[string]int{}
+		}
+		r.marks[args[1]] = r.srv.Count(args[1])
 	case "fail":
 		if len(args) < 3 {
 			ts.Fatalf("usage: authserver fail ENDPOINT STATUS [hostile|drop]")
