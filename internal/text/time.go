@@ -2,6 +2,7 @@ package text
 
 import (
 	"fmt"
+	"strconv"
 	"time"
 )
 
@@ -23,33 +24,39 @@ func Relative(t, now time.Time) string {
 	if d > -time.Second && d < time.Second {
 		return "now"
 	}
+	// Built in a stack buffer, one allocation and no fmt: keys list
+	// formats two of these a key, 100,000 keys at a time.
+	var buf [48]byte
 	if d > 0 {
-		return "in " + spanWords(d)
+		return string(appendSpan(append(buf[:0], "in "...), d))
 	}
-	return spanWords(-d) + " ago"
+	return string(append(appendSpan(buf[:0], -d), " ago"...))
 }
 
-// spanWords renders a positive duration as one or two units, truncated.
-func spanWords(d time.Duration) string {
+// appendSpan appends a positive duration as one or two units, truncated.
+func appendSpan(b []byte, d time.Duration) []byte {
 	d = d.Truncate(time.Second)
-	units := []struct {
+	units := [...]struct {
 		size time.Duration
-		name string
-	}{{day, "d"}, {time.Hour, "h"}, {time.Minute, "m"}, {time.Second, "s"}}
+		name byte
+	}{{day, 'd'}, {time.Hour, 'h'}, {time.Minute, 'm'}, {time.Second, 's'}}
 	for i, u := range units {
 		if d < u.size && i < len(units)-1 {
 			continue
 		}
-		s := fmt.Sprintf("%d%s", d/u.size, u.name)
+		b = strconv.AppendInt(b, int64(d/u.size), 10)
+		b = append(b, u.name)
 		if i+1 < len(units) {
 			next := units[i+1]
 			if n := (d % u.size) / next.size; n > 0 {
-				s += fmt.Sprintf(" %d%s", n, next.name)
+				b = append(b, ' ')
+				b = strconv.AppendInt(b, int64(n), 10)
+				b = append(b, next.name)
 			}
 		}
-		return s
+		return b
 	}
-	return "0s"
+	return append(b, "0s"...)
 }
 
 // Countdown formats a remaining duration for a live display: "14d 23h 59m"
@@ -96,7 +103,8 @@ func Span(d time.Duration) string {
 	if d <= 0 {
 		return "0s"
 	}
-	return spanWords(d)
+	var buf [32]byte
+	return string(appendSpan(buf[:0], d))
 }
 
 // Ago renders how long ago t was, coarsely, as the keys table's Last Used

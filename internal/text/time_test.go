@@ -109,3 +109,14 @@ func TestSpanAndStamp(t *testing.T) {
 		t.Errorf("Stamp = %q", got)
 	}
 }
+
+// keys list formats two relative times a key: one allocation each (the
+// string returned), where fmt made five.
+func TestRelativeAllocatesOnce(t *testing.T) { // not parallel: testing.AllocsPerRun
+	now := time.Date(2026, 11, 21, 10, 0, 0, 0, time.UTC)
+	for _, off := range []time.Duration{-(2*24*time.Hour + 4*time.Hour), 364*24*time.Hour + 18*time.Hour, 45 * time.Second} {
+		if n := testing.AllocsPerRun(100, func() { _ = text.Relative(now.Add(off), now) }); n > 1 {
+			t.Errorf("Relative(now%+v) allocates %v times, want 1", off, n)
+		}
+	}
+}

@@ -467,7 +467,11 @@ func keysListRun(opts *keysListOptions) error {
 		for _, c := range tui.KeyColumns {
 			head = append(head, strings.ToUpper(c.Title))
 		}
-		n, err := writeTable(bw, head, each, func(k store.Key, _ int) []string { return keyCells(k, now) }, tableKeep, spillFile)
+		var cells []string // reused: writeTable keeps a row's bytes, not its cells
+		n, err := writeTable(bw, head, each, func(k store.Key, _ int) []string {
+			cells = keyCells(cells[:0], k, now)
+			return cells
+		}, tableKeep, spillFile)
 		if err == nil && n == 0 {
 			fmt.Fprintln(opts.IO.ErrOut, "No API keys yet. Get one with: shipkey keys new (see: shipkey keys new --help)")
 		}
@@ -496,15 +500,15 @@ func keyToJSON(k store.Key, now time.Time) keyJSON {
 	return j
 }
 
-// keyCells is one row of the keys table: the default mark, then the app's
-// columns.
-func keyCells(k store.Key, now time.Time) []string {
+// keyCells appends to cells one row of the keys table: the default mark,
+// then the app's columns.
+func keyCells(cells []string, k store.Key, now time.Time) []string {
 	r := tui.NewKeyRow(k)
-	cells := make([]string, 1, 1+len(tui.KeyColumns))
-	cells[0] = " "
+	mark := " "
 	if k.Default {
-		cells[0] = "*"
+		mark = "*"
 	}
+	cells = append(cells, mark)
 	for _, c := range tui.KeyColumns {
 		cells = append(cells, c.Cell(&r, now, tui.Words))
 	}

@@ -7,7 +7,6 @@ import (
 	"io"
 	"os"
 	"runtime/debug"
-	"strings"
 	"unicode/utf8"
 
 	"github.com/shipkey/shipkey/store"
@@ -72,14 +71,53 @@ func (c *columns) write(w *bufio.Writer, cells []string) {
 	last := len(cells) - 1
 	for i, s := range cells[:last] {
 		w.WriteString(s)
-		pad := 2
-		if i < len(c.widths) {
-			pad += max(c.widths[i]-utf8.RuneCountInString(s), 0)
-		}
-		w.WriteString(strings.Repeat(" ", pad))
+		c.pad(w, i, utf8.RuneCountInString(s))
 	}
 	w.WriteString(cells[last])
 	w.WriteByte('\n')
+}
+
+// writeRow is write for a row that rowBuffer kept (its cells
+// NUL-separated), with no allocation.
+func (c *columns) writeRow(w *bufio.Writer, row []byte) {
+	for i := 0; ; i++ {
+		j := bytes.IndexByte(row, 0)
+		if j < 0 {
+			break
+		}
+		w.Write(row[:j])
+		c.pad(w, i, runeCount(row[:j]))
+		row = row[j+1:]
+	}
+	w.Write(row)
+	w.WriteByte('\n')
+}
+
+// runeCount is utf8.RuneCount, which converts a non-ASCII slice to a
+// string (an allocation past 32 bytes).
+func runeCount(b []byte) int {
+	n := 0
+	for len(b) > 0 {
+		_, size := utf8.DecodeRune(b)
+		b = b[size:]
+		n++
+	}
+	return n
+}
+
+const spaces = "                                "
+
+// pad writes the spaces after cell i, n runes wide.
+func (c *columns) pad(w *bufio.Writer, i, n int) {
+	pad := 2
+	if i < len(c.widths) {
+		pad += max(c.widths[i]-n, 0)
+	}
+	for pad > 0 {
+		k := min(pad, len(spaces))
+		w.WriteString(spaces[:k])
+		pad -= k
+	}
 }
 
 // keyWalk walks keys one at a time, as store.EachKey does.
@@ -126,7 +164,7 @@ func spillFile() (*os.File, error) { return store.ScratchFile("shipkey-table-*")
 // memory stays flat at any number of keys; the file spares the second walk
 // (at 100k keys a walk is about a second: each key's state is a page fault,
 // see store.WalkKeys). pass is 0 in the walk that counts the rows, 1 in a
-// second walk.
+// second walk. cells may reuse its slice from one call to the next.
 func writeTable(w *bufio.Writer, head []string, walk keyWalk, cells func(k store.Key, pass int) []string, keep int, spill func() (*os.File, error)) (int, error) {
 	var rows rowBuffer
 	n := 0
@@ -204,16 +242,24 @@ func (r *rowBuffer) add(cells []string) {
 
 // writeRows writes the rows kept, aligned: those in file, then arena's.
 func (r *rowBuffer) writeRows(w *bufio.Writer) error {
-	row := func(b []byte) { r.cols.write(w, strings.Split(string(b), "\x00")) }
 	if r.file != nil {
 		if _, err := r.file.Seek(0, io.SeekStart); err != nil {
 			return err
 		}
 		br := bufio.NewReaderSize(r.file, 64<<10)
+		var long []byte // a row longer than br's buffer
 		for {
-			line, err := br.ReadBytes('\n')
+			line, err := br.ReadSlice('\n')
+			if err == bufio.ErrBufferFull {
+				long = append(long[:0], line...)
+				for err == bufio.ErrBufferFull {
+					line, err = br.ReadSlice('\n')
+					long = append(long, line...)
+				}
+				line = long
+			}
 			if len(line) > 0 {
-				row(line[:len(line)-1])
+				r.cols.writeRow(w, line[:len(line)-1])
 			}
 			if err == io.EOF {
 				break
@@ -225,7 +271,7 @@ func (r *rowBuffer) writeRows(w *bufio.Writer) error {
 	}
 	for b := r.arena; len(b) > 0; {
 		i := bytes.IndexByte(b, '\n')
-		row(b[:i])
+		r.cols.writeRow(w, b[:i])
 		b = b[i+1:]
 	}
 	return nil
