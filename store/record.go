@@ -5,6 +5,7 @@ import (
 	"errors"
 	"sync"
 	"time"
+	"unsafe"
 
 	"github.com/fxamacker/cbor/v2"
 
@@ -208,6 +209,10 @@ func (d *entryDecoder) decode(b []byte) (keyEntry, error) {
 		return d.legacy.decode(b)
 	}
 	var e keyEntry
+	if fastDecode(fastEntry(), b, unsafe.Pointer(&e)) {
+		return e, nil
+	}
+	e = keyEntry{}
 	if !cborMap(b) || recordDec().Unmarshal(b, &e) != nil {
 		return keyEntry{}, errBadRecord
 	}
@@ -222,6 +227,10 @@ func (d *stateDecoder) decode(b []byte) (keyState, error) {
 		return d.legacy.decode(b)
 	}
 	var ks keyState
+	if fastDecode(fastState(), b, unsafe.Pointer(&ks)) {
+		return ks, nil
+	}
+	ks = keyState{}
 	if !cborMap(b) || recordDec().Unmarshal(b, &ks) != nil {
 		return keyState{}, errBadRecord
 	}
