@@ -3,6 +3,7 @@ package cli
 import (
 	"bufio"
 	"bytes"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
@@ -105,4 +106,39 @@ func TestWriteTableAllocationsFlat(t *testing.T) { // not parallel: testing.Allo
 			t.Errorf("keep %d, spill %v: table\n%s\nwant (text/tabwriter)\n%s", tc.keep, tc.spill != nil, out.String(), want.String())
 		}
 	}
+}
+
+// FuzzIndentJSON: appendIndentJSON indents what json.Encoder writes byte for
+// byte as json.Indent does (keys list --json and status --json write every
+// key through it).
+func FuzzIndentJSON(f *testing.F) {
+	for _, v := range []any{
+		map[string]any{"label": "a \"b\" \\ c", "scopes": []string{}, "m": map[string]any{}, "n": nil, "x": 1.5, "t": true,
+			"d": map[string]any{"s": []any{"<&>", "\u2028", "é", []int{1, 2}, map[string]int{"k": 3}}}},
+		[]any{}, "s", 3, nil, keyJSON{Label: "k,\"}]:{[", APIKey: "eyJ…", Default: true},
+	} {
+		b, err := json.Marshal(v)
+		if err != nil {
+			f.Fatal(err)
+		}
+		f.Add(string(b))
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		var v any
+		if json.Unmarshal([]byte(s), &v) != nil {
+			return
+		}
+		var buf bytes.Buffer
+		if err := json.NewEncoder(&buf).Encode(v); err != nil {
+			return
+		}
+		compact := bytes.TrimSuffix(buf.Bytes(), []byte("\n"))
+		var want bytes.Buffer
+		if err := json.Indent(&want, compact, "  ", "  "); err != nil {
+			t.Fatal(err)
+		}
+		if got := appendIndentJSON(nil, compact, "  ", "  "); string(got) != want.String() {
+			t.Fatalf("indented\n%s\nwant (json.Indent)\n%s", got, want.String())
+		}
+	})
 }
