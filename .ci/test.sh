@@ -87,7 +87,9 @@ lint_log="$scratch/lint.log"
   set +e
   renice -n 19 -p "$BASHPID" >/dev/null 2>&1
   rc=0
-  for target in darwin/amd64 darwin/arm64 windows/amd64 windows/arm64; do
+  # One architecture each (the one most machines of that system have): the
+  # platform's build tags are what differ; .ci/release.sh builds all four.
+  for target in darwin/arm64 windows/amd64; do
     echo "== go vet ($target)"
     GOOS=${target%/*} GOARCH=${target#*/} go vet ./... 2>&1 || { echo "FAIL	go vet ($target)"; rc=1; }
   done
@@ -96,7 +98,7 @@ lint_log="$scratch/lint.log"
   exit "$rc"
 ) >"$lint_log" 2>&1 &
 bg_pid=$!
-log "go vet for darwin and windows (amd64, arm64) and staticcheck: in the background, shown after the tests"
+log "go vet for darwin/arm64 and windows/amd64, and staticcheck: in the background, shown after the tests"
 
 failed=0 keyring_failed=0
 json="$scratch/go-test.json" cmdjson="$scratch/go-test-cmd.json" keyringjson="$scratch/go-test-keyring.json"
@@ -178,7 +180,7 @@ lint_failed=0
 wait "$bg_pid" || lint_failed=1
 bg_pid=""
 cat "$lint_log"
-[ "$lint_failed" -eq 0 ] && echo "ok	go vet (darwin, windows; amd64, arm64) and staticcheck" || failed=1
+[ "$lint_failed" -eq 0 ] && echo "ok	go vet (darwin/arm64, windows/amd64) and staticcheck" || failed=1
 
 log "the ten slowest tests (over 2s)"
 cat "$cmdjson" "$keyringjson" >>"$json" 2>/dev/null || true

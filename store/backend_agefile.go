@@ -10,6 +10,7 @@ import (
 	"sync"
 
 	"filippo.io/age"
+	"github.com/shipkey/shipkey/internal/scryptcost"
 )
 
 // fileBackend keeps each key's secrets in its own small file,
@@ -60,10 +61,15 @@ func (b *fileBackend) files() keyFiles    { return keyFiles{dir: b.dataPath(), e
 // scryptRecipient wraps a new identity with pass.
 func (b *fileBackend) scryptRecipient(pass string) (*age.ScryptRecipient, error) {
 	r, err := age.NewScryptRecipient(pass)
-	if err == nil && b.scryptWorkFactor > 0 {
-		r.SetWorkFactor(b.scryptWorkFactor)
+	if err != nil {
+		return nil, err
 	}
-	return r, err
+	if b.scryptWorkFactor > 0 {
+		r.SetWorkFactor(b.scryptWorkFactor)
+	} else if scryptcost.WorkFactor > 0 {
+		r.SetWorkFactor(scryptcost.WorkFactor)
+	}
+	return r, nil
 }
 
 func (b *fileBackend) lockedError(msg string, cause error) error {

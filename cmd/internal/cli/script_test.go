@@ -26,11 +26,16 @@ import (
 	"github.com/rogpeppe/go-internal/testscript"
 	"github.com/shipkey/shipkey/auth/authtest"
 	"github.com/shipkey/shipkey/internal/optest"
+	"github.com/shipkey/shipkey/internal/scryptcost"
 )
 
 func TestMain(m *testing.M) {
 	testscript.Main(removeBuilt{m}, map[string]func(){
-		"shipkey": func() { os.Exit(run()) },
+		// The scripts' shipkey processes wrap new file-backend stores at a
+		// low scrypt work factor (internal/scryptcost says why); this test
+		// process itself, and the binaries buildShipkey builds, keep the
+		// default.
+		"shipkey": func() { scryptcost.WorkFactor = 12; os.Exit(run()) },
 		// Commands for shipkey exec to run.
 		"showenv":  childShowEnv,
 		"exitwith": childExitWith,
