@@ -2,7 +2,7 @@
 # Runs every shipkey test. On a fresh Debian machine it first installs what the
 # tests need and is missing (tmux, Node.js + npm, D-Bus and gnome-keyring for
 # the real Secret Service test, the oauth2-mock-server npm package,
-# staticcheck, gotestsum), then runs go vet (darwin, windows and staticcheck
+# staticcheck, gotestsum), then runs go vet (linux, darwin, windows) and staticcheck
 # in the background), the keyring tests against a real Secret Service, fuzz
 # targets briefly, and go test over the module (-race on all
 # packages but cmd/internal/cli, see step 5) through gotestsum: one line per package
@@ -73,9 +73,7 @@ scratch=$(mktemp -d)
 bg_pid=""
 trap '[ -z "$bg_pid" ] || { pkill -P "$bg_pid"; kill "$bg_pid"; } 2>/dev/null; rm -rf "$scratch"' EXIT
 
-log "go vet"
-go vet ./...
-# Every platform a release builds for compiles and vets, tests included
+# go vet, here and for the platforms a release builds for, tests included
 # (Linux-only code sits behind build tags; the release itself is
 # .ci/release.sh), and staticcheck reads the whole module. These only
 # compute: they run in the background at the lowest priority, on the CPU
@@ -87,6 +85,8 @@ lint_log="$scratch/lint.log"
   set +e
   renice -n 19 -p "$BASHPID" >/dev/null 2>&1
   rc=0
+  echo "== go vet"
+  go vet ./... 2>&1 || { echo "FAIL	go vet"; rc=1; }
   # One architecture each (the one most machines of that system have): the
   # platform's build tags are what differ; .ci/release.sh builds all four.
   for target in darwin/arm64 windows/amd64; do
@@ -98,7 +98,7 @@ lint_log="$scratch/lint.log"
   exit "$rc"
 ) >"$lint_log" 2>&1 &
 bg_pid=$!
-log "go vet for darwin/arm64 and windows/amd64, and staticcheck: in the background, shown after the tests"
+log "go vet (linux, darwin/arm64, windows/amd64) and staticcheck: in the background, shown after the tests"
 
 failed=0 keyring_failed=0
 json="$scratch/go-test.json" cmdjson="$scratch/go-test-cmd.json" keyringjson="$scratch/go-test-keyring.json"
@@ -175,12 +175,12 @@ gotestsum --format testname --format-icons text --hide-summary=all --jsonfile "$
   -- -count=1 -parallel 8 -timeout 20m ./cmd/internal/cli/ | no_done || failed=1
 wait "$inproc_pid" || failed=1
 
-log "go vet for darwin and windows, staticcheck (the background step)"
+log "go vet and staticcheck (the background step)"
 lint_failed=0
 wait "$bg_pid" || lint_failed=1
 bg_pid=""
 cat "$lint_log"
-[ "$lint_failed" -eq 0 ] && echo "ok	go vet (darwin/arm64, windows/amd64) and staticcheck" || failed=1
+[ "$lint_failed" -eq 0 ] && echo "ok	go vet (linux, darwin/arm64, windows/amd64) and staticcheck" || failed=1
 
 log "the ten slowest tests (over 2s)"
 cat "$cmdjson" "$keyringjson" >>"$json" 2>/dev/null || true
@@ -190,6 +190,6 @@ head -n 10 "$scratch/slowest"
 log "summary"
 gotestsum --format standard-quiet --raw-command -- cat "$json" || failed=1
 [ "$keyring_failed" -eq 0 ] || echo "FAIL	the real Secret Service keyring step (see above)"
-[ "$lint_failed" -eq 0 ] || echo "FAIL	go vet for darwin/windows or staticcheck (see above)"
+[ "$lint_failed" -eq 0 ] || echo "FAIL	go vet or staticcheck (see above)"
 echo "total: $SECONDS s (bash .ci/test.sh, wall time)"
 exit "$failed"
