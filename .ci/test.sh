@@ -3,7 +3,7 @@
 # tests need and is missing (tmux, Node.js + npm, D-Bus and gnome-keyring for
 # the real Secret Service test, the oauth2-mock-server npm package,
 # staticcheck, gotestsum), then runs go vet (linux, darwin, windows) and staticcheck
-# in the background), the keyring tests against a real Secret Service, fuzz
+# (in the background), the keyring tests against a real Secret Service, fuzz
 # targets briefly, and go test over the module (-race on all
 # packages but cmd/internal/cli, see step 5) through gotestsum: one line per package
 # (per test for cmd/internal/cli) as it finishes, then the ten slowest tests, the
