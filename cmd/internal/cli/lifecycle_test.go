@@ -108,6 +108,20 @@ func lcConfig(mod func(*authtest.Config)) authtest.Config {
 	return cfg
 }
 
+// realmWithClock starts the lifecycle realm with access tokens of ttl and a
+// clock that runs offset behind or ahead of the machine's (the tests set it
+// so that a token is issued with only part of its life left).
+func realmWithClock(t *testing.T, ttl time.Duration) (*authtest.Server, *atomic.Int64) {
+	t.Helper()
+	offset := new(atomic.Int64)
+	srv := authtest.NewServer(lcConfig(func(c *authtest.Config) {
+		c.AccessTTL = ttl
+		c.Now = func() time.Time { return time.Now().Add(time.Duration(offset.Load())) }
+	}))
+	t.Cleanup(srv.Close)
+	return srv, offset
+}
+
 // TestShortLivedTokenLifecycle: an 8 s access token is reused for its life
 // (two `token` calls in a row make no token request beyond the login), and
 // once it has expired fifty concurrent `token` processes make exactly one
@@ -121,12 +135,7 @@ func lcConfig(mod func(*authtest.Config)) authtest.Config {
 func TestShortLivedTokenLifecycle(t *testing.T) {
 	t.Parallel()
 	bin := buildShipkey(t)
-	var offset atomic.Int64
-	srv := authtest.NewServer(lcConfig(func(c *authtest.Config) {
-		c.AccessTTL = 10 * time.Minute
-		c.Now = func() time.Time { return time.Now().Add(time.Duration(offset.Load())) }
-	}))
-	defer srv.Close()
+	srv, offset := realmWithClock(t, 10*time.Minute)
 	c := newCLIRun(t, bin, 4*time.Minute)
 
 	offset.Store(int64(-(10*time.Minute - 8*time.Second)))

@@ -394,12 +394,7 @@ func serveInProcess(t *testing.T, opts *serveOptions) net.Conn {
 func TestServeFollowsTheUnlock(t *testing.T) {
 	t.Parallel()
 	bin := buildShipkey(t)
-	var offset atomic.Int64
-	srv := authtest.NewServer(lcConfig(func(c *authtest.Config) {
-		c.AccessTTL = 10 * time.Minute
-		c.Now = func() time.Time { return time.Now().Add(time.Duration(offset.Load())) }
-	}))
-	t.Cleanup(srv.Close)
+	srv, offset := realmWithClock(t, 10*time.Minute)
 	c := newCLIRun(t, bin, 3*time.Minute)
 	for i, kv := range c.env {
 		if strings.HasPrefix(kv, "SHIPKEY_SECRETS=") {
