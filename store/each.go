@@ -65,7 +65,7 @@ func (t *tx) eachKey(fn func(Key) error) error {
 	if j.sc == nil || ids == nil {
 		return j.byLookups(b)
 	}
-	bounds := chunkBounds(t.btx, b.Cursor(), j.chunk)
+	bounds := walkBounds(t.btx, b.Cursor(), ids.Cursor(), j.chunk)
 	if len(bounds) == 0 {
 		return j.byLookups(b) // one chunk: its lookups touch no page twice
 	}
@@ -201,6 +201,62 @@ func lookupState(sc *bolt.Cursor, id string) ([]byte, bool) {
 		return v, true
 	}
 	return nil, false
+}
+
+// walkBounds returns the first label of every chunk of keys but the first
+// (copies, in order); none when the keys fit in one chunk. It reads the
+// labels from the ids bucket (id -> label, 1/7 of the entries bucket's
+// pages at 100,000 keys) and keeps a sample of them, every label whose hash
+// (sampleHash) falls on one in sampleEvery: sorted, every chunk/sampleEvery-th
+// sample begins a chunk. A chunk is then about walkChunk keys (256 samples
+// a chunk: a few percent either way), and the walk reads the entries
+// bucket once, not twice; a bound only says which partition a state goes
+// to, so the keys and their order do not depend on it. Labels that the hash
+// keeps too few of (a quarter of the expected sample: chosen against it, or
+// a damaged ids bucket) get exact bounds from the entries bucket instead
+// (chunkBounds): a chunk's states are what a walk holds, and uneven chunks
+// would hold more.
+func walkBounds(btx *bolt.Tx, entries, ids *bolt.Cursor, chunk int) [][]byte {
+	every := uint64(max(1, chunk/256))
+	var sample [][]byte
+	n := 0
+	for k, label := ids.First(); k != nil; k, label = ids.Next() {
+		if sampleHash(label)%every == 0 {
+			sample = append(sample, bytes.Clone(label))
+		}
+		if n++; n%(4*releaseEvery) == 0 {
+			releaseMapped(btx)
+		}
+	}
+	releaseMapped(btx)
+	if n <= chunk {
+		return nil
+	}
+	if uint64(len(sample)) < uint64(n)/every/4 {
+		return chunkBounds(btx, entries, chunk)
+	}
+	slices.SortFunc(sample, bytes.Compare)
+	var bounds [][]byte
+	step := max(1, chunk/int(every))
+	for i := step; i < len(sample); i += step {
+		bounds = append(bounds, sample[i])
+	}
+	return bounds
+}
+
+// sampleHash is a label's 64-bit FNV-1a hash with a final mix (MurmurHash3's),
+// so that its low bits vary with every byte of the label: the same on
+// every run, so a walk's chunks are too.
+func sampleHash(label []byte) uint64 {
+	h := uint64(14695981039346656037)
+	for _, c := range label {
+		h ^= uint64(c)
+		h *= 1099511628211
+	}
+	h ^= h >> 33
+	h *= 0xff51afd7ed558ccd
+	h ^= h >> 33
+	return h
 }
 
 // chunkBounds reads the entries bucket's labels and returns the first label
