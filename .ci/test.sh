@@ -1,14 +1,14 @@
 #!/usr/bin/env bash
 # Runs every shipkey test. On a fresh Debian machine it first installs what the
 # tests need and is missing (tmux, Node.js + npm, D-Bus and gnome-keyring for
-# the real Secret Service test, the oauth2-mock-server npm package,
-# staticcheck, gotestsum), then runs go vet (linux, darwin, windows) and staticcheck
-# (in the background), the keyring tests against a real Secret Service, fuzz
-# targets briefly, and go test over the module (-race on all
+# the real Secret Service test, the oauth2-mock-server and oidc-provider npm
+# packages, gotestsum), then runs the keyring tests against a real Secret
+# Service, fuzz targets briefly, and go test over the module (-race on all
 # packages but cmd/internal/cli, see step 5) through gotestsum: one line per package
 # (per test for cmd/internal/cli) as it finishes, then the ten slowest tests, the
 # summary with the one count of tests (the keyring step's included), and the
-# total wall time. It exits non-zero when anything failed.
+# total wall time. It exits non-zero when anything failed. go vet and
+# staticcheck are .ci/lint.sh (CI, .ci/run, runs both).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -59,46 +59,14 @@ if [ ! -d "$op/node_modules/oidc-provider" ]; then
   npm ci --prefix "$op" --no-audit --no-fund --loglevel=error
 fi
 
-# 3. Linters, and the test runner that shows progress.
-if ! command -v staticcheck >/dev/null; then
-  log "installing staticcheck"
-  go install honnef.co/go/tools/cmd/staticcheck@v0.8.2
-fi
+# 3. The test runner that shows progress.
 if ! command -v gotestsum >/dev/null; then
   log "installing gotestsum"
   go install gotest.tools/gotestsum@v1.13.0
 fi
 
 scratch=$(mktemp -d)
-bg_pid=""
-trap '[ -z "$bg_pid" ] || { pkill -P "$bg_pid"; kill "$bg_pid"; } 2>/dev/null; rm -rf "$scratch"' EXIT
-
-# go vet, here and for the platforms a release builds for, tests included
-# (Linux-only code sits behind build tags; the release itself is
-# .ci/release.sh), and staticcheck reads the whole module. These only
-# compute: they run in the background at the lowest priority, on the CPU
-# that the tests below leave idle while they wait on servers, processes and
-# terminals, and their output is shown (and their failure counted) after
-# the tests.
-lint_log="$scratch/lint.log"
-(
-  set +e
-  renice -n 19 -p "$BASHPID" >/dev/null 2>&1
-  rc=0
-  echo "== go vet"
-  go vet ./... 2>&1 || { echo "FAIL	go vet"; rc=1; }
-  # One architecture each (the one most machines of that system have): the
-  # platform's build tags are what differ; .ci/release.sh builds all four.
-  for target in darwin/arm64 windows/amd64; do
-    echo "== go vet ($target)"
-    GOOS=${target%/*} GOARCH=${target#*/} go vet ./... 2>&1 || { echo "FAIL	go vet ($target)"; rc=1; }
-  done
-  echo "== staticcheck"
-  staticcheck ./... 2>&1 || { echo "FAIL	staticcheck"; rc=1; }
-  exit "$rc"
-) >"$lint_log" 2>&1 &
-bg_pid=$!
-log "go vet (linux, darwin/arm64, windows/amd64) and staticcheck: in the background, shown after the tests"
+trap 'rm -rf "$scratch"' EXIT
 
 failed=0 keyring_failed=0
 json="$scratch/go-test.json" cmdjson="$scratch/go-test-cmd.json" keyringjson="$scratch/go-test-keyring.json"
@@ -175,13 +143,6 @@ gotestsum --format testname --format-icons text --hide-summary=all --jsonfile "$
   -- -count=1 -parallel 8 -timeout 20m ./cmd/internal/cli/ | no_done || failed=1
 wait "$inproc_pid" || failed=1
 
-log "go vet and staticcheck (the background step)"
-lint_failed=0
-wait "$bg_pid" || lint_failed=1
-bg_pid=""
-cat "$lint_log"
-[ "$lint_failed" -eq 0 ] && echo "ok	go vet (linux, darwin/arm64, windows/amd64) and staticcheck" || failed=1
-
 log "the ten slowest tests (over 2s)"
 cat "$cmdjson" "$keyringjson" >>"$json" 2>/dev/null || true
 gotestsum tool slowest --jsonfile "$json" --threshold 2s >"$scratch/slowest" || failed=1
@@ -190,6 +151,5 @@ head -n 10 "$scratch/slowest"
 log "summary"
 gotestsum --format standard-quiet --raw-command -- cat "$json" || failed=1
 [ "$keyring_failed" -eq 0 ] || echo "FAIL	the real Secret Service keyring step (see above)"
-[ "$lint_failed" -eq 0 ] || echo "FAIL	go vet or staticcheck (see above)"
 echo "total: $SECONDS s (bash .ci/test.sh, wall time)"
 exit "$failed"
