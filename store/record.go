@@ -201,40 +201,48 @@ func encodeState(ks keyState) []byte {
 }
 
 // entryDecoder decodes entries, new and old, sharing the strings that
-// repeat in old ones.
-type entryDecoder struct{ legacy legacyEntryDecoder }
+// repeat from one to the next.
+type entryDecoder struct {
+	legacy legacyEntryDecoder
+	share  fastShare
+}
 
 func (d *entryDecoder) decode(b []byte) (keyEntry, error) {
 	if legacyRecord(b) {
 		return d.legacy.decode(b)
 	}
-	var e keyEntry
-	if fastDecode(fastEntry(), b, unsafe.Pointer(&e)) {
+	var e keyEntry // not the library's: on the stack
+	if fastDecode(fastEntry(), b, unsafe.Pointer(&e), &d.share) {
 		return e, nil
 	}
-	e = keyEntry{}
-	if !cborMap(b) || recordDec().Unmarshal(b, &e) != nil {
-		return keyEntry{}, errBadRecord
-	}
-	return e, nil
+	return libraryDecode[keyEntry](b)
 }
 
-// stateDecoder decodes state records, new and old.
-type stateDecoder struct{ legacy legacyStateDecoder }
+// libraryDecode decodes b with the CBOR library.
+func libraryDecode[T keyEntry | keyState](b []byte) (T, error) {
+	var v T
+	if !cborMap(b) || recordDec().Unmarshal(b, &v) != nil {
+		return *new(T), errBadRecord
+	}
+	return v, nil
+}
+
+// stateDecoder decodes state records, new and old, sharing the strings that
+// repeat from one to the next.
+type stateDecoder struct {
+	legacy legacyStateDecoder
+	share  fastShare
+}
 
 func (d *stateDecoder) decode(b []byte) (keyState, error) {
 	if legacyRecord(b) {
 		return d.legacy.decode(b)
 	}
-	var ks keyState
-	if fastDecode(fastState(), b, unsafe.Pointer(&ks)) {
+	var ks keyState // not the library's: on the stack
+	if fastDecode(fastState(), b, unsafe.Pointer(&ks), &d.share) {
 		return ks, nil
 	}
-	ks = keyState{}
-	if !cborMap(b) || recordDec().Unmarshal(b, &ks) != nil {
-		return keyState{}, errBadRecord
-	}
-	return ks, nil
+	return libraryDecode[keyState](b)
 }
 
 // legacyEncodeEntry is how entries were written before (version 2), kept

@@ -34,14 +34,18 @@ const (
 
 type fastField struct {
 	name string
-	off  uintptr
+	off  uintptr // from the start of the outermost struct
 	kind fastKind
+	slot int // where a fastShare keeps this field's value from the record before
 	sub  *fastStruct
 }
 
 // fastStruct is a struct's fields as the CBOR map names them (json tags,
 // embedded structs' fields promoted), in declaration order.
-type fastStruct struct{ fields []fastField }
+type fastStruct struct {
+	fields []fastField
+	slots  int // fields in all, nested ones too (on the outermost struct)
+}
 
 var (
 	fastEntry = sync.OnceValue(func() *fastStruct { return newFastStruct(reflect.TypeFor[keyEntry]()) })
@@ -52,20 +56,29 @@ var (
 // (then every record goes to the library).
 func newFastStruct(t reflect.Type) *fastStruct {
 	fs := &fastStruct{}
-	if !fs.add(t, 0) || len(fs.fields) > 64 {
+	slots := 0
+	if !fs.add(t, 0, &slots) || len(fs.fields) > 64 {
 		return nil
 	}
-	seen := map[string]bool{}
-	for _, f := range fs.fields {
-		if seen[f.name] {
-			return nil
-		}
-		seen[f.name] = true
+	fs.slots = slots
+	if !uniqueNames(fs.fields) {
+		return nil
 	}
 	return fs
 }
 
-func (fs *fastStruct) add(t reflect.Type, base uintptr) bool {
+func uniqueNames(fields []fastField) bool {
+	seen := map[string]bool{}
+	for _, f := range fields {
+		if seen[f.name] {
+			return false
+		}
+		seen[f.name] = true
+	}
+	return true
+}
+
+func (fs *fastStruct) add(t reflect.Type, base uintptr, slots *int) bool {
 	for i := range t.NumField() {
 		f := t.Field(i)
 		name, _, _ := strings.Cut(f.Tag.Get("json"), ",")
@@ -73,7 +86,7 @@ func (fs *fastStruct) add(t reflect.Type, base uintptr) bool {
 			return false // not worth knowing the library's rules for these
 		}
 		if f.Anonymous && f.Type.Kind() == reflect.Struct && name == "" {
-			if !fs.add(f.Type, base+f.Offset) {
+			if !fs.add(f.Type, base+f.Offset, slots) {
 				return false
 			}
 			continue
@@ -81,7 +94,8 @@ func (fs *fastStruct) add(t reflect.Type, base uintptr) bool {
 		if name == "" {
 			return false
 		}
-		ff := fastField{name: name, off: base + f.Offset}
+		ff := fastField{name: name, off: base + f.Offset, slot: *slots}
+		*slots++
 		switch {
 		case f.Type == reflect.TypeFor[time.Time]():
 			ff.kind = fastTime
@@ -96,8 +110,8 @@ func (fs *fastStruct) add(t reflect.Type, base uintptr) bool {
 		case f.Type == reflect.TypeFor[[]string]():
 			ff.kind = fastStrings
 		case f.Type.Kind() == reflect.Struct:
-			ff.kind, ff.sub = fastNested, newFastStruct(f.Type)
-			if ff.sub == nil {
+			ff.kind, ff.sub = fastNested, &fastStruct{}
+			if !ff.sub.add(f.Type, base+f.Offset, slots) || len(ff.sub.fields) > 64 || !uniqueNames(ff.sub.fields) {
 				return false
 			}
 		default:
@@ -109,13 +123,127 @@ func (fs *fastStruct) add(t reflect.Type, base uintptr) bool {
 }
 
 // fastDecode decodes b into *p (a zero value of the struct fs describes);
-// ok false: leave b to the library (*p may then be partly set).
-func fastDecode(fs *fastStruct, b []byte, p unsafe.Pointer) bool {
+// ok false: leave b to the library (*p may then be partly set). A field's
+// value equal to the one sh kept from the record before is shared (sh nil:
+// nothing is); the other strings are copied into one allocation.
+func fastDecode(fs *fastStruct, b []byte, p unsafe.Pointer, sh *fastShare) bool {
 	if fs == nil {
 		return false
 	}
-	rest, ok := fs.decode(b, p)
-	return ok && len(rest) == 0
+	if sh != nil && len(sh.prev) != fs.slots {
+		// A decoder's first record (often its only one, a lookup)
+		// shares nothing; a walk's next ones share.
+		if sh.prev == nil && !sh.started {
+			sh.started, sh = true, nil
+		} else {
+			sh.prev = make([]fastPrev, fs.slots)
+		}
+	}
+	d := fastDec{share: sh}
+	rest, ok := fs.decode(&d, b, p)
+	if !ok || len(rest) != 0 {
+		if sh != nil {
+			clear(sh.prev) // it may hold a value of this record's
+		}
+		return false
+	}
+	d.copyStrings(p)
+	return true
+}
+
+// fastShare is what a decoder keeps of the record before, by field: keys
+// listed one after another mostly repeat their connection (its URLs,
+// client, scopes) and their token's type and scope.
+type fastShare struct {
+	prev    []fastPrev // by fastField.slot
+	started bool       // a record was decoded
+}
+
+type fastPrev struct {
+	s    string
+	list []string
+	i    *int64
+}
+
+// fastDec is one record's decoding: the strings read are copied at the end,
+// all into one allocation.
+type fastDec struct {
+	share   *fastShare
+	pending [32]fastPending
+	n       int // of pending
+	size    int // their bytes
+}
+
+// fastPending is a string to copy: into the field at off, or into *elem (a
+// list's element; the field's address is not kept, so that the struct
+// decoded into can stay on the stack), and into share.prev[slot] when slot
+// is not negative.
+type fastPending struct {
+	off  uintptr
+	elem *string
+	src  []byte
+	slot int
+}
+
+// setField sets the string field at off of the struct at root, sharing the
+// value of the record before when equal, else copied later.
+func (d *fastDec) setField(root unsafe.Pointer, f *fastField, s []byte) {
+	if len(s) == 0 {
+		return // already ""
+	}
+	if d.share != nil && d.share.prev[f.slot].s == string(s) {
+		*(*string)(unsafe.Add(root, f.off)) = d.share.prev[f.slot].s
+		return
+	}
+	if d.n == len(d.pending) {
+		v := string(s)
+		*(*string)(unsafe.Add(root, f.off)) = v
+		if d.share != nil {
+			d.share.prev[f.slot].s = v
+		}
+		return
+	}
+	d.pending[d.n] = fastPending{off: f.off, src: s, slot: f.slot}
+	d.n++
+	d.size += len(s)
+}
+
+// setElem sets a list's element (in the heap) to a copy of s, made later.
+func (d *fastDec) setElem(elem *string, s []byte) {
+	switch {
+	case len(s) == 0:
+	case d.n == len(d.pending):
+		*elem = string(s)
+	default:
+		d.pending[d.n] = fastPending{elem: elem, src: s, slot: -1}
+		d.n++
+		d.size += len(s)
+	}
+}
+
+// copyStrings copies the pending strings into one allocation (they are
+// kept, and freed, together, as they were read together).
+func (d *fastDec) copyStrings(root unsafe.Pointer) {
+	if d.n == 0 {
+		return
+	}
+	buf := make([]byte, 0, d.size)
+	for _, p := range d.pending[:d.n] {
+		buf = append(buf, p.src...)
+	}
+	all := unsafe.String(unsafe.SliceData(buf), len(buf)) // never written again
+	for _, p := range d.pending[:d.n] {
+		var v string
+		v, all = all[:len(p.src)], all[len(p.src):]
+		if p.elem != nil {
+			*p.elem = v
+			continue
+		}
+		*(*string)(unsafe.Add(root, p.off)) = v
+		if d.share != nil {
+			d.share.prev[p.slot].s = v
+		}
+	}
 }
 
 // cborHead reads a CBOR item's head with a definite argument.
@@ -153,7 +281,8 @@ func cborText(b []byte) (s, rest []byte, ok bool) {
 	return b[:n], b[n:], true
 }
 
-func (fs *fastStruct) decode(b []byte, p unsafe.Pointer) ([]byte, bool) {
+// decode decodes a map of fs's fields into the outermost struct, at root.
+func (fs *fastStruct) decode(d *fastDec, b []byte, root unsafe.Pointer) ([]byte, bool) {
 	major, n, b, ok := cborHead(b)
 	if !ok || major != 5 || n > 256 {
 		return nil, false
@@ -182,23 +311,22 @@ func (fs *fastStruct) decode(b []byte, p unsafe.Pointer) ([]byte, bool) {
 		}
 		seen |= 1 << i
 		next = i + 1
-		f := &fs.fields[i]
-		fp := unsafe.Add(p, f.off)
-		if b, ok = f.decode(b, fp); !ok {
+		if b, ok = fs.fields[i].decode(d, b, root); !ok {
 			return nil, false
 		}
 	}
 	return b, true
 }
 
-func (f *fastField) decode(b []byte, fp unsafe.Pointer) ([]byte, bool) {
+func (f *fastField) decode(d *fastDec, b []byte, root unsafe.Pointer) ([]byte, bool) {
+	fp := unsafe.Add(root, f.off)
 	switch f.kind {
 	case fastString:
 		s, rest, ok := cborText(b)
 		if !ok {
 			return nil, false
 		}
-		*(*string)(fp) = string(s)
+		d.setField(root, f, s)
 		return rest, true
 	case fastBool:
 		if len(b) == 0 || (b[0] != 0xf4 && b[0] != 0xf5) {
@@ -215,12 +343,18 @@ func (f *fastField) decode(b []byte, fp unsafe.Pointer) ([]byte, bool) {
 		if major == 1 {
 			i = -1 - i
 		}
-		if f.kind == fastInt {
+		switch {
+		case f.kind == fastInt:
 			*(*int64)(fp) = i
-		} else {
+		case d.share != nil && d.share.prev[f.slot].i != nil && *d.share.prev[f.slot].i == i:
+			*(**int64)(fp) = d.share.prev[f.slot].i
+		default:
 			q := new(int64)
 			*q = i
 			*(**int64)(fp) = q
+			if d.share != nil {
+				d.share.prev[f.slot].i = q
+			}
 		}
 		return rest, true
 	case fastTime:
@@ -231,29 +365,52 @@ func (f *fastField) decode(b []byte, fp unsafe.Pointer) ([]byte, bool) {
 		if !ok {
 			return nil, false
 		}
-		t, err := time.Parse(time.RFC3339, string(s))
-		if err != nil {
+		// What time.Parse(time.RFC3339, s) returns (the library's
+		// reading), without copying s into a string.
+		if (*time.Time)(fp).UnmarshalText(s) != nil {
 			return nil, false
 		}
-		*(*time.Time)(fp) = t
 		return rest, true
 	case fastStrings:
-		major, n, rest, ok := cborHead(b)
-		if !ok || major != 4 || n == 0 || n > 1024 {
-			return nil, false
-		}
-		ss := make([]string, n)
-		for i := range ss {
-			var s []byte
-			if s, rest, ok = cborText(rest); !ok {
-				return nil, false
-			}
-			ss[i] = string(s)
-		}
-		*(*[]string)(fp) = ss
-		return rest, true
+		return d.strings(b, (*[]string)(fp), f.slot)
 	case fastNested:
-		return f.sub.decode(b, fp)
+		return f.sub.decode(d, b, root)
 	}
 	return nil, false
+}
+
+// strings reads a non-empty array of text strings into *dst: the list of
+// the record before when equal.
+func (d *fastDec) strings(b []byte, dst *[]string, slot int) ([]byte, bool) {
+	major, n, b, ok := cborHead(b)
+	if !ok || major != 4 || n == 0 || n > 1024 {
+		return nil, false
+	}
+	var prev []string
+	if d.share != nil {
+		prev = d.share.prev[slot].list
+	}
+	same, rest := uint64(len(prev)) == n, b
+	for i := range n {
+		var s []byte
+		if s, rest, ok = cborText(rest); !ok {
+			return nil, false
+		}
+		same = same && prev[i] == string(s)
+	}
+	if same {
+		*dst = prev
+		return rest, true
+	}
+	ss := make([]string, n)
+	for i := range ss {
+		var s []byte
+		s, b, _ = cborText(b) // read above
+		d.setElem(&ss[i], s)
+	}
+	*dst = ss
+	if d.share != nil {
+		d.share.prev[slot].list = ss // its strings set by copyStrings, or fastDecode forgets it
+	}
+	return rest, true
 }

@@ -1,6 +1,7 @@
 package store
 
 import (
+	"fmt"
 	"reflect"
 	"testing"
 	"time"
@@ -27,9 +28,10 @@ func fullRecords(loc *time.Location) (entry, state []byte) {
 }
 
 // The records shipkey writes decode without the CBOR library's reflection:
-// an allocation a string (and the scopes' slice, the not-before-policy's
-// int), where the library made about twice as many (a walk decodes two
-// records a key). Every field's value is checked against the library's.
+// one allocation for all of a record's strings (and one for the scopes'
+// slice, the not-before-policy's int), where the library made about twice
+// as many as there are strings (a walk decodes two records a key). Every
+// field's value is checked against the library's.
 func TestRecordsDecodeFast(t *testing.T) { // not parallel: testing.AllocsPerRun
 	entry, state := fullRecords(time.FixedZone("", 5*3600+1800))
 	var libE keyEntry
@@ -50,16 +52,17 @@ func TestRecordsDecodeFast(t *testing.T) { // not parallel: testing.AllocsPerRun
 	if err != nil || !reflect.DeepEqual(ks, libS) {
 		t.Fatalf("state %+v, %v; the library's %+v", ks, err, libS)
 	}
-	// 16 strings and the scopes' slice; 10 strings and the int (times in
-	// UTC: one at another offset is a new time.Location each).
+	// The strings and the scopes' slice; the strings and the int (times
+	// in UTC: one at another offset is a new time.Location each). A new
+	// decoder each time: nothing is shared with a record before.
 	entry, state = fullRecords(time.UTC)
 	for _, c := range []struct {
 		what string
 		max  float64
 		dec  func()
 	}{
-		{"entry", 17, func() { _, _ = ed.decode(entry) }},
-		{"state", 11, func() { _, _ = sd.decode(state) }},
+		{"entry", 2, func() { var ed entryDecoder; _, _ = ed.decode(entry) }},
+		{"state", 2, func() { var sd stateDecoder; _, _ = sd.decode(state) }},
 	} {
 		if n := testing.AllocsPerRun(50, c.dec); n > c.max {
 			t.Errorf("decoding the %s record: %v allocations, want at most %v", c.what, n, c.max)
@@ -68,35 +71,150 @@ func TestRecordsDecodeFast(t *testing.T) { // not parallel: testing.AllocsPerRun
 }
 
 // FuzzFastRecord: what the fast decoder takes, the library decodes to the
-// same value; the rest is left to the library.
+// same value; the rest is left to the library. Two records go through one
+// pair of decoders (a walk's next key shares what equals the key before),
+// and the first again after the second.
 func FuzzFastRecord(f *testing.F) {
-	for _, loc := range []*time.Location{time.UTC, time.FixedZone("", -7200)} {
+	var seeds [][]byte
+	for _, loc := range []*time.Location{time.UTC, time.FixedZone("", -7200), time.FixedZone("", 5*3600+1800)} {
 		entry, state := fullRecords(loc)
-		f.Add(entry)
-		f.Add(state)
+		seeds = append(seeds, entry, state)
 	}
-	f.Add(encodeRecord(keyState{}))
-	f.Add(encodeRecord(keyEntry{Definition: Definition{Connection: auth.Connection{Scopes: []string{}}}}))
-	f.Add([]byte("\xa1\x62id\x60\x00"))                                        // trailing bytes
-	f.Add([]byte("\xa2\x62id\x61a\x62id\x61b"))                                // a duplicate
-	f.Add([]byte("\xa1\x62ID\x61a"))                                           // another case
-	f.Add([]byte("\xa1\x6acreated_at\x64 now"))                                // not RFC 3339
-	f.Add([]byte("\xbf\x62id\x61a\xff"))                                       // indefinite length
-	f.Add([]byte("\xa1\x6dcallback_port\x1b\x80\x00\x00\x00\x00\x00\x00\x00")) // past int64
-	f.Fuzz(func(t *testing.T, rec []byte) {
-		var fe keyEntry
-		if fastDecode(fastEntry(), rec, unsafe.Pointer(&fe)) {
-			var le keyEntry
-			if err := recordDec().Unmarshal(rec, &le); err != nil || !reflect.DeepEqual(fe, le) {
-				t.Fatalf("entry: fast %+v, library %+v, %v", fe, le, err)
+	entries, states := walkRecords(2)
+	seeds = append(seeds, entries[0], states[0], entries[1], states[1])
+	e, ks := keyEntry{Definition: Definition{Connection: auth.Connection{Scopes: []string{"a", "", "b"}}}}, keyState{}
+	nbp := int64(0)
+	ks.Token.NotBeforePolicy = &nbp
+	seeds = append(seeds, encodeRecord(e), encodeRecord(ks), encodeRecord(keyState{}),
+		encodeRecord(keyEntry{Definition: Definition{Connection: auth.Connection{Scopes: []string{}}}}),
+		[]byte("\xa1\x62id\x60\x00"),                                        // trailing bytes
+		[]byte("\xa2\x62id\x61a\x62id\x61b"),                                // a duplicate
+		[]byte("\xa1\x62ID\x61a"),                                           // another case
+		[]byte("\xa1\x6acreated_at\x64 now"),                                // not RFC 3339
+		[]byte("\xa1\x6acreated_at\x781a2026-02-30T11:10:48.5+01:00"),       // no such day
+		[]byte("\xa1\x6acreated_at\x782026-11-26T11:10:48,5Z"),              // a comma
+		[]byte("\xa1\x6acreated_at\x76\x32\x30\x32\x36-11-26T24:00:00Z"),    // hour 24
+		[]byte("\xbf\x62id\x61a\xff"),                                       // indefinite length
+		[]byte("\xa1\x6dcallback_port\x1b\x80\x00\x00\x00\x00\x00\x00\x00"), // past int64
+		[]byte("\xa2\x66scopes\x82\x61a\x61b\x62id\x61\xff"),                // a bad string after the scopes
+	)
+	for i, a := range seeds {
+		f.Add(a, seeds[(i+1)%len(seeds)])
+		f.Add(a, a)
+	}
+	f.Fuzz(func(t *testing.T, first, second []byte) {
+		var ed entryDecoder
+		var sd stateDecoder
+		for _, rec := range [][]byte{first, second, first} {
+			var fe keyEntry
+			if fastDecode(fastEntry(), rec, unsafe.Pointer(&fe), &ed.share) {
+				var le keyEntry
+				if err := recordDec().Unmarshal(rec, &le); err != nil || !reflect.DeepEqual(fe, le) {
+					t.Fatalf("entry: fast %+v, library %+v, %v", fe, le, err)
+				}
 			}
-		}
-		var fs keyState
-		if fastDecode(fastState(), rec, unsafe.Pointer(&fs)) {
-			var ls keyState
-			if err := recordDec().Unmarshal(rec, &ls); err != nil || !reflect.DeepEqual(fs, ls) {
-				t.Fatalf("state: fast %+v, library %+v, %v", fs, ls, err)
+			var fs keyState
+			if fastDecode(fastState(), rec, unsafe.Pointer(&fs), &sd.share) {
+				var ls keyState
+				if err := recordDec().Unmarshal(rec, &ls); err != nil || !reflect.DeepEqual(fs, ls) {
+					t.Fatalf("state: fast %+v, library %+v, %v", fs, ls, err)
+				}
 			}
 		}
 	})
+}
+
+// FuzzRecordTime: the fast decoder reads a time without copying its text
+// (time.Time.UnmarshalText); what it reads is what the library's
+// time.Parse(time.RFC3339, …) reads, in the same location, and what it
+// refuses the library reads itself.
+func FuzzRecordTime(f *testing.F) {
+	for _, s := range []string{"2026-11-26T11:10:48Z", "2026-11-26T11:10:48.123456789Z", "2026-11-26T11:10:48+05:30",
+		"2026-11-26T11:10:48.5-02:00", "2026-11-26T11:10:48+00:00", "0000-01-01T00:00:00Z", "9999-12-31T23:59:59.999999999+23:59",
+		"2024-02-29T00:00:00Z", "2026-02-29T00:00:00Z", "2026-11-26T24:00:00Z", "2026-11-26T11:10:60Z", "2026-11-26T11:10:48,5Z",
+		"2026-11-26T11:10:48z", "2026-11-26 11:10:48Z", "2026-11-26T11:10:48.Z", "2026-11-26T1:10:48Z", "2026-11-26T11:10:48+24:00",
+		"2026-11-26T11:10:48.0000000001Z", time.Date(2026, 6, 1, 12, 0, 0, 0, time.Local).Format(time.RFC3339Nano)} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		var fast time.Time
+		if fast.UnmarshalText([]byte(s)) != nil {
+			return
+		}
+		lib, err := time.Parse(time.RFC3339, s)
+		again, _ := time.Parse(time.RFC3339, s)
+		// == too where the library's location is one value (UTC, Local,
+		// a whole hour's offset), not a new one each time.
+		if err != nil || !reflect.DeepEqual(fast, lib) || (lib == again) != (fast == lib) {
+			t.Fatalf("%q: fast %v (%p), library %v (%p), %v", s, fast, fast.Location(), lib, lib.Location(), err)
+		}
+	})
+}
+
+// walkRecords are n keys' entry and state records as a store of generated
+// keys holds them (storetest.Generate's: one connection, a token each).
+func walkRecords(n int) (entries, states [][]byte) {
+	now := time.Date(2026, 11, 26, 11, 10, 48, 0, time.UTC)
+	conn := auth.Connection{AuthURL: "https://auth.example.com", Realm: "shipping", ClientID: "shipping-api", Scopes: []string{"email", "profile"}}
+	for i := range n {
+		e := keyEntry{ID: fmt.Sprintf("%016x", uint64(i)*0x9e3779b97f4a7c15), Label: fmt.Sprintf("key-%07d", i),
+			Definition: Definition{Connection: conn, Username: fmt.Sprintf("user%d", i)}, CreatedAt: now.Add(-time.Duration(i) * time.Second)}
+		var ks keyState
+		ks.setToken(&auth.TokenSet{AccessToken: fmt.Sprintf("eyJhbGciOiJub25lIn0.eyJzdWIiOiJrZXktJWQifQ.%d", i),
+			RefreshToken: "r", TokenType: "Bearer", Scope: "email profile", ExpiresIn: 365 * 24 * 3600, RefreshExpiresIn: 1800,
+			SessionState: fmt.Sprintf("session-%d", i), ObtainedAt: now, AccessExpiresAt: now.Add(365 * 24 * time.Hour),
+			RefreshExpiresAt: now.Add(30 * time.Minute)})
+		ks.Secrets = BackendFile
+		entries, states = append(entries, encodeEntry(e)), append(states, encodeState(ks))
+	}
+	return entries, states
+}
+
+// A walk's decoders share what repeats from key to key (the connection,
+// the token's type and scope) and copy the rest of a record in one
+// allocation: two a key, where there were sixteen. Each key's records
+// decode as the library decodes them.
+func TestWalkDecodeAllocations(t *testing.T) { // not parallel: testing.AllocsPerRun
+	entries, states := walkRecords(100)
+	var ed entryDecoder
+	var sd stateDecoder
+	for i := range entries {
+		e, err := ed.decode(entries[i])
+		le, lerr := libraryDecode[keyEntry](entries[i])
+		if err != nil || lerr != nil || !reflect.DeepEqual(e, le) {
+			t.Fatalf("key %d: entry %+v, %v; the library's %+v, %v", i, e, err, le, lerr)
+		}
+		ks, err := sd.decode(states[i])
+		ls, lerr := libraryDecode[keyState](states[i])
+		if err != nil || lerr != nil || !reflect.DeepEqual(ks, ls) {
+			t.Fatalf("key %d: state %+v, %v; the library's %+v, %v", i, ks, err, ls, lerr)
+		}
+	}
+	i := 0
+	n := testing.AllocsPerRun(len(entries)-1, func() {
+		i = (i + 1) % len(entries) // the next key, as a walk reads them
+		_, _ = ed.decode(entries[i])
+		_, _ = sd.decode(states[i])
+	})
+	if n > 2 {
+		t.Errorf("decoding a key's two records in a walk: %v allocations, want at most 2", n)
+	}
+}
+
+// BenchmarkDecodeWalk decodes keys' records as a walk does: one decoder
+// pair, key after key.
+func BenchmarkDecodeWalk(b *testing.B) {
+	entries, states := walkRecords(1000)
+	var ed entryDecoder
+	var sd stateDecoder
+	b.ReportAllocs()
+	for i := 0; b.Loop(); i++ {
+		j := i % len(entries)
+		if _, err := ed.decode(entries[j]); err != nil {
+			b.Fatal(err)
+		}
+		if _, err := sd.decode(states[j]); err != nil {
+			b.Fatal(err)
+		}
+	}
 }
