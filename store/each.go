@@ -2,6 +2,8 @@ package store
 
 import (
 	"bytes"
+	"cmp"
+	"errors"
 	"slices"
 
 	bolt "go.etcd.io/bbolt"
@@ -36,12 +38,18 @@ func (s *Store) EachKey(fn func(Key) error) error {
 // chunk's states (about 300 bytes a key, no pointers) are all a walk
 // holds, whatever the number of keys.
 //
-// The pages of state.db that a walk has read are handed back every
-// releaseEvery keys of each step (releaseMapped): bbolt reads through a
-// memory map, and a page once touched counts in the process's resident
-// memory until unmapped, so a walk over 100,000 keys would otherwise hold
-// the whole file. BenchmarkScale in cmd/internal/cli measures a whole
-// `keys list`; the README quotes it.
+// A larger store's walk reads its three passes over whole buckets (the ids
+// for the chunks' bounds, the ids and states together, the entries) by
+// pread from state.db's file (bucketScan, each_scan.go), runs of
+// neighbouring pages at once, not through bbolt's memory map: on a virtual
+// machine mapping a page costs a page fault of about 3 µs, reading it in a
+// run of 64 pages a fifth of that. At 100,000 keys (150 MB) those passes
+// read 24,000 pages in about 1,500 preads. What bbolt's cursor still reads
+// (a small store's walk, the state of a key the ids bucket misses) is
+// handed back every releaseEvery keys (releaseMapped): a page once mapped
+// counts in the process's resident memory until unmapped, so a walk over
+// 100,000 keys would otherwise hold the whole file. BenchmarkScale in
+// cmd/internal/cli measures a whole `keys list`; the README quotes it.
 func (s *Store) WalkKeys(body func(each func(func(Key) error) error) error) error {
 	return s.view(func(t *tx) error {
 		return body(func(fn func(Key) error) error { return t.eachKey(fn) })
@@ -65,20 +73,66 @@ func (t *tx) eachKey(fn func(Key) error) error {
 	if j.sc == nil || ids == nil {
 		return j.byLookups(b)
 	}
-	bounds := walkBounds(t.btx, b.Cursor(), ids.Cursor(), j.chunk)
-	if len(bounds) == 0 {
-		return j.byLookups(b) // one chunk: its lookups touch no page twice
+	bounds, err := walkBounds(t, b, ids, j.chunk)
+	if err != nil || len(bounds) == 0 {
+		return cmp.Or(err, j.byLookups(b)) // one chunk: its lookups touch no page twice
 	}
 	temp := t.s.walkTemp
 	if temp == nil {
 		temp = walkTempFile
 	}
-	p, err := partitionStates(t.btx, ids.Cursor(), j.sc, bounds, temp)
+	p, err := partitionStates(t, ids, t.bucket(bucketState), bounds, temp)
+	var dmg *DamagedDBError
+	if errors.As(err, &dmg) {
+		return err
+	}
 	if err != nil {
 		return j.byLookups(b) // no temporary file: the walk of before
 	}
 	defer p.close()
 	return j.byPartitions(b, p)
+}
+
+// walkCursor is how a walk reads a bucket in order: a bucketScan (by pread,
+// each_scan.go) or, where there is none, bbolt's cursor. What it returns is
+// valid until its next call.
+type walkCursor interface {
+	First() (key, value []byte)
+	Next() (key, value []byte)
+	Seek(seek []byte) (key, value []byte)
+}
+
+// walkCursor reads b by a bucketScan where it can, else by bbolt's cursor.
+func (t *tx) walkCursor(b *bolt.Bucket) walkCursor {
+	if s := t.scanner(b); s != nil {
+		return s
+	}
+	return b.Cursor()
+}
+
+// walkDone is what ended a walk over c early, if anything (a bucketScan's
+// damaged page or read error), said of bucket name; bbolt's cursor panics
+// instead (runGuarded).
+func (t *tx) walkDone(c walkCursor, name []byte) error {
+	s, ok := c.(*bucketScan)
+	if !ok || s.err == nil {
+		return nil
+	}
+	if d := (*errScanDamaged)(nil); errors.As(s.err, &d) {
+		return t.damaged("bucket " + string(name) + ": " + d.reason)
+	}
+	return fileError("read", t.s.dbPath(), s.err)
+}
+
+// mapped reports whether reading by any of cs maps state.db's pages (bbolt's
+// cursor): then releaseMapped hands them back.
+func mapped(cs ...walkCursor) bool {
+	for _, c := range cs {
+		if _, ok := c.(*bolt.Cursor); ok {
+			return true
+		}
+	}
+	return false
 }
 
 // keyJoin hands fn each definition of the entries bucket, in label order,
@@ -164,8 +218,9 @@ func (j *keyJoin) byPartitions(b *bolt.Bucket, p *statePartitions) error {
 	btx := j.t.btx
 	var c partChunk
 	part := -1
-	n := 0
-	dc := b.Cursor()
+	n, lookups := 0, 0
+	dc := j.t.walkCursor(b)
+	release := mapped(dc)
 	for dk, dv := dc.First(); dk != nil; dk, dv = dc.Next() {
 		for part < 0 || (part < len(p.bounds) && bytes.Compare(dk, p.bounds[part]) >= 0) {
 			part++
@@ -173,7 +228,7 @@ func (j *keyJoin) byPartitions(b *bolt.Bucket, p *statePartitions) error {
 				return err
 			}
 		}
-		if n++; n%releaseEvery == 0 {
+		if n++; release && n%releaseEvery == 0 {
 			releaseMapped(btx)
 		}
 		e, err := j.entry(dk, dv)
@@ -185,13 +240,18 @@ func (j *keyJoin) byPartitions(b *bolt.Bucket, p *statePartitions) error {
 			// The ids bucket does not name this key's id under its label
 			// (a damaged index): look its state up.
 			st, ok = lookupState(j.sc, e.ID)
+			if lookups++; lookups%lookupReleaseEvery == 0 {
+				releaseMapped(btx)
+			}
 		}
 		if err := j.emit(e, st, ok); err != nil {
 			return err
 		}
 	}
-	releaseMapped(btx)
-	return nil
+	if release || lookups > 0 {
+		releaseMapped(btx)
+	}
+	return j.t.walkDone(dc, bucketEntries)
 }
 
 // lookupState is the state record of id, if any.
@@ -216,24 +276,31 @@ func lookupState(sc *bolt.Cursor, id string) ([]byte, bool) {
 // a damaged ids bucket) get exact bounds from the entries bucket instead
 // (chunkBounds): a chunk's states are what a walk holds, and uneven chunks
 // would hold more.
-func walkBounds(btx *bolt.Tx, entries, ids *bolt.Cursor, chunk int) [][]byte {
+func walkBounds(t *tx, entries, ids *bolt.Bucket, chunk int) ([][]byte, error) {
 	every := uint64(max(1, chunk/256))
 	var sample [][]byte
 	n := 0
-	for k, label := ids.First(); k != nil; k, label = ids.Next() {
+	ic := t.walkCursor(ids)
+	release := mapped(ic)
+	for k, label := ic.First(); k != nil; k, label = ic.Next() {
 		if sampleHash(label)%every == 0 {
 			sample = append(sample, bytes.Clone(label))
 		}
-		if n++; n%(4*releaseEvery) == 0 {
-			releaseMapped(btx)
+		if n++; release && n%(4*releaseEvery) == 0 {
+			releaseMapped(t.btx)
 		}
 	}
-	releaseMapped(btx)
+	if release {
+		releaseMapped(t.btx)
+	}
+	if err := t.walkDone(ic, bucketIDs); err != nil {
+		return nil, err
+	}
 	if n <= chunk {
-		return nil
+		return nil, nil
 	}
 	if uint64(len(sample)) < uint64(n)/every/4 {
-		return chunkBounds(btx, entries, chunk)
+		return chunkBounds(t, entries, chunk)
 	}
 	slices.SortFunc(sample, bytes.Compare)
 	var bounds [][]byte
@@ -241,7 +308,7 @@ func walkBounds(btx *bolt.Tx, entries, ids *bolt.Cursor, chunk int) [][]byte {
 	for i := step; i < len(sample); i += step {
 		bounds = append(bounds, sample[i])
 	}
-	return bounds
+	return bounds, nil
 }
 
 // sampleHash is a label's 64-bit FNV-1a hash with a final mix (MurmurHash3's),
@@ -262,19 +329,23 @@ func sampleHash(label []byte) uint64 {
 // chunkBounds reads the entries bucket's labels and returns the first label
 // of every chunk of keys but the first (copies); none when the keys fit in
 // one chunk.
-func chunkBounds(btx *bolt.Tx, c *bolt.Cursor, chunk int) [][]byte {
+func chunkBounds(t *tx, entries *bolt.Bucket, chunk int) ([][]byte, error) {
 	var bounds [][]byte
 	n := 0
+	c := t.walkCursor(entries)
+	release := mapped(c)
 	for k, _ := c.First(); k != nil; k, _ = c.Next() {
 		if n > 0 && n%chunk == 0 {
 			bounds = append(bounds, bytes.Clone(k))
 		}
-		if n++; n%(4*releaseEvery) == 0 {
-			releaseMapped(btx)
+		if n++; release && n%(4*releaseEvery) == 0 {
+			releaseMapped(t.btx)
 		}
 	}
-	releaseMapped(btx)
-	return bounds
+	if release {
+		releaseMapped(t.btx)
+	}
+	return bounds, t.walkDone(c, bucketEntries)
 }
 
 // walkChunkBuf holds a chunk of a walk: its keys' ids and raw state
@@ -345,13 +416,14 @@ func (w *walkChunkBuf) state(i int) (rec []byte, ok bool) {
 }
 
 // walkChunk is how many keys a walk reads at once, releaseEvery how many
-// it reads in order between two releaseMapped, lookupReleaseEvery how many
-// states it looks up (byLookups: each lookup may map a page of its own, and
-// the 64 KB around it). At 100,000 keys (BenchmarkScale) a
-// `keys list` that partitions its states holds about 29 MB at its peak (12
-// MB of it the program's own floor) and makes 8,000 page faults (20,000
-// looking states up chunk by chunk, released every 256 keys). Released every
-// 512 keys it holds 1 MB less, every 2048 4 MB more; chunks of 16384 hold
+// it reads in order by bbolt's cursor between two releaseMapped,
+// lookupReleaseEvery how many states it looks up (byLookups: each lookup
+// may map a page of its own, and the 64 KB around it). At 100,000 keys
+// (BenchmarkScale) a `keys list` that partitions its states, reading
+// state.db by pread, holds about 24 MB at its peak (12 MB of it the
+// program's own floor) and makes 3,400-4,000 page faults, its own memory's
+// (6,600-6,900 through the map, released every 1024 keys; 20,000 looking
+// states up chunk by chunk, released every 256 keys). Chunks of 16384 hold
 // 12 MB more, of 4096 3 MB less, for about the same faults.
 const (
 	walkChunk          = 8192

@@ -2,6 +2,7 @@ package store
 
 import (
 	"bytes"
+	"cmp"
 	"encoding/binary"
 	"errors"
 	"hash/maphash"
@@ -62,16 +63,19 @@ func ScratchFile(pattern string) (*os.File, error) {
 // partitionStates writes every key's state record (or that it has none)
 // to the partition of its label's chunk, reading ic (the ids bucket) and sc
 // (the state bucket) in id order.
-func partitionStates(btx *bolt.Tx, ic, sc *bolt.Cursor, bounds [][]byte, temp func() (*os.File, error)) (*statePartitions, error) {
+func partitionStates(t *tx, ids, states *bolt.Bucket, bounds [][]byte, temp func() (*os.File, error)) (*statePartitions, error) {
 	f, err := temp()
 	if err != nil {
 		return nil, err
 	}
+	btx := t.btx
 	p := &statePartitions{f: f, bounds: bounds, extents: make([][]extent, len(bounds)+1), counts: make([]int, len(bounds)+1), bufs: make([][]byte, len(bounds)+1)}
+	ic, sc := t.walkCursor(ids), t.walkCursor(states)
+	release := mapped(ic, sc)
 	sk, sv := sc.First()
 	n := 0
 	for id, label := ic.First(); id != nil; id, label = ic.Next() {
-		if n++; n%releaseEvery == 0 {
+		if n++; release && n%releaseEvery == 0 {
 			releaseMapped(btx)
 		}
 		// Most often the state record is the next one (ids and states have
@@ -94,7 +98,13 @@ func partitionStates(btx *bolt.Tx, ic, sc *bolt.Cursor, bounds [][]byte, temp fu
 			return nil, err
 		}
 	}
-	releaseMapped(btx)
+	if release {
+		releaseMapped(btx)
+	}
+	if err := cmp.Or(t.walkDone(ic, bucketIDs), t.walkDone(sc, bucketState)); err != nil {
+		p.close()
+		return nil, err
+	}
 	for i := range p.bufs {
 		if err := p.flush(i); err != nil {
 			p.close()

@@ -203,7 +203,11 @@ func (s *Store) openDB(ctx context.Context, write bool) (*bolt.DB, func(), error
 		}
 		return nil, nil, &DamagedDBError{Path: path, Reason: reason, seen: seen}
 	}
-	return db, func() { _ = db.Close(); unlock() }, nil
+	if bopts.OpenFile != nil && !write {
+		f, _ := bopts.OpenFile("", 0, 0)
+		dbFiles.Store(db, f) // read by pread too (each_scan.go)
+	}
+	return db, func() { dbFiles.Delete(db); _ = db.Close(); unlock() }, nil
 }
 
 // tx is one transaction on the store: state.db's index and state, and

@@ -3,6 +3,7 @@ package store
 import (
 	"bytes"
 	"fmt"
+	"os"
 	"path/filepath"
 	"testing"
 
@@ -42,7 +43,20 @@ func boundsDB(t *testing.T, labels []string) *bolt.DB {
 	if err != nil {
 		t.Fatal(err)
 	}
+	scanByPread(t, db)
 	return db
+}
+
+// scanByPread makes walks over db read its buckets by pread (bucketScan), as
+// over a state.db that openDB opened.
+func scanByPread(t *testing.T, db *bolt.DB) {
+	t.Helper()
+	f, err := os.Open(db.Path())
+	if err != nil {
+		t.Fatal(err)
+	}
+	dbFiles.Store(db, f)
+	t.Cleanup(func() { dbFiles.Delete(db); _ = f.Close() })
 }
 
 // chunkSizes is how many of labels (sorted) each chunk that bounds begin
@@ -77,9 +91,10 @@ func TestWalkBoundsFromASample(t *testing.T) {
 	t.Parallel()
 	const chunk = 1024 // a sample of one in 4
 	bounds := func(db *bolt.DB) (b [][]byte) {
-		err := db.View(func(tx *bolt.Tx) error {
-			b = walkBounds(tx, tx.Bucket(bucketEntries).Cursor(), tx.Bucket(bucketIDs).Cursor(), chunk)
-			return nil
+		err := db.View(func(btx *bolt.Tx) error {
+			var err error
+			b, err = walkBounds(&tx{s: &Store{}, btx: btx}, btx.Bucket(bucketEntries), btx.Bucket(bucketIDs), chunk)
+			return err
 		})
 		if err != nil {
 			t.Fatal(err)
