@@ -5,7 +5,6 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"fmt"
 	"net/http"
 	"net/url"
 	"os"
@@ -19,39 +18,32 @@ import (
 
 	"github.com/shipkey/shipkey/auth"
 	"github.com/shipkey/shipkey/auth/authtest"
+	"github.com/shipkey/shipkey/internal/scryptcost"
+	"github.com/shipkey/shipkey/internal/testbin"
 )
 
-// buildShipkey returns the real binary, built once per test process (without
-// -race: twenty of them run at once) into a directory that TestMain removes.
+// buildShipkey returns the real binary, with shipkey-team beside it, built
+// without -race (twenty of them run at once) and linked so that the stores
+// it creates are wrapped at a low scrypt work factor (internal/scryptcost):
+// the tests that run it check what a derivation guards and how often one
+// runs, not what it costs. Linked once for all runs of the same sources
+// (internal/testbin).
 func buildShipkey(t *testing.T) string {
 	t.Helper()
-	built.once.Do(func() {
-		goBin, err := exec.LookPath("go")
-		if err != nil {
-			built.err = fmt.Errorf("the go command is needed to build shipkey: %w", err)
-			return
-		}
-		dir, err := os.MkdirTemp("", "shipkey-test-bin-")
-		if err != nil {
-			built.err = err
-			return
-		}
-		built.dir = dir
-		bin := filepath.Join(dir, "shipkey")
-		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
-		defer cancel()
-		out, err := exec.CommandContext(ctx, goBin, "build", "-o", dir+"/", shipkeyPkg, shipkeyTeamPkg).CombinedOutput()
-		if err != nil {
-			built.err = fmt.Errorf("go build: %w\n%s", err, out)
-			return
-		}
-		built.bin = bin
-	})
-	if built.err != nil {
-		t.Fatal(built.err)
-	}
-	return built.bin
+	return lowCostBuild.bin(t)
 }
+
+// buildShipkeyRealScrypt is buildShipkey at age's default work factor, as
+// users get it: for the test that one derivation (256 MiB) happens per
+// session.
+func buildShipkeyRealScrypt(t *testing.T) string {
+	t.Helper()
+	return realBuild.bin(t)
+}
+
+// testWorkFactor is the scrypt work factor of buildShipkey's stores (age's
+// default is 18).
+const testWorkFactor = 12
 
 // The two programs: shipkey (no team engine; it hands team commands to
 // shipkey-team, which buildShipkey puts beside it).
@@ -60,12 +52,42 @@ const (
 	shipkeyTeamPkg = "github.com/shipkey/shipkey/cmd/shipkey-team"
 )
 
-// built is the binary buildShipkey made, or why it could not.
-var built struct {
+var (
+	lowCostBuild = &shipkeyBuild{b: testbin.Build{Packages: []string{shipkeyPkg, shipkeyTeamPkg}, LDFlags: scryptcost.LinkerFlag(testWorkFactor)}}
+	realBuild    = &shipkeyBuild{b: testbin.Build{Packages: []string{shipkeyPkg, shipkeyTeamPkg}}}
+)
+
+// shipkeyBuild is one build, installed once per test process into a
+// directory that TestMain removes.
+type shipkeyBuild struct {
+	b    testbin.Build
 	once sync.Once
 	dir  string
-	bin  string
 	err  error
+}
+
+func (s *shipkeyBuild) bin(t *testing.T) string {
+	t.Helper()
+	s.once.Do(func() {
+		s.dir, s.err = os.MkdirTemp("", "shipkey-test-bin-")
+		if s.err == nil {
+			s.err = testbin.Install(s.dir, s.b)
+		}
+	})
+	if s.err != nil {
+		t.Fatal(s.err)
+	}
+	return filepath.Join(s.dir, "shipkey")
+}
+
+// removeBuilds removes what buildShipkey and buildShipkeyRealScrypt
+// installed.
+func removeBuilds() {
+	for _, b := range []*shipkeyBuild{lowCostBuild, realBuild} {
+		if b.dir != "" {
+			os.RemoveAll(b.dir)
+		}
+	}
 }
 
 // TestConcurrentTokenRefreshesOnce runs twenty `shipkey token` processes at

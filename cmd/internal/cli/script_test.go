@@ -30,12 +30,12 @@ import (
 )
 
 func TestMain(m *testing.M) {
-	testscript.Main(removeBuilt{m}, map[string]func(){
+	testscript.Main(cleanUp{m}, map[string]func(){
 		// The scripts' shipkey processes wrap new file-backend stores at a
-		// low scrypt work factor (internal/scryptcost says why); this test
-		// process itself, and the binaries buildShipkey builds, keep the
+		// low scrypt work factor (internal/scryptcost says why), as do the
+		// binaries buildShipkey builds; this test process itself keeps the
 		// default.
-		"shipkey": func() { scryptcost.WorkFactor = 12; os.Exit(run()) },
+		"shipkey": func() { scryptcost.WorkFactor = testWorkFactor; os.Exit(run()) },
 		// Commands for shipkey exec to run.
 		"showenv":  childShowEnv,
 		"exitwith": childExitWith,
@@ -55,16 +55,15 @@ func TestMain(m *testing.M) {
 	})
 }
 
-// removeBuilt removes the binary buildShipkey built once the tests have run
-// (testscript.Main exits the process itself).
-type removeBuilt struct{ m *testing.M }
+// cleanUp stops the OpenID provider the scripts shared and removes the
+// built binaries once the tests have run (testscript.Main exits the
+// process itself).
+type cleanUp struct{ m *testing.M }
 
-func (r removeBuilt) Run() int {
+func (r cleanUp) Run() int {
 	code := r.m.Run()
 	optest.Stop()
-	if built.dir != "" {
-		os.RemoveAll(built.dir)
-	}
+	removeBuilds()
 	return code
 }
 
