@@ -20,17 +20,28 @@ func Relative(t, now time.Time) string {
 	if t.IsZero() {
 		return ""
 	}
-	d := t.Sub(now)
-	if d > -time.Second && d < time.Second {
+	if d := t.Sub(now); d > -time.Second && d < time.Second {
 		return "now"
 	}
 	// Built in a stack buffer, one allocation and no fmt: keys list
 	// formats two of these a key, 100,000 keys at a time.
 	var buf [48]byte
-	if d > 0 {
-		return string(appendSpan(append(buf[:0], "in "...), d))
+	return string(AppendRelative(buf[:0], t, now))
+}
+
+// AppendRelative appends Relative(t, now) to b.
+func AppendRelative(b []byte, t, now time.Time) []byte {
+	if t.IsZero() {
+		return b
 	}
-	return string(append(appendSpan(buf[:0], -d), " ago"...))
+	d := t.Sub(now)
+	switch {
+	case d > -time.Second && d < time.Second:
+		return append(b, "now"...)
+	case d > 0:
+		return appendSpan(append(b, "in "...), d)
+	}
+	return append(appendSpan(b, -d), " ago"...)
 }
 
 // appendSpan appends a positive duration as one or two units, truncated.
@@ -97,6 +108,14 @@ func Stamp(t time.Time) string {
 	return t.UTC().Format(TimeLayout)
 }
 
+// AppendStamp appends Stamp(t) to b.
+func AppendStamp(b []byte, t time.Time) []byte {
+	if t.IsZero() {
+		return append(b, "—"...)
+	}
+	return t.UTC().AppendFormat(b, TimeLayout)
+}
+
 // Span renders a positive duration as one or two units, truncated to whole
 // seconds: "14d 23h", "2h 5m", "29m", "45s"; zero or less is "0s".
 func Span(d time.Duration) string {
@@ -119,10 +138,16 @@ func Ago(t, now time.Time) string {
 	case d < time.Minute:
 		return "just now"
 	case d < time.Hour:
-		return fmt.Sprintf("%d min ago", int(d/time.Minute))
+		return ago(d/time.Minute, " min ago")
 	case d < 48*time.Hour:
-		return fmt.Sprintf("%d h ago", int(d/time.Hour))
+		return ago(d/time.Hour, " h ago")
 	default:
-		return fmt.Sprintf("%d d ago", int(d/(24*time.Hour)))
+		return ago(d/day, " d ago")
 	}
+}
+
+// ago is n and unit, in one allocation (keys list writes one a key).
+func ago(n time.Duration, unit string) string {
+	var buf [32]byte
+	return string(append(strconv.AppendInt(buf[:0], int64(n), 10), unit...))
 }

@@ -467,9 +467,11 @@ func keysListRun(opts *keysListOptions) error {
 		for _, c := range tui.KeyColumns {
 			head = append(head, strings.ToUpper(c.Title))
 		}
-		var cells []string // reused: writeTable keeps a row's bytes, not its cells
+		// Reused: writeTable keeps a row's bytes, not its cells.
+		var cells []string
+		var row tui.KeyRow
 		n, err := writeTable(bw, head, each, func(k store.Key, _ int) []string {
-			cells = keyCells(cells[:0], k, now)
+			cells = keyCells(cells[:0], &row, k, now)
 			return cells
 		}, tableKeep, spillFile)
 		if err == nil && n == 0 {
@@ -501,16 +503,17 @@ func keyToJSON(k store.Key, now time.Time) keyJSON {
 }
 
 // keyCells appends to cells one row of the keys table: the default mark,
-// then the app's columns.
-func keyCells(cells []string, k store.Key, now time.Time) []string {
-	r := tui.NewKeyRow(k)
+// then the app's columns; r is where the row is prepared (the columns' cells
+// take its address: one the caller reuses is not a new one a key).
+func keyCells(cells []string, r *tui.KeyRow, k store.Key, now time.Time) []string {
+	*r = tui.NewKeyRow(k)
 	mark := " "
 	if k.Default {
 		mark = "*"
 	}
 	cells = append(cells, mark)
 	for _, c := range tui.KeyColumns {
-		cells = append(cells, c.Cell(&r, now, tui.Words))
+		cells = append(cells, c.Cell(r, now, tui.Words))
 	}
 	return cells
 }

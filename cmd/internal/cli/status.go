@@ -98,14 +98,14 @@ type keyVerdict struct {
 // password was refused.
 func keyStatus(k store.Key, now time.Time) keyVerdict {
 	access, refresh := k.Token.Access(), k.Token.Refresh()
-	login := "; run: shipkey login " + text.ShellQuote(k.Label)
+	login := func() string { return "; run: shipkey login " + text.ShellQuote(k.Label) }
 	switch {
 	case k.TeamRemoved:
 		return keyVerdict{stateRemoved, "removed from " + text.Safe(k.Team), "removed from team " + text.Safe(k.Team) +
 			": this machine is no member now (a member adds it again: shipkey team join " + text.ShellQuote(k.Team) + " --etcd …)", false}
 	case !k.EndPending.IsZero():
-		return keyVerdict{stateEndPending, "end pending", "logged out; ending the session at the server is pending since " +
-			when(k.EndPending, now) + "; run: shipkey logout " + text.ShellQuote(k.Label), false}
+		return keyVerdict{stateEndPending, "end pending", when("logged out; ending the session at the server is pending since ",
+			k.EndPending, now, "; run: shipkey logout "+text.ShellQuote(k.Label)), false}
 	case k.LoggedOut && k.Token.ObtainedAt.IsZero():
 		if k.RenewsItself() {
 			return keyVerdict{stateLoggedOut, "logged out", "logged out; the " + k.Grant.String() + " grant gets a new token at the next use", true}
@@ -113,44 +113,52 @@ func keyStatus(k store.Key, now time.Time) keyVerdict {
 		if k.RememberPassword {
 			return keyVerdict{stateLoggedOut, "logged out", "logged out; logs in again with the remembered password", true}
 		}
-		return keyVerdict{stateLoggedOut, "logged out", "logged out" + login, false}
+		return keyVerdict{stateLoggedOut, "logged out", "logged out" + login(), false}
 	case k.LoggedOut && refresh.Stated() && !refresh.Expired(now):
-		return keyVerdict{stateSessionEnded, "session ended", "session ended (the server refused the refresh token)" + login, false}
+		return keyVerdict{stateSessionEnded, "session ended", "session ended (the server refused the refresh token)" + login(), false}
 	case k.LoggedOut && refresh.Expired(now):
-		return keyVerdict{stateLoginNeeded, "login needed", "login needed: the refresh token expired " + when(refresh.At, now) + login, false}
+		return keyVerdict{stateLoginNeeded, "login needed", when("login needed: the refresh token expired ", refresh.At, now, login()), false}
 	case k.LoggedOut:
-		return keyVerdict{stateLoginNeeded, "login needed", "login needed" + login, false}
+		return keyVerdict{stateLoginNeeded, "login needed", "login needed" + login(), false}
 	case k.Token.ObtainedAt.IsZero():
-		return keyVerdict{stateLoginNeeded, "login needed", "login needed: no token yet" + login, false}
+		return keyVerdict{stateLoginNeeded, "login needed", "login needed: no token yet" + login(), false}
 	case !access.Expired(now):
 		if !access.Stated() {
 			return keyVerdict{stateValid, "valid", "valid (expiry: " + auth.ExpiryNotStated + ")", true}
 		}
-		return keyVerdict{stateValid, "valid", "valid until " + when(access.At, now), true}
+		return keyVerdict{stateValid, "valid", when("valid until ", access.At, now, ""), true}
 	case !k.HasRefreshToken && k.RenewsItself():
-		return keyVerdict{stateRenewsItself, "renews itself", "the access token expired " + when(access.At, now) +
-			"; renews itself with the " + k.Grant.String() + " grant", true}
+		return keyVerdict{stateRenewsItself, "renews itself", when("the access token expired ", access.At, now,
+			"; renews itself with the "+k.Grant.String()+" grant"), true}
 	case !k.HasRefreshToken && !k.RememberPassword:
-		return keyVerdict{stateLoginNeeded, "login needed", "login needed: the access token expired " + when(access.At, now) + " and there is no refresh token" + login, false}
+		return keyVerdict{stateLoginNeeded, "login needed", when("login needed: the access token expired ", access.At, now, " and there is no refresh token"+login()), false}
 	case !k.HasRefreshToken:
 		return keyVerdict{stateRefreshable, "login with remembered password",
-			"the access token expired " + when(access.At, now) + "; logs in again with the remembered password", true}
+			when("the access token expired ", access.At, now, "; logs in again with the remembered password"), true}
 	case !refresh.Expired(now):
 		if !refresh.Stated() {
 			return keyVerdict{stateRefreshable, "refreshable", "access token expired; refreshable (refresh token expiry: " + k.Token.RefreshExpiryNote() + ")", true}
 		}
-		return keyVerdict{stateRefreshable, "refreshable", "refresh by " + when(refresh.At, now) + " (the access token expired)", true}
+		return keyVerdict{stateRefreshable, "refreshable", when("refresh by ", refresh.At, now, " (the access token expired)"), true}
 	case k.RememberPassword:
 		return keyVerdict{stateRefreshable, "login with remembered password",
-			"the refresh token expired " + when(refresh.At, now) + "; logs in again with the remembered password", true}
+			when("the refresh token expired ", refresh.At, now, "; logs in again with the remembered password"), true}
 	default:
-		return keyVerdict{stateLoginNeeded, "login needed", "login needed: the refresh token expired " + when(refresh.At, now) + login, false}
+		return keyVerdict{stateLoginNeeded, "login needed", when("login needed: the refresh token expired ", refresh.At, now, login()), false}
 	}
 }
 
-// when writes t absolute and relative: "2026-12-06 14:03:05 UTC (in 14d 23h)".
-func when(t, now time.Time) string {
-	return text.Stamp(t) + " (" + text.Relative(t, now) + ")"
+// when writes t absolute and relative between before and after:
+// "valid until 2026-12-06 14:03:05 UTC (in 14d 23h)", in one allocation
+// (status writes one a key).
+func when(before string, t, now time.Time, after string) string {
+	var buf [160]byte
+	b := append(buf[:0], before...)
+	b = text.AppendStamp(b, t)
+	b = append(b, " ("...)
+	b = text.AppendRelative(b, t, now)
+	b = append(b, ')')
+	return string(append(b, after...))
 }
 
 // statusJSON is one key in `status --json`.
@@ -232,11 +240,14 @@ func statusRun(_ context.Context, opts *statusOptions) error {
 			}
 			return arr.close()
 		default:
+			var cells []string // reused: writeTable keeps a row's bytes, not its cells
 			_, err := writeTable(bw, nil, each, func(k store.Key, pass int) []string {
 				if pass == 0 {
-					return statusCells(k, verdict(k))
+					cells = statusCells(cells[:0], k, verdict(k))
+				} else {
+					cells = statusCells(cells[:0], k, keyStatus(k, now))
 				}
-				return statusCells(k, keyStatus(k, now))
+				return cells
 			}, tableKeep, spillFile)
 			return err
 		}
@@ -265,14 +276,14 @@ func statusRun(_ context.Context, opts *statusOptions) error {
 		plural(len(needLogin), "API key ", "API keys ")+strings.Join(quoted, ", "), quoted[0])}
 }
 
-// statusCells is one row of the status table: the default mark and the
-// label, where its secrets are, then the verdict.
-func statusCells(k store.Key, v keyVerdict) []string {
-	mark := " "
+// statusCells appends to cells one row of the status table: the default
+// mark and the label, where its secrets are, then the verdict.
+func statusCells(cells []string, k store.Key, v keyVerdict) []string {
+	mark := "  "
 	if k.Default {
-		mark = "*"
+		mark = "* "
 	}
-	return []string{mark + " " + text.Safe(k.Label), secretsWhere(k), v.Detail}
+	return append(cells, mark+text.Safe(k.Label), secretsWhere(k), v.Detail)
 }
 
 // secretsBackend names the backend of a key's secrets for --json.
