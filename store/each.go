@@ -235,7 +235,7 @@ func (j *keyJoin) byPartitions(b *bolt.Bucket, p *statePartitions) error {
 		if err != nil {
 			return err
 		}
-		st, ok, found := c.state(dk, e.ID)
+		st, ok, found := c.state(e.ID)
 		if !found {
 			// The ids bucket does not name this key's id under its label
 			// (a damaged index): look its state up.
