@@ -15,7 +15,7 @@ import (
 // chunk: 0.45 page faults a key here. The walk partitions the states by
 // chunk in a temporary file instead, reading the ids, state and entries
 // buckets once each, in order (bucketScan): 0.07 faults a key, most of them
-// the walk's own memory (0.1 with -race). Counted by the kernel for the
+// the walk's own memory (0.14 with -race). Counted by the kernel for the
 // walking thread alone (RUSAGE_THREAD); the least of up to three walks
 // (storetest.WalkFaults). Meanwhile this process maps no more of state.db
 // than the few pages a transaction reads to find the buckets (each fault
