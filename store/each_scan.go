@@ -15,9 +15,9 @@ import (
 // A large walk (each.go) reads three of state.db's buckets whole, in order:
 // ids (walkBounds, partitionStates), state (partitionStates) and entries
 // (byPartitions). Through bbolt's cursor every page it reads is a page of
-// the memory map, and mapping a page costs a page fault: at 100,000 keys
-// 24,000 of them, about 3 µs each on a virtual machine, a fifth of a `keys
-// list`. A bucketScan reads the same pages with pread from state.db's file
+// the memory map, and mapping a page of the file costs about 3 µs on a
+// virtual machine: at 100,000 keys 25,000 pages, a fifth of a `keys list`.
+// A bucketScan reads the same pages with pread from state.db's file
 // instead: a branch page names its children, and children at consecutive
 // pages (most of them: bbolt writes a transaction's pages in order) are read
 // together, up to scanRun bytes at a time, into one buffer used again and
