@@ -157,7 +157,15 @@ func fastDecode(fs *fastStruct, b []byte, p unsafe.Pointer, sh *fastShare) bool 
 type fastShare struct {
 	prev    []fastPrev // by fastField.slot
 	started bool       // a record was decoded
+	// arena is where the strings of a walk's records are copied, many
+	// records' to an allocation: bytes up to its length are never
+	// written again (they are strings), the next record's go after them.
+	arena []byte
 }
+
+// fastArena is the size of a walk's string arena (about fifty keys'
+// strings; a key kept keeps at most this much alive with it).
+const fastArena = 2 << 10
 
 type fastPrev struct {
 	s    string
@@ -222,14 +230,26 @@ func (d *fastDec) setElem(elem *string, s []byte) {
 }
 
 // copyStrings copies the pending strings into one allocation (they are
-// kept, and freed, together, as they were read together).
+// kept, and freed, together, as they were read together), or a walk's into
+// its arena.
 func (d *fastDec) copyStrings(root unsafe.Pointer) {
 	if d.n == 0 {
 		return
 	}
-	buf := make([]byte, 0, d.size)
+	var buf []byte
+	if d.share != nil { // a walk: into the arena
+		if cap(d.share.arena)-len(d.share.arena) < d.size {
+			d.share.arena = make([]byte, 0, max(fastArena, d.size))
+		}
+		buf = d.share.arena[len(d.share.arena):]
+	} else {
+		buf = make([]byte, 0, d.size)
+	}
 	for _, p := range d.pending[:d.n] {
-		buf = append(buf, p.src...)
+		buf = append(buf, p.src...) // within its capacity: in place
+	}
+	if d.share != nil {
+		d.share.arena = d.share.arena[:len(d.share.arena)+len(buf)]
 	}
 	all := unsafe.String(unsafe.SliceData(buf), len(buf)) // never written again
 	for _, p := range d.pending[:d.n] {
