@@ -3,18 +3,23 @@ package fleet
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
 
+	clientv3 "go.etcd.io/etcd/client/v3"
+
 	"github.com/shipkey/shipkey/auth/authtest"
+	"github.com/shipkey/shipkey/store/team"
 	"github.com/shipkey/shipkey/store/team/etcdtest"
 )
 
@@ -44,15 +49,19 @@ func TestMain(m *testing.M) {
 		// shipkey, which hands every team command to shipkey-team beside it:
 		// the fleet runs both, as installed.
 		bin = filepath.Join(dir, "shipkey")
+		// The cluster starts while the programs build: both mostly wait.
+		var started sync.WaitGroup
+		started.Go(func() { cluster, clusterErr = etcdtest.Start(filepath.Join(dir, "etcd"), 3) })
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 		defer cancel()
-		if out, err := exec.CommandContext(ctx, "go", "build", "-o", dir+"/", "github.com/shipkey/shipkey/cmd/shipkey", "github.com/shipkey/shipkey/cmd/shipkey-team").CombinedOutput(); err != nil {
-			fmt.Fprintf(os.Stderr, "go build: %v\n%s", err, out)
-			return 1
-		}
-		cluster, clusterErr = etcdtest.Start(filepath.Join(dir, "etcd"), 3)
+		out, err := exec.CommandContext(ctx, "go", "build", "-o", dir+"/", "github.com/shipkey/shipkey/cmd/shipkey", "github.com/shipkey/shipkey/cmd/shipkey-team").CombinedOutput()
+		started.Wait()
 		if cluster != nil {
 			defer cluster.Close()
+		}
+		if err != nil {
+			fmt.Fprintf(os.Stderr, "go build: %v\n%s", err, out)
+			return 1
 		}
 		return m.Run()
 	}()
@@ -166,6 +175,7 @@ func fleetTeam(tb testing.TB, ctx context.Context, c *etcdtest.Cluster, srv *rea
 	tb.Helper()
 	a, b = newMachine(tb, "a"), newMachine(tb, "b")
 	eps := strings.Join(c.Endpoints(), ",")
+	freshTeam(tb, ctx, c, name)
 	a.must(tb, ctx, nil, "team", "init", name, "--etcd", eps, "--name", "a")
 	rcpt := strings.TrimSpace(b.must(tb, ctx, nil, "team", "join", name, "--etcd", eps))
 	if !strings.HasPrefix(rcpt, "age1") {
@@ -173,23 +183,72 @@ func fleetTeam(tb testing.TB, ctx context.Context, c *etcdtest.Cluster, srv *rea
 	}
 	a.must(tb, ctx, nil, "team", "add", name, rcpt, "--name", "b")
 	// Issued backdated: its exp lies 2 s ahead (auth refuses a token
-	// already expired on arrival); then a bounded poll until shipkey sees it
-	// expired, so the shared token is due on both machines.
+	// already expired on arrival); then wait until shipkey sees it expired,
+	// so the shared token is due on both machines.
 	srv.offset.Store(int64(-(10*time.Minute - 2*time.Second)))
 	a.must(tb, ctx, []string{"SHIPKEY_CLIENT_SECRET=" + clientSecret, "SHIPKEY_PASSWORD=" + password},
 		"keys", "new", "--team", name, "--label", "svc", "--auth-url", srv.URL(), "--client-id", "shipping-api", "--username", "svc")
 	srv.offset.Store(0)
-	for i := 0; ; i++ {
-		out := a.must(tb, ctx, nil, "keys", "list", "--json")
-		if strings.Contains(out, `"status": "refreshable"`) {
-			break
-		}
-		if i == 60 {
-			tb.Fatalf("the team key's token never expired: %s", out)
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
+	waitExpired(tb, ctx, a, name+"/svc")
 	return a, b
+}
+
+// listedKey is what waitExpired reads of a key in `keys list --json`.
+type listedKey struct {
+	Label           string  `json:"label"`
+	Status          string  `json:"status"`
+	AccessExpiresAt *string `json:"access_expires_at"`
+}
+
+// freshTeam deletes what an earlier run of the same test in this process
+// (go test -count=2) left of team name in c, so that it can be created
+// again.
+func freshTeam(tb testing.TB, ctx context.Context, c *etcdtest.Cluster, name string) {
+	tb.Helper()
+	cli, err := c.Client()
+	if err != nil {
+		tb.Fatal(err)
+	}
+	defer cli.Close()
+	if _, err := cli.Delete(ctx, team.Prefix(name), clientv3.WithPrefix()); err != nil {
+		tb.Fatalf("etcd: deleting what a run before left of team %s: %v", name, err)
+	}
+}
+
+// waitExpired returns once `keys list` on m shows key's token expired
+// ("refreshable"). Until then it sleeps until the expiry that keys list
+// states (a poll every 100 ms ran a dozen processes, each a tenth of a
+// CPU-second), bounded.
+func waitExpired(tb testing.TB, ctx context.Context, m *machine, key string) {
+	tb.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		out := m.must(tb, ctx, nil, "keys", "list", "--json")
+		var keys []listedKey
+		if err := json.Unmarshal([]byte(out), &keys); err != nil {
+			tb.Fatalf("keys list --json: %v\n%s", err, out)
+		}
+		i := slices.IndexFunc(keys, func(k listedKey) bool { return k.Label == key })
+		switch {
+		case i < 0:
+			tb.Fatalf("keys list does not show %s:\n%s", key, out)
+		case keys[i].Status == "refreshable":
+			return
+		case time.Now().After(deadline):
+			tb.Fatalf("the token of %s never expired:\n%s", key, out)
+		}
+		wait := 100 * time.Millisecond
+		if at := keys[i].AccessExpiresAt; at != nil {
+			if t, err := time.Parse(time.RFC3339, *at); err == nil {
+				wait = max(wait, time.Until(t)+10*time.Millisecond)
+			}
+		}
+		select {
+		case <-time.After(min(wait, time.Until(deadline))):
+		case <-ctx.Done():
+			tb.Fatalf("the token of %s: %v", key, ctx.Err())
+		}
+	}
 }
 
 // race runs perMachine `token T/svc` processes on each machine at once.
@@ -392,6 +451,7 @@ func TestRemovedMemberCLI(t *testing.T) {
 	defer cancel()
 	a, b := newMachine(t, "a"), newMachine(t, "b")
 	eps := strings.Join(c.Endpoints(), ",")
+	freshTeam(t, ctx, c, "gone")
 	a.must(t, ctx, nil, "team", "init", "gone", "--etcd", eps, "--name", "desk")
 	j := b.run(ctx, nil, "team", "join", "gone", "--etcd", eps)
 	if j.code != 0 {
@@ -477,6 +537,7 @@ func TestSetSecretCLI(t *testing.T) {
 	defer cancel()
 	a, b := newMachine(t, "a"), newMachine(t, "b")
 	eps := strings.Join(c.Endpoints(), ",")
+	freshTeam(t, ctx, c, "rot")
 	a.must(t, ctx, nil, "team", "init", "rot", "--etcd", eps)
 	card := strings.TrimSpace(b.must(t, ctx, nil, "team", "join", "rot", "--etcd", eps))
 	a.must(t, ctx, nil, "team", "add", "rot", card, "--name", "b") // both run on this host: its name is taken
