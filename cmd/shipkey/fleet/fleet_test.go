@@ -19,6 +19,7 @@ import (
 	clientv3 "go.etcd.io/etcd/client/v3"
 
 	"github.com/shipkey/shipkey/auth/authtest"
+	"github.com/shipkey/shipkey/internal/testbin"
 	"github.com/shipkey/shipkey/store/team"
 	"github.com/shipkey/shipkey/store/team/etcdtest"
 )
@@ -50,17 +51,17 @@ func TestMain(m *testing.M) {
 		// the fleet runs both, as installed.
 		bin = filepath.Join(dir, "shipkey")
 		// The cluster starts while the programs build: both mostly wait.
+		// The build is cmd/internal/cli's (the same packages, no flags):
+		// linked once for both packages and every run of the same sources.
 		var started sync.WaitGroup
 		started.Go(func() { cluster, clusterErr = etcdtest.Start(filepath.Join(dir, "etcd"), 3) })
-		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
-		defer cancel()
-		out, err := exec.CommandContext(ctx, "go", "build", "-o", dir+"/", "github.com/shipkey/shipkey/cmd/shipkey", "github.com/shipkey/shipkey/cmd/shipkey-team").CombinedOutput()
+		err := testbin.Install(dir, testbin.Build{Packages: []string{"github.com/shipkey/shipkey/cmd/shipkey", "github.com/shipkey/shipkey/cmd/shipkey-team"}})
 		started.Wait()
 		if cluster != nil {
 			defer cluster.Close()
 		}
 		if err != nil {
-			fmt.Fprintf(os.Stderr, "go build: %v\n%s", err, out)
+			fmt.Fprintln(os.Stderr, err)
 			return 1
 		}
 		return m.Run()
