@@ -15,6 +15,7 @@ package testbin
 import (
 	"context"
 	"fmt"
+	"os"
 	"os/exec"
 	"path"
 	"path/filepath"
@@ -46,7 +47,11 @@ func Install(dir string, b Build) error {
 		}
 		// go run runs `cp EXECUTABLE TARGET`.
 		args = append(args, pkg, filepath.Join(dir, path.Base(pkg)))
-		if out, err := exec.CommandContext(ctx, goBin, args...).CombinedOutput(); err != nil {
+		cmd := exec.CommandContext(ctx, goBin, args...)
+		// Static, as a release is built (.goreleaser.yaml): no dynamic
+		// loader in every start.
+		cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
+		if out, err := cmd.CombinedOutput(); err != nil {
 			return fmt.Errorf("go %v: %w\n%s", args, err, out)
 		}
 	}

@@ -68,16 +68,22 @@ type shipkeyBuild struct {
 
 func (s *shipkeyBuild) bin(t *testing.T) string {
 	t.Helper()
+	dir, err := s.install()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return filepath.Join(dir, "shipkey")
+}
+
+// install returns the directory of the build's programs.
+func (s *shipkeyBuild) install() (string, error) {
 	s.once.Do(func() {
 		s.dir, s.err = os.MkdirTemp("", "shipkey-test-bin-")
 		if s.err == nil {
 			s.err = testbin.Install(s.dir, s.b)
 		}
 	})
-	if s.err != nil {
-		t.Fatal(s.err)
-	}
-	return filepath.Join(s.dir, "shipkey")
+	return s.dir, s.err
 }
 
 // removeBuilds removes what buildShipkey and buildShipkeyRealScrypt
