@@ -89,7 +89,7 @@ func chunkSizes(t *testing.T, db *bolt.DB, bounds [][]byte) []int {
 // and no walk's memory, grows with the number of keys.
 func TestWalkBoundsFromASample(t *testing.T) {
 	t.Parallel()
-	const chunk = 1024 // a sample of one in 4
+	const chunk, chunks = 512, 12 // a sample of one in 2
 	bounds := func(db *bolt.DB) (b [][]byte) {
 		err := db.View(func(btx *bolt.Tx) error {
 			var err error
@@ -102,9 +102,9 @@ func TestWalkBoundsFromASample(t *testing.T) {
 		return b
 	}
 	var plain, missed []string
-	for i := 0; len(missed) < 20*chunk; i++ {
+	for i := 0; len(missed) < chunks*chunk; i++ {
 		l := fmt.Sprintf("svc-%d", i)
-		if len(plain) < 20*chunk {
+		if len(plain) < chunks*chunk {
 			plain = append(plain, l)
 		}
 		if sampleHash([]byte(l))%(chunk/256) != 0 {
@@ -122,8 +122,8 @@ func TestWalkBoundsFromASample(t *testing.T) {
 		db := boundsDB(t, c.labels)
 		b := bounds(db)
 		sizes := chunkSizes(t, db, b)
-		if len(sizes) < 18 || len(sizes) > 22 {
-			t.Errorf("%s: %d chunks of 20 × %d keys: %v", c.name, len(sizes), chunk, sizes)
+		if len(sizes) < chunks-1 || len(sizes) > chunks+1 {
+			t.Errorf("%s: %d chunks of %d × %d keys: %v", c.name, len(sizes), chunks, chunk, sizes)
 		}
 		for i, n := range sizes[:len(sizes)-1] {
 			if float64(n) < chunk*(1-c.slack) || float64(n) > chunk*(1+c.slack) {
