@@ -52,11 +52,32 @@ func (s *Store) EachKey(fn func(Key) error) error {
 // the process's resident memory until unmapped, so a walk over 100,000 keys
 // would otherwise hold the whole file. BenchmarkScale in cmd/internal/cli
 // measures a whole `keys list`; the README quotes it.
+//
+// Damage found part way (a page of state.db that does not read) sets
+// state.db aside and rebuilds it, as any damage does, and a read runs again
+// on the rebuilt index. A walk that has already handed keys to fn does not:
+// it would hand them on twice (a table's rows, keys list --json's
+// elements). It ends with ErrWalkInterrupted instead, and the next walk
+// reads the rebuilt index whole.
 func (s *Store) WalkKeys(body func(each func(func(Key) error) error) error) error {
+	handed := false
 	return s.view(func(t *tx) error {
-		return body(func(fn func(Key) error) error { return t.eachKey(fn) })
+		if handed {
+			return ErrWalkInterrupted
+		}
+		return body(func(fn func(Key) error) error {
+			return t.eachKey(func(k Key) error {
+				handed = true
+				return fn(k)
+			})
+		})
 	})
 }
+
+// ErrWalkInterrupted ends a walk over the keys that found state.db damaged
+// after it had handed keys on: state.db was set aside and rebuilt (a line on
+// the store's warnings says so), and the command is to be run again.
+var ErrWalkInterrupted = errors.New("the list of keys was cut short: state.db was damaged and has been rebuilt; run the command again")
 
 func (t *tx) eachKey(fn func(Key) error) error {
 	b := t.bucket(bucketEntries)
