@@ -3,6 +3,7 @@ package store
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"maps"
 	"slices"
 	"time"
@@ -75,37 +76,91 @@ func (s *Store) exchangedToken(ctx context.Context, label string, x auth.Exchang
 		}
 	}
 	s.hold.drop() // no read lock held across the network
+	var ts *auth.TokenSet
+	for attempt := 1; ; attempt++ {
+		var done bool
+		var id string
+		id, ts, done, err = s.exchangeOnce(ctx, &e, x, opts)
+		if done || err == nil {
+			return id, ts, err
+		}
+		if attempt == 2 || !subjectLapsed(err, ts, s.now()) {
+			return id, nil, err
+		}
+		// The subject token was due or expired by the time the server
+		// answered (a short-lived token that ran out in transit): once more
+		// with the key's renewed token.
+	}
+}
+
+// exchangeOnce takes the key's current token as the subject and, under the
+// key's refresh lock, hands out the cached derived token when another
+// process has exchanged meanwhile (done), else exchanges it. On a refusal it
+// returns the subject it sent in place of the token, for subjectLapsed.
+// On success the new token is cached with the key's secrets (done).
+func (s *Store) exchangeOnce(ctx context.Context, ep *keyEntry, x auth.Exchange, opts ExchangeOptions) (string, *auth.TokenSet, bool, error) {
+	e := *ep
 	subject, err := s.Token(ctx, e.Label, TokenOptions{})
 	if err != nil {
-		return e.ID, nil, err
+		return e.ID, nil, true, err
 	}
 	lk, err := acquireLock(ctx, s.refreshLockPath(e.ID))
 	if err != nil {
-		return e.ID, nil, err
+		return e.ID, nil, true, err
 	}
 	defer lk.release()
-	e, ks, err = s.findID(e.ID, e.Label)
+	e, ks, err := s.findID(e.ID, e.Label)
 	if err != nil {
-		return e.ID, nil, err
+		return e.ID, nil, true, err
 	}
+	*ep = e
 	sec, err := s.getSecrets(e.Label, e.ID, ks)
 	if err != nil {
-		return e.ID, nil, err
+		return e.ID, nil, true, err
 	}
 	if !opts.Force {
 		// Another process may have exchanged while this one waited.
 		if ts := sec.derived(x, s.now(), opts.MinValid); ts != nil {
-			return e.ID, ts, s.markUsedIf(ctx, e, ks, opts.MarkUsed)
+			return e.ID, ts, true, s.markUsedIf(ctx, e, ks, opts.MarkUsed)
 		}
 	}
 	ts, err := s.auth.Exchange(ctx, e.Connection, sec.clientAuth(e.Connection), subject.AccessToken, x)
 	if err != nil {
-		return e.ID, nil, err
+		return e.ID, subject, false, err
 	}
+	id, ts, err := s.keepDerived(ctx, e, ks, x, ts, opts)
+	return id, ts, true, err
+}
+
+// lapseAllowance is how close to its expiry (as shipkey reckons it) a
+// subject token may already have lapsed at the server: servers state exp in
+// whole seconds, and expires_in counts from before the answer arrived.
+const lapseAllowance = 5 * time.Second
+
+// subjectLapsed says whether a refused exchange may have been refused only
+// because its subject token ran out on the way: the server answered (not a
+// network, timeout, TLS or configuration failure) and by now the subject is
+// due for renewal, expired or within lapseAllowance of its expiry.
+func subjectLapsed(err error, subject *auth.TokenSet, now time.Time) bool {
+	var ae *auth.Error
+	if subject == nil || !errors.As(err, &ae) {
+		return false
+	}
+	switch ae.Kind {
+	case auth.KindNetwork, auth.KindTimeout, auth.KindTLS, auth.KindConfig:
+		return false
+	}
+	return !subject.Access().ValidFor(now, lapseAllowance)
+}
+
+// keepDerived caches ts, the token an exchange for x gave, with key e's
+// secrets until it expires (not when its expiry is not stated, or the key
+// was logged out meanwhile), and marks the key used when asked.
+func (s *Store) keepDerived(ctx context.Context, e keyEntry, ks keyState, x auth.Exchange, ts *auth.TokenSet, opts ExchangeOptions) (string, *auth.TokenSet, error) {
 	if !ts.Access().Stated() {
 		return e.ID, ts, s.markUsedIf(ctx, e, ks, opts.MarkUsed)
 	}
-	err = s.changeState(ctx, e.ID, e.Label, func(ks *keyState) error {
+	err := s.changeState(ctx, e.ID, e.Label, func(ks *keyState) error {
 		sec, err := s.getSecrets(e.Label, e.ID, *ks)
 		if err != nil {
 			return err

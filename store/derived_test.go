@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -285,5 +286,57 @@ func TestConcurrentExchangesMakeOne(t *testing.T) {
 	}
 	if got := e.srv.Count(auth.GrantTokenExchange); got != 1 {
 		t.Fatalf("%d exchanges for %d processes asking at once, want 1", got, n)
+	}
+}
+
+// A subject token that runs out while the exchange is on its way (a
+// short-lived token on a slow link or a loaded machine) is refused by the
+// server as not live; the key's token is then renewed and the exchange made
+// once more. A refusal while the subject is still good (an unknown
+// audience) is not retried.
+func TestExchangeRenewsASubjectThatLapsedInTransit(t *testing.T) {
+	t.Parallel()
+	var transit atomic.Int64 // how far the clock moves while the next request is on its way
+	var clk *clock
+	e := newEnv(t, func(c *authtest.Config) {
+		now := c.Now
+		c.Now = func() time.Time {
+			if d := transit.Swap(0); d != 0 {
+				clk.Advance(time.Duration(d))
+			}
+			return now()
+		}
+	})
+	clk = e.clk
+	s := e.open(Options{})
+	e.create(s, "prod", false)
+
+	// 40 s left of 5 min: beyond the renewal margin (30 s), so Token hands
+	// the stored token out as the subject; 45 s pass on the way.
+	e.clk.Advance(4*time.Minute + 20*time.Second)
+	transit.Store(int64(45 * time.Second))
+	x := auth.Exchange{Audience: authtest.DemoPublicClientID}
+	got := e.exchanged(s, "prod", x)
+	if aud := jwtAud(t, got.AccessToken); len(aud) != 1 || aud[0] != authtest.DemoPublicClientID {
+		t.Fatalf("aud %v, want [%s]", aud, authtest.DemoPublicClientID)
+	}
+	if n := e.srv.Count(auth.GrantTokenExchange); n != 2 {
+		t.Errorf("%d exchanges, want 2 (the refused one, then one with the renewed subject)", n)
+	}
+	if n := e.srv.Count("refresh_token"); n != 1 {
+		t.Errorf("%d refreshes, want 1", n)
+	}
+
+	exchanges, refreshes := e.srv.Count(auth.GrantTokenExchange), e.srv.Count("refresh_token")
+	_, err := s.ExchangedToken(context.Background(), "prod", auth.Exchange{Audience: "no-such-client"}, ExchangeOptions{})
+	if err == nil || !strings.Contains(err.Error(), "Audience not found") {
+		t.Fatalf("err = %v, want the server's Audience not found", err)
+	}
+	e.noSecretIn(err)
+	if n := e.srv.Count(auth.GrantTokenExchange) - exchanges; n != 1 {
+		t.Errorf("%d exchanges for an unknown audience, want 1 (no retry)", n)
+	}
+	if n := e.srv.Count("refresh_token") - refreshes; n != 0 {
+		t.Errorf("%d refreshes for an unknown audience, want none", n)
 	}
 }
