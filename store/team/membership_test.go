@@ -108,6 +108,7 @@ func TestUnsignedTeamUpgrade(t *testing.T) {
 	srv := newServer(t)
 	ctx := context.Background()
 	const name = "legacy"
+	freshTeam(t, c, name)
 	a := newMachine(t, teamTimeout)
 	// a records the connection and its identity (the roster is missing).
 	if _, err := a.eng.Join(ctx, team.JoinOptions{Conn: conn(c, name)}); !errors.Is(err, team.ErrNoTeam) {

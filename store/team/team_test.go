@@ -126,6 +126,15 @@ func newMachine(t *testing.T, timeout time.Duration, clk ...*clock) *machine {
 	return m
 }
 
+// freshTeam deletes what an earlier run of the same test in this process
+// (go test -count=2) left of team name in c, so that it starts anew.
+func freshTeam(t *testing.T, c *etcdtest.Cluster, name string) {
+	t.Helper()
+	if err := c.DeletePrefix(context.Background(), team.Prefix(name)); err != nil {
+		t.Fatalf("etcd: deleting what a run before left of team %s: %v", name, err)
+	}
+}
+
 func conn(c *etcdtest.Cluster, name string) store.TeamConn {
 	return store.TeamConn{Name: name, Endpoints: c.Endpoints()}
 }
@@ -141,6 +150,7 @@ const teamTimeout = 30 * time.Second
 func twoMachines(t *testing.T, c *etcdtest.Cluster, name string, clk ...*clock) (a, b *machine) {
 	t.Helper()
 	ctx := context.Background()
+	freshTeam(t, c, name)
 	a, b = newMachine(t, teamTimeout, clk...), newMachine(t, teamTimeout, clk...)
 	if _, err := a.eng.Init(ctx, team.JoinOptions{Conn: conn(c, name), Name: "a"}); err != nil {
 		t.Fatal(err)
@@ -244,6 +254,7 @@ func TestJoinedButNotAddedIsNotMember(t *testing.T) {
 	c := needCluster(t)
 	srv := newServer(t)
 	ctx := context.Background()
+	freshTeam(t, c, "pending")
 	a := newMachine(t, teamTimeout)
 	if _, err := a.eng.Init(ctx, team.JoinOptions{Conn: conn(c, "pending")}); err != nil {
 		t.Fatal(err)

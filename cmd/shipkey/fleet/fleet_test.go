@@ -16,7 +16,6 @@ import (
 	"testing"
 	"time"
 
-	clientv3 "go.etcd.io/etcd/client/v3"
 
 	"github.com/shipkey/shipkey/auth/authtest"
 	"github.com/shipkey/shipkey/internal/testbin"
@@ -206,12 +205,7 @@ type listedKey struct {
 // again.
 func freshTeam(tb testing.TB, ctx context.Context, c *etcdtest.Cluster, name string) {
 	tb.Helper()
-	cli, err := c.Client()
-	if err != nil {
-		tb.Fatal(err)
-	}
-	defer cli.Close()
-	if _, err := cli.Delete(ctx, team.Prefix(name), clientv3.WithPrefix()); err != nil {
+	if err := c.DeletePrefix(ctx, team.Prefix(name)); err != nil {
 		tb.Fatalf("etcd: deleting what a run before left of team %s: %v", name, err)
 	}
 }

@@ -175,6 +175,18 @@ func (c *Cluster) Client() (*clientv3.Client, error) {
 	return clientv3.New(clientv3.Config{Endpoints: c.Endpoints(), DialTimeout: 2 * time.Second, Logger: zap.NewNop()})
 }
 
+// DeletePrefix deletes every key under prefix: what an earlier run of a
+// test in the same process (go test -count=2) left there.
+func (c *Cluster) DeletePrefix(ctx context.Context, prefix string) error {
+	cli, err := c.Client()
+	if err != nil {
+		return err
+	}
+	defer cli.Close()
+	_, err = cli.Delete(ctx, prefix, clientv3.WithPrefix())
+	return err
+}
+
 // WaitHealthy waits until a linearizable read succeeds through every
 // running member.
 func (c *Cluster) WaitHealthy(ctx context.Context) error {
