@@ -80,7 +80,13 @@ func (s *Store) exchangedToken(ctx context.Context, label string, x auth.Exchang
 	for attempt := 1; ; attempt++ {
 		var done bool
 		var id string
-		id, ts, done, err = s.exchangeOnce(ctx, &e, x, opts)
+		// The retry asks for a subject good for lapseAllowance: the stored
+		// token may still look valid to shipkey though the server let it go.
+		minSubject := time.Duration(0)
+		if attempt == 2 {
+			minSubject = lapseAllowance
+		}
+		id, ts, done, err = s.exchangeOnce(ctx, &e, x, opts, minSubject)
 		if done || err == nil {
 			return id, ts, err
 		}
@@ -93,14 +99,15 @@ func (s *Store) exchangedToken(ctx context.Context, label string, x auth.Exchang
 	}
 }
 
-// exchangeOnce takes the key's current token as the subject and, under the
+// exchangeOnce takes the key's current token (valid for minSubject) as the
+// subject and, under the
 // key's refresh lock, hands out the cached derived token when another
 // process has exchanged meanwhile (done), else exchanges it. On a refusal it
 // returns the subject it sent in place of the token, for subjectLapsed.
 // On success the new token is cached with the key's secrets (done).
-func (s *Store) exchangeOnce(ctx context.Context, ep *keyEntry, x auth.Exchange, opts ExchangeOptions) (string, *auth.TokenSet, bool, error) {
+func (s *Store) exchangeOnce(ctx context.Context, ep *keyEntry, x auth.Exchange, opts ExchangeOptions, minSubject time.Duration) (string, *auth.TokenSet, bool, error) {
 	e := *ep
-	subject, err := s.Token(ctx, e.Label, TokenOptions{})
+	subject, err := s.Token(ctx, e.Label, TokenOptions{MinValid: minSubject})
 	if err != nil {
 		return e.ID, nil, true, err
 	}

@@ -340,3 +340,31 @@ func TestExchangeRenewsASubjectThatLapsedInTransit(t *testing.T) {
 		t.Errorf("%d refreshes for an unknown audience, want none", n)
 	}
 }
+
+// A 2 s subject token that still looks valid to shipkey (1 s left, beyond
+// its renewal margin) but that the server already let go (its clock reads
+// exp in whole seconds, here 2.5 s ahead) is refused; the retry renews it
+// although it looks valid, rather than sending the same dead token again.
+func TestExchangeRenewsAShortSubjectTheServerLetGo(t *testing.T) {
+	t.Parallel()
+	var ahead atomic.Int64 // how far the server's clock is ahead of shipkey's
+	e := newEnv(t, func(c *authtest.Config) {
+		c.AccessTTL = 2 * time.Second
+		now := c.Now
+		c.Now = func() time.Time { return now().Add(time.Duration(ahead.Load())) }
+	})
+	s := e.open(Options{})
+	e.create(s, "prod", false)
+	e.clk.Advance(time.Second)
+	ahead.Store(int64(2500 * time.Millisecond))
+	got := e.exchanged(s, "prod", auth.Exchange{Audience: authtest.DemoPublicClientID})
+	if aud := jwtAud(t, got.AccessToken); len(aud) != 1 || aud[0] != authtest.DemoPublicClientID {
+		t.Fatalf("aud %v, want [%s]", aud, authtest.DemoPublicClientID)
+	}
+	if n := e.srv.Count(auth.GrantTokenExchange); n != 2 {
+		t.Errorf("%d exchanges, want 2 (the refused one, then one with the renewed subject)", n)
+	}
+	if n := e.srv.Count("refresh_token"); n != 1 {
+		t.Errorf("%d refreshes, want 1", n)
+	}
+}
