@@ -289,6 +289,23 @@ func TestConcurrentExchangesMakeOne(t *testing.T) {
 	}
 }
 
+// exchangedOnRetry exchanges label's token for DemoPublicClientID, on a
+// realm that refuses the first subject: it checks that the token came from a
+// second exchange, after one refresh.
+func (e *env) exchangedOnRetry(s *Store, label string) {
+	e.t.Helper()
+	got := e.exchanged(s, label, auth.Exchange{Audience: authtest.DemoPublicClientID})
+	if aud := jwtAud(e.t, got.AccessToken); len(aud) != 1 || aud[0] != authtest.DemoPublicClientID {
+		e.t.Fatalf("aud %v, want [%s]", aud, authtest.DemoPublicClientID)
+	}
+	if n := e.srv.Count(auth.GrantTokenExchange); n != 2 {
+		e.t.Errorf("%d exchanges, want 2 (the refused one, then one with the renewed subject)", n)
+	}
+	if n := e.srv.Count("refresh_token"); n != 1 {
+		e.t.Errorf("%d refreshes, want 1", n)
+	}
+}
+
 // A subject token that runs out while the exchange is on its way (a
 // short-lived token on a slow link or a loaded machine) is refused by the
 // server as not live; the key's token is then renewed and the exchange made
@@ -315,17 +332,7 @@ func TestExchangeRenewsASubjectThatLapsedInTransit(t *testing.T) {
 	// the stored token out as the subject; 45 s pass on the way.
 	e.clk.Advance(4*time.Minute + 20*time.Second)
 	transit.Store(int64(45 * time.Second))
-	x := auth.Exchange{Audience: authtest.DemoPublicClientID}
-	got := e.exchanged(s, "prod", x)
-	if aud := jwtAud(t, got.AccessToken); len(aud) != 1 || aud[0] != authtest.DemoPublicClientID {
-		t.Fatalf("aud %v, want [%s]", aud, authtest.DemoPublicClientID)
-	}
-	if n := e.srv.Count(auth.GrantTokenExchange); n != 2 {
-		t.Errorf("%d exchanges, want 2 (the refused one, then one with the renewed subject)", n)
-	}
-	if n := e.srv.Count("refresh_token"); n != 1 {
-		t.Errorf("%d refreshes, want 1", n)
-	}
+	e.exchangedOnRetry(s, "prod")
 
 	exchanges, refreshes := e.srv.Count(auth.GrantTokenExchange), e.srv.Count("refresh_token")
 	_, err := s.ExchangedToken(context.Background(), "prod", auth.Exchange{Audience: "no-such-client"}, ExchangeOptions{})
@@ -357,14 +364,5 @@ func TestExchangeRenewsAShortSubjectTheServerLetGo(t *testing.T) {
 	e.create(s, "prod", false)
 	e.clk.Advance(time.Second)
 	ahead.Store(int64(2500 * time.Millisecond))
-	got := e.exchanged(s, "prod", auth.Exchange{Audience: authtest.DemoPublicClientID})
-	if aud := jwtAud(t, got.AccessToken); len(aud) != 1 || aud[0] != authtest.DemoPublicClientID {
-		t.Fatalf("aud %v, want [%s]", aud, authtest.DemoPublicClientID)
-	}
-	if n := e.srv.Count(auth.GrantTokenExchange); n != 2 {
-		t.Errorf("%d exchanges, want 2 (the refused one, then one with the renewed subject)", n)
-	}
-	if n := e.srv.Count("refresh_token"); n != 1 {
-		t.Errorf("%d refreshes, want 1", n)
-	}
+	e.exchangedOnRetry(s, "prod")
 }

@@ -16,7 +16,6 @@ import (
 	"testing"
 	"time"
 
-
 	"github.com/shipkey/shipkey/auth/authtest"
 	"github.com/shipkey/shipkey/internal/testbin"
 	"github.com/shipkey/shipkey/store/team"
