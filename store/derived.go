@@ -47,7 +47,8 @@ type ExchangeOptions struct {
 // due, else a new exchange from the key's current token (renewed first when
 // due, as Token does), which is then cached with the key's secrets until
 // its expiry. A token whose expiry the server did not state is handed out
-// but not cached. Exchanges of one key are serialized by its refresh lock:
+// but not cached. An exchange the server refused while the subject was near
+// its expiry (subjectLapsed) is made once more with a renewed subject. Exchanges of one key are serialized by its refresh lock:
 // many processes asking at once after expiry cause one exchange.
 func (s *Store) ExchangedToken(ctx context.Context, label string, x auth.Exchange, opts ExchangeOptions) (*auth.TokenSet, error) {
 	id, ts, err := s.exchangedToken(ctx, label, x, opts)
@@ -76,67 +77,57 @@ func (s *Store) exchangedToken(ctx context.Context, label string, x auth.Exchang
 		}
 	}
 	s.hold.drop() // no read lock held across the network
-	var ts *auth.TokenSet
 	for attempt := 1; ; attempt++ {
-		var done bool
-		var id string
 		// The retry asks for a subject good for lapseAllowance: the stored
 		// token may still look valid to shipkey though the server let it go.
 		minSubject := time.Duration(0)
-		if attempt == 2 {
+		if attempt > 1 {
 			minSubject = lapseAllowance
 		}
-		id, ts, done, err = s.exchangeOnce(ctx, &e, x, opts, minSubject)
-		if done || err == nil {
+		id, ts, sent, err := s.exchangeOnce(ctx, &e, x, opts, minSubject)
+		if err == nil || sent == nil || attempt > 1 || !subjectLapsed(err, sent, s.now()) {
 			return id, ts, err
 		}
-		if attempt == 2 || !subjectLapsed(err, ts, s.now()) {
-			return id, nil, err
-		}
-		// The subject token was due or expired by the time the server
-		// answered (a short-lived token that ran out in transit): once more
-		// with the key's renewed token.
 	}
 }
 
-// exchangeOnce takes the key's current token (valid for minSubject) as the
-// subject and, under the
-// key's refresh lock, hands out the cached derived token when another
-// process has exchanged meanwhile (done), else exchanges it. On a refusal it
-// returns the subject it sent in place of the token, for subjectLapsed.
-// On success the new token is cached with the key's secrets (done).
-func (s *Store) exchangeOnce(ctx context.Context, ep *keyEntry, x auth.Exchange, opts ExchangeOptions, minSubject time.Duration) (string, *auth.TokenSet, bool, error) {
+// exchangeOnce takes the key's current token, valid for minSubject, as the
+// subject and, under the key's refresh lock, hands out the cached derived
+// token when another process exchanged meanwhile, else exchanges the subject
+// and caches the new token with the key's secrets. When the server refused
+// the exchange it also returns the subject it sent (for subjectLapsed).
+func (s *Store) exchangeOnce(ctx context.Context, ep *keyEntry, x auth.Exchange, opts ExchangeOptions, minSubject time.Duration) (id string, ts, refusedSubject *auth.TokenSet, err error) {
 	e := *ep
 	subject, err := s.Token(ctx, e.Label, TokenOptions{MinValid: minSubject})
 	if err != nil {
-		return e.ID, nil, true, err
+		return e.ID, nil, nil, err
 	}
 	lk, err := acquireLock(ctx, s.refreshLockPath(e.ID))
 	if err != nil {
-		return e.ID, nil, true, err
+		return e.ID, nil, nil, err
 	}
 	defer lk.release()
 	e, ks, err := s.findID(e.ID, e.Label)
 	if err != nil {
-		return e.ID, nil, true, err
+		return e.ID, nil, nil, err
 	}
 	*ep = e
 	sec, err := s.getSecrets(e.Label, e.ID, ks)
 	if err != nil {
-		return e.ID, nil, true, err
+		return e.ID, nil, nil, err
 	}
 	if !opts.Force {
 		// Another process may have exchanged while this one waited.
 		if ts := sec.derived(x, s.now(), opts.MinValid); ts != nil {
-			return e.ID, ts, true, s.markUsedIf(ctx, e, ks, opts.MarkUsed)
+			return e.ID, ts, nil, s.markUsedIf(ctx, e, ks, opts.MarkUsed)
 		}
 	}
-	ts, err := s.auth.Exchange(ctx, e.Connection, sec.clientAuth(e.Connection), subject.AccessToken, x)
+	ts, err = s.auth.Exchange(ctx, e.Connection, sec.clientAuth(e.Connection), subject.AccessToken, x)
 	if err != nil {
-		return e.ID, subject, false, err
+		return e.ID, nil, subject, err
 	}
-	id, ts, err := s.keepDerived(ctx, e, ks, x, ts, opts)
-	return id, ts, true, err
+	id, ts, err = s.keepDerived(ctx, e, ks, x, ts, opts)
+	return id, ts, nil, err
 }
 
 // lapseAllowance is how close to its expiry (as shipkey reckons it) a
