@@ -130,6 +130,7 @@ func (t *tx) walkCursor(b *bolt.Bucket) walkCursor {
 	if s := t.scanner(b); s != nil {
 		return s
 	}
+	t.s.walkReads.scanned()
 	return b.Cursor()
 }
 
@@ -196,6 +197,8 @@ func (j *keyJoin) byLookups(b *bolt.Bucket) error {
 	btx := j.t.btx
 	var w walkChunkBuf
 	ec, dc := b.Cursor(), b.Cursor()
+	j.t.s.walkReads.scanned()
+	j.t.s.walkReads.scanned()
 	k, v := ec.First()
 	dk, dv := dc.First()
 	for k != nil {
@@ -212,6 +215,8 @@ func (j *keyJoin) byLookups(b *bolt.Bucket) error {
 		}
 		releaseMapped(btx)
 		if j.sc != nil {
+			j.t.s.walkReads.lookedUp(len(w.byID))
+			j.t.s.walkReads.holding(len(w.rows))
 			w.readStates(j.sc, func() { releaseMapped(btx) })
 			releaseMapped(btx)
 		}
@@ -250,6 +255,7 @@ func (j *keyJoin) byPartitions(b *bolt.Bucket, p *statePartitions) error {
 			if err := c.load(p, part); err != nil {
 				return err
 			}
+			j.t.s.walkReads.holding(c.n)
 		}
 		if n++; release && n%releaseEvery == 0 {
 			releaseMapped(btx)
@@ -263,6 +269,7 @@ func (j *keyJoin) byPartitions(b *bolt.Bucket, p *statePartitions) error {
 			// The ids bucket does not name this key's id under its label
 			// (a damaged index): look its state up.
 			st, ok = lookupState(j.sc, e.ID)
+			j.t.s.walkReads.lookedUp(1)
 			if lookups++; lookups%lookupReleaseEvery == 0 {
 				releaseMapped(btx)
 			}

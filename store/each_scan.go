@@ -8,6 +8,7 @@ import (
 	"io"
 	"os"
 	"sync"
+	"sync/atomic"
 
 	bolt "go.etcd.io/bbolt"
 )
@@ -86,7 +87,62 @@ func (t *tx) scanner(b *bolt.Bucket) *bucketScan {
 		return nil
 	}
 	ps := info.PageSize
-	return newBucketScan(f.(*os.File), ps, uint64(t.btx.Size())/uint64(ps), root)
+	var r io.ReaderAt = f.(*os.File)
+	if c := t.s.walkReads; c != nil {
+		r = &countingReaderAt{r: r, pageSize: int64(ps), c: c}
+	}
+	return newBucketScan(r, ps, uint64(t.btx.Size())/uint64(ps), root)
+}
+
+// walkReads counts how walks read state.db: the pages they read by pread
+// (bucketScan) and in how many reads, the buckets they read in order
+// through bbolt's memory map instead, and the states they looked up one by
+// one through it. Tests set it (Store.walkReads) to check what a walk
+// reads, which the code decides, where a count of the process's page
+// faults or resident memory would measure the kernel and the runtime too.
+type walkReads struct {
+	pages, preads, mappedScans, mappedLookups atomic.Int64
+	held                                      atomic.Int64 // the most keys' states a walk held at once
+}
+
+// holding notes that a walk holds n keys' states at once.
+func (c *walkReads) holding(n int) {
+	if c == nil {
+		return
+	}
+	for {
+		old := c.held.Load()
+		if int64(n) <= old || c.held.CompareAndSwap(old, int64(n)) {
+			return
+		}
+	}
+}
+
+// scanned counts a bucket read in order through bbolt's map.
+func (c *walkReads) scanned() {
+	if c != nil {
+		c.mappedScans.Add(1)
+	}
+}
+
+// lookedUp counts n states looked up through bbolt's map.
+func (c *walkReads) lookedUp(n int) {
+	if c != nil {
+		c.mappedLookups.Add(int64(n))
+	}
+}
+
+// countingReaderAt counts the pages read through it into c.
+type countingReaderAt struct {
+	r        io.ReaderAt
+	pageSize int64
+	c        *walkReads
+}
+
+func (r *countingReaderAt) ReadAt(b []byte, off int64) (int, error) {
+	r.c.preads.Add(1)
+	r.c.pages.Add((int64(len(b)) + r.pageSize - 1) / r.pageSize)
+	return r.r.ReadAt(b, off)
 }
 
 // bucketScan reads one bucket's key/value pairs in key order by pread, as

@@ -52,7 +52,9 @@ type Store struct {
 	walkChunk int         // keys a walk reads at once; 0: walkChunk (tests set fewer)
 	// walkTemp makes a walk's temporary file; nil: walkTempFile.
 	walkTemp func() (*os.File, error)
-	hold     readHold // state.db kept open between reads (readonce.go)
+	// walkReads, when set (tests), counts how a walk reads state.db.
+	walkReads *walkReads
+	hold      readHold // state.db kept open between reads (readonce.go)
 
 	stampCache stampCache // Stamp's last answer (stamp.go)
 
