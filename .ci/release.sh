@@ -6,7 +6,7 @@
 # Homebrew formula, all in dist/. Configuration: .goreleaser.yaml.
 #
 #   bash .ci/release.sh            a snapshot of the checkout (nothing published)
-#   bash .ci/release.sh --release  the release of the tag at HEAD (see README, "Releasing")
+#   bash .ci/release.sh --release  the release of the tag at HEAD (see docs/development.md, "Releasing")
 set -euo pipefail
 cd "$(dirname "$0")/.."
 

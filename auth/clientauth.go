@@ -146,7 +146,7 @@ func (c *Client) applyClientAuth(conn Connection, ca ClientAuth, m ClientAuthMet
 // signAssertion signs the RFC 7523 client assertion of the JWT methods for
 // the request to endpoint: iss = sub = the client id, aud = the endpoint, a
 // unique jti, a short exp; HS256 over the secret for client_secret_jwt, the
-// key's algorithm for private_key_jwt. Not written yet.
+// key's algorithm for private_key_jwt.
 func (c *Client) signAssertion(conn Connection, ca ClientAuth, m ClientAuthMethod, endpoint string) (string, error) {
 	_ = endpoint // the audience is the token endpoint, which every server accepts for every endpoint
 	aud := c.assertionAudience(conn)

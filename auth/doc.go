@@ -23,9 +23,18 @@
 // (store's keyEntry: its reflection test says which encodings must learn
 // it); and add its fields to the app's Get API Key form.
 //
-// It is built on golang.org/x/oauth2 for the grants. Everything it returns is
-// plain data (TokenSet, Claims, Liveness, Verification) or a typed *Error whose
-// message is one line a person can act on.
+// Every request to the server is shipkey's own code: each token request
+// (every grant and the refresh), the device authorization and pushed
+// authorization requests, revocation, introspection and logout is one form
+// POST through Client.send (request.go), the one place where the client's
+// authentication is applied (with a DPoP proof on each attempt for a DPoP
+// key), and each token response is checked before it becomes a TokenSet
+// (response.go). golang.org/x/oauth2
+// supplies types and helpers only: oauth2.Token (TokenSet.OAuth2, for the
+// store's token source), the PKCE verifier and S256 challenge, and the query
+// of the authorization URL. Everything it returns is plain data (TokenSet,
+// Claims, Liveness, Verification) or a typed *Error whose message is one line
+// a person can act on.
 //
 // What it must never do: touch files, the keyring or the terminal; follow a
 // redirect on a POST that carries credentials; fetch a URL named by an

@@ -30,7 +30,7 @@ func (b bodyTransport) RoundTrip(r *http.Request) (*http.Response, error) {
 }
 
 // FuzzTokenResponse: whatever a token endpoint answers, Login never panics,
-// a token set it accepts obeys the checks the README promises (a b64token
+// a token set it accepts obeys the checks docs/keycloak.md promises (a b64token
 // access token, visible-ASCII refresh and ID tokens, Bearer, lifetimes from 0
 // to ten years), and an error is one line without the secrets sent.
 func FuzzTokenResponse(f *testing.F) {
@@ -70,14 +70,14 @@ func FuzzTokenResponse(f *testing.F) {
 		if ts.ExpiresIn < 0 || ts.ExpiresIn > tenYears || ts.RefreshExpiresIn < 0 || ts.RefreshExpiresIn > tenYears {
 			t.Fatalf("accepted lifetimes %d, %d", ts.ExpiresIn, ts.RefreshExpiresIn)
 		}
-		// Absent means Bearer (the README's rule); anything else is refused.
+		// Absent means Bearer (docs/keycloak.md's rule); anything else is refused.
 		if ts.TokenType != "" && !strings.EqualFold(ts.TokenType, "bearer") {
 			t.Fatalf("accepted token_type %q", ts.TokenType)
 		}
 	})
 }
 
-// b64tokenSyntax is RFC 6750's b64token as the README states it, written
+// b64tokenSyntax is RFC 6750's b64token as docs/keycloak.md states it, written
 // apart from the code under test.
 func b64tokenSyntax(s string) bool {
 	i := 0

@@ -9,7 +9,9 @@ import "github.com/shipkey/shipkey/auth"
 // in etcd (json names, CBOR and JSON), Import, the rebuild of the index —
 // and every value that carries a key's definition (Key, ImportKey, NewKey,
 // the team's record) embeds it. Adding a field is one line here (and its
-// field in the form); TestDefinitionSurvivesEveryEncoding checks each path.
+// field in the form); TestKeyEntryEveryFieldPersists checks the index
+// record, config.toml and Key, and store/team's
+// TestDefinitionSurvivesTheTeamRecord the team's record.
 type Definition struct {
 	auth.Connection
 	// Grant is how the key obtains tokens; empty (every key written before

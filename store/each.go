@@ -51,7 +51,7 @@ func (s *Store) EachKey(fn func(Key) error) error {
 // back every releaseEvery keys (releaseMapped): a page once mapped counts in
 // the process's resident memory until unmapped, so a walk over 100,000 keys
 // would otherwise hold the whole file. BenchmarkScale in cmd/internal/cli
-// measures a whole `keys list`; the README quotes it.
+// measures a whole `keys list`; docs/performance.md quotes it.
 //
 // Damage found part way (a page of state.db that does not read) sets
 // state.db aside and rebuilds it, as any damage does, and a read runs again

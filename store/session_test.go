@@ -115,8 +115,8 @@ func TestSessionAgentUnlockOnce(t *testing.T) {
 	t.Setenv(EnvPassphrase, "agent passphrase")
 	s := e.open(Options{Backend: BackendFile})
 	sock := s.AgentSocket()
-	// Its own directory, not $XDG_RUNTIME_DIR/shipkey that the README's
-	// container recipe mounts for serve's socket.
+	// Its own directory, not $XDG_RUNTIME_DIR/shipkey that the container
+	// recipe of docs/handoff.md mounts for serve's socket.
 	if filepath.Dir(sock) != filepath.Join(run, "shipkey-agent") {
 		t.Fatalf("socket %s is not in $XDG_RUNTIME_DIR/shipkey-agent", sock)
 	}

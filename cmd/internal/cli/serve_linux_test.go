@@ -129,7 +129,7 @@ func TestServeSocket(t *testing.T) {
 		t.Errorf("a bad min_valid: %d", status)
 	}
 
-	// curl, as the README says.
+	// curl, as docs/handoff.md says.
 	out, err := exec.CommandContext(c.ctx, "curl", "-sS", "--unix-socket", sock, "http://shipkey/v1/token/k").Output()
 	if err != nil || !strings.Contains(string(out), `"access_token": "`+tokens[0]+`"`) {
 		t.Errorf("curl --unix-socket: %v\n%s", err, out)
@@ -227,7 +227,7 @@ func TestServeBounds(t *testing.T) {
 		}
 	}
 
-	sock := filepath.Join(run, "shipkey", "token.sock") // the README's place
+	sock := filepath.Join(run, "shipkey", "token.sock") // docs/handoff.md's place
 	cmd, _, get := startServe(t, c, sock)
 
 	before := srv.Count("refresh_token")

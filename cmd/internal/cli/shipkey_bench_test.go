@@ -98,7 +98,7 @@ func BenchmarkVersionInProcess(b *testing.B) {
 }
 
 // BenchmarkProcess builds the binary once (static, CGO_ENABLED=0, as the
-// README installs it) and execs it per iteration: what a script calling
+// release builds it) and execs it per iteration: what a script calling
 // `shipkey token` in a loop feels, start-up included. bare-go is the
 // yardstick: a Go program that prints one line and exits; read token/file
 // as a ratio to it.

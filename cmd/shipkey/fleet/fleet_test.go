@@ -28,7 +28,7 @@ import (
 const testBound = 3 * time.Minute
 
 // exitEtcdUnavailable is the documented exit code of a team key whose etcd
-// did not answer within the bound (README, "Teams").
+// did not answer within the bound (docs/teams.md, "Faults").
 const exitEtcdUnavailable = 4
 
 var (

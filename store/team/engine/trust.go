@@ -36,7 +36,7 @@ func (h *handle) pinned() []byte {
 
 // refused is the one line for data etcd holds that no member wrote.
 func (h *handle) refused(what string, err error) error {
-	return &Error{Team: h.name(), Msg: "refused " + what + ": " + text.Safe(err.Error()) + " (see README, Teams: who can write to etcd)", Kind: team.ErrForged}
+	return &Error{Team: h.name(), Msg: "refused " + what + ": " + text.Safe(err.Error()) + " (see docs/teams.md, Threat model: who can write to etcd)", Kind: team.ErrForged}
 }
 
 // warnRefused says that an item was refused and left aside.
