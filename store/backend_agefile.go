@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"io"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"sync"
@@ -31,6 +32,8 @@ type fileBackend struct {
 	// beforeWait, when set, runs before a passphrase is asked for or
 	// derived: the Store's held read lock is dropped (readonce.go).
 	beforeWait func()
+	// logger is told of each derivation (Options.Logger); nil: nobody.
+	logger *slog.Logger
 
 	mu       sync.Mutex // guards identity, follow and serializes unlocking
 	identity *age.X25519Identity
@@ -41,7 +44,7 @@ type fileBackend struct {
 }
 
 func newFileBackend(e backendEnv) secretsBackend {
-	return &fileBackend{dir: e.stateDir, passphrase: e.opts.Passphrase}
+	return &fileBackend{dir: e.stateDir, passphrase: e.opts.Passphrase, logger: e.opts.Logger}
 }
 
 const (

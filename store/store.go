@@ -42,6 +42,7 @@ package store
 import (
 	"errors"
 	"io"
+	"log/slog"
 	"time"
 
 	"github.com/shipkey/shipkey/auth"
@@ -157,6 +158,9 @@ type Options struct {
 	Auth       *auth.Client // required for token operations
 	Now        func() time.Time
 	Warn       io.Writer // where fallbacks and plaintext warnings are said; nil = os.Stderr
+	// Logger, when set (--debug), is told what the store does that costs:
+	// a passphrase derivation (scrypt, about a second and 256 MiB).
+	Logger *slog.Logger
 
 	// Unlock says how an unlock of the file backend is kept for the session.
 	Unlock UnlockOptions

@@ -188,6 +188,7 @@ func (b *fileBackend) deriveLocked(sess *session, pass string) (*age.X25519Ident
 		if id, ok := sess.load(desc); ok && b.identityOpens(id) {
 			return id, nil
 		}
+		b.logDerivation("unwrapped the secrets key with the passphrase", keyPath)
 		id, err := unwrapIdentity(keyPath, wrapped, pass)
 		if err != nil {
 			return nil, err
@@ -198,6 +199,7 @@ func (b *fileBackend) deriveLocked(sess *session, pass string) (*age.X25519Ident
 	if !errors.Is(err, os.ErrNotExist) {
 		return nil, fileError("read", keyPath, err)
 	}
+	b.logDerivation("wrapped a new secrets key with the passphrase", keyPath)
 	id, wrapped, err := b.newWrappedIdentity(pass)
 	if err != nil {
 		return nil, b.lockedError("no secrets file was made: unusable passphrase", err)
@@ -211,12 +213,22 @@ func (b *fileBackend) deriveLocked(sess *session, pass string) (*age.X25519Ident
 		if wrapped, err = os.ReadFile(keyPath); err != nil {
 			return nil, fileError("read", keyPath, err)
 		}
+		b.logDerivation("unwrapped the secrets key with the passphrase", keyPath)
 		if id, err = unwrapIdentity(keyPath, wrapped, pass); err != nil {
 			return nil, err
 		}
 	}
 	sess.publish(identityCacheDesc(keyPath, wrapped), id)
 	return id, nil
+}
+
+// logDerivation tells the debug log of a passphrase derivation (scrypt):
+// the one costly step of an unlock, which a session spares every other
+// process.
+func (b *fileBackend) logDerivation(what, keyPath string) {
+	if b.logger != nil {
+		b.logger.Debug("unlock: "+what+" (scrypt)", "file", displayPath(keyPath))
+	}
 }
 
 // newWrappedIdentity makes a new identity and wraps it with pass.

@@ -164,9 +164,10 @@ func (f *factory) Store() (*store.Store, error) {
 			return
 		}
 		opts := store.Options{
-			Auth: client,
-			Now:  f.Now,
-			Warn: f.Diag,
+			Auth:   client,
+			Now:    f.Now,
+			Warn:   f.Diag,
+			Logger: f.Logger(),
 
 			ReadOnce: f.readOnce,
 		}
