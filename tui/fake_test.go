@@ -393,7 +393,7 @@ func (f fakeVerifier) Verify(context.Context, []auth.Connection, string) auth.Ve
 // commands they return (timers are recorded, not waited for; spinner frames
 // are dropped), and records what was sent to the clipboard.
 type harness struct {
-	t         *testing.T
+	t         testing.TB
 	m         *Model
 	st        *fakeStore
 	clock     *clock
@@ -414,7 +414,7 @@ func newHarness(t *testing.T, setup func(*fakeStore)) *harness {
 }
 
 // newHarnessWith is newHarness with the config changed by edit first.
-func newHarnessWith(t *testing.T, setup func(*fakeStore), edit func(*config)) *harness {
+func newHarnessWith(t testing.TB, setup func(*fakeStore), edit func(*config)) *harness {
 	t.Helper()
 	h := &harness{t: t, clock: &clock{t: t0}}
 	h.st = newFakeStore(h.clock)
