@@ -205,6 +205,7 @@ func encodeState(ks keyState) []byte {
 type entryDecoder struct {
 	legacy legacyEntryDecoder
 	share  fastShare
+	slow   int // records the fast decoder left to the library (tests count them)
 }
 
 func (d *entryDecoder) decode(b []byte) (keyEntry, error) {
@@ -215,6 +216,7 @@ func (d *entryDecoder) decode(b []byte) (keyEntry, error) {
 	if fastDecode(fastEntry(), b, unsafe.Pointer(&e), &d.share) {
 		return e, nil
 	}
+	d.slow++
 	return libraryDecode[keyEntry](b)
 }
 
@@ -232,6 +234,7 @@ func libraryDecode[T keyEntry | keyState](b []byte) (T, error) {
 type stateDecoder struct {
 	legacy legacyStateDecoder
 	share  fastShare
+	slow   int // records the fast decoder left to the library (tests count them)
 }
 
 func (d *stateDecoder) decode(b []byte) (keyState, error) {
@@ -242,6 +245,7 @@ func (d *stateDecoder) decode(b []byte) (keyState, error) {
 	if fastDecode(fastState(), b, unsafe.Pointer(&ks), &d.share) {
 		return ks, nil
 	}
+	d.slow++
 	return libraryDecode[keyState](b)
 }
 

@@ -161,6 +161,9 @@ type fastShare struct {
 	// records' to an allocation: bytes up to its length are never
 	// written again (they are strings), the next record's go after them.
 	arena []byte
+	// arenas counts the arenas made: a walk's strings take one every
+	// fifty keys or so, fewer than one a key (tests count them).
+	arenas int
 }
 
 // fastArena is the size of a walk's string arena (about fifty keys'
@@ -240,6 +243,7 @@ func (d *fastDec) copyStrings(root unsafe.Pointer) {
 	if d.share != nil { // a walk: into the arena
 		if cap(d.share.arena)-len(d.share.arena) < d.size {
 			d.share.arena = make([]byte, 0, max(fastArena, d.size))
+			d.share.arenas++
 		}
 		buf = d.share.arena[len(d.share.arena):]
 	} else {

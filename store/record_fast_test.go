@@ -27,12 +27,12 @@ func fullRecords(loc *time.Location) (entry, state []byte) {
 	return encodeRecord(e), encodeRecord(ks)
 }
 
-// The records shipkey writes decode without the CBOR library's reflection:
-// one allocation for all of a record's strings (and one for the scopes'
-// slice, the not-before-policy's int), where the library made about twice
-// as many as there are strings (a walk decodes two records a key). Every
-// field's value is checked against the library's.
-func TestRecordsDecodeFast(t *testing.T) { // not parallel: testing.AllocsPerRun
+// The records shipkey writes decode without the CBOR library's reflection
+// (a walk decodes two records a key; the library made about twice as many
+// allocations as there are strings: BenchmarkDecodeRecord reports them).
+// Every field's value is checked against the library's.
+func TestRecordsDecodeFast(t *testing.T) {
+	t.Parallel()
 	entry, state := fullRecords(time.FixedZone("", 5*3600+1800))
 	var libE keyEntry
 	var libS keyState
@@ -52,21 +52,29 @@ func TestRecordsDecodeFast(t *testing.T) { // not parallel: testing.AllocsPerRun
 	if err != nil || !reflect.DeepEqual(ks, libS) {
 		t.Fatalf("state %+v, %v; the library's %+v", ks, err, libS)
 	}
-	// The strings and the scopes' slice; the strings and the int (times
-	// in UTC: one at another offset is a new time.Location each). A new
-	// decoder each time: nothing is shared with a record before.
-	entry, state = fullRecords(time.UTC)
+	if ed.slow != 0 || sd.slow != 0 {
+		t.Errorf("the fast decoder left %d entries and %d states to the library", ed.slow, sd.slow)
+	}
+}
+
+// BenchmarkDecodeRecord reports the allocations of decoding a record with
+// a new decoder: one for all its strings, and one for the scopes' slice
+// (entry) or the not-before-policy's int (state).
+func BenchmarkDecodeRecord(b *testing.B) {
+	entry, state := fullRecords(time.UTC) // a time at another offset is a new time.Location each
 	for _, c := range []struct {
 		what string
-		max  float64
 		dec  func()
 	}{
-		{"entry", 2, func() { var ed entryDecoder; _, _ = ed.decode(entry) }},
-		{"state", 2, func() { var sd stateDecoder; _, _ = sd.decode(state) }},
+		{"entry", func() { var ed entryDecoder; _, _ = ed.decode(entry) }},
+		{"state", func() { var sd stateDecoder; _, _ = sd.decode(state) }},
 	} {
-		if n := testing.AllocsPerRun(50, c.dec); n > c.max {
-			t.Errorf("decoding the %s record: %v allocations, want at most %v", c.what, n, c.max)
-		}
+		b.Run(c.what, func(b *testing.B) {
+			b.ReportAllocs()
+			for b.Loop() {
+				c.dec()
+			}
+		})
 	}
 }
 
@@ -172,9 +180,10 @@ func walkRecords(n int) (entries, states [][]byte) {
 
 // A walk's decoders share what repeats from key to key (the connection,
 // the token's type and scope) and copy the rest into an arena, many keys'
-// to an allocation: fewer than one a key, where there were sixteen. Each
-// key's records decode as the library decodes them.
-func TestWalkDecodeAllocations(t *testing.T) { // not parallel: testing.AllocsPerRun
+// to an allocation: for 100 keys a few arenas, where there were sixteen
+// allocations a key. Each key's records decode as the library decodes them.
+func TestWalkDecodeSharesArenas(t *testing.T) {
+	t.Parallel()
 	entries, states := walkRecords(100)
 	var ed entryDecoder
 	var sd stateDecoder
@@ -199,14 +208,11 @@ func TestWalkDecodeAllocations(t *testing.T) { // not parallel: testing.AllocsPe
 			t.Fatalf("key %d: state %+v; the library's %+v, %v", i, kss[i], ls, lerr)
 		}
 	}
-	i := 0
-	n := testing.AllocsPerRun(len(entries)-1, func() {
-		i = (i + 1) % len(entries) // the next key, as a walk reads them
-		_, _ = ed.decode(entries[i])
-		_, _ = sd.decode(states[i])
-	})
-	if n >= 1 {
-		t.Errorf("decoding a key's two records in a walk: %v allocations, want fewer than one", n)
+	if ed.slow != 0 || sd.slow != 0 {
+		t.Errorf("the fast decoder left %d entries and %d states of %d keys to the library", ed.slow, sd.slow, len(entries))
+	}
+	if arenas := ed.share.arenas + sd.share.arenas; arenas == 0 || arenas > len(entries)/10 {
+		t.Errorf("%d keys' strings took %d arenas; want a few (an arena holds about fifty keys' strings)", len(entries), arenas)
 	}
 }
 

@@ -13,13 +13,11 @@
 package testbin
 
 import (
-	"context"
 	"fmt"
 	"os"
 	"os/exec"
 	"path"
 	"path/filepath"
-	"time"
 )
 
 // Build is one build of one or more main packages.
@@ -38,8 +36,11 @@ func Install(dir string, b Build) error {
 	if err != nil {
 		return fmt.Errorf("the go command is needed to build the programs under test: %w", err)
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
-	defer cancel()
+	// No deadline of its own: on a new machine the first build compiles
+	// all of shipkey beside the other test packages' builds, and how long
+	// that takes says nothing of the code (a 5-minute bound failed every
+	// test that runs the programs on a loaded machine). go test's -timeout
+	// bounds the whole.
 	for _, pkg := range b.Packages {
 		args := []string{"run", "-exec", "cp"}
 		if b.LDFlags != "" {
@@ -47,7 +48,7 @@ func Install(dir string, b Build) error {
 		}
 		// go run runs `cp EXECUTABLE TARGET`.
 		args = append(args, pkg, filepath.Join(dir, path.Base(pkg)))
-		cmd := exec.CommandContext(ctx, goBin, args...)
+		cmd := exec.Command(goBin, args...)
 		// Static, as a release is built (.goreleaser.yaml): no dynamic
 		// loader in every start.
 		cmd.Env = append(os.Environ(), "CGO_ENABLED=0")

@@ -63,48 +63,66 @@ func TestWriteTableTwoWalks(t *testing.T) {
 	}
 }
 
-// TestWriteTableAllocationsFlat: writing a table's kept rows (from memory
-// or from the temporary file) allocates nothing a row, where splitting each
-// row into strings and padding with strings.Repeat made five allocations a
-// row (keys list at 100k keys); the table still aligns as text/tabwriter's,
-// pads wider than one run of spaces included.
-func TestWriteTableAllocationsFlat(t *testing.T) { // not parallel: testing.AllocsPerRun
-	const n = 1000
-	keys := make([]store.Key, n)
+// writeTableCase is a table of n rows written by writeTable from memory
+// (keep 1 MiB) or from the temporary file (keep 0), and text/tabwriter's
+// rendering of the same rows.
+type writeTableCase struct {
+	keep  int
+	spill func() (*os.File, error)
+}
+
+func writeTableRows(n int) (keys []store.Key, cells func(store.Key, int) []string, want string) {
+	keys = make([]store.Key, n)
 	rows := make([][]string, n)
-	var want bytes.Buffer
-	tw := tabwriter.NewWriter(&want, 0, 0, 2, ' ', 0)
+	var buf bytes.Buffer
+	tw := tabwriter.NewWriter(&buf, 0, 0, 2, ' ', 0)
+	idx := map[string]int{}
 	for i := range keys {
 		rows[i] = []string{"*", strings.Repeat("é", i%50), fmt.Sprint(i), "end"}
 		keys[i].Label = fmt.Sprint(i)
+		idx[keys[i].Label] = i
 		fmt.Fprintln(tw, strings.Join(rows[i], "\t"))
 	}
 	_ = tw.Flush()
-	idx := map[string]int{}
-	for i, k := range keys {
-		idx[k.Label] = i
-	}
-	for _, tc := range []struct {
-		keep  int
-		spill func() (*os.File, error)
-	}{{1 << 20, nil}, {0, spillFile}} {
+	return keys, func(k store.Key, _ int) []string { return rows[idx[k.Label]] }, buf.String()
+}
+
+// TestWriteTableAlignsAsTabwriter: writing a table's kept rows (from
+// memory or from the temporary file), with pads wider than one run of
+// spaces, aligns as text/tabwriter does.
+func TestWriteTableAlignsAsTabwriter(t *testing.T) {
+	t.Parallel()
+	keys, cells, want := writeTableRows(1000)
+	for _, tc := range []writeTableCase{{1 << 20, nil}, {0, spillFile}} {
 		var out bytes.Buffer
 		w := bufio.NewWriterSize(&out, 1<<20)
-		cells := func(k store.Key, _ int) []string { return rows[idx[k.Label]] }
-		allocs := testing.AllocsPerRun(3, func() {
-			out.Reset()
-			w.Reset(&out)
-			if _, err := writeTable(w, nil, eachOf(keys), cells, tc.keep, tc.spill); err != nil {
-				t.Fatal(err)
+		if _, err := writeTable(w, nil, eachOf(keys), cells, tc.keep, tc.spill); err != nil {
+			t.Fatal(err)
+		}
+		if out.String() != want {
+			t.Errorf("keep %d, spill %v: table\n%s\nwant (text/tabwriter)\n%s", tc.keep, tc.spill != nil, out.String(), want)
+		}
+	}
+}
+
+// BenchmarkWriteTable reports the allocations of writing 1,000 rows: the
+// walk's and the row buffer's growth, none a row (splitting each row into
+// strings and padding with strings.Repeat made five a row).
+func BenchmarkWriteTable(b *testing.B) {
+	keys, cells, _ := writeTableRows(1000)
+	for _, tc := range []writeTableCase{{1 << 20, nil}, {0, spillFile}} {
+		b.Run(fmt.Sprintf("spill=%v", tc.spill != nil), func(b *testing.B) {
+			var out bytes.Buffer
+			w := bufio.NewWriterSize(&out, 1<<20)
+			b.ReportAllocs()
+			for b.Loop() {
+				out.Reset()
+				w.Reset(&out)
+				if _, err := writeTable(w, nil, eachOf(keys), cells, tc.keep, tc.spill); err != nil {
+					b.Fatal(err)
+				}
 			}
 		})
-		// The walk and the row buffer's growth allocate; a row does not.
-		if allocs > n/10 {
-			t.Errorf("keep %d, spill %v: %v allocations for %d rows", tc.keep, tc.spill != nil, allocs, n)
-		}
-		if out.String() != want.String() {
-			t.Errorf("keep %d, spill %v: table\n%s\nwant (text/tabwriter)\n%s", tc.keep, tc.spill != nil, out.String(), want.String())
-		}
 	}
 }
 
