@@ -22,8 +22,10 @@ for target in darwin/arm64 windows/amd64; do
   echo "== go vet ($target) (at $SECONDS s)"
   GOOS=${target%/*} GOARCH=${target#*/} go vet ./... || { echo "FAIL	go vet ($target)"; rc=1; }
 done
+echo "== go mod tidy -diff (at $SECONDS s)"
+go mod tidy -diff || { echo "FAIL	go mod tidy -diff: go.mod or go.sum is not tidy; run go mod tidy"; rc=1; }
 echo "== staticcheck (at $SECONDS s)"
 staticcheck ./... || { echo "FAIL	staticcheck"; rc=1; }
-[ "$rc" -eq 0 ] && echo "ok	go vet (linux, darwin/arm64, windows/amd64) and staticcheck"
+[ "$rc" -eq 0 ] && echo "ok	go vet (linux, darwin/arm64, windows/amd64), go mod tidy and staticcheck"
 echo "total: $SECONDS s (bash .ci/lint.sh, wall time)"
 exit "$rc"
