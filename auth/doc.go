@@ -23,6 +23,14 @@
 // (store's keyEntry: its reflection test says which encodings must learn
 // it); and add its fields to the app's Get API Key form.
 //
+// # Client authentication
+//
+// How the client proves who it is (ClientAuthMethod) is one row of
+// clientAuthTable in clientauth.go: the method and what it needs
+// (ClientAuthNeeds: the secret, a key, a certificate, or nothing). Every
+// check and form asks m.Needs() and never names a method. To add a method:
+// its constant and row, and its case in applyClientAuth.
+//
 // It is built on golang.org/x/oauth2 for the grants. Everything it returns is
 // plain data (TokenSet, Claims, Liveness, Verification) or a typed *Error whose
 // message is one line a person can act on.
