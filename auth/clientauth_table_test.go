@@ -67,16 +67,8 @@ func TestClientAuthTableHasEveryMethod(t *testing.T) {
 		if _, err := ParseClientAuthMethod(string(m)); err != nil {
 			t.Errorf("method %s does not parse: %v", m, err)
 		}
-		n := m.Needs()
-		switch {
-		case n == (ClientAuthNeeds{}):
-			t.Errorf("method %s needs nothing and is not public", m)
-		case n.Public && (n.Secret || n.Key || n.Cert || n.Assertion):
-			t.Errorf("public method %s needs credentials: %+v", m, n)
-		case n.Assertion && n.Secret == n.Key:
-			t.Errorf("assertion method %s must sign with exactly one of the secret and a key: %+v", m, n)
-		case n.Cert && !n.Key:
-			t.Errorf("certificate method %s needs no key: %+v", m, n)
+		if p := needsProblem(m.Needs()); p != "" {
+			t.Errorf("method %s: %s: %+v", m, p, m.Needs())
 		}
 	}
 	if len(rows) != len(declared) {
@@ -88,6 +80,21 @@ func TestClientAuthTableHasEveryMethod(t *testing.T) {
 	if ClientAuthMethod("client_secret").Needs() != (ClientAuthNeeds{}) {
 		t.Error("an unknown method needs something")
 	}
+}
+
+// needsProblem says what does not fit together in n, "" when all does.
+func needsProblem(n ClientAuthNeeds) string {
+	switch {
+	case n == (ClientAuthNeeds{}):
+		return "needs nothing and is not public"
+	case n.Public && (n.Secret || n.Key || n.Cert || n.Assertion):
+		return "public, yet needs credentials"
+	case n.Assertion && n.Secret == n.Key:
+		return "an assertion must be signed with exactly one of the secret and a key"
+	case n.Cert && !n.Key:
+		return "a certificate needs its key"
+	}
+	return ""
 }
 
 // The code that applies a method does what its row says: the secret goes

@@ -384,3 +384,35 @@ func TestRefusalKeepsTheServersWordsWithoutSecrets(t *testing.T) {
 		t.Errorf("excerpt %q", e.Excerpt)
 	}
 }
+
+// Every row of the refusal tables is the one that maps some case of
+// refusalCases (a row without a test row, or one that an earlier row hides,
+// fails here), and a row that leaves its line to its kind has a kind with a
+// line.
+func TestEveryRefusalRowHasACase(t *testing.T) {
+	t.Parallel()
+	used := map[*refusal]bool{}
+	for _, c := range refusalCases {
+		s, a := c.said, attempt{op: c.said.op, callback: c.callback}
+		if i := firstRefusal(statusRefusals, a, said{s.status, s.code, s.desc}); i >= 0 {
+			used[&statusRefusals[i]] = true
+		}
+		if h := c.hardened; h != nil {
+			a := attempt{op: s.op, method: h.method, key: h.key, cert: h.cert, dpop: h.dpop, noPAR: h.noPAR, dpopCapable: h.dpopCapable}
+			if i := firstRefusal(switchRefusals, a, said{s.status, s.code, s.desc}); i >= 0 {
+				used[&switchRefusals[i]] = true
+			}
+		}
+	}
+	for name, rows := range map[string][]refusal{"statusRefusals": statusRefusals, "switchRefusals": switchRefusals} {
+		for i := range rows {
+			r := &rows[i]
+			if !used[r] {
+				t.Errorf("%s[%d] (%v %q %v %q) maps no case of refusalCases", name, i, r.codes, r.msg, r.kind, r.exact)
+			}
+			if _, ok := kindTexts[r.kind]; r.kind != KindUnknown && (r.msg == "" || r.hint == "") && !ok {
+				t.Errorf("%s[%d]: kind %v has no line of its own", name, i, r.kind)
+			}
+		}
+	}
+}
