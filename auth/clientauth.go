@@ -30,9 +30,85 @@ const (
 	ClientAuthNone          ClientAuthMethod = "none"
 )
 
+// ClientAuthNeeds is what a client authentication method needs of a key and
+// what it does with it: declared once for every method (clientAuthTable),
+// so that the checks of a new key, the forms and the requests ask the
+// method instead of naming methods.
+type ClientAuthNeeds struct {
+	// Secret: the method sends the client secret, or signs with it.
+	Secret bool
+	// Assertion: the method sends a signed client assertion (RFC 7523),
+	// signed with the secret when Secret, else with the client's key.
+	Assertion bool
+	// Key: the method needs the client's private key (it signs the
+	// assertion, or is the key of the TLS certificate).
+	Key bool
+	// Cert: the method's proof is a client certificate (RFC 8705 mTLS): the
+	// key needs one, requests go to discovery's mtls_endpoint_aliases, and
+	// the tokens come back bound to it.
+	Cert bool
+	// Public: the client has no credentials at all (a public client).
+	Public bool
+}
+
+// KeyMadeHere reports whether a new key for the method may be made by
+// shipkey (--generate-client-key) and registered with the realm afterwards:
+// a key the method needs, without a certificate that would have to name it.
+func (n ClientAuthNeeds) KeyMadeHere() bool { return n.Key && !n.Cert }
+
+// clientAuthTable is every client authentication method shipkey speaks, in
+// the order a form offers them, with what each needs. A new method is one
+// row here and its case in applyClientAuth.
+var clientAuthTable = []struct {
+	Method ClientAuthMethod
+	Needs  ClientAuthNeeds
+}{
+	{ClientSecretPost, ClientAuthNeeds{Secret: true}},
+	{ClientSecretBasic, ClientAuthNeeds{Secret: true}},
+	{ClientSecretJWT, ClientAuthNeeds{Secret: true, Assertion: true}},
+	{PrivateKeyJWT, ClientAuthNeeds{Key: true, Assertion: true}},
+	{TLSClientAuth, ClientAuthNeeds{Key: true, Cert: true}},
+	{SelfSignedTLSClientAuth, ClientAuthNeeds{Key: true, Cert: true}},
+	{ClientAuthNone, ClientAuthNeeds{Public: true}},
+}
+
+// notChosen is what the method not chosen ("") needs: the secret, in the
+// form body (or by HTTP Basic when the server asks).
+var notChosen = ClientAuthNeeds{Secret: true}
+
+// Needs is what the method needs (clientAuthTable); the method not chosen
+// needs the secret; an unknown method, nothing.
+func (m ClientAuthMethod) Needs() ClientAuthNeeds {
+	if m == "" {
+		return notChosen
+	}
+	for _, r := range clientAuthTable {
+		if r.Method == m {
+			return r.Needs
+		}
+	}
+	return ClientAuthNeeds{}
+}
+
 // ClientAuthMethods lists the methods in the order a form offers them.
 func ClientAuthMethods() []ClientAuthMethod {
-	return []ClientAuthMethod{ClientSecretPost, ClientSecretBasic, ClientSecretJWT, PrivateKeyJWT, TLSClientAuth, SelfSignedTLSClientAuth, ClientAuthNone}
+	out := make([]ClientAuthMethod, len(clientAuthTable))
+	for i, r := range clientAuthTable {
+		out[i] = r.Method
+	}
+	return out
+}
+
+// ClientAuthMethodsThat lists, in the table's order, the methods whose
+// needs satisfy want (for messages that name them).
+func ClientAuthMethodsThat(want func(ClientAuthNeeds) bool) []ClientAuthMethod {
+	var out []ClientAuthMethod
+	for _, r := range clientAuthTable {
+		if want(r.Needs) {
+			out = append(out, r.Method)
+		}
+	}
+	return out
 }
 
 // ParseClientAuthMethod reads a stored or typed method name; "" is the
@@ -43,12 +119,12 @@ func ParseClientAuthMethod(s string) (ClientAuthMethod, error) {
 	if m == "" {
 		return "", nil
 	}
-	names := make([]string, 0, 7)
-	for _, k := range ClientAuthMethods() {
-		if k == m {
+	names := make([]string, 0, len(clientAuthTable))
+	for _, r := range clientAuthTable {
+		if r.Method == m {
 			return m, nil
 		}
-		names = append(names, string(k))
+		names = append(names, string(r.Method))
 	}
 	return "", configError(fmt.Sprintf("client authentication %q is not one shipkey knows", text.Safe(s)),
 		"use one of "+strings.Join(names, ", "))
@@ -56,13 +132,7 @@ func ParseClientAuthMethod(s string) (ClientAuthMethod, error) {
 
 // UsesSecret reports whether the method sends (or signs with) the client
 // secret. The method not chosen ("") does.
-func (m ClientAuthMethod) UsesSecret() bool {
-	switch m {
-	case "", ClientSecretPost, ClientSecretBasic, ClientSecretJWT:
-		return true
-	}
-	return false
-}
+func (m ClientAuthMethod) UsesSecret() bool { return m.Needs().Secret }
 
 // ClientAuth is the client authentication of one key: the method and what it
 // needs. It travels instead of a loose client secret, and every request that
@@ -150,7 +220,7 @@ func (c *Client) applyClientAuth(conn Connection, ca ClientAuth, m ClientAuthMet
 func (c *Client) signAssertion(conn Connection, ca ClientAuth, m ClientAuthMethod, endpoint string) (string, error) {
 	_ = endpoint // the audience is the token endpoint, which every server accepts for every endpoint
 	aud := c.assertionAudience(conn)
-	if m == ClientSecretJWT {
+	if m.Needs().Secret {
 		return SecretAssertion(conn.ClientID, aud, ca.Secret, c.now())
 	}
 	if ca.Key == nil {

@@ -62,7 +62,7 @@ func (c Connection) AuthMethod() ClientAuthMethod {
 }
 
 // IsPublic reports a client without a secret or other credentials.
-func (c Connection) IsPublic() bool { return c.AuthMethod() == ClientAuthNone }
+func (c Connection) IsPublic() bool { return c.AuthMethod().Needs().Public }
 
 // RealmName returns the realm, or DefaultRealm when none is set.
 func (c Connection) RealmName() string {

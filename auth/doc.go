@@ -18,7 +18,9 @@
 // To add a grant: write grant_<name>.go with its type and a GrantType
 // constant; add one row to grantTable in grant.go (the order is the order a
 // form offers them); if it fails in its own ways, give its errors an Op and
-// add the Op to grantOps and grantHints in errors_map.go; if it needs a
+// add the Op to grantOps and grantHints in refusals.go (and a row to
+// statusRefusals for an answer of its own, with its case in
+// errors_table_test.go's refusalCases); if it needs a
 // setting of its own, add the field to Request and to the key's definition
 // (store's keyEntry: its reflection test says which encodings must learn
 // it); and add its fields to the app's Get API Key form.
@@ -35,6 +37,14 @@
 // of the authorization URL. Everything it returns is plain data (TokenSet,
 // Claims, Liveness, Verification) or a typed *Error whose message is one line
 // a person can act on.
+//
+// # Client authentication
+//
+// How the client proves who it is (ClientAuthMethod) is one row of
+// clientAuthTable in clientauth.go: the method and what it needs
+// (ClientAuthNeeds: the secret, a key, a certificate, or nothing). Every
+// check and form asks m.Needs() and never names a method. To add a method:
+// its constant and row, and its case in applyClientAuth.
 //
 // What it must never do: touch files, the keyring or the terminal; follow a
 // redirect on a POST that carries credentials; fetch a URL named by an

@@ -79,7 +79,10 @@ func (k ErrorKind) String() string {
 // and what to do. Code and Description are the server's "error" and
 // "error_description", verbatim but sanitized of control characters; Excerpt is
 // a short sanitized piece of an unexpected body. None of its fields ever holds
-// a password, client secret or token.
+// a password, client secret or token. As golang.org/x/oauth2's RetrieveError
+// does, a refusal keeps what the server said (Status, Code, Description)
+// beside shipkey's own line (Kind, Msg, Hint: refusals.go's tables), so a
+// caller may decide by the server's code (errors.As) rather than by words.
 type Error struct {
 	Kind        ErrorKind
 	Op          string // "login", "refresh", "logout", "revoke", "discovery", "introspect", "userinfo", "jwks"

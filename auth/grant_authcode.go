@@ -202,12 +202,7 @@ func readCallback(req *http.Request, state, issuer string, issRequired bool) cal
 		}
 	}
 	if code := q.Get("error"); code != "" {
-		e := mapStatus(op, http.StatusBadRequest, text.Safe(code), text.Safe(q.Get("error_description")), nil, nil)
-		if e.Kind == KindServer && code != "invalid_grant" && !scopeMissing(code, q.Get("error_description")) {
-			e.Msg = "the server refused the sign-in"
-			e.Hint = "check the client's settings in the realm (redirect URIs, scopes)"
-		}
-		return callbackResult{err: e}
+		return callbackResult{err: refuse(attempt{op: op, callback: true}, said{http.StatusBadRequest, text.Safe(code), text.Safe(q.Get("error_description"))}, nil, nil)}
 	}
 	if q.Get("code") == "" {
 		return callbackResult{err: &Error{Kind: KindMalformedResponse, Op: op, Msg: "the browser came back without a code", Hint: "run the command again"}}

@@ -20,7 +20,7 @@ func (clientCredentialsGrant) Obtain(ctx context.Context, c *Client, r Request) 
 		return nil, withOp(err, op)
 	}
 	switch m := r.ClientAuth.method(r.Conn); {
-	case m == ClientAuthNone:
+	case m.Needs().Public:
 		return nil, &Error{Kind: KindInvalidClient, Op: op, Msg: "a public client cannot use the client credentials grant", Hint: "choose a client authentication ({{client-auth}}) the realm has set for the client"}
 	case m.UsesSecret() && r.ClientAuth.Secret == "":
 		return nil, &Error{Kind: KindInvalidClient, Op: op, Msg: "the client secret is empty", Hint: "the client credentials grant needs the client's secret (SHIPKEY_CLIENT_SECRET or --client-secret-stdin)"}

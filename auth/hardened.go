@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"net/http"
 	"net/url"
-	"strings"
 )
 
 // The request path's part for hardened realms: the audience and algorithm
@@ -188,11 +187,6 @@ func (c *Client) dpopCapable(conn Connection) bool {
 	return len(c.hardeningOf(conn).DPoPAlgs) > 0
 }
 
-// isDPoPError reports a server error about DPoP.
-func isDPoPError(code, desc string) bool {
-	return code == "invalid_dpop_proof" || code == "use_dpop_nonce" || strings.Contains(desc, "DPoP")
-}
-
 // pushAuthorization sends the authorization request in authURL to the
 // realm's PAR endpoint (RFC 9126), authenticated as every request is and
 // with a DPoP proof when the key has one, and returns the short URL the
@@ -222,53 +216,19 @@ func (c *Client) pushAuthorization(ctx context.Context, conn Connection, ca Clie
 }
 
 // nameTheSwitch rewrites a refusal caused by a hardened realm's switch so
-// that its one line names the switch and the flag that meets it: DPoP
-// required, PAR required, a refused client assertion or certificate, PKCE
-// required on the device grant. Other refusals are returned as they are.
+// that its one line names the switch and the flag that meets it
+// (switchRefusals): DPoP required, PAR required, a refused client assertion
+// or certificate. Other refusals keep their line, less the guess that a
+// scope is missing when the request carried one.
 func (c *Client) nameTheSwitch(conn Connection, ca ClientAuth, e *Error) *Error {
 	if e == nil {
 		return nil
 	}
-	desc, code := e.Description, e.Code
-	set := func(kind ErrorKind, msg, hint string) *Error {
-		e.Kind, e.Msg, e.Hint = kind, msg, hint
+	a := attempt{op: e.Op, method: ca.Method, key: ca.Key != nil, cert: ca.Cert != nil, dpop: ca.DPoP != nil,
+		noPAR: conn.NoPAR, dpopCapable: c.dpopCapable(conn)}
+	if i := firstRefusal(switchRefusals, a, said{e.Status, e.Code, e.Description}); i >= 0 {
+		switchRefusals[i].apply(e, e.Op)
 		return e
-	}
-	switch {
-	case strings.Contains(desc, "DPoP proof is missing") && ca.DPoP == nil,
-		strings.Contains(desc, "DPoP") && strings.Contains(desc, "required") && ca.DPoP == nil:
-		return set(KindConfig, "the realm requires DPoP-bound tokens for this client (Keycloak: Require DPoP bound tokens)", "create the key again with {{dpop}}")
-	case code == "invalid_grant" && ca.DPoP == nil && c.dpopCapable(conn) && (desc == "" || strings.Contains(desc, "grant request is invalid")):
-		// The generic refusal of a server that takes DPoP: it may be the
-		// missing proof, or not (oidc-provider says the same of a wrong PKCE
-		// verifier), so the line keeps what it said and adds the way out.
-		if e.Hint != "" {
-			e.Hint += "; "
-		}
-		e.Hint += "if the client requires DPoP-bound tokens (the realm takes DPoP proofs), create the key again with {{dpop}}"
-		return e
-	case isDPoPError(code, desc) && ca.DPoP != nil:
-		return set(KindConfig, "the realm refused the key's DPoP proof", "check this machine's clock; if it persists, create the key again with {{dpop}}")
-	case strings.Contains(desc, "Pushed Authorization Request"):
-		if conn.NoPAR {
-			return set(KindConfig, "the realm requires pushed authorization requests (PAR) for this client", "create the key again without {{par=false}}")
-		}
-		return set(KindConfig, "the realm requires pushed authorization requests (PAR) and announces no PAR endpoint", "set the connection's issuer so discovery finds the realm's PAR endpoint")
-	case strings.Contains(desc, "signed JWT") || strings.Contains(desc, "client_assertion") || (code == "invalid_client" && (ca.Method == PrivateKeyJWT || ca.Method == ClientSecretJWT)):
-		if ca.Method == ClientSecretJWT {
-			return set(KindInvalidClient, "the realm refused the client assertion signed with the client secret (client_secret_jwt)", "check the client secret and that the client's authenticator is \"Signed JWT with Client Secret\"")
-		}
-		if ca.Key == nil {
-			return set(KindInvalidClient, "the realm wants a signed client assertion (Keycloak: Client Authenticator \"Signed JWT\")", "create the key again with {{client-key FILE}} or {{generate-client-key}}")
-		}
-		return set(KindInvalidClient, "the realm refused the key's client assertion (private_key_jwt)", "register the key's public JWKS with the client (Credentials → Signed JWT → Keys), or pass the key it knows with {{client-key}} and {{client-key-id}}")
-	case ca.Cert != nil && (code == "invalid_client" || code == "unauthorized_client"):
-		if ca.Method == SelfSignedTLSClientAuth {
-			return set(KindInvalidClient, "the realm refused the client certificate (self_signed_tls_client_auth)", "pass the self-signed certificate and key whose public key the client registered ({{client-cert}}, {{client-key}})")
-		}
-		return set(KindInvalidClient, "the realm refused the client certificate (tls_client_auth)", "pass the certificate and key the client is registered with ({{client-cert}}, {{client-key}}); Keycloak: Client Authenticator \"X509 Certificate\", Subject DN")
-	case ca.Cert == nil && strings.Contains(strings.ToLower(desc), "certificate"):
-		return set(KindInvalidClient, "the realm wants a client certificate (tls_client_auth)", "create the key again with {{client-cert FILE}} {{client-key FILE}}")
 	}
 	if len(conn.Scopes) > 0 {
 		e.withoutScopeCause() // the request carried a scope

@@ -138,7 +138,7 @@ func (c *Client) httpFor(ca ClientAuth, m ClientAuthMethod) (*http.Client, error
 	if ca.Cert != nil {
 		return c.certClient(ca.Cert)
 	}
-	if m == TLSClientAuth || m == SelfSignedTLSClientAuth {
+	if m.Needs().Cert {
 		return nil, configError("the key has no client certificate for "+string(m), "create it again with {{client-cert FILE}} {{client-key FILE}}")
 	}
 	return c.http, nil

@@ -2,6 +2,7 @@ package store
 
 import (
 	"errors"
+	"strings"
 
 	jose "github.com/go-jose/go-jose/v4"
 	"github.com/shipkey/shipkey/auth"
@@ -16,18 +17,18 @@ import (
 // client key, certificate and a new DPoP key into sec in their stored forms.
 func (sec *keySecrets) addHardening(nk *NewKey) error {
 	m := nk.Connection.AuthMethod()
-	needsKey := m == auth.PrivateKeyJWT || m == auth.TLSClientAuth || m == auth.SelfSignedTLSClientAuth
+	needs := m.Needs()
 	switch {
 	case nk.GenerateClientKey && len(nk.ClientKey) > 0:
 		return errors.New("pass either a client key file or --generate-client-key, not both")
-	case needsKey && len(nk.ClientKey) == 0 && !nk.GenerateClientKey:
+	case needs.Key && len(nk.ClientKey) == 0 && !nk.GenerateClientKey:
 		return errors.New("client authentication " + string(m) + " needs the client's private key: pass --client-key FILE (or --generate-client-key)")
-	case (m == auth.TLSClientAuth || m == auth.SelfSignedTLSClientAuth) && len(nk.ClientCert) == 0:
+	case needs.Cert && len(nk.ClientCert) == 0:
 		return errors.New("client authentication " + string(m) + " needs the client certificate: pass --client-cert FILE with --client-key FILE")
-	case !needsKey && (len(nk.ClientKey) > 0 || nk.GenerateClientKey):
-		return errors.New("a client key is for private_key_jwt, tls_client_auth and self_signed_tls_client_auth, not client authentication " + string(m))
-	case m == auth.ClientSecretJWT && nk.ClientSecret == "":
-		return errors.New("client authentication client_secret_jwt signs with the client secret, and it is empty")
+	case !needs.Key && (len(nk.ClientKey) > 0 || nk.GenerateClientKey):
+		return errors.New("a client key is for " + methodList(func(n auth.ClientAuthNeeds) bool { return n.Key }) + ", not client authentication " + string(m))
+	case needs.Secret && needs.Assertion && nk.ClientSecret == "":
+		return errors.New("client authentication " + string(m) + " signs with the client secret, and it is empty")
 	}
 	if nk.GenerateClientKey {
 		k, err := auth.GenerateClientKey()
@@ -79,6 +80,20 @@ func (sec *keySecrets) addHardening(nk *NewKey) error {
 		sec.DPoPKey = string(b)
 	}
 	return nil
+}
+
+// methodList names the client authentication methods whose needs satisfy
+// want: "a, b and c".
+func methodList(want func(auth.ClientAuthNeeds) bool) string {
+	ms := auth.ClientAuthMethodsThat(want)
+	names := make([]string, len(ms))
+	for i, m := range ms {
+		names[i] = string(m)
+	}
+	if len(names) < 2 {
+		return strings.Join(names, "")
+	}
+	return strings.Join(names[:len(names)-1], ", ") + " and " + names[len(names)-1]
 }
 
 // OneShotClientAuth is the client authentication of a key that is never

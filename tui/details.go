@@ -731,13 +731,13 @@ func grantLine(k store.Key) string {
 func hardenedLine(k store.Key) string {
 	var parts []string
 	m := k.Connection.AuthMethod()
-	if m != "" && m != auth.ClientAuthNone {
+	if m != "" && !m.Needs().Public {
 		parts = append(parts, "client auth "+string(m))
 	}
 	switch {
 	case k.Connection.DPoP || strings.EqualFold(k.Token.TokenType, auth.DPoPTokenType):
 		parts = append(parts, "DPoP-bound tokens")
-	case m == auth.TLSClientAuth || m == auth.SelfSignedTLSClientAuth:
+	case m.Needs().Cert:
 		parts = append(parts, "certificate-bound tokens")
 	}
 	return strings.Join(parts, " · ")

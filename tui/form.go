@@ -199,7 +199,7 @@ func init() {
 			options: func(f *form) []string {
 				names := []string{""}
 				for _, m := range auth.ClientAuthMethods() {
-					if m != auth.ClientAuthNone || viewOf(f.grantType()).public {
+					if !m.Needs().Public || viewOf(f.grantType()).public {
 						names = append(names, string(m))
 					}
 				}
@@ -228,20 +228,20 @@ func init() {
 			fill: func(_ *form, v string, sub *submission) { sub.nk.Connection.ClientAuth = auth.ClientAuthMethod(v) }},
 		fieldGenerateKey: {name: "generate_client_key", label: "Generate key", kind: kindToggle, advanced: true,
 			on: "make an EC P-256 key here; register it before the grant", off: "use a key file (space: generate one)",
-			when:    func(f *form) bool { return f.clientAuth() == auth.PrivateKeyJWT },
+			when:    func(f *form) bool { return f.clientAuth().Needs().KeyMadeHere() },
 			prefill: func(p Prefill) string { return onIf(p.GenerateClientKey) },
 			fill:    func(_ *form, v string, sub *submission) { sub.nk.GenerateClientKey = v != "" }},
 		fieldClientKey: {name: "client_key", label: "Client key file", advanced: true, required: true,
 			placeholder: "the client's private key: a PEM or JWK file",
 			when: func(f *form) bool {
-				m := f.clientAuth()
-				return (m == auth.PrivateKeyJWT && !f.on[fieldGenerateKey]) || isTLSAuth(m)
+				n := f.clientAuth().Needs()
+				return n.Key && !(n.KeyMadeHere() && f.on[fieldGenerateKey])
 			},
 			prefill: func(p Prefill) string { return p.ClientKeyFile },
 			fill:    func(_ *form, v string, sub *submission) { sub.keyFile = v }},
 		fieldClientCert: {name: "client_cert", label: "Client cert file", advanced: true, required: true,
 			placeholder: "the client certificate: a PEM file",
-			when:        func(f *form) bool { return isTLSAuth(f.clientAuth()) },
+			when:        func(f *form) bool { return f.clientAuth().Needs().Cert },
 			prefill:     func(p Prefill) string { return p.ClientCertFile },
 			fill:        func(_ *form, v string, sub *submission) { sub.certFile = v }},
 		fieldDPoP: {name: "dpop", label: "DPoP", kind: kindToggle, advanced: true,
@@ -270,11 +270,6 @@ func init() {
 			},
 			fill: func(_ *form, v string, sub *submission) { sub.nk.CallbackPort, _ = strconv.Atoi(v) }}, // checked
 	}
-}
-
-// isTLSAuth reports the methods whose proof is a client certificate.
-func isTLSAuth(m auth.ClientAuthMethod) bool {
-	return m == auth.TLSClientAuth || m == auth.SelfSignedTLSClientAuth
 }
 
 // isToggle reports whether field i is a toggle (Choose flips it), not text.

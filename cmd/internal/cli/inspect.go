@@ -235,7 +235,7 @@ func inspectToken(ctx context.Context, opts *inspectOptions, in *inspection) (st
 			}
 		}
 		in.Label = key.Label
-		if !teamKey && (key.Connection.DPoP || key.Connection.AuthMethod() == auth.TLSClientAuth || key.Connection.AuthMethod() == auth.SelfSignedTLSClientAuth) {
+		if !teamKey && (key.Connection.DPoP || key.Connection.AuthMethod().Needs().Cert) {
 			if in.KeyJKT, in.KeyX5T, err = st.Binding(key.Label); err != nil {
 				return "", err
 			}

@@ -1,0 +1,43 @@
+package store
+
+import (
+	"testing"
+
+	"github.com/shipkey/shipkey/auth"
+	"github.com/shipkey/shipkey/auth/authtest"
+)
+
+// A new key's checks ask the method's needs (auth's client authentication
+// table): a key is demanded exactly when the method needs one, and refused
+// when it does not; a certificate likewise; a method that signs with the
+// secret refuses an empty one.
+func TestNewKeyChecksFollowTheClientAuthTable(t *testing.T) {
+	t.Parallel()
+	certPEM, keyPEM, err := authtest.SelfSignedClient("shipping-cli")
+	if err != nil {
+		t.Fatal(err)
+	}
+	const secret = "s3cret-s3cret-s3cret-s3cret-s3cret"
+	for _, m := range append(auth.ClientAuthMethods(), "") {
+		n := m.Needs()
+		try := func(secret string, key, cert []byte) error {
+			_, err := OneShotClientAuth(NewKey{Definition: Definition{Connection: auth.Connection{ClientID: "shipping-cli", ClientAuth: m}}, ClientSecret: secret, ClientKey: key, ClientCert: cert})
+			return err
+		}
+		if err := try(secret, nil, nil); (err != nil) != n.Key {
+			t.Errorf("%q with no client key: %v; the table says Key %v", m, err, n.Key)
+		}
+		if err := try(secret, keyPEM, nil); (err != nil) != (n.Cert || !n.Key) {
+			t.Errorf("%q with a key and no certificate: %v; the table says %+v", m, err, n)
+		}
+		if err := try(secret, keyPEM, certPEM); (err != nil) != !n.Key {
+			t.Errorf("%q with a key and a certificate: %v; the table says Key %v", m, err, n.Key)
+		}
+		if n.Key {
+			continue
+		}
+		if err := try("", nil, nil); (err != nil) != (n.Secret && n.Assertion) {
+			t.Errorf("%q with an empty secret: %v; the table says %+v", m, err, n)
+		}
+	}
+}
