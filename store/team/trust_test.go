@@ -4,6 +4,7 @@ import (
 	"crypto/ed25519"
 	"errors"
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/shipkey/shipkey/store/team"
@@ -59,16 +60,33 @@ func TestRosterChain(t *testing.T) {
 			t.Errorf("%s: %v, want refused", name, err)
 		}
 	}
-	// An item moved to another id, or signed for a later roster, is refused.
+	// An item moved to another id is refused; one a member signed for a
+	// later roster says this machine is behind; one a non-member signed for
+	// a later roster is refused.
 	r2, _, _ := team.ParseRoster("t", v2)
-	item := team.SignItem("t", "token", "id1", 2, []byte("ct"), kb)
-	if _, err := team.OpenItem("t", "token", "id1", r2, item); err != nil {
-		t.Fatalf("an honest item: %v", err)
+	item := team.SignItem("t", "token", "id1", 2, 7, []byte("ct"), kb)
+	if _, seq, err := team.OpenItem("t", "token", "id1", r2, item); err != nil || seq != 7 {
+		t.Fatalf("an honest item: seq %d, %v", seq, err)
 	}
-	if _, err := team.OpenItem("t", "token", "id2", r2, item); !errors.Is(err, team.ErrForged) {
+	if _, _, err := team.OpenItem("t", "token", "id2", r2, item); !errors.Is(err, team.ErrForged) {
 		t.Fatalf("an item moved to another id: %v", err)
 	}
-	if _, err := team.OpenItem("t", "token", "id1", r2, team.SignItem("t", "token", "id1", 3, []byte("ct"), kb)); !errors.Is(err, team.ErrForged) {
-		t.Fatalf("an item signed for a later roster: %v", err)
+	var behind *team.BehindError
+	if _, _, err := team.OpenItem("t", "token", "id1", r2, team.SignItem("t", "token", "id1", 3, 8, []byte("ct"), kb)); !errors.As(err, &behind) || behind.Version != 3 || errors.Is(err, team.ErrForged) {
+		t.Fatalf("an item a member signed for a later roster: %v", err)
+	}
+	if _, _, err := team.OpenItem("t", "token", "id1", r2, team.SignItem("t", "token", "id1", 3, 8, []byte("ct"), kx)); !errors.Is(err, team.ErrForged) {
+		t.Fatalf("an item a non-member signed for a later roster: %v", err)
+	}
+	// A record before sequence numbers (seq 0) verifies; the sequence
+	// number is signed: changed or stripped, the signature fails.
+	if _, seq, err := team.OpenItem("t", "token", "id1", r2, team.SignItem("t", "token", "id1", 2, 0, []byte("ct"), kb)); err != nil || seq != 0 {
+		t.Fatalf("a record without a sequence number: seq %d, %v", seq, err)
+	}
+	for _, edit := range []string{`"seq":70`, `"seq":0`} {
+		changed := []byte(strings.Replace(string(item), `"seq":7`, edit, 1))
+		if _, _, err := team.OpenItem("t", "token", "id1", r2, changed); !errors.Is(err, team.ErrForged) {
+			t.Fatalf("sequence number edited to %s: %v", edit, err)
+		}
 	}
 }
