@@ -70,29 +70,55 @@ func Fingerprint(signingKey string) string {
 func (m Member) Fingerprint() string { return Fingerprint(m.SigningKey) }
 
 // MemberCard is what `team join` prints and `team add` takes: the age
-// recipient, the signing key and, when known, the host's name:
-// "age1…:KEY[:NAME]".
-func MemberCard(recipient, signingKey, name string) string {
+// recipient, the signing key and, when known, the host's name and the etcd
+// user the machine connects as: "age1…:KEY[:NAME[:ETCDUSER]]".
+func MemberCard(recipient, signingKey, name, etcdUser string) string {
 	if name == "" || strings.ContainsAny(name, ": \t\r\n") {
-		return recipient + ":" + signingKey
+		name = ""
 	}
-	return recipient + ":" + signingKey + ":" + name
+	if etcdUser == "" || strings.ContainsAny(etcdUser, ": \t\r\n") {
+		if name == "" {
+			return recipient + ":" + signingKey
+		}
+		return recipient + ":" + signingKey + ":" + name
+	}
+	return recipient + ":" + signingKey + ":" + name + ":" + etcdUser
 }
 
 // ParseMemberCard splits a member card; a bare recipient (printed by a
 // shipkey without signatures) is refused, saying to join again.
-func ParseMemberCard(card string) (recipient, signingKey, name string, err error) {
-	parts := strings.SplitN(strings.TrimSpace(card), ":", 3)
+func ParseMemberCard(card string) (recipient, signingKey, name, etcdUser string, err error) {
+	parts := strings.SplitN(strings.TrimSpace(card), ":", 4)
 	if len(parts) < 2 {
-		return "", "", "", errors.New("that is a bare recipient without a signing key: the machine joins again with this shipkey (shipkey team join) and sends the line it prints")
+		return "", "", "", "", errors.New("that is a bare recipient without a signing key: the machine joins again with this shipkey (shipkey team join) and sends the line it prints")
 	}
 	if _, ok := decodeSigningKey(parts[1]); !ok {
-		return "", "", "", errors.New("the signing key after the first colon is damaged: copy the whole line `shipkey team join` printed")
+		return "", "", "", "", errors.New("the signing key after the first colon is damaged: copy the whole line `shipkey team join` printed")
 	}
-	if len(parts) == 3 {
+	if len(parts) >= 3 {
 		name = parts[2]
 	}
-	return parts[0], parts[1], name, nil
+	if len(parts) == 4 {
+		etcdUser = parts[3]
+	}
+	return parts[0], parts[1], name, etcdUser, nil
+}
+
+// RevokeAdvice is what `team remove` says about m's etcd credentials: a
+// removed member that can still write to etcd can write an older roster
+// back for machines that have not read the roster since (docs/teams.md,
+// "Threat model"). localUser is the etcd user this machine connects as.
+func RevokeAdvice(m Member, localUser string) string {
+	const why = "while it can write to etcd it can put the team's older items back, and a machine that cannot read what it overwrote refuses to work (docs/teams.md, Threat model)"
+	switch {
+	case m.EtcdUser != "" && m.EtcdUser == localUser:
+		return fmt.Sprintf("Revoke its etcd credentials now: it connects as etcd user %s, as this machine does: change that user's password (etcdctl user passwd %s) and give the new one to the other members; %s.", m.EtcdUser, m.EtcdUser, why)
+	case m.EtcdUser != "":
+		return fmt.Sprintf("Revoke its etcd credentials now: etcdctl user delete %s (or revoke its role); %s.", m.EtcdUser, why)
+	case localUser != "":
+		return fmt.Sprintf("Revoke its etcd credentials now (its etcd user, role or client certificate; the team does not know which: it joined without saying): if it connects as etcd user %s as this machine does, change that user's password (etcdctl user passwd %s); %s.", localUser, localUser, why)
+	}
+	return fmt.Sprintf("Revoke its etcd credentials now (its etcd user, role or client certificate; the team does not know which: it joined without saying); %s.", why)
 }
 
 // Roster is a team's member set at one version, as signed.

@@ -80,7 +80,7 @@ func (e *Engine) Init(ctx context.Context, opts JoinOptions) (Member, error) {
 	}
 	defer h.close()
 	me := h.me()
-	me.Name, me.AddedAt = opts.Name, e.opts.Now().UTC()
+	me.Name, me.AddedAt, me.EtcdUser = opts.Name, e.opts.Now().UTC(), h.tc.User
 	if me.Name == "" {
 		me.Name = hostname()
 	}
@@ -171,7 +171,7 @@ func (e *Engine) Join(ctx context.Context, opts JoinOptions) (string, error) {
 	if _, err := h.accept(bctx, kvs[0].Value, kvs[0].Rev, at, h.historyFrom(bctx, cli), true); err != nil {
 		return "", err
 	}
-	return team.MemberCard(h.id.Recipient().String(), h.signingKey(), hostname()), nil
+	return team.MemberCard(h.id.Recipient().String(), h.signingKey(), hostname(), h.tc.User), nil
 }
 
 func (e *Engine) join(ctx context.Context, opts JoinOptions) (*handle, error) {
@@ -228,7 +228,7 @@ func (e *Engine) Members(ctx context.Context, team string) ([]Member, error) {
 // prints it; name, else the card's host name) and re-encrypts every item of
 // the team to the new member set.
 func (e *Engine) AddMember(ctx context.Context, teamName, card, name string) (Member, error) {
-	recipient, signingKey, host, err := team.ParseMemberCard(card)
+	recipient, signingKey, host, etcdUser, err := team.ParseMemberCard(card)
 	if err != nil {
 		return Member{}, err
 	}
@@ -238,7 +238,7 @@ func (e *Engine) AddMember(ctx context.Context, teamName, card, name string) (Me
 	if name == "" {
 		name = text.Safe(host)
 	}
-	m := Member{Name: name, Recipient: recipient, SigningKey: signingKey, AddedAt: e.opts.Now().UTC()}
+	m := Member{Name: name, Recipient: recipient, SigningKey: signingKey, AddedAt: e.opts.Now().UTC(), EtcdUser: text.Safe(etcdUser)}
 	if m.Name == "" {
 		m.Name = recipient[:12] + "…"
 	}

@@ -66,6 +66,10 @@ func NewForger(ctx context.Context, cli *clientv3.Client, teamName string, key e
 	return f, nil
 }
 
+// Seq sets the sequence number the items are signed with (0: a record of
+// a shipkey before sequence numbers).
+func (f *Forger) Seq(seq int64) { f.seq = seq }
+
 // Item is the etcd key and value of v forged at kind/id.
 func (f *Forger) Item(kind, id string, v any) (string, []byte, error) {
 	plain, err := json.Marshal(v)
