@@ -90,3 +90,35 @@ func TestRosterChain(t *testing.T) {
 		}
 	}
 }
+
+// TestMemberCardNamesTheEtcdUser: the card `team join` prints carries the
+// etcd user the machine connects as, so that `team remove` can name the
+// user to revoke; a card without one (or from an older shipkey) still
+// reads, and the advice then says the team does not know it.
+func TestMemberCardNamesTheEtcdUser(t *testing.T) {
+	t.Parallel()
+	_, k, _ := ed25519.GenerateKey(nil)
+	sk := team.EncodeSigningKey(k.Public().(ed25519.PublicKey))
+	for _, tc := range []struct{ name, user, wantName, wantUser string }{
+		{"laptop", "ci-bot", "laptop", "ci-bot"},
+		{"", "ci-bot", "", "ci-bot"},
+		{"laptop", "", "laptop", ""},
+		{"lap top", "a:b", "", ""},
+	} {
+		card := team.MemberCard("age1x", sk, tc.name, tc.user)
+		rc, gotKey, name, user, err := team.ParseMemberCard(card)
+		if err != nil || rc != "age1x" || gotKey != sk || name != tc.wantName || user != tc.wantUser {
+			t.Errorf("%q: %q %q %q %q %v", card, rc, gotKey, name, user, err)
+		}
+	}
+	m := team.Member{Name: "laptop", EtcdUser: "ci-bot"}
+	if got := team.RevokeAdvice(m, "ops"); !strings.Contains(got, "etcdctl user delete ci-bot") {
+		t.Errorf("own user: %q", got)
+	}
+	if got := team.RevokeAdvice(m, "ci-bot"); !strings.Contains(got, "etcdctl user passwd ci-bot") {
+		t.Errorf("shared user: %q", got)
+	}
+	if got := team.RevokeAdvice(team.Member{Name: "laptop"}, ""); !strings.Contains(got, "Revoke its etcd credentials") || !strings.Contains(got, "does not know") {
+		t.Errorf("unknown user: %q", got)
+	}
+}

@@ -50,8 +50,8 @@ func (h *handle) warnRefused(err error) {
 // behind is the one line of a machine that may be behind the team's
 // roster: it hands out, renews and encrypts nothing.
 func (h *handle) behind(why string) error {
-	return &Error{Team: h.name(), Kind: team.ErrBehind, Msg: "this machine may be behind a change of members: " + text.Safe(why) +
-		"; it hands out, renews and encrypts nothing. A member whose machine is current restores the roster's history with any change (shipkey team add/remove); see docs/teams.md, Threat model"}
+	return &Error{Team: h.name(), Kind: team.ErrBehind, Msg: "this machine may be behind a change of members (a removed member rolling the team back): " + text.Safe(why) +
+		"; it hands out, renews and encrypts nothing until the roster is restored (docs/teams.md, Threat model)"}
 }
 
 // updatePinState changes the pin state (team.PinState) under its lock.
