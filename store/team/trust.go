@@ -300,7 +300,7 @@ type BehindError struct {
 }
 
 func (e *BehindError) Error() string {
-	return fmt.Sprintf("%s is signed for roster v%d, after the v%d this machine holds", e.What, e.Version, e.Pinned)
+	return fmt.Sprintf("%s is signed for roster v%d, after the v%d this machine pinned", e.What, e.Version, e.Pinned)
 }
 func (e *BehindError) Unwrap() error { return ErrBehind }
 

@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"net/http"
 	"net/http/httptest"
+	"os"
+	"path/filepath"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -85,6 +87,10 @@ func TestFrozenMachineRefusesCLI(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	honestDef, err := cli.Get(ctx, p+"keys/"+id)
+	if err != nil || len(honestDef.Kvs) != 1 {
+		t.Fatalf("the definition: %v", err)
+	}
 	now := time.Now()
 	def := team.Definition{ID: id, Label: "svc", Definition: store.Definition{Grant: auth.GrantPassword, Connection: auth.Connection{AuthURL: evil.URL, Realm: "r", ClientID: "shipping-api"}, Username: "svc"}, Password: password, CreatedAt: now}
 	if err := etcdtest.Forge(ctx, cli, name, "key", id, def, key); err != nil {
@@ -107,6 +113,37 @@ func TestFrozenMachineRefusesCLI(t *testing.T) {
 			t.Fatalf("%s on the frozen machine: exit %d, stdout %q, stderr %q; want exit %d and one line", cmd[0], res.code, res.stdout, res.stderr, exitEtcdUnavailable)
 		}
 	}
+	if n := stolen.Load(); n != 0 {
+		t.Fatalf("the removed member's token URL saw %d requests", n)
+	}
+
+	// The way back docs/teams.md gives: the roster a pinned (the newest)
+	// written back with its history entry, and the definition r replaced
+	// written again (here the honest record, as a kept copy would be). b,
+	// whose pin is older, takes it along the chain; a, whose pin is that
+	// very roster, cannot tell it from a freeze until it joins again.
+	pin, err := os.ReadFile(filepath.Join(a.dir, "state", "teams", name, "roster.pin"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, kv := range [][2]string{{p + "roster", string(pin)}, {fmt.Sprintf("%srosters/%012d", p, was.Version+1), string(pin)}, {p + "keys/" + id, string(honestDef.Kvs[0].Value)}} {
+		if _, err := cli.Put(ctx, kv[0], kv[1]); err != nil {
+			t.Fatal(err)
+		}
+	}
+	realmToken := func(m *machine, who string) {
+		t.Helper()
+		res := m.run(ctx, nil, "token", name+"/svc")
+		if res.code != 0 || strings.Contains(res.stdout, "ATTACKER") || strings.Count(res.stdout, ".") != 2 {
+			t.Fatalf("%s after the roster was restored: exit %d, stdout %q, stderr %q", who, res.code, res.stdout, res.stderr)
+		}
+	}
+	realmToken(b, "b")
+	if res := a.run(ctx, nil, "token", name+"/svc"); res.code != exitEtcdUnavailable {
+		t.Fatalf("a, whose pin is the restored roster, before it joins again: exit %d, %q", res.code, res.stderr)
+	}
+	a.must(t, ctx, nil, "team", "join", name, "--etcd", strings.Join(c.Endpoints(), ","))
+	realmToken(a, "a")
 	if n := stolen.Load(); n != 0 {
 		t.Fatalf("the removed member's token URL saw %d requests", n)
 	}
