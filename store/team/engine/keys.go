@@ -47,6 +47,7 @@ func (h *handle) read(ctx context.Context) (*snapshot, error) {
 	if err != nil {
 		return nil, h.etcdErr(err)
 	}
+	h.freshSeen()
 	s := &snapshot{entries: map[string]*cacheEntry{}, rev: rev}
 	var rosterKV, catalogKV *team.KV
 	history := map[int64][]byte{}

@@ -333,6 +333,7 @@ func (h *handle) readItem(ctx context.Context, cli team.Driver, id string) (*aut
 	if err != nil {
 		return nil, 0, nil, h.etcdErr(err)
 	}
+	h.freshSeen()
 	rk, dk, tk := kvs[0], kvs[1], kvs[2]
 	if rk == nil {
 		return nil, 0, nil, &Error{Team: h.name(), Msg: "etcd holds no such team", Kind: ErrNoTeam}

@@ -277,13 +277,23 @@ func (h *handle) openItem(r roster, kind, id string, value []byte, v any) error 
 	return nil
 }
 
-// seen is the highest sequence number this machine accepted per item
-// (team.PinState.Seen), read once per handle.
+// seenSeqs is the highest sequence number this machine accepted per item
+// (team.PinState.Seen), read once per read of etcd (freshSeen).
 func (h *handle) seenSeqs() map[string]int64 {
 	if h.seen == nil {
 		h.seen = team.ReadPinState(h.dir()).Seen
 	}
 	return h.seen
+}
+
+// freshSeen keeps what this handle saw and reads the numbers again: a
+// handle that lives long (Watch) takes what other processes of this machine
+// accepted meanwhile.
+func (h *handle) freshSeen() {
+	h.saveSeen()
+	if !h.seenDirty {
+		h.seen = nil
+	}
 }
 
 // notRolledBack refuses a record of kind/id with a sequence number below
