@@ -22,12 +22,14 @@ func fits(ts *auth.TokenSet, now time.Time, opts TokenOptions) bool {
 }
 
 // Token hands out the access token of team key label: the cached one while
-// it will do and etcd still holds it (one keys-only read: a logout or a
-// renewal on another machine replaced it); else, under the key's local file lock,
-// the shared one from etcd; else one renewal for the whole fleet under the
+// it will do, etcd still holds it and the roster key is as pinned (one read
+// of both: a logout or a renewal on another machine replaced it, a roster
+// written since is read first); else, under the key's local file lock, the
+// shared one from etcd; else one renewal for the whole fleet under the
 // team-wide mutex. When etcd does not answer within the bound, a cached
 // token that has not expired is handed out with a warning; otherwise the
-// error wraps ErrUnavailable.
+// error wraps ErrUnavailable. A machine that may be behind the team's
+// roster hands out nothing (team.ErrBehind).
 func (e *Engine) Token(ctx context.Context, team, label string, opts TokenOptions) (*auth.TokenSet, error) {
 	h, err := e.open(team)
 	if err != nil {
