@@ -8,8 +8,8 @@
 //	               at a version, signed by a member of the version before
 //	rosters/<N>    every roster version, for machines that skipped some
 //	keys/<id>      a key's definition and secrets: age-encrypted to the
-//	               roster, the ciphertext signed with team, kind, id and
-//	               roster version (SignItem)
+//	               roster, the ciphertext signed with team, kind, id, roster
+//	               version and a sequence number (SignItem)
 //	tokens/<id>    the key's current token set, the same way
 //	catalog        the id last created, renamed or removed, signed (a
 //	               revision every catalog change compares)
@@ -24,7 +24,14 @@
 // roster before anything is decrypted (OpenItem); token sets also pass a
 // server answer's checks (auth.TokenSet.CheckStored). What fails wraps
 // ErrForged and is refused in one line; the honest items keep working and a
-// refused roster is replaced by the pinned one.
+// refused roster is replaced by the pinned one. Beside the pin each machine
+// keeps the roster key's revision when it pinned and the highest sequence
+// number it accepted per item (PinState): a lower one is a rollback,
+// refused. A roster key written since the pin that holds no newer roster
+// makes the machine read what the key held meanwhile (FormerReader); an
+// item a member signed for a later roster makes it read that roster from the
+// history; when neither can be had the machine may be behind a removal (the
+// freeze attack) and refuses everything (ErrBehind).
 //
 // Every write of an item compares the roster's revision it encrypted to, so
 // nothing is ever written for a member set that has changed meanwhile.
@@ -32,8 +39,8 @@
 // and write the new roster only if no item changed since. A machine keeps a
 // local cache of the team (Cache: definitions and tokens) encrypted to its
 // own identity; a valid cached token is handed out after one read of its
-// revision says etcd still holds it, and while etcd is unreachable (with a
-// warning).
+// revision and the roster key's says etcd still holds it and the roster
+// pinned, and while etcd is unreachable (with a warning).
 // CachedFast does that read over etcd's JSON gateway for the program that
 // links no etcd client.
 //
@@ -57,7 +64,8 @@
 // a program that never opens a team (cmd/shipkey) links neither.
 //
 // A second driver (Vault/OpenBao KV, Consul, …) is a package beside
-// etcdteam: implement Driver (the conditions of Commit — a key's revision,
+// etcdteam: implement Driver, and FormerReader where the storage keeps
+// earlier values (the conditions of Commit — a key's revision,
 // a key existing, nothing under a prefix written after a revision, a lock
 // still held — must hold together with the writes, atomically, for up to
 // 2×100+1 conditions and operations; Lock must free a dead holder's lock

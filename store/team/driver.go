@@ -2,6 +2,7 @@ package team
 
 import (
 	"context"
+	"errors"
 	"time"
 )
 
@@ -105,3 +106,18 @@ type WatchBatch struct {
 	Revs      []int64
 	Compacted bool
 }
+
+// FormerReader is a Driver that keeps a key's earlier values (etcd's
+// multi-version store, until a compaction): the protocol reads what the
+// roster key held before a write it did not expect (a roster written back
+// over a removal). A driver without it, or a revision compacted away,
+// leaves a machine without that evidence, and it refuses what it cannot
+// tell apart (docs/teams.md, "Threat model").
+type FormerReader interface {
+	// GetAt reads key as it was at revision rev: nil when it did not exist
+	// then. It fails with ErrCompacted when rev is no longer kept.
+	GetAt(ctx context.Context, key string, rev int64) (*KV, error)
+}
+
+// ErrCompacted: the storage no longer keeps the revision asked for.
+var ErrCompacted = errors.New("revision compacted")

@@ -59,17 +59,24 @@ func CachedFast(ctx context.Context, st *store.Store, teamName, label string, mi
 	if e == nil || e.Token == nil || e.Token.AccessToken == "" || e.TokenRev == 0 || !e.Token.Access().ValidFor(now, minValid) {
 		return nil, false
 	}
+	// The roster key is read in the same request: a roster written since
+	// this machine pinned it (a change of members, or one written back over
+	// a removal) is the engine's to look at before any token is handed out.
+	rosterRev := PinnedRosterRev(dir)
+	if rosterRev == 0 {
+		return nil, false
+	}
 	client, err := gatewayClient(tc)
 	if err != nil {
 		return nil, false
 	}
 	ctx, cancel := context.WithTimeout(ctx, fastBudget)
 	defer cancel()
-	body, _ := json.Marshal(map[string]any{"key": base64.StdEncoding.EncodeToString([]byte(TokenKey(teamName, e.Def.ID))), "keys_only": true})
+	body := rangesTxn(TokenKey(teamName, e.Def.ID), Prefix(teamName)+"roster")
 	for _, ep := range tc.Endpoints {
-		rev, ok := modRevision(ctx, client, strings.TrimSuffix(ep, "/")+"/v3/kv/range", body)
+		revs, ok := modRevisions(ctx, client, strings.TrimSuffix(ep, "/")+"/v3/kv/txn", body, 2)
 		if ok {
-			if rev != e.TokenRev {
+			if revs[0] != e.TokenRev || revs[1] != rosterRev {
 				return nil, false
 			}
 			return e.Token, true
@@ -79,6 +86,17 @@ func CachedFast(ctx context.Context, st *store.Store, teamName, label string, mi
 		}
 	}
 	return nil, false
+}
+
+// rangesTxn is the body of a transaction that reads keys (keys only), at
+// one revision.
+func rangesTxn(keys ...string) []byte {
+	ops := make([]map[string]any, len(keys))
+	for i, k := range keys {
+		ops[i] = map[string]any{"request_range": map[string]any{"key": base64.StdEncoding.EncodeToString([]byte(k)), "keys_only": true}}
+	}
+	body, _ := json.Marshal(map[string]any{"success": ops})
+	return body
 }
 
 // gatewayClient is an HTTP client with the team's TLS settings.
@@ -109,36 +127,49 @@ func gatewayClient(tc store.TeamConn) (*http.Client, error) {
 	return &http.Client{Transport: tr}, nil
 }
 
-// modRevision asks one endpoint for a key's mod revision (0: no such key);
-// ok is false when it did not answer as expected.
-func modRevision(ctx context.Context, client *http.Client, url string, body []byte) (int64, bool) {
+// modRevisions asks one endpoint for the mod revisions of the n keys a
+// rangesTxn reads (0: no such key); ok is false when it did not answer as
+// expected.
+func modRevisions(ctx context.Context, client *http.Client, url string, body []byte, n int) ([]int64, bool) {
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, url, bytes.NewReader(body))
 	if err != nil {
-		return 0, false
+		return nil, false
 	}
 	req.Header.Set("Content-Type", "application/json")
 	resp, err := client.Do(req)
 	if err != nil {
-		return 0, false
+		return nil, false
 	}
 	defer resp.Body.Close()
 	if resp.StatusCode != http.StatusOK {
-		return 0, false
+		return nil, false
 	}
 	var r struct {
 		Header *struct {
 			Revision json.RawMessage `json:"revision"`
 		} `json:"header"`
-		Kvs []struct {
-			ModRevision json.RawMessage `json:"mod_revision"`
-		} `json:"kvs"`
+		Responses []struct {
+			Range *struct {
+				Kvs []struct {
+					ModRevision json.RawMessage `json:"mod_revision"`
+				} `json:"kvs"`
+			} `json:"response_range"`
+		} `json:"responses"`
 	}
-	if err := json.NewDecoder(http.MaxBytesReader(nil, resp.Body, 1<<16)).Decode(&r); err != nil || r.Header == nil {
-		return 0, false
+	if err := json.NewDecoder(http.MaxBytesReader(nil, resp.Body, 1<<16)).Decode(&r); err != nil || r.Header == nil || len(r.Responses) != n {
+		return nil, false
 	}
-	if len(r.Kvs) == 0 {
-		return 0, true
+	revs := make([]int64, n)
+	for i, rr := range r.Responses {
+		if rr.Range == nil {
+			return nil, false
+		}
+		if len(rr.Range.Kvs) == 0 {
+			continue
+		}
+		if revs[i], err = strconv.ParseInt(strings.Trim(string(rr.Range.Kvs[0].ModRevision), `"`), 10, 64); err != nil {
+			return nil, false
+		}
 	}
-	n, err := strconv.ParseInt(strings.Trim(string(r.Kvs[0].ModRevision), `"`), 10, 64)
-	return n, err == nil
+	return revs, true
 }

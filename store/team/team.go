@@ -219,6 +219,9 @@ type Member struct {
 	Recipient  string    `json:"recipient"`             // age X25519 recipient, age1…
 	SigningKey string    `json:"signing_key,omitempty"` // Ed25519 public key (EncodeSigningKey)
 	AddedAt    time.Time `json:"added_at"`
+	// EtcdUser is the etcd user the member said it connects as (its member
+	// card), for `team remove` to name; empty when not known.
+	EtcdUser string `json:"etcd_user,omitempty"`
 }
 
 // JoinOptions create or join a team on this machine.

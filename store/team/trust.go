@@ -70,29 +70,55 @@ func Fingerprint(signingKey string) string {
 func (m Member) Fingerprint() string { return Fingerprint(m.SigningKey) }
 
 // MemberCard is what `team join` prints and `team add` takes: the age
-// recipient, the signing key and, when known, the host's name:
-// "age1…:KEY[:NAME]".
-func MemberCard(recipient, signingKey, name string) string {
+// recipient, the signing key and, when known, the host's name and the etcd
+// user the machine connects as: "age1…:KEY[:NAME[:ETCDUSER]]".
+func MemberCard(recipient, signingKey, name, etcdUser string) string {
 	if name == "" || strings.ContainsAny(name, ": \t\r\n") {
-		return recipient + ":" + signingKey
+		name = ""
 	}
-	return recipient + ":" + signingKey + ":" + name
+	if etcdUser == "" || strings.ContainsAny(etcdUser, ": \t\r\n") {
+		if name == "" {
+			return recipient + ":" + signingKey
+		}
+		return recipient + ":" + signingKey + ":" + name
+	}
+	return recipient + ":" + signingKey + ":" + name + ":" + etcdUser
 }
 
 // ParseMemberCard splits a member card; a bare recipient (printed by a
 // shipkey without signatures) is refused, saying to join again.
-func ParseMemberCard(card string) (recipient, signingKey, name string, err error) {
-	parts := strings.SplitN(strings.TrimSpace(card), ":", 3)
+func ParseMemberCard(card string) (recipient, signingKey, name, etcdUser string, err error) {
+	parts := strings.SplitN(strings.TrimSpace(card), ":", 4)
 	if len(parts) < 2 {
-		return "", "", "", errors.New("that is a bare recipient without a signing key: the machine joins again with this shipkey (shipkey team join) and sends the line it prints")
+		return "", "", "", "", errors.New("that is a bare recipient without a signing key: the machine joins again with this shipkey (shipkey team join) and sends the line it prints")
 	}
 	if _, ok := decodeSigningKey(parts[1]); !ok {
-		return "", "", "", errors.New("the signing key after the first colon is damaged: copy the whole line `shipkey team join` printed")
+		return "", "", "", "", errors.New("the signing key after the first colon is damaged: copy the whole line `shipkey team join` printed")
 	}
-	if len(parts) == 3 {
+	if len(parts) >= 3 {
 		name = parts[2]
 	}
-	return parts[0], parts[1], name, nil
+	if len(parts) == 4 {
+		etcdUser = parts[3]
+	}
+	return parts[0], parts[1], name, etcdUser, nil
+}
+
+// RevokeAdvice is what `team remove` says about m's etcd credentials: a
+// removed member that can still write to etcd can write an older roster
+// back for machines that have not read the roster since (docs/teams.md,
+// "Threat model"). localUser is the etcd user this machine connects as.
+func RevokeAdvice(m Member, localUser string) string {
+	const why = "while it can write to etcd it can put the team's older items back, and a machine that cannot read what it overwrote refuses to work (docs/teams.md, Threat model)"
+	switch {
+	case m.EtcdUser != "" && m.EtcdUser == localUser:
+		return fmt.Sprintf("Revoke its etcd credentials now: it connects as etcd user %s, as this machine does: change that user's password (etcdctl user passwd %s) and give the new one to the other members; %s.", m.EtcdUser, m.EtcdUser, why)
+	case m.EtcdUser != "":
+		return fmt.Sprintf("Revoke its etcd credentials now: etcdctl user delete %s (or revoke its role); %s.", m.EtcdUser, why)
+	case localUser != "":
+		return fmt.Sprintf("Revoke its etcd credentials now (its etcd user, role or client certificate; the team does not know which: it joined without saying): if it connects as etcd user %s as this machine does, change that user's password (etcdctl user passwd %s); %s.", localUser, localUser, why)
+	}
+	return fmt.Sprintf("Revoke its etcd credentials now (its etcd user, role or client certificate; the team does not know which: it joined without saying); %s.", why)
 }
 
 // Roster is a team's member set at one version, as signed.
@@ -229,44 +255,87 @@ func Accept(team string, pinned []byte, current []byte, history func(version int
 }
 
 // signedItem is an item as stored: its age ciphertext, signed with where it
-// belongs.
+// belongs and its sequence number (Seq: greater than the one of every record
+// of the same item before it; 0 in a record written before sequence
+// numbers, signed without one).
 type signedItem struct {
 	Signer string `json:"signer"`
 	Roster int64  `json:"roster"`
+	Seq    int64  `json:"seq,omitempty"`
 	Sig    []byte `json:"sig"`
 	Data   []byte `json:"data"`
 }
 
-func itemMessage(team, kind, id string, roster int64, data []byte) []byte {
+func itemMessage(team, kind, id string, roster, seq int64, data []byte) []byte {
 	h := sha256.Sum256(data)
-	return []byte("shipkey-item-1\x00" + team + "\x00" + kind + "\x00" + id + "\x00" + strconv.FormatInt(roster, 10) + "\x00" + string(h[:]))
+	if seq == 0 { // a record of a shipkey before sequence numbers
+		return []byte("shipkey-item-1\x00" + team + "\x00" + kind + "\x00" + id + "\x00" + strconv.FormatInt(roster, 10) + "\x00" + string(h[:]))
+	}
+	return []byte("shipkey-item-2\x00" + team + "\x00" + kind + "\x00" + id + "\x00" + strconv.FormatInt(roster, 10) + "\x00" + strconv.FormatInt(seq, 10) + "\x00" + string(h[:]))
 }
 
 // SignItem wraps data (an item's ciphertext) signed for team, kind and id at
-// roster version.
-func SignItem(team, kind, id string, roster int64, data []byte, key ed25519.PrivateKey) []byte {
-	out, _ := json.Marshal(signedItem{Signer: EncodeSigningKey(key.Public().(ed25519.PublicKey)), Roster: roster, Data: data,
-		Sig: ed25519.Sign(key, itemMessage(team, kind, id, roster, data))})
+// roster version, with sequence number seq (>0: higher than every record of
+// the item before it).
+func SignItem(team, kind, id string, roster, seq int64, data []byte, key ed25519.PrivateKey) []byte {
+	out, _ := json.Marshal(signedItem{Signer: EncodeSigningKey(key.Public().(ed25519.PublicKey)), Roster: roster, Seq: seq, Data: data,
+		Sig: ed25519.Sign(key, itemMessage(team, kind, id, roster, seq, data))})
 	return out
 }
 
-// OpenItem returns the ciphertext of a signed item after checking that a
-// member of r signed it for this team, kind and id at a version no later
-// than r's.
-func OpenItem(team, kind, id string, r Roster, value []byte) ([]byte, error) {
+// ErrBehind: a member signed something for a roster newer than the one this
+// machine holds, or etcd's roster was written again since this machine
+// pinned it, and the newer roster cannot be read: this machine may be
+// behind a change of members (a removal) and hands out, renews and encrypts
+// nothing. The CLI gives it the exit code of an unavailable etcd.
+var ErrBehind = errors.New("this machine may be behind the team's roster")
+
+// BehindError is an item a member of the pinned roster signed for the
+// later roster Version: the machine reads that roster through the chain
+// before it trusts anything of the team.
+type BehindError struct {
+	What    string // "token <id>"
+	Version int64
+	Pinned  int64
+}
+
+func (e *BehindError) Error() string {
+	return fmt.Sprintf("%s is signed for roster v%d, after the v%d this machine pinned", e.What, e.Version, e.Pinned)
+}
+func (e *BehindError) Unwrap() error { return ErrBehind }
+
+// OpenItem returns the ciphertext of a signed item and its sequence number
+// after checking that a member of r signed it for this team, kind and id
+// at a version no later than r's. An item a member of r signed for a later
+// version is a *BehindError (ErrBehind): r is not the team's roster any
+// more.
+func OpenItem(team, kind, id string, r Roster, value []byte) ([]byte, int64, error) {
 	var it signedItem
-	if err := json.Unmarshal(value, &it); err != nil || it.Signer == "" {
-		return nil, fmt.Errorf("%s %s is not signed: %w", kind, id, ErrForged)
-	}
-	if _, ok := r.MemberBySigningKey(it.Signer); !ok {
-		return nil, fmt.Errorf("%s %s is signed by %s, no member of roster v%d: %w", kind, id, Fingerprint(it.Signer), r.Version, ErrForged)
-	}
-	if it.Roster > r.Version {
-		return nil, fmt.Errorf("%s %s is signed for roster v%d, after v%d: %w", kind, id, it.Roster, r.Version, ErrForged)
+	if err := json.Unmarshal(value, &it); err != nil || it.Signer == "" || it.Seq < 0 {
+		return nil, 0, fmt.Errorf("%s %s is not signed: %w", kind, id, ErrForged)
 	}
 	pub, _ := decodeSigningKey(it.Signer)
-	if !ed25519.Verify(pub, itemMessage(team, kind, id, it.Roster, it.Data), it.Sig) {
-		return nil, fmt.Errorf("%s %s: the signature does not verify (or it was moved from elsewhere): %w", kind, id, ErrForged)
+	verified := pub != nil && ed25519.Verify(pub, itemMessage(team, kind, id, it.Roster, it.Seq, it.Data), it.Sig)
+	_, member := r.MemberBySigningKey(it.Signer)
+	switch {
+	case it.Roster > r.Version && member && verified:
+		return nil, 0, &BehindError{What: kind + " " + id, Version: it.Roster, Pinned: r.Version}
+	case !member:
+		return nil, 0, fmt.Errorf("%s %s is signed by %s, no member of roster v%d: %w", kind, id, Fingerprint(it.Signer), r.Version, ErrForged)
+	case it.Roster > r.Version:
+		return nil, 0, fmt.Errorf("%s %s is signed for roster v%d, after v%d: %w", kind, id, it.Roster, r.Version, ErrForged)
+	case !verified:
+		return nil, 0, fmt.Errorf("%s %s: the signature does not verify (or it was moved from elsewhere): %w", kind, id, ErrForged)
 	}
-	return it.Data, nil
+	return it.Data, it.Seq, nil
+}
+
+// ItemSeq is the sequence number a stored item carries (0: none, or not an
+// item); unverified: for the writer's own records.
+func ItemSeq(value []byte) int64 {
+	var it signedItem
+	if json.Unmarshal(value, &it) != nil {
+		return 0
+	}
+	return it.Seq
 }

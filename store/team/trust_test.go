@@ -4,6 +4,7 @@ import (
 	"crypto/ed25519"
 	"errors"
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/shipkey/shipkey/store/team"
@@ -59,16 +60,65 @@ func TestRosterChain(t *testing.T) {
 			t.Errorf("%s: %v, want refused", name, err)
 		}
 	}
-	// An item moved to another id, or signed for a later roster, is refused.
+	// An item moved to another id is refused; one a member signed for a
+	// later roster says this machine is behind; one a non-member signed for
+	// a later roster is refused.
 	r2, _, _ := team.ParseRoster("t", v2)
-	item := team.SignItem("t", "token", "id1", 2, []byte("ct"), kb)
-	if _, err := team.OpenItem("t", "token", "id1", r2, item); err != nil {
-		t.Fatalf("an honest item: %v", err)
+	item := team.SignItem("t", "token", "id1", 2, 7, []byte("ct"), kb)
+	if _, seq, err := team.OpenItem("t", "token", "id1", r2, item); err != nil || seq != 7 {
+		t.Fatalf("an honest item: seq %d, %v", seq, err)
 	}
-	if _, err := team.OpenItem("t", "token", "id2", r2, item); !errors.Is(err, team.ErrForged) {
+	if _, _, err := team.OpenItem("t", "token", "id2", r2, item); !errors.Is(err, team.ErrForged) {
 		t.Fatalf("an item moved to another id: %v", err)
 	}
-	if _, err := team.OpenItem("t", "token", "id1", r2, team.SignItem("t", "token", "id1", 3, []byte("ct"), kb)); !errors.Is(err, team.ErrForged) {
-		t.Fatalf("an item signed for a later roster: %v", err)
+	var behind *team.BehindError
+	if _, _, err := team.OpenItem("t", "token", "id1", r2, team.SignItem("t", "token", "id1", 3, 8, []byte("ct"), kb)); !errors.As(err, &behind) || behind.Version != 3 || errors.Is(err, team.ErrForged) {
+		t.Fatalf("an item a member signed for a later roster: %v", err)
+	}
+	if _, _, err := team.OpenItem("t", "token", "id1", r2, team.SignItem("t", "token", "id1", 3, 8, []byte("ct"), kx)); !errors.Is(err, team.ErrForged) {
+		t.Fatalf("an item a non-member signed for a later roster: %v", err)
+	}
+	// A record before sequence numbers (seq 0) verifies; the sequence
+	// number is signed: changed or stripped, the signature fails.
+	if _, seq, err := team.OpenItem("t", "token", "id1", r2, team.SignItem("t", "token", "id1", 2, 0, []byte("ct"), kb)); err != nil || seq != 0 {
+		t.Fatalf("a record without a sequence number: seq %d, %v", seq, err)
+	}
+	for _, edit := range []string{`"seq":70`, `"seq":0`} {
+		changed := []byte(strings.Replace(string(item), `"seq":7`, edit, 1))
+		if _, _, err := team.OpenItem("t", "token", "id1", r2, changed); !errors.Is(err, team.ErrForged) {
+			t.Fatalf("sequence number edited to %s: %v", edit, err)
+		}
+	}
+}
+
+// TestMemberCardNamesTheEtcdUser: the card `team join` prints carries the
+// etcd user the machine connects as, so that `team remove` can name the
+// user to revoke; a card without one (or from an older shipkey) still
+// reads, and the advice then says the team does not know it.
+func TestMemberCardNamesTheEtcdUser(t *testing.T) {
+	t.Parallel()
+	_, k, _ := ed25519.GenerateKey(nil)
+	sk := team.EncodeSigningKey(k.Public().(ed25519.PublicKey))
+	for _, tc := range []struct{ name, user, wantName, wantUser string }{
+		{"laptop", "ci-bot", "laptop", "ci-bot"},
+		{"", "ci-bot", "", "ci-bot"},
+		{"laptop", "", "laptop", ""},
+		{"lap top", "a:b", "", ""},
+	} {
+		card := team.MemberCard("age1x", sk, tc.name, tc.user)
+		rc, gotKey, name, user, err := team.ParseMemberCard(card)
+		if err != nil || rc != "age1x" || gotKey != sk || name != tc.wantName || user != tc.wantUser {
+			t.Errorf("%q: %q %q %q %q %v", card, rc, gotKey, name, user, err)
+		}
+	}
+	m := team.Member{Name: "laptop", EtcdUser: "ci-bot"}
+	if got := team.RevokeAdvice(m, "ops"); !strings.Contains(got, "etcdctl user delete ci-bot") {
+		t.Errorf("own user: %q", got)
+	}
+	if got := team.RevokeAdvice(m, "ci-bot"); !strings.Contains(got, "etcdctl user passwd ci-bot") {
+		t.Errorf("shared user: %q", got)
+	}
+	if got := team.RevokeAdvice(team.Member{Name: "laptop"}, ""); !strings.Contains(got, "Revoke its etcd credentials") || !strings.Contains(got, "does not know") {
+		t.Errorf("unknown user: %q", got)
 	}
 }

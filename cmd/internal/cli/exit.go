@@ -79,7 +79,7 @@ func exitCode(err error) int {
 		return exitInterrupted
 	case errors.As(err, &ue):
 		return exitUsage
-	case errors.Is(err, team.ErrUnavailable):
+	case errors.Is(err, team.ErrUnavailable) || errors.Is(err, team.ErrBehind):
 		return exitEtcdUnavailable
 	case errors.Is(err, store.ErrLoginNeeded) || auth.IsLoginRequired(err):
 		return exitLoginNeeded

@@ -18,7 +18,8 @@ import (
 )
 
 // exitEtcdUnavailable: a team key's etcd did not answer within the bound and
-// no valid token was cached.
+// no valid token was cached; or this machine may be behind the team's
+// roster and hands out nothing (team.ErrBehind).
 const exitEtcdUnavailable = 4
 
 // envEtcdPassword carries the etcd RBAC password of --etcd-user.
@@ -257,6 +258,11 @@ serves every machine of the team. Team keys are addressed as TEAM/LABEL.`,
 				return err
 			}
 			fmt.Fprintf(f.IO.ErrOut, "Removed %s from team %s. It can no longer read or sign anything written from now on, but it saw every secret and token of the team until now: rotate the client secrets (and passwords) of the team's keys at the realm, then: shipkey keys set-secret %s/LABEL\n", text.Safe(m.Name), args[0], args[0])
+			var here store.TeamConn
+			if st, err := f.Store(); err == nil {
+				here, _ = st.Team(args[0])
+			}
+			fmt.Fprintln(f.IO.ErrOut, text.Safe(team.RevokeAdvice(m, here.User)))
 			return nil
 		},
 	}

@@ -451,7 +451,10 @@ func TestRemovedMemberCLI(t *testing.T) {
 	if j.code != 0 {
 		t.Fatalf("team join: exit %d, %s", j.code, j.stderr)
 	}
+	// The card names the etcd user the machine connects as (none here: the
+	// test cluster has no users; one is written in, as join prints it).
 	card := strings.TrimSpace(j.stdout)
+	card += strings.Repeat(":", 3-strings.Count(card, ":")) + "laptop-etcd"
 	a.must(t, ctx, nil, "team", "add", "gone", card, "--name", "laptop")
 	// join showed the pinned roster's fingerprints; members shows the same,
 	// marking this machine.
@@ -483,7 +486,7 @@ func TestRemovedMemberCLI(t *testing.T) {
 	b.must(t, ctx, []string{"SHIPKEY_KEY=gone/ci"}, "token")
 
 	r := a.run(ctx, nil, "team", "remove", "gone", "laptop")
-	if r.code != 0 || !strings.Contains(r.stderr, "rotate the client secrets") {
+	if r.code != 0 || !strings.Contains(r.stderr, "rotate the client secrets") || !strings.Contains(r.stderr, "Revoke its etcd credentials now: etcdctl user delete laptop-etcd") {
 		t.Fatalf("team remove: exit %d, %q", r.code, r.stderr)
 	}
 	a.must(t, ctx, []string{"SHIPKEY_CLIENT_SECRET=" + clientSecret, "SHIPKEY_PASSWORD=" + password},

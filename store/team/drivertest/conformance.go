@@ -86,6 +86,26 @@ func Conformance(t *testing.T, d team.Driver, prefix string) {
 	if kvs := get(k("a")); kvs[0] != nil {
 		t.Fatal("a deleted key is still there")
 	}
+	// A driver that keeps earlier values (team.FormerReader) gives a key as
+	// it was at a revision: a's first value at r1, its second at r2, and
+	// nothing before it existed.
+	if fr, ok := d.(team.FormerReader); ok {
+		for _, tc := range []struct {
+			at   int64
+			want string
+		}{{r1, "1"}, {r2, "2"}, {r3 - 1, "2"}, {r1 - 1, ""}} {
+			kv, err := fr.GetAt(ctx, k("a"), tc.at)
+			switch {
+			case err != nil:
+				t.Fatalf("GetAt(a, %d): %v", tc.at, err)
+			case tc.want == "" && kv != nil, tc.want != "" && (kv == nil || string(kv.Value) != tc.want):
+				t.Fatalf("GetAt(a, %d) = %+v, want %q", tc.at, kv, tc.want)
+			}
+		}
+		if kv, err := fr.GetAt(ctx, k("a"), r2); err != nil || kv.Rev != r2 {
+			t.Fatalf("GetAt(a, %d): the revision %+v, %v", r2, kv, err)
+		}
+	}
 
 	// Watch from a revision sees that revision's writes and later ones,
 	// deletes included, with their revisions.

@@ -47,6 +47,7 @@ func (h *handle) read(ctx context.Context) (*snapshot, error) {
 	if err != nil {
 		return nil, h.etcdErr(err)
 	}
+	h.freshSeen()
 	s := &snapshot{entries: map[string]*cacheEntry{}, rev: rev}
 	var rosterKV, catalogKV *team.KV
 	history := map[int64][]byte{}
@@ -73,16 +74,50 @@ func (h *handle) read(ctx context.Context) (*snapshot, error) {
 	if rosterKV == nil {
 		return nil, &Error{Team: h.name(), Msg: "etcd holds no such team", Kind: ErrNoTeam}
 	}
-	if s.roster, err = h.accept(rosterKV.Value, rosterKV.Rev, func(v int64) []byte { return history[v] }, false); err != nil {
+	hist := func(v int64) []byte { return history[v] }
+	if s.roster, err = h.accept(ctx, rosterKV.Value, rosterKV.Rev, rev, hist, false); err != nil {
 		return nil, err
+	}
+	// An item a member signed for a later roster than this machine's takes
+	// that roster through the chain first, and every item is read again.
+	for {
+		err := h.openAll(s, catalogKV, keys, tokens)
+		var be *team.BehindError
+		if !errors.As(err, &be) {
+			if err != nil {
+				return nil, err
+			}
+			break
+		}
+		if s.roster, err = h.catchUp(s.roster, be, hist); err != nil {
+			return nil, err
+		}
 	}
 	if !h.hasMe(s.roster) {
 		h.markRemoved(ctx)
 		return nil, h.notMember()
 	}
+	h.saveSeen()
+	_ = h.updateCache(ctx, func(c *cacheFile) {
+		c.Keys, c.SyncedAt, c.Removed = s.entries, h.e.opts.Now().UTC(), false
+	})
+	return s, nil
+}
+
+// openAll verifies and decrypts the catalog entry, keys and tokens of a
+// read into s.entries; an item no member signed (or a rollback) is said and
+// left aside. A *team.BehindError stops it.
+func (h *handle) openAll(s *snapshot, catalogKV *team.KV, keys, tokens []*team.KV) error {
+	s.entries = map[string]*cacheEntry{}
+	if !h.hasMe(s.roster) {
+		return nil
+	}
 	if catalogKV != nil {
 		s.catRev = catalogKV.Rev
-		if _, err := team.OpenItem(h.name(), kindCatalog, kindCatalog, s.roster.Roster, catalogKV.Value); err != nil {
+		if _, _, err := team.OpenItem(h.name(), kindCatalog, kindCatalog, s.roster.Roster, catalogKV.Value); err != nil {
+			if errors.Is(err, team.ErrBehind) {
+				return err
+			}
 			h.warnRefused(h.refused("the catalog entry", err))
 		}
 	}
@@ -94,7 +129,7 @@ func (h *handle) read(ctx context.Context) (*snapshot, error) {
 				h.warnRefused(err)
 				continue
 			}
-			return nil, err
+			return err
 		}
 		if d.ID != id {
 			h.warnRefused(h.refused("key "+id, fmt.Errorf("it holds the definition of key %s: %w", text.Safe(d.ID), team.ErrForged)))
@@ -114,14 +149,11 @@ func (h *handle) read(ctx context.Context) (*snapshot, error) {
 				h.warnRefused(err)
 				continue
 			}
-			return nil, err
+			return err
 		}
 		e.Token, e.TokenRev = &ts, kv.Rev
 	}
-	_ = h.updateCache(ctx, func(c *cacheFile) {
-		c.Keys, c.SyncedAt, c.Removed = s.entries, h.e.opts.Now().UTC(), false
-	})
-	return s, nil
+	return nil
 }
 
 // decode opens an item's ciphertext (verified first: openItem) and
@@ -235,7 +267,7 @@ func (e *Engine) CreateKey(ctx context.Context, team string, nk NewKey) (Key, er
 	bctx2, cancel2 := h.bound(ctx)
 	defer cancel2()
 	cli, _ := h.client()
-	ok, rev, err := cli.Commit(bctx2, []cond{
+	ok, rev, err := h.commit(bctx2, cli, []cond{
 		revIs(rosterKey(team), s.roster.Rev),
 		revIs(catalogKey(team), s.catRev),
 	}, []op{
@@ -314,7 +346,7 @@ func (e *Engine) catalogChange(ctx context.Context, team, label string, ops func
 		return err
 	}
 	cli, _ := h.client()
-	ok, _, err := cli.Commit(bctx, []cond{
+	ok, _, err := h.commit(bctx, cli, []cond{
 		revIs(rosterKey(team), s.roster.Rev),
 		revIs(catalogKey(team), s.catRev),
 	}, append(then, put(catalogKey(team), h.signCatalog(s.roster, ce.Def.ID))))

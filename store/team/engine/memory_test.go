@@ -54,3 +54,41 @@ func TestProtocolOnAnotherDriver(t *testing.T) {
 		t.Fatalf("the removed member's token: %v, want not a member", err)
 	}
 }
+
+// TestRosterWrittenAgainOnADriverWithoutHistory: a driver that keeps no
+// earlier values (no team.FormerReader, like an etcd that compacted them)
+// cannot show what the roster key held meanwhile: a roster written again
+// over the pinned one, unchanged, or an unsigned one, leaves the machine
+// unable to tell whether it is behind a removal, and it refuses
+// (team.ErrBehind) instead of handing out its cached token.
+func TestRosterWrittenAgainOnADriverWithoutHistory(t *testing.T) {
+	t.Parallel()
+	srv := authtest.NewServer(authtest.Config{
+		Users:   []authtest.User{{Username: "svc", Password: "pw-mem"}},
+		Clients: []authtest.Client{{ID: "shipping-api", Secret: "cs-mem"}},
+	})
+	defer srv.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	mem := drivertest.NewMemory()
+	newEngine := func(o team.Options) team.Engine { return engine.New(o, mem.Dialer()) }
+	a, b := etcdtest.TeamOfTwoWith(t, ctx, newEngine, []string{"memory"}, "mem")
+	if _, err := a.Engine.CreateKey(ctx, "mem", team.NewKey{Label: "svc", Definition: store.Definition{Grant: auth.GrantPassword, Connection: auth.Connection{AuthURL: srv.URL(), Realm: srv.Realm(), ClientID: "shipping-api"}, Username: "svc"}, ClientSecret: "cs-mem", Password: "pw-mem"}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := b.Engine.Token(ctx, "mem", "svc", team.TokenOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	kvs, _, err := mem.Get(ctx, team.Prefix("mem")+"roster")
+	if err != nil || kvs[0] == nil {
+		t.Fatal(err)
+	}
+	for _, roster := range [][]byte{kvs[0].Value, []byte(`[{"name":"x","recipient":"age1x"}]`)} {
+		if ok, _, err := mem.Commit(ctx, nil, []team.Op{team.Put(team.Prefix("mem")+"roster", roster)}); !ok || err != nil {
+			t.Fatal(err)
+		}
+		if ts, err := b.Engine.Token(ctx, "mem", "svc", team.TokenOptions{}); !errors.Is(err, team.ErrBehind) || ts != nil {
+			t.Fatalf("roster %.20q written again: %v, want refused as maybe behind", roster, err)
+		}
+	}
+}

@@ -19,8 +19,10 @@ import (
 // machine's pin), with the etcd revision every encrypted write compares.
 type roster struct {
 	team.Roster
-	Rev int64
-	me  string // this machine's recipient, for a change to see (changeRoster)
+	Rev  int64  // the roster key's mod revision
+	At   int64  // the store revision it was read at (sealPlain's numbers)
+	data []byte // as signed (the bytes pinned)
+	me   string // this machine's recipient, for a change to see (changeRoster)
 }
 
 func (r roster) recipients() ([]age.Recipient, error) {
@@ -47,14 +49,14 @@ func (h *handle) readRoster(ctx context.Context) (roster, error) {
 	if err != nil {
 		return roster{}, err
 	}
-	kvs, _, err := cli.Get(ctx, rosterKey(h.name()))
+	kvs, at, err := cli.Get(ctx, rosterKey(h.name()))
 	if err != nil {
 		return roster{}, h.etcdErr(err)
 	}
 	if kvs[0] == nil {
 		return roster{}, &Error{Team: h.name(), Msg: "etcd holds no such team (shipkey team init " + h.name() + " --etcd …)", Kind: ErrNoTeam}
 	}
-	return h.accept(kvs[0].Value, kvs[0].Rev, h.historyFrom(ctx, cli), false)
+	return h.accept(ctx, kvs[0].Value, kvs[0].Rev, at, h.historyFrom(ctx, cli), false)
 }
 
 // hostname is a member's default name.
@@ -78,7 +80,7 @@ func (e *Engine) Init(ctx context.Context, opts JoinOptions) (Member, error) {
 	}
 	defer h.close()
 	me := h.me()
-	me.Name, me.AddedAt = opts.Name, e.opts.Now().UTC()
+	me.Name, me.AddedAt, me.EtcdUser = opts.Name, e.opts.Now().UTC(), h.tc.User
 	if me.Name == "" {
 		me.Name = hostname()
 	}
@@ -111,7 +113,7 @@ func (e *Engine) Init(ctx context.Context, opts JoinOptions) (Member, error) {
 		}
 		return Member{}, &Error{Team: h.name(), Msg: "already exists in this etcd; use `shipkey team join " + h.name() + " --etcd …` and ask a member to add you"}
 	}
-	_, err = h.accept(data, rev, nil, true)
+	_, err = h.accept(bctx, data, rev, rev, nil, true)
 	return me, err
 }
 
@@ -134,10 +136,11 @@ func (h *handle) upgrade(ctx context.Context, cli team.Driver, old *team.KV, r r
 	if err != nil {
 		return err
 	}
-	if err := h.commitRoster(ctx, cli, old.Rev, after, r.Version, data); err != nil {
+	rev, err := h.commitRoster(ctx, cli, old.Rev, after, r, data)
+	if err != nil {
 		return err
 	}
-	_, err = h.accept(data, 0, nil, true)
+	_, err = h.accept(ctx, data, rev, rev, nil, true)
 	return err
 }
 
@@ -158,17 +161,17 @@ func (e *Engine) Join(ctx context.Context, opts JoinOptions) (string, error) {
 	}
 	bctx, cancel := h.bound(ctx)
 	defer cancel()
-	kvs, _, err := cli.Get(bctx, rosterKey(h.name()))
+	kvs, at, err := cli.Get(bctx, rosterKey(h.name()))
 	if err != nil {
 		return "", h.etcdErr(err)
 	}
 	if kvs[0] == nil {
 		return "", &Error{Team: h.name(), Msg: "etcd holds no such team (a member creates it: shipkey team init " + h.name() + " --etcd …)", Kind: ErrNoTeam}
 	}
-	if _, err := h.accept(kvs[0].Value, kvs[0].Rev, h.historyFrom(bctx, cli), true); err != nil {
+	if _, err := h.accept(bctx, kvs[0].Value, kvs[0].Rev, at, h.historyFrom(bctx, cli), true); err != nil {
 		return "", err
 	}
-	return team.MemberCard(h.id.Recipient().String(), h.signingKey(), hostname()), nil
+	return team.MemberCard(h.id.Recipient().String(), h.signingKey(), hostname(), h.tc.User), nil
 }
 
 func (e *Engine) join(ctx context.Context, opts JoinOptions) (*handle, error) {
@@ -225,7 +228,7 @@ func (e *Engine) Members(ctx context.Context, team string) ([]Member, error) {
 // prints it; name, else the card's host name) and re-encrypts every item of
 // the team to the new member set.
 func (e *Engine) AddMember(ctx context.Context, teamName, card, name string) (Member, error) {
-	recipient, signingKey, host, err := team.ParseMemberCard(card)
+	recipient, signingKey, host, etcdUser, err := team.ParseMemberCard(card)
 	if err != nil {
 		return Member{}, err
 	}
@@ -235,7 +238,7 @@ func (e *Engine) AddMember(ctx context.Context, teamName, card, name string) (Me
 	if name == "" {
 		name = text.Safe(host)
 	}
-	m := Member{Name: name, Recipient: recipient, SigningKey: signingKey, AddedAt: e.opts.Now().UTC()}
+	m := Member{Name: name, Recipient: recipient, SigningKey: signingKey, AddedAt: e.opts.Now().UTC(), EtcdUser: text.Safe(etcdUser)}
 	if m.Name == "" {
 		m.Name = recipient[:12] + "…"
 	}
@@ -323,7 +326,11 @@ func (e *Engine) changeRoster(ctx context.Context, teamName string, change func(
 			return err
 		}
 		after, err := h.reseal(bctx, cli, r.Rev, next, r.Version, func(kind, id string, value []byte) ([]byte, error) {
-			ct, err := team.OpenItem(teamName, kind, id, r.Roster, value)
+			ct, seq, err := team.OpenItem(teamName, kind, id, r.Roster, value)
+			if err == nil && kind != kindCatalog {
+				// A record put back as it was is not signed anew.
+				err = h.notRolledBack(kind, id, seq)
+			}
 			if err != nil || kind == kindCatalog {
 				return ct, err
 			}
@@ -335,14 +342,14 @@ func (e *Engine) changeRoster(ctx context.Context, teamName string, change func(
 		if err != nil {
 			return err
 		}
-		err = h.commitRoster(bctx, cli, r.Rev, after, next.Version, data)
+		rev, err := h.commitRoster(bctx, cli, r.Rev, after, next, data)
 		if errors.Is(err, errChanged) {
 			continue
 		}
 		if err != nil {
 			return err
 		}
-		_, err = h.accept(data, 0, nil, false)
+		_, err = h.accept(bctx, data, rev, rev, h.historyFrom(bctx, cli), false)
 		return err
 	}
 	return &Error{Team: teamName, Msg: "the team keeps changing; try again"}
@@ -350,24 +357,33 @@ func (e *Engine) changeRoster(ctx context.Context, teamName string, change func(
 
 var errChanged = errors.New("changed meanwhile")
 
-// commitRoster writes roster data (version v) and its history entry if the
+// commitRoster writes roster data (next) and its history entry if the
 // roster is still at rosterRev and no key, token or catalog entry was
-// written after revision after.
-func (h *handle) commitRoster(ctx context.Context, cli team.Driver, rosterRev, after, v int64, data []byte) error {
+// written after revision after, and returns the revision it wrote at. The
+// history entry of the roster it follows is written again as this machine
+// accepted it: one deleted (to freeze machines that did not see it) is
+// back for them to chain through.
+func (h *handle) commitRoster(ctx context.Context, cli team.Driver, rosterRev, after int64, next roster, data []byte) (int64, error) {
 	t := h.name()
-	ok, _, err := cli.Commit(ctx, []cond{
+	ops := []op{put(rosterKey(t), string(data)), put(rosterHistoryKey(t, next.Version), string(data))}
+	if pin := h.pinned(); pin != nil {
+		if r, _, err := team.ParseRoster(t, pin); err == nil && r.Version == next.Version-1 {
+			ops = append(ops, put(rosterHistoryKey(t, r.Version), string(pin)))
+		}
+	}
+	ok, rev, err := cli.Commit(ctx, []cond{
 		revIs(rosterKey(t), rosterRev),
 		{Kind: team.NotAfter, Key: keysPrefix(t), Prefix: true, Rev: after},
 		{Kind: team.NotAfter, Key: tokensPrefix(t), Prefix: true, Rev: after},
 		{Kind: team.NotAfter, Key: catalogKey(t), Rev: after},
-	}, []op{put(rosterKey(t), string(data)), put(rosterHistoryKey(t, v), string(data))})
+	}, ops)
 	if err != nil {
-		return h.etcdErr(err)
+		return 0, h.etcdErr(err)
 	}
 	if !ok {
-		return errChanged
+		return 0, errChanged
 	}
-	return nil
+	return rev, nil
 }
 
 // reseal re-encrypts every key, token and catalog entry of the team to to's
@@ -382,7 +398,7 @@ func (h *handle) reseal(ctx context.Context, cli team.Driver, rosterRev int64, t
 	if err != nil {
 		return 0, h.etcdErr(err)
 	}
-	signed := roster{Roster: team.Roster{Team: t, Version: signAt, Members: to.Members}}
+	signed := roster{Roster: team.Roster{Team: t, Version: signAt, Members: to.Members}, At: after}
 	var cmps []cond
 	var ops []op
 	flush := func() error {
@@ -390,7 +406,7 @@ func (h *handle) reseal(ctx context.Context, cli team.Driver, rosterRev int64, t
 			return nil
 		}
 		all := append([]cond{revIs(rosterKey(t), rosterRev)}, cmps...)
-		ok, rev, err := cli.Commit(ctx, all, ops)
+		ok, rev, err := h.commit(ctx, cli, all, ops)
 		if err != nil {
 			return h.etcdErr(err)
 		}
@@ -418,6 +434,8 @@ func (h *handle) reseal(ctx context.Context, cli team.Driver, rosterRev int64, t
 		switch {
 		case errors.Is(err, errNotRecipient):
 			return 0, h.notMember()
+		case errors.Is(err, team.ErrBehind):
+			return 0, h.behind(err.Error())
 		case isRefused(err):
 			h.warnRefused(h.refused(strings.TrimPrefix(k, prefix(t))+" (deleted)", err))
 			ops = append(ops, del(k))

@@ -186,7 +186,7 @@ func (e *Engine) login(ctx context.Context, team, label string, opts LoginOption
 	if newPassword {
 		cmp = append(cmp, revIs(catalogKey(team), l.catRev))
 	}
-	ok, rev, err := l.cli.Commit(tctx, cmp, ops)
+	ok, rev, err := h.commit(tctx, l.cli, cmp, ops)
 	if err != nil {
 		return nil, Key{}, h.etcdErr(err)
 	}

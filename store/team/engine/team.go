@@ -63,6 +63,10 @@ type handle struct {
 	password string
 	timeout  time.Duration
 	drv      team.Driver
+	// seen and seenDirty: the highest sequence number accepted per item
+	// (read once), and whether this handle raised one (saveSeen).
+	seen      map[string]int64
+	seenDirty bool
 }
 
 func (e *Engine) open(name string) (*handle, error) {

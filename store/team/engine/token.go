@@ -22,12 +22,14 @@ func fits(ts *auth.TokenSet, now time.Time, opts TokenOptions) bool {
 }
 
 // Token hands out the access token of team key label: the cached one while
-// it will do and etcd still holds it (one keys-only read: a logout or a
-// renewal on another machine replaced it); else, under the key's local file lock,
-// the shared one from etcd; else one renewal for the whole fleet under the
+// it will do, etcd still holds it and the roster key is as pinned (one read
+// of both: a logout or a renewal on another machine replaced it, a roster
+// written since is read first); else, under the key's local file lock, the
+// shared one from etcd; else one renewal for the whole fleet under the
 // team-wide mutex. When etcd does not answer within the bound, a cached
 // token that has not expired is handed out with a warning; otherwise the
-// error wraps ErrUnavailable.
+// error wraps ErrUnavailable. A machine that may be behind the team's
+// roster hands out nothing (team.ErrBehind).
 func (e *Engine) Token(ctx context.Context, team, label string, opts TokenOptions) (*auth.TokenSet, error) {
 	h, err := e.open(team)
 	if err != nil {
@@ -160,7 +162,10 @@ func (h *handle) warnCached(ce *cacheEntry) {
 }
 
 // stillShared reports whether etcd still holds the token set ce cached, at
-// the revision cached: one linearizable read, within the bound.
+// the revision cached, and the roster this machine pinned, at the revision
+// pinned: one linearizable read of both, within the bound. A roster written
+// since (a change of members, or one written back over a removal) is the
+// slow path's to look at.
 func (h *handle) stillShared(ctx context.Context, ce *cacheEntry) (bool, error) {
 	cli, err := h.client()
 	if err != nil {
@@ -168,12 +173,14 @@ func (h *handle) stillShared(ctx context.Context, ce *cacheEntry) (bool, error) 
 	}
 	ctx, cancel := h.bound(ctx)
 	defer cancel()
-	kvs, _, err := cli.Get(ctx, tokenKey(h.name(), ce.Def.ID))
+	kvs, _, err := cli.Get(ctx, tokenKey(h.name(), ce.Def.ID), rosterKey(h.name()))
 	if err != nil {
 		return false, h.etcdErr(err)
 	}
 	_ = os.Remove(h.unreachablePath()) // etcd answers again
-	return ce.TokenRev != 0 && kvs[0] != nil && kvs[0].Rev == ce.TokenRev, nil
+	pinRev := team.PinnedRosterRev(h.dir())
+	return ce.TokenRev != 0 && kvs[0] != nil && kvs[0].Rev == ce.TokenRev &&
+		pinRev != 0 && kvs[1] != nil && kvs[1].Rev == pinRev, nil
 }
 
 // fleetTokenRetry runs fleetToken until it succeeds, fails for a reason
@@ -277,7 +284,7 @@ func (h *handle) fleetToken(ctx context.Context, label string, cached *cacheEntr
 		if err != nil {
 			return nil, err
 		}
-		ok, wrev, err := cli.Commit(ctx, []cond{
+		ok, wrev, err := h.commit(ctx, cli, []cond{
 			mu.Held(),
 			revIs(tokenKey(h.name(), id), rev),
 			revIs(rosterKey(h.name()), r.Rev),
@@ -321,47 +328,72 @@ func (h *handle) fleetToken(ctx context.Context, label string, cached *cacheEntr
 
 // readItem reads the roster and a key's definition and token in one round
 // trip and verifies them; a nil definition means the key is gone. A token
-// set no member wrote is said and read as none (a renewal replaces it); a
-// definition no member wrote is refused.
+// set no member wrote (or a rollback) is said and read as none (a renewal
+// replaces it); a definition no member wrote is refused.
 func (h *handle) readItem(ctx context.Context, cli team.Driver, id string) (*auth.TokenSet, int64, *Definition, error) {
-	kvs, _, err := cli.Get(ctx, rosterKey(h.name()), keyKey(h.name(), id), tokenKey(h.name(), id))
+	kvs, at, err := cli.Get(ctx, rosterKey(h.name()), keyKey(h.name(), id), tokenKey(h.name(), id))
 	if err != nil {
 		return nil, 0, nil, h.etcdErr(err)
 	}
+	h.freshSeen()
 	rk, dk, tk := kvs[0], kvs[1], kvs[2]
 	if rk == nil {
 		return nil, 0, nil, &Error{Team: h.name(), Msg: "etcd holds no such team", Kind: ErrNoTeam}
 	}
-	r, err := h.accept(rk.Value, rk.Rev, h.historyFrom(ctx, cli), false)
+	history := h.historyFrom(ctx, cli)
+	r, err := h.accept(ctx, rk.Value, rk.Rev, at, history, false)
 	if err != nil {
 		return nil, 0, nil, err
 	}
 	if dk == nil {
 		return nil, 0, nil, nil
 	}
+	for {
+		ts, d, err := h.openPair(ctx, r, id, dk, tk)
+		var be *team.BehindError
+		if errors.As(err, &be) {
+			if r, err = h.catchUp(r, be, history); err != nil {
+				return nil, 0, nil, err
+			}
+			continue
+		}
+		if err != nil {
+			return nil, 0, nil, err
+		}
+		h.saveSeen()
+		if tk == nil {
+			return ts, 0, d, nil
+		}
+		return ts, tk.Rev, d, nil
+	}
+}
+
+// openPair verifies and decrypts a key's definition dk and token set tk
+// (nil: none) against r; a token set refused is said and read as none.
+func (h *handle) openPair(ctx context.Context, r roster, id string, dk, tk *team.KV) (*auth.TokenSet, *Definition, error) {
 	if !h.hasMe(r) {
 		h.markRemoved(ctx)
-		return nil, 0, nil, h.notMember()
+		return nil, nil, h.notMember()
 	}
 	var d Definition
 	if err := h.openItem(r, kindKey, id, dk.Value, &d); err != nil {
-		return nil, 0, nil, err
+		return nil, nil, err
 	}
 	if d.ID != id {
-		return nil, 0, nil, h.refused("key "+id, fmt.Errorf("it holds the definition of key %s: %w", text.Safe(d.ID), team.ErrForged))
+		return nil, nil, h.refused("key "+id, fmt.Errorf("it holds the definition of key %s: %w", text.Safe(d.ID), team.ErrForged))
 	}
 	if tk == nil {
-		return nil, 0, &d, nil
+		return nil, &d, nil
 	}
 	var ts auth.TokenSet
 	if err := h.openItem(r, kindToken, id, tk.Value, &ts); err != nil {
 		if !isRefused(err) {
-			return nil, 0, nil, err
+			return nil, nil, err
 		}
 		h.warnRefused(err)
-		return nil, tk.Rev, &d, nil
+		return nil, &d, nil
 	}
-	return &ts, tk.Rev, &d, nil
+	return &ts, &d, nil
 }
 
 func (h *handle) cacheToken(ctx context.Context, def Definition, ts *auth.TokenSet, rev int64) error {

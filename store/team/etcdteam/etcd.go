@@ -14,6 +14,7 @@ import (
 	"strings"
 	"time"
 
+	"go.etcd.io/etcd/api/v3/v3rpc/rpctypes"
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"go.etcd.io/etcd/client/v3/concurrency"
 	"go.uber.org/zap"
@@ -92,6 +93,25 @@ func (d *Driver) Get(ctx context.Context, keys ...string) ([]*team.KV, int64, er
 		}
 	}
 	return out, resp.Header.Revision, nil
+}
+
+var _ team.FormerReader = (*Driver)(nil)
+
+// GetAt reads key at revision rev (etcd keeps every revision until a
+// compaction).
+func (d *Driver) GetAt(ctx context.Context, key string, rev int64) (*team.KV, error) {
+	resp, err := d.cli.Get(ctx, key, clientv3.WithRev(rev))
+	if errors.Is(err, rpctypes.ErrCompacted) {
+		return nil, team.ErrCompacted
+	}
+	if err != nil {
+		return nil, wrap(err)
+	}
+	if len(resp.Kvs) != 1 {
+		return nil, nil
+	}
+	kv := kvOf(key, resp.Kvs[0].Value, resp.Kvs[0].ModRevision)
+	return &kv, nil
 }
 
 // List reads the prefix with one range request.

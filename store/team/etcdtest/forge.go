@@ -18,7 +18,8 @@ import (
 
 // Forge writes v at team's item kind/id (kind "key" or "token") as whoever
 // holds key would: encrypted to every member of the roster etcd holds (its
-// recipients are public) and signed with key for the roster's version. With
+// recipients are public) and signed with key for the roster's version, with
+// a sequence number above every record written before. With
 // a non-member's key it is an attacker's write; with a member's, a member's.
 func Forge(ctx context.Context, cli *clientv3.Client, teamName, kind, id string, v any, key ed25519.PrivateKey) error {
 	f, err := NewForger(ctx, cli, teamName, key)
@@ -39,6 +40,7 @@ func Forge(ctx context.Context, cli *clientv3.Client, teamName, kind, id string,
 type Forger struct {
 	team   string
 	roster team.Roster
+	seq    int64 // above every record written before the forger read the roster
 	recips []age.Recipient
 	key    ed25519.PrivateKey
 }
@@ -53,7 +55,7 @@ func NewForger(ctx context.Context, cli *clientv3.Client, teamName string, key e
 	if err != nil {
 		return nil, err
 	}
-	f := &Forger{team: teamName, roster: r, key: key}
+	f := &Forger{team: teamName, roster: r, key: key, seq: resp.Header.Revision + 1}
 	for _, m := range r.Members {
 		rc, err := age.ParseX25519Recipient(m.Recipient)
 		if err != nil {
@@ -63,6 +65,10 @@ func NewForger(ctx context.Context, cli *clientv3.Client, teamName string, key e
 	}
 	return f, nil
 }
+
+// Seq sets the sequence number the items are signed with (0: a record of
+// a shipkey before sequence numbers).
+func (f *Forger) Seq(seq int64) { f.seq = seq }
 
 // Item is the etcd key and value of v forged at kind/id.
 func (f *Forger) Item(kind, id string, v any) (string, []byte, error) {
@@ -80,7 +86,7 @@ func (f *Forger) Item(kind, id string, v any) (string, []byte, error) {
 		return "", nil, err
 	}
 	dir := map[string]string{"key": "keys/", "token": "tokens/"}[kind]
-	return team.Prefix(f.team) + dir + id, team.SignItem(f.team, kind, id, f.roster.Version, buf.Bytes(), f.key), nil
+	return team.Prefix(f.team) + dir + id, team.SignItem(f.team, kind, id, f.roster.Version, f.seq, buf.Bytes(), f.key), nil
 }
 
 // OnlyKeyID is the id of the one key teamName holds in etcd; an error when
