@@ -59,6 +59,10 @@ var (
 	// `keys rm` removed and whose secrets it has not deleted yet (its two
 	// commits); the sweep deletes what a kill in between left.
 	bucketRemoved = []byte("removed")
+	// bucketChanges: change sequence (8 bytes, big endian) → id of the
+	// key whose state record was written or deleted, the last changesKept
+	// of them (changes.go); its bucket sequence is the last change's.
+	bucketChanges = []byte("changes")
 
 	metaVersion  = []byte("version")
 	metaConfig   = []byte("config")
@@ -324,12 +328,18 @@ func (t *tx) putState(id string, ks keyState) error {
 	if err != nil {
 		return err
 	}
-	return b.Put([]byte(id), encodeState(ks))
+	if err := b.Put([]byte(id), encodeState(ks)); err != nil {
+		return err
+	}
+	return t.noteChanged(id)
 }
 
 func (t *tx) deleteState(id string) error {
 	if b := t.bucket(bucketState); b != nil {
-		return b.Delete([]byte(id))
+		if err := b.Delete([]byte(id)); err != nil {
+			return err
+		}
+		return t.noteChanged(id)
 	}
 	return nil
 }

@@ -143,6 +143,9 @@ func (t *tx) restoreStates() error {
 		if err != nil {
 			return err
 		}
+		if err := t.noteAllChanged(); err != nil {
+			return err
+		}
 	}
 	meta, err := t.btx.CreateBucketIfNotExists(bucketMeta)
 	if err != nil {

@@ -66,6 +66,31 @@ func (x *keyIndex) indexOf(label string) (int, bool) {
 	return int(x.byLabel[i]), true
 }
 
+// with returns a copy of x in which the rows of keys (by label, the same
+// id) hold them as they are now, and the rows that changed; nil when a
+// key has no row (the list changed otherwise: read it all again). Only the
+// chunks of those rows are copied: x, which screens and commands share,
+// is left as it was.
+func (x *keyIndex) with(keys []store.Key) (*keyIndex, []int32) {
+	nx := *x
+	nx.chunks = slices.Clone(x.chunks)
+	copied := map[int]bool{}
+	var rows []int32
+	for _, k := range keys {
+		i, ok := x.indexOf(k.Label)
+		if !ok || x.row(int32(i)).id != k.ID {
+			return nil, nil
+		}
+		if c := i / rowChunk; !copied[c] {
+			nx.chunks[c] = slices.Clone(x.chunks[c])
+			copied[c] = true
+		}
+		*nx.row(int32(i)) = newKeyRow(k, strings.Clone)
+		rows = append(rows, int32(i))
+	}
+	return &nx, rows
+}
+
 // len is the number of keys.
 func (x *keyIndex) len() int {
 	if x == nil {
