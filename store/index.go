@@ -987,6 +987,14 @@ func (t *tx) changeEntry(id string, fn func(*keyEntry)) error {
 }
 
 func (t *tx) setDefault(label string) error {
+	if !t.locked {
+		panic("store: config change without store.lock")
+	}
+	if t.cfg == nil && !t.cfgDirty {
+		if done, err := t.setDefaultInPlace(label); done || err != nil {
+			return err
+		}
+	}
 	cfg, err := t.config()
 	if err != nil {
 		return err
