@@ -809,8 +809,8 @@ func (s *Store) txn(ctx context.Context, locked bool, fn func(t *tx) error) erro
 				case !t.teamsFresh(fp):
 					// An index that matches config.toml but lacks its
 					// teams (an earlier release wrote it): the teams are
-					// recorded, the keys stay (100k keys: 4 s once, where a rebuild
-					// takes 35 s).
+					// recorded, the keys stay (one parse of config.toml,
+					// not a rebuild).
 					if _, err := t.config(); err != nil {
 						return err
 					}

@@ -16,15 +16,15 @@ import (
 // that change config.toml, and the index's rebuild) or `serve` (Sweep, when
 // the lock is free) that finds the last sweep older: a stamp file in the
 // state directory (.swept) says when it was, a stat that costs the same
-// whatever the number of keys. What is swept:
-// temporary files of atomic writes, and secret files of keys that
-// config.toml does not hold (a `keys new` killed after it wrote the secrets
-// and before config.toml, a `keys rm` killed in between). Both only once
-// they are older than staleTemp. A sweep reads config.toml and the secret
-// folders, so its cost grows with the number of keys (at 100,000 keys
-// 0.75 s and 134 MiB): `shipkey token`, which scripts call in loops, never
-// sweeps, and costs the same at 100,000 keys as at one; a command that
-// changes a key sweeps only when a minute passed since the last sweep. A team's member
+// whatever the number of keys. What is swept: temporary files of atomic
+// writes, and secret files of keys that config.toml does not hold (a `keys
+// new` killed after it wrote the secrets and before config.toml, a `keys
+// rm` killed in between). Both only once they are older than staleTemp. A
+// sweep reads the key ids (from the index when it matches config.toml) and
+// the secret folders, so its cost grows with the number of keys (at
+// 100,000 keys about 0.3 s of CPU): `shipkey token`, which scripts call in
+// loops, never sweeps, and costs the same at 100,000 keys as at one; a
+// command that changes a key pays it once a minute at most. A team's member
 // identity (TeamSecretID) is never swept: it is no key's, and without it
 // every team key of the machine is lost.
 

@@ -12,7 +12,8 @@ import (
 // (KeyRow), in the order the store lists them (by label; a team's keys
 // after), in chunks of rowChunk rows (a load never copies them to grow),
 // their strings in a few large buffers. It is built once per load,
-// away from Update, and never changed: the screens that show keys share it
+// away from Update, and never changed (another process's use of a few
+// keys makes a copy that shares all but their chunks: with): the screens that show keys share it
 // (the keys table sorts and filters indexes into it, the Request screen
 // steps through it) and read a key's whole record from the store only when
 // they need it. At 100,000 keys it is about 13 MB (a []store.Key of them is
