@@ -83,7 +83,19 @@ func loadConfig(path string) (*configFile, error) {
 // parseConfig is loadConfig on config.toml's content, read already.
 func parseConfig(path string, data []byte) (*configFile, error) {
 	var c configFile
-	if err := toml.NewDecoder(bytes.NewReader(data)).Decode(&c); err != nil {
+	// Strict first: a config.toml with no field this version does not know
+	// (the usual one) is parsed once. One with such fields is parsed again,
+	// into maps, to keep them.
+	dec := toml.NewDecoder(bytes.NewReader(data))
+	dec.DisallowUnknownFields()
+	err := dec.Decode(&c)
+	var sme *toml.StrictMissingError
+	unknown := errors.As(err, &sme)
+	if unknown {
+		c = configFile{}
+		err = toml.NewDecoder(bytes.NewReader(data)).Decode(&c)
+	}
+	if err != nil {
 		var de *toml.DecodeError
 		if errors.As(err, &de) {
 			row, _ := de.Position()
@@ -94,14 +106,18 @@ func parseConfig(path string, data []byte) (*configFile, error) {
 	if err := c.validate(); err != nil {
 		return nil, corruptError(path, 0, err.Error())
 	}
+	if !unknown {
+		return &c, nil
+	}
 	// What the struct has no field for, kept to be written back.
 	var raw map[string]any
 	if err := toml.Unmarshal(data, &raw); err == nil {
-		c.extra = unknownFields(raw, reflect.TypeFor[configFile]())
+		c.extra = unknownFields(raw, knownFields(reflect.TypeFor[configFile]()))
 		if tables, ok := raw["keys"].([]any); ok && len(tables) == len(c.Keys) {
+			known := knownFields(reflect.TypeFor[keyEntry]())
 			for i, t := range tables {
 				if m, ok := t.(map[string]any); ok {
-					if extra := unknownFields(m, reflect.TypeFor[keyEntry]()); extra != nil {
+					if extra := unknownFields(m, known); extra != nil {
 						if c.keyExtra == nil {
 							c.keyExtra = map[string]map[string]any{}
 						}
@@ -114,10 +130,9 @@ func parseConfig(path string, data []byte) (*configFile, error) {
 	return &c, nil
 }
 
-// unknownFields is what of table has no field in t (a struct, by its toml
-// tags and its embedded structs; names compared as the decoder does,
-// ignoring case); nil when it is all known.
-func unknownFields(table map[string]any, t reflect.Type) map[string]any {
+// knownFields is the field names of t (a struct, by its toml tags and its
+// embedded structs), lower case.
+func knownFields(t reflect.Type) map[string]bool {
 	known := map[string]bool{}
 	var walk func(reflect.Type)
 	walk = func(t reflect.Type) {
@@ -135,6 +150,13 @@ func unknownFields(table map[string]any, t reflect.Type) map[string]any {
 		}
 	}
 	walk(t)
+	return known
+}
+
+// unknownFields is what of table has no field among known (knownFields;
+// names compared as the decoder does, ignoring case); nil when it is all
+// known.
+func unknownFields(table map[string]any, known map[string]bool) map[string]any {
 	var out map[string]any
 	for k, v := range table {
 		if !known[strings.ToLower(k)] {

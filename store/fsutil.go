@@ -231,6 +231,15 @@ func (f keyFiles) remove(id string) error {
 	if err := removeFile(f.path(id)); err != nil {
 		return err
 	}
+	// The key's own temporary files a killed write left (they may hold its
+	// secrets): gone with the key, not a minute later with the sweep.
+	cutoff := time.Now().Add(-staleTemp)
+	temps, _ := filepath.Glob(filepath.Join(f.dir, "."+id+f.ext+".tmp-*"))
+	for _, p := range temps {
+		if fi, err := os.Lstat(p); err == nil && isTempName(fi.Name()) && fi.Mode().IsRegular() && fi.ModTime().Before(cutoff) {
+			_ = os.Remove(p)
+		}
+	}
 	syncDir(f.dir)
 	return nil
 }

@@ -58,6 +58,8 @@ type Store struct {
 
 	stampCache stampCache // Stamp's last answer (stamp.go)
 
+	hooks hooks // Options.hooks
+
 	handedOut handedOut // tokens handed out, while following the session (handedout.go)
 }
 
@@ -117,6 +119,7 @@ func Open(opts Options) (*Store, error) {
 		now:          opts.Now,
 		warn:         opts.Warn,
 		probeTimeout: keyringProbeTimeout,
+		hooks:        opts.hooks,
 	}
 	if s.now == nil {
 		s.now = time.Now

@@ -202,8 +202,9 @@ func TestLegacyStateNull(t *testing.T) {
 }
 
 // Temporary files a killed process left (kill -9 in the middle of a write)
-// are swept by the next process that takes store.lock once they are older
-// than a minute; a fresh one (a write in progress) and other files stay.
+// are swept by the next process that takes store.lock, when no sweep ran
+// in the last minute, once they are older than a minute; a fresh one (a
+// write in progress) and other files stay.
 func TestSweepStaleTemporaryFiles(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t, nil)
@@ -228,6 +229,10 @@ func TestSweepStaleTemporaryFiles(t *testing.T) {
 				t.Fatal(err)
 			}
 		}
+	}
+	stamp := filepath.Join(e.stateDir, sweepStampName)
+	if err := os.Chtimes(stamp, old, old); err != nil { // the last sweep, 2 minutes ago
+		t.Fatal(err)
 	}
 	if err := s.SetDefault("k"); err != nil { // takes store.lock
 		t.Fatal(err)

@@ -120,6 +120,11 @@ func stateFromSecrets(sec keySecrets, backend string, now time.Time) keyState {
 func (t *tx) restoreStates() error {
 	st := t.bucket(bucketState)
 	incomplete := false
+	type restored struct {
+		id string
+		ks keyState
+	}
+	var found []restored
 	for _, e := range t.cfg.Keys {
 		if st != nil && st.Get([]byte(e.ID)) != nil {
 			continue
@@ -129,10 +134,18 @@ func (t *tx) restoreStates() error {
 			incomplete = true
 			continue
 		}
-		if err := t.putState(e.ID, ks); err != nil {
+		found = append(found, restored{e.ID, ks})
+	}
+	if len(found) > 0 {
+		err := t.putSorted(bucketState, len(found), func(i int) ([]byte, []byte) {
+			return []byte(found[i].id), encodeState(found[i].ks)
+		})
+		if err != nil {
 			return err
 		}
-		st = t.bucket(bucketState)
+		if err := t.noteAllChanged(); err != nil {
+			return err
+		}
 	}
 	meta, err := t.btx.CreateBucketIfNotExists(bucketMeta)
 	if err != nil {

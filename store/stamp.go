@@ -14,10 +14,12 @@ import (
 
 // Stamp identifies the store's content at a moment: two equal stamps mean no
 // shipkey process changed a key, its label, its tokens or its Last Used in
-// between. It is config.toml's fingerprint and the id of state.db's last
-// transaction (every write of any kind commits one), so it costs a stat and
-// the read of a meta page whatever the number of keys: the app compares
-// stamps on every tick to see what other shipkey processes changed.
+// between. It is config.toml's fingerprint, the id of state.db's last
+// transaction (every write of any kind commits one) and the sequence of its
+// last change of a key's state (changes.go), so it costs a stat and the
+// read of a meta page whatever the number of keys: the app compares stamps
+// on every tick to see what other shipkey processes changed, and asks
+// which keys changed since its stamp (ChangesSince).
 type Stamp string
 
 // stampSettle is how old a file's mtime must be before its stat alone is
@@ -76,7 +78,7 @@ func (s *Store) readStamp() (Stamp, error) {
 		defer s.hold.done(r)
 		b := append([]byte(r.fp), ';')
 		err := r.db.View(func(tx *bolt.Tx) error {
-			b = strconv.AppendInt(b, int64(tx.ID()), 10)
+			b = appendTxStamp(b, tx)
 			return nil
 		})
 		return Stamp(b), err
@@ -89,12 +91,12 @@ func (s *Store) readStamp() (Stamp, error) {
 	db, done, err := s.openDB(context.Background(), false)
 	switch {
 	case errors.Is(err, os.ErrNotExist):
-		b = append(b, '-')
+		b = append(b, "-;0"...)
 	case err != nil:
 		return "", err
 	default:
 		err = db.View(func(tx *bolt.Tx) error {
-			b = strconv.AppendInt(b, int64(tx.ID()), 10)
+			b = appendTxStamp(b, tx)
 			return nil
 		})
 		done()
@@ -103,6 +105,14 @@ func (s *Store) readStamp() (Stamp, error) {
 		}
 	}
 	return Stamp(b), nil
+}
+
+// appendTxStamp appends state.db's part of a stamp: the id of its last
+// transaction and the sequence of its last change (changes.go).
+func appendTxStamp(b []byte, tx *bolt.Tx) []byte {
+	b = strconv.AppendInt(b, int64(tx.ID()), 10)
+	b = append(b, ';')
+	return strconv.AppendUint(b, changeSeq(tx), 10)
 }
 
 // StampFiles are the files whose stat the stamp follows (config.toml and

@@ -171,6 +171,14 @@ type Options struct {
 	// on the network or a prompt, or closes the Store (readonce.go). A
 	// long-lived process (the app) leaves it false.
 	ReadOnce bool
+
+	hooks hooks // this package's tests' only
+}
+
+// hooks let this package's tests see and steer what a Store does.
+type hooks struct {
+	indexPut func(bucket, key []byte) // sees each record a rebuild puts (putSorted), in order
+	sweepNow func() time.Time         // the sweep's clock (sweepDue); nil: time.Now
 }
 
 // Keyring is the small slice of an OS keyring the store uses; injected so

@@ -11,25 +11,50 @@ import (
 	bolt "go.etcd.io/bbolt"
 )
 
-// What killed processes leave behind is swept by every holder of
-// store.lock (the commands that change config.toml, and the index's
-// rebuild) and by `serve` (Sweep, every SweepEvery, when the lock is free):
-// temporary files of atomic writes, and secret files of keys that
-// config.toml does not hold (a `keys new` killed after it wrote the secrets
-// and before config.toml, a `keys rm` killed in between). Both only once
-// they are older than staleTemp. A sweep reads config.toml and the secret
-// folders, so its cost grows with the number of keys (at 100,000 keys
-// 0.75 s and 134 MiB): `shipkey token`, which scripts call in loops, never
-// sweeps, and costs the same at 100,000 keys as at one. A team's member
+// What killed processes leave behind is swept at most once a minute
+// (staleTemp) store-wide, by the first holder of store.lock (the commands
+// that change config.toml, and the index's rebuild) or `serve` (Sweep, when
+// the lock is free) that finds the last sweep older: a stamp file in the
+// state directory (.swept) says when it was, a stat that costs the same
+// whatever the number of keys. What is swept: temporary files of atomic
+// writes, and secret files of keys that config.toml does not hold (a `keys
+// new` killed after it wrote the secrets and before config.toml, a `keys
+// rm` killed in between). Both only once they are older than staleTemp. A
+// sweep reads the key ids (from the index when it matches config.toml) and
+// the secret folders, so its cost grows with the number of keys (at
+// 100,000 keys about 0.3 s of CPU): `shipkey token`, which scripts call in
+// loops, never sweeps, and costs the same at 100,000 keys as at one; a
+// command that changes a key pays it once a minute at most. A team's member
 // identity (TeamSecretID) is never swept: it is no key's, and without it
 // every team key of the machine is lost.
 
 const sweepStampName = ".swept"
 
-// sweepDue reports whether the last sweep is older than staleTemp.
+// sweepNow is the clock of the sweep's stamp.
+func (s *Store) sweepNow() time.Time {
+	if s.hooks.sweepNow != nil {
+		return s.hooks.sweepNow()
+	}
+	return time.Now()
+}
+
+// sweepDue reports whether the last sweep is older than staleTemp (or in
+// the future: a clock set back).
 func (s *Store) sweepDue() bool {
 	fi, err := os.Stat(filepath.Join(s.stateDir, sweepStampName))
-	return err != nil || fi.ModTime().Before(time.Now().Add(-staleTemp))
+	if err != nil {
+		return true
+	}
+	now := s.sweepNow()
+	return fi.ModTime().Before(now.Add(-staleTemp)) || fi.ModTime().After(now.Add(staleTemp))
+}
+
+// sweepIfDue sweeps when no sweep ran in the last minute (caller holds
+// store.lock).
+func (s *Store) sweepIfDue() {
+	if s.sweepDue() {
+		s.sweep()
+	}
 }
 
 // sweep removes stale temporary files and orphaned secret files (caller
@@ -38,7 +63,7 @@ func (s *Store) sweep() {
 	stamp := filepath.Join(s.stateDir, sweepStampName)
 	if f, err := os.OpenFile(stamp, os.O_CREATE|os.O_WRONLY, filePerm); err == nil {
 		_ = f.Close()
-		now := time.Now()
+		now := s.sweepNow()
 		_ = os.Chtimes(stamp, now, now)
 	}
 	sweepTemp(append([]string{s.configDir, s.stateDir}, s.secretDirs()...)...)
@@ -106,7 +131,8 @@ func (s *Store) sweepRemoved() {
 }
 
 // sweepOrphans removes the secret files, older than staleTemp, of key ids
-// that config.toml does not hold. A config.toml that does not parse, is
+// that config.toml does not hold: those of the index when it matches
+// config.toml (indexedIDs), else of config.toml parsed. A config.toml that does not parse, is
 // missing, or holds no key and is not the one shipkey last wrote (state.db's
 // index records its fingerprint) sweeps nothing: it may be damaged, and the
 // secrets are then the only copy (see tx.integrity). A keyless config.toml
@@ -117,13 +143,16 @@ func (s *Store) sweepOrphans() {
 	if err != nil || fp == fpAbsent {
 		return
 	}
-	cfg, err := loadConfig(s.configPath())
-	if err != nil || len(cfg.Keys) == 0 && !s.indexedConfig(fp) {
-		return
-	}
-	ids := make(map[string]bool, len(cfg.Keys))
-	for _, e := range cfg.Keys {
-		ids[e.ID] = true
+	ids, indexed := s.indexedIDs(fp)
+	if !indexed {
+		cfg, err := loadConfig(s.configPath())
+		if err != nil || len(cfg.Keys) == 0 {
+			return
+		}
+		ids = make(map[string]bool, len(cfg.Keys))
+		for _, e := range cfg.Keys {
+			ids[e.ID] = true
+		}
 	}
 	cutoff := time.Now().Add(-staleTemp)
 	for _, row := range backendTable {
@@ -163,25 +192,38 @@ func (s *Store) sweepOrphans() {
 	}
 }
 
-// indexedConfig reports whether state.db's index was built from, or written
-// with, the config.toml of fingerprint fp. Any doubt (no state.db, one that
-// does not open or is busy) is no.
-func (s *Store) indexedConfig(fp string) bool {
+// indexedIDs returns the ids of the keys of state.db's index when it was
+// built from, or written with, the config.toml of fingerprint fp: those of
+// config.toml, without parsing it (a cursor walk, where parsing a
+// config.toml of 100,000 keys takes seconds). Any doubt (no state.db, one
+// that does not open or is busy, an index of another config.toml) is not
+// indexed.
+func (s *Store) indexedIDs(fp string) (ids map[string]bool, indexed bool) {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
 	defer cancel()
 	db, done, err := s.openDB(ctx, false)
 	if err != nil {
-		return false
+		return nil, false
 	}
 	defer done()
-	same := false
-	_ = runGuarded(s.dbPath(), func() error {
+	err = runGuarded(s.dbPath(), func() error {
 		return db.View(func(btx *bolt.Tx) error {
-			same = string((&tx{s: s, btx: btx}).meta(metaConfig)) == fp
-			return nil
+			t := &tx{s: s, btx: btx}
+			if !t.fresh(fp) {
+				return errStale
+			}
+			ids = map[string]bool{}
+			b := t.bucket(bucketIDs)
+			if b == nil {
+				return nil
+			}
+			return b.ForEach(func(k, _ []byte) error {
+				ids[string(k)] = true
+				return nil
+			})
 		})
 	})
-	return same
+	return ids, err == nil
 }
 
 // SweepEvery is how often a long-running holder of the store (serve)

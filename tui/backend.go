@@ -33,6 +33,10 @@ type Backend interface {
 	// compares it when the store's files change (or on its tick, for a
 	// backend it cannot watch) and reloads only when it changed.
 	Stamp() (store.Stamp, error)
+	// ChangesSince tells which keys' state changed since a stamp, read
+	// again, or that the key list must be read again (All): the app reads
+	// one key used by another process, not all of them.
+	ChangesSince(since store.Stamp) (store.Changes, error)
 }
 
 // Verifier checks a token's signature; *auth.Client is one.

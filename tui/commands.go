@@ -40,6 +40,17 @@ func (m *Model) loadKeys() tea.Cmd {
 	}
 }
 
+// loadChanges reads what changed since stamp since: the keys another
+// process used or renewed (handleChanges puts them in the key list), or
+// that the whole list must be read again.
+func (m *Model) loadChanges(since store.Stamp) tea.Cmd {
+	seq, st := m.req.start(slotKeys), m.backend
+	return func() tea.Msg {
+		ch, err := st.ChangesSince(since)
+		return changesMsg{seq: seq, ch: ch, err: err}
+	}
+}
+
 // checkStamp reads the store's stamp (a few stat calls): the tick compares
 // it with the stamp of the last key list to see what other shipkey
 // processes changed.

@@ -654,6 +654,13 @@ func windowSize(w, h int) tea.WindowSizeMsg { return tea.WindowSizeMsg{Width: w,
 
 func lipglossWidth(s string) int { return lipgloss.Width(s) }
 
+// ChangesSince says to read every key again, as a store does when it does
+// not know what changed.
+func (f *fakeStore) ChangesSince(store.Stamp) (store.Changes, error) {
+	st, err := f.Stamp()
+	return store.Changes{Stamp: st, All: true}, err
+}
+
 // Stamp changes with every write to the fake store.
 func (f *fakeStore) Stamp() (store.Stamp, error) {
 	f.mu.Lock()

@@ -12,7 +12,8 @@ import (
 // (KeyRow), in the order the store lists them (by label; a team's keys
 // after), in chunks of rowChunk rows (a load never copies them to grow),
 // their strings in a few large buffers. It is built once per load,
-// away from Update, and never changed: the screens that show keys share it
+// away from Update, and never changed (another process's use of a few
+// keys makes a copy that shares all but their chunks: with): the screens that show keys share it
 // (the keys table sorts and filters indexes into it, the Request screen
 // steps through it) and read a key's whole record from the store only when
 // they need it. At 100,000 keys it is about 13 MB (a []store.Key of them is
@@ -64,6 +65,31 @@ func (x *keyIndex) indexOf(label string) (int, bool) {
 		return 0, false
 	}
 	return int(x.byLabel[i]), true
+}
+
+// with returns a copy of x in which the rows of keys (by label, the same
+// id) hold them as they are now, and the rows that changed; nil when a
+// key has no row (the list changed otherwise: read it all again). Only the
+// chunks of those rows are copied: x, which screens and commands share,
+// is left as it was.
+func (x *keyIndex) with(keys []store.Key) (*keyIndex, []int32) {
+	nx := *x
+	nx.chunks = slices.Clone(x.chunks)
+	copied := map[int]bool{}
+	var rows []int32
+	for _, k := range keys {
+		i, ok := x.indexOf(k.Label)
+		if !ok || x.row(int32(i)).id != k.ID {
+			return nil, nil
+		}
+		if c := i / rowChunk; !copied[c] {
+			nx.chunks[c] = slices.Clone(x.chunks[c])
+			copied[c] = true
+		}
+		*nx.row(int32(i)) = newKeyRow(k, strings.Clone)
+		rows = append(rows, int32(i))
+	}
+	return &nx, rows
 }
 
 // len is the number of keys.

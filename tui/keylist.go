@@ -162,30 +162,59 @@ func (l *keyList) setKeys(keys *keyIndex) {
 	l.selectWhere(func(r *KeyRow) bool { return r.id == sel })
 }
 
+// setRows takes a key list in which only rows changed (another process
+// used or renewed those keys: keyIndex.with), keeping the cursor on the
+// same key: the changed rows move to their place in the sort order, the
+// others stay sorted, so that a change costs a few binary searches and
+// copies, not a sort of every key.
+func (l *keyList) setRows(keys *keyIndex, rows []int32) {
+	sel := l.selectedID()
+	l.keys = keys
+	changed := make(map[int32]bool, len(rows))
+	for _, r := range rows {
+		changed[r] = true
+	}
+	// A new slice: visible may be the old one, never changed in place.
+	sorted := make([]int32, 0, len(l.sorted))
+	for _, i := range l.sorted {
+		if !changed[i] {
+			sorted = append(sorted, i)
+		}
+	}
+	for r := range changed {
+		at, _ := slices.BinarySearchFunc(sorted, r, l.compare)
+		sorted = slices.Insert(sorted, at, r)
+	}
+	l.sorted = sorted
+	l.applyFilter(true)
+	l.selectWhere(func(r *KeyRow) bool { return r.id == sel })
+}
+
 // sort orders the index by the sort column (once per load or change of
-// sort); the label, then the id, break ties.
+// sort).
 func (l *keyList) sort() {
-	x := l.keys
-	l.sorted = make([]int32, x.len()) // visible may be this slice: never changed in place
+	l.sorted = make([]int32, l.keys.len()) // visible may be this slice: never changed in place
 	for i := range l.sorted {
 		l.sorted[i] = int32(i)
 	}
-	by := KeyColumns[l.sortCol].compare
-	label := KeyColumns[ColLabel].compare
-	slices.SortStableFunc(l.sorted, func(i, j int32) int {
-		a, b := x.row(i), x.row(j)
-		c := by(a, b)
-		if l.desc {
-			c = -c
-		}
-		if c == 0 {
-			c = label(a, b)
-		}
-		if c == 0 {
-			c = strings.Compare(a.id, b.id)
-		}
-		return c
-	})
+	slices.SortStableFunc(l.sorted, l.compare)
+}
+
+// compare orders rows i and j by the sort column; the label, then the id,
+// break ties.
+func (l *keyList) compare(i, j int32) int {
+	a, b := l.keys.row(i), l.keys.row(j)
+	c := KeyColumns[l.sortCol].compare(a, b)
+	if l.desc {
+		c = -c
+	}
+	if c == 0 {
+		c = KeyColumns[ColLabel].compare(a, b)
+	}
+	if c == 0 {
+		c = strings.Compare(a.id, b.id)
+	}
+	return c
 }
 
 // applyFilter recomputes the visible rows for the filter field's query. A

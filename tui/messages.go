@@ -21,6 +21,14 @@ type keysLoadedMsg struct {
 	err     error
 }
 
+// changesMsg answers loadChanges: what changed since the stamp of the key
+// list.
+type changesMsg struct {
+	seq int
+	ch  store.Changes
+	err error
+}
+
 // stampMsg answers checkStamp: the store's stamp now.
 type stampMsg struct {
 	seq   int

@@ -45,9 +45,10 @@ func (m *Model) handleKeysLoaded(msg keysLoadedMsg) tea.Cmd {
 	return nil
 }
 
-// handleStamp reloads what other shipkey processes changed: the key list,
-// and the shown key's tokens when the details screen is idle. Nothing is
-// read when the stamp is the one of the last load.
+// handleStamp reloads what other shipkey processes changed: the keys that
+// changed (or the whole key list), and the shown key's tokens when the
+// details screen is idle. Nothing is read when the stamp is the one of the
+// last load.
 func (m *Model) handleStamp(msg stampMsg) tea.Cmd {
 	if !m.req.current(slotStamp, msg.seq) {
 		return nil
@@ -56,12 +57,47 @@ func (m *Model) handleStamp(msg stampMsg) tea.Cmd {
 	if msg.err != nil || msg.stamp == m.stamp || m.req.pending(slotKeys) {
 		return nil
 	}
+	since := m.stamp
 	m.stamp = msg.stamp // one reload per change, even if the load is slow
-	cmds := []tea.Cmd{m.loadKeys()}
+	load := m.loadChanges(since)
+	if m.keys == nil {
+		load = m.loadKeys()
+	}
+	cmds := []tea.Cmd{load}
 	if d := m.details; d.key.Label != "" && d.state == detailsIdle && m.active == screenDetails {
 		cmds = append(cmds, m.startOp(), m.openCmd(m.req.start(slotOp), d.key.Label))
 	}
 	return tea.Batch(cmds...)
+}
+
+// handleChanges puts the keys that changed into the key list (a copy of
+// it: keyIndex.with), or reads the whole list when the store says so.
+func (m *Model) handleChanges(msg changesMsg) tea.Cmd {
+	if !m.req.current(slotKeys, msg.seq) {
+		return nil // a newer list is on its way
+	}
+	m.req.done(slotKeys, msg.seq)
+	if msg.err != nil || msg.ch.All || m.keys == nil {
+		return m.loadKeys()
+	}
+	x, rows := m.keys.with(msg.ch.Keys)
+	if x == nil {
+		return m.loadKeys()
+	}
+	m.stamp = msg.ch.Stamp
+	m.keys = x
+	for _, k := range msg.ch.Keys {
+		if k.Label == m.current {
+			m.curKey = &k
+		}
+		if k.ID == m.details.key.ID {
+			m.details.setKey(k)
+		}
+	}
+	m.welcome.setKeys(x, nil)
+	m.keyList.setRows(x, rows)
+	m.request.setKeys(x)
+	return m.recheckAfterLoad()
 }
 
 // handleKeyTokens applies the answer of create, login, refresh, open and

@@ -94,7 +94,7 @@ func BenchmarkAppStartup(b *testing.B) {
 // startupFrame builds the app as cmd/shipkey does (tui.New), runs Init,
 // sizes it to 100×30 and renders the first frame; it returns the model and
 // Init's command, not run.
-func startupFrame(b *testing.B, opts Options) (*Model, tea.Cmd) {
+func startupFrame(b testing.TB, opts Options) (*Model, tea.Cmd) {
 	m := New(opts)
 	// Timers are recorded, not waited for (as in benchModel).
 	m.cfg.after = func(time.Duration, func(time.Time) tea.Msg) tea.Cmd {
@@ -110,7 +110,7 @@ func startupFrame(b *testing.B, opts Options) (*Model, tea.Cmd) {
 
 // startupRun runs cmd and what follows from it, delivering the model's own
 // messages (the key list) and dropping terminal requests and timers.
-func startupRun(b *testing.B, m *Model, cmd tea.Cmd) {
+func startupRun(b testing.TB, m *Model, cmd tea.Cmd) {
 	own := reflect.TypeOf(keysLoadedMsg{}).PkgPath()
 	queue := []tea.Cmd{cmd}
 	for steps := 0; len(queue) > 0; steps++ {

@@ -474,6 +474,8 @@ func (m *Model) dispatch(msg tea.Msg) tea.Cmd {
 		return m.handleClipClear(msg)
 	case keysLoadedMsg:
 		return tea.Batch(m.handleKeysLoaded(msg), m.recheckAfterLoad())
+	case changesMsg:
+		return m.handleChanges(msg)
 	case keyTokensMsg:
 		return m.handleKeyTokens(msg)
 	case unlockedMsg:
