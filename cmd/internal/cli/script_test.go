@@ -49,6 +49,8 @@ func TestMain(m *testing.M) {
 		"envtokenapi": childEnvTokenAPI,
 		// A program that asks exec --serve's socket for DPoP proofs.
 		"socketproof": childSocketProof,
+		// A client holding many idle connections to a token socket.
+		"sockethog": childSocketHog,
 		// A scripted $BROWSER for the device and browser grants.
 		"browser": childBrowser,
 		// The same for the real OpenID provider (opscripts_test.go).

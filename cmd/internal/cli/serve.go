@@ -1,7 +1,6 @@
 package cli
 
 import (
-	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -20,7 +19,6 @@ import (
 	"github.com/shipkey/shipkey/internal/text"
 	"github.com/shipkey/shipkey/store"
 	"github.com/spf13/cobra"
-	"golang.org/x/net/netutil"
 )
 
 // serveOptions hands out tokens over a unix socket.
@@ -130,21 +128,12 @@ func serveRun(ctx context.Context, opts *serveOptions) error {
 	if err != nil {
 		return err
 	}
-	srv := &http.Server{
-		Handler: newTokenHandler(st, opts.Keys, opts.Secrets),
-		// A client that sends nothing, idles between requests, or stops
-		// reading is closed, so held connections cannot use up the files
-		// this process may open. The write timeout leaves room for a renewal.
-		ReadHeaderTimeout: 10 * time.Second,
-		ReadTimeout:       15 * time.Second,
-		WriteTimeout:      cmp.Or(opts.WriteTimeout, 3*time.Minute),
-		IdleTimeout:       cmp.Or(opts.IdleTimeout, 30*time.Second),
-		MaxHeaderBytes:    16 << 10,
-		ConnState:         opts.ConnState,
-	}
-	refused := func(uid int) {
-		fmt.Fprintf(opts.IO.ErrOut, "shipkey: serve: refused a connection from uid %d (only uid %d is served)\n", uid, ln.uid)
-	}
+	srv, fair := newSocketServer(newTokenHandler(st, opts.Keys, opts.Secrets), ln, socketServerOptions{
+		IdleTimeout: opts.IdleTimeout, WriteTimeout: opts.WriteTimeout, ConnState: opts.ConnState,
+		Refused: func(uid int) {
+			fmt.Fprintf(opts.IO.ErrOut, "shipkey: serve: refused a connection from uid %d (only uid %d is served)\n", uid, ln.uid)
+		},
+	})
 	// What killed commands left behind is swept here, off the path of
 	// `shipkey token` (whose cost must not grow with the number of keys).
 	sweepCtx, stopSweeping := context.WithCancel(ctx)
@@ -152,7 +141,7 @@ func serveRun(ctx context.Context, opts *serveOptions) error {
 	go sweepEvery(sweepCtx, st, store.SweepEvery)
 	served := make(chan error, 1)
 	go func() {
-		served <- srv.Serve(netutil.LimitListener(&peerListener{ln: ln, refused: refused}, serveMaxConns))
+		served <- srv.Serve(fair)
 	}()
 	what := "all keys"
 	if len(opts.Keys) > 0 {
@@ -224,10 +213,6 @@ func refuseAgentDir(socket, agentSocket string) error {
 	return nil
 }
 
-// serveMaxConns caps the connections serve holds at once; more wait in the
-// socket's backlog until one closes.
-const serveMaxConns = 256
-
 // tokenSocket is a private token socket for one command's lifetime (exec
 // --serve): in a fresh 0700 directory, serving one key.
 type tokenSocket struct {
@@ -254,8 +239,11 @@ func startTokenSocket(st *store.Store, label string, x auth.Exchange, secrets *s
 		return nil, err
 	}
 	ts := &tokenSocket{Path: ln.path, ln: ln, dir: dir}
-	ts.srv = &http.Server{Handler: withExchange(newTokenHandler(st, []string{label}, secrets), x), ReadHeaderTimeout: 10 * time.Second}
-	go func() { _ = ts.srv.Serve(&peerListener{ln: ln, refused: func(uid int) { refused(uid, ln.uid) }}) }()
+	srv, fair := newSocketServer(withExchange(newTokenHandler(st, []string{label}, secrets), x), ln, socketServerOptions{
+		Refused: func(uid int) { refused(uid, ln.uid) },
+	})
+	ts.srv = srv
+	go func() { _ = srv.Serve(fair) }()
 	return ts, nil
 }
 
@@ -420,45 +408,4 @@ func writeServeError(w http.ResponseWriter, status int, code, desc string) {
 	w.Header().Set("Cache-Control", "no-store")
 	w.WriteHeader(status)
 	_ = writeJSON(w, map[string]string{"error": code, "error_description": text.Safe(desc)})
-}
-
-// peerListener accepts only connections whose peer runs as the socket's
-// owner; any other is answered 403 and closed.
-type peerListener struct {
-	ln      *socketListener
-	refused func(uid int)
-}
-
-func (l *peerListener) Accept() (net.Conn, error) {
-	for {
-		c, err := l.ln.AcceptUnix()
-		if err != nil {
-			return nil, err
-		}
-		uid, err := peerUID(c)
-		if err == nil && uid == l.ln.uid {
-			return c, nil
-		}
-		if err != nil {
-			uid = -1
-		}
-		l.refused(uid)
-		go refuseConn(c)
-	}
-}
-
-func (l *peerListener) Close() error   { return l.ln.Close() }
-func (l *peerListener) Addr() net.Addr { return l.ln.Addr() }
-
-// refuseConn answers 403 to a peer of another user and closes, after
-// reading what it sent (closing on unread data would reset the connection
-// before the peer reads the answer). Nothing it sent is looked at.
-func refuseConn(c *net.UnixConn) {
-	defer c.Close()
-	_ = c.SetDeadline(time.Now().Add(time.Second))
-	body := `{"error":"forbidden","error_description":"this socket serves only its owner's processes"}` + "\n"
-	_, _ = io.WriteString(c, "HTTP/1.1 403 Forbidden\r\nContent-Type: application/json\r\nConnection: close\r\nContent-Length: "+
-		strconv.Itoa(len(body))+"\r\n\r\n"+body)
-	_ = c.CloseWrite()
-	_, _ = io.Copy(io.Discard, io.LimitReader(c, 64<<10))
 }

@@ -14,7 +14,6 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/shipkey/shipkey/internal/text"
-	"github.com/shipkey/shipkey/store/unlock"
 )
 
 // socketListener is the token socket: a unix listener whose file is removed
@@ -118,9 +117,37 @@ func checkParents(dir string, uid int) error {
 	}
 }
 
-// peerUID is the uid of the process at the other end (SO_PEERCRED), as the
-// unlock agent asks it.
-func peerUID(c *net.UnixConn) (int, error) {
-	uid, _, err := unlock.PeerUID(c)
-	return uid, err
+// peerCred is the uid and pid of the process at the other end, as it
+// connected (SO_PEERCRED): the uid decides whether it is served, the pid
+// which client its connection counts against.
+func peerCred(c *net.UnixConn) (uid, pid int, err error) {
+	raw, err := c.SyscallConn()
+	if err != nil {
+		return 0, 0, err
+	}
+	var cred *unix.Ucred
+	var cerr error
+	if err := raw.Control(func(fd uintptr) {
+		cred, cerr = unix.GetsockoptUcred(int(fd), unix.SOL_SOCKET, unix.SO_PEERCRED)
+	}); err != nil {
+		return 0, 0, err
+	}
+	if cerr != nil {
+		return 0, 0, cerr
+	}
+	return int(cred.Uid), int(cred.Pid), nil
+}
+
+// pendingBytes is how many bytes the peer sent that nobody read yet
+// (SIOCINQ); -1 when it cannot be told.
+func pendingBytes(c *net.UnixConn) int {
+	raw, err := c.SyscallConn()
+	if err != nil {
+		return -1
+	}
+	n, ierr := -1, error(nil)
+	if err := raw.Control(func(fd uintptr) { n, ierr = unix.IoctlGetInt(int(fd), unix.SIOCINQ) }); err != nil || ierr != nil {
+		return -1
+	}
+	return n
 }

@@ -178,9 +178,9 @@ func TestServeSocket(t *testing.T) {
 
 // TestServeBounds: serve refuses a socket under a directory others can
 // write; 50 clients asking for a min_valid beyond the token's life get the
-// token on hand with a warning, not 50 renewals; 600 connections that send
-// nothing never make it hold more than serveMaxConns, and a real client is
-// served after them.
+// token on hand with a warning, not 50 renewals; 600 connections of one
+// client that send nothing never make it hold more than that client's cap
+// (serveMaxPerClient), and a real client is served after them.
 func TestServeBounds(t *testing.T) {
 	t.Parallel()
 	bin, err := exec.LookPath("shipkey")
@@ -246,7 +246,8 @@ func TestServeBounds(t *testing.T) {
 		t.Errorf("%d renewals for 50 clients asking min_valid beyond the token's life, want at most 1", n)
 	}
 
-	// Connections that send nothing: serve holds at most serveMaxConns.
+	// Connections that send nothing, from this one process: serve holds at
+	// most serveMaxPerClient of them, closing the oldest for each new one.
 	fds := func() int {
 		ents, err := os.ReadDir(fmt.Sprintf("/proc/%d/fd", cmd.Process.Pid))
 		if err != nil {
@@ -267,19 +268,25 @@ func TestServeBounds(t *testing.T) {
 		}
 		held = append(held, conn)
 	}
-	most := 0
-	for i := 0; i < 100 && most < serveMaxConns; i++ {
-		most = max(most, fds())
-		time.Sleep(10 * time.Millisecond)
+	if len(held) <= serveMaxPerClient {
+		t.Fatalf("only %d connections made: nothing over the cap to test", len(held))
 	}
+	// Once serve has closed the last connection over the cap, it has taken
+	// them all (the cap closes them in the order they came).
+	beyond := held[len(held)-serveMaxPerClient-1]
+	_ = beyond.SetReadDeadline(time.Now().Add(patience(10 * time.Second)))
+	if _, err := beyond.Read(make([]byte, 1)); !errors.Is(err, io.EOF) {
+		t.Errorf("serve did not close this client's oldest connections over its cap: %v", err)
+	}
+	most := 0
 	for range 20 {
 		most = max(most, fds())
 		time.Sleep(10 * time.Millisecond)
 	}
-	if most > serveMaxConns+32 {
-		t.Errorf("serve held %d files for %d silent connections; the cap is %d", most, len(held), serveMaxConns)
+	if most > serveMaxPerClient+32 {
+		t.Errorf("serve held %d files for %d silent connections of one client; its cap is %d", most, len(held), serveMaxPerClient)
 	}
-	// The silent ones time out; a real client is then served.
+	// A real client is served at once: its oldest idle one makes room.
 	if status, doc := get("/v1/token/k"); status != http.StatusOK || doc["access_token"] == nil {
 		t.Errorf("a client after the silent connections: %d %v", status, doc)
 	}

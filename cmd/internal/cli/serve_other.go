@@ -21,4 +21,8 @@ func listenSocket(string) (*socketListener, error) {
 	return nil, errors.New("shipkey serve needs Linux (it checks each client's user with SO_PEERCRED)")
 }
 
-func peerUID(*net.UnixConn) (int, error) { return 0, errors.New("no SO_PEERCRED here") }
+func peerCred(*net.UnixConn) (uid, pid int, err error) {
+	return 0, 0, errors.New("no SO_PEERCRED here")
+}
+
+func pendingBytes(*net.UnixConn) int { return -1 }
