@@ -33,6 +33,7 @@ func newCmdKeys(f *factory) *cobra.Command {
 		newCmdKeysDefault(f, nil),
 		newCmdKeysSetSecret(f, nil),
 		newCmdKeysSet(f, nil),
+		newCmdKeysShow(f, nil),
 	)
 	return cmd
 }
