@@ -113,7 +113,10 @@ func (s *Service) TokenToInspect(ctx context.Context, label string) (Inspected, 
 	var err error
 	if a := s.Parse(label); a.IsTeam() {
 		in.Key.Team = a.Team
-		in.Token, err = s.cachedTeamToken(a)
+		// The cache's failure names the command that fills it.
+		in.Token, err = s.cachedTeamToken(a, func(err error) error {
+			return fmt.Errorf("team key %s: %w (run: shipkey token %s)", text.Safe(a.Label), err, text.ShellQuote(a.Label))
+		})
 	} else if in.Key, err = s.resolveLocal(label); err == nil {
 		in.Token, err = s.st.Current(in.Key.Label)
 	}
@@ -132,16 +135,17 @@ func (s *Service) TokenToInspect(ctx context.Context, label string) (Inspected, 
 	return in, nil
 }
 
-// cachedTeamToken is a team key's token as cached on this machine, with
-// the error inspect gives (it names shipkey token).
-func (s *Service) cachedTeamToken(a Address) (*auth.TokenSet, error) {
+// cachedTeamToken is a team key's token as cached on this machine: the
+// key's token set with its access token ("" when none is cached yet);
+// cacheErr words the cache's failure (the engine's passes as it is).
+func (s *Service) cachedTeamToken(a Address, cacheErr func(error) error) (*auth.TokenSet, error) {
 	eng, err := s.Engine()
 	if err != nil {
 		return nil, err
 	}
 	k, tok, err := eng.CachedToken(a.Team, a.TeamLabel)
 	if err != nil {
-		return nil, fmt.Errorf("team key %s: %w (run: shipkey token %s)", text.Safe(a.Label), err, text.ShellQuote(a.Label))
+		return nil, cacheErr(err)
 	}
 	ts := k.Token
 	ts.AccessToken = tok
@@ -149,19 +153,11 @@ func (s *Service) cachedTeamToken(a Address) (*auth.TokenSet, error) {
 	return &ts, nil
 }
 
+// teamCurrent is Current for a team key: a missing token is a login needed.
 func (s *Service) teamCurrent(a Address) (*auth.TokenSet, error) {
-	eng, err := s.Engine()
-	if err != nil {
-		return nil, err
-	}
-	k, tok, err := eng.CachedToken(a.Team, a.TeamLabel)
-	if err != nil {
-		return nil, err
-	}
-	if tok == "" {
+	ts, err := s.cachedTeamToken(a, func(err error) error { return err })
+	if err == nil && ts.AccessToken == "" {
 		return nil, &store.LoginNeededError{Label: a.Label, Why: "no token cached on this machine yet"}
 	}
-	ts := k.Token
-	ts.AccessToken = tok
-	return &ts, nil
+	return ts, err
 }
