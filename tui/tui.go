@@ -17,10 +17,11 @@ import (
 	tea "charm.land/bubbletea/v2"
 	"charm.land/lipgloss/v2"
 	"github.com/charmbracelet/x/ansi"
+	"golang.org/x/term"
+
 	"github.com/shipkey/shipkey/auth"
 	"github.com/shipkey/shipkey/internal/browser"
 	"github.com/shipkey/shipkey/store"
-	"golang.org/x/term"
 )
 
 // Prefill fills the Get API Key form (the demo fills it all). Secrets given
@@ -72,7 +73,7 @@ type Options struct {
 	// while the app runs (pass the same value as the store's Warn writer).
 	Notices *Notices
 	// Backend, when set, is used instead of Store: a store with more keys
-	// (team keys, cmd's teamBackend) behind the same interface.
+	// (team keys: the key service, store/keys) behind the same interface.
 	Backend Backend
 	// TraceFirstFrame, when set, is a file to which Run appends the time
 	// the first frame was written (EnvTraceFirstFrame).
@@ -336,10 +337,12 @@ func Run(ctx context.Context, opts Options) error {
 		}
 	}
 	m.preread = true
-	if opts.Backend == nil && opts.Store != nil {
+	if files := stampFiles(m.cfg.backend); files != nil {
 		// Changes by other shipkey processes are seen through inotify; a
-		// store whose folders cannot be watched (not created yet) is polled.
-		if sw, err := watchStore(opts.Store.StampFiles()); err == nil {
+		// store whose folders cannot be watched (not created yet), and a
+		// backend whose changes do not all land in files (team keys), is
+		// polled.
+		if sw, err := watchStore(files); err == nil {
 			defer sw.Close()
 			m.cfg.changes = sw.changes
 		}
@@ -768,4 +771,13 @@ func (m *Model) handleBackground(dark bool) {
 func (m *Model) forward(msg tea.Msg) tea.Cmd {
 	act, cmd := m.screen().Update(msg)
 	return tea.Batch(cmd, m.apply(act))
+}
+
+// stampFiles are the files whose changes change b's Stamp (StampFiles of
+// *store.Store and of the key service); nil: b's changes are polled.
+func stampFiles(b Backend) []string {
+	if w, ok := b.(interface{ StampFiles() []string }); ok {
+		return w.StampFiles()
+	}
+	return nil
 }

@@ -21,6 +21,7 @@ import (
 	"github.com/shipkey/shipkey/auth"
 	"github.com/shipkey/shipkey/internal/text"
 	"github.com/shipkey/shipkey/store"
+	"github.com/shipkey/shipkey/store/keys"
 )
 
 // apiOptions calls the API with a key's token, as gh api does.
@@ -151,15 +152,6 @@ func (f *factory) APIClient(source auth.APISource, dpop *auth.DPoPKey) (*http.Cl
 	})
 }
 
-// keyDPoP is the key's DPoP key when its tokens are DPoP-bound, nil
-// otherwise (the secrets are not read for a key without one).
-func keyDPoP(st *store.Store, key store.Key) (*auth.DPoPKey, error) {
-	if !key.Connection.DPoP {
-		return nil, nil
-	}
-	return st.DPoPKey(key.Label)
-}
-
 func apiRun(ctx context.Context, opts *apiOptions) error {
 	// A full URL is checked now; a path once the key (its api_url) is known.
 	target, err := apiTarget(opts.Target, "")
@@ -185,7 +177,8 @@ func apiRun(ctx context.Context, opts *apiOptions) error {
 	if err != nil {
 		return err
 	}
-	key, err := machineKey(st, opts.Label, "api")
+	svc := newKeys(st, nil, opts.IO, opts.Secrets, opts.Now, opts.Client)
+	key, err := svc.MachineKey(opts.Label, "shipkey api")
 	if err != nil {
 		return err
 	}
@@ -215,7 +208,7 @@ func apiRun(ctx context.Context, opts *apiOptions) error {
 		req.Header.Set(name, strings.TrimSpace(value))
 	}
 
-	client, err := keyClient(opts.Client, st, key, opts.Exchange.exchange(), opts.ForceRefresh, opts.Secrets, nil)
+	client, err := svc.Client(key, keys.ClientOptions{Exchange: opts.Exchange.exchange(), ForceFirst: opts.ForceRefresh})
 	if err != nil {
 		return err
 	}
@@ -227,58 +220,10 @@ func apiRun(ctx context.Context, opts *apiOptions) error {
 	return writeAnswer(opts, resp, jq)
 }
 
-// keyClient is the HTTP client that sends key's token: the one path of
-// shipkey api and of the app's Request screen (keySource through build,
-// the factory's APIClient); with x not zero (--audience, the screen's
-// Audience), the token exchanged for it (exchangeSource). onForce, when
-// set, is told of each forced renewal (the API refused the token as
-// invalid).
-func keyClient(build apiClientBuilder, st *store.Store, key store.Key, x auth.Exchange, forceFirst bool, secrets *secretSet, onForce func()) (*http.Client, error) {
-	dpop, err := keyDPoP(st, key)
-	if err != nil {
-		return nil, err
-	}
-	source := keySource(st, key, forceFirst, secrets)
-	if !x.IsZero() {
-		source = exchangeSource(st, key, x, forceFirst, secrets)
-	}
-	if onForce != nil {
-		inner := source
-		source = func(ctx context.Context, force bool) (*auth.TokenSet, error) {
-			if force {
-				onForce()
-			}
-			return inner(ctx, force)
-		}
-	}
-	return build(source, dpop)
-}
-
 // apiClientBuilder builds the HTTP client that sends tokens from source,
 // signing a DPoP proof per request with dpop when it is not nil (the
 // factory's APIClient).
-type apiClientBuilder = func(source auth.APISource, dpop *auth.DPoPKey) (*http.Client, error)
-
-// keySource hands out the key's token to the API client: the stored one
-// (renewed first when due), or a renewed one when forced (first with
-// forceFirst, and after an invalid-token 401).
-func keySource(st *store.Store, key store.Key, forceFirst bool, secrets *secretSet) auth.APISource {
-	return func(ctx context.Context, force bool) (*auth.TokenSet, error) {
-		var ts *auth.TokenSet
-		var err error
-		if force || forceFirst {
-			forceFirst = false
-			_, ts, err = st.Refresh(ctx, key.Label)
-		} else {
-			ts, err = st.Token(ctx, key.Label, store.TokenOptions{MarkUsed: true})
-		}
-		if err != nil {
-			return nil, err
-		}
-		secrets.Add(ts.AccessToken, ts.RefreshToken, ts.IDToken)
-		return ts, nil
-	}
-}
+type apiClientBuilder = keys.ClientBuilder
 
 // apiTarget is the request's URL: s when it is a full http(s) URL, else s
 // as a path (with its query) under base, the key's api_url ("" for none).

@@ -1,7 +1,6 @@
 package cli
 
 import (
-	"context"
 	"net/http"
 	"net/url"
 	"strings"
@@ -11,8 +10,8 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/shipkey/shipkey/auth"
-	"github.com/shipkey/shipkey/internal/text"
 	"github.com/shipkey/shipkey/store"
+	"github.com/shipkey/shipkey/store/keys"
 )
 
 // exchangeFlags are --audience, --resource, --scope and
@@ -81,34 +80,6 @@ func exchangeFromQuery(q url.Values) auth.Exchange {
 	}.exchange()
 }
 
-// teamExchangeError refuses a token exchange for a team key.
-func teamExchangeError(label string) error {
-	return usageErrorf("--audience takes a key of this machine; a team key %s hands out its own token only", text.ShellQuote(label))
-}
-
-// exchangedToken hands out the token x asks for with key's token as the
-// subject (cached until it expires, or exchanged anew with force), counted
-// as a use of the key.
-func exchangedToken(ctx context.Context, st *store.Store, key store.Key, x auth.Exchange, minValid time.Duration, force bool, secrets *secretSet) (*auth.TokenSet, error) {
-	ts, err := st.ExchangedToken(ctx, key.Label, x, store.ExchangeOptions{MarkUsed: true, MinValid: minValid, Force: force})
-	if err != nil {
-		return nil, err
-	}
-	secrets.Add(ts.AccessToken, ts.RefreshToken, ts.IDToken)
-	return ts, nil
-}
-
-// exchangeSource is keySource for a token exchange: the API client gets the
-// derived token, exchanged anew when forced (first with forceFirst, and
-// after an invalid-token 401).
-func exchangeSource(st *store.Store, key store.Key, x auth.Exchange, forceFirst bool, secrets *secretSet) auth.APISource {
-	return func(ctx context.Context, force bool) (*auth.TokenSet, error) {
-		f := force || forceFirst
-		forceFirst = false
-		return exchangedToken(ctx, st, key, x, 0, f, secrets)
-	}
-}
-
 // exchanged answers a token socket's request for a token exchange
 // (?audience=…): the derived token as "token --json" prints it, cached as
 // for the CLI, valid for at least minValid. min_valid is not capped below
@@ -119,13 +90,12 @@ func (h *tokenHandler) exchanged(w http.ResponseWriter, r *http.Request, label s
 		writeServeError(w, http.StatusBadRequest, "invalid_request", err.Error())
 		return
 	}
-	ts, err := h.st.ExchangedToken(r.Context(), label, x, store.ExchangeOptions{MarkUsed: true, MinValid: minValid})
+	ts, err := h.svc.KeyToken(r.Context(), store.Key{Label: label}, keys.TokenOptions{Exchange: x, MinValid: minValid})
 	if err != nil {
 		status, code := serveErrorStatus(err)
 		writeServeError(w, status, code, err.Error())
 		return
 	}
-	h.secrets.Add(ts.AccessToken, ts.RefreshToken, ts.IDToken)
 	w.Header().Set("Content-Type", "application/json")
 	w.Header().Set("Cache-Control", "no-store")
 	_ = writeJSON(w, newTokenDoc(label, ts).exchanged(x))

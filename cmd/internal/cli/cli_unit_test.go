@@ -13,29 +13,6 @@ import (
 	"github.com/shipkey/shipkey/store"
 )
 
-func TestCloseLabels(t *testing.T) {
-	t.Parallel()
-	labels := []string{"prod", "prod eu", "staging", "Stage-2", "dev"}
-	for typed, want := range map[string][]string{
-		"prdo":    {"prod"},            // a swap counts one
-		"PROD":    {"prod"},            // differs only in case: that one alone
-		"pro":     {"prod", "prod eu"}, // a prefix of both
-		"prod-eu": {"prod eu"},
-		"stagign": {"staging"},
-		"stage-2": {"Stage-2"},
-		"dve":     {"dev"},
-		"zzz":     nil,
-		"x":       nil,
-	} {
-		if got := closeLabels(typed, labels); !reflect.DeepEqual(got, want) {
-			t.Errorf("closeLabels(%q) = %q, want %q", typed, got, want)
-		}
-	}
-	if d := editDistance("kitten", "sitting"); d != 3 {
-		t.Errorf("editDistance = %d", d)
-	}
-}
-
 func TestChildEnv(t *testing.T) {
 	t.Parallel()
 	env := []string{"HOME=/h", "SHIPKEY_PASSWORD=pw", "SHIPKEY_CLIENT_SECRET=cs", "SHIPKEY_PASSPHRASE=pp",

@@ -9,13 +9,15 @@ import (
 	"strings"
 	"time"
 
+	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
+
 	"github.com/shipkey/shipkey/auth"
 	"github.com/shipkey/shipkey/internal/text"
 	"github.com/shipkey/shipkey/store"
+	"github.com/shipkey/shipkey/store/keys"
 	"github.com/shipkey/shipkey/store/team"
 	"github.com/shipkey/shipkey/tui"
-	"github.com/spf13/cobra"
-	"github.com/spf13/pflag"
 )
 
 func newCmdKeys(f *factory) *cobra.Command {
@@ -31,6 +33,7 @@ func newCmdKeys(f *factory) *cobra.Command {
 		newCmdKeysDefault(f, nil),
 		newCmdKeysSetSecret(f, nil),
 		newCmdKeysSet(f, nil),
+		newCmdKeysShow(f, nil),
 	)
 	return cmd
 }
@@ -375,7 +378,7 @@ func keysNewRun(ctx context.Context, opts *keysNewOptions) error {
 		if err != nil {
 			return err
 		}
-		fmt.Fprintf(opts.IO.ErrOut, "Got team API key %s (%s), shared with every member of %s\n", text.Safe(tk.Address()), lifetimes(teamStoreKey(tk), opts.Now()), opts.TeamName)
+		fmt.Fprintf(opts.IO.ErrOut, "Got team API key %s (%s), shared with every member of %s\n", text.Safe(tk.Address()), lifetimes(keys.TeamStoreKey(tk), opts.Now()), opts.TeamName)
 		return nil
 	}
 	key, ts, err := st.Create(ctx, store.NewKey{Label: opts.Label, Definition: store.Definition{Connection: conn, Grant: grant, CallbackPort: opts.CallbackPort, Username: opts.Username, RememberPassword: opts.RememberPassword, APIURL: apiURL}, ClientSecret: clientSecret, Password: password, Prompt: newPrompter(opts.IO, opts.Getenv), Wait: opts.BrowserWait,
@@ -393,14 +396,14 @@ type keysListOptions struct {
 	IO    *iostreams
 	Now   func() time.Time
 	Store func() (*store.Store, error)
-	// TeamKeys lists the keys of the teams this machine joined (nil: none).
-	TeamKeys func(*store.Store) ([]store.Key, error)
-	JSON     bool
+	// Team is the team engine, for the teams this machine joined (nil:
+	// none linked).
+	Team func() (team.Engine, error)
+	JSON bool
 }
 
 func newCmdKeysList(f *factory, runF func(*keysListOptions) error) *cobra.Command {
-	opts := &keysListOptions{IO: f.IO, Now: f.Now, Store: f.Store}
-	opts.TeamKeys = func(st *store.Store) ([]store.Key, error) { return teamKeys(context.Background(), f, st) }
+	opts := &keysListOptions{IO: f.IO, Now: f.Now, Store: f.Store, Team: f.engine()}
 	cmd := &cobra.Command{
 		Use:     "list",
 		Aliases: []string{"ls"},
@@ -442,19 +445,13 @@ func keysListRun(opts *keysListOptions) error {
 	if err != nil {
 		return err
 	}
-	// Team keys (a few, from the team's store) come after the local ones.
-	var teamKeys []store.Key
-	if opts.TeamKeys != nil {
-		if teamKeys, err = opts.TeamKeys(st); err != nil {
-			return err
-		}
-	}
 	now := opts.Now()
 	// Buffered, one key at a time from the index: at 100k keys unbuffered
 	// writes were most of the cost, and a list built first most of the memory.
+	// Team keys (a few, from the team's store) come after the local ones.
 	bw := bufio.NewWriterSize(opts.IO.Out, 64<<10)
-	return st.WalkKeys(func(local keyWalk) error {
-		each := walkThen(local, eachOf(teamKeys))
+	svc := newKeys(st, opts.Team, opts.IO, nil, opts.Now, nil)
+	return svc.Walk(context.Background(), "", keys.Live, func(each keys.Each) error {
 		if opts.JSON {
 			arr := &jsonArray{w: bw}
 			if err := each(func(k store.Key) error { return arr.add(keyToJSON(k, now)) }); err != nil {
@@ -530,7 +527,7 @@ type keysRmOptions struct {
 }
 
 func newCmdKeysRm(f *factory, runF func(context.Context, *keysRmOptions) error) *cobra.Command {
-	opts := &keysRmOptions{IO: f.IO, Now: f.Now, Store: f.Store, Team: f.Team}
+	opts := &keysRmOptions{IO: f.IO, Now: f.Now, Store: f.Store, Team: f.engine()}
 	cmd := &cobra.Command{
 		Use:     "rm LABEL",
 		Aliases: []string{"remove"},
@@ -564,42 +561,23 @@ func keysRmRun(ctx context.Context, opts *keysRmOptions) error {
 	if err != nil {
 		return err
 	}
-	if t, l, ok := teamKeyAddress(st, opts.Label); ok {
-		if !opts.Yes {
-			return usageErrorf("removing team key %s removes it for every member of %s; pass --yes", text.Safe(opts.Label), t)
-		}
-		eng, err := opts.Team()
+	r, err := newKeys(st, opts.Team, opts.IO, nil, opts.Now, nil).RemoveKey(ctx, opts.Label, keys.RemoveOptions{
+		RemoveOptions: store.RemoveOptions{Force: opts.Force}, Yes: opts.Yes, Confirm: func(key store.Key) (bool, error) {
+			return confirmRemove(opts.IO, key)
+		},
+	})
+	key := r.Key
+	label := text.Safe(key.Label)
+	switch {
+	case r.Kept:
+		return err
+	case key.Team != "":
 		if err != nil {
 			return err
 		}
-		if err := eng.RemoveKey(ctx, t, l); err != nil {
-			return err
-		}
-		fmt.Fprintln(opts.IO.ErrOut, "Removed team API key "+text.Safe(opts.Label)+" for every member of "+t)
+		fmt.Fprintln(opts.IO.ErrOut, "Removed team API key "+label+" for every member of "+key.Team)
 		return nil
 	}
-	key, err := st.Key(opts.Label)
-	if err != nil {
-		return suggestLabel(st, opts.Label, err)
-	}
-	label := text.Safe(key.Label)
-	if !opts.Yes {
-		if !opts.IO.StdinTTY {
-			return usageErrorf("not removing API key %s without confirmation: no terminal to ask on; pass --yes", label)
-		}
-		fmt.Fprintf(opts.IO.ErrOut, "Remove API key %s and its secrets? [y/N] ", label)
-		answer, err := opts.IO.ReadLine()
-		if err != nil {
-			answer = ""
-		}
-		switch strings.ToLower(strings.TrimSpace(answer)) {
-		case "y", "yes":
-		default:
-			fmt.Fprintln(opts.IO.ErrOut, "Kept API key "+label)
-			return nil
-		}
-	}
-	res, err := st.RemoveWith(ctx, key.Label, store.RemoveOptions{Force: opts.Force})
 	var pending *store.EndPendingError
 	if errors.As(err, &pending) {
 		since := ""
@@ -610,14 +588,34 @@ func keysRmRun(ctx context.Context, opts *keysRmOptions) error {
 		return fmt.Errorf("%s: %s%s; it hands out no token and its end is pending: run shipkey keys rm %s to try again, or shipkey keys rm %s --force to remove it anyway: %w",
 			"Kept API key "+label, endFailure(pending.Err), since, q, q, pending.Err)
 	}
-	if err != nil && auth.KindOf(err) == auth.KindUnknown {
-		return err // a local failure: the key is still there
+	if err != nil && (auth.KindOf(err) == auth.KindUnknown || key.Label == "") {
+		return err // a local failure (or no such key): the key is still there
 	}
 	if key.LoggedOut && key.EndPending.IsZero() && err == nil {
 		fmt.Fprintln(opts.IO.ErrOut, "Removed API key "+label+" (it had no session to end)")
 		return nil
 	}
-	return reportEnd(opts.IO.ErrOut, "Removed API key "+label, "it is gone here", "get a new one with: shipkey keys new", key, res, err, opts.Now())
+	return reportEnd(opts.IO.ErrOut, "Removed API key "+label, "it is gone here", "get a new one with: shipkey keys new", key, r.End, err, opts.Now())
+}
+
+// confirmRemove asks on the terminal whether to remove key (keys rm
+// without --yes); without a terminal it refuses.
+func confirmRemove(ios *iostreams, key store.Key) (bool, error) {
+	label := text.Safe(key.Label)
+	if !ios.StdinTTY {
+		return false, usageErrorf("not removing API key %s without confirmation: no terminal to ask on; pass --yes", label)
+	}
+	fmt.Fprintf(ios.ErrOut, "Remove API key %s and its secrets? [y/N] ", label)
+	answer, err := ios.ReadLine()
+	if err != nil {
+		answer = ""
+	}
+	switch strings.ToLower(strings.TrimSpace(answer)) {
+	case "y", "yes":
+		return true, nil
+	}
+	fmt.Fprintln(ios.ErrOut, "Kept API key "+label)
+	return false, nil
 }
 
 // keysRenameOptions renames a key.
@@ -630,7 +628,7 @@ type keysRenameOptions struct {
 }
 
 func newCmdKeysRename(f *factory, runF func(*keysRenameOptions) error) *cobra.Command {
-	opts := &keysRenameOptions{IO: f.IO, Store: f.Store, Team: f.Team}
+	opts := &keysRenameOptions{IO: f.IO, Store: f.Store, Team: f.engine()}
 	return &cobra.Command{
 		Use:               "rename LABEL NEW-LABEL",
 		Aliases:           []string{"mv"},
@@ -652,22 +650,16 @@ func keysRenameRun(opts *keysRenameOptions) error {
 	if err != nil {
 		return err
 	}
-	if t, l, ok := teamKeyAddress(st, opts.Label); ok {
-		nl := strings.TrimPrefix(opts.NewLabel, t+"/")
-		eng, err := opts.Team()
-		if err != nil {
-			return err
-		}
-		if err := eng.RenameKey(context.Background(), t, l, nl); err != nil {
-			return err
-		}
-		fmt.Fprintf(opts.IO.ErrOut, "Renamed team API key %s to %s for every member\n", text.Safe(opts.Label), text.Safe(team.Address(t, nl)))
+	svc := newKeys(st, opts.Team, opts.IO, nil, nil, nil)
+	to, err := svc.RenameKey(context.Background(), opts.Label, opts.NewLabel)
+	if err != nil {
+		return err
+	}
+	if svc.Parse(opts.Label).IsTeam() {
+		fmt.Fprintf(opts.IO.ErrOut, "Renamed team API key %s to %s for every member\n", text.Safe(opts.Label), text.Safe(to))
 		return nil
 	}
-	if err := st.Rename(opts.Label, opts.NewLabel); err != nil {
-		return suggestLabel(st, opts.Label, err)
-	}
-	fmt.Fprintf(opts.IO.ErrOut, "Renamed API key %s to %s\n", text.Safe(opts.Label), text.Safe(opts.NewLabel))
+	fmt.Fprintf(opts.IO.ErrOut, "Renamed API key %s to %s\n", text.Safe(opts.Label), text.Safe(to))
 	return nil
 }
 
@@ -683,7 +675,7 @@ type keysSetSecretOptions struct {
 }
 
 func newCmdKeysSetSecret(f *factory, runF func(*keysSetSecretOptions) error) *cobra.Command {
-	opts := &keysSetSecretOptions{IO: f.IO, Getenv: f.Getenv, Store: f.Store, Team: f.Team, Secrets: f.Secrets}
+	opts := &keysSetSecretOptions{IO: f.IO, Getenv: f.Getenv, Store: f.Store, Team: f.engine(), Secrets: f.Secrets}
 	cmd := &cobra.Command{
 		Use:   "set-secret [T/]LABEL",
 		Short: "Replace an API key's client secret (rotated at the realm)",
@@ -710,14 +702,10 @@ func keysSetSecretRun(ctx context.Context, opts *keysSetSecretOptions) error {
 	if err != nil {
 		return err
 	}
-	t, l, isTeam := teamKeyAddress(st, opts.Label)
-	var eng team.Engine
-	if isTeam {
-		if eng, err = opts.Team(); err != nil { // first: it may hand the command on
-			return err
-		}
-	} else if _, err := st.Key(opts.Label); err != nil {
-		return suggestLabel(st, opts.Label, err)
+	svc := newKeys(st, opts.Team, opts.IO, opts.Secrets, nil, nil)
+	ref, err := svc.Lookup(opts.Label) // first: a team key may hand the command on
+	if err != nil {
+		return err
 	}
 	secret, err := readSecret(opts.IO, opts.Getenv, secretSource{
 		What:      "client secret",
@@ -730,16 +718,12 @@ func keysSetSecretRun(ctx context.Context, opts *keysSetSecretOptions) error {
 	if err != nil {
 		return err
 	}
-	opts.Secrets.Add(secret)
-	if isTeam {
-		if err := eng.SetClientSecret(ctx, t, l, secret); err != nil {
-			return err
-		}
+	if err := svc.SetClientSecret(ctx, ref, secret); err != nil {
+		return err
+	}
+	if ref.IsTeam() {
 		fmt.Fprintf(opts.IO.ErrOut, "Replaced the client secret of team API key %s for every member\n", text.Safe(opts.Label))
 		return nil
-	}
-	if err := st.SetClientSecret(ctx, opts.Label, secret); err != nil {
-		return suggestLabel(st, opts.Label, err)
 	}
 	fmt.Fprintf(opts.IO.ErrOut, "Replaced the client secret of API key %s\n", text.Safe(opts.Label))
 	return nil
@@ -774,11 +758,9 @@ func keysDefaultRun(opts *keysDefaultOptions) error {
 	if err != nil {
 		return err
 	}
-	if t, _, ok := teamKeyAddress(st, opts.Label); ok {
-		return usageErrorf("%s", teamDefaultRefusal(opts.Label, t))
-	}
-	if err := st.SetDefault(opts.Label); err != nil {
-		return suggestLabel(st, opts.Label, err)
+	svc := newKeys(st, nil, opts.IO, nil, nil, nil)
+	if err := svc.SetDefault(opts.Label); err != nil {
+		return svc.Suggest(opts.Label, err)
 	}
 	fmt.Fprintf(opts.IO.ErrOut, "API key %s is now the default\n", text.Safe(opts.Label))
 	return nil

@@ -58,11 +58,8 @@ func keysSetRun(opts *keysSetOptions) error {
 	if err != nil {
 		return err
 	}
-	if _, _, ok := teamKeyAddress(st, opts.Label); ok {
-		return usageErrorf("keys set changes a key of this machine; a team key's api_url is not kept yet (give shipkey api a full URL)")
-	}
-	if err := st.SetAPIURL(opts.Label, clean); err != nil {
-		return suggestLabel(st, opts.Label, err)
+	if err := newKeys(st, nil, opts.IO, nil, nil, nil).SetAPIURL(opts.Label, clean); err != nil {
+		return err
 	}
 	if clean == "" {
 		fmt.Fprintf(opts.IO.ErrOut, "Removed the api_url of API key %s\n", text.Safe(opts.Label))

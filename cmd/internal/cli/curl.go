@@ -12,6 +12,7 @@ import (
 
 	"github.com/shipkey/shipkey/auth"
 	"github.com/shipkey/shipkey/store"
+	"github.com/shipkey/shipkey/store/keys"
 )
 
 // curlOptions runs curl with a key's token.
@@ -98,11 +99,12 @@ func curlRun(ctx context.Context, opts *curlOptions) error {
 	if err != nil {
 		return err
 	}
-	key, err := machineKey(st, opts.Label, "curl")
+	svc := newKeys(st, nil, opts.IO, opts.Secrets, opts.Now, nil)
+	key, err := svc.MachineKey(opts.Label, "shipkey curl")
 	if err != nil {
 		return err
 	}
-	dpop, err := keyDPoP(st, key)
+	dpop, err := svc.DPoP(key)
 	if err != nil {
 		return err
 	}
@@ -118,12 +120,11 @@ func curlRun(ctx context.Context, opts *curlOptions) error {
 	if err != nil {
 		return err
 	}
-	var ts *auth.TokenSet
+	o := keys.TokenOptions{Force: opts.ForceRefresh}
 	if opts.Exchange.set() {
-		ts, err = exchangedToken(ctx, st, key, opts.Exchange.exchange(), 0, opts.ForceRefresh, opts.Secrets)
-	} else {
-		ts, err = keyToken(ctx, st, key, opts.ForceRefresh, 0, opts.Secrets, opts.IO, opts.Now)
+		o.Exchange = opts.Exchange.exchange()
 	}
+	ts, err := svc.KeyToken(ctx, key, o)
 	if err != nil {
 		return err
 	}

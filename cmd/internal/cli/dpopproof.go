@@ -5,13 +5,13 @@ import (
 	"fmt"
 	"io"
 	"strings"
-	"time"
 
 	"github.com/spf13/cobra"
 
 	"github.com/shipkey/shipkey/auth"
 	"github.com/shipkey/shipkey/internal/text"
 	"github.com/shipkey/shipkey/store"
+	"github.com/shipkey/shipkey/store/keys"
 )
 
 // DPoP proofs for other programs: token --dpop-proof METHOD URL (and header
@@ -76,25 +76,6 @@ func proofTarget(s string, key store.Key) (string, error) {
 	return u.String(), nil
 }
 
-// machineKey resolves label (or SHIPKEY_KEY, the default key) to a key of
-// this machine's store; a team key is refused for command what.
-func machineKey(st *store.Store, label, what string) (store.Key, error) {
-	label = labelOrEnv(st, label)
-	if _, _, ok := teamKeyAddress(st, label); ok {
-		return store.Key{}, usageErrorf("shipkey %s takes a key of this machine; for a team key run: shipkey exec %s -- …", what, text.ShellQuote(label))
-	}
-	return resolveKey(st, label)
-}
-
-// keyToken hands out the key's token: renewed now when force, else renewed
-// first when it would not stay valid for minValid (see freshToken).
-func keyToken(ctx context.Context, st *store.Store, key store.Key, force bool, minValid time.Duration, secrets *secretSet, ios *iostreams, now func() time.Time) (*auth.TokenSet, error) {
-	if force {
-		return forcedToken(ctx, st, key, secrets)
-	}
-	return freshToken(ctx, st, key, minValid, secrets, ios, now)
-}
-
 // noDPoPKeyError: a bearer key needs no proof.
 func noDPoPKeyError(label string) error {
 	return fmt.Errorf("API key %s has no DPoP key: its tokens are bearer tokens and need no proof (shipkey header, shipkey api); a key gets one with keys new --dpop", text.Safe(label))
@@ -117,11 +98,12 @@ func tokenProofRun(ctx context.Context, opts *tokenOptions) error {
 	if err != nil {
 		return err
 	}
-	key, err := machineKey(st, opts.Label, "token --dpop-proof")
+	svc := newKeys(st, nil, opts.IO, opts.Secrets, opts.Now, nil)
+	key, err := svc.MachineKey(opts.Label, "shipkey token --dpop-proof")
 	if err != nil {
 		return err
 	}
-	dpop, err := keyDPoP(st, key)
+	dpop, err := svc.DPoP(key)
 	if err != nil {
 		return err
 	}
@@ -132,7 +114,7 @@ func tokenProofRun(ctx context.Context, opts *tokenOptions) error {
 	if err != nil {
 		return err
 	}
-	ts, err := keyToken(ctx, st, key, opts.ForceRefresh, opts.MinValid, opts.Secrets, opts.IO, opts.Now)
+	ts, err := svc.KeyToken(ctx, key, keys.TokenOptions{Force: opts.ForceRefresh, MinValid: opts.MinValid})
 	if err != nil {
 		return err
 	}

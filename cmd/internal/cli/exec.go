@@ -15,10 +15,12 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/shipkey/shipkey/auth"
+	"github.com/spf13/cobra"
+
 	"github.com/shipkey/shipkey/internal/text"
 	"github.com/shipkey/shipkey/store"
-	"github.com/spf13/cobra"
+	"github.com/shipkey/shipkey/store/keys"
+	"github.com/shipkey/shipkey/store/team"
 )
 
 // execOptions runs a command with a key's access token in its environment.
@@ -39,8 +41,8 @@ type execOptions struct {
 	// Serve gives the command a private token socket (SHIPKEY_SOCKET) for
 	// its lifetime (--serve).
 	Serve bool
-	// TeamToken hands out a team key's token ("T/LABEL").
-	TeamToken func(ctx context.Context, team, label string, minValid time.Duration) (*auth.TokenSet, error)
+	// Team is the team engine, for "T/LABEL" (nil: none linked).
+	Team func() (team.Engine, error)
 	// Exchange hands the command a token for another audience (--audience,
 	// …); the --serve socket then answers such tokens too.
 	Exchange exchangeFlags
@@ -61,10 +63,7 @@ var childSecretVars = []string{envPassword, envClientSecret, "SHIPKEY_PASSPHRASE
 var envNamePattern = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`) }) // compiled on first use, not at every start
 
 func newCmdExec(f *factory, runF func(context.Context, *execOptions) error) *cobra.Command {
-	opts := &execOptions{IO: f.IO, Now: f.Now, Store: f.Store, Secrets: f.Secrets, Environ: os.Environ}
-	opts.TeamToken = func(ctx context.Context, t, l string, minValid time.Duration) (*auth.TokenSet, error) {
-		return teamToken(ctx, f, t, l, minValid)
-	}
+	opts := &execOptions{IO: f.IO, Now: f.Now, Store: f.Store, Secrets: f.Secrets, Environ: os.Environ, Team: f.engine()}
 	cmd := &cobra.Command{
 		Use:   "exec [LABEL] -- COMMAND [ARG...]",
 		Short: "Run a command with the key's access token in its environment",
@@ -188,34 +187,15 @@ func execRun(ctx context.Context, opts *execOptions) error {
 	if err != nil {
 		return err
 	}
-	var ts *auth.TokenSet
-	opts.Label = labelOrEnv(st, opts.Label)
-	var label string // the key served on the socket
-	if t, l, ok := teamKeyAddress(st, opts.Label); ok && opts.TeamToken != nil {
-		if opts.Serve {
-			return usageErrorf("--serve takes a key of this machine; a team key's command gets its token in %s", opts.EnvName)
-		}
-		if opts.ForceRefresh {
-			return usageErrorf("--force-refresh takes a key of this machine; a team key is renewed for the whole team with: shipkey login %s", text.ShellQuote(opts.Label))
-		}
-		if opts.Exchange.set() {
-			return teamExchangeError(opts.Label)
-		}
-		ts, err = opts.TeamToken(ctx, t, l, opts.MinValid)
-	} else {
-		var key store.Key
-		if key, err = resolveKey(st, opts.Label); err == nil {
-			label = key.Label
-			switch {
-			case opts.Exchange.set():
-				ts, err = exchangedToken(ctx, st, key, opts.Exchange.exchange(), opts.MinValid, opts.ForceRefresh, opts.Secrets)
-			case opts.ForceRefresh:
-				ts, err = forcedToken(ctx, st, key, opts.Secrets)
-			default:
-				ts, err = freshToken(ctx, st, key, opts.MinValid, opts.Secrets, opts.IO, opts.Now)
-			}
-		}
+	o := keys.TokenOptions{MinValid: opts.MinValid, Force: opts.ForceRefresh}
+	if opts.Exchange.set() {
+		o.Exchange = opts.Exchange.exchange()
 	}
+	if opts.Serve {
+		o.MachineOnly = "--serve takes a key of this machine; a team key's command gets its token in " + opts.EnvName
+	}
+	tok, err := newKeys(st, opts.Team, opts.IO, opts.Secrets, opts.Now, nil).Token(ctx, opts.Label, o)
+	ts, label := tok.TokenSet, tok.Key.Label // label: the key served on the socket
 	if sig, ok := stoppedBy(ctx); ok {
 		return signalExit(sig, notRun)
 	}

@@ -8,6 +8,7 @@ import (
 	"github.com/shipkey/shipkey/auth"
 	"github.com/shipkey/shipkey/internal/text"
 	"github.com/shipkey/shipkey/store"
+	"github.com/shipkey/shipkey/store/keys"
 	"github.com/shipkey/shipkey/store/team"
 )
 
@@ -69,6 +70,7 @@ func silent(err error) bool {
 // exitCode maps an error returned by a command to the process exit code.
 func exitCode(err error) int {
 	var ue *usageError
+	var kue *keys.UsageError
 	var ee *exitError
 	switch {
 	case err == nil:
@@ -77,7 +79,7 @@ func exitCode(err error) int {
 		return ee.code
 	case errors.Is(err, errInterrupted):
 		return exitInterrupted
-	case errors.As(err, &ue):
+	case errors.As(err, &ue), errors.As(err, &kue):
 		return exitUsage
 	case errors.Is(err, team.ErrUnavailable) || errors.Is(err, team.ErrBehind):
 		return exitEtcdUnavailable

@@ -9,6 +9,7 @@ import (
 
 	"github.com/shipkey/shipkey/auth"
 	"github.com/shipkey/shipkey/store"
+	"github.com/shipkey/shipkey/store/team"
 )
 
 // factory builds, in one place and only on demand, what commands need: the
@@ -42,6 +43,10 @@ type factory struct {
 	authOnce sync.Once
 	auth     *auth.Client
 	authErr  error
+
+	engOnce sync.Once
+	eng     team.Engine
+	engErr  error
 
 	storeOnce sync.Once
 	store     *store.Store

@@ -11,10 +11,12 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"github.com/spf13/cobra"
+
 	"github.com/shipkey/shipkey/auth"
 	"github.com/shipkey/shipkey/internal/text"
 	"github.com/shipkey/shipkey/store"
-	"github.com/spf13/cobra"
+	"github.com/shipkey/shipkey/store/team"
 )
 
 // inspectOptions decodes a token's claims.
@@ -23,9 +25,10 @@ type inspectOptions struct {
 	Now   func() time.Time
 	Store func() (*store.Store, error)
 	Auth  func() (*auth.Client, error)
-	// TeamCurrent is a team key's cached token ("T/LABEL"); ok is false for
-	// a label that is not a team key's.
-	TeamCurrent func(st *store.Store, label string) (ts *auth.TokenSet, ok bool, err error)
+	// Team is the team engine, for a team key's cached token ("T/LABEL";
+	// nil: none linked); Secrets take the token read.
+	Team    func() (team.Engine, error)
+	Secrets *secretSet
 
 	Token  string // the argument: a token, "-" for stdin, or "" for a key's token
 	Key    string // --key
@@ -36,7 +39,7 @@ type inspectOptions struct {
 
 func newCmdInspect(f *factory, runF func(context.Context, *inspectOptions) error) *cobra.Command {
 	opts := &inspectOptions{IO: f.IO, Now: f.Now, Store: f.Store, Auth: f.Auth}
-	opts.TeamCurrent = func(st *store.Store, label string) (*auth.TokenSet, bool, error) { return teamCurrent(f, st, label) }
+	opts.Team, opts.Secrets = f.engine(), f.Secrets
 	cmd := &cobra.Command{
 		Use:   "inspect [TOKEN | -]",
 		Short: "Decode a token's claims (and check its signature with --verify)",
@@ -208,31 +211,16 @@ func inspectToken(ctx context.Context, opts *inspectOptions, in *inspection) (st
 		if err != nil {
 			return "", err
 		}
-		var ts *auth.TokenSet
-		key := store.Key{Label: opts.Key}
-		teamKey := false
-		if opts.TeamCurrent != nil {
-			ts, teamKey, err = opts.TeamCurrent(st, opts.Key)
-		}
-		if !teamKey && err == nil {
-			if key, err = resolveKey(st, opts.Key); err == nil {
-				ts, err = st.Current(key.Label)
-			} else if opts.Key == "" && errors.Is(err, store.ErrNoKeys) {
-				return "", usageErrorf("no token to inspect and no API keys here: give one on stdin (shipkey inspect -) or as an argument")
-			}
+		got, err := newKeys(st, opts.Team, opts.IO, opts.Secrets, opts.Now, nil).TokenToInspect(ctx, opts.Key)
+		if opts.Key == "" && errors.Is(err, store.ErrNoKeys) {
+			return "", usageErrorf("no token to inspect and no API keys here: give one on stdin (shipkey inspect -) or as an argument")
 		}
 		if err != nil {
 			return "", err
 		}
-		if ts == nil || ts.AccessToken == "" {
-			return "", fmt.Errorf("API key %s has no token: %w; run: shipkey login %s",
-				text.Safe(key.Label), store.ErrLoginNeeded, text.ShellQuote(key.Label))
-		}
-		if !teamKey && !ts.Access().ValidFor(opts.Now(), 0) {
-			if fresh, err := st.Token(ctx, key.Label, store.TokenOptions{}); err == nil {
-				fmt.Fprintf(opts.IO.ErrOut, "shipkey: the access token of API key %s had expired; renewed it first (as shipkey token does)\n", text.Safe(key.Label))
-				ts = fresh
-			}
+		key, ts, teamKey := got.Key, got.Token, got.Key.Team != ""
+		if got.Renewed {
+			fmt.Fprintf(opts.IO.ErrOut, "shipkey: the access token of API key %s had expired; renewed it first (as shipkey token does)\n", text.Safe(key.Label))
 		}
 		in.Label = key.Label
 		if !teamKey && (key.Connection.DPoP || key.Connection.AuthMethod().Needs().Cert) {

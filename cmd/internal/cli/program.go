@@ -54,10 +54,6 @@ func Main(p Program) int {
 	return run()
 }
 
-// errNoTeamEngine: a command needs the team engine in a program without it
-// and with no process to hand it to.
-var errNoTeamEngine = errors.New("this shipkey was built without the team engine")
-
 // execTeamBinary replaces this process with TeamBinary running the same
 // command line; it returns only on failure.
 func execTeamBinary(f *factory) error {

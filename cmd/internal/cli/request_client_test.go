@@ -11,6 +11,7 @@ import (
 	"github.com/shipkey/shipkey/auth"
 	"github.com/shipkey/shipkey/auth/authtest"
 	"github.com/shipkey/shipkey/store"
+	"github.com/shipkey/shipkey/store/keys"
 	"github.com/shipkey/shipkey/tui"
 )
 
@@ -22,7 +23,7 @@ func requestGet(t *testing.T, st *store.Store, to tui.APITokenFor, url string) (
 		return auth.NewAPIClient(auth.APIOptions{Source: s, DPoP: d})
 	}
 	renewed := 0
-	client, err := requestClient(st, build, &secretSet{})(to, func() { renewed++ })
+	client, err := requestClient(keys.New(keys.Options{Store: st, Client: build, Handled: (&secretSet{}).Add}))(to, func() { renewed++ })
 	if err != nil {
 		t.Fatal(err)
 	}

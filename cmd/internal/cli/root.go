@@ -14,6 +14,7 @@ import (
 
 	"github.com/shipkey/shipkey/internal/text"
 	"github.com/shipkey/shipkey/store"
+	"github.com/shipkey/shipkey/store/keys"
 	"github.com/shipkey/shipkey/store/team"
 )
 
@@ -45,6 +46,12 @@ func runWith(args []string, ios *iostreams, getenv func(string) string) (code in
 	root.SetErr(ios.ErrOut)
 
 	err := root.ExecuteContext(ctx)
+	if errors.Is(err, keys.ErrNoTeamEngine) && handOff != nil {
+		// The command needs the team engine, which this program does not
+		// link: the program that does runs it instead (it returns only on
+		// failure).
+		err = handOff(f)
+	}
 	if err == nil {
 		return exitOK
 	}

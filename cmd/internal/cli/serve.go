@@ -18,6 +18,7 @@ import (
 	"github.com/shipkey/shipkey/auth"
 	"github.com/shipkey/shipkey/internal/text"
 	"github.com/shipkey/shipkey/store"
+	"github.com/shipkey/shipkey/store/keys"
 	"github.com/spf13/cobra"
 )
 
@@ -112,8 +113,9 @@ func serveRun(ctx context.Context, opts *serveOptions) error {
 	}
 	// The named keys must exist now, and the backend be unlocked before the
 	// first client waits on a prompt nobody sees.
+	svc := newKeys(st, nil, opts.IO, opts.Secrets, nil, nil)
 	for _, l := range opts.Keys {
-		if _, err := resolveKey(st, l); err != nil {
+		if _, err := svc.LocalKey(l); err != nil {
 			return err
 		}
 	}
@@ -257,7 +259,8 @@ func (ts *tokenSocket) Stop() {
 // tokenHandler answers GET /v1/token/{label}.
 type tokenHandler struct {
 	st      *store.Store
-	keys    []string // served labels; all when empty
+	svc     *keys.Service // hands out the tokens and DPoP keys
+	keys    []string      // served labels; all when empty
 	secrets *secretSet
 
 	mu       sync.Mutex
@@ -265,7 +268,7 @@ type tokenHandler struct {
 }
 
 func newTokenHandler(st *store.Store, keys []string, secrets *secretSet) http.Handler {
-	h := &tokenHandler{st: st, keys: keys, secrets: secrets, lifetime: map[string]time.Duration{}}
+	h := &tokenHandler{st: st, svc: newKeys(st, nil, nil, secrets, nil, nil), keys: keys, secrets: secrets, lifetime: map[string]time.Duration{}}
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /v1/token/{label}", h.token)
 	mux.HandleFunc("POST /v1/proof/{label}", h.proof)
@@ -310,13 +313,12 @@ func (h *tokenHandler) token(w http.ResponseWriter, r *http.Request) {
 		}
 	}
 	minValid, beyond := h.reachable(label, minValid)
-	ts, err := h.st.Token(r.Context(), label, store.TokenOptions{MarkUsed: true, MinValid: minValid})
+	ts, err := h.svc.KeyToken(r.Context(), store.Key{Label: label}, keys.TokenOptions{MinValid: minValid, Quiet: true})
 	if err != nil {
 		status, code := serveErrorStatus(err)
 		writeServeError(w, status, code, err.Error())
 		return
 	}
-	h.secrets.Add(ts.AccessToken, ts.RefreshToken, ts.IDToken)
 	life := h.learn(label, ts)
 	if !beyond && life > 0 && asked >= life {
 		beyond = true // learnt on this request

@@ -61,7 +61,7 @@ func (h *tokenHandler) proof(w http.ResponseWriter, r *http.Request) {
 		writeServeError(w, http.StatusBadRequest, "invalid_request", err.Error())
 		return
 	}
-	dpop, err := keyDPoP(h.st, key)
+	dpop, err := h.svc.DPoP(key)
 	if err != nil {
 		writeServeFailure(w, err)
 		return

@@ -2,23 +2,19 @@ package cli
 
 import (
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
-	"errors"
 	"fmt"
 	"io"
-	"io/fs"
-	"os"
-	"path/filepath"
 	"slices"
 	"strings"
 	"time"
 
+	"github.com/spf13/cobra"
+
 	"github.com/shipkey/shipkey/auth"
 	"github.com/shipkey/shipkey/internal/text"
 	"github.com/shipkey/shipkey/store"
+	"github.com/shipkey/shipkey/store/keys"
 	"github.com/shipkey/shipkey/store/team"
-	"github.com/spf13/cobra"
 )
 
 // loginOptions logs an existing key in again.
@@ -36,7 +32,7 @@ type loginOptions struct {
 }
 
 func newCmdLogin(f *factory, runF func(context.Context, *loginOptions) error) *cobra.Command {
-	opts := &loginOptions{IO: f.IO, Getenv: f.Getenv, Now: f.Now, Store: f.Store, Secrets: f.Secrets, Team: f.Team}
+	opts := &loginOptions{IO: f.IO, Getenv: f.Getenv, Now: f.Now, Store: f.Store, Secrets: f.Secrets, Team: f.engine()}
 	cmd := &cobra.Command{
 		Use:   "login [LABEL]",
 		Short: "Log an API key in again (new tokens by its grant)",
@@ -71,31 +67,30 @@ func loginRun(ctx context.Context, opts *loginOptions) error {
 	if err != nil {
 		return err
 	}
-	opts.Label = labelOrEnv(st, opts.Label)
-	if t, l, ok := teamKeyAddress(st, opts.Label); ok && opts.Team != nil {
-		return teamLoginRun(ctx, opts, t, l)
+	svc := newKeys(st, opts.Team, opts.IO, opts.Secrets, opts.Now, nil)
+	ref, err := svc.Find(opts.Label)
+	if err != nil {
+		return err
 	}
-	key, err := resolveKey(st, opts.Label)
+	ask, username, err := svc.LoginPassword(ref, opts.PasswordStdin, opts.Getenv(envPassword) != "")
 	if err != nil {
 		return err
 	}
 	password := ""
-	if key.Grant.Or() != auth.GrantPassword {
-		if opts.PasswordStdin {
-			return usageErrorf("--password-stdin is for the password grant; key %s uses %s", text.Safe(key.Label), key.Grant)
-		}
-	} else if !key.RememberPassword || opts.PasswordStdin || opts.Getenv(envPassword) != "" {
-		password, err = readSecret(opts.IO, opts.Getenv, userPassword(key.Username, opts.PasswordStdin))
-		if err != nil {
+	if ask {
+		if password, err = readSecret(opts.IO, opts.Getenv, userPassword(username, opts.PasswordStdin)); err != nil {
 			return err
 		}
 		opts.Secrets.Add(password)
 	}
-	key, ts, err := st.Login(ctx, key.Label, store.LoginOptions{Password: password, Prompt: newPrompter(opts.IO, opts.Getenv), Wait: opts.BrowserWait})
+	key, ts, err := svc.Login(ctx, ref.Label, store.LoginOptions{Password: password, Prompt: newPrompter(opts.IO, opts.Getenv), Wait: opts.BrowserWait})
 	if err != nil {
 		return interrupted(ctx, err)
 	}
-	opts.Secrets.Add(ts.AccessToken, ts.RefreshToken, ts.IDToken)
+	if key.Team != "" {
+		fmt.Fprintf(opts.IO.ErrOut, "Logged in team key %s for every member (%s)\n", text.Safe(key.Label), lifetimes(key, opts.Now()))
+		return nil
+	}
 	fmt.Fprintf(opts.IO.ErrOut, "Logged in API key %s (%s)%s\n", text.Safe(key.Label), lifetimes(key, opts.Now()), signedInAs(key.Grant, ts, opts.Now()))
 	return nil
 }
@@ -118,8 +113,8 @@ type tokenOptions struct {
 	// CurlConfig prints the header as a curl config line (header
 	// --curl-config).
 	CurlConfig bool
-	// TeamToken hands out a team key's token ("T/LABEL").
-	TeamToken func(ctx context.Context, team, label string, minValid time.Duration) (*auth.TokenSet, error)
+	// Team is the team engine, for "T/LABEL" (nil: none linked).
+	Team func() (team.Engine, error)
 	// Exchange asks for a token for another audience instead of the key's
 	// own (--audience, --resource; token shares --scope with --no-store).
 	Exchange exchangeFlags
@@ -139,10 +134,7 @@ type tokenOptions struct {
 // newCmdToken builds "token", or "header" when header is set: one command
 // body, two ways to print the result.
 func newCmdToken(f *factory, header bool, runF func(context.Context, *tokenOptions) error) *cobra.Command {
-	opts := &tokenOptions{IO: f.IO, Now: f.Now, Store: f.readingStore, Secrets: f.Secrets, Header: header, Getenv: f.Getenv, Auth: f.Auth}
-	opts.TeamToken = func(ctx context.Context, t, l string, minValid time.Duration) (*auth.TokenSet, error) {
-		return teamToken(ctx, f, t, l, minValid)
-	}
+	opts := &tokenOptions{IO: f.IO, Now: f.Now, Store: f.readingStore, Secrets: f.Secrets, Header: header, Getenv: f.Getenv, Auth: f.Auth, Team: f.engine()}
 	cmd := &cobra.Command{
 		Use:   "token [LABEL]",
 		Short: "Print the key's access token, refreshed first if needed",
@@ -364,48 +356,31 @@ func tokenRun(ctx context.Context, opts *tokenOptions) error {
 	if err != nil {
 		return err
 	}
-	var ts *auth.TokenSet
-	var name string // the key as the output names it: LABEL or T/LABEL
-	opts.Label = labelOrEnv(st, opts.Label)
+	var x auth.Exchange
+	if opts.Exchange.set() {
+		x = opts.Exchange.exchange()
+	}
 	var jkt string // the key's DPoP key thumbprint
-	if t, l, ok := teamKeyAddress(st, opts.Label); ok && opts.TeamToken != nil {
-		if opts.ForceRefresh {
-			return usageErrorf("--force-refresh takes a key of this machine; a team key is renewed for the whole team with: shipkey login %s", text.ShellQuote(opts.Label))
-		}
-		if opts.Exchange.set() {
-			return teamExchangeError(opts.Label)
-		}
-		name = opts.Label
-		ts, err = opts.TeamToken(ctx, t, l, opts.MinValid)
-	} else {
-		var key store.Key
-		if key, err = resolveKey(st, opts.Label); err == nil {
-			name = key.Label
-			if key.Connection.DPoP && !opts.Exchange.set() {
+	tok, err := newKeys(st, opts.Team, opts.IO, opts.Secrets, opts.Now, nil).Token(ctx, opts.Label, keys.TokenOptions{
+		MinValid: opts.MinValid, Force: opts.ForceRefresh, Exchange: x,
+		Local: func(key store.Key) (err error) {
+			if key.Connection.DPoP && x.IsZero() {
 				if opts.Header {
 					return dpopHeaderError(key.Label)
 				}
 				if opts.Output == outputJSON {
-					if jkt, _, err = st.Binding(key.Label); err != nil {
-						return err
-					}
+					jkt, _, err = st.Binding(key.Label)
 				}
 			}
-			switch {
-			case opts.Exchange.set():
-				ts, err = exchangedToken(ctx, st, key, opts.Exchange.exchange(), opts.MinValid, opts.ForceRefresh, opts.Secrets)
-				if err == nil && opts.Header && strings.EqualFold(ts.TokenType, auth.DPoPTokenType) {
-					return dpopHeaderError(key.Label)
-				}
-			case opts.ForceRefresh:
-				ts, err = forcedToken(ctx, st, key, opts.Secrets)
-			default:
-				ts, err = freshToken(ctx, st, key, opts.MinValid, opts.Secrets, opts.IO, opts.Now)
-			}
-		}
-	}
+			return err
+		},
+	})
 	if err != nil {
 		return err
+	}
+	ts := tok.TokenSet
+	if !x.IsZero() && opts.Header && strings.EqualFold(ts.TokenType, auth.DPoPTokenType) {
+		return dpopHeaderError(tok.Name)
 	}
 	switch {
 	case opts.Header && opts.CurlConfig:
@@ -417,53 +392,9 @@ func tokenRun(ctx context.Context, opts *tokenOptions) error {
 	case opts.Header:
 		_, err = fmt.Fprintln(opts.IO.Out, "Authorization: "+ts.Header())
 	default:
-		var x auth.Exchange
-		if opts.Exchange.set() {
-			x = opts.Exchange.exchange()
-		}
-		err = writeToken(opts.IO.Out, opts.Output, name, jkt, x, ts)
+		err = writeToken(opts.IO.Out, opts.Output, tok.Name, jkt, x, ts)
 	}
 	return err
-}
-
-// freshToken hands out the key's token valid for at least minValid (renewed
-// first when needed) and counts it as used. When even a fresh token cannot
-// live that long (the server issues shorter ones), it says so on stderr and
-// hands it out anyway.
-//
-// The warning is given once per key and --min-valid
-// (warnedOnce), not at every call of a script or of kubectl.
-func freshToken(ctx context.Context, st *store.Store, key store.Key, minValid time.Duration, secrets *secretSet, ios *iostreams, now func() time.Time) (*auth.TokenSet, error) {
-	ts, err := st.Token(ctx, key.Label, store.TokenOptions{MarkUsed: true, MinValid: minValid})
-	if err != nil {
-		return nil, err
-	}
-	secrets.Add(ts.AccessToken, ts.RefreshToken, ts.IDToken)
-	if minValid > 0 && !ts.Access().ValidFor(now(), minValid) {
-		// The life the server stated (expires_in) when it stated one: the
-		// JWT's exp minus the moment the answer arrived is a second short
-		// whenever the request took a while.
-		life := time.Duration(ts.ExpiresIn) * time.Second
-		if life <= 0 {
-			life = ts.AccessExpiry().Sub(ts.ObtainedAt).Round(time.Second)
-		}
-		if !warnedOnce(st, fmt.Sprintf("min-valid\x00%s\x00%s", key.Label, minValid)) {
-			fmt.Fprintf(ios.ErrOut, "shipkey: warning: API key %s: this token is valid only until %s, less than --min-valid %s: the server issues shorter-lived tokens (%s), so every call renews it; pick --min-valid below their life (said once)\n",
-				text.Safe(key.Label), text.Stamp(ts.AccessExpiry()), minValid, life)
-		}
-	}
-	return ts, nil
-}
-
-// forcedToken renews the key's token now, even when it looks valid (the
-// server may have revoked it), by the refresh token or the key's grant.
-func forcedToken(ctx context.Context, st *store.Store, key store.Key, secrets *secretSet) (*auth.TokenSet, error) {
-	_, ts, err := st.Refresh(ctx, key.Label)
-	if err != nil {
-		return nil, err
-	}
-	secrets.Add(ts.AccessToken, ts.RefreshToken, ts.IDToken)
-	return ts, nil
 }
 
 // logoutOptions ends a key's session.
@@ -477,7 +408,7 @@ type logoutOptions struct {
 }
 
 func newCmdLogout(f *factory, runF func(context.Context, *logoutOptions) error) *cobra.Command {
-	opts := &logoutOptions{IO: f.IO, Now: f.Now, Store: f.Store, Team: f.Team}
+	opts := &logoutOptions{IO: f.IO, Now: f.Now, Store: f.Store, Team: f.engine()}
 	return &cobra.Command{
 		Use:   "logout [LABEL]",
 		Short: "End the key's session at the server and drop its tokens (the key stays)",
@@ -516,15 +447,16 @@ func logoutRun(ctx context.Context, opts *logoutOptions) error {
 	if err != nil {
 		return err
 	}
-	opts.Label = labelOrEnv(st, opts.Label)
-	if t, l, ok := teamKeyAddress(st, opts.Label); ok && opts.Team != nil {
-		return teamLogoutRun(ctx, opts, t, l)
-	}
-	key, err := resolveKey(st, opts.Label)
+	svc := newKeys(st, opts.Team, opts.IO, nil, opts.Now, nil)
+	ref, err := svc.Find(opts.Label)
 	if err != nil {
 		return err
 	}
-	res, err := st.Logout(ctx, key.Label)
+	key := ref.Key
+	res, err := svc.EndSession(ctx, ref.Label)
+	if key.Team != "" {
+		return teamLogoutReport(opts, key.Label, res, err)
+	}
 	if err != nil && auth.KindOf(err) == auth.KindUnknown {
 		return err // a local failure: nothing was dropped
 	}
@@ -538,7 +470,26 @@ func logoutRun(ctx context.Context, opts *logoutOptions) error {
 		return fmt.Errorf("%s here (no token is handed out), but %s; ending it is pending, its tokens kept only for that: run shipkey logout %s to try again: %w",
 			"Logged out API key "+label, endFailure(err), text.ShellQuote(key.Label), err)
 	}
-	return reportEnd(opts.IO.ErrOut, "Logged out API key "+label, "dropped its tokens here", again, key, res, err, opts.Now())
+	return reportEnd(opts.IO.ErrOut, "Logged out API key "+label, "dropped its tokens here", again, key, res.End, err, opts.Now())
+}
+
+// teamLogoutReport says what logout did to team key addr: the session
+// ended at the server once for the team and the shared tokens deleted.
+func teamLogoutReport(opts *logoutOptions, addr string, res keys.EndResult, err error) error {
+	safe := text.Safe(addr)
+	if err != nil {
+		if auth.KindOf(err) == auth.KindUnknown {
+			return err // etcd or local: nothing was changed
+		}
+		return &exitError{code: exitFailure, err: fmt.Errorf("team key %s: %s; the team's tokens are kept (the session is alive): run shipkey logout %s to try again: %w",
+			safe, endFailure(err), text.ShellQuote(addr), err)}
+	}
+	next := "the next token on any member logs in again if its grant runs unattended; else: shipkey login " + text.ShellQuote(addr)
+	if !res.HadToken {
+		fmt.Fprintf(opts.IO.ErrOut, "Team key %s was already logged out; no session to end (%s)\n", safe, next)
+		return nil
+	}
+	return reportEnd(opts.IO.ErrOut, "Logged out team key "+safe+" for every member", "dropped the team's tokens", next, store.Key{}, res.End, nil, opts.Now())
 }
 
 // endFailure says why ending a session at the server failed.
@@ -580,24 +531,6 @@ func reportEnd(w io.Writer, done, dropped, next string, key store.Key, res auth.
 			done, dropped, until, next)
 	}
 	return nil
-}
-
-// warnedOnce reports whether the notice named by what was already given on
-// this machine, and records that it now is: a marker file in the state
-// directory's notices folder, named by a hash of what. Where no marker can
-// be written it reports false (the notice is given again).
-func warnedOnce(st *store.Store, what string) bool {
-	sum := sha256.Sum256([]byte(what))
-	dir := filepath.Join(st.StateDir(), "notices")
-	if err := os.MkdirAll(dir, 0o700); err != nil {
-		return false
-	}
-	f, err := os.OpenFile(filepath.Join(dir, hex.EncodeToString(sum[:12])), os.O_CREATE|os.O_EXCL|os.O_WRONLY, 0o600)
-	if err != nil {
-		return errors.Is(err, fs.ErrExist)
-	}
-	_ = f.Close()
-	return false
 }
 
 // signedInAs is ", signed in as WHO" after an interactive grant whose tokens

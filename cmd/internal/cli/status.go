@@ -8,10 +8,13 @@ import (
 	"strings"
 	"time"
 
+	"github.com/spf13/cobra"
+
 	"github.com/shipkey/shipkey/auth"
 	"github.com/shipkey/shipkey/internal/text"
 	"github.com/shipkey/shipkey/store"
-	"github.com/spf13/cobra"
+	"github.com/shipkey/shipkey/store/keys"
+	"github.com/shipkey/shipkey/store/team"
 )
 
 // statusOptions reports whether keys are usable, from metadata alone.
@@ -19,8 +22,9 @@ type statusOptions struct {
 	IO    *iostreams
 	Now   func() time.Time
 	Store func() (*store.Store, error)
-	// TeamKeys lists the team keys from this machine's caches (no etcd).
-	TeamKeys func(*store.Store) ([]store.Key, error)
+	// Team is the team engine: the team keys come from this machine's
+	// caches (no etcd). Nil: none linked.
+	Team func() (team.Engine, error)
 
 	Label string // "" for every key
 	JSON  bool
@@ -29,7 +33,7 @@ type statusOptions struct {
 
 func newCmdStatus(f *factory, runF func(context.Context, *statusOptions) error) *cobra.Command {
 	opts := &statusOptions{IO: f.IO, Now: f.Now, Store: f.readingStore}
-	opts.TeamKeys = func(st *store.Store) ([]store.Key, error) { return cachedTeamKeys(f, st) }
+	opts.Team = f.engine()
 	cmd := &cobra.Command{
 		Use:   "status [LABEL]",
 		Short: "Say whether each key can hand out a token, or needs a login",
@@ -178,36 +182,6 @@ func statusRun(_ context.Context, opts *statusOptions) error {
 	if err != nil {
 		return err
 	}
-	// One key, or every key one at a time from the index (then the team
-	// keys cached on this machine): JSON is written as it comes, a table is
-	// written by writeTable.
-	var teamKeys []store.Key
-	if opts.TeamKeys != nil {
-		if teamKeys, err = opts.TeamKeys(st); err != nil {
-			return err
-		}
-	}
-	walks := func(body func(keyWalk) error) error {
-		return st.WalkKeys(func(local keyWalk) error { return body(walkThen(local, eachOf(teamKeys))) })
-	}
-	if _, _, ok := teamKeyAddress(st, opts.Label); ok {
-		var found []store.Key
-		for _, k := range teamKeys {
-			if k.Label == opts.Label {
-				found = append(found, k)
-			}
-		}
-		if len(found) == 0 {
-			return fmt.Errorf("no team key %s on this machine (see: shipkey keys list): %w", text.Safe(opts.Label), store.ErrNotFound)
-		}
-		walks = func(body func(keyWalk) error) error { return body(eachOf(found)) }
-	} else if opts.Label != "" {
-		k, err := st.Key(opts.Label)
-		if err != nil {
-			return suggestLabel(st, opts.Label, err)
-		}
-		walks = func(body func(keyWalk) error) error { return body(eachOf([]store.Key{k})) }
-	}
 	now := opts.Now()
 	var needLogin []string
 	n := 0
@@ -220,7 +194,11 @@ func statusRun(_ context.Context, opts *statusOptions) error {
 		return v
 	}
 	bw := bufio.NewWriterSize(opts.IO.Out, 64<<10)
-	err = walks(func(each keyWalk) error {
+	// One key, or every key one at a time from the index (then the team
+	// keys cached on this machine): JSON is written as it comes, a table is
+	// written by writeTable.
+	svc := newKeys(st, opts.Team, opts.IO, nil, opts.Now, nil)
+	err = svc.Walk(context.Background(), opts.Label, keys.Cached, func(each keys.Each) error {
 		switch {
 		case opts.Quiet:
 			return each(func(k store.Key) error { verdict(k); return nil })
@@ -319,13 +297,4 @@ func plural(n int, one, many string) string {
 }
 
 // eachOf walks keys as store.EachKey walks the index.
-func eachOf(keys []store.Key) func(func(store.Key) error) error {
-	return func(fn func(store.Key) error) error {
-		for _, k := range keys {
-			if err := fn(k); err != nil {
-				return err
-			}
-		}
-		return nil
-	}
-}
+func eachOf(k []store.Key) keyWalk { return keys.EachOf(k) }

@@ -176,16 +176,6 @@ func (c *columns) pad(w *bufio.Writer, i, n int) {
 // keyWalk walks keys one at a time, as store.EachKey does.
 type keyWalk = func(func(store.Key) error) error
 
-// walkThen walks a, then b.
-func walkThen(a, b keyWalk) keyWalk {
-	return func(fn func(store.Key) error) error {
-		if err := a(fn); err != nil {
-			return err
-		}
-		return b(fn)
-	}
-}
-
 // listingGC lowers the garbage collector's heap goal for a process that
 // walks every key again and again (the app: GOGC=50, unless GOGC is set):
 // what a walk keeps is small and flat, and the default goal lets the heap

@@ -1,19 +1,14 @@
 package cli
 
 import (
-	"context"
-	"errors"
-	"fmt"
-	"os"
 	"strings"
-	"text/tabwriter"
 	"time"
 
 	"github.com/spf13/cobra"
 
-	"github.com/shipkey/shipkey/auth"
 	"github.com/shipkey/shipkey/internal/text"
 	"github.com/shipkey/shipkey/store"
+	"github.com/shipkey/shipkey/store/keys"
 	"github.com/shipkey/shipkey/store/team"
 )
 
@@ -28,73 +23,37 @@ const envEtcdPassword = "SHIPKEY_ETCD_PASSWORD"
 // envTeamTimeout overrides every team's bound on etcd work ("3s").
 const envTeamTimeout = "SHIPKEY_TEAM_TIMEOUT"
 
-// Team returns the team engine, built on the store. In a program without
-// one (cmd/shipkey) it hands the whole command to TeamBinary instead and does
-// not return (program.go); call it before reading stdin.
+// Team returns the team engine, built on the store once. In a program
+// without one (cmd/shipkey) it returns keys.ErrNoTeamEngine, and runWith
+// hands the whole command to TeamBinary (program.go); ask for it before
+// reading stdin.
 func (f *factory) Team() (team.Engine, error) {
 	if newTeamEngine == nil {
-		if handOff != nil {
-			return nil, handOff(f)
+		return nil, keys.ErrNoTeamEngine
+	}
+	f.engOnce.Do(func() {
+		st, err := f.Store()
+		if err != nil {
+			f.engErr = err
+			return
 		}
-		return nil, errNoTeamEngine
-	}
-	st, err := f.Store()
-	if err != nil {
-		return nil, err
-	}
-	a, err := f.Auth()
-	if err != nil {
-		return nil, err
-	}
-	opts := team.Options{Store: st, Auth: a, Now: f.Now, Warn: f.Diag}
-	if v := f.Getenv(envTeamTimeout); v != "" {
-		d, err := time.ParseDuration(v)
-		if err != nil || d <= 0 {
-			return nil, usageErrorf("%s=%q is not a duration such as 3s", envTeamTimeout, text.Safe(v))
+		a, err := f.Auth()
+		if err != nil {
+			f.engErr = err
+			return
 		}
-		opts.Timeout = d
-	}
-	return newTeamEngine(opts), nil
-}
-
-// teamKeyAddress splits "T/LABEL" when T is a team this machine joined.
-func teamKeyAddress(st *store.Store, addr string) (teamName, label string, ok bool) {
-	t, l, ok := team.SplitAddress(addr)
-	if !ok {
-		return "", addr, false
-	}
-	if _, err := st.Team(t); err != nil {
-		return "", addr, false
-	}
-	return t, l, true
-}
-
-// labelOrEnv is label, else SHIPKEY_KEY when it names a team key
-// ("T/LABEL", which the store's Resolve does not know), else "" (the store
-// then resolves SHIPKEY_KEY, the default, the only key). It reads the
-// process environment, as the store does.
-func labelOrEnv(st *store.Store, label string) string {
-	if label != "" {
-		return label
-	}
-	if env := os.Getenv(store.EnvKey); env != "" {
-		if _, _, ok := teamKeyAddress(st, env); ok {
-			return env
+		opts := team.Options{Store: st, Auth: a, Now: f.Now, Warn: f.Diag}
+		if v := f.Getenv(envTeamTimeout); v != "" {
+			d, err := time.ParseDuration(v)
+			if err != nil || d <= 0 {
+				f.engErr = usageErrorf("%s=%q is not a duration such as 3s", envTeamTimeout, text.Safe(v))
+				return
+			}
+			opts.Timeout = d
 		}
-	}
-	return ""
-}
-
-// teamDefaultRefusal says why team key label (of team t) cannot be the
-// default key, and what to do instead.
-func teamDefaultRefusal(label, t string) string {
-	return "team key " + text.Safe(label) + " cannot be the default: the default is a key of this machine (team " + text.Safe(t) + "'s keys are shared); name it instead, as in shipkey token " + text.ShellQuote(label)
-}
-
-// teamStoreKey shows a team key where the CLI and the app show keys: its
-// label is "T/LABEL".
-func teamStoreKey(k team.Key) store.Key {
-	return store.Key{ID: k.ID, Definition: store.Definition{Connection: k.Conn, Grant: k.Grant, Username: k.Username}, Label: k.Address(), CreatedAt: k.CreatedAt, Token: k.Token, Masked: k.Masked, HasRefreshToken: k.HasRefreshToken, Team: k.Team, TeamRemoved: k.Removed}
+		f.eng = newTeamEngine(opts)
+	})
+	return f.eng, f.engErr
 }
 
 // teamConnFlags are the etcd connection options.
@@ -142,365 +101,4 @@ func (c *teamConnFlags) conn(name string) (store.TeamConn, error) {
 		tc.Insecure = true
 	}
 	return tc, nil
-}
-
-func newCmdTeam(f *factory) *cobra.Command {
-	cmd := groupCommand(&cobra.Command{
-		Use:   "team",
-		Short: "Share keys with a team or a fleet through etcd (end-to-end encrypted)",
-		Long: `A team is a prefix of an etcd cluster. Its keys and tokens are encrypted with
-age to every member's recipient; etcd holds ciphertext only. One token request
-serves every machine of the team. Team keys are addressed as TEAM/LABEL.`,
-	})
-	var conn teamConnFlags
-	var name string
-	join := func(create bool) func(cmd *cobra.Command, args []string) error {
-		return func(cmd *cobra.Command, args []string) error {
-			tc, err := conn.conn(args[0])
-			if err != nil {
-				return err
-			}
-			if !store.ValidTeamName(tc.Name) {
-				return usageErrorf("team name %s: use letters, digits, - and _ (at most 40)", text.ShellQuote(tc.Name))
-			}
-			eng, err := f.Team() // first: it may hand the command on
-			if err != nil {
-				return err
-			}
-			password := ""
-			if tc.User != "" {
-				password, err = readSecret(f.IO, f.Getenv, secretSource{What: "etcd password", Env: envEtcdPassword, Prompt: "etcd password for " + text.Safe(tc.User) + ": ", Hint: "set " + envEtcdPassword})
-				if err != nil {
-					return err
-				}
-				f.Secrets.Add(password)
-			}
-			if tc.Insecure {
-				fmt.Fprintf(f.IO.ErrOut, "shipkey: warning: team %s: --etcd-insecure: plain http to %s; the etcd password and every request cross the network in the clear (the team's items stay encrypted and signed)\n", tc.Name, text.Safe(strings.Join(team.PlainRemote(tc.Endpoints), ",")))
-			}
-			opts := team.JoinOptions{Conn: tc, EtcdPassword: password, Name: name}
-			if create {
-				me, err := eng.Init(cmd.Context(), opts)
-				if err != nil {
-					return err
-				}
-				fmt.Fprintf(f.IO.ErrOut, "Created team %s with this machine as member %s\n", tc.Name, text.Safe(me.Name))
-				fmt.Fprintln(f.IO.Out, me.Recipient)
-				return nil
-			}
-			card, err := eng.Join(cmd.Context(), opts)
-			if err != nil {
-				return err
-			}
-			ms, err := eng.Members(cmd.Context(), tc.Name)
-			if err != nil {
-				return err
-			}
-			fmt.Fprintf(f.IO.ErrOut, "Joined team %s and pinned its roster (trust on first use): compare these fingerprints with `shipkey team members %s` on a member's machine:\n", tc.Name, tc.Name)
-			for _, m := range ms {
-				fmt.Fprintf(f.IO.ErrOut, "  %s  %s\n", m.Fingerprint(), text.Safe(m.Name))
-			}
-			fmt.Fprintf(f.IO.ErrOut, "Then ask a member to run:\n  shipkey team add %s %s\n", tc.Name, card)
-			fmt.Fprintln(f.IO.Out, card)
-			return nil
-		}
-	}
-	initCmd := &cobra.Command{
-		Use:   "init TEAM --etcd URL[,URL…]",
-		Short: "Create a team in etcd with this machine as its first member",
-		Args:  usageArgs(cobra.ExactArgs(1)),
-		RunE:  join(true),
-	}
-	conn.add(initCmd)
-	initCmd.Flags().StringVar(&name, "name", "", "this member's name in the team")
-	var jconn teamConnFlags
-	joinCmd := &cobra.Command{
-		Use:   "join TEAM --etcd URL[,URL…]",
-		Short: "Record a team's etcd here and print this machine's recipient (age1…) for a member to add",
-		Args:  usageArgs(cobra.ExactArgs(1)),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			conn = jconn
-			return join(false)(cmd, args)
-		},
-	}
-	jconn.add(joinCmd)
-
-	var addName string
-	addCmd := &cobra.Command{
-		Use:   "add TEAM MEMBER-LINE [--name N]",
-		Short: "Add a member: every key and token is re-encrypted to include it",
-		Args:  usageArgs(cobra.ExactArgs(2)),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			eng, err := f.Team()
-			if err != nil {
-				return err
-			}
-			m, err := eng.AddMember(cmd.Context(), args[0], args[1], addName)
-			if err != nil {
-				return err
-			}
-			fmt.Fprintf(f.IO.ErrOut, "Added %s (%s) to team %s; every key and token is now encrypted to it too\n", text.Safe(m.Name), m.Recipient, args[0])
-			return nil
-		},
-	}
-	addCmd.Flags().StringVar(&addName, "name", "", "the member's name (for team members and team remove; default: its host name)")
-	removeCmd := &cobra.Command{
-		Use:   "remove TEAM RECIPIENT|NAME",
-		Short: "Remove a member: every key and token is re-encrypted without it",
-		Args:  usageArgs(cobra.ExactArgs(2)),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			eng, err := f.Team()
-			if err != nil {
-				return err
-			}
-			m, err := eng.RemoveMember(cmd.Context(), args[0], args[1])
-			if err != nil {
-				return err
-			}
-			fmt.Fprintf(f.IO.ErrOut, "Removed %s from team %s. It can no longer read or sign anything written from now on, but it saw every secret and token of the team until now: rotate the client secrets (and passwords) of the team's keys at the realm, then: shipkey keys set-secret %s/LABEL\n", text.Safe(m.Name), args[0], args[0])
-			var here store.TeamConn
-			if st, err := f.Store(); err == nil {
-				here, _ = st.Team(args[0])
-			}
-			fmt.Fprintln(f.IO.ErrOut, text.Safe(team.RevokeAdvice(m, here.User)))
-			return nil
-		},
-	}
-	membersCmd := &cobra.Command{
-		Use:   "members TEAM",
-		Short: "List a team's members",
-		Args:  usageArgs(cobra.ExactArgs(1)),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			eng, err := f.Team()
-			if err != nil {
-				return err
-			}
-			ms, err := eng.Members(cmd.Context(), args[0])
-			if err != nil {
-				return err
-			}
-			st, err := f.Store()
-			if err != nil {
-				return err
-			}
-			here, _ := st.Team(args[0])
-			tw := tabwriter.NewWriter(f.IO.Out, 0, 4, 2, ' ', 0)
-			fmt.Fprintln(tw, "\tNAME\tFINGERPRINT\tRECIPIENT\tADDED")
-			for _, m := range ms {
-				mark := ""
-				if m.Recipient == here.Recipient {
-					mark = "*"
-				}
-				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", mark, text.Safe(m.Name), m.Fingerprint(), text.Safe(m.Recipient), text.Stamp(m.AddedAt))
-			}
-			if err := tw.Flush(); err != nil {
-				return err
-			}
-			fmt.Fprintln(f.IO.ErrOut, "* this machine")
-			return nil
-		},
-	}
-	lsCmd := &cobra.Command{
-		Use:     "ls",
-		Aliases: []string{"list"},
-		Short:   "List the teams this machine belongs to",
-		Args:    usageArgs(cobra.NoArgs),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			st, err := f.Store()
-			if err != nil {
-				return err
-			}
-			teams, err := st.Teams()
-			if err != nil {
-				return err
-			}
-			if len(teams) == 0 {
-				fmt.Fprintln(f.IO.ErrOut, "No teams yet: shipkey team init TEAM --etcd URL (or team join)")
-				return nil
-			}
-			tw := tabwriter.NewWriter(f.IO.Out, 0, 4, 2, ' ', 0)
-			fmt.Fprintln(tw, "TEAM\tETCD\tRECIPIENT")
-			for _, t := range teams {
-				fmt.Fprintf(tw, "%s\t%s\t%s\n", t.Name, text.Safe(strings.Join(t.Endpoints, ",")), t.Recipient)
-			}
-			return tw.Flush()
-		},
-	}
-	leaveCmd := &cobra.Command{
-		Use:   "leave TEAM",
-		Short: "Forget a team on this machine (its connection, member identity and cache)",
-		Long: `Forget a team on this machine: its connection, this machine's member identity,
-the local cache and the pinned roster. The roster still names this machine
-until another member runs shipkey team remove TEAM NAME (a member does not
-remove itself: it signs every re-encrypted item).`,
-		Args: usageArgs(cobra.ExactArgs(1)),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			eng, err := f.Team()
-			if err != nil {
-				return err
-			}
-			if err := eng.Leave(cmd.Context(), args[0]); err != nil {
-				return err
-			}
-			fmt.Fprintf(f.IO.ErrOut, "Left team %s on this machine. Ask a member to run: shipkey team remove %s NAME (shipkey team members %s shows the names)\n", args[0], args[0], args[0])
-			return nil
-		},
-	}
-	cmd.AddCommand(initCmd, joinCmd, addCmd, removeCmd, membersCmd, leaveCmd, lsCmd)
-	return cmd
-}
-
-// teamToken hands out a team key's token (token, header, exec).
-func teamToken(ctx context.Context, f *factory, teamName, label string, minValid time.Duration) (*auth.TokenSet, error) {
-	// A program without the engine (cmd/shipkey) serves a cached token
-	// etcd still holds itself, over etcd's JSON gateway: no second process
-	// and no gRPC start-up for the common case. Anything else goes on to
-	// the engine.
-	if newTeamEngine == nil {
-		if st, err := f.Store(); err == nil {
-			if ts, ok := team.CachedFast(ctx, st, teamName, label, minValid, f.Now()); ok {
-				f.Secrets.Add(ts.AccessToken, ts.RefreshToken, ts.IDToken)
-				return ts, nil
-			}
-		}
-	}
-	eng, err := f.Team()
-	if err != nil {
-		return nil, err
-	}
-	ts, err := eng.Token(ctx, teamName, label, team.TokenOptions{MinValid: minValid})
-	if err != nil {
-		return nil, err
-	}
-	f.Secrets.Add(ts.AccessToken, ts.RefreshToken, ts.IDToken)
-	return ts, nil
-}
-
-// teamKeys lists every team's keys as store keys ("T/LABEL"), from etcd;
-// a team whose etcd does not answer is listed from the local cache with a
-// warning.
-func teamKeys(ctx context.Context, f *factory, st *store.Store) ([]store.Key, error) {
-	return eachTeamKeys(f, st, func(eng team.Engine, name string) ([]team.Key, error) {
-		keys, err := eng.Keys(ctx, name)
-		if err != nil && errors.Is(err, team.ErrUnavailable) {
-			fmt.Fprintf(f.IO.ErrOut, "shipkey: warning: %s; listing its keys from the local cache\n", text.Safe(err.Error()))
-			err = nil
-		}
-		return keys, err
-	})
-}
-
-// cachedTeamKeys lists every team's keys from this machine's caches: no etcd
-// round trip (status).
-func cachedTeamKeys(f *factory, st *store.Store) ([]store.Key, error) {
-	return eachTeamKeys(f, st, func(eng team.Engine, name string) ([]team.Key, error) {
-		return eng.CachedKeys(name)
-	})
-}
-
-// eachTeamKeys lists the keys of every team in config.toml, each team's as
-// list gives them, as store keys.
-func eachTeamKeys(f *factory, st *store.Store, list func(team.Engine, string) ([]team.Key, error)) ([]store.Key, error) {
-	teams, err := st.Teams()
-	if err != nil || len(teams) == 0 {
-		return nil, err
-	}
-	eng, err := f.Team()
-	if err != nil {
-		return nil, err
-	}
-	var out []store.Key
-	for _, t := range teams {
-		keys, err := list(eng, t.Name)
-		if err != nil {
-			return nil, err
-		}
-		for _, k := range keys {
-			out = append(out, teamStoreKey(k))
-		}
-	}
-	return out, nil
-}
-
-// teamCurrent is a team key's token as cached on this machine (inspect): no
-// etcd round trip, no renewal.
-func teamCurrent(f *factory, st *store.Store, label string) (*auth.TokenSet, bool, error) {
-	t, l, ok := teamKeyAddress(st, label)
-	if !ok {
-		return nil, false, nil
-	}
-	eng, err := f.Team()
-	if err != nil {
-		return nil, true, err
-	}
-	k, tok, err := eng.CachedToken(t, l)
-	if err != nil {
-		return nil, true, fmt.Errorf("team key %s: %w (run: shipkey token %s)", text.Safe(label), err, text.ShellQuote(label))
-	}
-	ts := k.Token
-	ts.AccessToken = tok
-	f.Secrets.Add(tok)
-	return &ts, true, nil
-}
-
-// teamLogoutRun is logout for team key T/LABEL: the session ends at the
-// server once for the team and the shared tokens are deleted.
-func teamLogoutRun(ctx context.Context, opts *logoutOptions, teamName, label string) error {
-	eng, err := opts.Team()
-	if err != nil {
-		return err
-	}
-	addr := team.Address(teamName, label)
-	safe := text.Safe(addr)
-	res, err := eng.Logout(ctx, teamName, label)
-	if err != nil {
-		if auth.KindOf(err) == auth.KindUnknown {
-			return err // etcd or local: nothing was changed
-		}
-		return &exitError{code: exitFailure, err: fmt.Errorf("team key %s: %s; the team's tokens are kept (the session is alive): run shipkey logout %s to try again: %w",
-			safe, endFailure(err), text.ShellQuote(addr), err)}
-	}
-	next := "the next token on any member logs in again if its grant runs unattended; else: shipkey login " + text.ShellQuote(addr)
-	if !res.HadToken {
-		fmt.Fprintf(opts.IO.ErrOut, "Team key %s was already logged out; no session to end (%s)\n", safe, next)
-		return nil
-	}
-	return reportEnd(opts.IO.ErrOut, "Logged out team key "+safe+" for every member", "dropped the team's tokens", next, store.Key{}, res.End, nil, opts.Now())
-}
-
-// teamLoginRun is login for team key T/LABEL: new tokens for the whole team
-// by the key's grant.
-func teamLoginRun(ctx context.Context, opts *loginOptions, teamName, label string) error {
-	eng, err := opts.Team()
-	if err != nil {
-		return err
-	}
-	addr := team.Address(teamName, label)
-	if opts.PasswordStdin {
-		// As for a local key: a password given to a grant that takes none
-		// is a mistake to say, not to drop (the grant as cached here).
-		keys, _ := eng.CachedKeys(teamName)
-		for _, k := range keys {
-			if k.Label == label && k.Grant.Or() != auth.GrantPassword {
-				return usageErrorf("--password-stdin is for the password grant; team key %s uses %s", text.Safe(addr), k.Grant)
-			}
-		}
-	}
-	password := ""
-	if opts.PasswordStdin || opts.Getenv(envPassword) != "" {
-		// A password given replaces the team's kept one; none given: the
-		// kept one (a team key always keeps its password).
-		password, err = readSecret(opts.IO, opts.Getenv, userPassword("", opts.PasswordStdin))
-		if err != nil {
-			return err
-		}
-		opts.Secrets.Add(password)
-	}
-	k, ts, err := eng.Login(ctx, teamName, label, team.LoginOptions{Password: password})
-	if err != nil {
-		return interrupted(ctx, err)
-	}
-	opts.Secrets.Add(ts.AccessToken, ts.RefreshToken, ts.IDToken)
-	fmt.Fprintf(opts.IO.ErrOut, "Logged in team key %s for every member (%s)\n", text.Safe(addr), lifetimes(teamStoreKey(k), opts.Now()))
-	return nil
 }

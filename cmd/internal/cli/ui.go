@@ -2,14 +2,13 @@ package cli
 
 import (
 	"context"
-	"fmt"
 	"net/http"
 	"os"
 	"time"
 
 	"github.com/shipkey/shipkey/auth"
-	"github.com/shipkey/shipkey/internal/text"
 	"github.com/shipkey/shipkey/store"
+	"github.com/shipkey/shipkey/store/keys"
 	"github.com/shipkey/shipkey/store/team"
 	"github.com/shipkey/shipkey/tui"
 )
@@ -47,15 +46,18 @@ func runTUI(ctx context.Context, o uiOptions) error {
 	listingGC()
 	opts := tui.Options{Store: o.Store, Auth: o.Auth, Now: o.Now, Prefill: o.Prefill, Demo: o.Demo,
 		TraceFirstFrame: os.Getenv(tui.EnvTraceFirstFrame), APIURL: o.APIURL}
-	if o.APIClient != nil && o.Store != nil {
-		opts.API = requestClient(o.Store, o.APIClient, o.Secrets)
-	}
-	if o.Team != nil {
+	if o.Store != nil {
+		// The app's keys, tokens and Request screen client: the key
+		// service, as for the CLI (team keys too, kept live by a watch per
+		// team).
+		svc := newAppKeys(o)
+		opts.Backend = svc
+		if o.APIClient != nil {
+			opts.API = requestClient(svc)
+		}
 		ctx, cancel := context.WithCancel(ctx)
 		defer cancel()
-		if b := newTeamBackend(ctx, o.Store, o.Team); b != nil {
-			opts.Backend = b
-		}
+		svc.Watch(ctx)
 	}
 	if o.Diag != nil {
 		opts.Notices = &tui.Notices{}
@@ -76,19 +78,32 @@ func runTUI(ctx context.Context, o uiOptions) error {
 	return tui.Run(ctx, opts)
 }
 
+// The app's Backend is the key service.
+var _ tui.Backend = (*keys.Service)(nil)
+
+// newAppKeys is the app's key service: the store's keys, and the teams'
+// when the engine is at hand.
+func newAppKeys(o uiOptions) *keys.Service {
+	opts := keys.Options{Store: o.Store, Now: o.Now, Client: o.APIClient}
+	if o.Team != nil {
+		opts.Engine = func() (team.Engine, error) { return o.Team, nil }
+	}
+	if o.Secrets != nil {
+		opts.Handled = o.Secrets.Add
+	}
+	return keys.New(opts)
+}
+
 // requestClient is the HTTP client of the app's Request screen for a key:
-// shipkey api's (keyClient), for a key of this machine; with an audience,
-// the token api --audience sends (exchanged with the key's).
-func requestClient(st *store.Store, build apiClientBuilder, secrets *secretSet) tui.APIClient {
+// shipkey api's (the key service's Client), for a key of this machine; with
+// an audience, the token api --audience sends (exchanged with the key's).
+func requestClient(svc *keys.Service) tui.APIClient {
 	return func(to tui.APITokenFor, renewed func()) (*http.Client, error) {
-		if _, _, ok := teamKeyAddress(st, to.Label); ok {
-			return nil, fmt.Errorf("the Request screen takes a key of this machine; for a team key run: shipkey exec %s -- …", text.ShellQuote(to.Label))
-		}
-		key, err := resolveKey(st, to.Label)
+		key, err := svc.MachineKey(to.Label, "the Request screen")
 		if err != nil {
 			return nil, err
 		}
-		return keyClient(build, st, key, auth.Exchange{Audience: to.Audience}, false, secrets, renewed)
+		return svc.Client(key, keys.ClientOptions{Exchange: auth.Exchange{Audience: to.Audience}, Renewed: renewed})
 	}
 }
 

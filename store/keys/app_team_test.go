@@ -1,4 +1,4 @@
-package cli
+package keys
 
 import (
 	"context"
@@ -14,9 +14,11 @@ import (
 	"github.com/shipkey/shipkey/store/team/etcdtest"
 )
 
-// TestTeamBackendLive: the app's backend shows a team key created on
-// another machine, and its stamp changes so the 1 s tick reloads the table.
-func TestTeamBackendLive(t *testing.T) {
+// TestAppTeamKeysLive: the app's backend (the key service) shows a team key
+// created on another machine, and its stamp changes so the 1 s tick reloads
+// the table; the app's logout, login, refresh, rename and remove of a team
+// key go to the team.
+func TestAppTeamKeysLive(t *testing.T) {
 	t.Parallel()
 	c := etcdtest.Need(t, 1)
 	srv := authtest.NewServer(authtest.Config{
@@ -24,14 +26,12 @@ func TestTeamBackendLive(t *testing.T) {
 		Clients: []authtest.Client{{ID: "shipping-api", Secret: "cs-team-ui"}},
 	})
 	defer srv.Close()
-	ctx, cancel := context.WithTimeout(context.Background(), patience(30*time.Second))
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	ma, mb := etcdtest.TeamOfTwo(t, ctx, c, "ui")
 	sa, ea, eb := ma.Store, ma.Engine, mb.Engine
-	b := newTeamBackend(ctx, sa, ea)
-	if b == nil {
-		t.Fatal("no team backend for a machine in a team")
-	}
+	b := New(Options{Store: sa, Engine: func() (team.Engine, error) { return ea, nil }})
+	b.Watch(ctx)
 	stamp0, _ := b.Stamp()
 	if _, err := eb.CreateKey(ctx, "ui", team.NewKey{Label: "k", Definition: store.Definition{Connection: auth.Connection{AuthURL: srv.URL(), Realm: srv.Realm(), ClientID: "shipping-api"}, Username: "svc"}, ClientSecret: "cs-team-ui", Password: "pw-team-ui"}); err != nil {
 		t.Fatal(err)

@@ -1,0 +1,328 @@
+package cli
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"text/tabwriter"
+
+	"github.com/spf13/cobra"
+
+	"github.com/shipkey/shipkey/internal/text"
+	"github.com/shipkey/shipkey/store"
+	"github.com/shipkey/shipkey/store/team"
+)
+
+func newCmdTeam(f *factory) *cobra.Command {
+	cmd := groupCommand(&cobra.Command{
+		Use:   "team",
+		Short: "Share keys with a team or a fleet through etcd (end-to-end encrypted)",
+		Long: `A team is a prefix of an etcd cluster. Its keys and tokens are encrypted with
+age to every member's recipient; etcd holds ciphertext only. One token request
+serves every machine of the team. Team keys are addressed as TEAM/LABEL.`,
+	})
+	cmd.AddCommand(
+		newCmdTeamJoin(f, true, nil),
+		newCmdTeamJoin(f, false, nil),
+		newCmdTeamAdd(f, nil),
+		newCmdTeamRemove(f, nil),
+		newCmdTeamMembers(f, nil),
+		newCmdTeamLeave(f, nil),
+		newCmdTeamLs(f, nil),
+	)
+	return cmd
+}
+
+// teamJoinOptions creates a team (init) or joins one (join).
+type teamJoinOptions struct {
+	IO      *iostreams
+	Getenv  func(string) string
+	Secrets *secretSet
+	Team    func() (team.Engine, error)
+
+	Create   bool // init: a new team with this machine as its first member
+	Conn     teamConnFlags
+	Name     string // --name: this member's name (init)
+	TeamName string // the team's name (the argument)
+}
+
+// newCmdTeamJoin builds "team init" (create) or "team join": one command
+// body, two ways in.
+func newCmdTeamJoin(f *factory, create bool, runF func(context.Context, *teamJoinOptions) error) *cobra.Command {
+	opts := &teamJoinOptions{IO: f.IO, Getenv: f.Getenv, Secrets: f.Secrets, Team: f.Team, Create: create}
+	cmd := &cobra.Command{
+		Use:   "join TEAM --etcd URL[,URL…]",
+		Short: "Record a team's etcd here and print this machine's recipient (age1…) for a member to add",
+		Args:  usageArgs(cobra.ExactArgs(1)),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			opts.TeamName = args[0]
+			if runF != nil {
+				return runF(cmd.Context(), opts)
+			}
+			return teamJoinRun(cmd.Context(), opts)
+		},
+	}
+	if create {
+		cmd.Use = "init TEAM --etcd URL[,URL…]"
+		cmd.Short = "Create a team in etcd with this machine as its first member"
+	}
+	opts.Conn.add(cmd)
+	if create {
+		cmd.Flags().StringVar(&opts.Name, "name", "", "this member's name in the team")
+	}
+	return cmd
+}
+
+func teamJoinRun(ctx context.Context, opts *teamJoinOptions) error {
+	tc, err := opts.Conn.conn(opts.TeamName)
+	if err != nil {
+		return err
+	}
+	if !store.ValidTeamName(tc.Name) {
+		return usageErrorf("team name %s: use letters, digits, - and _ (at most 40)", text.ShellQuote(tc.Name))
+	}
+	eng, err := opts.Team() // first: it may hand the command on
+	if err != nil {
+		return err
+	}
+	password := ""
+	if tc.User != "" {
+		password, err = readSecret(opts.IO, opts.Getenv, secretSource{What: "etcd password", Env: envEtcdPassword, Prompt: "etcd password for " + text.Safe(tc.User) + ": ", Hint: "set " + envEtcdPassword})
+		if err != nil {
+			return err
+		}
+		opts.Secrets.Add(password)
+	}
+	if tc.Insecure {
+		fmt.Fprintf(opts.IO.ErrOut, "shipkey: warning: team %s: --etcd-insecure: plain http to %s; the etcd password and every request cross the network in the clear (the team's items stay encrypted and signed)\n", tc.Name, text.Safe(strings.Join(team.PlainRemote(tc.Endpoints), ",")))
+	}
+	jo := team.JoinOptions{Conn: tc, EtcdPassword: password, Name: opts.Name}
+	if opts.Create {
+		me, err := eng.Init(ctx, jo)
+		if err != nil {
+			return err
+		}
+		fmt.Fprintf(opts.IO.ErrOut, "Created team %s with this machine as member %s\n", tc.Name, text.Safe(me.Name))
+		fmt.Fprintln(opts.IO.Out, me.Recipient)
+		return nil
+	}
+	card, err := eng.Join(ctx, jo)
+	if err != nil {
+		return err
+	}
+	ms, err := eng.Members(ctx, tc.Name)
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(opts.IO.ErrOut, "Joined team %s and pinned its roster (trust on first use): compare these fingerprints with `shipkey team members %s` on a member's machine:\n", tc.Name, tc.Name)
+	for _, m := range ms {
+		fmt.Fprintf(opts.IO.ErrOut, "  %s  %s\n", m.Fingerprint(), text.Safe(m.Name))
+	}
+	fmt.Fprintf(opts.IO.ErrOut, "Then ask a member to run:\n  shipkey team add %s %s\n", tc.Name, card)
+	fmt.Fprintln(opts.IO.Out, card)
+	return nil
+}
+
+// teamMemberOptions adds a member to a team or removes one.
+type teamMemberOptions struct {
+	IO    *iostreams
+	Team  func() (team.Engine, error)
+	Store func() (*store.Store, error) // remove: the team's etcd user here, for the revoke advice
+
+	TeamName string // the team
+	Who      string // add: the member line (recipient); remove: a recipient or a name
+	Name     string // add --name
+}
+
+func newCmdTeamAdd(f *factory, runF func(context.Context, *teamMemberOptions) error) *cobra.Command {
+	opts := &teamMemberOptions{IO: f.IO, Team: f.Team}
+	cmd := &cobra.Command{
+		Use:   "add TEAM MEMBER-LINE [--name N]",
+		Short: "Add a member: every key and token is re-encrypted to include it",
+		Args:  usageArgs(cobra.ExactArgs(2)),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			opts.TeamName, opts.Who = args[0], args[1]
+			if runF != nil {
+				return runF(cmd.Context(), opts)
+			}
+			return teamAddRun(cmd.Context(), opts)
+		},
+	}
+	cmd.Flags().StringVar(&opts.Name, "name", "", "the member's name (for team members and team remove; default: its host name)")
+	return cmd
+}
+
+func teamAddRun(ctx context.Context, opts *teamMemberOptions) error {
+	eng, err := opts.Team()
+	if err != nil {
+		return err
+	}
+	m, err := eng.AddMember(ctx, opts.TeamName, opts.Who, opts.Name)
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(opts.IO.ErrOut, "Added %s (%s) to team %s; every key and token is now encrypted to it too\n", text.Safe(m.Name), m.Recipient, opts.TeamName)
+	return nil
+}
+
+func newCmdTeamRemove(f *factory, runF func(context.Context, *teamMemberOptions) error) *cobra.Command {
+	opts := &teamMemberOptions{IO: f.IO, Team: f.Team, Store: f.Store}
+	return &cobra.Command{
+		Use:   "remove TEAM RECIPIENT|NAME",
+		Short: "Remove a member: every key and token is re-encrypted without it",
+		Args:  usageArgs(cobra.ExactArgs(2)),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			opts.TeamName, opts.Who = args[0], args[1]
+			if runF != nil {
+				return runF(cmd.Context(), opts)
+			}
+			return teamRemoveRun(cmd.Context(), opts)
+		},
+	}
+}
+
+func teamRemoveRun(ctx context.Context, opts *teamMemberOptions) error {
+	eng, err := opts.Team()
+	if err != nil {
+		return err
+	}
+	m, err := eng.RemoveMember(ctx, opts.TeamName, opts.Who)
+	if err != nil {
+		return err
+	}
+	t := opts.TeamName
+	fmt.Fprintf(opts.IO.ErrOut, "Removed %s from team %s. It can no longer read or sign anything written from now on, but it saw every secret and token of the team until now: rotate the client secrets (and passwords) of the team's keys at the realm, then: shipkey keys set-secret %s/LABEL\n", text.Safe(m.Name), t, t)
+	var here store.TeamConn
+	if opts.Store != nil {
+		if st, err := opts.Store(); err == nil {
+			here, _ = st.Team(t)
+		}
+	}
+	fmt.Fprintln(opts.IO.ErrOut, text.Safe(team.RevokeAdvice(m, here.User)))
+	return nil
+}
+
+// teamOptions names one team (members, leave) or none (ls).
+type teamOptions struct {
+	IO    *iostreams
+	Store func() (*store.Store, error)
+	Team  func() (team.Engine, error)
+
+	TeamName string
+}
+
+func newCmdTeamMembers(f *factory, runF func(context.Context, *teamOptions) error) *cobra.Command {
+	opts := &teamOptions{IO: f.IO, Store: f.Store, Team: f.Team}
+	return &cobra.Command{
+		Use:   "members TEAM",
+		Short: "List a team's members",
+		Args:  usageArgs(cobra.ExactArgs(1)),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			opts.TeamName = args[0]
+			if runF != nil {
+				return runF(cmd.Context(), opts)
+			}
+			return teamMembersRun(cmd.Context(), opts)
+		},
+	}
+}
+
+func teamMembersRun(ctx context.Context, opts *teamOptions) error {
+	eng, err := opts.Team()
+	if err != nil {
+		return err
+	}
+	ms, err := eng.Members(ctx, opts.TeamName)
+	if err != nil {
+		return err
+	}
+	st, err := opts.Store()
+	if err != nil {
+		return err
+	}
+	here, _ := st.Team(opts.TeamName)
+	tw := tabwriter.NewWriter(opts.IO.Out, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "\tNAME\tFINGERPRINT\tRECIPIENT\tADDED")
+	for _, m := range ms {
+		mark := ""
+		if m.Recipient == here.Recipient {
+			mark = "*"
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", mark, text.Safe(m.Name), m.Fingerprint(), text.Safe(m.Recipient), text.Stamp(m.AddedAt))
+	}
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	fmt.Fprintln(opts.IO.ErrOut, "* this machine")
+	return nil
+}
+
+func newCmdTeamLs(f *factory, runF func(context.Context, *teamOptions) error) *cobra.Command {
+	opts := &teamOptions{IO: f.IO, Store: f.Store}
+	return &cobra.Command{
+		Use:     "ls",
+		Aliases: []string{"list"},
+		Short:   "List the teams this machine belongs to",
+		Args:    usageArgs(cobra.NoArgs),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if runF != nil {
+				return runF(cmd.Context(), opts)
+			}
+			return teamLsRun(opts)
+		},
+	}
+}
+
+func teamLsRun(opts *teamOptions) error {
+	st, err := opts.Store()
+	if err != nil {
+		return err
+	}
+	teams, err := st.Teams()
+	if err != nil {
+		return err
+	}
+	if len(teams) == 0 {
+		fmt.Fprintln(opts.IO.ErrOut, "No teams yet: shipkey team init TEAM --etcd URL (or team join)")
+		return nil
+	}
+	tw := tabwriter.NewWriter(opts.IO.Out, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "TEAM\tETCD\tRECIPIENT")
+	for _, t := range teams {
+		fmt.Fprintf(tw, "%s\t%s\t%s\n", t.Name, text.Safe(strings.Join(t.Endpoints, ",")), t.Recipient)
+	}
+	return tw.Flush()
+}
+
+func newCmdTeamLeave(f *factory, runF func(context.Context, *teamOptions) error) *cobra.Command {
+	opts := &teamOptions{IO: f.IO, Team: f.Team}
+	return &cobra.Command{
+		Use:   "leave TEAM",
+		Short: "Forget a team on this machine (its connection, member identity and cache)",
+		Long: `Forget a team on this machine: its connection, this machine's member identity,
+the local cache and the pinned roster. The roster still names this machine
+until another member runs shipkey team remove TEAM NAME (a member does not
+remove itself: it signs every re-encrypted item).`,
+		Args: usageArgs(cobra.ExactArgs(1)),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			opts.TeamName = args[0]
+			if runF != nil {
+				return runF(cmd.Context(), opts)
+			}
+			return teamLeaveRun(cmd.Context(), opts)
+		},
+	}
+}
+
+func teamLeaveRun(ctx context.Context, opts *teamOptions) error {
+	eng, err := opts.Team()
+	if err != nil {
+		return err
+	}
+	if err := eng.Leave(ctx, opts.TeamName); err != nil {
+		return err
+	}
+	t := opts.TeamName
+	fmt.Fprintf(opts.IO.ErrOut, "Left team %s on this machine. Ask a member to run: shipkey team remove %s NAME (shipkey team members %s shows the names)\n", t, t, t)
+	return nil
+}
