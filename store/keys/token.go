@@ -181,6 +181,9 @@ type ClientOptions struct {
 	Exchange auth.Exchange
 	// ForceFirst renews the token before the first request.
 	ForceFirst bool
+	// AllowHosts are hosts (or host:port) other than the key's API URL's
+	// that the client may send the token to (hosts.go).
+	AllowHosts []string
 	// Renewed, when set, is told of each forced renewal (the API refused
 	// the token as invalid).
 	Renewed func()
@@ -212,5 +215,9 @@ func (s *Service) Client(key store.Key, o ClientOptions) (*http.Client, error) {
 	if err != nil {
 		return nil, err
 	}
-	return s.client(s.Source(key, o), dpop)
+	c, err := s.client(s.Source(key, o), dpop)
+	if err != nil {
+		return nil, err
+	}
+	return guardHosts(c, key, o.AllowHosts), nil
 }

@@ -40,6 +40,7 @@ type apiOptions struct {
 	Target       string   // PATH or URL
 	Method       string   // -X
 	Headers      []string // -H "Name: value"
+	AllowHosts   []string // --allow-host: other hosts the token may go to
 	RawFields    []string // -f key=value (strings)
 	TypedFields  []string // -F key=value (true, false, null, numbers, @file)
 	Input        string   // --input FILE or -
@@ -120,6 +121,7 @@ only key.`,
 	cmd.Flags().StringVar(&opts.Label, "key", "", "the API key whose token is sent")
 	cmd.Flags().StringVarP(&opts.Method, "method", "X", "", "HTTP method (default GET, or POST with a body)")
 	cmd.Flags().StringArrayVarP(&opts.Headers, "header", "H", nil, `add a request header "Name: value" (repeatable)`)
+	cmd.Flags().StringArrayVar(&opts.AllowHosts, "allow-host", nil, "send the key's token to HOST (or HOST:PORT) too, not only to its api_url's (repeatable)")
 	cmd.Flags().StringArrayVarP(&opts.RawFields, "raw-field", "f", nil, "add a string field key=value to the JSON body")
 	cmd.Flags().StringArrayVarP(&opts.TypedFields, "field", "F", nil, "add a typed field key=value (true, false, null, numbers, @FILE) to the JSON body")
 	cmd.Flags().StringVar(&opts.Input, "input", "", "send FILE (- for standard input) as the body, streamed")
@@ -208,7 +210,7 @@ func apiRun(ctx context.Context, opts *apiOptions) error {
 		req.Header.Set(name, strings.TrimSpace(value))
 	}
 
-	client, err := svc.Client(key, keys.ClientOptions{Exchange: opts.Exchange.exchange(), ForceFirst: opts.ForceRefresh})
+	client, err := svc.Client(key, keys.ClientOptions{Exchange: opts.Exchange.exchange(), ForceFirst: opts.ForceRefresh, AllowHosts: opts.AllowHosts})
 	if err != nil {
 		return err
 	}
@@ -266,6 +268,10 @@ func apiError(method string, target *url.URL, err error) error {
 	var ue *url.Error
 	if errors.As(err, &ue) {
 		err = ue.Err
+	}
+	var hre *keys.HostRefusedError
+	if errors.As(err, &hre) {
+		return usageErrorf("%s", hre.Error())
 	}
 	var lne *store.LoginNeededError
 	if errors.As(err, &lne) || errors.Is(err, store.ErrLoginNeeded) || auth.KindOf(err) != auth.KindUnknown {

@@ -57,6 +57,11 @@ type curlRequest struct {
 	// Why, when set, is why the request cannot be told (several requests,
 	// a config file that may name more).
 	Why string
+	// Follows: -L, --location or --location-trusted (curl follows
+	// redirects, custom headers and all, to any host).
+	Follows bool
+	// RequestTarget: --request-target sends another target than the URL's.
+	RequestTarget bool
 }
 
 // parseCurlArgs reads the method and URL arguments of curl's arguments.
@@ -98,6 +103,8 @@ func parseCurlArgs(args []string) curlRequest {
 					get = true
 				case "--next":
 					r.Why = "--next makes several requests"
+				case "--location", "--location-trusted":
+					r.Follows = true
 				}
 				continue
 			}
@@ -115,6 +122,8 @@ func parseCurlArgs(args []string) curlRequest {
 						get = true
 					case "-:":
 						r.Why = "-: (--next) makes several requests"
+					case "-L":
+						r.Follows = true
 					}
 					continue
 				}
@@ -157,6 +166,8 @@ func curlOption(opt, v string, r *curlRequest, explicit, upload, data *bool) {
 		r.URLs = append(r.URLs, -1) // counted; its value is not rewritten
 	case "-K", "--config":
 		r.Why = opt + " reads curl options from a file, which may name other URLs or methods"
+	case "--request-target":
+		r.RequestTarget = true
 	}
 }
 
@@ -183,6 +194,12 @@ func curlTarget(args []string, apiURL func(path string) (string, error), strict 
 		return usageErrorf("a DPoP proof is signed for one method and URL, and curl's arguments do not tell them (%s); give one URL and the method (-X), or use shipkey api", why)
 	}
 	switch {
+	case r.Follows:
+		// curl keeps custom headers across hosts: the proof (and the token)
+		// would go wherever a redirect points.
+		return "", "", usageErrorf("-L/--location: a DPoP proof is signed for one request and cannot follow a redirect (curl would carry it, and the token, to the redirect's host); drop -L, or use shipkey api, which signs a proof for each request")
+	case r.RequestTarget:
+		return "", "", usageErrorf("--request-target: the DPoP proof is signed for the URL, and the request would ask for another target; drop --request-target")
 	case r.Why != "":
 		return "", "", refuse(r.Why)
 	case len(r.URLs) == 0:

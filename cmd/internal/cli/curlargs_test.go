@@ -39,6 +39,13 @@ func TestCurlTarget(t *testing.T) {
 		{args: "--url https://a.example/x", refused: "--url"},
 		{args: "a.example/x", refused: "not a full http(s) URL"},
 		{args: "--some-new-option value https://a.example/x", refused: "2 URLs"}, // unknown options fail safe
+		// A proof cannot follow a redirect, nor sign for another target.
+		{args: "-L https://a.example/x", refused: "cannot follow a redirect"},
+		{args: "-sSL https://a.example/x", refused: "cannot follow a redirect"},
+		{args: "--location https://a.example/x", refused: "cannot follow a redirect"},
+		{args: "--location-trusted https://a.example/x", refused: "cannot follow a redirect"},
+		{args: "--request-target * -X OPTIONS https://a.example/x", refused: "--request-target"},
+		{args: "--no-location https://a.example/x", method: "GET", url: "https://a.example/x"},
 	} {
 		args := strings.Fields(tc.args)
 		method, url, err := curlTarget(args, base, true)
@@ -56,7 +63,11 @@ func TestCurlTarget(t *testing.T) {
 			t.Errorf("%s: args became %q", tc.args, args)
 		}
 	}
-	// Not strict (a bearer token): only a path is resolved.
+	// Not strict (a bearer token): only a path is resolved; curl drops the
+	// Authorization header itself on a redirect to another host or port.
+	if _, _, err := curlTarget([]string{"-L", "https://a.example/x"}, base, false); err != nil {
+		t.Errorf("bearer -L: %v", err)
+	}
 	args := []string{"-sS", "/x", "https://b.example/"}
 	if _, _, err := curlTarget(args, base, false); err != nil || args[1] != "https://api.example.com/v1/x" {
 		t.Errorf("bearer: %v %q", err, args)
