@@ -146,7 +146,7 @@ func (f *factory) APIClient(source auth.APISource, dpop *auth.DPoPKey) (*http.Cl
 	}
 	return auth.NewAPIClient(auth.APIOptions{
 		Source:        source,
-		CAFile:        f.Getenv("SHIPKEY_CA_FILE"),
+		CAFile:        f.caFile(),
 		HeaderTimeout: timeout,
 		Logger:        f.Logger(),
 		DPoP:          dpop,

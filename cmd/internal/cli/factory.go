@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"cmp"
 	"fmt"
 	"io"
 	"log/slog"
@@ -31,6 +32,9 @@ type factory struct {
 	// Timeout bounds each request to the server (set by --timeout; else
 	// SHIPKEY_TIMEOUT, else timeout in config.toml, else auth's default).
 	Timeout time.Duration
+	// CAFile names a PEM bundle of extra roots for a private CA (set by
+	// --ca-file; else SHIPKEY_CA_FILE).
+	CAFile string
 	// wait says on stderr that a request is taking long.
 	wait *waitNotice
 	// Secrets are the secrets this process has handled; the debug log hides
@@ -134,6 +138,9 @@ func (f *factory) Logger() *slog.Logger {
 	return slog.New(newRedactingHandler(h, f.Secrets))
 }
 
+// caFile is --ca-file, else SHIPKEY_CA_FILE: a PEM bundle of extra roots.
+func (f *factory) caFile() string { return cmp.Or(f.CAFile, f.Getenv("SHIPKEY_CA_FILE")) }
+
 // Auth returns the auth client, built once. SHIPKEY_CA_FILE names a PEM
 // bundle of extra roots for a private CA.
 func (f *factory) Auth() (*auth.Client, error) {
@@ -147,7 +154,7 @@ func (f *factory) Auth() (*auth.Client, error) {
 			f.wait = newWaitNotice(f.IO.ErrOut, f.Diag, f.IO.StderrTTY)
 		}
 		f.auth, f.authErr = auth.NewClient(auth.Options{
-			CAFile:  f.Getenv("SHIPKEY_CA_FILE"),
+			CAFile:  f.caFile(),
 			Now:     f.Now,
 			Logger:  f.Logger(),
 			Timeout: timeout,

@@ -163,6 +163,7 @@ Environment:
 	}
 	root.PersistentFlags().BoolVar(&f.Debug, "debug", false, "log HTTP requests to stderr (secrets redacted)")
 	root.PersistentFlags().DurationVar(&f.Timeout, "timeout", 0, "bound each request to the server, e.g. 45s (default 30s; also "+EnvTimeout+" or timeout in config.toml)")
+	root.PersistentFlags().StringVar(&f.CAFile, "ca-file", "", "trust the CA certificates of this PEM bundle too, for a realm or API behind a private CA (also SHIPKEY_CA_FILE)")
 	makesRequests(root)
 	root.PersistentPreRunE = func(cmd *cobra.Command, args []string) error { return refuseRequestFlags(cmd) }
 	defaultHelp := root.HelpFunc()
@@ -210,7 +211,7 @@ var subcommands = []struct {
 // requestFlags shape the requests to the server: only the commands that
 // make requests (makesRequests) show them in their help and accept them.
 // They stay the root's persistent flags, so "shipkey --debug token" parses.
-var requestFlags = []string{"debug", "timeout"}
+var requestFlags = []string{"debug", "timeout", "ca-file"}
 
 const annotationRequests = "shipkey/requests"
 
