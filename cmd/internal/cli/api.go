@@ -3,6 +3,7 @@ package cli
 import (
 	"bytes"
 	"context"
+	"crypto/tls"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -84,9 +85,11 @@ given: the body is then read whole and each result printed, strings raw);
 printed to a terminal has its control characters made visible. With stdout
 not a terminal and stderr one, a long download shows its progress on stderr.
 
-Exit codes: 0 for a 2xx answer; 1 for any other (the body is still printed
-on stdout, the status line on stderr) and for a network failure (one line);
-3 when only a new login can help (shipkey login). The key: --key, or the
+Exit codes: 0 for a 2xx answer; 6 for a 5xx answer or no answer (the API
+unreachable or too slow: retry later); 5 for a 401 that came again after the
+token was renewed (the API refuses this key); 1 for any other status (the body
+is still printed on stdout, the status line on stderr); 3 when only a new
+login can help (shipkey login). The key: --key, or the
 first of two arguments; else SHIPKEY_KEY, else the default key, else the
 only key.`,
 		Example: `  shipkey api https://api.example.com/v1/shipments
@@ -210,7 +213,9 @@ func apiRun(ctx context.Context, opts *apiOptions) error {
 		req.Header.Set(name, strings.TrimSpace(value))
 	}
 
-	client, err := svc.Client(key, keys.ClientOptions{Exchange: opts.Exchange.exchange(), ForceFirst: opts.ForceRefresh, AllowHosts: opts.AllowHosts})
+	renewed := false
+	client, err := svc.Client(key, keys.ClientOptions{Exchange: opts.Exchange.exchange(), ForceFirst: opts.ForceRefresh,
+		AllowHosts: opts.AllowHosts, Renewed: func() { renewed = true }})
 	if err != nil {
 		return err
 	}
@@ -219,7 +224,29 @@ func apiRun(ctx context.Context, opts *apiOptions) error {
 		return apiError(method, target, err)
 	}
 	defer resp.Body.Close()
-	return writeAnswer(opts, resp, jq)
+	if err := writeAnswer(opts, resp, jq); err != nil {
+		return err
+	}
+	return answerStatus(resp, renewed)
+}
+
+// answerStatus is the exit for the answer's status, as token's codes go:
+// 6 for a 5xx (the API's trouble: retry later), 5 for a 401 that came again
+// after the token was renewed (the API refuses this key's credentials), 1
+// for any other that is not 2xx.
+func answerStatus(resp *http.Response, renewed bool) error {
+	code := resp.StatusCode
+	if code >= 200 && code <= 299 {
+		return nil
+	}
+	exit := exitFailure
+	switch {
+	case code >= 500:
+		exit = exitUnreachable
+	case code == http.StatusUnauthorized && renewed:
+		exit = exitCredentialsRefused
+	}
+	return &exitError{code: exit, err: fmt.Errorf("HTTP %s", text.Safe(resp.Status))}
 }
 
 // apiClientBuilder builds the HTTP client that sends tokens from source,
@@ -278,7 +305,12 @@ func apiError(method string, target *url.URL, err error) error {
 		return err
 	}
 	where := target.Scheme + "://" + target.Host + target.Path
-	return fmt.Errorf("%s %s: no answer: %v", method, text.Safe(where), err)
+	line := fmt.Errorf("%s %s: no answer: %v", method, text.Safe(where), err)
+	var cve *tls.CertificateVerificationError
+	if errors.As(err, &cve) {
+		return line // a certificate to trust (--ca-file), not a server to wait for
+	}
+	return &exitError{code: exitUnreachable, err: line}
 }
 
 // requestBody is what a request sends.
@@ -457,9 +489,6 @@ func writeAnswer(opts *apiOptions, resp *http.Response, jq *gojq.Code) error {
 			return err
 		}
 		return fmt.Errorf("reading the answer: %v", err)
-	}
-	if resp.StatusCode < 200 || resp.StatusCode > 299 {
-		return &exitError{code: exitFailure, err: fmt.Errorf("HTTP %s", text.Safe(resp.Status))}
 	}
 	return nil
 }
