@@ -2,6 +2,7 @@ package auth
 
 import (
 	"crypto/tls"
+	"encoding/json"
 	"net/http/httptest"
 	"net/url"
 	"strings"
@@ -22,12 +23,15 @@ type saidCase struct {
 // takes DPoP proofs.
 type hardenedAttempt struct {
 	method      ClientAuthMethod
+	secret      bool
 	dpop        bool
 	key         bool
 	cert        bool
 	noPAR       bool
 	scoped      bool
 	dpopCapable bool
+	// realmMethods is the realm's token_endpoint_auth_methods_supported.
+	realmMethods []string
 }
 
 // refusalCase is one answer of a server and the line shipkey makes of it.
@@ -281,6 +285,40 @@ var refusalCases = []refusalCase{
 	{name: "invalid client, method not chosen", said: saidCase{"login", 401, "invalid_client", "Invalid client credentials"}, hardened: &hardenedAttempt{scoped: true},
 		kind: KindInvalidClient, msg: "the client id or client secret was refused",
 		hint: "check the client id and the client secret registered in the realm"},
+	{name: "client credentials invalid grant at a DPoP realm (oidc-provider)", said: saidCase{"client-credentials", 400, "invalid_grant", "grant request is invalid"}, hardened: &hardenedAttempt{secret: true, dpopCapable: true},
+		kind: KindConfig, msg: "the realm refused the client credentials grant of a key without DPoP, and it takes DPoP proofs: the client likely requires DPoP-bound tokens",
+		hint: "create the key again with {{dpop}}"},
+	{name: "secret at a realm that does not list it", said: saidCase{"client-credentials", 401, "invalid_client", "client authentication failed"},
+		hardened: &hardenedAttempt{secret: true, realmMethods: []string{"private_key_jwt", "tls_client_auth", "none"}},
+		kind:     KindInvalidClient, msg: "the realm does not take client authentication client_secret_post or client_secret_basic (the realm takes private_key_jwt or tls_client_auth)",
+		hint: "create the key again with the method the client is registered with: {{client-auth METHOD}}"},
+	{name: "chosen method the realm does not list, no code", said: saidCase{"login", 400, "", ""},
+		hardened: &hardenedAttempt{method: ClientSecretJWT, secret: true, realmMethods: []string{"client_secret_basic", "client_secret_post"}},
+		kind:     KindInvalidClient, msg: "the realm does not take client authentication client_secret_jwt (the realm takes client_secret_post or client_secret_basic)",
+		hint: "create the key again with the method the client is registered with: {{client-auth METHOD}}"},
+	{name: "method refused in words (oidc-provider)", said: saidCase{"client-credentials", 401, "invalid_client", "the provided authentication mechanism does not match the registered client authentication method"},
+		hardened: &hardenedAttempt{method: ClientSecretBasic, secret: true, realmMethods: []string{"client_secret_basic", "client_secret_jwt", "private_key_jwt"}},
+		kind:     KindInvalidClient, msg: "the realm refused client authentication client_secret_basic for this client (the realm takes client_secret_basic, client_secret_jwt or private_key_jwt)",
+		hint: "create the key again with the method the client is registered with: {{client-auth METHOD}}"},
+	{name: "method refused in words, realm silent", said: saidCase{"refresh", 400, "unauthorized_client", "Invalid token_endpoint_auth_method for this client"},
+		hardened: &hardenedAttempt{method: PrivateKeyJWT, key: true},
+		kind:     KindInvalidClient, msg: "the realm refused client authentication private_key_jwt for this client",
+		hint: "create the key again with the method the client is registered with: {{client-auth METHOD}}"},
+	{name: "secret sent to a signed-JWT client (Keycloak)", said: saidCase{"client-credentials", 400, "invalid_client", "Parameter client_assertion_type is missing"},
+		hardened: &hardenedAttempt{secret: true, realmMethods: []string{"private_key_jwt", "client_secret_basic", "client_secret_post", "tls_client_auth", "client_secret_jwt"}},
+		kind:     KindInvalidClient, msg: "the realm wants a signed client assertion, and the key sent its client secret (client_secret_post or client_secret_basic)",
+		hint: "for a client whose authenticator is \"Signed JWT with Client Secret\", create the key again with {{client-auth client_secret_jwt}}; for \"Signed JWT\", with {{client-auth private_key_jwt}} and {{client-key FILE}} or {{generate-client-key}}"},
+	{name: "secret refused without a reason at a realm of several methods", said: saidCase{"client-credentials", 401, "invalid_client", "client authentication failed"},
+		hardened: &hardenedAttempt{method: ClientSecretPost, secret: true, realmMethods: []string{"client_secret_post", "private_key_jwt"}},
+		kind:     KindInvalidClient, msg: "the client id or client secret was refused",
+		hint: "check the client id and the client secret registered in the realm; if the client is registered with another authentication method (the realm takes client_secret_post or private_key_jwt), create the key again with {{client-auth METHOD}}"},
+	{name: "secret refused at a realm of the secret only", said: saidCase{"client-credentials", 401, "invalid_client", "client authentication failed"},
+		hardened: &hardenedAttempt{secret: true, realmMethods: []string{"client_secret_post", "client_secret_basic"}},
+		kind:     KindInvalidClient, msg: "the client id or client secret was refused",
+		hint: "check the client id and the client secret registered in the realm"},
+	{name: "secret sent to a certificate client (Keycloak)", said: saidCase{"client-credentials", 401, "invalid_client", "Client certificate missing"}, hardened: &hardenedAttempt{secret: true},
+		kind: KindInvalidClient, msg: "the realm wants a client certificate (tls_client_auth), and the key sent its client secret (client_secret_post or client_secret_basic)",
+		hint: "create the key again with {{client-auth tls_client_auth}} {{client-cert FILE}} {{client-key FILE}}"},
 	{name: "callback denied", said: saidCase{"authcode", 400, "access_denied", "User denied"}, callback: true,
 		kind: KindAccessDenied, msg: "the sign-in was denied",
 		hint: "run the command again and approve the request"},
@@ -321,10 +359,22 @@ func refusalOf(t *testing.T, c refusalCase) *Error {
 		if a.scoped {
 			conn.Scopes = []string{"openid"}
 		}
+		// The realm's discovery, as fetched already (nameTheSwitch asks
+		// for it otherwise).
+		doc := map[string]any{"token_endpoint_auth_methods_supported": a.realmMethods}
 		if a.dpopCapable {
-			cl.keepHardening(conn.IssuerURL(), []byte(`{"dpop_signing_alg_values_supported":["ES256"]}`))
+			doc["dpop_signing_alg_values_supported"] = []string{"ES256"}
 		}
+		body, err := json.Marshal(doc)
+		if err != nil {
+			t.Fatal(err)
+		}
+		cl.keepHardening(conn.IssuerURL(), body)
+		cl.discovered[conn.IssuerURL()] = Endpoints{Issuer: conn.IssuerURL()}
 		ca := ClientAuth{Method: a.method}
+		if a.secret {
+			ca.Secret = "s3cret-of-the-table"
+		}
 		if a.dpop {
 			k, err := NewDPoPKey()
 			if err != nil {
@@ -342,7 +392,7 @@ func refusalOf(t *testing.T, c refusalCase) *Error {
 		if a.cert {
 			ca.Cert = &tls.Certificate{}
 		}
-		e = cl.nameTheSwitch(conn, ca, e)
+		e = cl.nameTheSwitch(t.Context(), conn, ca, e)
 	}
 	return e
 }
@@ -398,7 +448,8 @@ func TestEveryRefusalRowHasACase(t *testing.T) {
 			used[&statusRefusals[i]] = true
 		}
 		if h := c.hardened; h != nil {
-			a := attempt{op: s.op, method: h.method, key: h.key, cert: h.cert, dpop: h.dpop, noPAR: h.noPAR, dpopCapable: h.dpopCapable}
+			a := attempt{op: s.op, method: h.method, secret: h.secret, key: h.key, cert: h.cert, dpop: h.dpop, noPAR: h.noPAR,
+				dpopCapable: h.dpopCapable, realmMethods: knownMethods(h.realmMethods)}
 			if i := firstRefusal(switchRefusals, a, said{s.status, s.code, s.desc}); i >= 0 {
 				used[&switchRefusals[i]] = true
 			}
