@@ -45,6 +45,7 @@ type refusalCase struct {
 	callback  bool
 	kind      ErrorKind
 	msg, hint string
+	final     bool // IsFinalRefusal
 }
 
 // refusalCases pins the message, hint and kind of every server answer
@@ -192,6 +193,18 @@ var refusalCases = []refusalCase{
 	{name: "revoke unsupported token type", said: saidCase{"revoke", 400, "unsupported_token_type", ""},
 		kind: KindServer, msg: "the server refused the request (status 400)",
 		hint: "check the connection settings; if they are right, try again later"},
+	{name: "revocation of a token not issued for this client", said: saidCase{"revoke", 400, "unauthorized_client", "token was not issued for this client"},
+		kind: KindServer, msg: "the server refused to revoke the key's token", final: true,
+		hint: "sending it again will not change that answer; the session stays live at the server until its tokens expire, unless the realm's administrators end it"},
+	{name: "revocation of a request the server will not take", said: saidCase{"revoke", 400, "invalid_request", "invalid token"},
+		kind: KindServer, msg: "the server refused to revoke the key's token", final: true,
+		hint: "sending it again will not change that answer; the session stays live at the server until its tokens expire, unless the realm's administrators end it"},
+	{name: "revocation of an invalid token", said: saidCase{"revoke", 401, "invalid_token", ""},
+		kind: KindServer, msg: "the server refused to revoke the key's token", final: true,
+		hint: "sending it again will not change that answer; the session stays live at the server until its tokens expire, unless the realm's administrators end it"},
+	{name: "revocation with a wrong secret (Keycloak)", said: saidCase{"revoke", 401, "unauthorized_client", "Invalid client or Invalid client credentials"},
+		kind: KindInvalidClient, msg: "the client id or client secret was refused",
+		hint: "check the client id and the client secret registered in the realm"},
 	{name: "introspect invalid request", said: saidCase{"introspect", 400, "invalid_request", "Missing (token)"},
 		kind: KindServer, msg: "the server refused the request (status 400)",
 		hint: "check the connection settings; if they are right, try again later"},
@@ -411,6 +424,9 @@ func TestRefusalsMapByTable(t *testing.T) {
 		e := refusalOf(t, c)
 		if e.Kind != c.kind || e.Msg != c.msg || e.Hint != c.hint {
 			t.Errorf("%s:\n got %v %q; %q\nwant %v %q; %q", c.name, e.Kind, e.Msg, e.Hint, c.kind, c.msg, c.hint)
+		}
+		if IsFinalRefusal(e) != c.final {
+			t.Errorf("%s: final %v, want %v", c.name, IsFinalRefusal(e), c.final)
 		}
 		if e.Op != c.said.op || e.Status != c.said.status || e.Code != c.said.code || e.Description != c.said.desc {
 			t.Errorf("%s: the error keeps op %q status %d code %q description %q, want %+v", c.name, e.Op, e.Status, e.Code, e.Description, c.said)

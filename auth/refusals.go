@@ -158,6 +158,8 @@ type refusal struct {
 	kind      ErrorKind
 	msg, hint string
 	addHint   string // added to the hint after "; "
+	// final: retrying cannot change this answer (IsFinalRefusal).
+	final bool
 }
 
 // errorCodes are the RFC 6749 §5.2 codes the rows tell apart by code (the
@@ -169,6 +171,7 @@ var (
 	loginOp  = []string{"login"}
 	ccOp     = []string{"client-credentials"}
 	exchange = []string{opExchange}
+	revokeOp = []string{"revoke"}
 	// otherGrants are the grants other than the password grant ("login"):
 	// those of grantOps.
 	otherGrants = slices.Sorted(maps.Keys(grantOps))
@@ -241,6 +244,15 @@ var statusRefusals = []refusal{
 	// 401 "Invalid user credentials"; 400 for unknown users and brute-force lockouts.
 	{ops: loginOp, codes: []string{"invalid_grant"}, kind: KindInvalidCredentials},
 	{ops: []string{"logout"}, codes: []string{"invalid_grant", "invalid_token"}, kind: KindLoginRequired, msg: loggedOutMsg, hint: loggedOutHint},
+	// A revocation endpoint that will not revoke the key's token ("token
+	// was not issued for this client", a request it will not take) with the
+	// client's authentication accepted (Keycloak's wrong secret is
+	// unauthorized_client "Invalid client or Invalid client credentials"):
+	// the same request gets the same answer however often it is sent.
+	{ops: revokeOp, codes: []string{"unauthorized_client"}, anyWording: []string{"invalid client", "client credentials"}, kind: KindInvalidClient},
+	{ops: revokeOp, status: is(400, 401), codes: []string{"invalid_request", "unauthorized_client", "invalid_token"}, final: true,
+		kind: KindServer, msg: "the server refused to revoke the key's token",
+		hint: "sending it again will not change that answer; the session stays live at the server until its tokens expire, unless the realm's administrators end it"},
 	{codes: []string{"invalid_grant"}, kind: KindLoginRequired},
 	{codes: []string{"invalid_client"}, kind: KindInvalidClient},
 	{codes: []string{"unauthorized_client"}, wording: []string{"direct access grant"}, kind: KindDirectGrantDisabled},
@@ -458,6 +470,9 @@ func (r refusal) apply(e *Error, a attempt) {
 	if r.kind != KindUnknown {
 		own := kindTexts[r.kind]
 		e.Kind, e.Msg, e.Hint = r.kind, fill(cmp.Or(r.msg, own.msg), a, e.Status), fill(cmp.Or(r.hint, own.hint), a, e.Status)
+	}
+	if r.final {
+		e.final = true
 	}
 	if r.addHint != "" {
 		if e.Hint != "" {
