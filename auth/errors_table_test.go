@@ -324,7 +324,7 @@ var refusalCases = []refusalCase{
 	{name: "secret refused without a reason at a realm of several methods", said: saidCase{"client-credentials", 401, "invalid_client", "client authentication failed"},
 		hardened: &hardenedAttempt{method: ClientSecretPost, secret: true, realmMethods: []string{"client_secret_post", "private_key_jwt"}},
 		kind:     KindInvalidClient, msg: "the client id or client secret was refused",
-		hint: "check the client id and the client secret registered in the realm; if the client is registered with another authentication method (the realm takes client_secret_post or private_key_jwt), create the key again with {{client-auth METHOD}}"},
+		hint: "check the client id and the client secret registered in the realm; if the client is registered with a method other than client_secret_post (the realm takes client_secret_post or private_key_jwt), create the key again with {{client-auth METHOD}}"},
 	{name: "secret refused at a realm of the secret only", said: saidCase{"client-credentials", 401, "invalid_client", "client authentication failed"},
 		hardened: &hardenedAttempt{secret: true, realmMethods: []string{"client_secret_post", "client_secret_basic"}},
 		kind:     KindInvalidClient, msg: "the client id or client secret was refused",

@@ -39,7 +39,7 @@ func TestRefusalsNameTheRealmsMethodsAndDPoPFromDiscovery(t *testing.T) {
 			want: []string{"client_secret_post or client_secret_basic", "--client-auth tls_client_auth --client-cert FILE --client-key FILE"}},
 		{name: "refusal without a reason", client: "cc-plain", secret: secret, kind: KindInvalidClient,
 			fault: `{"error":"invalid_client","error_description":"client authentication failed"}`,
-			want:  []string{"the client id or client secret was refused", "(the realm takes ", "private_key_jwt", "--client-auth METHOD"}},
+			want:  []string{"the client id or client secret was refused", "other than client_secret_post or client_secret_basic (the realm takes ", "private_key_jwt", "--client-auth METHOD"}},
 		{name: "DPoP required, said as a generic invalid_grant", client: "cc-plain", secret: secret, kind: KindConfig,
 			fault: `{"error":"invalid_grant","error_description":"grant request is invalid"}`,
 			want:  []string{"takes DPoP proofs", "create the key again with --dpop"}},

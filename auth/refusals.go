@@ -287,7 +287,7 @@ const (
 	methodHint        = "create the key again with the method the client is registered with: {{client-auth METHOD}}"
 	secretForJWTMsg   = "the realm wants a signed client assertion, and the key sent its client secret (<method>)"
 	secretForJWTHint  = "for a client whose authenticator is \"Signed JWT with Client Secret\", create the key again with {{client-auth client_secret_jwt}}; for \"Signed JWT\", with {{client-auth private_key_jwt}} and {{client-key FILE}} or {{generate-client-key}}"
-	otherMethodAnswer = "if the client is registered with another authentication method<realm methods>, create the key again with {{client-auth METHOD}}"
+	otherMethodAnswer = "if the client is registered with a method other than <method><realm methods>, create the key again with {{client-auth METHOD}}"
 )
 
 // secretSent are the ways of sending the client secret itself: the method
