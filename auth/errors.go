@@ -93,6 +93,9 @@ type Error struct {
 	Msg         string // what happened, in words
 	Hint        string // what to do
 	Err         error  // the cause (transport errors; never holds a secret)
+	// final: the server's answer is one that sending the same request
+	// again cannot change (IsFinalRefusal).
+	final bool
 }
 
 func (e *Error) Error() string { return e.Render(FlagName) }
@@ -192,6 +195,16 @@ func KindOf(err error) ErrorKind {
 
 // IsLoginRequired reports whether only a new login (password grant) can help.
 func IsLoginRequired(err error) bool { return KindOf(err) == KindLoginRequired }
+
+// IsFinalRefusal reports whether err is a refusal that retrying cannot
+// change: a revocation endpoint that will not revoke the key's token (not
+// issued for this client, a request it will not take) though the client's
+// authentication is not what it refused. A caller that was ending a session
+// ends it locally and says the server's session may stay live.
+func IsFinalRefusal(err error) bool {
+	var ae *Error
+	return errors.As(err, &ae) && ae.final
+}
 
 func configError(msg, hint string) *Error {
 	return &Error{Kind: KindConfig, Msg: msg, Hint: hint}

@@ -46,6 +46,10 @@ func parseServerError(body []byte) serverError {
 // timeoutHint names the settings that raise the timeout.
 const timeoutHint = "try again; if the server is slow, raise {{timeout}} (or SHIPKEY_TIMEOUT, or timeout in config.toml)"
 
+// caFileHint says how to trust a private CA: its PEM bundle by the
+// environment or by the flag.
+const caFileHint = "check the auth URL; for a private CA, pass its PEM bundle with SHIPKEY_CA_FILE=PATH or {{ca-file PATH}}"
+
 func tooLarge(op string) *Error {
 	return &Error{Kind: KindMalformedResponse, Op: op, Msg: fmt.Sprintf("the answer was larger than %d MiB", MaxBodySize>>20), Hint: "check that the auth URL points at the realm, not another service", Err: errBodyTooLarge}
 }
@@ -79,7 +83,7 @@ func mapTransportError(ctx context.Context, op, endpoint string, err error) *Err
 		errors.As(err, &recordErr), errors.As(err, &alertErr):
 		e.Kind = KindTLS
 		e.Msg = "the TLS check of " + h + " failed: " + text.Safe(tlsCause(err))
-		e.Hint = "check the auth URL; for a private CA, pass its PEM bundle as the CA file"
+		e.Hint = caFileHint
 	case strings.Contains(err.Error(), "server gave HTTP response to HTTPS client"):
 		e.Kind = KindTLS
 		e.Msg = "the TLS check of " + h + " failed: the server does not speak TLS"

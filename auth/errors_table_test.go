@@ -2,6 +2,7 @@ package auth
 
 import (
 	"crypto/tls"
+	"encoding/json"
 	"net/http/httptest"
 	"net/url"
 	"strings"
@@ -22,12 +23,15 @@ type saidCase struct {
 // takes DPoP proofs.
 type hardenedAttempt struct {
 	method      ClientAuthMethod
+	secret      bool
 	dpop        bool
 	key         bool
 	cert        bool
 	noPAR       bool
 	scoped      bool
 	dpopCapable bool
+	// realmMethods is the realm's token_endpoint_auth_methods_supported.
+	realmMethods []string
 }
 
 // refusalCase is one answer of a server and the line shipkey makes of it.
@@ -41,6 +45,7 @@ type refusalCase struct {
 	callback  bool
 	kind      ErrorKind
 	msg, hint string
+	final     bool // IsFinalRefusal
 }
 
 // refusalCases pins the message, hint and kind of every server answer
@@ -188,6 +193,18 @@ var refusalCases = []refusalCase{
 	{name: "revoke unsupported token type", said: saidCase{"revoke", 400, "unsupported_token_type", ""},
 		kind: KindServer, msg: "the server refused the request (status 400)",
 		hint: "check the connection settings; if they are right, try again later"},
+	{name: "revocation of a token not issued for this client", said: saidCase{"revoke", 400, "unauthorized_client", "token was not issued for this client"},
+		kind: KindServer, msg: "the server refused to revoke the key's token", final: true,
+		hint: "sending it again will not change that answer; the session stays live at the server until its tokens expire, unless the realm's administrators end it"},
+	{name: "revocation of a request the server will not take", said: saidCase{"revoke", 400, "invalid_request", "invalid token"},
+		kind: KindServer, msg: "the server refused to revoke the key's token", final: true,
+		hint: "sending it again will not change that answer; the session stays live at the server until its tokens expire, unless the realm's administrators end it"},
+	{name: "revocation of an invalid token", said: saidCase{"revoke", 401, "invalid_token", ""},
+		kind: KindServer, msg: "the server refused to revoke the key's token", final: true,
+		hint: "sending it again will not change that answer; the session stays live at the server until its tokens expire, unless the realm's administrators end it"},
+	{name: "revocation with a wrong secret (Keycloak)", said: saidCase{"revoke", 401, "unauthorized_client", "Invalid client or Invalid client credentials"},
+		kind: KindInvalidClient, msg: "the client id or client secret was refused",
+		hint: "check the client id and the client secret registered in the realm"},
 	{name: "introspect invalid request", said: saidCase{"introspect", 400, "invalid_request", "Missing (token)"},
 		kind: KindServer, msg: "the server refused the request (status 400)",
 		hint: "check the connection settings; if they are right, try again later"},
@@ -281,6 +298,40 @@ var refusalCases = []refusalCase{
 	{name: "invalid client, method not chosen", said: saidCase{"login", 401, "invalid_client", "Invalid client credentials"}, hardened: &hardenedAttempt{scoped: true},
 		kind: KindInvalidClient, msg: "the client id or client secret was refused",
 		hint: "check the client id and the client secret registered in the realm"},
+	{name: "client credentials invalid grant at a DPoP realm (oidc-provider)", said: saidCase{"client-credentials", 400, "invalid_grant", "grant request is invalid"}, hardened: &hardenedAttempt{secret: true, dpopCapable: true},
+		kind: KindConfig, msg: "the realm refused the client credentials grant of a key without DPoP, and it takes DPoP proofs: the client likely requires DPoP-bound tokens",
+		hint: "create the key again with {{dpop}}"},
+	{name: "secret at a realm that does not list it", said: saidCase{"client-credentials", 401, "invalid_client", "client authentication failed"},
+		hardened: &hardenedAttempt{secret: true, realmMethods: []string{"private_key_jwt", "tls_client_auth", "none"}},
+		kind:     KindInvalidClient, msg: "the realm does not take client authentication client_secret_post or client_secret_basic (the realm takes private_key_jwt or tls_client_auth)",
+		hint: "create the key again with the method the client is registered with: {{client-auth METHOD}}"},
+	{name: "chosen method the realm does not list, no code", said: saidCase{"login", 400, "", ""},
+		hardened: &hardenedAttempt{method: ClientSecretJWT, secret: true, realmMethods: []string{"client_secret_basic", "client_secret_post"}},
+		kind:     KindInvalidClient, msg: "the realm does not take client authentication client_secret_jwt (the realm takes client_secret_post or client_secret_basic)",
+		hint: "create the key again with the method the client is registered with: {{client-auth METHOD}}"},
+	{name: "method refused in words (oidc-provider)", said: saidCase{"client-credentials", 401, "invalid_client", "the provided authentication mechanism does not match the registered client authentication method"},
+		hardened: &hardenedAttempt{method: ClientSecretBasic, secret: true, realmMethods: []string{"client_secret_basic", "client_secret_jwt", "private_key_jwt"}},
+		kind:     KindInvalidClient, msg: "the realm refused client authentication client_secret_basic for this client (the realm takes client_secret_basic, client_secret_jwt or private_key_jwt)",
+		hint: "create the key again with the method the client is registered with: {{client-auth METHOD}}"},
+	{name: "method refused in words, realm silent", said: saidCase{"refresh", 400, "unauthorized_client", "Invalid token_endpoint_auth_method for this client"},
+		hardened: &hardenedAttempt{method: PrivateKeyJWT, key: true},
+		kind:     KindInvalidClient, msg: "the realm refused client authentication private_key_jwt for this client",
+		hint: "create the key again with the method the client is registered with: {{client-auth METHOD}}"},
+	{name: "secret sent to a signed-JWT client (Keycloak)", said: saidCase{"client-credentials", 400, "invalid_client", "Parameter client_assertion_type is missing"},
+		hardened: &hardenedAttempt{secret: true, realmMethods: []string{"private_key_jwt", "client_secret_basic", "client_secret_post", "tls_client_auth", "client_secret_jwt"}},
+		kind:     KindInvalidClient, msg: "the realm wants a signed client assertion, and the key sent its client secret (client_secret_post or client_secret_basic)",
+		hint: "for a client whose authenticator is \"Signed JWT with Client Secret\", create the key again with {{client-auth client_secret_jwt}}; for \"Signed JWT\", with {{client-auth private_key_jwt}} and {{client-key FILE}} or {{generate-client-key}}"},
+	{name: "secret refused without a reason at a realm of several methods", said: saidCase{"client-credentials", 401, "invalid_client", "client authentication failed"},
+		hardened: &hardenedAttempt{method: ClientSecretPost, secret: true, realmMethods: []string{"client_secret_post", "private_key_jwt"}},
+		kind:     KindInvalidClient, msg: "the client id or client secret was refused",
+		hint: "check the client id and the client secret registered in the realm; if the client is registered with a method other than client_secret_post (the realm takes client_secret_post or private_key_jwt), create the key again with {{client-auth METHOD}}"},
+	{name: "secret refused at a realm of the secret only", said: saidCase{"client-credentials", 401, "invalid_client", "client authentication failed"},
+		hardened: &hardenedAttempt{secret: true, realmMethods: []string{"client_secret_post", "client_secret_basic"}},
+		kind:     KindInvalidClient, msg: "the client id or client secret was refused",
+		hint: "check the client id and the client secret registered in the realm"},
+	{name: "secret sent to a certificate client (Keycloak)", said: saidCase{"client-credentials", 401, "invalid_client", "Client certificate missing"}, hardened: &hardenedAttempt{secret: true},
+		kind: KindInvalidClient, msg: "the realm wants a client certificate (tls_client_auth), and the key sent its client secret (client_secret_post or client_secret_basic)",
+		hint: "create the key again with {{client-auth tls_client_auth}} {{client-cert FILE}} {{client-key FILE}}"},
 	{name: "callback denied", said: saidCase{"authcode", 400, "access_denied", "User denied"}, callback: true,
 		kind: KindAccessDenied, msg: "the sign-in was denied",
 		hint: "run the command again and approve the request"},
@@ -321,10 +372,22 @@ func refusalOf(t *testing.T, c refusalCase) *Error {
 		if a.scoped {
 			conn.Scopes = []string{"openid"}
 		}
+		// The realm's discovery, as fetched already (nameTheSwitch asks
+		// for it otherwise).
+		doc := map[string]any{"token_endpoint_auth_methods_supported": a.realmMethods}
 		if a.dpopCapable {
-			cl.keepHardening(conn.IssuerURL(), []byte(`{"dpop_signing_alg_values_supported":["ES256"]}`))
+			doc["dpop_signing_alg_values_supported"] = []string{"ES256"}
 		}
+		body, err := json.Marshal(doc)
+		if err != nil {
+			t.Fatal(err)
+		}
+		cl.keepHardening(conn.IssuerURL(), body)
+		cl.discovered[conn.IssuerURL()] = Endpoints{Issuer: conn.IssuerURL()}
 		ca := ClientAuth{Method: a.method}
+		if a.secret {
+			ca.Secret = "s3cret-of-the-table"
+		}
 		if a.dpop {
 			k, err := NewDPoPKey()
 			if err != nil {
@@ -342,7 +405,7 @@ func refusalOf(t *testing.T, c refusalCase) *Error {
 		if a.cert {
 			ca.Cert = &tls.Certificate{}
 		}
-		e = cl.nameTheSwitch(conn, ca, e)
+		e = cl.nameTheSwitch(t.Context(), conn, ca, e)
 	}
 	return e
 }
@@ -361,6 +424,9 @@ func TestRefusalsMapByTable(t *testing.T) {
 		e := refusalOf(t, c)
 		if e.Kind != c.kind || e.Msg != c.msg || e.Hint != c.hint {
 			t.Errorf("%s:\n got %v %q; %q\nwant %v %q; %q", c.name, e.Kind, e.Msg, e.Hint, c.kind, c.msg, c.hint)
+		}
+		if IsFinalRefusal(e) != c.final {
+			t.Errorf("%s: final %v, want %v", c.name, IsFinalRefusal(e), c.final)
 		}
 		if e.Op != c.said.op || e.Status != c.said.status || e.Code != c.said.code || e.Description != c.said.desc {
 			t.Errorf("%s: the error keeps op %q status %d code %q description %q, want %+v", c.name, e.Op, e.Status, e.Code, e.Description, c.said)
@@ -398,7 +464,8 @@ func TestEveryRefusalRowHasACase(t *testing.T) {
 			used[&statusRefusals[i]] = true
 		}
 		if h := c.hardened; h != nil {
-			a := attempt{op: s.op, method: h.method, key: h.key, cert: h.cert, dpop: h.dpop, noPAR: h.noPAR, dpopCapable: h.dpopCapable}
+			a := attempt{op: s.op, method: h.method, secret: h.secret, key: h.key, cert: h.cert, dpop: h.dpop, noPAR: h.noPAR,
+				dpopCapable: h.dpopCapable, realmMethods: knownMethods(h.realmMethods)}
 			if i := firstRefusal(switchRefusals, a, said{s.status, s.code, s.desc}); i >= 0 {
 				used[&switchRefusals[i]] = true
 			}

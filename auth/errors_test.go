@@ -256,6 +256,10 @@ func TestClientTransportFailures(t *testing.T) {
 		if !strings.Contains(e.Msg, "unknown authority") {
 			t.Errorf("msg = %q", e.Msg)
 		}
+		// The way to trust a private CA is named both ways it can be given.
+		if line := e.Error(); !strings.Contains(line, "SHIPKEY_CA_FILE=PATH") || !strings.Contains(line, "--ca-file PATH") {
+			t.Errorf("the TLS line does not say how to pass the CA's bundle: %q", line)
+		}
 	})
 	t.Run("tls with CAFile", func(t *testing.T) {
 		srv := httptest.NewTLSServer(cliJSON(200, `{"access_token":"abc","token_type":"Bearer","expires_in":60}`))

@@ -161,7 +161,7 @@ func (authCodeGrant) Obtain(ctx context.Context, c *Client, r Request) (*TokenSe
 	if res.err != nil {
 		var e *Error
 		if errors.As(res.err, &e) {
-			return nil, c.nameTheSwitch(r.Conn, r.ClientAuth, e)
+			return nil, c.nameTheSwitch(ctx, r.Conn, r.ClientAuth, e)
 		}
 		return nil, res.err
 	}

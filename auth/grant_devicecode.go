@@ -86,7 +86,7 @@ func (deviceCodeGrant) Obtain(ctx context.Context, c *Client, r Request) (*Token
 			Hint: "use another grant (--grant authcode, password or client-credentials), or check the auth URL"}
 	}
 	if status != http.StatusOK {
-		return nil, c.nameTheSwitch(r.Conn, r.ClientAuth, resp.refusal(op, secrets))
+		return nil, c.nameTheSwitch(ctx, r.Conn, r.ClientAuth, resp.refusal(op, secrets))
 	}
 	body := resp.Body
 	var da deviceAuthResponse

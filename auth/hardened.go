@@ -19,6 +19,9 @@ type hardening struct {
 	// signed with; DPoPAlgs those of DPoP proofs (empty: not DPoP-capable).
 	AssertionAlgs []string `json:"token_endpoint_auth_signing_alg_values_supported"`
 	DPoPAlgs      []string `json:"dpop_signing_alg_values_supported"`
+	// AuthMethods are the client authentication methods its token
+	// endpoint takes (RFC 8414 §2).
+	AuthMethods []string `json:"token_endpoint_auth_methods_supported"`
 	// MTLSAliases are the endpoints to use with a client certificate (RFC
 	// 8705 §5), by metadata name (token_endpoint, revocation_endpoint…).
 	MTLSAliases map[string]string `json:"mtls_endpoint_aliases"`
@@ -182,11 +185,6 @@ func (c *Client) sendProved(ctx context.Context, conn Connection, ca ClientAuth,
 	}
 }
 
-// dpopCapable reports whether conn's realm said it takes DPoP proofs.
-func (c *Client) dpopCapable(conn Connection) bool {
-	return len(c.hardeningOf(conn).DPoPAlgs) > 0
-}
-
 // pushAuthorization sends the authorization request in authURL to the
 // realm's PAR endpoint (RFC 9126), authenticated as every request is and
 // with a DPoP proof when the key has one, and returns the short URL the
@@ -202,7 +200,7 @@ func (c *Client) pushAuthorization(ctx context.Context, conn Connection, ca Clie
 		return "", err
 	}
 	if !resp.ok() {
-		return "", c.nameTheSwitch(conn, ca, resp.refusal(op, ca.secrets(conn)))
+		return "", c.nameTheSwitch(ctx, conn, ca, resp.refusal(op, ca.secrets(conn)))
 	}
 	var pushed struct {
 		RequestURI string `json:"request_uri"`
@@ -220,14 +218,27 @@ func (c *Client) pushAuthorization(ctx context.Context, conn Connection, ca Clie
 // (switchRefusals): DPoP required, PAR required, a refused client assertion
 // or certificate. Other refusals keep their line, less the guess that a
 // scope is missing when the request carried one.
-func (c *Client) nameTheSwitch(conn Connection, ca ClientAuth, e *Error) *Error {
+//
+// What the realm takes (DPoP, client authentication methods) is read from
+// its discovery document, fetched now if no request fetched it before (a
+// key with an auth URL goes straight to Keycloak's token path): one more
+// request, on a refusal only.
+func (c *Client) nameTheSwitch(ctx context.Context, conn Connection, ca ClientAuth, e *Error) *Error {
 	if e == nil {
 		return nil
 	}
-	a := attempt{op: e.Op, method: ca.Method, key: ca.Key != nil, cert: ca.Cert != nil, dpop: ca.DPoP != nil,
-		noPAR: conn.NoPAR, dpopCapable: c.dpopCapable(conn)}
+	if _, ok := c.cachedEndpoints(conn); !ok && conn.IssuerURL() != "" {
+		_, _, _ = c.discoverAny(ctx, conn) // a realm without discovery says nothing of its switches
+	}
+	h := c.hardeningOf(conn)
+	m := ca.method(conn)
+	if m == "" {
+		m = c.LearnedClientAuth(conn)
+	}
+	a := attempt{op: e.Op, method: m, secret: ca.Secret != "", key: ca.Key != nil, cert: ca.Cert != nil, dpop: ca.DPoP != nil,
+		noPAR: conn.NoPAR, dpopCapable: len(h.DPoPAlgs) > 0, realmMethods: knownMethods(h.AuthMethods)}
 	if i := firstRefusal(switchRefusals, a, said{e.Status, e.Code, e.Description}); i >= 0 {
-		switchRefusals[i].apply(e, e.Op)
+		switchRefusals[i].apply(e, a)
 		return e
 	}
 	if len(conn.Scopes) > 0 {

@@ -15,6 +15,7 @@ import (
 	"errors"
 	"net/url"
 	"os"
+	"strings"
 	"testing"
 	"time"
 
@@ -188,3 +189,37 @@ func TestOpenIDProviderAuthCode(t *testing.T) {
 }
 
 func asAuthError(err error, target **auth.Error) bool { return errors.As(err, target) }
+
+// The real provider's refusals of a hardened client asked the plain way
+// (no DPoP proof; the secret instead of the client's own method) are
+// "invalid_grant: grant request is invalid" and "invalid_client: client
+// authentication failed"; shipkey's line names the way out from its
+// discovery: --dpop, and the method sent, the realm's and --client-auth.
+func TestOpenIDProviderRefusalsOfHardenedClientsNameTheWayOut(t *testing.T) {
+	t.Parallel()
+	p := startOP(t)
+	h := p.Hardened
+	for _, tc := range []struct {
+		id, secret string
+		kind       auth.ErrorKind
+		want       []string
+	}{
+		{h.DPoPClientID, p.ClientSecret, auth.KindConfig, []string{"takes DPoP proofs", "create the key again with --dpop"}},
+		{h.HMACClientID, h.JWTSecret, auth.KindInvalidClient, []string{"other than client_secret_post or client_secret_basic", "client_secret_jwt", "--client-auth METHOD"}},
+		{h.RSAClientID, p.ClientSecret, auth.KindInvalidClient, []string{"other than client_secret_post or client_secret_basic", "private_key_jwt", "--client-auth METHOD"}},
+		{h.MTLSClientID, p.ClientSecret, auth.KindInvalidClient, []string{"other than client_secret_post or client_secret_basic", "tls_client_auth", "--client-auth METHOD"}},
+	} {
+		conn := auth.Connection{Issuer: p.Issuer, ClientID: tc.id}
+		_, err := opClient(t).Obtain(opCtx(t), auth.GrantClientCredentials, auth.Request{Conn: conn, ClientAuth: auth.ClientAuth{Secret: tc.secret}})
+		if auth.KindOf(err) != tc.kind {
+			t.Errorf("%s: %v, want kind %v", tc.id, err, tc.kind)
+			continue
+		}
+		assertNoSecrets(t, err, tc.secret)
+		for _, w := range tc.want {
+			if !strings.Contains(err.Error(), w) {
+				t.Errorf("%s: the line does not say %q: %v", tc.id, w, err)
+			}
+		}
+	}
+}

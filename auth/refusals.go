@@ -33,13 +33,71 @@ type attempt struct {
 	// authorization code grant's loopback listener.
 	callback bool
 	// method is the key's client authentication as the request carried it
-	// (ClientAuth.Method); key, cert and dpop say whether it held a client
-	// key, a client certificate and a DPoP key.
-	method          ClientAuthMethod
-	key, cert, dpop bool
+	// ("" when none was chosen or learned); secret, key, cert and dpop say
+	// whether it held a client secret, a client key, a client certificate
+	// and a DPoP key.
+	method                  ClientAuthMethod
+	secret, key, cert, dpop bool
 	// noPAR: the key does not push its authorization requests;
 	// dpopCapable: the realm's discovery lists DPoP algorithms.
 	noPAR, dpopCapable bool
+	// realmMethods are the client authentication methods shipkey speaks
+	// that the realm's discovery lists for its token endpoint (none: it
+	// did not say).
+	realmMethods []ClientAuthMethod
+}
+
+// sent are the methods the request may have authenticated the client by:
+// its method, else, with a secret, the secret in the form or by HTTP Basic
+// (send tries both); none for a public client.
+func (a attempt) sent() []ClientAuthMethod {
+	switch {
+	case a.method != "":
+		return []ClientAuthMethod{a.method}
+	case a.secret:
+		return []ClientAuthMethod{ClientSecretPost, ClientSecretBasic}
+	}
+	return nil
+}
+
+// unlisted reports that the realm lists the methods it takes and none that
+// the request may have used is among them.
+func (a attempt) unlisted() bool {
+	sent := a.sent()
+	return len(a.realmMethods) > 0 && len(sent) > 0 && a.method != ClientAuthNone &&
+		!slices.ContainsFunc(sent, func(m ClientAuthMethod) bool { return slices.Contains(a.realmMethods, m) })
+}
+
+// othersListed reports that the realm lists a method the request did not use.
+func (a attempt) othersListed() bool {
+	sent := a.sent()
+	return slices.ContainsFunc(a.realmMethods, func(m ClientAuthMethod) bool { return !slices.Contains(sent, m) })
+}
+
+// knownMethods are the methods of names (a discovery document's list) that
+// shipkey speaks, less none (servers that take public clients seldom list
+// it), in clientAuthTable's order.
+func knownMethods(names []string) []ClientAuthMethod {
+	var out []ClientAuthMethod
+	for _, m := range ClientAuthMethods() {
+		if m != ClientAuthNone && slices.Contains(names, string(m)) {
+			out = append(out, m)
+		}
+	}
+	return out
+}
+
+// methodWords names the methods of ms for a message: "a", "a or b", "a, b
+// or c".
+func methodWords(ms []ClientAuthMethod) string {
+	names := make([]string, len(ms))
+	for i, m := range ms {
+		names[i] = string(m)
+	}
+	if len(names) < 2 {
+		return strings.Join(names, "")
+	}
+	return strings.Join(names[:len(names)-1], ", ") + " or " + names[len(names)-1]
 }
 
 // presence is a row's condition on one yes-or-no fact of the attempt.
@@ -74,11 +132,14 @@ type refusal struct {
 	ops      []string // the operation; nil: any
 	callback bool     // only the browser's answer to the authorization code grant
 	methods  []ClientAuthMethod
+	secret   presence
 	key      presence
 	cert     presence
 	dpop     presence
 	noPAR    presence
 	dpopCap  presence // the realm takes DPoP proofs
+	unlisted presence // the realm lists its methods, and not the one used (attempt.unlisted)
+	others   presence // the realm lists a method other than the one used
 	// What the server said.
 	status      []statusRange // one of them
 	codes       []string      // one of them; "" is an answer without a code
@@ -91,10 +152,14 @@ type refusal struct {
 	// What shipkey says: kind, message and hint. An empty message or hint
 	// is the kind's own (kindTexts). A row without a kind keeps what was
 	// said already and only adds its hint. <status> and <grant> in a
-	// message are the status and the grant's name.
+	// message are the status and the grant's name; <method> is the client
+	// authentication the request used, <realm methods> " (the realm takes
+	// …)" when its discovery lists them.
 	kind      ErrorKind
 	msg, hint string
 	addHint   string // added to the hint after "; "
+	// final: retrying cannot change this answer (IsFinalRefusal).
+	final bool
 }
 
 // errorCodes are the RFC 6749 §5.2 codes the rows tell apart by code (the
@@ -106,6 +171,7 @@ var (
 	loginOp  = []string{"login"}
 	ccOp     = []string{"client-credentials"}
 	exchange = []string{opExchange}
+	revokeOp = []string{"revoke"}
 	// otherGrants are the grants other than the password grant ("login"):
 	// those of grantOps.
 	otherGrants = slices.Sorted(maps.Keys(grantOps))
@@ -178,6 +244,15 @@ var statusRefusals = []refusal{
 	// 401 "Invalid user credentials"; 400 for unknown users and brute-force lockouts.
 	{ops: loginOp, codes: []string{"invalid_grant"}, kind: KindInvalidCredentials},
 	{ops: []string{"logout"}, codes: []string{"invalid_grant", "invalid_token"}, kind: KindLoginRequired, msg: loggedOutMsg, hint: loggedOutHint},
+	// A revocation endpoint that will not revoke the key's token ("token
+	// was not issued for this client", a request it will not take) with the
+	// client's authentication accepted (Keycloak's wrong secret is
+	// unauthorized_client "Invalid client or Invalid client credentials"):
+	// the same request gets the same answer however often it is sent.
+	{ops: revokeOp, codes: []string{"unauthorized_client"}, anyWording: []string{"invalid client", "client credentials"}, kind: KindInvalidClient},
+	{ops: revokeOp, status: is(400, 401), codes: []string{"invalid_request", "unauthorized_client", "invalid_token"}, final: true,
+		kind: KindServer, msg: "the server refused to revoke the key's token",
+		hint: "sending it again will not change that answer; the session stays live at the server until its tokens expire, unless the realm's administrators end it"},
 	{codes: []string{"invalid_grant"}, kind: KindLoginRequired},
 	{codes: []string{"invalid_client"}, kind: KindInvalidClient},
 	{codes: []string{"unauthorized_client"}, wording: []string{"direct access grant"}, kind: KindDirectGrantDisabled},
@@ -207,7 +282,23 @@ const (
 	keyAssertionMsg   = "the realm refused the key's client assertion (private_key_jwt)"
 	keyAssertionHint  = "register the key's public JWKS with the client (Credentials → Signed JWT → Keys), or pass the key it knows with {{client-key}} and {{client-key-id}}"
 	dpopGenericAnswer = "if the client requires DPoP-bound tokens (the realm takes DPoP proofs), create the key again with {{dpop}}"
+	// methodHint is the way out of a client authentication the realm does
+	// not take for the client.
+	methodHint        = "create the key again with the method the client is registered with: {{client-auth METHOD}}"
+	secretForJWTMsg   = "the realm wants a signed client assertion, and the key sent its client secret (<method>)"
+	secretForJWTHint  = "for a client whose authenticator is \"Signed JWT with Client Secret\", create the key again with {{client-auth client_secret_jwt}}; for \"Signed JWT\", with {{client-auth private_key_jwt}} and {{client-key FILE}} or {{generate-client-key}}"
+	otherMethodAnswer = "if the client is registered with a method other than <method><realm methods>, create the key again with {{client-auth METHOD}}"
 )
+
+// secretSent are the ways of sending the client secret itself: the method
+// not chosen ("", the form then HTTP Basic), the form and HTTP Basic.
+var secretSent = []ClientAuthMethod{"", ClientSecretPost, ClientSecretBasic}
+
+// methodRefusedWords are how servers say the client authenticated by a
+// method it is not registered with (oidc-provider: "the provided
+// authentication mechanism does not match the registered client
+// authentication method").
+var methodRefusedWords = []string{"authentication method", "auth method", "authentication mechanism", "token_endpoint_auth_method"}
 
 // assertionWords are how servers say a client assertion is wanted or wrong.
 var assertionWords = []string{"signed JWT", "client_assertion"}
@@ -223,6 +314,12 @@ var switchRefusals = []refusal{
 	// The generic refusal of a server that takes DPoP: it may be the
 	// missing proof, or not (oidc-provider says the same of a wrong PKCE
 	// verifier), so the line keeps what it said and adds the way out.
+	// The client credentials grant carries no grant of its own (no code,
+	// no refresh token, no PKCE verifier) that could be invalid: at a realm
+	// that takes DPoP, a key without it was refused for the missing proof.
+	{ops: ccOp, codes: []string{"invalid_grant"}, dpop: lacks, dpopCap: has,
+		kind: KindConfig, msg: "the realm refused the client credentials grant of a key without DPoP, and it takes DPoP proofs: the client likely requires DPoP-bound tokens",
+		hint: "create the key again with {{dpop}}"},
 	{codes: []string{"invalid_grant"}, dpop: lacks, dpopCap: has, silent: true, addHint: dpopGenericAnswer},
 	{codes: []string{"invalid_grant"}, dpop: lacks, dpopCap: has, exact: []string{"grant request is invalid"}, addHint: dpopGenericAnswer},
 	{codes: []string{"invalid_dpop_proof", "use_dpop_nonce"}, dpop: has, kind: KindConfig, msg: dpopRefusedMsg, hint: dpopRefusedHint},
@@ -231,6 +328,16 @@ var switchRefusals = []refusal{
 		kind: KindConfig, msg: "the realm requires pushed authorization requests (PAR) for this client", hint: "create the key again without {{par=false}}"},
 	{exact: []string{"Pushed Authorization Request"},
 		kind: KindConfig, msg: "the realm requires pushed authorization requests (PAR) and announces no PAR endpoint", hint: "set the connection's issuer so discovery finds the realm's PAR endpoint"},
+	// A method the realm does not list, or one the server says is not the
+	// client's: the method used, the realm's, and the flag.
+	{unlisted: has, status: is(400, 401), codes: []string{"invalid_client", "unauthorized_client", ""},
+		kind: KindInvalidClient, msg: "the realm does not take client authentication <method><realm methods>", hint: methodHint},
+	{anyWording: methodRefusedWords, codes: []string{"invalid_client", "unauthorized_client"},
+		kind: KindInvalidClient, msg: "the realm refused client authentication <method> for this client<realm methods>", hint: methodHint},
+	// Keycloak's "Parameter client_assertion_type is missing" to a key that
+	// sent its secret: the client's authenticator signs, with the secret or
+	// with a key.
+	{anyExact: assertionWords, methods: secretSent, secret: has, kind: KindInvalidClient, msg: secretForJWTMsg, hint: secretForJWTHint},
 	{anyExact: assertionWords, methods: []ClientAuthMethod{ClientSecretJWT}, kind: KindInvalidClient, msg: secretJWTMsg, hint: secretJWTHint},
 	{codes: []string{"invalid_client"}, methods: []ClientAuthMethod{ClientSecretJWT}, kind: KindInvalidClient, msg: secretJWTMsg, hint: secretJWTHint},
 	{anyExact: assertionWords, key: lacks, kind: KindInvalidClient, msg: assertionWanted, hint: clientKeyHint},
@@ -243,8 +350,15 @@ var switchRefusals = []refusal{
 	{codes: []string{"invalid_client", "unauthorized_client"}, cert: has,
 		kind: KindInvalidClient, msg: "the realm refused the client certificate (tls_client_auth)",
 		hint: "pass the certificate and key the client is registered with ({{client-cert}}, {{client-key}}); Keycloak: Client Authenticator \"X509 Certificate\", Subject DN"},
+	{wording: []string{"certificate"}, cert: lacks, methods: secretSent, secret: has,
+		kind: KindInvalidClient, msg: "the realm wants a client certificate (tls_client_auth), and the key sent its client secret (<method>)",
+		hint: "create the key again with {{client-auth tls_client_auth}} {{client-cert FILE}} {{client-key FILE}}"},
 	{wording: []string{"certificate"}, cert: lacks,
 		kind: KindInvalidClient, msg: "the realm wants a client certificate (tls_client_auth)", hint: "create the key again with {{client-cert FILE}} {{client-key FILE}}"},
+	// A refusal of the secret that does not say why (oidc-provider:
+	// "client authentication failed"), at a realm that takes other
+	// methods: the secret may be right and the method wrong.
+	{codes: []string{"invalid_client"}, methods: secretSent, secret: has, others: has, addHint: otherMethodAnswer},
 }
 
 // kindTexts are the message and hint of a kind whose row gives none.
@@ -294,7 +408,7 @@ func mapStatus(op string, status int, code, desc string, body []byte, secrets []
 func refuse(a attempt, s said, body []byte, secrets []string) *Error {
 	e := &Error{Op: a.op, Status: s.status, Code: scrub(s.code, secrets), Description: scrub(s.desc, secrets)}
 	if i := firstRefusal(statusRefusals, a, s); i >= 0 {
-		statusRefusals[i].apply(e, a.op)
+		statusRefusals[i].apply(e, a)
 	}
 	if e.Code == "" && len(body) > 0 {
 		e.Excerpt = bodyExcerpt(body, secrets)
@@ -313,8 +427,9 @@ func (r refusal) tried(a attempt) bool {
 	return (r.ops == nil || slices.Contains(r.ops, a.op)) &&
 		(!r.callback || a.callback) &&
 		(r.methods == nil || slices.Contains(r.methods, a.method)) &&
-		r.key.holds(a.key) && r.cert.holds(a.cert) && r.dpop.holds(a.dpop) &&
-		r.noPAR.holds(a.noPAR) && r.dpopCap.holds(a.dpopCapable)
+		r.secret.holds(a.secret) && r.key.holds(a.key) && r.cert.holds(a.cert) && r.dpop.holds(a.dpop) &&
+		r.noPAR.holds(a.noPAR) && r.dpopCap.holds(a.dpopCapable) &&
+		r.unlisted.holds(a.unlisted()) && r.others.holds(a.othersListed())
 }
 
 // heard reports whether s is what the server said in the row.
@@ -349,27 +464,36 @@ func holdsAny(s string, words []string) bool {
 	return slices.ContainsFunc(words, func(w string) bool { return strings.Contains(s, w) })
 }
 
-// apply gives e the row's line for op: its kind, message and hint (the
+// apply gives e the row's line for a: its kind, message and hint (the
 // kind's own where it gives none), and its added hint.
-func (r refusal) apply(e *Error, op string) {
+func (r refusal) apply(e *Error, a attempt) {
 	if r.kind != KindUnknown {
 		own := kindTexts[r.kind]
-		e.Kind, e.Msg, e.Hint = r.kind, fill(cmp.Or(r.msg, own.msg), op, e.Status), fill(cmp.Or(r.hint, own.hint), op, e.Status)
+		e.Kind, e.Msg, e.Hint = r.kind, fill(cmp.Or(r.msg, own.msg), a, e.Status), fill(cmp.Or(r.hint, own.hint), a, e.Status)
+	}
+	if r.final {
+		e.final = true
 	}
 	if r.addHint != "" {
 		if e.Hint != "" {
 			e.Hint += "; "
 		}
-		e.Hint += r.addHint
+		e.Hint += fill(r.addHint, a, e.Status)
 	}
 }
 
-// fill writes s's <status>, <grant> and <grant hint> for op and status.
-func fill(s, op string, status int) string {
+// fill writes s's <status>, <grant>, <grant hint>, <method> and <realm
+// methods> for a and status.
+func fill(s string, a attempt, status int) string {
 	if !strings.Contains(s, "<") {
 		return s
 	}
-	return strings.NewReplacer("<status>", strconv.Itoa(status), "<grant hint>", grantHints[op], "<grant>", grantOps[op]).Replace(s)
+	realm := ""
+	if len(a.realmMethods) > 0 {
+		realm = " (the realm takes " + methodWords(a.realmMethods) + ")"
+	}
+	return strings.NewReplacer("<status>", strconv.Itoa(status), "<grant hint>", grantHints[a.op], "<grant>", grantOps[a.op],
+		"<method>", methodWords(a.sent()), "<realm methods>", realm).Replace(s)
 }
 
 // withoutScopeCause drops the guess that a scope is missing from e's hint:

@@ -191,7 +191,7 @@ func (c *Client) token(ctx context.Context, conn Connection, ca ClientAuth, call
 	}
 	if !resp.ok() || resp.serverError().Code != "" {
 		// A 200 with an error code is a refusal too, as x/oauth2 reads it.
-		return nil, c.nameTheSwitch(conn, ca, resp.refusal(call.Op, ca.secrets(conn, call.Secrets...)))
+		return nil, c.nameTheSwitch(ctx, conn, ca, resp.refusal(call.Op, ca.secrets(conn, call.Secrets...)))
 	}
 	tok, err := parseToken(call.Op, resp)
 	if err != nil {

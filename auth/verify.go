@@ -27,6 +27,11 @@ var verifyAlgs = []jose.SignatureAlgorithm{
 	jose.RS256, jose.RS384, jose.RS512, jose.PS256, jose.ES256, jose.ES384, jose.EdDSA,
 }
 
+// foreignKeysHint is how to check a token of an issuer no connection names:
+// against that issuer's key set, given by the person (never fetched from a
+// URL the token names).
+const foreignKeysHint = "to check it, pass the issuer's key set with --jwks URL or --jwks FILE"
+
 // precheck decodes token for a signature check: done is set when the
 // verdict is known without keys (undecodable, opaque, HMAC-signed).
 func (c *Client) precheck(token string) (d *Decoded, v Verification, done bool) {
@@ -61,7 +66,7 @@ func (c *Client) verify(ctx context.Context, conns []Connection, token string) V
 	}
 	conn, ok := matchIssuer(conns, iss)
 	if !ok {
-		v.Reason = text.Safe(fmt.Sprintf("issuer %s is not one of your connections; not fetching its keys", iss))
+		v.Reason = text.Safe(fmt.Sprintf("issuer %s is not one of your connections; not fetching its keys; "+foreignKeysHint, iss))
 		return v
 	}
 	jwksURL, tried, err := c.keysURL(ctx, conn)

@@ -164,6 +164,9 @@ func TestVerifyNeverFetchesWhatTheTokenNames(t *testing.T) {
 		if !strings.Contains(v.Reason, evil.URL) {
 			t.Errorf("reason %q should name the issuer", v.Reason)
 		}
+		if !strings.Contains(v.Reason, "--jwks URL") {
+			t.Errorf("reason %q should say how to give the issuer's keys (--jwks)", v.Reason)
+		}
 	})
 
 	t.Run("known issuer with jku and x5u", func(t *testing.T) {

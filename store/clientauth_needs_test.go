@@ -1,6 +1,7 @@
 package store
 
 import (
+	"strings"
 	"testing"
 
 	"github.com/shipkey/shipkey/auth"
@@ -38,6 +39,25 @@ func TestNewKeyChecksFollowTheClientAuthTable(t *testing.T) {
 		}
 		if err := try("", nil, nil); (err != nil) != (n.Secret && n.Assertion) {
 			t.Errorf("%q with an empty secret: %v; the table says %+v", m, err, n)
+		}
+	}
+}
+
+// A method whose proof is a client certificate, given neither, names both
+// flags it needs (and not --generate-client-key, which cannot make a key a
+// certificate names).
+func TestCertificateMethodWithoutMaterialNamesBothFlags(t *testing.T) {
+	t.Parallel()
+	_, keyPEM, err := authtest.SelfSignedClient("shipping-cli")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, m := range auth.ClientAuthMethodsThat(func(n auth.ClientAuthNeeds) bool { return n.Cert }) {
+		for _, key := range [][]byte{nil, keyPEM} {
+			_, err := OneShotClientAuth(NewKey{Definition: Definition{Connection: auth.Connection{ClientID: "shipping-cli", ClientAuth: m}}, ClientKey: key})
+			if err == nil || !strings.Contains(err.Error(), "--client-cert FILE") || !strings.Contains(err.Error(), "--client-key FILE") || strings.Contains(err.Error(), "generate-client-key") {
+				t.Errorf("%s without a certificate (key given: %v): %v; want both --client-cert FILE and --client-key FILE named", m, key != nil, err)
+			}
 		}
 	}
 }

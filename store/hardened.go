@@ -21,10 +21,12 @@ func (sec *keySecrets) addHardening(nk *NewKey) error {
 	switch {
 	case nk.GenerateClientKey && len(nk.ClientKey) > 0:
 		return errors.New("pass either a client key file or --generate-client-key, not both")
+	case needs.Cert && (len(nk.ClientCert) == 0 || len(nk.ClientKey) == 0):
+		// Named before the key alone: a certificate method needs both, and
+		// its key is the certificate's, never one made here.
+		return errors.New("client authentication " + string(m) + " needs the client certificate and its private key: pass --client-cert FILE --client-key FILE")
 	case needs.Key && len(nk.ClientKey) == 0 && !nk.GenerateClientKey:
 		return errors.New("client authentication " + string(m) + " needs the client's private key: pass --client-key FILE (or --generate-client-key)")
-	case needs.Cert && len(nk.ClientCert) == 0:
-		return errors.New("client authentication " + string(m) + " needs the client certificate: pass --client-cert FILE with --client-key FILE")
 	case !needs.Key && (len(nk.ClientKey) > 0 || nk.GenerateClientKey):
 		return errors.New("a client key is for " + methodList(func(n auth.ClientAuthNeeds) bool { return n.Key }) + ", not client authentication " + string(m))
 	case needs.Secret && needs.Assertion && nk.ClientSecret == "":

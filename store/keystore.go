@@ -679,8 +679,10 @@ func (s *Store) Login(ctx context.Context, label string, opts LoginOptions) (Key
 		return Key{}, nil, err
 	}
 	if !ks.EndPending.IsZero() {
-		// The old session must end before its tokens are replaced.
-		if _, err := s.endSession(ctx, e, ks, sec); err != nil {
+		// The old session must end before its tokens are replaced, unless
+		// the server refused for good (a key left pending before that was
+		// told apart): asking again would block the key for ever.
+		if _, err := s.endSession(ctx, e, ks, sec); err != nil && !auth.IsFinalRefusal(err) {
 			return Key{}, nil, &EndPendingError{Label: e.Label, Err: err}
 		}
 	}
@@ -832,9 +834,11 @@ func (s *Store) MarkUsed(label string) error {
 }
 
 // Logout ends the key's session at the server (auth.Client.EndSession:
-// logout, else revocation) and drops its tokens; the key stays. The local
-// tokens are dropped whatever the server answered; its refusal, or a failure
-// to reach it, is returned beside what it did.
+// logout, else revocation) and drops its tokens; the key stays. The key is
+// logged out whatever the server answered; its refusal, or a failure to
+// reach it, is returned beside what it did: a refusal that retrying cannot
+// change (auth.IsFinalRefusal) as an *EndRefusedError, the tokens dropped;
+// any other with the tokens kept and the end pending (recordEnd).
 func (s *Store) Logout(ctx context.Context, label string) (auth.EndResult, error) {
 	if _, err := s.prepare(); err != nil {
 		return auth.EndResult{}, err
@@ -860,17 +864,22 @@ func (s *Store) Logout(ctx context.Context, label string) (auth.EndResult, error
 	if err := s.recordEnd(ctx, e, sec, serverErr); err != nil {
 		return res, err
 	}
+	if auth.IsFinalRefusal(serverErr) {
+		return res, &EndRefusedError{Label: e.Label, Err: serverErr}
+	}
 	return res, serverErr
 }
 
 // recordEnd records the outcome of ending key e's session: when the server
-// ended it (or said it no longer exists) the tokens are dropped; when it
-// refused or could not be reached they are kept, the key is logged out
-// with its end pending, and the next logout (or keys rm) tries again.
+// ended it (or said it no longer exists, or refused for good) the tokens
+// are dropped; when it refused otherwise or could not be reached they are
+// kept, the key is logged out with its end pending, and the next logout
+// (or keys rm) tries again.
 func (s *Store) recordEnd(ctx context.Context, e keyEntry, sec keySecrets, serverErr error) error {
+	retry := serverErr != nil && !auth.IsFinalRefusal(serverErr)
 	return s.changeState(ctx, e.ID, e.Label, func(ks *keyState) error {
 		ks.LoggedOut = true
-		if serverErr != nil && (sec.RefreshToken != "" || sec.AccessToken != "") {
+		if retry && (sec.RefreshToken != "" || sec.AccessToken != "") {
 			if ks.EndPending.IsZero() {
 				ks.EndPending = s.now()
 			}
@@ -896,6 +905,22 @@ func (e *EndPendingError) Error() string {
 }
 
 func (e *EndPendingError) Unwrap() error { return e.Err }
+
+// EndRefusedError: the server refused to end the key's session in a way
+// that asking again cannot change (auth.IsFinalRefusal). The key is logged
+// out here, its tokens dropped and nothing left pending; the session at the
+// server may stay live until its tokens expire.
+type EndRefusedError struct {
+	Label string
+	Err   error // the server's refusal, in its words
+}
+
+func (e *EndRefusedError) Error() string {
+	return fmt.Sprintf("API key %s is logged out here (its tokens are dropped and nothing is pending), but its session was not ended at the server: %v",
+		quoteLabel(e.Label), e.Err)
+}
+
+func (e *EndRefusedError) Unwrap() error { return e.Err }
 
 // endSession ends the key's session at the server when it has tokens.
 func (s *Store) endSession(ctx context.Context, e keyEntry, ks keyState, sec keySecrets) (auth.EndResult, error) {
@@ -927,7 +952,8 @@ type RemoveOptions struct {
 	// Force removes the key even when its session could not be ended at the
 	// server (its tokens then stay valid there until they expire). Without
 	// it such a key is kept, logged out with its end pending, and the error
-	// is an *EndPendingError beside the server's.
+	// is an *EndPendingError beside the server's; a refusal that retrying
+	// cannot change (auth.IsFinalRefusal) removes the key as Force does.
 	Force bool
 }
 
@@ -952,7 +978,7 @@ func (s *Store) RemoveWith(ctx context.Context, label string, opts RemoveOptions
 	var serverErr error
 	if sec, ok, err := b.Get(e.ID); err == nil && ok {
 		res, serverErr = s.endSession(ctx, e, ks, sec)
-		if serverErr != nil && !opts.Force {
+		if serverErr != nil && !opts.Force && !auth.IsFinalRefusal(serverErr) {
 			if err := s.recordEnd(ctx, e, sec, serverErr); err != nil {
 				return res, err
 			}
