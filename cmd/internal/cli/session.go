@@ -2,6 +2,7 @@ package cli
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"slices"
@@ -418,10 +419,14 @@ its secrets stay, for "shipkey login".
 
 Exit code 0 when the server ended the session or offers no way to (then the
 tokens stay valid at the server until they expire, as stderr says), and the
-tokens are dropped. 1 when the server refused (6 when it could not be reached
-or failed): the key hands out no token, its end is pending (shipkey status
-shows it) and its tokens are kept only to end the session; run logout again
-to retry.
+tokens are dropped. 1 when the server refused in a way no retry can change
+(the token was not issued for this client, say): the tokens are dropped here
+and nothing is pending, and stderr gives the server's words (its session may
+live until it expires). 5 when it refused the client's credentials, 6 when it
+could not be reached or failed: the key hands out no token, its end is
+pending (shipkey status shows it) and its tokens are kept only to end the
+session; fix the secret (shipkey keys set-secret) or wait, and run logout
+again.
 
 A team key (TEAM/LABEL) is logged out once for the whole team, under the
 team-wide lock: the session ends at the server and the team's shared tokens
@@ -465,6 +470,12 @@ func logoutRun(ctx context.Context, opts *logoutOptions) error {
 	if key.LoggedOut && key.EndPending.IsZero() && err == nil {
 		fmt.Fprintf(opts.IO.ErrOut, "API key %s was already logged out; no session to end (%s)\n", label, again)
 		return nil
+	}
+	var refused *store.EndRefusedError
+	if errors.As(err, &refused) {
+		// A refusal no retry can change: the tokens are dropped here and
+		// nothing is pending; the error says what was and was not ended.
+		return &exitError{code: exitFailure, err: err}
 	}
 	if err != nil {
 		return fmt.Errorf("%s here (no token is handed out), but %s; ending it is pending, its tokens kept only for that: run shipkey logout %s to try again: %w",
