@@ -311,8 +311,28 @@ func (in *inspector) claimLines(c auth.Claim, w int) string {
 	default:
 		val = s.Value.Render(text.Safe(c.Display))
 	}
-	// Long values wrap under themselves rather than off the edge.
+	// Long values wrap under themselves rather than off the edge; an
+	// address (iss, aud) between the pieces of its path, never in a word.
 	valW := in.width - 6 - lipgloss.Width(name) - len(pad)
+	// Its lines leave room for "↑ more"/"↓ more" (markMore) at their end;
+	// one whose host does not fit beside the name goes under it.
+	if plain := text.Safe(c.Display); c.Kind == auth.ClaimText && isURL(plain) && lipgloss.Width(plain) > valW {
+		room := valW - lipgloss.Width(moreAbove) - 1
+		indent, under := strings.Repeat(" ", in.width-valW), false
+		if lipgloss.Width(urlHead(plain)) > room {
+			b.WriteString("      " + s.ClaimName.Render(name) + "\n")
+			room = in.width - 8 - lipgloss.Width(moreAbove) - 1
+			indent, under = "        ", true
+		}
+		for i, l := range urlWrap(plain, max(16, room)) {
+			if i == 0 && !under {
+				b.WriteString("      " + s.ClaimName.Render(name) + pad + s.Value.Render(l) + "\n")
+			} else {
+				b.WriteString(indent + s.Value.Render(l) + "\n")
+			}
+		}
+		return in.keep(key, b.String())
+	}
 	for i, l := range strings.Split(ansi.Wrap(val, max(16, valW), ", "), "\n") {
 		if i == 0 {
 			b.WriteString("      " + s.ClaimName.Render(name) + pad + l + "\n")
@@ -320,11 +340,16 @@ func (in *inspector) claimLines(c auth.Claim, w int) string {
 			b.WriteString(strings.Repeat(" ", max(0, in.width-max(16, valW))) + l + "\n")
 		}
 	}
+	return in.keep(key, b.String())
+}
+
+// keep remembers a claim's rendered lines under key and returns them.
+func (in *inspector) keep(key, lines string) string {
 	if in.lines == nil || len(in.lines) > 256 {
 		in.lines = map[string]string{}
 	}
-	in.lines[key] = b.String()
-	return b.String()
+	in.lines[key] = lines
+	return lines
 }
 
 // signature says the signature state in words.
