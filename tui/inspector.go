@@ -6,7 +6,6 @@ import (
 	"time"
 
 	"charm.land/bubbles/v2/key"
-	"charm.land/bubbles/v2/textinput"
 	"charm.land/bubbles/v2/viewport"
 	tea "charm.land/bubbletea/v2"
 	"charm.land/lipgloss/v2"
@@ -46,9 +45,10 @@ type inspector struct {
 	tokens        []inspected
 	seq           int // tags the verifications of the current tokens
 	vp            viewport.Model
-	paste         textinput.Model
+	paste         pasteField
 	errMsg        string
 	sum           []string // the summary lines above the viewport (see summarize)
+	decodes       int      // tokens decoded (the paste tests count them)
 	spinner       func() string
 }
 
@@ -56,14 +56,11 @@ func newInspector(c *common, spinner func() string) *inspector {
 	in := &inspector{c: c, spinner: spinner}
 	in.vp = viewport.New()
 	in.vp.MouseWheelEnabled = true
-	in.paste = c.styles.newTextInput("token › ")
-	in.paste.Placeholder = "paste a JWT (or any token) and press enter"
-	in.paste.CharLimit = 64 << 10
+	in.paste = newPasteField(c, "token › ", "paste a JWT (or any token) and press enter")
 	return in
 }
 
 func (in *inspector) restyle() {
-	in.paste.SetStyles(in.c.styles.TextInput)
 	clear(in.lines)
 	in.render()
 }
@@ -82,7 +79,8 @@ func (in *inspector) startPaste() tea.Cmd {
 	in.mode = inspectPasting
 	in.errMsg = ""
 	in.paste.SetValue("")
-	return in.paste.Focus()
+	in.paste.Focus()
+	return nil
 }
 
 // token is one token to load: a title and the raw text, and for a key's
@@ -103,6 +101,7 @@ func (in *inspector) load(source string, toks []token, now time.Time, seq int) [
 		}
 		it := inspected{title: t.title, raw: t.raw, ownJKT: t.jkt, ownX5T: t.x5t}
 		it.decode(now)
+		in.decodes++
 		if it.dec != nil && it.dec.Format == auth.FormatJWT {
 			it.verifying = true
 			verify = append(verify, len(in.tokens))
@@ -134,6 +133,7 @@ func (in *inspector) retime(now time.Time) {
 	for i := range in.tokens {
 		in.tokens[i].decode(now)
 	}
+	in.decodes += len(in.tokens)
 	in.render()
 }
 
@@ -178,9 +178,8 @@ func (in *inspector) Update(msg tea.Msg) (action, tea.Cmd) {
 				return actInspectToken{raw: raw}, nil
 			}
 		}
-		var cmd tea.Cmd
-		in.paste, cmd = in.paste.Update(msg)
-		return nil, cmd
+		in.paste.Update(msg)
+		return nil, nil
 	}
 	switch msg := msg.(type) {
 	case tea.KeyPressMsg:
@@ -199,10 +198,9 @@ func (in *inspector) Update(msg tea.Msg) (action, tea.Cmd) {
 	case tea.PasteMsg:
 		// A paste needs no p first: it lands in the paste field, for
 		// enter to inspect.
-		focus := in.startPaste()
-		var cmd tea.Cmd
-		in.paste, cmd = in.paste.Update(msg)
-		return nil, tea.Batch(focus, cmd)
+		in.startPaste()
+		in.paste.Update(msg)
+		return nil, nil
 	}
 	var cmd tea.Cmd
 	in.vp, cmd = in.vp.Update(msg)

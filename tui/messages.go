@@ -111,6 +111,10 @@ type requestDoneMsg struct {
 	err    error
 }
 
+// typedRedrawMsg draws what was typed into the paste field since its last
+// frame (Model.typedRedraw).
+type typedRedrawMsg struct{}
+
 // tickMsg is the countdown tick (tick.go: when the text shown changes).
 type tickMsg struct {
 	gen int
