@@ -33,6 +33,9 @@ type inspected struct {
 	// ownJKT and ownX5T are the key's DPoP key and client certificate
 	// thumbprints, to say whether a bound token's cnf is the key's own.
 	ownJKT, ownX5T string
+	// dpop: a DPoP key's access token, bound to its DPoP key whether or
+	// not it is a JWT (an opaque token's binding is the server's record).
+	dpop bool
 }
 
 // inspector shows the claims of one or more tokens, scrollable.
@@ -85,7 +88,10 @@ func (in *inspector) startPaste() tea.Cmd {
 
 // token is one token to load: a title and the raw text, and for a key's
 // tokens the thumbprints of its DPoP key and client certificate.
-type token struct{ title, raw, jkt, x5t string }
+type token struct {
+	title, raw, jkt, x5t string
+	dpop                 bool
+}
 
 // load decodes toks (pure computation) and returns the indexes of the JWTs
 // whose signature should be checked. seq tags the verifications.
@@ -99,7 +105,7 @@ func (in *inspector) load(source string, toks []token, now time.Time, seq int) [
 		if t.raw == "" {
 			continue
 		}
-		it := inspected{title: t.title, raw: t.raw, ownJKT: t.jkt, ownX5T: t.x5t}
+		it := inspected{title: t.title, raw: t.raw, ownJKT: t.jkt, ownX5T: t.x5t, dpop: t.dpop}
 		it.decode(now)
 		in.decodes++
 		if it.dec != nil && it.dec.Format == auth.FormatJWT {
@@ -241,6 +247,9 @@ func (in *inspector) render() {
 			continue
 		case t.dec == nil || t.dec.Format != auth.FormatJWT:
 			b.WriteString(s.Subtle.Render("    not a JWT: an opaque token has no claims to show ("+text.Mask(t.raw)+")") + "\n")
+			if t.dpop {
+				b.WriteString(indentWrapped(opaqueDPoP, 4, in.width, s.Value.Render))
+			}
 			continue
 		}
 		b.WriteString(s.Subtle.Render("    header") + "\n")
@@ -433,7 +442,11 @@ func (in *inspector) summarize() []string {
 	case t.decodeErr != "":
 		return []string{title + " " + s.Error.Render("cannot decode: "+t.decodeErr)}
 	case t.dec == nil || t.dec.Format != auth.FormatJWT:
-		return []string{title + " " + s.Subtle.Render("opaque (not a JWT): no claims, no signature to check")}
+		lines := []string{title + " " + s.Subtle.Render("opaque (not a JWT): no claims, no signature to check")}
+		if t.dpop {
+			lines = append(lines, "  "+s.Value.Render(ansi.Truncate("DPoP-bound: sent only with a proof by this key's DPoP key", max(10, in.width-4), "…")))
+		}
+		return lines
 	}
 	sep := s.Subtle.Render(" · ")
 	kind := s.Value.Render("JWT " + orDash(text.Safe(t.dec.Alg)))
@@ -502,6 +515,10 @@ func (in *inspector) futureLines(t inspected) []string {
 	}
 	return lines
 }
+
+// opaqueDPoP says that an opaque token of a DPoP key is DPoP-bound: it has
+// no cnf claim to show, and the server keeps the binding.
+const opaqueDPoP = "DPoP-bound: the server bound this token to the key's DPoP key (no cnf claim to show in an opaque token); it is sent only with a DPoP proof, as shipkey api and header --dpop-proof do."
 
 // hmacSigned reports whether the token is a JWT signed with an HMAC
 // (HS256, HS384, HS512): a shared secret, which a client never holds.
