@@ -85,8 +85,10 @@ func (m *Model) apply(a action) tea.Cmd {
 		return m.inspectKey(a.label)
 	case actInspectPaste:
 		return tea.Batch(m.goTo(screenInspector), m.inspector.startPaste())
+	case actVerifyJWKS:
+		return m.verifyInspected()
 	case actInspectToken:
-		return m.loadInspector("pasted token", []token{{title: "Pasted token", raw: a.raw}})
+		return m.loadInspector(pastedSource, []token{{title: "Pasted token", raw: a.raw}})
 	case actSendRequest:
 		m.cancelRequest()
 		ctx, cancel := context.WithTimeout(m.ctx, opTimeout)
@@ -166,7 +168,18 @@ func (m *Model) loadInspector(source string, toks []token) tea.Cmd {
 	verify := m.inspector.load(source, toks, m.c.now, seq)
 	cmds := []tea.Cmd{m.goTo(screenInspector)}
 	for _, i := range verify {
-		cmds = append(cmds, m.startOp(), m.verifyCmd(seq, i, m.inspector.tokens[i].raw))
+		cmds = append(cmds, m.startOp(), m.verifyCmd(seq, i, m.inspector.tokens[i].raw, m.inspector.jwks))
+	}
+	return tea.Batch(cmds...)
+}
+
+// verifyInspected checks the inspected JWTs' signatures again (a JWKS URL
+// was given or cleared); the answers of earlier checks are stale.
+func (m *Model) verifyInspected() tea.Cmd {
+	seq := m.req.start(slotInspect)
+	var cmds []tea.Cmd
+	for _, i := range m.inspector.reverify(seq) {
+		cmds = append(cmds, m.startOp(), m.verifyCmd(seq, i, m.inspector.tokens[i].raw, m.inspector.jwks))
 	}
 	return tea.Batch(cmds...)
 }

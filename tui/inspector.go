@@ -1,6 +1,7 @@
 package tui
 
 import (
+	"charm.land/bubbles/v2/textinput"
 	"fmt"
 	"strings"
 	"time"
@@ -20,6 +21,7 @@ type inspectorMode int
 const (
 	inspectViewing inspectorMode = iota
 	inspectPasting               // the paste field has focus
+	inspectJWKS                  // the JWKS URL field has focus
 )
 
 // inspected is one token under inspection.
@@ -49,10 +51,15 @@ type inspector struct {
 	seq           int // tags the verifications of the current tokens
 	vp            viewport.Model
 	paste         pasteField
-	errMsg        string
-	sum           []string // the summary lines above the viewport (see summarize)
-	decodes       int      // tokens decoded (the paste tests count them)
-	spinner       func() string
+	jwksField     textinput.Model
+	// jwks is the URL of the key set the signatures are checked against
+	// (w); "" for the realms of the store's connections. A key's tokens
+	// clear it; pasted tokens keep it (the same foreign issuer's, often).
+	jwks    string
+	errMsg  string
+	sum     []string // the summary lines above the viewport (see summarize)
+	decodes int      // tokens decoded (the paste tests count them)
+	spinner func() string
 }
 
 func newInspector(c *common, spinner func() string) *inspector {
@@ -60,10 +67,14 @@ func newInspector(c *common, spinner func() string) *inspector {
 	in.vp = viewport.New()
 	in.vp.MouseWheelEnabled = true
 	in.paste = newPasteField(c, "token › ", "paste a JWT (or any token) and press enter")
+	in.jwksField = c.styles.newTextInput("JWKS URL › ")
+	in.jwksField.Placeholder = "https://…/protocol/openid-connect/certs (empty: the realm's keys)"
+	in.jwksField.CharLimit = 2048
 	return in
 }
 
 func (in *inspector) restyle() {
+	in.jwksField.SetStyles(in.c.styles.TextInput)
 	clear(in.lines)
 	in.render()
 }
@@ -72,10 +83,11 @@ func (in *inspector) SetSize(width, height int) {
 	in.width, in.height = width, height
 	in.vp.SetWidth(max(1, width))
 	in.paste.SetWidth(max(10, width-12))
+	in.jwksField.SetWidth(max(10, width-16))
 	in.render()
 }
 
-func (in *inspector) Capturing() bool { return in.mode == inspectPasting }
+func (in *inspector) Capturing() bool { return in.mode != inspectViewing }
 
 // startPaste switches to the paste field.
 func (in *inspector) startPaste() tea.Cmd {
@@ -100,6 +112,9 @@ func (in *inspector) load(source string, toks []token, now time.Time, seq int) [
 	in.tokens = in.tokens[:0]
 	in.mode = inspectViewing
 	in.paste.Blur()
+	if source != pastedSource {
+		in.jwks = ""
+	}
 	var verify []int
 	for _, t := range toks {
 		if t.raw == "" {
@@ -117,6 +132,51 @@ func (in *inspector) load(source string, toks []token, now time.Time, seq int) [
 	in.vp.GotoTop()
 	in.render()
 	return verify
+}
+
+// pastedSource is the inspector's source for a pasted token.
+const pastedSource = "pasted token"
+
+// reverify marks the JWTs as being checked again under seq and returns
+// their indexes.
+func (in *inspector) reverify(seq int) []int {
+	in.seq = seq
+	var out []int
+	for i := range in.tokens {
+		if t := &in.tokens[i]; t.dec != nil && t.dec.Format == auth.FormatJWT {
+			t.verifying, t.ver = true, auth.Verification{}
+			out = append(out, i)
+		}
+	}
+	in.render()
+	return out
+}
+
+// updateJWKS handles the JWKS URL field: enter checks the signatures
+// against the key set at the URL (empty: the realms' keys again), esc
+// leaves it as it was.
+func (in *inspector) updateJWKS(msg tea.Msg) (action, tea.Cmd) {
+	if k, ok := msg.(tea.KeyPressMsg); ok {
+		switch {
+		case key.Matches(k, in.c.keys.Back):
+			in.mode = inspectViewing
+			in.jwksField.Blur()
+			return nil, nil
+		case key.Matches(k, in.c.keys.Enter):
+			u := strings.TrimSpace(in.jwksField.Value())
+			if u != "" && !strings.HasPrefix(u, "https://") && !strings.HasPrefix(u, "http://") {
+				in.errMsg = "a JWKS URL starts with https:// (or http://); esc keeps the keys as they were"
+				return nil, nil
+			}
+			in.jwks, in.errMsg = u, ""
+			in.mode = inspectViewing
+			in.jwksField.Blur()
+			return actVerifyJWKS{}, nil
+		}
+	}
+	var cmd tea.Cmd
+	in.jwksField, cmd = in.jwksField.Update(msg)
+	return nil, cmd
 }
 
 // decode decodes the token as of now (the claims' relative times).
@@ -164,6 +224,9 @@ func (in *inspector) busy() bool {
 }
 
 func (in *inspector) Update(msg tea.Msg) (action, tea.Cmd) {
+	if in.mode == inspectJWKS {
+		return in.updateJWKS(msg)
+	}
 	if in.mode == inspectPasting {
 		if k, ok := msg.(tea.KeyPressMsg); ok {
 			switch {
@@ -194,6 +257,11 @@ func (in *inspector) Update(msg tea.Msg) (action, tea.Cmd) {
 			return actBack{}, nil
 		case key.Matches(msg, in.c.keys.Paste):
 			return nil, in.startPaste()
+		case key.Matches(msg, in.c.keys.JWKS) && len(in.tokens) > 0:
+			in.mode, in.errMsg = inspectJWKS, ""
+			in.jwksField.SetValue(in.jwks)
+			in.jwksField.CursorEnd()
+			return nil, in.jwksField.Focus()
 		case key.Matches(msg, in.c.keys.Top):
 			in.vp.GotoTop()
 			return nil, nil
@@ -390,6 +458,11 @@ func (in *inspector) View() string {
 	switch {
 	case in.mode == inspectPasting:
 		top = in.paste.View()
+	case in.mode == inspectJWKS && in.errMsg != "":
+		// The error under the field, for this moment (the claims give way).
+		top = in.jwksField.View() + "\n  " + s.Error.Render(ansi.Truncate("✗ "+in.errMsg, max(10, in.width-4), "…"))
+	case in.mode == inspectJWKS:
+		top = in.jwksField.View()
 	case in.errMsg != "":
 		top = s.Error.Render("✗ " + in.errMsg)
 	default:
@@ -398,6 +471,9 @@ func (in *inspector) View() string {
 			src = "no token"
 		}
 		top = s.Subtle.Render("Source: " + text.Safe(src) + "  ·  p pastes another token")
+		if in.jwks != "" {
+			top = s.Subtle.Render("Source: "+text.Safe(src)+"  ·  keys from ") + s.Value.Render(text.Safe(in.jwks))
+		}
 	}
 	claims := in.visibleClaims()
 	claims = markMore(claims, in.width, in.vp.YOffset() > 0, !in.vp.AtBottom(), s.Subtle)
@@ -473,6 +549,9 @@ func (in *inspector) summarize() []string {
 		// "issuer X is not one of your connections; not fetching its keys"
 		reason, _, _ = strings.Cut(sigReason(t), ";")
 		reason = strings.TrimSpace(reason)
+		if t.ver.KeysUnavailable && in.jwks == "" {
+			reason += " (w: check with a JWKS URL)"
+		}
 		if hmacSigned(t) {
 			reason = sigReason(t)
 		}
@@ -554,13 +633,13 @@ func fitReason(reason, issuer string, width int) string {
 
 func (in *inspector) ShortHelp() []key.Binding {
 	k := in.c.keys
-	if in.mode == inspectPasting {
+	if in.mode != inspectViewing {
 		return []key.Binding{k.Enter, k.Back, k.ForceQuit}
 	}
-	return []key.Binding{k.ScrollUp, k.ScrollDown, k.Paste, k.Back, k.Help, k.Quit}
+	return []key.Binding{k.ScrollUp, k.ScrollDown, k.Paste, k.JWKS, k.Back, k.Help, k.Quit}
 }
 
 func (in *inspector) FullHelp() [][]key.Binding {
 	k := in.c.keys
-	return [][]key.Binding{{k.ScrollUp, k.ScrollDown}, {k.Paste, k.Back}}
+	return [][]key.Binding{{k.ScrollUp, k.ScrollDown}, {k.Paste, k.JWKS, k.Back}}
 }

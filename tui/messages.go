@@ -203,6 +203,13 @@ type actOpenBrowser struct{}
 
 func (actOpenBrowser) isAction() {}
 
+// actVerifyJWKS asks to check the inspected tokens' signatures again,
+// against the key set at the inspector's JWKS URL (or, with none, the
+// realms of the store's connections).
+type actVerifyJWKS struct{}
+
+func (actVerifyJWKS) isAction() {}
+
 // actInspectToken asks to inspect a pasted token.
 type actInspectToken struct{ raw string }
 
