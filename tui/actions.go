@@ -3,10 +3,12 @@ package tui
 import (
 	"context"
 	"fmt"
+	"strings"
 
 	tea "charm.land/bubbletea/v2"
 	"github.com/shipkey/shipkey/auth"
 	"github.com/shipkey/shipkey/internal/text"
+	"github.com/shipkey/shipkey/store"
 )
 
 // apply turns a screen's intent into state changes and commands.
@@ -83,8 +85,10 @@ func (m *Model) apply(a action) tea.Cmd {
 		return m.inspectKey(a.label)
 	case actInspectPaste:
 		return tea.Batch(m.goTo(screenInspector), m.inspector.startPaste())
+	case actVerifyJWKS:
+		return m.verifyInspected()
 	case actInspectToken:
-		return m.loadInspector("pasted token", []token{{title: "Pasted token", raw: a.raw}})
+		return m.loadInspector(pastedSource, []token{{title: "Pasted token", raw: a.raw}})
 	case actSendRequest:
 		m.cancelRequest()
 		ctx, cancel := context.WithTimeout(m.ctx, opTimeout)
@@ -145,13 +149,16 @@ func (m *Model) checkLive(label string) tea.Cmd {
 // inspectKey opens the inspector on a key's access and refresh tokens.
 func (m *Model) inspectKey(label string) tea.Cmd {
 	if m.details.key.Label == label && m.details.tokens != nil {
-		return m.loadInspector("key "+label, keyTokens(m.details.tokens))
+		return m.loadInspector("key "+label, keyTokens(m.details.key, m.details.tokens))
 	}
 	return tea.Batch(m.startOp(), m.currentCmd(m.req.start(slotInspect), opInspect, label))
 }
 
-func keyTokens(t *auth.TokenSet) []token {
-	return []token{{title: "Access token", raw: t.AccessToken}, {title: "Refresh token", raw: t.RefreshToken}, {title: "ID token", raw: t.IDToken}}
+// keyTokens are the tokens of key k to inspect; its access token is
+// DPoP-bound when the key uses DPoP (or the server said token_type DPoP).
+func keyTokens(k store.Key, t *auth.TokenSet) []token {
+	dpop := k.Connection.DPoP || strings.EqualFold(t.TokenType, auth.DPoPTokenType)
+	return []token{{title: "Access token", raw: t.AccessToken, dpop: dpop}, {title: "Refresh token", raw: t.RefreshToken}, {title: "ID token", raw: t.IDToken}}
 }
 
 // loadInspector decodes toks into the inspector and starts the signature
@@ -161,7 +168,18 @@ func (m *Model) loadInspector(source string, toks []token) tea.Cmd {
 	verify := m.inspector.load(source, toks, m.c.now, seq)
 	cmds := []tea.Cmd{m.goTo(screenInspector)}
 	for _, i := range verify {
-		cmds = append(cmds, m.startOp(), m.verifyCmd(seq, i, m.inspector.tokens[i].raw))
+		cmds = append(cmds, m.startOp(), m.verifyCmd(seq, i, m.inspector.tokens[i].raw, m.inspector.jwks))
+	}
+	return tea.Batch(cmds...)
+}
+
+// verifyInspected checks the inspected JWTs' signatures again (a JWKS URL
+// was given or cleared); the answers of earlier checks are stale.
+func (m *Model) verifyInspected() tea.Cmd {
+	seq := m.req.start(slotInspect)
+	var cmds []tea.Cmd
+	for _, i := range m.inspector.reverify(seq) {
+		cmds = append(cmds, m.startOp(), m.verifyCmd(seq, i, m.inspector.tokens[i].raw, m.inspector.jwks))
 	}
 	return tea.Batch(cmds...)
 }

@@ -197,5 +197,6 @@ func TestModelWithRealStore(t *testing.T) {
 	h.press("j", "j", "j")
 	h.mustShow("shipper", "verified")
 	h.press("2")
-	h.mustShow("demo", "never")
+	h.mustShow("demo", notHandedOut)
+	h.mustNotShow("never")
 }

@@ -44,7 +44,16 @@ type Verifier interface {
 	Verify(ctx context.Context, conns []auth.Connection, token string) auth.Verification
 }
 
+// KeySetVerifier checks a token against a key set fetched from a JWKS URL
+// (the inspector's w, as `inspect --verify --jwks URL`); *auth.Client is
+// one. A Verifier that is not one cannot take a JWKS URL.
+type KeySetVerifier interface {
+	FetchKeySet(ctx context.Context, url string) (auth.KeySet, error)
+	VerifyWithKeySet(token string, ks auth.KeySet) auth.Verification
+}
+
 var (
-	_ Backend  = (*store.Store)(nil)
-	_ Verifier = (*auth.Client)(nil)
+	_ Backend        = (*store.Store)(nil)
+	_ Verifier       = (*auth.Client)(nil)
+	_ KeySetVerifier = (*auth.Client)(nil)
 )

@@ -296,7 +296,7 @@ var KeyColumns = []KeyColumn{
 	},
 	ColLastUsed: {
 		Title: "Last Used", Short: "Used", Width: 10, MinWidth: 9, Clock: true,
-		Cell:    func(r *KeyRow, now time.Time, _ CellStyle) string { return text.Ago(timeOf(r.lastUsed), now) },
+		Cell:    func(r *KeyRow, now time.Time, _ CellStyle) string { return lastUsedCell(timeOf(r.lastUsed), now) },
 		compare: func(a, b *KeyRow) int { return laterFirst(timeOf(a.lastUsed), timeOf(b.lastUsed)) },
 	},
 	ColAccess: {
@@ -400,4 +400,19 @@ func boolInt(b bool) int {
 		return 1
 	}
 	return 0
+}
+
+// notHandedOut is Last Used of a key whose token has not been handed out
+// (printed, copied, sent) since it was made: the store records no use then
+// (store.Key.LastUsed is zero), and making a key is not a use. "never"
+// read as a fault right after a key was made; the app and `keys list`
+// both say this (`keys list --json` has "last_used": null).
+const notHandedOut = "not yet"
+
+// lastUsedCell says when a key's token was last handed out.
+func lastUsedCell(used, now time.Time) string {
+	if used.IsZero() {
+		return notHandedOut
+	}
+	return text.Ago(used, now)
 }

@@ -197,7 +197,10 @@ func (m *Model) livenessCmd(seq int, label string) tea.Cmd {
 	}
 }
 
-func (m *Model) verifyCmd(seq, which int, raw string) tea.Cmd {
+// verifyCmd checks a token's signature: against the key set at jwks when
+// given (as `inspect --verify --jwks URL`), else against the keys of the
+// realm that issued it, one of the store's connections.
+func (m *Model) verifyCmd(seq, which int, raw, jwks string) tea.Cmd {
 	st, ver, ctx := m.backend, m.cfg.verifier, m.ctx
 	return func() tea.Msg {
 		if ver == nil || st == nil {
@@ -205,6 +208,17 @@ func (m *Model) verifyCmd(seq, which int, raw string) tea.Cmd {
 		}
 		ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 		defer cancel()
-		return verifiedMsg{seq: seq, which: which, v: ver.Verify(ctx, st.Connections(), raw)}
+		if jwks == "" {
+			return verifiedMsg{seq: seq, which: which, v: ver.Verify(ctx, st.Connections(), raw)}
+		}
+		kv, ok := ver.(KeySetVerifier)
+		if !ok {
+			return verifiedMsg{seq: seq, which: which, v: auth.Verification{State: auth.SigNotChecked, Reason: "this auth client cannot fetch a key set"}}
+		}
+		ks, err := kv.FetchKeySet(ctx, jwks)
+		if err != nil {
+			return verifiedMsg{seq: seq, which: which, v: auth.Verification{State: auth.SigNotChecked, Reason: "the JWKS URL: " + err.Error()}}
+		}
+		return verifiedMsg{seq: seq, which: which, v: kv.VerifyWithKeySet(raw, ks)}
 	}
 }

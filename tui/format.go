@@ -93,7 +93,8 @@ type piece struct{ sep, text string }
 
 // flow lays pieces out on lines of at most width cells: a piece goes on the
 // current line when it fits, else it starts a new one; a piece wider than a
-// line wraps at spaces, and a word wider than a line is cut.
+// line wraps at spaces, a URL (an issuer) between the pieces of its path
+// (urlWrap), and a word wider than a line is cut.
 func flow(pieces []piece, width int) []string {
 	width = max(1, width)
 	var lines []string
@@ -107,6 +108,9 @@ func flow(pieces []piece, width int) []string {
 			lines = append(lines, cur)
 		}
 		wrapped := strings.Split(ansi.Wrap(p.text, width, ""), "\n")
+		if isURL(p.text) {
+			wrapped = urlWrap(p.text, width)
+		}
 		lines = append(lines, wrapped[:len(wrapped)-1]...)
 		cur = wrapped[len(wrapped)-1]
 	}
@@ -143,4 +147,10 @@ func (w *waitClock) track(busy bool, now time.Time) {
 	case w.since.IsZero():
 		w.since = now
 	}
+}
+
+// isURL reports whether s is one address ("https://host/realms/x"), which
+// wraps with urlWrap rather than inside a word.
+func isURL(s string) bool {
+	return strings.Contains(s, "://") && !strings.ContainsAny(s, " \t\n")
 }

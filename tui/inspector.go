@@ -1,12 +1,12 @@
 package tui
 
 import (
+	"charm.land/bubbles/v2/textinput"
 	"fmt"
 	"strings"
 	"time"
 
 	"charm.land/bubbles/v2/key"
-	"charm.land/bubbles/v2/textinput"
 	"charm.land/bubbles/v2/viewport"
 	tea "charm.land/bubbletea/v2"
 	"charm.land/lipgloss/v2"
@@ -21,6 +21,7 @@ type inspectorMode int
 const (
 	inspectViewing inspectorMode = iota
 	inspectPasting               // the paste field has focus
+	inspectJWKS                  // the JWKS URL field has focus
 )
 
 // inspected is one token under inspection.
@@ -34,6 +35,9 @@ type inspected struct {
 	// ownJKT and ownX5T are the key's DPoP key and client certificate
 	// thumbprints, to say whether a bound token's cnf is the key's own.
 	ownJKT, ownX5T string
+	// dpop: a DPoP key's access token, bound to its DPoP key whether or
+	// not it is a JWT (an opaque token's binding is the server's record).
+	dpop bool
 }
 
 // inspector shows the claims of one or more tokens, scrollable.
@@ -46,24 +50,31 @@ type inspector struct {
 	tokens        []inspected
 	seq           int // tags the verifications of the current tokens
 	vp            viewport.Model
-	paste         textinput.Model
-	errMsg        string
-	sum           []string // the summary lines above the viewport (see summarize)
-	spinner       func() string
+	paste         pasteField
+	jwksField     textinput.Model
+	// jwks is the URL of the key set the signatures are checked against
+	// (w); "" for the realms of the store's connections. A key's tokens
+	// clear it; pasted tokens keep it (the same foreign issuer's, often).
+	jwks    string
+	errMsg  string
+	sum     []string // the summary lines above the viewport (see summarize)
+	decodes int      // tokens decoded (the paste tests count them)
+	spinner func() string
 }
 
 func newInspector(c *common, spinner func() string) *inspector {
 	in := &inspector{c: c, spinner: spinner}
 	in.vp = viewport.New()
 	in.vp.MouseWheelEnabled = true
-	in.paste = c.styles.newTextInput("token › ")
-	in.paste.Placeholder = "paste a JWT (or any token) and press enter"
-	in.paste.CharLimit = 64 << 10
+	in.paste = newPasteField(c, "token › ", "paste a JWT (or any token) and press enter")
+	in.jwksField = c.styles.newTextInput("JWKS URL › ")
+	in.jwksField.Placeholder = "https://…/protocol/openid-connect/certs (empty: the realm's keys)"
+	in.jwksField.CharLimit = 2048
 	return in
 }
 
 func (in *inspector) restyle() {
-	in.paste.SetStyles(in.c.styles.TextInput)
+	in.jwksField.SetStyles(in.c.styles.TextInput)
 	clear(in.lines)
 	in.render()
 }
@@ -72,22 +83,27 @@ func (in *inspector) SetSize(width, height int) {
 	in.width, in.height = width, height
 	in.vp.SetWidth(max(1, width))
 	in.paste.SetWidth(max(10, width-12))
+	in.jwksField.SetWidth(max(10, width-16))
 	in.render()
 }
 
-func (in *inspector) Capturing() bool { return in.mode == inspectPasting }
+func (in *inspector) Capturing() bool { return in.mode != inspectViewing }
 
 // startPaste switches to the paste field.
 func (in *inspector) startPaste() tea.Cmd {
 	in.mode = inspectPasting
 	in.errMsg = ""
 	in.paste.SetValue("")
-	return in.paste.Focus()
+	in.paste.Focus()
+	return nil
 }
 
 // token is one token to load: a title and the raw text, and for a key's
 // tokens the thumbprints of its DPoP key and client certificate.
-type token struct{ title, raw, jkt, x5t string }
+type token struct {
+	title, raw, jkt, x5t string
+	dpop                 bool
+}
 
 // load decodes toks (pure computation) and returns the indexes of the JWTs
 // whose signature should be checked. seq tags the verifications.
@@ -96,13 +112,17 @@ func (in *inspector) load(source string, toks []token, now time.Time, seq int) [
 	in.tokens = in.tokens[:0]
 	in.mode = inspectViewing
 	in.paste.Blur()
+	if source != pastedSource {
+		in.jwks = ""
+	}
 	var verify []int
 	for _, t := range toks {
 		if t.raw == "" {
 			continue
 		}
-		it := inspected{title: t.title, raw: t.raw, ownJKT: t.jkt, ownX5T: t.x5t}
+		it := inspected{title: t.title, raw: t.raw, ownJKT: t.jkt, ownX5T: t.x5t, dpop: t.dpop}
 		it.decode(now)
+		in.decodes++
 		if it.dec != nil && it.dec.Format == auth.FormatJWT {
 			it.verifying = true
 			verify = append(verify, len(in.tokens))
@@ -112,6 +132,51 @@ func (in *inspector) load(source string, toks []token, now time.Time, seq int) [
 	in.vp.GotoTop()
 	in.render()
 	return verify
+}
+
+// pastedSource is the inspector's source for a pasted token.
+const pastedSource = "pasted token"
+
+// reverify marks the JWTs as being checked again under seq and returns
+// their indexes.
+func (in *inspector) reverify(seq int) []int {
+	in.seq = seq
+	var out []int
+	for i := range in.tokens {
+		if t := &in.tokens[i]; t.dec != nil && t.dec.Format == auth.FormatJWT {
+			t.verifying, t.ver = true, auth.Verification{}
+			out = append(out, i)
+		}
+	}
+	in.render()
+	return out
+}
+
+// updateJWKS handles the JWKS URL field: enter checks the signatures
+// against the key set at the URL (empty: the realms' keys again), esc
+// leaves it as it was.
+func (in *inspector) updateJWKS(msg tea.Msg) (action, tea.Cmd) {
+	if k, ok := msg.(tea.KeyPressMsg); ok {
+		switch {
+		case key.Matches(k, in.c.keys.Back):
+			in.mode = inspectViewing
+			in.jwksField.Blur()
+			return nil, nil
+		case key.Matches(k, in.c.keys.Enter):
+			u := strings.TrimSpace(in.jwksField.Value())
+			if u != "" && !strings.HasPrefix(u, "https://") && !strings.HasPrefix(u, "http://") {
+				in.errMsg = "a JWKS URL starts with https:// (or http://); esc keeps the keys as they were"
+				return nil, nil
+			}
+			in.jwks, in.errMsg = u, ""
+			in.mode = inspectViewing
+			in.jwksField.Blur()
+			return actVerifyJWKS{}, nil
+		}
+	}
+	var cmd tea.Cmd
+	in.jwksField, cmd = in.jwksField.Update(msg)
+	return nil, cmd
 }
 
 // decode decodes the token as of now (the claims' relative times).
@@ -134,6 +199,7 @@ func (in *inspector) retime(now time.Time) {
 	for i := range in.tokens {
 		in.tokens[i].decode(now)
 	}
+	in.decodes += len(in.tokens)
 	in.render()
 }
 
@@ -158,6 +224,9 @@ func (in *inspector) busy() bool {
 }
 
 func (in *inspector) Update(msg tea.Msg) (action, tea.Cmd) {
+	if in.mode == inspectJWKS {
+		return in.updateJWKS(msg)
+	}
 	if in.mode == inspectPasting {
 		if k, ok := msg.(tea.KeyPressMsg); ok {
 			switch {
@@ -178,9 +247,8 @@ func (in *inspector) Update(msg tea.Msg) (action, tea.Cmd) {
 				return actInspectToken{raw: raw}, nil
 			}
 		}
-		var cmd tea.Cmd
-		in.paste, cmd = in.paste.Update(msg)
-		return nil, cmd
+		in.paste.Update(msg)
+		return nil, nil
 	}
 	switch msg := msg.(type) {
 	case tea.KeyPressMsg:
@@ -189,6 +257,11 @@ func (in *inspector) Update(msg tea.Msg) (action, tea.Cmd) {
 			return actBack{}, nil
 		case key.Matches(msg, in.c.keys.Paste):
 			return nil, in.startPaste()
+		case key.Matches(msg, in.c.keys.JWKS) && len(in.tokens) > 0:
+			in.mode, in.errMsg = inspectJWKS, ""
+			in.jwksField.SetValue(in.jwks)
+			in.jwksField.CursorEnd()
+			return nil, in.jwksField.Focus()
 		case key.Matches(msg, in.c.keys.Top):
 			in.vp.GotoTop()
 			return nil, nil
@@ -199,10 +272,9 @@ func (in *inspector) Update(msg tea.Msg) (action, tea.Cmd) {
 	case tea.PasteMsg:
 		// A paste needs no p first: it lands in the paste field, for
 		// enter to inspect.
-		focus := in.startPaste()
-		var cmd tea.Cmd
-		in.paste, cmd = in.paste.Update(msg)
-		return nil, tea.Batch(focus, cmd)
+		in.startPaste()
+		in.paste.Update(msg)
+		return nil, nil
 	}
 	var cmd tea.Cmd
 	in.vp, cmd = in.vp.Update(msg)
@@ -243,6 +315,9 @@ func (in *inspector) render() {
 			continue
 		case t.dec == nil || t.dec.Format != auth.FormatJWT:
 			b.WriteString(s.Subtle.Render("    not a JWT: an opaque token has no claims to show ("+text.Mask(t.raw)+")") + "\n")
+			if t.dpop {
+				b.WriteString(indentWrapped(opaqueDPoP, 4, in.width, s.Value.Render))
+			}
 			continue
 		}
 		b.WriteString(s.Subtle.Render("    header") + "\n")
@@ -311,8 +386,28 @@ func (in *inspector) claimLines(c auth.Claim, w int) string {
 	default:
 		val = s.Value.Render(text.Safe(c.Display))
 	}
-	// Long values wrap under themselves rather than off the edge.
+	// Long values wrap under themselves rather than off the edge; an
+	// address (iss, aud) between the pieces of its path, never in a word.
 	valW := in.width - 6 - lipgloss.Width(name) - len(pad)
+	// Its lines leave room for "↑ more"/"↓ more" (markMore) at their end;
+	// one whose host does not fit beside the name goes under it.
+	if plain := text.Safe(c.Display); c.Kind == auth.ClaimText && isURL(plain) && lipgloss.Width(plain) > valW {
+		room := valW - lipgloss.Width(moreAbove) - 1
+		indent, under := strings.Repeat(" ", in.width-valW), false
+		if lipgloss.Width(urlHead(plain)) > room {
+			b.WriteString("      " + s.ClaimName.Render(name) + "\n")
+			room = in.width - 8 - lipgloss.Width(moreAbove) - 1
+			indent, under = "        ", true
+		}
+		for i, l := range urlWrap(plain, max(16, room)) {
+			if i == 0 && !under {
+				b.WriteString("      " + s.ClaimName.Render(name) + pad + s.Value.Render(l) + "\n")
+			} else {
+				b.WriteString(indent + s.Value.Render(l) + "\n")
+			}
+		}
+		return in.keep(key, b.String())
+	}
 	for i, l := range strings.Split(ansi.Wrap(val, max(16, valW), ", "), "\n") {
 		if i == 0 {
 			b.WriteString("      " + s.ClaimName.Render(name) + pad + l + "\n")
@@ -320,11 +415,16 @@ func (in *inspector) claimLines(c auth.Claim, w int) string {
 			b.WriteString(strings.Repeat(" ", max(0, in.width-max(16, valW))) + l + "\n")
 		}
 	}
+	return in.keep(key, b.String())
+}
+
+// keep remembers a claim's rendered lines under key and returns them.
+func (in *inspector) keep(key, lines string) string {
 	if in.lines == nil || len(in.lines) > 256 {
 		in.lines = map[string]string{}
 	}
-	in.lines[key] = b.String()
-	return b.String()
+	in.lines[key] = lines
+	return lines
 }
 
 // signature says the signature state in words.
@@ -358,6 +458,11 @@ func (in *inspector) View() string {
 	switch {
 	case in.mode == inspectPasting:
 		top = in.paste.View()
+	case in.mode == inspectJWKS && in.errMsg != "":
+		// The error under the field, for this moment (the claims give way).
+		top = in.jwksField.View() + "\n  " + s.Error.Render(ansi.Truncate("✗ "+in.errMsg, max(10, in.width-4), "…"))
+	case in.mode == inspectJWKS:
+		top = in.jwksField.View()
 	case in.errMsg != "":
 		top = s.Error.Render("✗ " + in.errMsg)
 	default:
@@ -366,6 +471,9 @@ func (in *inspector) View() string {
 			src = "no token"
 		}
 		top = s.Subtle.Render("Source: " + text.Safe(src) + "  ·  p pastes another token")
+		if in.jwks != "" {
+			top = s.Subtle.Render("Source: "+text.Safe(src)+"  ·  keys from ") + s.Value.Render(text.Safe(in.jwks))
+		}
 	}
 	claims := in.visibleClaims()
 	claims = markMore(claims, in.width, in.vp.YOffset() > 0, !in.vp.AtBottom(), s.Subtle)
@@ -410,7 +518,11 @@ func (in *inspector) summarize() []string {
 	case t.decodeErr != "":
 		return []string{title + " " + s.Error.Render("cannot decode: "+t.decodeErr)}
 	case t.dec == nil || t.dec.Format != auth.FormatJWT:
-		return []string{title + " " + s.Subtle.Render("opaque (not a JWT): no claims, no signature to check")}
+		lines := []string{title + " " + s.Subtle.Render("opaque (not a JWT): no claims, no signature to check")}
+		if t.dpop {
+			lines = append(lines, "  "+s.Value.Render(ansi.Truncate("DPoP-bound: sent only with a proof by this key's DPoP key", max(10, in.width-4), "…")))
+		}
+		return lines
 	}
 	sep := s.Subtle.Render(" · ")
 	kind := s.Value.Render("JWT " + orDash(text.Safe(t.dec.Alg)))
@@ -437,6 +549,9 @@ func (in *inspector) summarize() []string {
 		// "issuer X is not one of your connections; not fetching its keys"
 		reason, _, _ = strings.Cut(sigReason(t), ";")
 		reason = strings.TrimSpace(reason)
+		if t.ver.KeysUnavailable && in.jwks == "" {
+			reason += " (w: check with a JWKS URL)"
+		}
 		if hmacSigned(t) {
 			reason = sigReason(t)
 		}
@@ -480,6 +595,10 @@ func (in *inspector) futureLines(t inspected) []string {
 	return lines
 }
 
+// opaqueDPoP says that an opaque token of a DPoP key is DPoP-bound: it has
+// no cnf claim to show, and the server keeps the binding.
+const opaqueDPoP = "DPoP-bound: the server bound this token to the key's DPoP key (no cnf claim to show in an opaque token); it is sent only with a DPoP proof, as shipkey api and header --dpop-proof do."
+
 // hmacSigned reports whether the token is a JWT signed with an HMAC
 // (HS256, HS384, HS512): a shared secret, which a client never holds.
 func hmacSigned(t inspected) bool {
@@ -514,13 +633,13 @@ func fitReason(reason, issuer string, width int) string {
 
 func (in *inspector) ShortHelp() []key.Binding {
 	k := in.c.keys
-	if in.mode == inspectPasting {
+	if in.mode != inspectViewing {
 		return []key.Binding{k.Enter, k.Back, k.ForceQuit}
 	}
-	return []key.Binding{k.ScrollUp, k.ScrollDown, k.Paste, k.Back, k.Help, k.Quit}
+	return []key.Binding{k.ScrollUp, k.ScrollDown, k.Paste, k.JWKS, k.Back, k.Help, k.Quit}
 }
 
 func (in *inspector) FullHelp() [][]key.Binding {
 	k := in.c.keys
-	return [][]key.Binding{{k.ScrollUp, k.ScrollDown}, {k.Paste, k.Back}}
+	return [][]key.Binding{{k.ScrollUp, k.ScrollDown}, {k.Paste, k.JWKS, k.Back}}
 }

@@ -52,7 +52,7 @@ func visibleLabels(h *harness) []string {
 func TestKeyListColumnsAndRows(t *testing.T) {
 	t.Parallel()
 	h := openKeyList(t)
-	h.mustShow("API Key", "Label", "Last Used", "Access expires", "* demo", "3 min ago", "never", "2 h ago", "in 5:00")
+	h.mustShow("API Key", "Label", "Last Used", "Access expires", "* demo", "3 min ago", notHandedOut, "2 h ago", "in 5:00")
 	golden.RequireEqual(t, []byte(h.view()))
 }
 

@@ -29,8 +29,8 @@ type KeyMap struct {
 	Login, Logout, CheckServer                              key.Binding
 	Filter, Delete, Rename, Sort, SetDefault, Yes, No       key.Binding
 
-	// Inspector.
-	Paste key.Binding
+	// Inspector: JWKS verifies the tokens against a key set at a URL.
+	Paste, JWKS key.Binding
 
 	// Request: TabNext and TabPrev move between its fields (↑/↓ and enter
 	// belong to the text areas); Send sends (again); Edit goes from the
@@ -96,6 +96,7 @@ func DefaultKeyMap() KeyMap {
 		No:          b([]string{"n", "N", "esc"}, "n", "no"),
 
 		Paste:       b([]string{"p"}, "p", "paste a token"),
+		JWKS:        b([]string{"w"}, "w", "JWKS URL"),
 		TabNext:     b([]string{"tab"}, "tab", "next field"),
 		TabPrev:     b([]string{"shift+tab"}, "shift+tab", "previous field"),
 		Send:        b([]string{"ctrl+s"}, "ctrl+s", "send"),

@@ -111,6 +111,10 @@ type requestDoneMsg struct {
 	err    error
 }
 
+// typedRedrawMsg draws what was typed into the paste field since its last
+// frame (Model.typedRedraw).
+type typedRedrawMsg struct{}
+
 // tickMsg is the countdown tick (tick.go: when the text shown changes).
 type tickMsg struct {
 	gen int
@@ -198,6 +202,13 @@ func (actCopyText) isAction() {}
 type actOpenBrowser struct{}
 
 func (actOpenBrowser) isAction() {}
+
+// actVerifyJWKS asks to check the inspected tokens' signatures again,
+// against the key set at the inspector's JWKS URL (or, with none, the
+// realms of the store's connections).
+type actVerifyJWKS struct{}
+
+func (actVerifyJWKS) isAction() {}
 
 // actInspectToken asks to inspect a pasted token.
 type actInspectToken struct{ raw string }

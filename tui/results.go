@@ -153,7 +153,7 @@ func (m *Model) handleKeyTokens(msg keyTokensMsg) tea.Cmd {
 			}
 			return nil
 		}
-		return m.loadInspector("key "+msg.label, keyTokens(msg.tokens))
+		return m.loadInspector("key "+msg.label, keyTokens(msg.key, msg.tokens))
 	}
 	// opOpen, opLogin, opRefresh: the details key's.
 	m.endOp()

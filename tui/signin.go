@@ -92,7 +92,18 @@ func (s *signin) View() string { return s.pane.view(s.content()) }
 
 // content is every line of the screen; the pane shows what fits. URLs are
 // never cut: they wrap, so that a person can read them off the screen.
+// When the screen scrolls, their lines leave room at their right end for
+// the pane's "↑ more" and "↓ more" (markMore), which would cover a piece.
 func (s *signin) content() string {
+	c := s.contentIn(s.width - 4)
+	if strings.Count(c, "\n") > s.height {
+		c = s.contentIn(s.width - 4 - lipgloss.Width(moreAbove) - 1)
+	}
+	return c
+}
+
+// contentIn is content with URL lines of at most urlRoom cells.
+func (s *signin) contentIn(urlRoom int) string {
 	st := s.c.styles
 	p := s.prompt
 	var b strings.Builder
@@ -100,11 +111,11 @@ func (s *signin) content() string {
 	line := func(str string) { b.WriteString("  " + str + "\n") }
 	url := func(name, u string) {
 		u = text.Safe(u)
-		parts := urlWrap(u, max(20, s.width-4-nameW))
-		if lipgloss.Width(urlHead(u)) > s.width-4-nameW {
+		parts := urlWrap(u, max(20, urlRoom-nameW))
+		if lipgloss.Width(urlHead(u)) > urlRoom-nameW {
 			// Too narrow for the host beside the name: the URL goes under it.
 			line(st.Subtle.Render(name))
-			for _, part := range urlWrap(u, max(20, s.width-4)) {
+			for _, part := range urlWrap(u, max(20, urlRoom)) {
 				line(st.Value.Render(part))
 			}
 			return

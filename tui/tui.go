@@ -193,6 +193,11 @@ type Model struct {
 	// since shown was rendered.
 	shown        string
 	reuse, fresh bool
+	// typedRedraw: characters typed into the inspector's paste field are
+	// drawn by one redraw (typedFrame after the first), not one a key: a
+	// token sent without bracketed paste comes as a key press a character.
+	typedRedraw bool
+	renders     int // frames rendered (render): the paste tests count them
 	// preloaded is what Init runs instead of reading the key list: what
 	// the list Run read before the program started led to, or the wait for
 	// the list Run is reading.
@@ -446,6 +451,14 @@ func (m *Model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 		defer func() { m.fresh, m.reuse = true, true }()
 	}
 	cmd := m.dispatch(msg)
+	if m.typedIntoPaste(msg) {
+		if m.typedRedraw && fresh {
+			m.reuse = true // the redraw due shows this character too
+		} else if !m.typedRedraw {
+			m.typedRedraw = true
+			cmd = tea.Batch(cmd, m.cfg.after(typedFrame, func(time.Time) tea.Msg { return typedRedrawMsg{} }))
+		}
+	}
 	if _, ok := msg.(tickMsg); !ok {
 		// Whatever changed, the countdowns move again within a second (the
 		// tick then sleeps until the text changes).
@@ -509,8 +522,23 @@ func (m *Model) dispatch(msg tea.Msg) tea.Cmd {
 		return nil
 	case requestDoneMsg:
 		return m.handleRequestDone(msg)
+	case typedRedrawMsg:
+		m.typedRedraw = false // this Update's View draws what was typed
+		return nil
 	}
 	return m.forward(msg)
+}
+
+// typedFrame is how long characters typed into the paste field wait for
+// their redraw: under a frame, so typing by hand shows at once.
+const typedFrame = 16 * time.Millisecond
+
+// typedIntoPaste reports whether msg was a character typed into the
+// inspector's paste field.
+func (m *Model) typedIntoPaste(msg tea.Msg) bool {
+	k, ok := msg.(tea.KeyPressMsg)
+	return ok && k.Text != "" && m.active == screenInspector && !m.showHelp &&
+		m.inspector.mode == inspectPasting && !key.Matches(k, m.c.keys.Enter)
 }
 
 // trackWaits starts or stops the clocks behind "waiting for the server…".
@@ -541,6 +569,7 @@ const windowTitle = "shipkey"
 
 // render is the view's text.
 func (m *Model) render() string {
+	m.renders++
 	if m.quitting {
 		return ""
 	}
