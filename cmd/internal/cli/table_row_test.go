@@ -31,7 +31,7 @@ func tableRowCases() []struct {
 		want []string
 	}{
 		{"keys list", func() []string { cells = keyCells(cells[:0], &row, k, now); return cells },
-			[]string{" ", "eyJhbG…QifQ.1", "key-0000001", "never", "in 364d 17h", "expired", "password"}},
+			[]string{" ", "eyJhbG…QifQ.1", "key-0000001", "not yet", "in 364d 17h", "expired", "password"}},
 		{"status", func() []string { cells = statusCells(cells[:0], k, keyStatus(k, now)); return cells },
 			[]string{"  key-0000001", "age file", "valid until 2027-11-26 04:10:48 UTC (in 364d 17h)"}},
 	}
