@@ -103,6 +103,9 @@ type Prompt struct {
 	AuthURL     string
 	RedirectURI string
 	StartURL    string
+	// PortFixed: the callback port was asked for (Request.CallbackPort),
+	// not an ephemeral one.
+	PortFixed bool
 }
 
 // BrowserURL is the URL to hand a browser program (its argv is readable

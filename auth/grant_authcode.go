@@ -144,7 +144,7 @@ func (authCodeGrant) Obtain(ctx context.Context, c *Client, r Request) (*TokenSe
 	if wait <= 0 {
 		wait = DefaultBrowserWait
 	}
-	r.Prompt(Prompt{Grant: GrantAuthCode, AuthURL: authURL, StartURL: start.url(ln.Addr().(*net.TCPAddr).Port), RedirectURI: redirect, ExpiresAt: c.now().Add(wait)})
+	r.Prompt(Prompt{Grant: GrantAuthCode, AuthURL: authURL, StartURL: start.url(ln.Addr().(*net.TCPAddr).Port), RedirectURI: redirect, PortFixed: r.CallbackPort != 0, ExpiresAt: c.now().Add(wait)})
 
 	timer := time.NewTimer(wait)
 	defer timer.Stop()

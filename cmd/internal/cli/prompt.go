@@ -46,7 +46,11 @@ func newPrompter(ios *iostreams, getenv func(string) string) auth.Prompter {
 					port = u.Port()
 				}
 				fmt.Fprintf(w, "No browser here ($BROWSER is unset and there is no desktop to open one on). Open this URL in a browser that can reach %s:\n  %s\n", text.Safe(p.RedirectURI), text.Safe(p.AuthURL))
-				fmt.Fprintf(w, "From another machine: ssh -L %s:127.0.0.1:%s to this one first (fix the port with --callback-port %s), or use --grant device-code instead.\n", port, port, port)
+				fix := ""
+				if !p.PortFixed {
+					fix = " (fix the port with --callback-port " + port + ")"
+				}
+				fmt.Fprintf(w, "From another machine: ssh -L %s:127.0.0.1:%s to this one first%s, or use --grant device-code instead.\n", port, port, fix)
 			} else {
 				fmt.Fprintf(w, "Sign in with your browser; if it does not open, visit:\n  %s\n", text.Safe(p.AuthURL))
 			}
