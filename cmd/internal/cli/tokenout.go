@@ -27,8 +27,9 @@ type tokenDoc struct {
 	// ExpiresAt is the access token's expiry (RFC 3339, UTC); omitted when
 	// the server stated none and the token carries no exp.
 	ExpiresAt string `json:"expires_at,omitempty"`
-	Key       string `json:"key"`
-	Scope     string `json:"scope"`
+	// Key is the key's label; omitted for a token of no key (--no-store).
+	Key   string `json:"key,omitempty"`
+	Scope string `json:"scope"`
 	// JKT is the thumbprint of the key's DPoP key, which a DPoP-bound
 	// token's cnf.jkt names (RFC 9449); omitted for a key without one.
 	JKT string `json:"jkt,omitempty"`
