@@ -181,6 +181,7 @@ Environment:
 			root.AddCommand(c.build(f))
 		}
 	}
+	completeFixedValues(root)
 	return root
 }
 
