@@ -2,7 +2,9 @@ package keys
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"strings"
 
 	"github.com/shipkey/shipkey/auth"
 	"github.com/shipkey/shipkey/internal/text"
@@ -43,11 +45,49 @@ func (s *Service) find(a Address, local func(string) (store.Key, error)) (Ref, e
 		return Ref{Address: a, Key: store.Key{Label: a.Label, Team: a.Team}}, nil
 	}
 	k, err := local(a.Label)
+	if err != nil && a.Label == "" && errors.Is(err, store.ErrNoKeys) {
+		return s.onlyTeamKey(err)
+	}
 	if err != nil {
 		return Ref{}, err
 	}
 	a.Label = k.Label
 	return Ref{Address: a, Key: k}, nil
+}
+
+// onlyTeamKey is the key of a command that named none on a machine with no
+// key of its own (noLocal): the one team key when there is one (as the
+// only local key would be), else one line that names the team keys there
+// are, or the teams that have none.
+func (s *Service) onlyTeamKey(noLocal error) (Ref, error) {
+	teams, err := s.st.Teams()
+	if err != nil || len(teams) == 0 {
+		return Ref{}, noLocal
+	}
+	keys, err := s.TeamKeys(context.Background(), Cached)
+	if err != nil {
+		return Ref{}, err
+	}
+	switch len(keys) {
+	case 0:
+		names := make([]string, len(teams))
+		for i, t := range teams {
+			names[i] = text.Safe(t.Name)
+		}
+		return Ref{}, fmt.Errorf("no API keys yet: this machine has none of its own, and its teams (%s) have none; get one: shipkey keys new (--team TEAM for the team)", strings.Join(names, ", "))
+	case 1:
+		a := s.Parse(keys[0].Label)
+		return Ref{Address: a, Key: store.Key{Label: a.Label, Team: a.Team}}, nil
+	}
+	labels := make([]string, 0, 4)
+	for _, k := range keys[:min(len(keys), 3)] {
+		labels = append(labels, text.Safe(k.Label))
+	}
+	more := ""
+	if len(keys) > 3 {
+		more = fmt.Sprintf(" and %d more", len(keys)-3)
+	}
+	return Ref{}, &UsageError{Msg: fmt.Sprintf("which API key? this machine has none of its own, and its teams have %d (%s%s): name one, as in shipkey token %s, or set %s", len(keys), strings.Join(labels, ", "), more, text.ShellQuote(keys[0].Label), store.EnvKey)}
 }
 
 // LocalKey resolves label to a key of this machine only (store.Resolve with
