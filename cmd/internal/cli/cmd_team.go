@@ -162,6 +162,8 @@ func teamAddRun(ctx context.Context, opts *teamMemberOptions) error {
 		return err
 	}
 	fmt.Fprintf(opts.IO.ErrOut, "Added %s (%s) to team %s; every key and token is now encrypted to it too\n", text.Safe(m.Name), m.Recipient, opts.TeamName)
+	fmt.Fprintf(opts.IO.ErrOut, "Its fingerprint is %s: `shipkey team members %s` on that machine must show the same one for itself (marked *); if it does not, the member line was changed on its way to you: remove it (shipkey team remove %s %s)\n",
+		m.Fingerprint(), opts.TeamName, opts.TeamName, text.ShellQuote(m.Name))
 	return nil
 }
 

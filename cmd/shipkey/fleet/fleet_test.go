@@ -180,7 +180,21 @@ func fleetTeam(tb testing.TB, ctx context.Context, c *etcdtest.Cluster, srv *rea
 	if !strings.HasPrefix(rcpt, "age1") {
 		tb.Fatalf("team join printed %q, want an age recipient", rcpt)
 	}
-	a.must(tb, ctx, nil, "team", "add", name, rcpt, "--name", "b")
+	added := a.run(ctx, nil, "team", "add", name, rcpt, "--name", "b")
+	if added.code != 0 {
+		tb.Fatalf("team add: exit %d\n%s", added.code, added.stderr)
+	}
+	// team add shows the member's fingerprint, which the member sees for
+	// itself in team members.
+	shown := false
+	for line := range strings.Lines(b.must(tb, ctx, nil, "team", "members", name)) {
+		if f := strings.Fields(line); len(f) > 2 && f[0] == "*" {
+			shown = strings.Contains(added.stderr, "fingerprint is "+f[2]+":")
+		}
+	}
+	if !shown {
+		tb.Fatalf("team add did not show the fingerprint b's team members shows for itself:\n%s", added.stderr)
+	}
 	// Issued backdated: its exp lies 2 s ahead (auth refuses a token
 	// already expired on arrival); then wait until shipkey sees it expired,
 	// so the shared token is due on both machines.
