@@ -95,6 +95,7 @@ if ! git ls-remote --get-url >/dev/null 2>&1; then
 fi
 
 goreleaser check
+commit="$(git rev-parse HEAD)"
 
 # The first build only checks that the second (the one kept, or published)
 # gives the same bytes: no signature, no SBOM (neither changes an archive or
@@ -105,8 +106,9 @@ echo "== build 1 of 2 (for the reproducibility check)"
 t0=$SECONDS
 goreleaser "${args[@]}" --skip=sign,sbom,publish,announce
 echo "   build 1 took $((SECONDS - t0)) s"
-products() { (cd dist && ls -1 ./*.tar.gz ./*.zip ./*.deb ./*.rpm ./*.apk | sed 's|^\./||' | sort); }
-(cd dist && sha256sum $(products)) >"$work/build1.sha256"
+# sums FILE: the SHA-256 of every archive and package in dist/, by name.
+sums() { (cd dist && ls -1 -- *.tar.gz *.zip *.deb *.rpm *.apk | sort | xargs sha256sum) >"$1"; }
+sums "$work/build1.sha256"
 
 echo "== build 2 of 2"
 t0=$SECONDS
@@ -115,7 +117,7 @@ if [ "$mode" = --release ]; then
 fi
 goreleaser "${args[@]}"
 echo "   build 2 took $((SECONDS - t0)) s"
-(cd dist && sha256sum $(products)) >"$work/build2.sha256"
+sums "$work/build2.sha256"
 
 echo
 echo "== signature: dist/checksums.txt.minisig"
@@ -134,7 +136,11 @@ for a in dist/*.tar.gz dist/*.zip; do
   echo "   $doc: $(jq '.components | length' "$doc") components"
 done
 
-echo "== reproducibility: the archives and packages of two builds of $(git rev-parse --short HEAD)"
+echo "== reproducibility: the archives and packages of two builds of ${commit:0:12}"
+if [ "$(git rev-parse HEAD)" != "$commit" ]; then
+  echo "release.sh: HEAD moved from $commit during the run: the two builds are of different commits; run again" >&2
+  exit 1
+fi
 if diff -u "$work/build1.sha256" "$work/build2.sha256" >"$work/repro.diff"; then
   echo "   identical: $(wc -l <"$work/build2.sha256") files, byte for byte (sha256)"
 else
