@@ -51,6 +51,7 @@ const (
 	secretsDirName     = "secrets.d"
 	secretsKeyFileName = "secrets.key.age"
 	legacySecretsName  = "secrets.age" // every key in one file, before secrets.d
+	fileKeyHome        = secretsKeyFileName + " next to it"
 )
 
 func (b *fileBackend) Name() string { return BackendFile }
@@ -79,7 +80,8 @@ func (b *fileBackend) lockedError(msg string, cause error) error {
 	return &BackendError{Backend: BackendFile, Msg: msg, Kind: ErrBackendLocked, Err: cause}
 }
 
-func (b *fileBackend) encrypt(id *age.X25519Identity, ks keySecrets) ([]byte, error) {
+// encryptRecord is a key's secrets as a file encrypted to the store identity.
+func encryptRecord(id *age.X25519Identity, ks keySecrets) ([]byte, error) {
 	plain, err := json.Marshal(ks)
 	if err != nil {
 		return nil, err
@@ -102,13 +104,14 @@ func ageEncrypt(id *age.X25519Identity, plain []byte) ([]byte, error) {
 	return buf.Bytes(), nil
 }
 
-// ageDecrypt opens data (read from path) with the store identity.
-func ageDecrypt(path string, data []byte, id *age.X25519Identity) ([]byte, error) {
+// ageDecrypt opens data (read from path) with the store identity of
+// backend, which keeps it where keyHome says.
+func ageDecrypt(path string, data []byte, id *age.X25519Identity, backend, keyHome string) ([]byte, error) {
 	r, err := age.Decrypt(bytes.NewReader(data), id)
 	if err != nil {
 		if errors.Is(err, age.ErrIncorrectIdentity) {
-			return nil, &BackendError{Backend: BackendFile, Kind: ErrBackendLocked,
-				Msg: displayPath(path) + " was not encrypted to the key in " + secretsKeyFileName + " next to it (copied from another store?); the other keys' files are not affected"}
+			return nil, &BackendError{Backend: backend, Kind: ErrBackendLocked,
+				Msg: displayPath(path) + " was not encrypted to the key in " + keyHome + " (copied from another store?); the other keys' files are not affected"}
 		}
 		return nil, corruptError(path, 0, "not an age file ("+err.Error()+")")
 	}
@@ -138,18 +141,26 @@ func (b *fileBackend) Get(id string) (keySecrets, bool, error) {
 		ks, ok := m[id]
 		return ks, ok, nil
 	}
-	plain, err := ageDecrypt(f.path(id), data, ident)
+	ks, err := openRecord(f, id, data, ident, BackendFile, fileKeyHome)
+	return ks, err == nil, err
+}
+
+// openRecord decrypts a key's file (data, read from f's file of id) with the
+// store identity of backend, kept where keyHome says, and checks that the
+// record is that key's.
+func openRecord(f keyFiles, id string, data []byte, ident *age.X25519Identity, backend, keyHome string) (keySecrets, error) {
+	plain, err := ageDecrypt(f.path(id), data, ident, backend, keyHome)
 	if err != nil {
-		return keySecrets{}, false, err
+		return keySecrets{}, err
 	}
 	var ks keySecrets
 	if err := json.Unmarshal(plain, &ks); err != nil {
-		return keySecrets{}, false, corruptError(f.path(id), 0, "its content is not shipkey's")
+		return keySecrets{}, corruptError(f.path(id), 0, "its content is not shipkey's")
 	}
 	if err := checkBinding(f, id, ks); err != nil {
-		return keySecrets{}, false, err
+		return keySecrets{}, err
 	}
-	return ks, true, nil
+	return ks, nil
 }
 
 func (b *fileBackend) Set(id string, ks keySecrets) error {
@@ -157,7 +168,7 @@ func (b *fileBackend) Set(id string, ks keySecrets) error {
 	if err != nil {
 		return err
 	}
-	data, err := b.encrypt(ident, ks)
+	data, err := encryptRecord(ident, ks)
 	if err != nil {
 		return err
 	}
@@ -170,7 +181,7 @@ func (b *fileBackend) setMany(items map[string]keySecrets) error {
 	if err != nil {
 		return err
 	}
-	return b.files().writeMany(items, func(ks keySecrets) ([]byte, error) { return b.encrypt(ident, ks) })
+	return b.files().writeMany(items, func(ks keySecrets) ([]byte, error) { return encryptRecord(ident, ks) })
 }
 
 func (b *fileBackend) Delete(id string) error {
@@ -194,7 +205,7 @@ func (b *fileBackend) readLegacy(ident *age.X25519Identity) (map[string]keySecre
 	if err != nil {
 		return nil, fileError("read", path, err)
 	}
-	plain, err := ageDecrypt(path, data, ident)
+	plain, err := ageDecrypt(path, data, ident, BackendFile, fileKeyHome)
 	if err != nil {
 		return nil, err
 	}
@@ -223,7 +234,7 @@ func (b *fileBackend) migrateLegacy() (string, error) {
 		if !validID(id) {
 			continue
 		}
-		data, err := b.encrypt(ident, ks)
+		data, err := encryptRecord(ident, ks)
 		if err != nil {
 			return "", err
 		}

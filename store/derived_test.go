@@ -154,7 +154,7 @@ func TestExchangedTokensEndWithTheSession(t *testing.T) {
 	if _, err := s.ExchangedToken(context.Background(), "prod", x, ExchangeOptions{}); !errors.Is(err, ErrLoginNeeded) {
 		t.Fatalf("after logout: %v, want login needed", err)
 	}
-	for _, raw := range e.kr.values() {
+	for _, raw := range e.keyringHeld(s) {
 		if strings.Contains(raw, first.AccessToken) {
 			t.Fatal("the derived token outlived the logout in the keyring")
 		}
@@ -168,8 +168,8 @@ func TestExchangedTokensEndWithTheSession(t *testing.T) {
 	if _, err := s.Remove(context.Background(), "prod"); err != nil {
 		t.Fatal(err)
 	}
-	if vs := e.kr.values(); len(vs) != 0 {
-		t.Fatalf("%d keyring entries left after keys rm", len(vs))
+	if vs := e.keyringHeld(s); len(vs) != 0 {
+		t.Fatalf("%d keyring records left after keys rm", len(vs))
 	}
 }
 
@@ -190,17 +190,13 @@ func TestDamagedExchangedTokenIsReplaced(t *testing.T) {
 			k := e.create(s, "prod", false)
 			x := auth.Exchange{Audience: authtest.DemoPublicClientID}
 			e.exchanged(s, "prod", x)
-			raw, err := e.kr.Get(keyringService, k.ID)
+			kb := s.keyringBackendForTest()
+			sec, _, err := kb.Get(k.ID)
 			if err != nil {
 				t.Fatal(err)
 			}
-			var rec map[string]json.RawMessage
-			if err := json.Unmarshal([]byte(raw), &rec); err != nil {
-				t.Fatal(err)
-			}
-			rec["derived"] = json.RawMessage(`{` + mustJSON(t, x.CacheKey()) + `:` + damage + `}`)
-			data, _ := json.Marshal(rec)
-			if err := e.kr.Set(keyringService, k.ID, string(data)); err != nil {
+			sec.Derived = map[string]json.RawMessage{x.CacheKey(): json.RawMessage(damage)}
+			if err := kb.Set(k.ID, sec); err != nil {
 				t.Fatal(err)
 			}
 			ts := e.exchanged(s, "prod", x)

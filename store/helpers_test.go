@@ -295,7 +295,7 @@ func (e *env) harvest(s *Store) {
 			}
 		}
 	}
-	for _, raw := range e.kr.values() {
+	for _, raw := range e.keyringHeld(s) {
 		var ks keySecrets
 		if json.Unmarshal([]byte(raw), &ks) == nil {
 			e.remember(&auth.TokenSet{AccessToken: ks.AccessToken, RefreshToken: ks.RefreshToken, IDToken: ks.IDToken})
@@ -397,4 +397,44 @@ func fastScrypt(s *Store) {
 
 func (s *Store) keyringBackendForTest() *keyringBackend {
 	return s.backends[BackendKeyring].(*keyringBackend)
+}
+
+// keyringHeld is what the keyring backend of s holds beside its store key:
+// each key's record in keyring.d (decrypted JSON) and every other entry of
+// the env's fake keyring.
+func (e *env) keyringHeld(s *Store) []string {
+	e.t.Helper()
+	kb := s.keyringBackendForTest()
+	name, err := kb.entryName()
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	var held []string
+	e.kr.mu.Lock()
+	for k, v := range e.kr.m {
+		if k != keyringService+"/"+name {
+			held = append(held, v)
+		}
+	}
+	e.kr.mu.Unlock()
+	names, _ := filepath.Glob(filepath.Join(kb.dataPath(), "*.age"))
+	if len(names) == 0 {
+		return held
+	}
+	ident, err := kb.unlock(false)
+	if err != nil || ident == nil {
+		e.t.Fatalf("the keyring store key: %v", err)
+	}
+	for _, p := range names {
+		data, err := os.ReadFile(p)
+		if err != nil {
+			e.t.Fatal(err)
+		}
+		plain, err := ageDecrypt(p, data, ident, BackendKeyring, kb.keyHome())
+		if err != nil {
+			e.t.Fatal(err)
+		}
+		held = append(held, string(plain))
+	}
+	return held
 }

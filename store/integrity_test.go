@@ -553,16 +553,22 @@ func TestRemoveLastKeyKilledBetweenCommits(t *testing.T) {
 
 // TestRemoveKilledBetweenCommitsKeyring: the keyring cannot be listed, so a
 // killed `keys rm` records the id it removed (state.db) and the sweep deletes
-// exactly that id's secrets from the keyring; the other key's stay. Not
-// parallel: it sets the package's hook.
+// exactly that id's secrets: its file in keyring.d and an entry of the old
+// layout (one per key) in the keyring; the other key's stay. Not parallel:
+// it sets the package's hook.
 func TestRemoveKilledBetweenCommitsKeyring(t *testing.T) {
 	e := newEnv(t, nil)
 	s := e.open(Options{Backend: BackendKeyring})
 	gone := e.create(s, "gone", true)
 	kept := e.create(s, "kept", true)
 	removeKilledBetweenCommits(t, s, "gone")
-	if _, err := e.kr.Get(keyringService, gone.ID); err != nil {
-		t.Fatalf("the removed key's secrets should be left in the keyring for the sweep: %v", err)
+	kf := s.keyringBackendForTest().files()
+	if !fileExists(kf.path(gone.ID)) {
+		t.Fatal("the removed key's secrets should be left for the sweep")
+	}
+	// The old layout's entry of a key removed before it was ever read.
+	if err := e.kr.Set(keyringService, gone.ID, `{"client_secret":"x"}`); err != nil {
+		t.Fatal(err)
 	}
 	s2 := e.open(Options{Backend: BackendKeyring})
 	stamp := filepath.Join(e.stateDir, sweepStampName)
@@ -571,11 +577,11 @@ func TestRemoveKilledBetweenCommitsKeyring(t *testing.T) {
 		t.Fatal(err)
 	}
 	s2.Sweep()
-	if _, err := e.kr.Get(keyringService, gone.ID); !errors.Is(err, ErrNotFound) {
-		t.Errorf("the sweep left the removed key's secrets in the keyring (%v)", err)
+	if _, err := e.kr.Get(keyringService, gone.ID); !errors.Is(err, ErrNotFound) || fileExists(kf.path(gone.ID)) {
+		t.Errorf("the sweep left the removed key's secrets (%v)", err)
 	}
-	if _, err := e.kr.Get(keyringService, kept.ID); err != nil {
-		t.Errorf("the sweep took the kept key's secrets: %v", err)
+	if !fileExists(kf.path(kept.ID)) {
+		t.Error("the sweep took the kept key's secrets")
 	}
 	if _, err := s2.Token(context.Background(), "kept", TokenOptions{}); err != nil {
 		t.Errorf("kept key after the sweep: %v", err)

@@ -198,13 +198,19 @@ func (s *Store) fileBackend() *fileBackend {
 	return fb
 }
 
-// Close releases what Open took: the unwrapped file identity is forgotten.
+// Close releases what Open took: the store identities (file and keyring)
+// are forgotten.
 func (s *Store) Close() error {
 	s.hold.drop()
 	if fb := s.fileBackend(); fb != nil {
 		fb.mu.Lock()
 		fb.identity = nil
 		fb.mu.Unlock()
+	}
+	if kb, ok := s.backends[BackendKeyring].(*keyringBackend); ok {
+		kb.mu.Lock()
+		kb.identity = nil
+		kb.mu.Unlock()
 	}
 	return nil
 }

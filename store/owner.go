@@ -23,7 +23,7 @@ func (s *Store) checkOwner() error {
 	}
 	paths := []string{
 		s.configDir, s.configPath(), s.stateDir, s.dbPath(), s.lockPath(),
-		filepath.Join(s.stateDir, secretsKeyFileName),
+		filepath.Join(s.stateDir, secretsKeyFileName), filepath.Join(s.stateDir, keyringIDName),
 	}
 	paths = append(paths, s.secretDirs()...)
 	for _, p := range paths {

@@ -142,8 +142,8 @@ func TestCreateListResolveRenameDefaultRemove(t *testing.T) {
 	if _, err := s.Remove(context.Background(), "alpha"); err != nil {
 		t.Fatal(err)
 	}
-	if vals := e.kr.values(); len(vals) != 0 {
-		t.Fatalf("keyring still holds %d entries after removing every key", len(vals))
+	if vals := e.keyringHeld(s); len(vals) != 0 {
+		t.Fatalf("keyring still holds %d records after removing every key", len(vals))
 	}
 	if _, err := s.Resolve(""); !errors.Is(err, ErrNoKeys) {
 		t.Fatalf("Resolve after removing all = %v", err)
@@ -390,7 +390,7 @@ func TestRotationPersisted(t *testing.T) {
 		if ts.RefreshToken == old.RefreshToken {
 			t.Fatal("the refresh token was not replaced")
 		}
-		for _, v := range e.kr.values() {
+		for _, v := range e.keyringHeld(s) {
 			if strings.Contains(v, old.RefreshToken) {
 				t.Fatal("the old refresh token is still stored")
 			}
@@ -582,7 +582,7 @@ func TestLogoutDropsTokens(t *testing.T) {
 			t.Fatalf("the client secret went with the tokens: %v", err)
 		}
 	}
-	for _, v := range e.kr.values() {
+	for _, v := range e.keyringHeld(s) {
 		if strings.Contains(v, "access_token") || strings.Contains(v, "refresh_token") {
 			t.Fatal("tokens kept in the keyring after logout")
 		}
@@ -960,8 +960,8 @@ func TestAutoFallsBackToFile(t *testing.T) {
 	e3 := newEnv(t, nil)
 	s3 := e3.open(Options{Backend: BackendAuto})
 	e3.create(s3, "k", false)
-	if s3.Backend() != BackendKeyring || len(e3.kr.values()) != 1 || e3.warn.String() != "" {
-		t.Fatalf("auto with a keyring: %s, %d entries, warn %q", s3.Backend(), len(e3.kr.values()), e3.warn.String())
+	if s3.Backend() != BackendKeyring || len(e3.keyringHeld(s3)) != 1 || e3.warn.String() != "" {
+		t.Fatalf("auto with a keyring: %s, %d records, warn %q", s3.Backend(), len(e3.keyringHeld(s3)), e3.warn.String())
 	}
 }
 
@@ -1095,7 +1095,7 @@ func TestCreateFailureStoresNothing(t *testing.T) {
 	if _, _, err := s.Create(context.Background(), nk); auth.KindOf(err) != auth.KindConfig {
 		t.Fatalf("plain http to a remote host = %v", err)
 	}
-	if keys, _ := s.Keys(); len(keys) != 0 || len(e.kr.values()) != 0 {
+	if keys, _ := s.Keys(); len(keys) != 0 || len(e.kr.values()) != 0 || len(e.keyringHeld(s)) != 0 {
 		t.Fatal("something was stored")
 	}
 	if _, err := os.Stat(filepath.Join(e.cfgDir, "config.toml")); err == nil {

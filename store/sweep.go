@@ -106,8 +106,11 @@ func (s *Store) sweepRemoved() {
 			continue
 		}
 		// A backend of files is sweepOrphans' (which waits staleTemp, and
-		// never migrates the one-file layout, which may need a passphrase).
-		if _, files := b.(interface{ files() keyFiles }); files || b.Delete(id) == nil {
+		// never migrates the one-file layout, which may need a passphrase);
+		// the keyring's files are too, but only its Delete finds an entry
+		// of its old layout (one per key).
+		_, files := b.(interface{ files() keyFiles })
+		if files && name != BackendKeyring || b.Delete(id) == nil {
 			deleted = append(deleted, []byte(id))
 		}
 	}
