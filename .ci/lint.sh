@@ -24,6 +24,8 @@ for target in darwin/arm64 windows/amd64; do
 done
 echo "== go mod tidy -diff (at $SECONDS s)"
 go mod tidy -diff || { echo "FAIL	go mod tidy -diff: go.mod or go.sum is not tidy; run go mod tidy"; rc=1; }
+echo "== links of README.md and docs/ (at $SECONDS s)"
+python3 .ci/checklinks.py . || { echo "FAIL	a link of README.md or docs/ leads nowhere"; rc=1; }
 echo "== staticcheck (at $SECONDS s)"
 staticcheck ./... || { echo "FAIL	staticcheck"; rc=1; }
 [ "$rc" -eq 0 ] && echo "ok	go vet (linux, darwin/arm64, windows/amd64), go mod tidy and staticcheck"
