@@ -175,8 +175,9 @@ func inspectVerdict(in inspection, verifyAsked bool, now time.Time) error {
 			problems = append(problems, "the access token of API key "+text.Safe(in.Label)+" has expired; shipkey token "+
 				text.ShellQuote(in.Label)+" renews it (a login is needed only when that fails)")
 		} else {
-			problems = append(problems, "the server no longer accepts the token of API key "+text.Safe(in.Label)+
-				"; log in again with: shipkey login "+text.ShellQuote(in.Label))
+			problems = append(problems, "the server no longer accepts the access token of API key "+text.Safe(in.Label)+
+				" (revoked, or its session ended); shipkey token --force-refresh "+text.ShellQuote(in.Label)+
+				" gets a new one from its refresh token, and only when that is refused too is a login needed: shipkey login "+text.ShellQuote(in.Label))
 		}
 	}
 	if len(problems) == 0 {
