@@ -10,8 +10,10 @@ import (
 )
 
 // plaintextBackend keeps each key's secrets unencrypted in its own file,
-// plaintext.d/<id>.json (0600). Used only when chosen explicitly; every
-// write says so on the warning writer.
+// plaintext.d/<id>.json (0600). Used only when chosen explicitly; the
+// first write into a store says so on the warning writer, once: a CI job
+// that chose it is not told again at every renewal (status names the
+// backend of every key).
 type plaintextBackend struct {
 	dir  string
 	warn io.Writer
@@ -31,8 +33,13 @@ func (b *plaintextBackend) dataPath() string   { return filepath.Join(b.dir, pla
 func (b *plaintextBackend) legacyPath() string { return filepath.Join(b.dir, legacyPlaintextName) }
 func (b *plaintextBackend) files() keyFiles    { return keyFiles{dir: b.dataPath(), ext: ".json"} }
 
+// say warns, before the first write of the store's secrets (plaintext.d
+// not made yet), that they will be stored unencrypted.
 func (b *plaintextBackend) say() {
-	fmt.Fprintf(b.warn, "shipkey: warning: secrets are stored unencrypted in %s (secrets = %q)\n", displayPath(b.dataPath()), BackendPlaintext)
+	if _, err := os.Stat(b.dataPath()); err == nil {
+		return
+	}
+	fmt.Fprintf(b.warn, "shipkey: warning: secrets are stored unencrypted in %s (secrets = %q); said once, when the first is written\n", displayPath(b.dataPath()), BackendPlaintext)
 }
 
 func (b *plaintextBackend) Get(id string) (keySecrets, bool, error) {
