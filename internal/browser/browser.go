@@ -23,6 +23,10 @@ type Options struct {
 	// EnvOnly opens only with $BROWSER, never the desktop's opener (the
 	// device code grant: the person may be on another machine).
 	EnvOnly bool
+	// Exited, when set, is told (from another goroutine) when the browser
+	// that started exits with an error: one that fails at once would
+	// otherwise go unnoticed until the sign-in times out.
+	Exited func(error)
 }
 
 // Open starts a browser on url. $BROWSER is a colon-separated list of
@@ -52,7 +56,7 @@ func Open(url string, opts Options) error {
 			if !replaced {
 				args = append(args, url)
 			}
-			if err := start(args); err != nil {
+			if err := start(args, opts.Exited); err != nil {
 				errs = append(errs, err)
 				continue
 			}
@@ -65,24 +69,28 @@ func Open(url string, opts Options) error {
 	}
 	switch runtime.GOOS {
 	case "darwin":
-		return start([]string{"open", url})
+		return start([]string{"open", url}, opts.Exited)
 	case "windows":
-		return start([]string{"rundll32", "url.dll,FileProtocolHandler", url})
+		return start([]string{"rundll32", "url.dll,FileProtocolHandler", url}, opts.Exited)
 	}
 	if getenv("DISPLAY") == "" && getenv("WAYLAND_DISPLAY") == "" {
 		return ErrNoBrowser
 	}
-	return start([]string{"xdg-open", url})
+	return start([]string{"xdg-open", url}, opts.Exited)
 }
 
 // start runs args detached from the terminal and reaps it in the
-// background.
-func start(args []string) error {
+// background, telling exited (when set) of an exit with an error.
+func start(args []string, exited func(error)) error {
 	cmd := exec.Command(args[0], args[1:]...)
 	cmd.Stdin, cmd.Stdout, cmd.Stderr = nil, nil, nil
 	if err := cmd.Start(); err != nil {
 		return err
 	}
-	go func() { _ = cmd.Wait() }()
+	go func() {
+		if err := cmd.Wait(); err != nil && exited != nil {
+			exited(fmt.Errorf("%s: %w", args[0], err))
+		}
+	}()
 	return nil
 }

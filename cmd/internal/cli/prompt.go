@@ -20,6 +20,9 @@ import (
 func newPrompter(ios *iostreams, getenv func(string) string) auth.Prompter {
 	return func(p auth.Prompt) {
 		w := ios.ErrOut
+		exited := func(err error) {
+			fmt.Fprintf(w, "shipkey: the browser exited with an error (%s); open the URL yourself\n", text.Safe(err.Error()))
+		}
 		switch {
 		case p.UserCode != "":
 			fmt.Fprintf(w, "To sign in, open %s and enter the code %s\n", text.Safe(p.VerificationURI), text.Safe(p.UserCode))
@@ -30,14 +33,14 @@ func newPrompter(ios *iostreams, getenv func(string) string) auth.Prompter {
 			if getenv("BROWSER") != "" {
 				// The plain verification URI: a browser's argv is readable by
 				// every local user, and the complete one carries the code.
-				if err := browser.Open(p.BrowserURL(), browser.Options{Getenv: getenv, EnvOnly: true}); err != nil {
+				if err := browser.Open(p.BrowserURL(), browser.Options{Getenv: getenv, EnvOnly: true, Exited: exited}); err != nil {
 					fmt.Fprintf(w, "shipkey: could not open the browser (%s); open the URL yourself\n", text.Safe(err.Error()))
 				}
 			}
 		case p.AuthURL != "":
 			// The browser gets the one-time loopback start URL, never the
 			// authorization URL (state, PKCE challenge, nonce) on its argv.
-			err := browser.Open(p.BrowserURL(), browser.Options{Getenv: getenv})
+			err := browser.Open(p.BrowserURL(), browser.Options{Getenv: getenv, Exited: exited})
 			if noBrowser(err, getenv) {
 				// A server or an SSH session: say so at once rather than
 				// wait for a browser that cannot come.
