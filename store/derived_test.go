@@ -211,15 +211,6 @@ func TestDamagedExchangedTokenIsReplaced(t *testing.T) {
 	}
 }
 
-func mustJSON(t *testing.T, v any) string {
-	t.Helper()
-	b, err := json.Marshal(v)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return string(b)
-}
-
 // A realm without token exchange: one line that says so, nothing stored.
 func TestExchangeOnAServerWithoutIt(t *testing.T) {
 	t.Parallel()
