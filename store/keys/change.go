@@ -2,6 +2,8 @@ package keys
 
 import (
 	"context"
+	"errors"
+	"fmt"
 	"strings"
 
 	"github.com/shipkey/shipkey/auth"
@@ -72,31 +74,85 @@ func (s *Service) LoginPassword(ref Ref, stdin, env bool) (ask bool, username st
 // EndResult is what ending a key's session did.
 type EndResult struct {
 	End auth.EndResult
-	// HadToken is false when a team held no token set for the key (logged
-	// out already): no session was ended. Always true for a key of this
-	// machine (its own state says whether it was logged out).
-	HadToken bool
+	// Subject names the key.
+	Subject Subject
+	// Key is a key of this machine as it was before (its token's expiry is
+	// what the server may honour still); a team key's address only.
+	Key store.Key
+	// Already: the key was logged out already, with nothing pending: no
+	// session was ended and nothing was dropped.
+	Already bool
+	// Dropped says what was dropped: "dropped its tokens here", "dropped
+	// the team's tokens".
+	Dropped string
+	// Next is how the key gets tokens again: a login of a key of this
+	// machine; a team key's next token on any member when its grant runs
+	// unattended.
+	Next string
 }
 
-// EndSession ends the key's session at the server and drops its tokens: a
-// team key's once for the whole team (its shared tokens deleted).
-func (s *Service) EndSession(ctx context.Context, label string) (EndResult, error) {
-	if a := s.Parse(label); a.IsTeam() {
+// SessionKeptError: the server refused to end a team key's session, or
+// could not be reached; nothing was changed (the team's tokens are kept and
+// the session is alive). Err is the server's error.
+type SessionKeptError struct {
+	Subject Subject
+	Err     error
+}
+
+func (e *SessionKeptError) Error() string {
+	return fmt.Sprintf("%s: %s; the team's tokens are kept (the session is alive): run shipkey logout %s to try again: %v",
+		e.Subject, EndFailure(e.Err), text.ShellQuote(e.Subject.Label), e.Err)
+}
+
+func (e *SessionKeptError) Unwrap() error { return e.Err }
+
+// EndFailure says why ending a session at the server failed (err, from
+// auth): it could not be reached, or it refused.
+func EndFailure(err error) string {
+	switch auth.KindOf(err) {
+	case auth.KindNetwork, auth.KindTimeout, auth.KindTLS:
+		return "the server could not be reached to end the session"
+	}
+	return "the server refused to end the session"
+}
+
+// EndSession ends the session of the key at ref at the server and drops
+// its tokens: a team key's once for the whole team (its shared tokens
+// deleted; a server that refuses or cannot be reached is a
+// *SessionKeptError). A key of this machine's failures are the store's
+// (store.Logout).
+func (s *Service) EndSession(ctx context.Context, ref Ref) (EndResult, error) {
+	out := EndResult{Subject: ref.Subject(), Key: ref.Key}
+	if ref.IsTeam() {
+		out.Dropped = "dropped the team's tokens"
+		out.Next = "the next token on any member logs in again if its grant runs unattended; else: shipkey login " + text.ShellQuote(ref.Label)
 		eng, err := s.Engine()
 		if err != nil {
-			return EndResult{}, err
+			return out, err
 		}
-		res, err := eng.Logout(ctx, a.Team, a.TeamLabel)
+		res, err := eng.Logout(ctx, ref.Team, ref.TeamLabel)
 		s.gen.Add(1)
-		return EndResult{End: res.End, HadToken: res.HadToken}, err
+		out.End, out.Already = res.End, err == nil && !res.HadToken
+		if err != nil && auth.KindOf(err) != auth.KindUnknown {
+			err = &SessionKeptError{Subject: out.Subject, Err: err}
+		}
+		return out, err
 	}
-	res, err := s.st.Logout(ctx, label)
-	return EndResult{End: res, HadToken: true}, err
+	out.Dropped = "dropped its tokens here"
+	out.Next = "log in again with: shipkey login " + text.ShellQuote(ref.Label)
+	res, err := s.st.Logout(ctx, ref.Label)
+	out.End = res
+	out.Already = err == nil && ref.Key.LoggedOut && ref.Key.EndPending.IsZero()
+	return out, err
 }
 
 // Logout is EndSession as the app asks it.
 func (s *Service) Logout(ctx context.Context, label string) (auth.EndResult, error) {
-	res, err := s.EndSession(ctx, label)
+	a := s.Parse(label)
+	res, err := s.EndSession(ctx, Ref{Address: a, Key: store.Key{Label: label, Team: a.Team}})
+	if kept := (*SessionKeptError)(nil); errors.As(err, &kept) {
+		err = kept.Err // the app says the server's words beside the key
+	}
 	return res.End, err
 }
 
@@ -120,24 +176,33 @@ func (s *Service) Refresh(ctx context.Context, label string) (store.Key, *auth.T
 	return s.st.Refresh(ctx, label)
 }
 
+// Renamed is what RenameKey did.
+type Renamed struct {
+	// From names the key by its old address; Label is its new one.
+	From  Subject
+	Label string
+}
+
 // RenameKey renames a key; a team key's for every member, and its new
-// label may repeat the team's prefix ("T/NEW" or "NEW"). It returns the new
-// address.
-func (s *Service) RenameKey(ctx context.Context, label, newLabel string) (string, error) {
-	if a := s.Parse(label); a.IsTeam() {
+// label may repeat the team's prefix ("T/NEW" or "NEW").
+func (s *Service) RenameKey(ctx context.Context, label, newLabel string) (Renamed, error) {
+	a := s.Parse(label)
+	out := Renamed{From: Subject{Label: label, Team: a.Team}, Label: newLabel}
+	if a.IsTeam() {
 		eng, err := s.Engine()
 		if err != nil {
-			return "", err
+			return out, err
 		}
 		nl := strings.TrimPrefix(newLabel, a.Team+"/")
 		err = eng.RenameKey(ctx, a.Team, a.TeamLabel, nl)
 		s.gen.Add(1)
-		return team.Address(a.Team, nl), err
+		out.Label = team.Address(a.Team, nl)
+		return out, err
 	}
 	if err := s.st.Rename(label, newLabel); err != nil {
-		return "", s.Suggest(label, err)
+		return out, s.Suggest(label, err)
 	}
-	return newLabel, nil
+	return out, nil
 }
 
 // Rename is RenameKey as the app asks it (a team's etcd work bounded by
@@ -167,9 +232,16 @@ type RemoveOptions struct {
 type Removed struct {
 	// Key is the key as it was (a team key: its address and team only).
 	Key store.Key
+	// Subject names the key.
+	Subject Subject
 	// Kept: Confirm said no; nothing was done.
 	Kept bool
 	End  auth.EndResult
+	// Done says what was done, in a sentence, when no session was ended at
+	// the server ("Removed team key T/L for every member", "Removed API key
+	// L (it had no session to end)"); "" when one was to be ended: End and
+	// the error say how that went.
+	Done string
 }
 
 // RemoveKey removes a key named exactly and its secrets, ending its session
@@ -180,6 +252,7 @@ func (s *Service) RemoveKey(ctx context.Context, label string, o RemoveOptions) 
 	if err != nil {
 		return Removed{}, err
 	}
+	out := Removed{Key: ref.Key, Subject: ref.Subject()}
 	if ref.IsTeam() {
 		if !o.Yes {
 			return Removed{}, usagef("removing team key %s removes it for every member of %s; pass --yes", text.Safe(label), ref.Team)
@@ -190,16 +263,23 @@ func (s *Service) RemoveKey(ctx context.Context, label string, o RemoveOptions) 
 		}
 		err = eng.RemoveKey(ctx, ref.Team, ref.TeamLabel)
 		s.gen.Add(1)
-		return Removed{Key: ref.Key}, err
+		if err == nil {
+			out.Done = "Removed " + out.Subject.String() + out.Subject.Reach()
+		}
+		return out, err
 	}
 	if !o.Yes && o.Confirm != nil {
 		ok, err := o.Confirm(ref.Key)
 		if err != nil || !ok {
-			return Removed{Key: ref.Key, Kept: true}, err
+			out.Kept = true
+			return out, err
 		}
 	}
-	res, err := s.st.RemoveWith(ctx, ref.Key.Label, o.RemoveOptions)
-	return Removed{Key: ref.Key, End: res}, err
+	out.End, err = s.st.RemoveWith(ctx, ref.Key.Label, o.RemoveOptions)
+	if err == nil && ref.Key.LoggedOut && ref.Key.EndPending.IsZero() {
+		out.Done = "Removed " + out.Subject.String() + " (it had no session to end)"
+	}
+	return out, err
 }
 
 // Remove is RemoveKey as the app asks it: it asked "for every member of

@@ -8,7 +8,10 @@
 // authenticated HttpClient the same way: pkg/cmd/factory/default.go).
 //
 // It never prints, prompts or reads standard input: what to ask a person
-// and how to say what happened is the caller's. It knows no team engine of
+// and how to print what happened is the caller's. What differs between a
+// key of this machine and a team key in what a command says is the
+// service's: a Subject names the key and whom a change reached, and a
+// change's result says what was done. It knows no team engine of
 // its own: Options.Engine hands one over, and a program that links none gets
 // ErrNoTeamEngine for a team key (cmd/shipkey then hands the command to
 // shipkey-team).

@@ -139,6 +139,10 @@ type Inspected struct {
 	Token *auth.TokenSet
 	// Renewed: the access token had expired and was renewed first.
 	Renewed bool
+	// KeyJKT and KeyX5T are what a key of this machine binds its tokens
+	// to: its DPoP key's thumbprint, its client certificate's (RFC 9449,
+	// RFC 8705); "" when it binds none (and for a team key).
+	KeyJKT, KeyX5T string
 }
 
 // TokenToInspect is the current token of the key label names (Address), as
@@ -167,12 +171,18 @@ func (s *Service) TokenToInspect(ctx context.Context, label string) (Inspected, 
 		return in, fmt.Errorf("API key %s has no token: %w; run: shipkey login %s",
 			text.Safe(in.Key.Label), store.ErrLoginNeeded, text.ShellQuote(in.Key.Label))
 	}
-	if in.Key.Team == "" && !in.Token.Access().ValidFor(s.now(), 0) {
+	if in.Key.Team != "" {
+		return in, nil
+	}
+	if !in.Token.Access().ValidFor(s.now(), 0) {
 		if fresh, err := s.st.Token(ctx, in.Key.Label, store.TokenOptions{}); err == nil {
 			in.Token, in.Renewed = fresh, true
 		}
 	}
-	return in, nil
+	if in.Key.Connection.DPoP || in.Key.Connection.AuthMethod().Needs().Cert {
+		in.KeyJKT, in.KeyX5T, err = s.st.Binding(in.Key.Label)
+	}
+	return in, err
 }
 
 // cachedTeamToken is a team key's token as cached on this machine: the

@@ -567,15 +567,11 @@ func keysRmRun(ctx context.Context, opts *keysRmOptions) error {
 		},
 	})
 	key := r.Key
-	label := text.Safe(key.Label)
 	switch {
 	case r.Kept:
 		return err
-	case key.Team != "":
-		if err != nil {
-			return err
-		}
-		fmt.Fprintln(opts.IO.ErrOut, "Removed team API key "+label+" for every member of "+key.Team)
+	case r.Done != "":
+		fmt.Fprintln(opts.IO.ErrOut, r.Done)
 		return nil
 	}
 	var pending *store.EndPendingError
@@ -586,16 +582,12 @@ func keysRmRun(ctx context.Context, opts *keysRmOptions) error {
 		}
 		q := text.ShellQuote(key.Label)
 		return fmt.Errorf("%s: %s%s; it hands out no token and its end is pending: run shipkey keys rm %s to try again, or shipkey keys rm %s --force to remove it anyway: %w",
-			"Kept API key "+label, endFailure(pending.Err), since, q, q, pending.Err)
+			"Kept "+r.Subject.String(), keys.EndFailure(pending.Err), since, q, q, pending.Err)
 	}
 	if err != nil && (auth.KindOf(err) == auth.KindUnknown || key.Label == "") {
 		return err // a local failure (or no such key): the key is still there
 	}
-	if key.LoggedOut && key.EndPending.IsZero() && err == nil {
-		fmt.Fprintln(opts.IO.ErrOut, "Removed API key "+label+" (it had no session to end)")
-		return nil
-	}
-	return reportEnd(opts.IO.ErrOut, "Removed API key "+label, "it is gone here", "get a new one with: shipkey keys new", key, r.End, err, opts.Now())
+	return reportEnd(opts.IO.ErrOut, "Removed "+r.Subject.String(), "it is gone here", "get a new one with: shipkey keys new", key, r.End, err, opts.Now())
 }
 
 // confirmRemove asks on the terminal whether to remove key (keys rm
@@ -655,11 +647,7 @@ func keysRenameRun(opts *keysRenameOptions) error {
 	if err != nil {
 		return err
 	}
-	if svc.Parse(opts.Label).IsTeam() {
-		fmt.Fprintf(opts.IO.ErrOut, "Renamed team API key %s to %s for every member\n", text.Safe(opts.Label), text.Safe(to))
-		return nil
-	}
-	fmt.Fprintf(opts.IO.ErrOut, "Renamed API key %s to %s\n", text.Safe(opts.Label), text.Safe(to))
+	fmt.Fprintf(opts.IO.ErrOut, "Renamed %s to %s%s\n", to.From, text.Safe(to.Label), to.From.Reach())
 	return nil
 }
 
@@ -721,11 +709,7 @@ func keysSetSecretRun(ctx context.Context, opts *keysSetSecretOptions) error {
 	if err := svc.SetClientSecret(ctx, ref, secret); err != nil {
 		return err
 	}
-	if ref.IsTeam() {
-		fmt.Fprintf(opts.IO.ErrOut, "Replaced the client secret of team API key %s for every member\n", text.Safe(opts.Label))
-		return nil
-	}
-	fmt.Fprintf(opts.IO.ErrOut, "Replaced the client secret of API key %s\n", text.Safe(opts.Label))
+	fmt.Fprintf(opts.IO.ErrOut, "Replaced the client secret of %s%s\n", ref.Subject(), ref.Subject().Reach())
 	return nil
 }
 

@@ -72,7 +72,7 @@ func keysShowRun(opts *keysShowOptions) error {
 			v := keyStatus(k, now)
 			if opts.JSON {
 				return writeJSON(opts.IO.Out, keyShowJSON{keyJSON: keyToJSON(k, now), Team: k.Team,
-					State: v.State, Usable: v.Usable, Detail: v.Detail, Secrets: secretsBackend(k)})
+					State: v.State, Usable: v.Usable, Detail: v.Detail, Secrets: keys.SecretsBackend(k)})
 			}
 			return writeKeyShow(opts.IO.Out, k, v, now)
 		})
@@ -88,15 +88,18 @@ func writeKeyShow(w io.Writer, k store.Key, v keyVerdict, now time.Time) error {
 	if k.Default {
 		label += " (default)"
 	}
-	row("Key", label)
-	if k.Team != "" {
-		row("Team", text.Safe(k.Team))
+	// rowIf prints a row only when value is set (a key's team, its API
+	// key).
+	rowIf := func(name, value string) {
+		if value != "" {
+			row(name, text.Safe(value))
+		}
 	}
+	row("Key", label)
+	rowIf("Team", k.Team)
 	row("State", v.Detail)
 	row("Secrets", secretsWhere(k))
-	if k.Masked != "" {
-		row("API key", text.Safe(k.Masked))
-	}
+	rowIf("API key", k.Masked)
 	row("Realm", text.Safe(k.Connection.RealmName()))
 	row("Grant", k.Grant.String())
 	if !k.LastUsed.IsZero() {

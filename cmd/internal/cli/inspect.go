@@ -219,16 +219,11 @@ func inspectToken(ctx context.Context, opts *inspectOptions, in *inspection) (st
 		if err != nil {
 			return "", err
 		}
-		key, ts, teamKey := got.Key, got.Token, got.Key.Team != ""
+		key, ts := got.Key, got.Token
 		if got.Renewed {
 			fmt.Fprintf(opts.IO.ErrOut, "shipkey: the access token of API key %s had expired; renewed it first (as shipkey token does)\n", text.Safe(key.Label))
 		}
-		in.Label = key.Label
-		if !teamKey && (key.Connection.DPoP || key.Connection.AuthMethod().Needs().Cert) {
-			if in.KeyJKT, in.KeyX5T, err = st.Binding(key.Label); err != nil {
-				return "", err
-			}
-		}
+		in.Label, in.KeyJKT, in.KeyX5T = key.Label, got.KeyJKT, got.KeyX5T
 		if skew, bad := ts.Skew(); bad {
 			in.Skew = skew
 		}

@@ -88,11 +88,8 @@ func loginRun(ctx context.Context, opts *loginOptions) error {
 	if err != nil {
 		return interrupted(ctx, err)
 	}
-	if key.Team != "" {
-		fmt.Fprintf(opts.IO.ErrOut, "Logged in team key %s for every member (%s)\n", text.Safe(key.Label), lifetimes(key, opts.Now()))
-		return nil
-	}
-	fmt.Fprintf(opts.IO.ErrOut, "Logged in API key %s (%s)%s\n", text.Safe(key.Label), lifetimes(key, opts.Now()), signedInAs(key.Grant, ts, opts.Now()))
+	who := keys.SubjectOf(key)
+	fmt.Fprintf(opts.IO.ErrOut, "Logged in %s%s (%s)%s\n", who, who.Reach(), lifetimes(key, opts.Now()), signedInAs(key.Grant, ts, opts.Now()))
 	return nil
 }
 
@@ -457,59 +454,27 @@ func logoutRun(ctx context.Context, opts *logoutOptions) error {
 	if err != nil {
 		return err
 	}
-	key := ref.Key
-	res, err := svc.EndSession(ctx, ref.Label)
-	if key.Team != "" {
-		return teamLogoutReport(opts, key.Label, res, err)
-	}
+	res, err := svc.EndSession(ctx, ref)
 	if err != nil && auth.KindOf(err) == auth.KindUnknown {
-		return err // a local failure: nothing was dropped
+		return err // a local failure (or etcd's): nothing was dropped
 	}
-	label := text.Safe(key.Label)
-	again := "log in again with: shipkey login " + text.ShellQuote(key.Label)
-	if key.LoggedOut && key.EndPending.IsZero() && err == nil {
-		fmt.Fprintf(opts.IO.ErrOut, "API key %s was already logged out; no session to end (%s)\n", label, again)
+	if res.Already {
+		fmt.Fprintf(opts.IO.ErrOut, "%s was already logged out; no session to end (%s)\n", res.Subject.Title(), res.Next)
 		return nil
 	}
 	var refused *store.EndRefusedError
-	if errors.As(err, &refused) {
-		// A refusal no retry can change: the tokens are dropped here and
-		// nothing is pending; the error says what was and was not ended.
+	var kept *keys.SessionKeptError
+	switch {
+	case errors.As(err, &refused), errors.As(err, &kept):
+		// A refusal no retry can change (the tokens are dropped here and
+		// nothing is pending), or a team's session kept whole: the error
+		// says what was and was not ended.
 		return &exitError{code: exitFailure, err: err}
-	}
-	if err != nil {
+	case err != nil:
 		return fmt.Errorf("%s here (no token is handed out), but %s; ending it is pending, its tokens kept only for that: run shipkey logout %s to try again: %w",
-			"Logged out API key "+label, endFailure(err), text.ShellQuote(key.Label), err)
+			"Logged out "+res.Subject.String(), keys.EndFailure(err), text.ShellQuote(res.Subject.Label), err)
 	}
-	return reportEnd(opts.IO.ErrOut, "Logged out API key "+label, "dropped its tokens here", again, key, res.End, err, opts.Now())
-}
-
-// teamLogoutReport says what logout did to team key addr: the session
-// ended at the server once for the team and the shared tokens deleted.
-func teamLogoutReport(opts *logoutOptions, addr string, res keys.EndResult, err error) error {
-	safe := text.Safe(addr)
-	if err != nil {
-		if auth.KindOf(err) == auth.KindUnknown {
-			return err // etcd or local: nothing was changed
-		}
-		return &exitError{code: exitFailure, err: fmt.Errorf("team key %s: %s; the team's tokens are kept (the session is alive): run shipkey logout %s to try again: %w",
-			safe, endFailure(err), text.ShellQuote(addr), err)}
-	}
-	next := "the next token on any member logs in again if its grant runs unattended; else: shipkey login " + text.ShellQuote(addr)
-	if !res.HadToken {
-		fmt.Fprintf(opts.IO.ErrOut, "Team key %s was already logged out; no session to end (%s)\n", safe, next)
-		return nil
-	}
-	return reportEnd(opts.IO.ErrOut, "Logged out team key "+safe+" for every member", "dropped the team's tokens", next, store.Key{}, res.End, nil, opts.Now())
-}
-
-// endFailure says why ending a session at the server failed.
-func endFailure(err error) string {
-	switch auth.KindOf(err) {
-	case auth.KindNetwork, auth.KindTimeout, auth.KindTLS:
-		return "the server could not be reached to end the session"
-	}
-	return "the server refused to end the session"
+	return reportEnd(opts.IO.ErrOut, "Logged out "+res.Subject.String()+res.Subject.Reach(), res.Dropped, res.Next, res.Key, res.End, nil, opts.Now())
 }
 
 // reportEnd says what the server did when a key's session was ended (logout,

@@ -206,7 +206,7 @@ func statusRun(_ context.Context, opts *statusOptions) error {
 			arr := &jsonArray{w: bw}
 			err := each(func(k store.Key) error {
 				v := verdict(k)
-				j := statusJSON{Label: k.Label, Default: k.Default, State: v.State, Usable: v.Usable, Detail: v.Detail, Secrets: secretsBackend(k)}
+				j := statusJSON{Label: k.Label, Default: k.Default, State: v.State, Usable: v.Usable, Detail: v.Detail, Secrets: keys.SecretsBackend(k)}
 				if !k.Token.ObtainedAt.IsZero() {
 					j.AccessExpiresAt = rfc3339OrNil(k.Token.AccessExpiry())
 					j.RefreshExpiresAt = rfc3339OrNil(k.Token.RefreshExpiresAt)
@@ -264,27 +264,18 @@ func statusCells(cells []string, k store.Key, v keyVerdict) []string {
 	return append(cells, mark+text.Safe(k.Label), secretsWhere(k), v.Detail)
 }
 
-// secretsBackend names the backend of a key's secrets for --json.
-func secretsBackend(k store.Key) string {
-	if k.Team != "" {
-		return "team"
-	}
-	return k.Secrets
-}
-
 // secretsWhere names where a key's secrets are kept, from its metadata:
 // the OS keyring, the age-encrypted file, the plaintext file, the team's
 // etcd; "-" when none were written.
 func secretsWhere(k store.Key) string {
-	switch {
-	case k.Team != "":
-		return "team"
-	case k.Secrets == store.BackendFile:
+	switch b := keys.SecretsBackend(k); b {
+	case store.BackendFile:
 		return "age file"
-	case k.Secrets == "":
+	case "":
 		return "-"
+	default:
+		return text.Safe(b)
 	}
-	return text.Safe(k.Secrets)
 }
 
 var errNoKeysYet = errors.New("no API keys yet; get one: shipkey keys new")
