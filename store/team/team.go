@@ -229,6 +229,11 @@ type JoinOptions struct {
 	Conn         store.TeamConn // Name and Endpoints required
 	EtcdPassword string
 	Name         string // this member's name in the roster (init)
+	// Confirm, when set, is shown the members of the roster Join read,
+	// after its signatures were checked and before it is pinned: an error
+	// pins nothing, forgets the team when this Join recorded it, and is
+	// Join's error. Nil pins it (trust on first use unchecked). Join only.
+	Confirm func(members []Member) error
 }
 
 // LogoutResult says what Logout did.

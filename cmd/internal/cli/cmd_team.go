@@ -3,6 +3,7 @@ package cli
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strings"
 	"text/tabwriter"
 
@@ -44,6 +45,12 @@ type teamJoinOptions struct {
 	Conn     teamConnFlags
 	Name     string // --name: this member's name (init)
 	TeamName string // the team's name (the argument)
+	// Fingerprints (join --fingerprint) are the roster's members'
+	// fingerprints as the person expects them: the roster is pinned only
+	// when it names exactly these. Yes (join --yes) pins it unchecked.
+	// Neither: the person is asked on the terminal.
+	Fingerprints []string
+	Yes          bool
 }
 
 // newCmdTeamJoin builds "team init" (create) or "team join": one command
@@ -53,7 +60,21 @@ func newCmdTeamJoin(f *factory, create bool, runF func(context.Context, *teamJoi
 	cmd := &cobra.Command{
 		Use:   "join TEAM --etcd URL[,URL…]",
 		Short: "Record a team's etcd here and print this machine's recipient (age1…) for a member to add",
-		Args:  usageArgs(cobra.ExactArgs(1)),
+		Long: `Record a team's etcd here, read the team's roster (its members, each signed
+into it by a member before) and print this machine's member card (age1…) on
+stdout for a member to add with shipkey team add.
+
+Before the roster is pinned (the members this machine trusts from then on),
+join shows each member's fingerprint and asks whether they are the ones
+shipkey team members TEAM shows on the machine of the member who invited you,
+compared over another channel than etcd (in person, a call). If they differ,
+answer no: someone who can write to etcd may have put another roster there;
+nothing is pinned or kept. Without a terminal, pass the fingerprints you
+expect with --fingerprint (each member's; the roster must name exactly these),
+or --yes to pin the roster unchecked.`,
+		Example: `  shipkey team join ops --etcd https://etcd1:2379
+  shipkey team join ops --etcd https://etcd1:2379 --fingerprint SHA256:AbC…,SHA256:dEf…`,
+		Args: usageArgs(cobra.ExactArgs(1)),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			opts.TeamName = args[0]
 			if runF != nil {
@@ -69,8 +90,60 @@ func newCmdTeamJoin(f *factory, create bool, runF func(context.Context, *teamJoi
 	opts.Conn.add(cmd)
 	if create {
 		cmd.Flags().StringVar(&opts.Name, "name", "", "this member's name in the team")
+	} else {
+		cmd.Flags().StringSliceVar(&opts.Fingerprints, "fingerprint", nil, "pin the roster only when its members' fingerprints are exactly these (SHA256:…, repeat or comma-separate)")
+		cmd.Flags().BoolVarP(&opts.Yes, "yes", "y", false, "pin the roster without asking or comparing its fingerprints (trust on first use)")
 	}
 	return cmd
+}
+
+// confirmRoster is what join asks before it pins a roster: it shows the
+// members' fingerprints, then checks them against --fingerprint, takes
+// --yes, or asks on the terminal. A refusal says what a mismatch means
+// and what to do.
+func confirmRoster(opts *teamJoinOptions, teamName string) func([]team.Member) error {
+	return func(ms []team.Member) error {
+		w := opts.IO.ErrOut
+		fmt.Fprintf(w, "Team %s's roster names %s:\n", teamName, plural(len(ms), "1 member", fmt.Sprintf("%d members", len(ms))))
+		got := make([]string, len(ms))
+		for i, m := range ms {
+			got[i] = m.Fingerprint()
+			fmt.Fprintf(w, "  %s  %s\n", got[i], text.Safe(m.Name))
+		}
+		compare := fmt.Sprintf("`shipkey team members %s` on the machine of the member who invited you, in person or on a call (not through etcd)", teamName)
+		refused := func(why string) error {
+			return fmt.Errorf("team %s: not joined, nothing pinned (%s). Fingerprints other than the ones the team's members see mean the roster in etcd is not the team's (someone who can write to etcd may have put another there): do not join; ask the member who invited you to compare them with you over another channel than etcd, and join again once they match", teamName, why)
+		}
+		switch {
+		case len(opts.Fingerprints) > 0:
+			var want []string
+			for _, f := range opts.Fingerprints {
+				if f = strings.TrimSpace(f); f != "" {
+					want = append(want, f)
+				}
+			}
+			slices.Sort(want)
+			slices.Sort(got)
+			if !slices.Equal(slices.Compact(want), got) {
+				return refused("its fingerprints are not the ones given with --fingerprint")
+			}
+			fmt.Fprintln(w, "They are the ones given with --fingerprint.")
+			return nil
+		case opts.Yes:
+			fmt.Fprintf(w, "Pinning them unchecked (--yes): compare them with %s.\n", compare)
+			return nil
+		}
+		fmt.Fprintf(w, "Compare them with %s.\nDo they match? Pin this roster and join? [y/N] ", compare)
+		answer, err := opts.IO.ReadLine()
+		if err != nil {
+			answer = ""
+		}
+		switch strings.ToLower(strings.TrimSpace(answer)) {
+		case "y", "yes":
+			return nil
+		}
+		return refused("you did not confirm its fingerprints")
+	}
 }
 
 func teamJoinRun(ctx context.Context, opts *teamJoinOptions) error {
@@ -80,6 +153,14 @@ func teamJoinRun(ctx context.Context, opts *teamJoinOptions) error {
 	}
 	if !store.ValidTeamName(tc.Name) {
 		return usageErrorf("team name %s: use letters, digits, - and _ (at most 40)", text.ShellQuote(tc.Name))
+	}
+	if !opts.Create {
+		if opts.Yes && len(opts.Fingerprints) > 0 {
+			return usageErrorf("give either --fingerprint or --yes, not both")
+		}
+		if !opts.IO.StdinTTY && !opts.Yes && len(opts.Fingerprints) == 0 {
+			return usageErrorf("team join %s: no terminal to ask whether its roster is the team's: pass --fingerprint SHA256:… (each member's, as shipkey team members %s shows them on a member's machine), or --yes to pin it unchecked", tc.Name, tc.Name)
+		}
 	}
 	eng, err := opts.Team() // first: it may hand the command on
 	if err != nil {
@@ -96,7 +177,7 @@ func teamJoinRun(ctx context.Context, opts *teamJoinOptions) error {
 	if tc.Insecure {
 		fmt.Fprintf(opts.IO.ErrOut, "shipkey: warning: team %s: --etcd-insecure: plain http to %s; the etcd password and every request cross the network in the clear (the team's items stay encrypted and signed)\n", tc.Name, text.Safe(strings.Join(team.PlainRemote(tc.Endpoints), ",")))
 	}
-	jo := team.JoinOptions{Conn: tc, EtcdPassword: password, Name: opts.Name}
+	jo := team.JoinOptions{Conn: tc, EtcdPassword: password, Name: opts.Name, Confirm: confirmRoster(opts, tc.Name)}
 	if opts.Create {
 		me, err := eng.Init(ctx, jo)
 		if err != nil {
@@ -110,15 +191,7 @@ func teamJoinRun(ctx context.Context, opts *teamJoinOptions) error {
 	if err != nil {
 		return err
 	}
-	ms, err := eng.Members(ctx, tc.Name)
-	if err != nil {
-		return err
-	}
-	fmt.Fprintf(opts.IO.ErrOut, "Joined team %s and pinned its roster (trust on first use): compare these fingerprints with `shipkey team members %s` on a member's machine:\n", tc.Name, tc.Name)
-	for _, m := range ms {
-		fmt.Fprintf(opts.IO.ErrOut, "  %s  %s\n", m.Fingerprint(), text.Safe(m.Name))
-	}
-	fmt.Fprintf(opts.IO.ErrOut, "Then ask a member to run:\n  shipkey team add %s %s\n", tc.Name, card)
+	fmt.Fprintf(opts.IO.ErrOut, "Joined team %s and pinned its roster. Now ask a member to run:\n  shipkey team add %s %s\n", tc.Name, tc.Name, card)
 	fmt.Fprintln(opts.IO.Out, card)
 	return nil
 }

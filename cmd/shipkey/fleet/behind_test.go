@@ -44,7 +44,7 @@ func TestFrozenMachineRefusesCLI(t *testing.T) {
 	const name = "frozen"
 	a, b := fleetTeam(t, ctx, c, srv, name)
 	r := newMachine(t, "r")
-	card := strings.TrimSpace(r.must(t, ctx, nil, "team", "join", name, "--etcd", strings.Join(c.Endpoints(), ",")))
+	card := strings.TrimSpace(r.must(t, ctx, nil, "team", "join", name, "--etcd", strings.Join(c.Endpoints(), ","), "--yes"))
 	a.must(t, ctx, nil, "team", "add", name, card, "--name", "r")
 	b.must(t, ctx, nil, "token", name+"/svc") // renews; b caches it and pins the roster
 
@@ -142,7 +142,7 @@ func TestFrozenMachineRefusesCLI(t *testing.T) {
 	if res := a.run(ctx, nil, "token", name+"/svc"); res.code != exitEtcdUnavailable {
 		t.Fatalf("a, whose pin is the restored roster, before it joins again: exit %d, %q", res.code, res.stderr)
 	}
-	a.must(t, ctx, nil, "team", "join", name, "--etcd", strings.Join(c.Endpoints(), ","))
+	a.must(t, ctx, nil, "team", "join", name, "--etcd", strings.Join(c.Endpoints(), ","), "--yes")
 	realmToken(a, "a")
 	if n := stolen.Load(); n != 0 {
 		t.Fatalf("the removed member's token URL saw %d requests", n)

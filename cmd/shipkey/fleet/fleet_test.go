@@ -176,7 +176,7 @@ func fleetTeam(tb testing.TB, ctx context.Context, c *etcdtest.Cluster, srv *rea
 	eps := strings.Join(c.Endpoints(), ",")
 	freshTeam(tb, ctx, c, name)
 	a.must(tb, ctx, nil, "team", "init", name, "--etcd", eps, "--name", "a")
-	rcpt := strings.TrimSpace(b.must(tb, ctx, nil, "team", "join", name, "--etcd", eps))
+	rcpt := strings.TrimSpace(b.must(tb, ctx, nil, "team", "join", name, "--etcd", eps, "--yes"))
 	if !strings.HasPrefix(rcpt, "age1") {
 		tb.Fatalf("team join printed %q, want an age recipient", rcpt)
 	}
@@ -461,9 +461,29 @@ func TestRemovedMemberCLI(t *testing.T) {
 	eps := strings.Join(c.Endpoints(), ",")
 	freshTeam(t, ctx, c, "gone")
 	a.must(t, ctx, nil, "team", "init", "gone", "--etcd", eps, "--name", "desk")
+	// join pins the roster only once it is the one the inviting member
+	// sees: with no terminal to ask on, only with --fingerprint (exactly
+	// the members') or --yes; a mismatch keeps nothing and says what to do.
+	var deskFP string
+	for _, line := range strings.Split(a.must(t, ctx, nil, "team", "members", "gone"), "\n") {
+		if f := strings.Fields(line); marked(line, "desk") && len(f) >= 3 {
+			deskFP = f[2]
+		}
+	}
 	j := b.run(ctx, nil, "team", "join", "gone", "--etcd", eps)
+	if j.code != 2 || j.stdout != "" || strings.Count(strings.TrimSpace(j.stderr), "\n") != 0 || !strings.Contains(j.stderr, "--fingerprint") {
+		t.Fatalf("team join with no terminal and no flag: exit %d, %q %q; want 2 and one line naming --fingerprint", j.code, j.stdout, j.stderr)
+	}
+	j = b.run(ctx, nil, "team", "join", "gone", "--etcd", eps, "--fingerprint", "SHA256:"+strings.Repeat("A", 43))
+	if j.code != 1 || j.stdout != "" || !strings.Contains(j.stderr, deskFP) || !strings.Contains(j.stderr, "do not join") || !strings.Contains(j.stderr, "who invited you") {
+		t.Fatalf("team join --fingerprint OTHER: exit %d, %q %q; want 1, the roster's fingerprints and what a mismatch means", j.code, j.stdout, j.stderr)
+	}
+	if r := b.run(ctx, nil, "team", "ls"); !strings.Contains(r.stderr, "No teams yet") {
+		t.Fatalf("a refused join left the team here: %q %q", r.stdout, r.stderr)
+	}
+	j = b.run(ctx, nil, "team", "join", "gone", "--etcd", eps, "--fingerprint", deskFP)
 	if j.code != 0 {
-		t.Fatalf("team join: exit %d, %s", j.code, j.stderr)
+		t.Fatalf("team join --fingerprint %s: exit %d, %s", deskFP, j.code, j.stderr)
 	}
 	// The card names the etcd user the machine connects as (none here: the
 	// test cluster has no users; one is written in, as join prints it).
@@ -473,12 +493,6 @@ func TestRemovedMemberCLI(t *testing.T) {
 	// join showed the pinned roster's fingerprints; members shows the same,
 	// marking this machine.
 	out := a.must(t, ctx, nil, "team", "members", "gone")
-	var deskFP string
-	for _, line := range strings.Split(out, "\n") {
-		if f := strings.Fields(line); marked(line, "desk") && len(f) >= 3 {
-			deskFP = f[2]
-		}
-	}
 	if !strings.Contains(out, "laptop") || !strings.HasPrefix(deskFP, "SHA256:") || !strings.Contains(j.stderr, deskFP) {
 		t.Fatalf("team members:\n%s\njoin said:\n%s\nwant this machine marked * with the fingerprint join showed", out, j.stderr)
 	}
@@ -550,7 +564,7 @@ func TestSetSecretCLI(t *testing.T) {
 	eps := strings.Join(c.Endpoints(), ",")
 	freshTeam(t, ctx, c, "rot")
 	a.must(t, ctx, nil, "team", "init", "rot", "--etcd", eps)
-	card := strings.TrimSpace(b.must(t, ctx, nil, "team", "join", "rot", "--etcd", eps))
+	card := strings.TrimSpace(b.must(t, ctx, nil, "team", "join", "rot", "--etcd", eps, "--yes"))
 	a.must(t, ctx, nil, "team", "add", "rot", card, "--name", "b") // both run on this host: its name is taken
 	newKey := []string{"--auth-url", srv.URL(), "--client-id", "shipping-api", "--username", "svc"}
 	creds := []string{"SHIPKEY_CLIENT_SECRET=" + clientSecret, "SHIPKEY_PASSWORD=" + password}

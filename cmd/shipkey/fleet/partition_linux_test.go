@@ -90,7 +90,7 @@ func TestPartitionDuringFleetRace(t *testing.T) {
 	a, b := fleetTeam(t, ctx, c, srv, "partition")
 	cm := newMachine(t, "c")
 	eps := strings.Join(c.Endpoints(), ",")
-	card := strings.TrimSpace(cm.must(t, ctx, nil, "team", "join", "partition", "--etcd", eps))
+	card := strings.TrimSpace(cm.must(t, ctx, nil, "team", "join", "partition", "--etcd", eps, "--yes"))
 	a.must(t, ctx, nil, "team", "add", "partition", card, "--name", "c")
 	cm.must(t, ctx, nil, "keys", "list") // c caches the key (its token is due)
 	cm.wrap = cutOff(t, c.Endpoints())

@@ -150,6 +150,7 @@ func (h *handle) upgrade(ctx context.Context, cli team.Driver, old *team.KV, r r
 // returns this machine's member card (team.MemberCard) for a member to add;
 // nothing is readable until a member adds it.
 func (e *Engine) Join(ctx context.Context, opts JoinOptions) (string, error) {
+	_, known := e.opts.Store.Team(opts.Conn.Name)
 	h, err := e.join(ctx, opts)
 	if err != nil {
 		return "", err
@@ -160,14 +161,28 @@ func (e *Engine) Join(ctx context.Context, opts JoinOptions) (string, error) {
 		return "", err
 	}
 	bctx, cancel := h.bound(ctx)
-	defer cancel()
 	kvs, at, err := cli.Get(bctx, rosterKey(h.name()))
 	if err != nil {
+		cancel()
 		return "", h.etcdErr(err)
 	}
 	if kvs[0] == nil {
+		cancel()
 		return "", &Error{Team: h.name(), Msg: "etcd holds no such team (a member creates it: shipkey team init " + h.name() + " --etcd …)", Kind: ErrNoTeam}
 	}
+	r, verr := team.Accept(h.name(), h.pinned(), kvs[0].Value, h.historyFrom(bctx, cli))
+	cancel()
+	if opts.Confirm != nil && verr == nil {
+		// A person may take their time: etcd's bound starts again after.
+		if err := opts.Confirm(r.Members); err != nil {
+			if known != nil {
+				_ = e.forget(ctx, h.name())
+			}
+			return "", err
+		}
+	}
+	bctx, cancel = h.bound(ctx)
+	defer cancel()
 	if _, err := h.accept(bctx, kvs[0].Value, kvs[0].Rev, at, h.historyFrom(bctx, cli), true); err != nil {
 		return "", err
 	}
@@ -469,10 +484,15 @@ func (e *Engine) Leave(ctx context.Context, teamName string) error {
 	if err != nil {
 		return err
 	}
-	dir := h.dir()
 	h.close()
+	return e.forget(ctx, teamName)
+}
+
+// forget drops what this machine keeps of a team: its connection, member
+// identity, cache and pinned roster.
+func (e *Engine) forget(ctx context.Context, teamName string) error {
 	if err := e.opts.Store.DropTeam(ctx, teamName); err != nil {
 		return err
 	}
-	return os.RemoveAll(dir)
+	return os.RemoveAll(team.StateDir(e.opts.Store.StateDir(), teamName))
 }

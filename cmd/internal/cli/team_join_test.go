@@ -1,0 +1,67 @@
+package cli
+
+import (
+	"context"
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/shipkey/shipkey/store"
+	"github.com/shipkey/shipkey/store/team"
+	"github.com/shipkey/shipkey/store/team/etcdteam"
+	"github.com/shipkey/shipkey/store/team/etcdtest"
+)
+
+// team join shows the roster's fingerprints and asks on a terminal before
+// it pins the roster: "n" (or no answer) pins nothing, keeps nothing of the
+// team and says what a mismatch means; "y" pins it and prints the card.
+// Before, join pinned first and asked the person to compare after.
+func TestTeamJoinAsksBeforePinning(t *testing.T) {
+	t.Parallel()
+	c := etcdtest.Need(t, 1)
+	ctx, cancel := context.WithTimeout(context.Background(), patience(time.Minute))
+	defer cancel()
+	ma, _ := etcdtest.TeamOfTwo(t, ctx, c, "ask")
+	ms, err := ma.Engine.Members(ctx, "ask")
+	if err != nil || len(ms) != 2 {
+		t.Fatalf("members: %v, %v", ms, err)
+	}
+	join := func(answer string) (*store.Store, string, string, error) {
+		st, _ := testStore(t, time.Now)
+		eng := etcdteam.New(team.Options{Store: st, Warn: &strings.Builder{}})
+		ios, out, errOut := testIO(answer)
+		ios.StdinTTY = true
+		err := teamJoinRun(ctx, &teamJoinOptions{IO: ios, Getenv: func(string) string { return "" }, TeamName: "ask",
+			Conn: teamConnFlags{Endpoints: strings.Join(c.Endpoints(), ",")}, Team: func() (team.Engine, error) { return eng, nil }})
+		return st, out.String(), errOut.String(), err
+	}
+	pinned := func(st *store.Store) bool {
+		_, err := os.Stat(filepath.Join(team.StateDir(st.StateDir(), "ask"), team.PinFileName))
+		return err == nil
+	}
+
+	for _, answer := range []string{"n\n", ""} {
+		st, out, said, err := join(answer)
+		for _, m := range ms {
+			if !strings.Contains(said, m.Fingerprint()+"  "+m.Name) {
+				t.Errorf("answer %q: join did not show %s's fingerprint before asking:\n%s", answer, m.Name, said)
+			}
+		}
+		if err == nil || exitCode(err) != exitFailure || !strings.Contains(err.Error(), "do not join") || !strings.Contains(err.Error(), "who invited you") || out != "" {
+			t.Errorf("answer %q: %v (exit %d), stdout %q; want exit 1 saying what a mismatch means and no card", answer, err, exitCode(err), out)
+		}
+		if teams, _ := st.Teams(); len(teams) != 0 || pinned(st) {
+			t.Errorf("answer %q: the team was kept (%v) or its roster pinned (%v)", answer, teams, pinned(st))
+		}
+	}
+	st, out, said, err := join("y\n")
+	if err != nil || !strings.HasPrefix(out, "age1") || !pinned(st) || !strings.Contains(said, "[y/N]") {
+		t.Fatalf("answer y: %v, stdout %q, pinned %v:\n%s", err, out, pinned(st), said)
+	}
+	if _, err := st.Team("ask"); errors.Is(err, store.ErrNotFound) {
+		t.Error("answer y: the team is not recorded")
+	}
+}
