@@ -23,6 +23,11 @@ const (
 	// Live reads them from etcd; a team whose etcd does not answer is
 	// listed from the cache with a warning (keys list).
 	Live
+	// Checked reads them as Live does, and a team whose roster no longer
+	// holds this machine lists its keys as removed (store.Key.TeamRemoved)
+	// instead of failing (status: a key of a team this machine was removed
+	// from hands out nothing, whatever its cached token says).
+	Checked
 )
 
 // TeamKeys lists every joined team's keys as store keys ("T/LABEL"); none
@@ -54,9 +59,12 @@ func (s *Service) listTeam(ctx context.Context, eng team.Engine, name string, fr
 		return eng.CachedKeys(name)
 	}
 	keys, err := eng.Keys(ctx, name)
-	if err != nil && errors.Is(err, team.ErrUnavailable) {
+	switch {
+	case err != nil && errors.Is(err, team.ErrUnavailable):
 		fmt.Fprintf(s.warn, "shipkey: warning: %s; listing its keys from the local cache\n", text.Safe(err.Error()))
 		err = nil
+	case from == Checked && errors.Is(err, team.ErrNotMember):
+		err = nil // listed as removed, from the cache
 	}
 	return keys, err
 }

@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -45,11 +46,14 @@ token has expired, or why a login is needed ("login needed", "logged out",
 its session at the server is pending (a logout or keys rm the server refused
 or never got: run shipkey logout LABEL to retry).
 
-It reads only what shipkey keeps about each key: no secret is read and no
-request is made.
+For a key of this machine it reads only what shipkey keeps about it: no
+secret is read and no request is made. A team key's state is the team's as
+etcd holds it (one read of each team; when etcd does not answer, as cached
+here, with a warning): "removed from team T" once this machine is no member.
 
 Exit codes: 0 when every key shown is usable (valid or refreshable), 3 when
-one needs a login (run: shipkey login LABEL).`,
+one needs a login (run: shipkey login LABEL), 1 when one is a key of a team
+this machine was removed from (no login helps).`,
 		Example: `  shipkey status
   shipkey status prod -q || shipkey login prod
   shipkey status --json | jq -r '.[] | select(.usable | not) | .label'`,
@@ -177,28 +181,33 @@ type statusJSON struct {
 	RefreshExpiresAt *string `json:"refresh_expires_at"`
 }
 
-func statusRun(_ context.Context, opts *statusOptions) error {
+func statusRun(ctx context.Context, opts *statusOptions) error {
 	st, err := opts.Store()
 	if err != nil {
 		return err
 	}
 	now := opts.Now()
-	var needLogin []string
+	var needLogin, removedFrom []string
 	n := 0
 	verdict := func(k store.Key) keyVerdict {
 		n++
 		v := keyStatus(k, now)
-		if !v.Usable {
+		switch {
+		case v.State == stateRemoved:
+			if !slices.Contains(removedFrom, k.Team) {
+				removedFrom = append(removedFrom, k.Team)
+			}
+		case !v.Usable:
 			needLogin = append(needLogin, k.Label)
 		}
 		return v
 	}
 	bw := bufio.NewWriterSize(opts.IO.Out, 64<<10)
 	// One key, or every key one at a time from the index (then the team
-	// keys cached on this machine): JSON is written as it comes, a table is
-	// written by writeTable.
+	// keys, as etcd holds them: whether this machine is still a member):
+	// JSON is written as it comes, a table is written by writeTable.
 	svc := newKeys(st, opts.Team, opts.IO, nil, opts.Now, nil)
-	err = svc.Walk(context.Background(), opts.Label, keys.Cached, func(each keys.Each) error {
+	err = svc.Walk(ctx, opts.Label, keys.Checked, func(each keys.Each) error {
 		switch {
 		case opts.Quiet:
 			return each(func(k store.Key) error { verdict(k); return nil })
@@ -240,18 +249,30 @@ func statusRun(_ context.Context, opts *statusOptions) error {
 		return &exitError{code: exitFailure, err: errNoKeysYet}
 	}
 
-	if len(needLogin) == 0 {
+	if len(needLogin) == 0 && len(removedFrom) == 0 {
 		return nil
 	}
+	code := exitLoginNeeded
+	if len(removedFrom) > 0 {
+		code = exitFailure // no login helps
+	}
 	if opts.Quiet {
-		return &exitError{code: exitLoginNeeded}
+		return &exitError{code: code}
 	}
-	quoted := make([]string, len(needLogin))
-	for i, l := range needLogin {
-		quoted[i] = text.ShellQuote(l)
+	var says []string
+	if len(removedFrom) > 0 {
+		says = append(says, fmt.Sprintf("this machine was removed from %s %s, whose keys it can no longer use; to use them again, run shipkey team join %s --etcd … and ask a member to add the line it prints, else forget the team here: shipkey team leave %s",
+			plural(len(removedFrom), "team", "teams"), strings.Join(removedFrom, ", "), removedFrom[0], removedFrom[0]))
 	}
-	return &exitError{code: exitLoginNeeded, err: fmt.Errorf("login needed for %s; run: shipkey login %s",
-		plural(len(needLogin), "API key ", "API keys ")+strings.Join(quoted, ", "), quoted[0])}
+	if len(needLogin) > 0 {
+		quoted := make([]string, len(needLogin))
+		for i, l := range needLogin {
+			quoted[i] = text.ShellQuote(l)
+		}
+		says = append(says, fmt.Sprintf("login needed for %s; run: shipkey login %s",
+			plural(len(needLogin), "API key ", "API keys ")+strings.Join(quoted, ", "), quoted[0]))
+	}
+	return &exitError{code: code, err: errors.New(strings.Join(says, "; "))}
 }
 
 // statusCells appends to cells one row of the status table: the default

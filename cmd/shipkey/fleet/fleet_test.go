@@ -449,8 +449,10 @@ func assertNotInTree(t *testing.T, dir, secret string) {
 	})
 }
 
-// TestRemovedMemberCLI: team remove says plainly to rotate the secrets, and
-// the removed machine gets one "not a member" line for a key made after.
+// TestRemovedMemberCLI: join pins only a roster it was told to trust; team
+// remove says plainly to rotate the secrets; the removed machine's status
+// says it was removed (exit 1), not "valid until", and its token commands
+// say it was removed, not that it is no member as if never added.
 func TestRemovedMemberCLI(t *testing.T) {
 	t.Parallel()
 	c := needCluster(t)
@@ -517,19 +519,22 @@ func TestRemovedMemberCLI(t *testing.T) {
 	if r.code != 0 || !strings.Contains(r.stderr, "rotate the client secrets") || !strings.Contains(r.stderr, "Revoke its etcd credentials now: etcdctl user delete laptop-etcd") {
 		t.Fatalf("team remove: exit %d, %q", r.code, r.stderr)
 	}
+	// The removed machine's status, before any other command of it read
+	// the team: its cached token is still valid, but it is no member now.
+	for _, args := range [][]string{{"status", "gone/ci"}, {"status"}, {"status", "--json"}} {
+		r = b.run(ctx, nil, args...)
+		if r.code != 1 || !strings.Contains(r.stdout, "removed from team gone") || strings.Contains(r.stdout, "valid") ||
+			!strings.Contains(r.stderr, "this machine was removed from team gone") || strings.Contains(r.stderr, "login") {
+			t.Fatalf("removed member's %v: exit %d, %q %q; want 1, removed from team gone", args, r.code, r.stdout, r.stderr)
+		}
+	}
 	a.must(t, ctx, []string{"SHIPKEY_CLIENT_SECRET=" + clientSecret, "SHIPKEY_PASSWORD=" + password},
 		"keys", "new", "--team", "gone", "--label", "after", "--auth-url", srv.URL(), "--client-id", "shipping-api", "--username", "svc")
-	r = b.run(ctx, nil, "token", "gone/after")
-	if r.code == 0 || strings.Count(strings.TrimSpace(r.stderr), "\n") != 0 || !strings.Contains(r.stderr, "not a member of gone") {
-		t.Fatalf("removed member: exit %d, stderr %q; want one line saying not a member", r.code, r.stderr)
-	}
-	r = b.run(ctx, nil, "token", "gone/ci")
-	if r.code == 0 {
-		t.Fatalf("removed member still hands out the key it had: %q", r.stdout)
-	}
-	r = b.run(ctx, nil, "status", "gone/ci")
-	if r.code == 0 || !strings.Contains(r.stdout, "removed from team gone") || strings.Contains(r.stdout, "valid") {
-		t.Fatalf("removed member's status: exit %d, %q", r.code, r.stdout)
+	for _, key := range []string{"gone/after", "gone/ci"} {
+		r = b.run(ctx, nil, "token", key)
+		if r.code == 0 || r.stdout != "" || strings.Count(strings.TrimSpace(r.stderr), "\n") != 0 || !strings.Contains(r.stderr, "team gone: this machine was removed from the team") {
+			t.Fatalf("removed member's token %s: exit %d, %q %q; want one line saying it was removed", key, r.code, r.stdout, r.stderr)
+		}
 	}
 	r = b.run(ctx, nil, "team", "leave", "gone")
 	if r.code != 0 || !strings.Contains(r.stderr, "team remove gone") {

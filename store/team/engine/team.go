@@ -152,7 +152,12 @@ func (h *handle) etcdErr(err error) error {
 }
 
 // notMember is the error for an item this identity cannot open, or a
-// roster without this machine.
+// roster without this machine. A machine that read the team as a member
+// before (its cache holds what it read then) was removed, and is told so:
+// not as if it had never been added.
 func (h *handle) notMember() error {
+	if c := h.readCache(); !c.SyncedAt.IsZero() || len(c.Keys) > 0 {
+		return &Error{Team: h.name(), Kind: ErrNotMember, Msg: fmt.Sprintf("this machine was removed from the team and can no longer read its keys or tokens; to use them again, run `shipkey team join %s --etcd …` here and ask a member to add the line it prints (shipkey team add), else forget the team here: shipkey team leave %s", h.name(), h.name())}
+	}
 	return &Error{Team: h.name(), Msg: fmt.Sprintf("not a member of %s: ask a member to run `shipkey team add %s %s`", h.name(), h.name(), h.id.Recipient()), Kind: ErrNotMember}
 }
