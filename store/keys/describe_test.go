@@ -19,17 +19,7 @@ import (
 // local-or-team branch.
 func TestChangesSayWhatTheyDidLocalAndTeam(t *testing.T) {
 	t.Parallel()
-	c := etcdtest.Need(t, 1)
-	srv := authtest.NewServer(authtest.Config{Clients: []authtest.Client{{ID: "shipping-api", Secret: "cs-say", ServiceAccount: true}}})
-	defer srv.Close()
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-	defer cancel()
-	ma, mb := etcdtest.TeamOfTwo(t, ctx, c, "say")
-	conn := auth.Connection{AuthURL: srv.URL(), Realm: srv.Realm(), ClientID: "shipping-api"}
-	def := store.Definition{Connection: conn, Grant: auth.GrantClientCredentials}
-	if _, err := mb.Engine.CreateKey(ctx, "say", team.NewKey{Label: "k", Definition: def, ClientSecret: "cs-say"}); err != nil {
-		t.Fatal(err)
-	}
+	ctx, ma, _, def := teamWithKey(t, "say")
 	if _, _, err := ma.Store.Create(ctx, store.NewKey{Label: "mine", Definition: def, ClientSecret: "cs-say"}); err != nil {
 		t.Fatal(err)
 	}
@@ -80,4 +70,22 @@ func TestChangesSayWhatTheyDidLocalAndTeam(t *testing.T) {
 	if err != nil || rm.Done != "Removed API key ours (it had no session to end)" {
 		t.Errorf("removal of a key of this machine logged out: %+v, %v", rm, err)
 	}
+}
+
+// teamWithKey makes team name of two machines on a one-member etcd, with
+// the client-credentials team key name/k (its client secret "cs-"+name),
+// made by b; def is its definition.
+func teamWithKey(t *testing.T, name string) (ctx context.Context, a, b etcdtest.Machine, def store.Definition) {
+	t.Helper()
+	c := etcdtest.Need(t, 1)
+	srv := authtest.NewServer(authtest.Config{Clients: []authtest.Client{{ID: "shipping-api", Secret: "cs-" + name, ServiceAccount: true}}})
+	t.Cleanup(srv.Close)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	t.Cleanup(cancel)
+	a, b = etcdtest.TeamOfTwo(t, ctx, c, name)
+	def = store.Definition{Connection: auth.Connection{AuthURL: srv.URL(), Realm: srv.Realm(), ClientID: "shipping-api"}, Grant: auth.GrantClientCredentials}
+	if _, err := b.Engine.CreateKey(ctx, name, team.NewKey{Label: "k", Definition: def, ClientSecret: "cs-" + name}); err != nil {
+		t.Fatal(err)
+	}
+	return ctx, a, b, def
 }

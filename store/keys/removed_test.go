@@ -1,17 +1,12 @@
 package keys
 
 import (
-	"context"
 	"errors"
 	"strings"
 	"testing"
-	"time"
 
-	"github.com/shipkey/shipkey/auth"
-	"github.com/shipkey/shipkey/auth/authtest"
 	"github.com/shipkey/shipkey/store"
 	"github.com/shipkey/shipkey/store/team"
-	"github.com/shipkey/shipkey/store/team/etcdtest"
 )
 
 // A machine removed from a team learns it at the next look at etcd, not
@@ -21,16 +16,7 @@ import (
 // never been added.
 func TestRemovedMachineIsToldSo(t *testing.T) {
 	t.Parallel()
-	c := etcdtest.Need(t, 1)
-	srv := authtest.NewServer(authtest.Config{Clients: []authtest.Client{{ID: "shipping-api", Secret: "cs-gone", ServiceAccount: true}}})
-	defer srv.Close()
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-	defer cancel()
-	ma, mb := etcdtest.TeamOfTwo(t, ctx, c, "gone")
-	conn := auth.Connection{AuthURL: srv.URL(), Realm: srv.Realm(), ClientID: "shipping-api"}
-	if _, err := ma.Engine.CreateKey(ctx, "gone", team.NewKey{Label: "k", Definition: store.Definition{Connection: conn, Grant: auth.GrantClientCredentials}, ClientSecret: "cs-gone"}); err != nil {
-		t.Fatal(err)
-	}
+	ctx, ma, mb, _ := teamWithKey(t, "gone")
 	svc := New(Options{Store: mb.Store, Engine: func() (team.Engine, error) { return mb.Engine, nil }})
 	if _, err := svc.Token(ctx, "gone/k", TokenOptions{}); err != nil { // b uses the key: it is cached here
 		t.Fatal(err)
