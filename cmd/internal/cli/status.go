@@ -110,7 +110,7 @@ func keyStatus(k store.Key, now time.Time) keyVerdict {
 	switch {
 	case k.TeamRemoved:
 		return keyVerdict{stateRemoved, "removed from " + text.Safe(k.Team), "removed from team " + text.Safe(k.Team) +
-			": this machine is no member now (a member adds it again: shipkey team join " + text.ShellQuote(k.Team) + " --etcd …)", false}
+			": this machine is no member now (to be added again: shipkey team join " + text.ShellQuote(k.Team) + " --etcd …, then a member's team add; else: shipkey team leave " + text.ShellQuote(k.Team) + ")", false}
 	case !k.EndPending.IsZero():
 		return keyVerdict{stateEndPending, "end pending", when("logged out; ending the session at the server is pending since ",
 			k.EndPending, now, "; run: shipkey logout "+text.ShellQuote(k.Label)), false}
