@@ -18,7 +18,8 @@ import (
 // team join shows the roster's fingerprints and asks on a terminal before
 // it pins the roster: "n" (or no answer) pins nothing, keeps nothing of the
 // team and says what a mismatch means; "y" pins it and prints the card.
-// Before, join pinned first and asked the person to compare after.
+// --fingerprint pins only the roster of exactly those members. Before, join
+// pinned first and asked the person to compare after.
 func TestTeamJoinAsksBeforePinning(t *testing.T) {
 	t.Parallel()
 	c := etcdtest.Need(t, 1)
@@ -29,12 +30,13 @@ func TestTeamJoinAsksBeforePinning(t *testing.T) {
 	if err != nil || len(ms) != 2 {
 		t.Fatalf("members: %v, %v", ms, err)
 	}
-	join := func(answer string) (*store.Store, string, string, error) {
+	// join answers on a terminal, or with fingerprints (then with none).
+	join := func(answer string, fingerprints ...string) (*store.Store, string, string, error) {
 		st, _ := testStore(t, time.Now)
 		eng := etcdteam.New(team.Options{Store: st, Warn: &strings.Builder{}})
 		ios, out, errOut := testIO(answer)
-		ios.StdinTTY = true
-		err := teamJoinRun(ctx, &teamJoinOptions{IO: ios, Getenv: func(string) string { return "" }, TeamName: "ask",
+		ios.StdinTTY = fingerprints == nil
+		err := teamJoinRun(ctx, &teamJoinOptions{IO: ios, Getenv: func(string) string { return "" }, TeamName: "ask", Fingerprints: fingerprints,
 			Conn: teamConnFlags{Endpoints: strings.Join(c.Endpoints(), ",")}, Team: func() (team.Engine, error) { return eng, nil }})
 		return st, out.String(), errOut.String(), err
 	}
@@ -56,6 +58,15 @@ func TestTeamJoinAsksBeforePinning(t *testing.T) {
 		if teams, _ := st.Teams(); len(teams) != 0 || pinned(st) {
 			t.Errorf("answer %q: the team was kept (%v) or its roster pinned (%v)", answer, teams, pinned(st))
 		}
+	}
+	// --fingerprint pins only a roster of exactly these members: one of
+	// the two is not enough.
+	st, _, _, err := join("", ms[0].Fingerprint())
+	if err == nil || !strings.Contains(err.Error(), "not the ones given with --fingerprint") || pinned(st) {
+		t.Errorf("--fingerprint of one member of two: %v, pinned %v; want refused", err, pinned(st))
+	}
+	if _, out, _, err := join("", ms[1].Fingerprint()+" ", ms[0].Fingerprint()); err != nil || !strings.HasPrefix(out, "age1") {
+		t.Errorf("--fingerprint of both members: %v, %q", err, out)
 	}
 	st, out, said, err := join("y\n")
 	if err != nil || !strings.HasPrefix(out, "age1") || !pinned(st) || !strings.Contains(said, "[y/N]") {
