@@ -100,3 +100,24 @@ func TestTokenFileRefreshTokenDiesFirst(t *testing.T) {
 		}
 	}
 }
+
+// The token files hear of every change of the store's files (another
+// process's logout), each receiver once per change pending.
+func TestWatchStoreFilesTellsEachReceiver(t *testing.T) {
+	t.Parallel()
+	st, _ := testStore(t, time.Now)
+	svc := newKeys(st, nil, nil, nil, time.Now, nil)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	changed := watchStoreFiles(ctx, svc, 2)
+	if err := st.SetAPIURL("demo", "https://api.example.com"); err != nil {
+		t.Fatal(err)
+	}
+	for i, c := range changed {
+		select {
+		case <-c:
+		case <-time.After(patience(10 * time.Second)):
+			t.Fatalf("receiver %d was not told of the change", i)
+		}
+	}
+}
