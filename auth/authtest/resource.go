@@ -179,6 +179,8 @@ func (rs *ResourceServer) count(name string) {
 //	/test/hostile         JSON whose strings carry terminal control sequences
 //	/test/hostile?raw     the same sequences as raw bytes (text/plain)
 //	/test/bytes?n=N       N bytes of application/octet-stream (streamed)
+//	/test/pages?pages=N&per=M&page=P   page P of N, M items each, with a
+//	                      Link header naming the next page (Pages)
 func (rs *ResourceServer) Handler() http.Handler {
 	return http.HandlerFunc(rs.serve)
 }
@@ -235,6 +237,9 @@ func (rs *ResourceServer) serve(w http.ResponseWriter, r *http.Request) {
 		return
 	case r.URL.Path == "/test/bytes":
 		writeBytes(w, r)
+		return
+	case r.URL.Path == "/test/pages":
+		writePaged(w, r)
 		return
 	}
 	h := sha256.New()
@@ -463,4 +468,88 @@ func writeBytes(w http.ResponseWriter, r *http.Request) {
 		}
 		n -= m
 	}
+}
+
+// PageItem is an item of /test/pages: page P of per items holds the ids
+// (P-1)*per to P*per-1.
+type PageItem struct {
+	ID   int    `json:"id"`
+	Name string `json:"name"`
+}
+
+// Page is the body of /test/pages?body: the items and where the next page
+// is, as a cursor and as a path (both null on the last page).
+type Page struct {
+	Items  []PageItem `json:"items"`
+	Cursor *string    `json:"next_cursor"`
+	Next   *string    `json:"next"`
+}
+
+// writePaged answers /test/pages, a paged list: pages (default 3) pages of
+// per (default 2) items; page (1-based, default 1) or cursor ("c"+page)
+// picks one. The answer is a JSON array with RFC 8288 Link headers naming
+// the next page (rel="next", an absolute URL) and the last, or with body
+// set a Page whose next_cursor and next say where the next page is, with
+// no Link header. The last page's next link is next=URL when given, or
+// the first page with loop set.
+func writePaged(w http.ResponseWriter, r *http.Request) {
+	q := r.URL.Query()
+	num := func(name string, def int) int {
+		if v, err := strconv.Atoi(q.Get(name)); err == nil && v >= 0 && v <= 100_000 {
+			return v
+		}
+		return def
+	}
+	pages, per, page := num("pages", 3), num("per", 2), num("page", 1)
+	if c, ok := strings.CutPrefix(q.Get("cursor"), "c"); ok {
+		if v, err := strconv.Atoi(c); err == nil && v > 0 {
+			page = v
+		}
+	}
+	items := []PageItem{}
+	if page >= 1 && page <= pages {
+		for i := (page - 1) * per; i < page*per; i++ {
+			items = append(items, PageItem{ID: i, Name: fmt.Sprintf("item-%03d", i)})
+		}
+	}
+	at := func(p int) string {
+		v := url.Values{}
+		for k, vs := range q {
+			v[k] = vs
+		}
+		v.Del("cursor")
+		v.Set("page", strconv.Itoa(p))
+		return "http://" + r.Host + r.URL.Path + "?" + v.Encode()
+	}
+	next := ""
+	switch {
+	case page < pages:
+		next = at(page + 1)
+	case q.Get("next") != "":
+		next = q.Get("next")
+	case q.Has("loop"):
+		next = at(1)
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if q.Has("body") {
+		body := Page{Items: items}
+		if next != "" {
+			cursor := "c" + strconv.Itoa(page+1)
+			if page >= pages {
+				cursor = "c1"
+			}
+			body.Cursor, body.Next = &cursor, &next
+		}
+		_ = json.NewEncoder(w).Encode(body)
+		return
+	}
+	links := []string{}
+	if next != "" {
+		links = append(links, "<"+next+`>; rel="next"`)
+	}
+	links = append(links, "<"+at(pages)+`>; rel="last"`)
+	w.Header().Set("Link", strings.Join(links, ", "))
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	_ = enc.Encode(items)
 }

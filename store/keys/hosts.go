@@ -36,8 +36,9 @@ func (e *HostRefusedError) Error() string {
 		text.Safe(e.Label), text.Safe(e.Home), text.Safe(e.Origin), text.ShellQuote(e.Host))
 }
 
-// origin is u's scheme://host:port, the port spelled out.
-func origin(u *url.URL) string {
+// Origin is u's scheme://host:port, the port spelled out: two URLs with the
+// same origin go to the same server.
+func Origin(u *url.URL) string {
 	port := u.Port()
 	if port == "" {
 		switch strings.ToLower(u.Scheme) {
@@ -60,7 +61,7 @@ type hostGuard struct {
 }
 
 func (g *hostGuard) RoundTrip(req *http.Request) (*http.Response, error) {
-	if origin(req.URL) == origin(g.home) {
+	if Origin(req.URL) == Origin(g.home) {
 		return g.next.RoundTrip(req)
 	}
 	host := strings.ToLower(req.URL.Host)
@@ -70,7 +71,7 @@ func (g *hostGuard) RoundTrip(req *http.Request) (*http.Response, error) {
 	if req.Body != nil {
 		_ = req.Body.Close()
 	}
-	return nil, &HostRefusedError{Label: g.label, Origin: origin(req.URL), Home: origin(g.home), Host: host}
+	return nil, &HostRefusedError{Label: g.label, Origin: Origin(req.URL), Home: Origin(g.home), Host: host}
 }
 
 // guardHosts wraps c's transport with key's host guard when the key has

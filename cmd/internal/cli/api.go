@@ -49,6 +49,10 @@ type apiOptions struct {
 	JQ           string   // --jq
 	Silent       bool     // --silent
 	ForceRefresh bool     // --force-refresh
+	Paginate     bool     // --paginate: follow the answers' next links
+	PaginateNext string   // --paginate-next JQ: the next page from the body
+	// MaxPages bounds --paginate (0: maxPages).
+	MaxPages int
 	// Exchange sends a token for another audience (--audience, …).
 	Exchange exchangeFlags
 }
@@ -96,7 +100,9 @@ only key.`,
   shipkey api prod /shipments?status=late        # against prod's api_url
   shipkey api -X POST https://api.example.com/v1/shipments -f ref=A1 -F weight=2.5
   gzip -dc shipments.json.gz | shipkey api --input - https://api.example.com/v1/shipments/import
-  shipkey api https://api.example.com/v1/shipments --jq '.[].id'`,
+  shipkey api https://api.example.com/v1/shipments --jq '.[].id'
+  shipkey api prod --paginate /shipments --jq '.[].id'     # every page
+  shipkey api prod --paginate-next '{cursor: .next_cursor}' /events --jq '.items[]'`,
 		Args: usageArgs(cobra.RangeArgs(1, 2)),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			opts.Target = args[len(args)-1]
@@ -111,6 +117,9 @@ only key.`,
 			}
 			if opts.JQ != "" && opts.Silent {
 				return usageErrorf("--jq and --silent: give one (see: %s --help)", cmd.CommandPath())
+			}
+			if opts.PaginateNext != "" {
+				opts.Paginate = true
 			}
 			if err := opts.Exchange.check(cmd); err != nil {
 				return err
@@ -132,8 +141,10 @@ only key.`,
 	cmd.Flags().StringVarP(&opts.JQ, "jq", "q", "", "filter the JSON answer with a jq expression")
 	cmd.Flags().BoolVar(&opts.Silent, "silent", false, "print no body")
 	cmd.Flags().BoolVar(&opts.ForceRefresh, "force-refresh", false, "renew the token before sending, even when it looks valid")
+	cmd.Flags().BoolVar(&opts.Paginate, "paginate", false, `fetch every page: follow the answers' Link: <URL>; rel="next" (GET only)`)
+	cmd.Flags().StringVar(&opts.PaginateNext, "paginate-next", "", "with --paginate: the next page from each page's JSON body by a jq expression (a URL, a path, or an object of query parameters)")
 	opts.Exchange.add(cmd.Flags(), true)
-	cmd.Long += "\n\n" + exchangeFlagsHelp
+	cmd.Long += "\n\n" + paginateHelp + "\n\n" + exchangeFlagsHelp
 	_ = cmd.RegisterFlagCompletionFunc("key", completeLabelFlag(f))
 	return cmd
 }
@@ -163,7 +174,11 @@ func apiRun(ctx context.Context, opts *apiOptions) error {
 	if err != nil && !isAPIPath(opts.Target) {
 		return err
 	}
-	jq, err := compileJQ(opts.JQ)
+	jq, err := compileJQ("--jq", opts.JQ)
+	if err != nil {
+		return err
+	}
+	nextJQ, err := compileJQ("--paginate-next", opts.PaginateNext)
 	if err != nil {
 		return err
 	}
@@ -177,6 +192,9 @@ func apiRun(ctx context.Context, opts *apiOptions) error {
 		if body.present() {
 			method = http.MethodPost
 		}
+	}
+	if opts.Paginate && method != http.MethodGet {
+		return usageErrorf("--paginate follows next links with GET; %s %s is sent once: leave out --paginate (or the body and -X)", text.Safe(method), text.Safe(opts.Target))
 	}
 	st, err := opts.Store()
 	if err != nil {
@@ -218,6 +236,9 @@ func apiRun(ctx context.Context, opts *apiOptions) error {
 		AllowHosts: opts.AllowHosts, Renewed: func() { renewed = true }})
 	if err != nil {
 		return err
+	}
+	if opts.Paginate {
+		return paginate(opts, client, req, jq, nextJQ, func() bool { return renewed })
 	}
 	resp, err := client.Do(req)
 	if err != nil {
@@ -425,17 +446,18 @@ func typedField(stdin io.Reader, v string) (any, error) {
 	return v, nil
 }
 
-func compileJQ(expr string) (*gojq.Code, error) {
+// compileJQ compiles the jq expression of flag (nil for none).
+func compileJQ(flag, expr string) (*gojq.Code, error) {
 	if expr == "" {
 		return nil, nil
 	}
 	q, err := gojq.Parse(expr)
 	if err != nil {
-		return nil, usageErrorf("--jq %s: %v", text.ShellQuote(expr), err)
+		return nil, usageErrorf("%s %s: %v", flag, text.ShellQuote(expr), err)
 	}
 	code, err := gojq.Compile(q)
 	if err != nil {
-		return nil, usageErrorf("--jq %s: %v", text.ShellQuote(expr), err)
+		return nil, usageErrorf("%s %s: %v", flag, text.ShellQuote(expr), err)
 	}
 	return code, nil
 }
@@ -443,25 +465,9 @@ func compileJQ(expr string) (*gojq.Code, error) {
 // writeAnswer prints the answer: status line and headers with -i, the body
 // (through jq when asked); a status other than 2xx is the error line.
 func writeAnswer(opts *apiOptions, resp *http.Response, jq *gojq.Code) error {
-	out := opts.IO.Out
-	var safe *text.SafeWriter
-	if opts.IO.StdoutTTY {
-		safe = text.NewSafeWriter(out)
-		out = safe
-	}
+	out, flush := answerOut(opts)
 	if opts.Include {
-		fmt.Fprintf(out, "%s %s\n", resp.Proto, resp.Status)
-		names := make([]string, 0, len(resp.Header))
-		for k := range resp.Header {
-			names = append(names, k)
-		}
-		slices.Sort(names)
-		for _, k := range names {
-			for _, v := range resp.Header[k] {
-				fmt.Fprintf(out, "%s: %s\n", k, v)
-			}
-		}
-		fmt.Fprintln(out)
+		writeHead(out, resp)
 	}
 	var err error
 	switch {
@@ -478,19 +484,49 @@ func writeAnswer(opts *apiOptions, resp *http.Response, jq *gojq.Code) error {
 		}
 		_, err = io.Copy(out, src)
 	}
-	if safe != nil {
-		if ferr := safe.Flush(); err == nil {
-			err = ferr
+	if ferr := flush(); err == nil {
+		err = ferr
+	}
+	return answerReadError(err)
+}
+
+// answerOut is where the answer goes: stdout, its control characters made
+// visible on a terminal; flush writes what is held back.
+func answerOut(opts *apiOptions) (io.Writer, func() error) {
+	if !opts.IO.StdoutTTY {
+		return opts.IO.Out, func() error { return nil }
+	}
+	safe := text.NewSafeWriter(opts.IO.Out)
+	return safe, safe.Flush
+}
+
+// writeHead prints the status line and the headers (-i).
+func writeHead(out io.Writer, resp *http.Response) {
+	fmt.Fprintf(out, "%s %s\n", resp.Proto, resp.Status)
+	names := make([]string, 0, len(resp.Header))
+	for k := range resp.Header {
+		names = append(names, k)
+	}
+	slices.Sort(names)
+	for _, k := range names {
+		for _, v := range resp.Header[k] {
+			fmt.Fprintf(out, "%s: %s\n", k, v)
 		}
 	}
-	if err != nil {
-		var jqErr *jqError
-		if errors.As(err, &jqErr) {
-			return err
-		}
-		return fmt.Errorf("reading the answer: %v", err)
+	fmt.Fprintln(out)
+}
+
+// answerReadError is the line for a failure to read or print the answer
+// (a --jq failure says itself).
+func answerReadError(err error) error {
+	if err == nil {
+		return nil
 	}
-	return nil
+	var jqErr *jqError
+	if errors.As(err, &jqErr) {
+		return err
+	}
+	return fmt.Errorf("reading the answer: %v", err)
 }
 
 func isJSON(ct string) bool {
@@ -507,13 +543,26 @@ func (e *jqError) Error() string { return "--jq: " + e.err.Error() }
 const maxJQBody = 256 << 20
 
 func runJQ(w io.Writer, body io.Reader, code *gojq.Code) error {
-	dec := json.NewDecoder(io.LimitReader(body, maxJQBody))
+	v, err := decodeAnswer(io.LimitReader(body, maxJQBody))
+	if err != nil {
+		return err
+	}
+	return printJQ(w, v, code)
+}
+
+// decodeAnswer reads a JSON answer for jq.
+func decodeAnswer(body io.Reader) (any, error) {
+	dec := json.NewDecoder(body)
 	dec.UseNumber()
 	var v any
 	if err := dec.Decode(&v); err != nil {
-		return &jqError{fmt.Errorf("the answer is not JSON: %v", err)}
+		return nil, &jqError{fmt.Errorf("the answer is not JSON: %v", err)}
 	}
-	v = normalizeNumbers(v)
+	return normalizeNumbers(v), nil
+}
+
+// printJQ prints the results of code run on v, one a line, strings raw.
+func printJQ(w io.Writer, v any, code *gojq.Code) error {
 	iter := code.Run(v)
 	for {
 		r, ok := iter.Next()

@@ -41,6 +41,9 @@ type execOptions struct {
 	// Serve gives the command a private token socket (SHIPKEY_SOCKET) for
 	// its lifetime (--serve).
 	Serve bool
+	// TokenFile gives the command a token file kept fresh
+	// (SHIPKEY_TOKEN_FILE) for its lifetime (--token-file).
+	TokenFile bool
 	// Team is the team engine, for "T/LABEL" (nil: none linked).
 	Team func() (team.Engine, error)
 	// Exchange hands the command a token for another audience (--audience,
@@ -85,6 +88,13 @@ which answers the "shipkey token --json" body; for a DPoP-bound key,
 POST /v1/proof with {"method":"GET","url":"https://…"} adds a proof signed
 for that request (see: shipkey serve --help).
 
+With --token-file, the command also gets a file holding the key's current
+access token, named by SHIPKEY_TOKEN_FILE (mode 0600, in a new 0700
+directory removed when the command ends), for programs that read a bearer
+token from a file: renewed when a quarter of the token's life is left and
+replaced whole (a reader never sees part of a token); removed at once when
+the key is logged out (see: shipkey serve --help, --sink).
+
 The exit code is the command's own (128+N when signal N ended it); 127 when
 COMMAND is not found, 126 when it cannot be run; shipkey's own when no token
 can be had (3: log in again).
@@ -97,6 +107,7 @@ SHIPKEY_TOKEN. A signal that arrives before COMMAND starts ends shipkey with
 Without LABEL: SHIPKEY_KEY, else the default key, else the only key.`,
 		Example: `  shipkey exec prod -- ./sync-shipments      # reads $SHIPKEY_TOKEN
   shipkey exec --serve prod -- ./job-longer-than-a-token   # asks $SHIPKEY_SOCKET for fresh tokens
+  shipkey exec --token-file prod -- ./agent --token-file-from-env   # reads $SHIPKEY_TOKEN_FILE
   shipkey exec prod --min-valid 10m --env API_TOKEN -- ./long-running-job`,
 		Args: func(cmd *cobra.Command, args []string) error {
 			dash := cmd.ArgsLenAtDash()
@@ -127,6 +138,9 @@ Without LABEL: SHIPKEY_KEY, else the default key, else the only key.`,
 			if err := opts.Exchange.check(cmd); err != nil {
 				return err
 			}
+			if opts.TokenFile && opts.Exchange.set() {
+				return usageErrorf("--token-file keeps the key's own token; a token for another audience is had with --serve (see: %s --help)", cmd.CommandPath())
+			}
 			if runF != nil {
 				return runF(cmd.Context(), opts)
 			}
@@ -137,6 +151,7 @@ Without LABEL: SHIPKEY_KEY, else the default key, else the only key.`,
 	cmd.Flags().StringVar(&opts.EnvName, "env", "SHIPKEY_TOKEN", "name of the variable that carries the token")
 	cmd.Flags().BoolVar(&opts.ForceRefresh, "force-refresh", false, "renew the token before running the command, even when it looks valid")
 	cmd.Flags().BoolVar(&opts.Serve, "serve", false, "give the command a private token socket ($"+envSocket+") for fresh tokens while it runs")
+	cmd.Flags().BoolVar(&opts.TokenFile, "token-file", false, "give the command a file ($"+envTokenFile+") that holds the key's token, kept fresh while it runs")
 	opts.Exchange.add(cmd.Flags(), true)
 	cmd.Long += "\n\n" + exchangeFlagsHelp + "\nWith --serve, the socket then answers tokens for that audience too."
 	return cmd
@@ -191,10 +206,22 @@ func execRun(ctx context.Context, opts *execOptions) error {
 	if opts.Exchange.set() {
 		o.Exchange = opts.Exchange.exchange()
 	}
-	if opts.Serve {
+	switch {
+	case opts.Serve:
 		o.MachineOnly = "--serve takes a key of this machine; a team key's command gets its token in " + opts.EnvName
+	case opts.TokenFile:
+		o.MachineOnly = "--token-file takes a key of this machine; a team key's command gets its token in " + opts.EnvName
 	}
-	tok, err := newKeys(st, opts.Team, opts.IO, opts.Secrets, opts.Now, nil).Token(ctx, opts.Label, o)
+	if opts.TokenFile {
+		o.Local = func(k store.Key) error {
+			if k.Connection.DPoP {
+				return usageErrorf("--token-file: key %s's tokens are DPoP-bound, useless without a proof per request; use --serve (POST /v1/proof)", text.Safe(k.Label))
+			}
+			return nil
+		}
+	}
+	svc := newKeys(st, opts.Team, opts.IO, opts.Secrets, opts.Now, nil)
+	tok, err := svc.Token(ctx, opts.Label, o)
 	ts, label := tok.TokenSet, tok.Key.Label // label: the key served on the socket
 	if sig, ok := stoppedBy(ctx); ok {
 		return signalExit(sig, notRun)
@@ -215,6 +242,16 @@ func execRun(ctx context.Context, opts *execOptions) error {
 		}
 		defer sock.Stop()
 		c.Env = append(withoutVars(c.Env, envSocket), envSocket+"="+sock.Path)
+	}
+	if opts.TokenFile {
+		tf, err := startTokenFile(st, svc, label, func(format string, args ...any) {
+			fmt.Fprintf(opts.IO.ErrOut, "shipkey: exec: "+format+"\n", args...)
+		})
+		if err != nil {
+			return fmt.Errorf("%s: %w", notRun, err)
+		}
+		defer tf.Stop()
+		c.Env = append(withoutVars(c.Env, envTokenFile), envTokenFile+"="+tf.Path)
 	}
 	c.Stdin, c.Stdout, c.Stderr = opts.IO.In, opts.IO.Out, opts.IO.ErrOut
 

@@ -30,6 +30,7 @@ type serveOptions struct {
 
 	Socket string   // --socket: the unix socket's path
 	Keys   []string // --key: the labels served (all when empty)
+	Sinks  []string // --sink PATH:KEY: token files kept fresh
 
 	// IdleTimeout closes a connection idle between requests (0: 30 s).
 	IdleTimeout time.Duration
@@ -44,7 +45,7 @@ type serveOptions struct {
 func newCmdServe(f *factory, runF func(context.Context, *serveOptions) error) *cobra.Command {
 	opts := &serveOptions{IO: f.IO, Store: f.Store, Secrets: f.Secrets}
 	cmd := &cobra.Command{
-		Use:   "serve --socket PATH [--key LABEL]...",
+		Use:   "serve [--socket PATH [--key LABEL]...] [--sink PATH:KEY]...",
 		Short: "Hand out tokens over a unix socket to local services and containers",
 		Long: `Serve the keys' access tokens over HTTP on a unix socket, for services and
 containers that should hold neither the client secret nor shipkey's store:
@@ -71,6 +72,17 @@ are refused (SO_PEERCRED), whatever the file modes. It never listens on TCP.
 Only the keys named with --key are served (all keys when none is named).
 SIGINT or SIGTERM stops it and removes the socket.
 
+--sink PATH:KEY (repeatable, with or without --socket) keeps KEY's access
+token in the file PATH, for programs that read a bearer token from a file:
+mode 0600, replaced whole (a temporary file renamed over it: a reader never
+sees part of a token, a symbolic link at PATH is replaced, not followed),
+renewed when a quarter of the token's life is left (at most 5 minutes
+ahead) and written again when another process renews the key. It is removed
+when the key is logged out or removed (by any process), when its token
+expired and could not be renewed (a failed renewal keeps the token on file
+while it is valid, tried again; stderr says so), and when serve stops.
+PATH's directory must exist, be writable and writable by no other user.
+
 With the encrypted file backend, serve's unlock ends with the session's
 (see shipkey unlock): after SHIPKEY_UNLOCK_TIMEOUT (default 10m) without
 use by any shipkey process (serve's own reads of the secrets count), 2h
@@ -87,11 +99,15 @@ without a DPoP key: "not_dpop"); 401 the key needs a login
 (shipkey login); 403 a key not served; 404 no such key; 502 the server
 refused or could not be reached; 503 the store is locked (shipkey unlock).`,
 		Example: `  shipkey serve --socket "$XDG_RUNTIME_DIR/shipkey/token.sock" --key prod
-  curl -s --unix-socket "$XDG_RUNTIME_DIR/shipkey/token.sock" http://shipkey/v1/token/prod`,
+  curl -s --unix-socket "$XDG_RUNTIME_DIR/shipkey/token.sock" http://shipkey/v1/token/prod
+  shipkey serve --sink /run/prometheus/shipping.token:prod   # bearer_token_file`,
 		Args: usageArgs(cobra.NoArgs),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			if opts.Socket == "" {
-				return usageErrorf("name the socket: --socket PATH (see: %s --help)", cmd.CommandPath())
+			if opts.Socket == "" && len(opts.Sinks) == 0 {
+				return usageErrorf("name the socket: --socket PATH, or a token file: --sink PATH:KEY (see: %s --help)", cmd.CommandPath())
+			}
+			if opts.Socket == "" && len(opts.Keys) > 0 {
+				return usageErrorf("--key names the keys served on the socket; name it: --socket PATH (see: %s --help)", cmd.CommandPath())
 			}
 			if runF != nil {
 				return runF(cmd.Context(), opts)
@@ -101,6 +117,7 @@ refused or could not be reached; 503 the store is locked (shipkey unlock).`,
 	}
 	cmd.Flags().StringVar(&opts.Socket, "socket", "", "path of the unix socket to create")
 	cmd.Flags().StringArrayVar(&opts.Keys, "key", nil, "serve this key (repeat for more; all keys when none)")
+	cmd.Flags().StringArrayVar(&opts.Sinks, "sink", nil, "keep KEY's access token in the file PATH (PATH:KEY, repeatable)")
 	_ = cmd.RegisterFlagCompletionFunc("key", completeLabelFlag(f))
 	return cmd
 }
@@ -119,13 +136,44 @@ func serveRun(ctx context.Context, opts *serveOptions) error {
 			return err
 		}
 	}
-	if err := refuseAgentDir(opts.Socket, st.AgentSocket()); err != nil {
+	specs, err := checkSinks(opts.Sinks, svc)
+	if err != nil {
 		return err
+	}
+	if opts.Socket != "" {
+		if err := refuseAgentDir(opts.Socket, st.AgentSocket()); err != nil {
+			return err
+		}
 	}
 	if err := st.Unlock(); err != nil {
 		return err
 	}
 	followUnlock(st, opts.IO.ErrOut)
+	// What killed commands left behind is swept here, off the path of
+	// `shipkey token` (whose cost must not grow with the number of keys).
+	sweepCtx, stopSweeping := context.WithCancel(ctx)
+	defer stopSweeping()
+	go sweepEvery(sweepCtx, st, store.SweepEvery)
+	sinkCtx, stopSinks := context.WithCancel(context.WithoutCancel(ctx))
+	sinksDone := make(chan struct{})
+	go func() {
+		defer close(sinksDone)
+		runSinks(sinkCtx, svc, newSinks(st, svc, specs, func(format string, args ...any) {
+			fmt.Fprintf(opts.IO.ErrOut, "shipkey: serve: "+format+"\n", args...)
+		}))
+	}()
+	defer func() { stopSinks(); <-sinksDone }()
+	for _, s := range specs {
+		fmt.Fprintf(opts.IO.ErrOut, "Keeping key %s's token in %s\n", text.Safe(s.Label), text.Safe(s.Path))
+	}
+	if opts.Socket == "" {
+		fmt.Fprintln(opts.IO.ErrOut, "Stop with ctrl+c or SIGTERM (the token files are removed)")
+		<-ctx.Done()
+		stopSinks()
+		<-sinksDone
+		fmt.Fprintf(opts.IO.ErrOut, "Stopped keeping token files (%s); removed them\n", stopCause(ctx))
+		return nil
+	}
 	ln, err := listenSocket(opts.Socket)
 	if err != nil {
 		return err
@@ -136,11 +184,6 @@ func serveRun(ctx context.Context, opts *serveOptions) error {
 			fmt.Fprintf(opts.IO.ErrOut, "shipkey: serve: refused a connection from uid %d (only uid %d is served)\n", uid, ln.uid)
 		},
 	})
-	// What killed commands left behind is swept here, off the path of
-	// `shipkey token` (whose cost must not grow with the number of keys).
-	sweepCtx, stopSweeping := context.WithCancel(ctx)
-	defer stopSweeping()
-	go sweepEvery(sweepCtx, st, store.SweepEvery)
 	served := make(chan error, 1)
 	go func() {
 		served <- srv.Serve(fair)
@@ -161,12 +204,41 @@ func serveRun(ctx context.Context, opts *serveOptions) error {
 	defer cancel()
 	_ = srv.Shutdown(shutdown)
 	ln.remove()
-	why := "stopped"
-	if sig, ok := stoppedBy(ctx); ok {
-		why = sig.String()
-	}
-	fmt.Fprintf(opts.IO.ErrOut, "Stopped serving tokens (%s); removed %s\n", why, text.Safe(opts.Socket))
+	stopSinks()
+	<-sinksDone
+	fmt.Fprintf(opts.IO.ErrOut, "Stopped serving tokens (%s); removed %s\n", stopCause(ctx), text.Safe(opts.Socket))
 	return nil
+}
+
+// stopCause is what ended ctx, for the last line: the signal, else
+// "stopped".
+func stopCause(ctx context.Context) string {
+	if sig, ok := stoppedBy(ctx); ok {
+		return sig.String()
+	}
+	return "stopped"
+}
+
+// checkSinks reads the --sink values and checks each file's place and key
+// (checkSinkPath): one line for the first that will not do.
+func checkSinks(values []string, svc *keys.Service) ([]sinkSpec, error) {
+	specs, err := parseSinks(values, svc)
+	if err != nil {
+		return nil, err
+	}
+	for _, s := range specs {
+		key, err := svc.LocalKey(s.Label)
+		if err != nil {
+			return nil, err
+		}
+		if key.Connection.DPoP {
+			return nil, usageErrorf("--sink %s: key %s's tokens are DPoP-bound, useless without a proof per request; programs get both from the token socket (POST /v1/proof)", text.Safe(s.Path), text.Safe(s.Label))
+		}
+		if err := checkSinkPath(s.Path); err != nil {
+			return nil, err
+		}
+	}
+	return specs, nil
 }
 
 // followUnlock has serve's unlock of the file backend end with the

@@ -53,7 +53,7 @@ func listenSocket(path string) (*socketListener, error) {
 	if perm := fi.Mode().Perm(); perm&0o077 != 0 {
 		return nil, fmt.Errorf("the socket's directory %s is open to other users (mode %04o); use one only you can open (chmod 700 %s)", text.Safe(dir), perm, text.ShellQuote(dir))
 	}
-	if err := checkParents(dir, uid); err != nil {
+	if err := checkParents(dir, uid, "the socket's directory"); err != nil {
 		return nil, err
 	}
 	if fi, err := os.Lstat(path); err == nil {
@@ -88,33 +88,45 @@ func listenSocket(path string) (*socketListener, error) {
 // belong to root or to uid and not be writable by group or others (another
 // user could rename the socket's directory away and put one of theirs in
 // its place). A sticky directory owned by root, such as /tmp, is safe: only
-// a directory's owner can rename it there.
-func checkParents(dir string, uid int) error {
+// a directory's owner can rename it there. what names the path checked in
+// the error ("the socket's directory").
+func checkParents(dir string, uid int, what string) error {
 	real, err := filepath.EvalSymlinks(dir)
 	if err != nil {
 		return err
 	}
 	for d := filepath.Dir(real); ; d = filepath.Dir(d) {
-		fi, err := os.Stat(d)
-		if err != nil {
+		if err := checkDirOwner(d, uid, what+" is inside"); err != nil {
 			return err
-		}
-		st, ok := fi.Sys().(*syscall.Stat_t)
-		if !ok {
-			return nil
-		}
-		owner, perm := int(st.Uid), fi.Mode().Perm()
-		sticky := fi.Mode()&os.ModeSticky != 0 && owner == 0
-		switch {
-		case owner != 0 && owner != uid:
-			return fmt.Errorf("the socket's directory is inside %s, which belongs to uid %d; use a directory of your own", text.Safe(d), owner)
-		case perm&0o022 != 0 && !sticky:
-			return fmt.Errorf("the socket's directory is inside %s, which other users can write (mode %04o); use a directory whose parents only you or root can change (chmod go-w %s)", text.Safe(d), perm, text.ShellQuote(d))
 		}
 		if d == filepath.Dir(d) {
 			return nil
 		}
 	}
+}
+
+// checkDirOwner refuses a directory d that belongs to another user than
+// uid or root, or that group or others can write, unless it is sticky and
+// root's; what is said before it ("token file F", "the socket's directory
+// is inside").
+func checkDirOwner(d string, uid int, what string) error {
+	fi, err := os.Stat(d)
+	if err != nil {
+		return err
+	}
+	st, ok := fi.Sys().(*syscall.Stat_t)
+	if !ok {
+		return nil
+	}
+	owner, perm := int(st.Uid), fi.Mode().Perm()
+	sticky := fi.Mode()&os.ModeSticky != 0 && owner == 0
+	switch {
+	case owner != 0 && owner != uid:
+		return fmt.Errorf("%s %s, which belongs to uid %d; use a directory of your own", what, text.Safe(d), owner)
+	case perm&0o022 != 0 && !sticky:
+		return fmt.Errorf("%s %s, which other users can write (mode %04o); use a directory only you or root can change (chmod go-w %s)", what, text.Safe(d), perm, text.ShellQuote(d))
+	}
+	return nil
 }
 
 // peerCred is the uid and pid of the process at the other end, as it

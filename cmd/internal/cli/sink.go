@@ -1,0 +1,519 @@
+package cli
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/fsnotify/fsnotify"
+
+	"github.com/shipkey/shipkey/auth"
+	"github.com/shipkey/shipkey/internal/text"
+	"github.com/shipkey/shipkey/store"
+	"github.com/shipkey/shipkey/store/keys"
+)
+
+// A token file (serve --sink PATH:KEY, exec --token-file) holds a key's
+// current access token, for programs that read a bearer token from a file
+// (Prometheus bearer_token_file, a Kubernetes tokenFile), as Vault Agent's
+// file sink does. The file is mode 0600 and only ever replaced whole: the
+// token is written to a temporary file in the same directory, synced, and
+// renamed over PATH (a symbolic link at PATH is replaced, never followed),
+// so a reader sees the old token or the new one, never a part. It is
+// renewed when a quarter of the token's life is left (at most 5 minutes
+// ahead), written again when another process renewed the key, and
+// removed when the key is logged out or removed (another process's logout
+// is seen through the store's files, as the app sees it), when the process
+// that keeps it stops, and when its token expired without a renewal (a
+// failed renewal keeps the last token while it is valid, and is tried
+// again).
+
+// envTokenFile names exec --token-file's file in the command's environment.
+const envTokenFile = "SHIPKEY_TOKEN_FILE"
+
+const (
+	// maxSinkAhead bounds how long before its expiry a token file is
+	// renewed: a quarter of the token's life, at most this.
+	maxSinkAhead = 5 * time.Minute
+	// maxSinkRetry bounds the wait between tries after a failed renewal.
+	maxSinkRetry = 30 * time.Second
+	// sinkPoll is how often the store's stamp is read when its files
+	// cannot be watched.
+	sinkPoll = 2 * time.Second
+)
+
+// sinkSpec is one token file: the key label's token at Path.
+type sinkSpec struct{ Path, Label string }
+
+// parseSinks reads --sink PATH:KEY values. A path or a label may hold a
+// colon: of the splits at each colon, from the last, the first whose label
+// names a key of this machine is taken.
+func parseSinks(values []string, svc *keys.Service) ([]sinkSpec, error) {
+	var out []sinkSpec
+	for _, v := range values {
+		var spec sinkSpec
+		var firstErr error
+		for i := strings.LastIndexByte(v, ':'); i >= 0; i = strings.LastIndexByte(v[:i], ':') {
+			path, label := v[:i], v[i+1:]
+			if path == "" || label == "" {
+				continue
+			}
+			_, err := svc.LocalKey(label)
+			if err == nil {
+				spec = sinkSpec{Path: path, Label: label}
+				break
+			}
+			if firstErr == nil {
+				firstErr = fmt.Errorf("--sink %s: %w", text.Safe(v), err)
+			}
+		}
+		switch {
+		case spec.Path != "":
+		case firstErr != nil:
+			return nil, firstErr
+		default:
+			return nil, usageErrorf("--sink %s: give PATH:KEY, such as --sink /run/app/token:prod", text.ShellQuote(v))
+		}
+		abs, err := filepath.Abs(spec.Path)
+		if err != nil {
+			return nil, err
+		}
+		spec.Path = abs
+		if slices.ContainsFunc(out, func(s sinkSpec) bool { return s.Path == abs }) {
+			return nil, usageErrorf("--sink %s: that file is named twice; one key a file", text.Safe(abs))
+		}
+		out = append(out, spec)
+	}
+	return out, nil
+}
+
+// checkSinkPath refuses, in one line, a token file that cannot be written
+// or that another user could replace or read: a directory that does not
+// exist, is not writable, or that another user can write (or one above it,
+// unless sticky and root's), and a path that names a directory or a
+// special file.
+func checkSinkPath(path string) error {
+	dir := filepath.Dir(path)
+	show := text.Safe(path)
+	fi, err := os.Stat(dir)
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		return fmt.Errorf("token file %s: the directory %s does not exist; create it (mkdir -m 700 %s) or name another", show, text.Safe(dir), text.ShellQuote(dir))
+	case err != nil:
+		return fmt.Errorf("token file %s: %v", show, unwrapExecError(err))
+	case !fi.IsDir():
+		return fmt.Errorf("token file %s: %s is not a directory", show, text.Safe(dir))
+	}
+	if err := checkDirOwner(dir, os.Getuid(), "token file "+show+" is in"); err != nil {
+		return err
+	}
+	if err := checkParents(dir, os.Getuid(), "token file "+show); err != nil {
+		return err
+	}
+	if fi, err := os.Lstat(path); err == nil && !fi.Mode().IsRegular() && fi.Mode()&fs.ModeSymlink == 0 {
+		return fmt.Errorf("token file %s exists and is not a file; remove it or name another", show)
+	}
+	// Can a file be made there at all? (A read-only directory, another
+	// user's, a read-only file system: said now, not at the first token.)
+	probe, err := os.CreateTemp(dir, sinkTempPattern(path))
+	if err != nil {
+		return fmt.Errorf("token file %s: cannot write in %s (%v)", show, text.Safe(dir), unwrapExecError(err))
+	}
+	probe.Close()
+	return os.Remove(probe.Name())
+}
+
+// sinkTempPattern names a token file's temporary files: hidden, beside it.
+func sinkTempPattern(path string) string { return "." + filepath.Base(path) + ".tmp-*" }
+
+// writeTokenFile replaces path with token, whole (see above), and returns
+// the file as written.
+func writeTokenFile(path, token string) (fi os.FileInfo, err error) {
+	tmp, err := os.CreateTemp(filepath.Dir(path), sinkTempPattern(path)) // mode 0600
+	if err != nil {
+		return nil, err
+	}
+	defer func() {
+		if err != nil {
+			_ = tmp.Close()
+			_ = os.Remove(tmp.Name())
+		}
+	}()
+	if err = tmp.Chmod(0o600); err != nil {
+		return nil, err
+	}
+	if _, err = io.WriteString(tmp, token); err != nil {
+		return nil, err
+	}
+	if err = tmp.Sync(); err != nil {
+		return nil, err
+	}
+	if fi, err = tmp.Stat(); err != nil {
+		return nil, err
+	}
+	if err = tmp.Close(); err != nil {
+		return nil, err
+	}
+	if err = os.Rename(tmp.Name(), path); err != nil {
+		return nil, err
+	}
+	return fi, nil
+}
+
+// tokenSink keeps one token file.
+type tokenSink struct {
+	sinkSpec
+	st  *store.Store
+	svc *keys.Service
+	now func() time.Time
+	say func(format string, args ...any) // one line on stderr
+
+	written *auth.TokenSet // the token in the file; nil: no file
+	file    os.FileInfo    // the file as written: removed only while it is that file
+	failed  string         // the failure said last ("" after a success)
+	// failedLogin: that failure was a login needed (not said again in other
+	// words while it lasts).
+	failedLogin bool
+	gone        string // why the file is gone, as said last
+}
+
+// sinkAhead is how long before its expiry a token of life is renewed.
+func sinkAhead(life time.Duration) time.Duration {
+	if life <= 0 {
+		return 0
+	}
+	return min(life/4, maxSinkAhead)
+}
+
+// tokenLife is the life of ts as issued: expires_in, else its expiry less
+// when it arrived (0 when unknown).
+func tokenLife(ts *auth.TokenSet) time.Duration {
+	if life := time.Duration(ts.ExpiresIn) * time.Second; life > 0 {
+		return life
+	}
+	return ts.Access().Lifetime()
+}
+
+// loggedOut reports whether key was logged out (its tokens dropped, or its
+// session's end pending), as opposed to marked logged out because its
+// refresh token is known dead (its access token is then kept until it
+// expires).
+func loggedOut(key store.Key) bool {
+	return key.LoggedOut && (key.Token.ObtainedAt.IsZero() || !key.EndPending.IsZero())
+}
+
+// step brings the file up to date and returns when to look again (0: at the
+// next change of the store).
+func (s *tokenSink) step(ctx context.Context) time.Duration {
+	key, err := s.st.Key(s.Label)
+	switch {
+	case errors.Is(err, store.ErrNotFound):
+		s.drop(fmt.Sprintf("key %s is gone (removed or renamed)", text.Safe(s.Label)))
+		return 0
+	case err != nil:
+		return s.fail(err)
+	case loggedOut(key):
+		s.drop(fmt.Sprintf("key %s was logged out; written again after shipkey login %s", text.Safe(s.Label), text.ShellQuote(s.Label)))
+		return 0
+	case key.LoggedOut:
+		// Its refresh token is dead: only a login helps; the token in the
+		// file stays while it is valid.
+		return s.fail(&store.LoginNeededError{Label: key.Label, Why: "its session ended"})
+	}
+	now := s.now()
+	ahead := sinkAhead(tokenLife(&key.Token))
+	if s.written == nil || !s.written.Access().ValidFor(now, ahead) || !sameToken(&key.Token, s.written) {
+		ts, err := s.svc.KeyToken(ctx, key, keys.TokenOptions{MinValid: ahead, Quiet: true})
+		if err != nil {
+			return s.fail(err)
+		}
+		if s.written == nil || ts.AccessToken != s.written.AccessToken {
+			fi, err := writeTokenFile(s.Path, ts.AccessToken)
+			if err != nil {
+				return s.fail(fmt.Errorf("writing it: %v", unwrapExecError(err)))
+			}
+			s.written, s.file = ts, fi
+		}
+		if s.failed != "" || s.gone != "" {
+			s.say("token file %s: written again (key %s's token, valid until %s)", text.Safe(s.Path), text.Safe(s.Label), text.Stamp(ts.AccessExpiry()))
+		}
+		s.failed, s.failedLogin, s.gone = "", false, ""
+		ahead = sinkAhead(tokenLife(ts))
+	}
+	exp := s.written.Access()
+	if !exp.Stated() {
+		return 0
+	}
+	return max(exp.At.Add(-ahead).Sub(now), time.Second/10)
+}
+
+// sameToken reports whether the key's stored token (metadata) is the one
+// written: another process may have renewed it since.
+func sameToken(stored, written *auth.TokenSet) bool {
+	return stored.ObtainedAt.Unix() == written.ObtainedAt.Unix() && stored.AccessExpiry().Unix() == written.AccessExpiry().Unix()
+}
+
+// fail says a failed renewal (once until a success), keeps the token on
+// file while it is valid, removes it once it expired, and returns when to
+// try again.
+func (s *tokenSink) fail(err error) time.Duration {
+	now := s.now()
+	line := oneLine(err)
+	login := errors.Is(err, store.ErrLoginNeeded) || auth.IsLoginRequired(err)
+	if login && s.failedLogin {
+		line = s.failed // said already, in the words of the renewal that found it
+	}
+	var exp auth.Expiry
+	if s.written != nil {
+		exp = s.written.Access()
+		if exp.Stated() && !now.Before(exp.At) {
+			s.drop(fmt.Sprintf("key %s's token expired and could not be renewed (%s)", text.Safe(s.Label), text.Safe(line)))
+			s.failed = line
+		}
+	}
+	if line != s.failed {
+		s.failed, s.failedLogin = line, login
+		if s.written != nil {
+			kept := ""
+			if exp.Stated() {
+				kept = "; the token on file stays until it expires at " + text.Stamp(exp.At)
+			}
+			s.say("token file %s: renewing key %s's token failed: %s%s", text.Safe(s.Path), text.Safe(s.Label), text.Safe(line), kept)
+		} else {
+			s.say("token file %s: no token for key %s: %s", text.Safe(s.Path), text.Safe(s.Label), text.Safe(line))
+		}
+	}
+	var left time.Duration
+	if s.written != nil && exp.Stated() {
+		left = exp.Remaining(now)
+	}
+	switch {
+	case login && left > 0:
+		return left // only a login helps: remove the file at its expiry
+	case login:
+		return 0 // the next change of the store (a login)
+	case left > 0:
+		return max(min(left/4, maxSinkRetry, left), 10*time.Millisecond)
+	default:
+		return maxSinkRetry
+	}
+}
+
+// oneLine is err's message on one line.
+func oneLine(err error) string { return strings.Join(strings.Fields(err.Error()), " ") }
+
+// drop removes the file, when it is still the one written (or, before the
+// first write, a file left by an earlier run), and says why once.
+func (s *tokenSink) drop(why string) {
+	fi, err := os.Lstat(s.Path)
+	removed := false
+	if err == nil && fi.Mode().IsRegular() && (s.file == nil || os.SameFile(fi, s.file)) {
+		removed = os.Remove(s.Path) == nil
+	}
+	if (removed || s.written != nil) && why != s.gone {
+		s.say("token file %s: removed: %s", text.Safe(s.Path), why)
+	}
+	s.written, s.file, s.gone = nil, nil, why
+}
+
+// newSinks makes the keepers of the token files specs name; say prints
+// their lines.
+func newSinks(st *store.Store, svc *keys.Service, specs []sinkSpec, say func(string, ...any)) []*tokenSink {
+	sinks := make([]*tokenSink, len(specs))
+	for i, spec := range specs {
+		sinks[i] = &tokenSink{sinkSpec: spec, st: st, svc: svc, now: time.Now, say: say}
+	}
+	return sinks
+}
+
+// runSinks keeps the token files until ctx ends, then removes them.
+func runSinks(ctx context.Context, svc *keys.Service, sinks []*tokenSink) {
+	if len(sinks) == 0 {
+		return
+	}
+	var wg sync.WaitGroup
+	changed := watchStoreFiles(ctx, svc, len(sinks))
+	for i, s := range sinks {
+		wg.Go(func() { s.run(ctx, changed[i]) })
+	}
+	wg.Wait()
+}
+
+// run is one sink's loop: a step when it is due or the store changed.
+func (s *tokenSink) run(ctx context.Context, changed <-chan struct{}) {
+	timer := time.NewTimer(time.Hour)
+	defer timer.Stop()
+	for {
+		wait := s.step(ctx)
+		var due <-chan time.Time
+		if wait > 0 {
+			timer.Reset(wait)
+			due = timer.C
+		}
+		select {
+		case <-ctx.Done():
+			s.removeAtStop()
+			return
+		case <-changed:
+		case <-due:
+		}
+	}
+}
+
+// removeAtStop removes the file as the keeping process stops: no token is
+// left behind on disk.
+func (s *tokenSink) removeAtStop() {
+	if fi, err := os.Lstat(s.Path); err == nil && s.file != nil && os.SameFile(fi, s.file) {
+		_ = os.Remove(s.Path)
+	}
+	s.written, s.file = nil, nil
+}
+
+// watchStoreFiles tells each of n receivers when the store's files change
+// (another process's logout, renewal or login), through an inotify watch of
+// their directories, else by reading the store's stamp every sinkPoll. A
+// change pending is not told twice.
+func watchStoreFiles(ctx context.Context, svc *keys.Service, n int) []chan struct{} {
+	out := make([]chan struct{}, n)
+	for i := range out {
+		out[i] = make(chan struct{}, 1)
+	}
+	tell := func() {
+		for _, c := range out {
+			select {
+			case c <- struct{}{}:
+			default:
+			}
+		}
+	}
+	files := svc.StampFiles()
+	w, err := fsnotify.NewWatcher()
+	if err == nil && len(files) > 0 {
+		for _, d := range uniqueDirs(files) {
+			if err = w.Add(d); err != nil {
+				break
+			}
+		}
+	}
+	if err != nil || len(files) == 0 {
+		if w != nil {
+			_ = w.Close()
+		}
+		go pollStamp(ctx, svc, tell)
+		return out
+	}
+	go func() {
+		defer w.Close()
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case ev, ok := <-w.Events:
+				if !ok {
+					return
+				}
+				if ev.Op != fsnotify.Chmod && slices.Contains(files, filepath.Clean(ev.Name)) {
+					tell()
+				}
+			case _, ok := <-w.Errors:
+				if !ok {
+					return
+				}
+				tell() // an overflow: something may have changed
+			}
+		}
+	}()
+	return out
+}
+
+// uniqueDirs is the directories of files, each once.
+func uniqueDirs(files []string) []string {
+	var dirs []string
+	for _, f := range files {
+		if d := filepath.Dir(f); !slices.Contains(dirs, d) {
+			dirs = append(dirs, d)
+		}
+	}
+	return dirs
+}
+
+// pollStamp calls tell whenever the store's stamp changed, read every
+// sinkPoll, until ctx ends.
+func pollStamp(ctx context.Context, svc *keys.Service, tell func()) {
+	t := time.NewTicker(sinkPoll)
+	defer t.Stop()
+	last, _ := svc.Stamp()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		if now, err := svc.Stamp(); err == nil && now != last {
+			last = now
+			tell()
+		}
+	}
+}
+
+// tokenFile is exec --token-file's file: a token file in a new private
+// directory, kept for the command's lifetime.
+type tokenFile struct {
+	Path string
+	dir  string
+	stop context.CancelFunc
+	done chan struct{}
+}
+
+// startTokenFile writes key's token to a file in a new 0700 directory and
+// keeps it fresh until Stop; an error when no token could be written.
+func startTokenFile(st *store.Store, svc *keys.Service, label string, say func(string, ...any)) (*tokenFile, error) {
+	dir, err := os.MkdirTemp("", "shipkey-exec-")
+	if err != nil {
+		return nil, fmt.Errorf("the token file's directory: %w", err)
+	}
+	if err := os.Chmod(dir, 0o700); err != nil {
+		os.RemoveAll(dir)
+		return nil, err
+	}
+	var first error // what the first step said: its failure
+	started := false
+	s := newSinks(st, svc, []sinkSpec{{Path: filepath.Join(dir, "token"), Label: label}}, func(format string, args ...any) {
+		if !started {
+			first = fmt.Errorf(format, args...)
+			return
+		}
+		say(format, args...)
+	})[0]
+	s.step(context.Background())
+	if s.written == nil {
+		os.RemoveAll(dir)
+		if first == nil {
+			first = errors.New("no token was written")
+		}
+		return nil, first
+	}
+	started = true
+	ctx, stop := context.WithCancel(context.Background())
+	tf := &tokenFile{Path: s.Path, dir: dir, stop: stop, done: make(chan struct{})}
+	go func() {
+		defer close(tf.done)
+		runSinks(ctx, svc, []*tokenSink{s})
+	}()
+	return tf, nil
+}
+
+// Stop ends the renewals and removes the file with its directory.
+func (tf *tokenFile) Stop() {
+	tf.stop()
+	<-tf.done
+	_ = os.RemoveAll(tf.dir)
+}

@@ -1,0 +1,123 @@
+package cli
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/shipkey/shipkey/auth"
+	"github.com/shipkey/shipkey/auth/authtest"
+	"github.com/shipkey/shipkey/store"
+)
+
+// A key whose refresh token expires before its access token: the renewal
+// finds only a login helps (the store marks the key logged out, keeping
+// the access token), and the token file keeps that access token until it
+// expires, then goes, each said once; a logout proper removes it at once.
+func TestTokenFileRefreshTokenDiesFirst(t *testing.T) {
+	t.Parallel()
+	var offset atomic.Int64
+	now := func() time.Time { return time.Now().Add(time.Duration(offset.Load())) }
+	cfg := authtest.DemoConfig()
+	cfg.AccessTTL, cfg.RefreshTTL, cfg.Now = 10*time.Minute, time.Minute, now
+	srv := authtest.NewServer(cfg)
+	t.Cleanup(srv.Close)
+	client, err := auth.NewClient(auth.Options{Now: now})
+	if err != nil {
+		t.Fatal(err)
+	}
+	st, err := store.Open(store.Options{ConfigDir: t.TempDir(), StateDir: t.TempDir(), Backend: "memory", Auth: client, Now: now, Warn: &bytes.Buffer{}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { st.Close() })
+	ctx := context.Background()
+	for _, label := range []string{"k", "out"} {
+		if _, _, err := st.Create(ctx, store.NewKey{Label: label, Definition: store.Definition{Connection: auth.Connection{AuthURL: srv.URL(), ClientID: authtest.DemoClientID}, Username: authtest.DemoUsername}, ClientSecret: authtest.DemoClientSecret, Password: authtest.DemoPassword}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	svc := newKeys(st, nil, nil, nil, now, nil)
+	dir := t.TempDir()
+	var said []string
+	say := func(format string, args ...any) { said = append(said, fmt.Sprintf(format, args...)) }
+	sinks := newSinks(st, svc, []sinkSpec{{Path: filepath.Join(dir, "k"), Label: "k"}, {Path: filepath.Join(dir, "out"), Label: "out"}}, say)
+	for _, s := range sinks {
+		s.now = now
+		if wait := s.step(ctx); wait <= 0 || s.written == nil {
+			t.Fatalf("first step: wait %v, written %v; said %q", wait, s.written != nil, said)
+		}
+	}
+	k, out := sinks[0], sinks[1]
+	exists := func(s *tokenSink) bool { _, err := os.Lstat(s.Path); return !errors.Is(err, fs.ErrNotExist) }
+
+	// 8 minutes on: k's access token is due (2 of 10 minutes left), its
+	// refresh token dead for 7.
+	offset.Store(int64(8 * time.Minute))
+	first := k.written.AccessToken
+	for range 2 { // the renewal, then the store's change it caused
+		if wait := k.step(ctx); wait <= 0 || wait > 2*time.Minute {
+			t.Fatalf("after the failed renewal: wait %v, want the time to the expiry; said %q", wait, said)
+		}
+	}
+	if data, err := os.ReadFile(k.Path); err != nil || string(data) != first {
+		t.Fatalf("the token on file went while valid: %v; said %q", err, said)
+	}
+	if key, err := st.Key("k"); err != nil || !key.LoggedOut {
+		t.Fatalf("the store did not find a login needed: %+v, %v", key, err)
+	}
+
+	// A logout proper of the other key: gone at once.
+	if _, err := st.Logout(ctx, "out"); err != nil {
+		t.Fatal(err)
+	}
+	if out.step(ctx); exists(out) {
+		t.Fatalf("the logged out key's file is still there; said %q", said)
+	}
+
+	// Past the expiry: k's file goes too.
+	offset.Store(int64(10*time.Minute + time.Second))
+	k.step(ctx)
+	if exists(k) {
+		t.Fatalf("the expired token's file is still there; said %q", said)
+	}
+	all := strings.Join(said, "\n")
+	for _, want := range []string{
+		"renewing key k's token failed: ", "the token on file stays until it expires at",
+		"removed: key out was logged out",
+		"removed: key k's token expired and could not be renewed",
+	} {
+		if strings.Count(all, want) != 1 {
+			t.Errorf("said %d times, want once: %q; said:\n%s", strings.Count(all, want), want, all)
+		}
+	}
+}
+
+// The token files hear of every change of the store's files (another
+// process's logout), each receiver once per change pending.
+func TestWatchStoreFilesTellsEachReceiver(t *testing.T) {
+	t.Parallel()
+	st, _ := testStore(t, time.Now)
+	svc := newKeys(st, nil, nil, nil, time.Now, nil)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	changed := watchStoreFiles(ctx, svc, 2)
+	if err := st.SetAPIURL("demo", "https://api.example.com"); err != nil {
+		t.Fatal(err)
+	}
+	for i, c := range changed {
+		select {
+		case <-c:
+		case <-time.After(patience(10 * time.Second)):
+			t.Fatalf("receiver %d was not told of the change", i)
+		}
+	}
+}
