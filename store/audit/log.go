@@ -105,6 +105,8 @@ func encode(e Entry, prev string) ([]byte, string, error) {
 // entry; the chain is the caller's.
 func decode(line []byte) (Entry, error) {
 	var e Entry
+	// Read first, so that a problem can name the entry (its time and key).
+	uerr := json.Unmarshal(line, &e)
 	i := bytes.LastIndex(line, []byte(hashField))
 	if i < 0 || !bytes.HasSuffix(line, []byte(`"}`)) {
 		return e, errors.New("not an entry of the trail (no hash at its end)")
@@ -113,14 +115,11 @@ func decode(line []byte) (Entry, error) {
 	body := make([]byte, 0, i+1)
 	body = append(append(body, line[:i]...), '}')
 	sum := sha256.Sum256(body)
-	if claimed != hex.EncodeToString(sum[:]) {
+	if claimed != hex.EncodeToString(sum[:]) || (uerr == nil && e.Hash != claimed) {
 		return e, errors.New("its hash does not match its content (the entry was changed)")
 	}
-	if err := json.Unmarshal(line, &e); err != nil {
-		return e, fmt.Errorf("not an entry of the trail: %v", err)
-	}
-	if e.Hash != claimed {
-		return e, errors.New("its hash does not match its content (the entry was changed)")
+	if uerr != nil {
+		return e, fmt.Errorf("not an entry of the trail: %v", uerr)
 	}
 	return e, nil
 }

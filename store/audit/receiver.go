@@ -1,6 +1,7 @@
 package audit
 
 import (
+	"fmt"
 	"os"
 	"strings"
 )
@@ -51,4 +52,25 @@ func envOf(block []byte) func(string) string {
 		}
 		return ""
 	}
+}
+
+// String is the receiver in one line for a person: pid, uid, executable,
+// command line and ssh session, as far as known. It is untrusted text (a
+// command line is anyone's): clean it before it goes to a terminal.
+func (r Receiver) String() string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "pid %d", r.PID)
+	if r.UID >= 0 {
+		fmt.Fprintf(&b, " uid %d", r.UID)
+	}
+	if r.Exe != "" {
+		b.WriteString(" " + r.Exe)
+	}
+	if len(r.Cmdline) > 0 {
+		b.WriteString(" (" + strings.Join(r.Cmdline, " ") + ")")
+	}
+	if r.SSH != "" {
+		b.WriteString(" ssh " + r.SSH)
+	}
+	return b.String()
 }

@@ -19,6 +19,7 @@ import (
 
 	"github.com/shipkey/shipkey/internal/text"
 	"github.com/shipkey/shipkey/store"
+	"github.com/shipkey/shipkey/store/audit"
 	"github.com/shipkey/shipkey/store/keys"
 	"github.com/shipkey/shipkey/store/team"
 )
@@ -194,7 +195,8 @@ func execRun(ctx context.Context, opts *execOptions) error {
 	if opts.Serve {
 		o.MachineOnly = "--serve takes a key of this machine; a team key's command gets its token in " + opts.EnvName
 	}
-	tok, err := newKeys(st, opts.Team, opts.IO, opts.Secrets, opts.Now, nil).Token(ctx, opts.Label, o)
+	svc := newKeys(st, opts.Team, opts.IO, opts.Secrets, opts.Now, nil)
+	tok, err := svc.Token(ctx, opts.Label, o)
 	ts, label := tok.TokenSet, tok.Key.Label // label: the key served on the socket
 	if sig, ok := stoppedBy(ctx); ok {
 		return signalExit(sig, notRun)
@@ -231,6 +233,11 @@ func execRun(ctx context.Context, opts *execOptions) error {
 	}
 	child = c.Process
 	mu.Unlock()
+	// Recorded once the child is there to name (its pid, its executable).
+	if err := recordChild(svc, c, tok.Name, o.Exchange, audit.Token, "exec", ts.AccessToken); err != nil {
+		_ = c.Wait()
+		return err
+	}
 	return childExit(c.Wait())
 }
 
