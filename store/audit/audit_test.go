@@ -235,3 +235,16 @@ func TestBoundedReceiver(t *testing.T) {
 		t.Fatalf("bounded: exe %d bytes, cmdline %d args %d bytes", len(r.Exe), len(r.Cmdline), total)
 	}
 }
+
+func TestTailReturnsTheNewest(t *testing.T) {
+	t.Parallel()
+	l := audit.Open(t.TempDir(), audit.Options{})
+	if got, err := l.Tail(3); err != nil || len(got) != 0 {
+		t.Fatalf("tail of no trail: %v %v", got, err)
+	}
+	appendN(t, l, 5)
+	got, err := l.Tail(3)
+	if err != nil || len(got) != 3 || got[0].By != 5002 || got[2].By != 5004 {
+		t.Fatalf("tail 3 of 5: %+v %v", got, err)
+	}
+}

@@ -8,6 +8,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"slices"
 )
 
 // maxLine bounds a line read back (an entry is far smaller: Bounded).
@@ -167,4 +168,42 @@ func (l *Log) Verify() (Report, error) {
 	}
 	rep.Last = prev
 	return rep, nil
+}
+
+// tailBytes bounds what Tail reads of the current file's end.
+const tailBytes = 256 << 10
+
+// Tail returns up to n of the newest entries, oldest first, read from the
+// end of the current file only (what a screen that follows the trail
+// shows); lines that are not whole entries are skipped.
+func (l *Log) Tail(n int) ([]Entry, error) {
+	f, err := os.Open(l.Path())
+	if errors.Is(err, os.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	fi, err := f.Stat()
+	if err != nil {
+		return nil, err
+	}
+	size := min(fi.Size(), tailBytes)
+	buf := make([]byte, size)
+	if _, err := f.ReadAt(buf, fi.Size()-size); err != nil && !errors.Is(err, io.EOF) {
+		return nil, err
+	}
+	lines := bytes.Split(buf, []byte("\n"))
+	if size < fi.Size() && len(lines) > 0 {
+		lines = lines[1:] // the first is cut by where the read began
+	}
+	var out []Entry
+	for i := len(lines) - 1; i >= 0 && len(out) < n; i-- {
+		if e, err := decode(lines[i]); err == nil {
+			out = append(out, e)
+		}
+	}
+	slices.Reverse(out)
+	return out, nil
 }

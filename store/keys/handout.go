@@ -47,3 +47,10 @@ func (s *Service) Record(name string, x auth.Exchange, h HandOut, token string) 
 
 // Audit is the audit trail the service records in; nil when it is off.
 func (s *Service) Audit() *audit.Log { return s.audit }
+
+// RecordApp records what the app hands out of the key label's own access
+// token (a copy, a reveal), received by the service's receiver (the app
+// itself): the app's Backend records through it (tui's handOutRecorder).
+func (s *Service) RecordApp(label string, what audit.What, token string) error {
+	return s.Record(label, auth.Exchange{}, HandOut{What: what, Via: "app " + string(what)}, token)
+}
