@@ -189,7 +189,8 @@ func auditVerifyRun(ios *iostreams, l *audit.Log) error {
 		fmt.Fprintf(ios.Out, "The audit trail in %s is empty: nothing handed out yet\n", text.Path(l.Dir()))
 		return nil
 	}
-	fmt.Fprintf(ios.Out, "The audit trail verifies: %d entries in %d files (%s); last hash %s\n", rep.Entries, len(rep.Files), text.Path(l.Dir()), rep.Last)
+	fmt.Fprintf(ios.Out, "The audit trail verifies: %d %s in %d %s (%s); last hash %s\n", rep.Entries, plural(rep.Entries, "entry", "entries"),
+		len(rep.Files), plural(len(rep.Files), "file", "files"), text.Path(l.Dir()), rep.Last)
 	if !rep.Anchored {
 		fmt.Fprintln(ios.Out, "Its oldest file continues one that rotation removed: the chain starts there.")
 	}
