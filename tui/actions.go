@@ -68,6 +68,8 @@ func (m *Model) apply(a action) tea.Cmd {
 		return tea.Batch(m.startOp(), m.loginCmd(m.req.start(slotOp), a.label, a.password))
 	case actLogout:
 		return tea.Batch(m.startOp(), m.logoutCmd(m.req.start(slotOp), a.label))
+	case actReveal:
+		return m.reveal(a)
 	case actCopy:
 		if a.tokens != nil {
 			return m.copyToken(a.label, a.tokens, a.header)

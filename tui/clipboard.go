@@ -14,6 +14,7 @@ import (
 	tea "charm.land/bubbletea/v2"
 	"github.com/shipkey/shipkey/auth"
 	"github.com/shipkey/shipkey/internal/text"
+	"github.com/shipkey/shipkey/store/audit"
 )
 
 // Where a copy can go, as the toast names it.
@@ -106,6 +107,11 @@ func (m *Model) copyToken(label string, ts *auth.TokenSet, header bool) tea.Cmd 
 		m.toast, m.toastOK = "The access token has expired: refresh it first (r).", false
 		return nil
 	}
+	return m.recordHandOut(handOutRecordedMsg{label: label, what: audit.Copy, tokens: ts, header: header})
+}
+
+// copyTokenNow copies a token whose copy is recorded.
+func (m *Model) copyTokenNow(label string, ts *auth.TokenSet, header bool) tea.Cmd {
 	payload, what, buf := ts.AccessToken, "access token", tmuxBufToken
 	if header {
 		payload, what, buf = "Authorization: "+ts.Header(), "Authorization header", tmuxBufHeader

@@ -41,10 +41,11 @@ const (
 	screenInspector
 	screenSignin
 	screenRequest
+	screenActivity
 )
 
 func (s screenID) String() string {
-	return [...]string{"Welcome", "Get API Key", "Token details", "API keys", "Claims inspector", "Sign in", "Request"}[s]
+	return [...]string{"Welcome", "Get API Key", "Token details", "API keys", "Claims inspector", "Sign in", "Request", "Activity"}[s]
 }
 
 // modal reports whether the screen holds the app until it is done: the

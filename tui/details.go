@@ -194,7 +194,11 @@ func (d *details) Update(msg tea.Msg) (action, tea.Cmd) {
 	case key.Matches(k, km.Back):
 		return actBack{}, nil
 	case key.Matches(k, km.Reveal):
-		d.reveal = !d.reveal
+		if d.reveal {
+			d.reveal = false
+			break
+		}
+		return actReveal{label: label, tokens: d.tokens}, nil // shown once recorded
 	case key.Matches(k, km.AutoRefresh):
 		d.auto = !d.auto
 		d.autoFailedFor = time.Time{}

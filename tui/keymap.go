@@ -11,6 +11,7 @@ type KeyMap struct {
 	// text (a secret may hold one); it works everywhere.
 	Help, HelpTyping, Quit, ForceQuit, Back key.Binding
 	Details, Keys, Inspector, Request       key.Binding
+	Activity                                key.Binding // the audit trail's hand-outs
 	NewKey                                  key.Binding
 
 	// Lists and forms. Choose changes the focused choice of a form (the
@@ -61,6 +62,7 @@ func DefaultKeyMap() KeyMap {
 		Keys:       b([]string{"2"}, "2", "API keys"),
 		Inspector:  b([]string{"3"}, "3", "inspector"),
 		Request:    b([]string{"4"}, "4", "request"),
+		Activity:   b([]string{"5"}, "5", "activity"),
 		NewKey:     b([]string{"n"}, "n", "get API key"),
 
 		Up:        b([]string{"up", "k"}, "↑/k", "up"),

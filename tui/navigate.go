@@ -55,6 +55,8 @@ func (m *Model) handleKey(k tea.KeyPressMsg) tea.Cmd {
 		return m.apply(m.inspectCurrent())
 	case key.Matches(k, km.Request):
 		return m.openRequest()
+	case key.Matches(k, km.Activity):
+		return m.openActivity()
 	case key.Matches(k, km.NewKey) && m.active != screenForm:
 		return m.openForm()
 	}

@@ -22,6 +22,7 @@ import (
 	"github.com/shipkey/shipkey/auth"
 	"github.com/shipkey/shipkey/internal/browser"
 	"github.com/shipkey/shipkey/store"
+	"github.com/shipkey/shipkey/store/audit"
 )
 
 // Prefill fills the Get API Key form (the demo fills it all). Secrets given
@@ -84,6 +85,9 @@ type Options struct {
 	// APIURL is the Request screen's URL for a key without an API URL of
 	// its own (the demo's API), and the base a path is resolved against.
 	APIURL string
+	// Audit is the audit trail the Activity screen follows; nil: it is
+	// off (the screen says so).
+	Audit *audit.Log
 	// Unlock, when set, unlocks the secrets (asks the file backend's
 	// passphrase on the terminal): the app started without, on a store with
 	// no key, so that Welcome and the inspector open at once. It is run
@@ -114,6 +118,10 @@ type config struct {
 	// changes, when set, reports changes of the store's files (watchStore):
 	// the stamp is then checked when they change instead of every second.
 	changes <-chan struct{}
+	// audit is the trail the Activity screen shows; activityChanges
+	// reports changes of its file.
+	audit           *audit.Log
+	activityChanges <-chan struct{}
 	// grants the form offers (default auth.Grants()).
 	grants []auth.GrantType
 	// unlock unlocks the secrets before the first new key (Options.Unlock),
@@ -163,6 +171,7 @@ type Model struct {
 	inspector *inspector
 	signin    *signin
 	request   *request
+	activity  *activity
 
 	grant *grantRun // the interactive grant in flight, nil when none
 
@@ -228,6 +237,7 @@ func New(opts Options) *Model {
 		api:       opts.API,
 		apiURL:    opts.APIURL,
 		unlock:    opts.Unlock,
+		audit:     opts.Audit,
 	}
 	if opts.Store != nil {
 		cfg.backend = opts.Store
@@ -352,6 +362,15 @@ func Run(ctx context.Context, opts Options) error {
 			m.cfg.changes = sw.changes
 		}
 	}
+	if l := m.cfg.audit; l != nil {
+		// The Activity screen follows the trail's file the same way.
+		if err := os.MkdirAll(l.Dir(), 0o700); err == nil {
+			if sw, err := watchStore([]string{l.Path()}); err == nil {
+				defer sw.Close()
+				m.cfg.activityChanges = sw.changes
+			}
+		}
+	}
 	p := tea.NewProgram(m, tea.WithContext(ctx), tea.WithFPS(frameRate), tea.WithoutSignalHandler(),
 		tea.WithColorProfile(stdoutProfile()), tea.WithEnvironment(termEnv(os.Environ())), tea.WithOutput(out))
 	if opts.Notices != nil {
@@ -422,6 +441,7 @@ func newModel(cfg config) *Model {
 	m.inspector = newInspector(m.c, spin)
 	m.signin = newSignin(m.c)
 	m.request = newRequest(m.c, spin, cfg.apiURL)
+	m.activity = newActivity(m.c, cfg.audit)
 	m.setSize(80, 24)
 	return m
 }
@@ -435,7 +455,7 @@ func (m *Model) Init() tea.Cmd {
 		m.preread, m.preloaded = false, nil
 		load = func() tea.Cmd { return pre }
 	}
-	return tea.Batch(tea.RequestBackgroundColor, load(), m.ensureTick(), m.listenChanges())
+	return tea.Batch(tea.RequestBackgroundColor, load(), m.ensureTick(), m.listenChanges(), m.listenActivity())
 }
 
 // Update is a dispatcher: each kind of message has its handler. Afterwards
@@ -522,6 +542,8 @@ func (m *Model) dispatch(msg tea.Msg) tea.Cmd {
 		return nil
 	case requestDoneMsg:
 		return m.handleRequestDone(msg)
+	case activityMsg:
+		return m.handleActivity(msg)
 	case typedRedrawMsg:
 		m.typedRedraw = false // this Update's View draws what was typed
 		return nil
@@ -727,7 +749,7 @@ func (m *Model) FullHelp() [][]key.Binding {
 	}
 	// The global bindings, less those the screen already lists (each key
 	// appears once in the help).
-	global := [][]key.Binding{{k.Details, k.Keys, k.Inspector, k.Request, k.NewKey}, {k.Help, k.HelpTyping, k.Back, k.Quit}}
+	global := [][]key.Binding{{k.Details, k.Keys, k.Inspector, k.Request, k.Activity, k.NewKey}, {k.Help, k.HelpTyping, k.Back, k.Quit}}
 	if m.active.modal() {
 		global = [][]key.Binding{{k.Help, k.HelpTyping, k.Quit}}
 	}
@@ -759,6 +781,8 @@ func (m *Model) screen() screen {
 		return m.signin
 	case screenRequest:
 		return m.request
+	case screenActivity:
+		return m.activity
 	default:
 		return m.welcome
 	}
@@ -772,7 +796,7 @@ func (m *Model) setSize(w, h int) {
 	m.c.width = m.width
 	m.help.SetWidth(m.width)
 	bh := m.bodyHeight()
-	for _, s := range []screen{m.welcome, m.form, m.details, m.keyList, m.inspector, m.signin, m.request} {
+	for _, s := range []screen{m.welcome, m.form, m.details, m.keyList, m.inspector, m.signin, m.request, m.activity} {
 		s.SetSize(m.width, bh)
 	}
 }

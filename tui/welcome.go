@@ -156,5 +156,5 @@ func (w *welcome) ShortHelp() []key.Binding {
 
 func (w *welcome) FullHelp() [][]key.Binding {
 	k := w.c.keys
-	return [][]key.Binding{{k.Up, k.Down, k.Enter}, {k.NewKey, k.Details, k.Keys, k.Inspector, k.Request}}
+	return [][]key.Binding{{k.Up, k.Down, k.Enter}, {k.NewKey, k.Details, k.Keys, k.Inspector, k.Request, k.Activity}}
 }

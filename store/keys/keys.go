@@ -27,6 +27,7 @@ import (
 
 	"github.com/shipkey/shipkey/auth"
 	"github.com/shipkey/shipkey/store"
+	"github.com/shipkey/shipkey/store/audit"
 	"github.com/shipkey/shipkey/store/team"
 )
 
@@ -67,6 +68,12 @@ type Options struct {
 	Handled func(secrets ...string)
 	// Client builds the HTTP clients of Client; nil: Client fails.
 	Client ClientBuilder
+	// Audit is the audit trail each hand-out is recorded in (HandOut);
+	// nil: none is.
+	Audit *audit.Log
+	// Receiver describes who takes a hand-out that names none (the calling
+	// process: audit.Caller); nil: an entry names no receiver.
+	Receiver func() audit.Receiver
 }
 
 // Service is the key service over one store (and the teams it joined).
@@ -77,6 +84,9 @@ type Service struct {
 	warn    io.Writer
 	handled func(...string)
 	client  ClientBuilder
+	// audit and receiver record hand-outs (handout.go).
+	audit    *audit.Log
+	receiver func() audit.Receiver
 	// gen counts team changes seen (Watch) and made (so the app's Stamp
 	// changes with them).
 	gen atomic.Int64
@@ -84,7 +94,8 @@ type Service struct {
 
 // New returns the service over opts.Store.
 func New(opts Options) *Service {
-	s := &Service{st: opts.Store, engine: opts.Engine, now: opts.Now, warn: opts.Warn, handled: opts.Handled, client: opts.Client}
+	s := &Service{st: opts.Store, engine: opts.Engine, now: opts.Now, warn: opts.Warn, handled: opts.Handled, client: opts.Client,
+		audit: opts.Audit, receiver: opts.Receiver}
 	if s.now == nil {
 		s.now = time.Now
 	}

@@ -10,11 +10,13 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"sync"
 	"time"
 
 	"github.com/shipkey/shipkey/auth"
 	"github.com/shipkey/shipkey/internal/text"
 	"github.com/shipkey/shipkey/store"
+	"github.com/shipkey/shipkey/store/audit"
 	"github.com/shipkey/shipkey/store/team"
 )
 
@@ -39,6 +41,10 @@ type TokenOptions struct {
 	// Quiet: no warning when the token cannot stay valid for MinValid (the
 	// caller says so its own way: the token socket's "warning").
 	Quiet bool
+	// HandOut, when set, records the token's hand-out in the audit trail
+	// before it is returned (an error when the entry cannot be written);
+	// nil: the caller hands nothing out, or records it itself (Record).
+	HandOut *HandOut
 }
 
 // Token is a token a key handed out.
@@ -67,6 +73,11 @@ func (s *Service) Token(ctx context.Context, label string, o TokenOptions) (Toke
 			return Token{}, usagef("--audience takes a key of this machine; a team key %s hands out its own token only", text.ShellQuote(a.Label))
 		}
 		ts, err := s.teamToken(ctx, a, o.MinValid)
+		if err == nil && o.HandOut != nil {
+			if err = s.Record(a.Label, auth.Exchange{}, *o.HandOut, ts.AccessToken); err != nil {
+				ts = nil
+			}
+		}
 		return Token{TokenSet: ts, Name: a.Label}, err
 	}
 	key, err := s.resolveLocal(a.Label)
@@ -102,6 +113,11 @@ func (s *Service) KeyToken(ctx context.Context, key store.Key, o TokenOptions) (
 		return nil, err
 	}
 	s.tokens(ts)
+	if o.HandOut != nil {
+		if err := s.Record(key.Label, o.Exchange, *o.HandOut, ts.AccessToken); err != nil {
+			return nil, err
+		}
+	}
 	if o.Exchange.IsZero() && !o.Force && !o.Quiet && o.MinValid > 0 && !ts.Access().ValidFor(s.now(), o.MinValid) {
 		s.shortLived(key, ts, o.MinValid)
 	}
@@ -187,6 +203,10 @@ type ClientOptions struct {
 	// Renewed, when set, is told of each forced renewal (the API refused
 	// the token as invalid).
 	Renewed func()
+	// HandOut, when set, records each token the client sends in the audit
+	// trail: once per token (a renewed one is another hand-out), not per
+	// request.
+	HandOut *HandOut
 }
 
 // Source hands out key's token to an API client: the stored one (renewed
@@ -194,13 +214,29 @@ type ClientOptions struct {
 // forced (first with o.ForceFirst, and after an invalid-token 401).
 func (s *Service) Source(key store.Key, o ClientOptions) auth.APISource {
 	forceFirst := o.ForceFirst
+	var mu sync.Mutex
+	recorded := "" // the fingerprint of the token last recorded
 	return func(ctx context.Context, force bool) (*auth.TokenSet, error) {
+		mu.Lock()
 		f := force || forceFirst
 		forceFirst = false
+		mu.Unlock()
 		if force && o.Renewed != nil {
 			o.Renewed()
 		}
-		return s.KeyToken(ctx, key, TokenOptions{Force: f, Exchange: o.Exchange})
+		ts, err := s.KeyToken(ctx, key, TokenOptions{Force: f, Exchange: o.Exchange})
+		if err != nil || o.HandOut == nil {
+			return ts, err
+		}
+		mu.Lock()
+		defer mu.Unlock()
+		if fp := audit.Fingerprint(ts.AccessToken); fp != recorded {
+			if err := s.Record(key.Label, o.Exchange, *o.HandOut, ts.AccessToken); err != nil {
+				return nil, err
+			}
+			recorded = fp
+		}
+		return ts, nil
 	}
 }
 
@@ -214,6 +250,11 @@ func (s *Service) Client(key store.Key, o ClientOptions) (*http.Client, error) {
 	dpop, err := s.DPoP(key)
 	if err != nil {
 		return nil, err
+	}
+	if dpop != nil && o.HandOut != nil && o.HandOut.What == audit.Header {
+		h := *o.HandOut
+		h.What = audit.Proof // each request carries a proof with the token
+		o.HandOut = &h
 	}
 	c, err := s.client(s.Source(key, o), dpop)
 	if err != nil {

@@ -22,6 +22,7 @@ import (
 	"github.com/shipkey/shipkey/auth"
 	"github.com/shipkey/shipkey/internal/text"
 	"github.com/shipkey/shipkey/store"
+	"github.com/shipkey/shipkey/store/audit"
 	"github.com/shipkey/shipkey/store/keys"
 )
 
@@ -232,7 +233,7 @@ func apiRun(ctx context.Context, opts *apiOptions) error {
 	}
 
 	renewed := false
-	client, err := svc.Client(key, keys.ClientOptions{Exchange: opts.Exchange.exchange(), ForceFirst: opts.ForceRefresh,
+	client, err := svc.Client(key, keys.ClientOptions{Exchange: opts.Exchange.exchange(), ForceFirst: opts.ForceRefresh, HandOut: handOut(audit.Header, "api"),
 		AllowHosts: opts.AllowHosts, Renewed: func() { renewed = true }})
 	if err != nil {
 		return err

@@ -90,7 +90,7 @@ func (h *tokenHandler) exchanged(w http.ResponseWriter, r *http.Request, label s
 		writeServeError(w, http.StatusBadRequest, "invalid_request", err.Error())
 		return
 	}
-	ts, err := h.svc.KeyToken(r.Context(), store.Key{Label: label}, keys.TokenOptions{Exchange: x, MinValid: minValid})
+	ts, err := h.svc.KeyToken(r.Context(), store.Key{Label: label}, keys.TokenOptions{Exchange: x, MinValid: minValid, HandOut: h.handOut(r)})
 	if err != nil {
 		status, code := serveErrorStatus(err)
 		writeServeError(w, status, code, err.Error())

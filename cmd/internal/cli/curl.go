@@ -12,6 +12,7 @@ import (
 
 	"github.com/shipkey/shipkey/auth"
 	"github.com/shipkey/shipkey/store"
+	"github.com/shipkey/shipkey/store/audit"
 	"github.com/shipkey/shipkey/store/keys"
 )
 
@@ -155,6 +156,14 @@ func curlRun(ctx context.Context, opts *curlOptions) error {
 		return commandError(opts.Curl, err)
 	}
 	r.Close()
+	what := audit.Header
+	if dpop != nil {
+		what = audit.Proof
+	}
+	if err := recordChild(svc, c, key.Label, o.Exchange, what, "curl", ts.AccessToken); err != nil {
+		_ = c.Wait()
+		return err
+	}
 	return childExit(c.Wait())
 }
 

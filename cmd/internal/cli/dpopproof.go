@@ -11,6 +11,7 @@ import (
 	"github.com/shipkey/shipkey/auth"
 	"github.com/shipkey/shipkey/internal/text"
 	"github.com/shipkey/shipkey/store"
+	"github.com/shipkey/shipkey/store/audit"
 	"github.com/shipkey/shipkey/store/keys"
 )
 
@@ -114,7 +115,11 @@ func tokenProofRun(ctx context.Context, opts *tokenOptions) error {
 	if err != nil {
 		return err
 	}
-	ts, err := svc.KeyToken(ctx, key, keys.TokenOptions{Force: opts.ForceRefresh, MinValid: opts.MinValid})
+	via := "token --dpop-proof"
+	if opts.Header {
+		via = "header --dpop-proof"
+	}
+	ts, err := svc.KeyToken(ctx, key, keys.TokenOptions{Force: opts.ForceRefresh, MinValid: opts.MinValid, HandOut: handOut(audit.Proof, via)})
 	if err != nil {
 		return err
 	}

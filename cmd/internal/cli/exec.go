@@ -19,6 +19,7 @@ import (
 
 	"github.com/shipkey/shipkey/internal/text"
 	"github.com/shipkey/shipkey/store"
+	"github.com/shipkey/shipkey/store/audit"
 	"github.com/shipkey/shipkey/store/keys"
 	"github.com/shipkey/shipkey/store/team"
 )
@@ -268,6 +269,11 @@ func execRun(ctx context.Context, opts *execOptions) error {
 	}
 	child = c.Process
 	mu.Unlock()
+	// Recorded once the child is there to name (its pid, its executable).
+	if err := recordChild(svc, c, tok.Name, o.Exchange, audit.Token, "exec", ts.AccessToken); err != nil {
+		_ = c.Wait()
+		return err
+	}
 	return childExit(c.Wait())
 }
 

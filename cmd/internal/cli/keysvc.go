@@ -4,6 +4,7 @@ import (
 	"time"
 
 	"github.com/shipkey/shipkey/store"
+	"github.com/shipkey/shipkey/store/audit"
 	"github.com/shipkey/shipkey/store/keys"
 	"github.com/shipkey/shipkey/store/team"
 )
@@ -13,8 +14,10 @@ import (
 // then gets keys.ErrNoTeamEngine, and runWith hands the command on), its
 // warnings go to ios's stderr, the secrets it hands out join secrets (the
 // debug log hides them), and client builds its HTTP clients (nil: none).
+// Its hand-outs go to the audit trail (auditTrail), received by the process
+// that ran this one unless the command names another.
 func newKeys(st *store.Store, engine func() (team.Engine, error), ios *iostreams, secrets *secretSet, now func() time.Time, client keys.ClientBuilder) *keys.Service {
-	o := keys.Options{Store: st, Engine: engine, Now: now}
+	o := keys.Options{Store: st, Engine: engine, Now: now, Audit: auditTrail(st), Receiver: audit.Caller}
 	if ios != nil {
 		o.Warn = ios.ErrOut
 	}

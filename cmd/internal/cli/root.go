@@ -207,6 +207,7 @@ var subcommands = []struct {
 	{"serve", func(f *factory) *cobra.Command { return makesRequests(newCmdServe(f, nil)) }},
 	{"api", func(f *factory) *cobra.Command { return makesRequests(newCmdAPI(f, nil)) }},
 	{"curl", func(f *factory) *cobra.Command { return makesRequests(newCmdCurl(f, nil)) }},
+	{"audit", func(f *factory) *cobra.Command { return newCmdAudit(f, nil) }},
 }
 
 // requestFlags shape the requests to the server: only the commands that

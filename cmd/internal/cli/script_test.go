@@ -168,6 +168,8 @@ func TestScripts(t *testing.T) {
 			"snapshot":      cmdSnapshot,
 			"waitexpiry":    cmdWaitExpiry,
 			"dpopsend":      cmdDPoPSend,
+			"audited":       cmdAudited,
+			"sockcall":      cmdSockCall,
 		},
 	})
 }
@@ -264,6 +266,7 @@ func setupScript(env *testscript.Env) error {
 	}
 	env.Values[scriptKey{}] = r
 	env.Values[apiKey{}] = &apiHolder{}
+	env.Values[auditSeenKey{}] = map[string]bool{}
 	env.Defer(func() {
 		r.mu.Lock()
 		defer r.mu.Unlock()

@@ -18,6 +18,7 @@ import (
 	"github.com/shipkey/shipkey/auth"
 	"github.com/shipkey/shipkey/internal/text"
 	"github.com/shipkey/shipkey/store"
+	"github.com/shipkey/shipkey/store/audit"
 	"github.com/shipkey/shipkey/store/keys"
 	"github.com/spf13/cobra"
 )
@@ -178,7 +179,7 @@ func serveRun(ctx context.Context, opts *serveOptions) error {
 	if err != nil {
 		return err
 	}
-	srv, fair := newSocketServer(newTokenHandler(st, opts.Keys, opts.Secrets), ln, socketServerOptions{
+	srv, fair := newSocketServer(newTokenHandler(st, opts.Keys, opts.Secrets, "serve"), ln, socketServerOptions{
 		IdleTimeout: opts.IdleTimeout, WriteTimeout: opts.WriteTimeout, ConnState: opts.ConnState,
 		Refused: func(uid int) {
 			fmt.Fprintf(opts.IO.ErrOut, "shipkey: serve: refused a connection from uid %d (only uid %d is served)\n", uid, ln.uid)
@@ -313,7 +314,7 @@ func startTokenSocket(st *store.Store, label string, x auth.Exchange, secrets *s
 		return nil, err
 	}
 	ts := &tokenSocket{Path: ln.path, ln: ln, dir: dir}
-	srv, fair := newSocketServer(withExchange(newTokenHandler(st, []string{label}, secrets), x), ln, socketServerOptions{
+	srv, fair := newSocketServer(withExchange(newTokenHandler(st, []string{label}, secrets, "exec --serve"), x), ln, socketServerOptions{
 		Refused: func(uid int) { refused(uid, ln.uid) },
 	})
 	ts.srv = srv
@@ -334,13 +335,14 @@ type tokenHandler struct {
 	svc     *keys.Service // hands out the tokens and DPoP keys
 	keys    []string      // served labels; all when empty
 	secrets *secretSet
+	via     string // the audit trail's way: serve or exec --serve
 
 	mu       sync.Mutex
 	lifetime map[string]time.Duration // each key's last access token's life, as issued
 }
 
-func newTokenHandler(st *store.Store, keys []string, secrets *secretSet) http.Handler {
-	h := &tokenHandler{st: st, svc: newKeys(st, nil, nil, secrets, nil, nil), keys: keys, secrets: secrets, lifetime: map[string]time.Duration{}}
+func newTokenHandler(st *store.Store, keys []string, secrets *secretSet, via string) http.Handler {
+	h := &tokenHandler{st: st, svc: newKeys(st, nil, nil, secrets, nil, nil), keys: keys, secrets: secrets, via: via, lifetime: map[string]time.Duration{}}
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /v1/token/{label}", h.token)
 	mux.HandleFunc("POST /v1/proof/{label}", h.proof)
@@ -385,7 +387,7 @@ func (h *tokenHandler) token(w http.ResponseWriter, r *http.Request) {
 		}
 	}
 	minValid, beyond := h.reachable(label, minValid)
-	ts, err := h.svc.KeyToken(r.Context(), store.Key{Label: label}, keys.TokenOptions{MinValid: minValid, Quiet: true})
+	ts, err := h.svc.KeyToken(r.Context(), store.Key{Label: label}, keys.TokenOptions{MinValid: minValid, Quiet: true, HandOut: h.handOut(r)})
 	if err != nil {
 		status, code := serveErrorStatus(err)
 		writeServeError(w, status, code, err.Error())
@@ -405,6 +407,15 @@ func (h *tokenHandler) token(w http.ResponseWriter, r *http.Request) {
 	w.Header().Set("Content-Type", "application/json")
 	w.Header().Set("Cache-Control", "no-store")
 	_ = writeJSON(w, doc)
+}
+
+// handOut is the hand-out of a token to the request's peer; nil for the
+// proof endpoint's token, which records the proof itself once signed.
+func (h *tokenHandler) handOut(r *http.Request) *keys.HandOut {
+	if r.Context().Value(proofKey{}) != nil {
+		return nil
+	}
+	return peerOf(r.Context(), audit.Token, h.via)
 }
 
 // reachable caps minValid for label below the life of the key's tokens as

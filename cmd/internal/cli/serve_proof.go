@@ -2,16 +2,23 @@ package cli
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"fmt"
 	"net/http"
 	"time"
+
+	"github.com/shipkey/shipkey/store/audit"
 )
 
 // POST /v1/proof/{label} (and /v1/proof when one key is served): the token
 // as GET /v1/token answers it, with a DPoP proof signed with the key's DPoP
 // key for the request named in the JSON body {"method","url","nonce"}; the
 // same rules (0600, peer uid, served keys, min_valid) apply.
+
+// proofKey marks the token the proof endpoint asks of the token handler:
+// not a hand-out of its own (the proof is recorded once signed).
+type proofKey struct{}
 
 // proofRequest is the body of POST /v1/proof.
 type proofRequest struct {
@@ -41,7 +48,7 @@ func (h *tokenHandler) proof(w http.ResponseWriter, r *http.Request) {
 	// The token first, as GET /v1/token answers it: served keys, min_valid,
 	// renewal and its errors.
 	var tok bufferedResponse
-	h.token(&tok, r)
+	h.token(&tok, r.WithContext(context.WithValue(r.Context(), proofKey{}, true)))
 	if tok.status != http.StatusOK {
 		tok.copyTo(w)
 		return
@@ -75,6 +82,10 @@ func (h *tokenHandler) proof(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	doc.JKT = dpop.JKT()
+	if err := h.svc.Record(label, exchangeFromQuery(r.URL.Query()), *peerOf(r.Context(), audit.Proof, h.via), doc.AccessToken); err != nil {
+		writeServeFailure(w, err)
+		return
+	}
 	w.Header().Set("Content-Type", "application/json")
 	w.Header().Set("Cache-Control", "no-store")
 	_ = writeJSON(w, doc)

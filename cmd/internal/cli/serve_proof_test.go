@@ -36,7 +36,7 @@ func TestProofEndpoint(t *testing.T) {
 		_ = json.Unmarshal(rec.Body.Bytes(), &doc)
 		return rec.Code, doc
 	}
-	all := newTokenHandler(st, nil, &secretSet{})
+	all := newTokenHandler(st, nil, &secretSet{}, "serve")
 
 	status, doc := post(all, "/v1/proof/dpop", `{"method":"get","url":"`+rs.URL()+`/v1/x?page=2"}`)
 	if status != http.StatusOK || doc["dpop_proof"] == "" || doc["token_type"] != "DPoP" || doc["jkt"] == "" {
@@ -71,7 +71,7 @@ func TestProofEndpoint(t *testing.T) {
 		{all, "/v1/proof/dpop", `{"method":"G T","url":"https://api.example.com/x"}`, http.StatusBadRequest, "invalid_request", "not an HTTP method"},
 		{all, "/v1/proof/dpop", `{"method":"GET","url":"/v1/x"}`, http.StatusBadRequest, "invalid_request", "has no api_url"},
 		{all, "/v1/proof/nope", `{"method":"GET","url":"https://api.example.com/x"}`, http.StatusNotFound, "no_such_key", ""},
-		{newTokenHandler(st, []string{"demo"}, &secretSet{}), "/v1/proof/dpop", `{"method":"GET","url":"https://api.example.com/x"}`, http.StatusForbidden, "not_served", ""},
+		{newTokenHandler(st, []string{"demo"}, &secretSet{}, "serve"), "/v1/proof/dpop", `{"method":"GET","url":"https://api.example.com/x"}`, http.StatusForbidden, "not_served", ""},
 	} {
 		status, doc := post(tc.h, tc.path, tc.body)
 		if status != tc.status || doc["error"] != tc.code || !strings.Contains(doc["error_description"], tc.says) || doc["dpop_proof"] != "" {

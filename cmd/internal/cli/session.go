@@ -14,6 +14,7 @@ import (
 	"github.com/shipkey/shipkey/auth"
 	"github.com/shipkey/shipkey/internal/text"
 	"github.com/shipkey/shipkey/store"
+	"github.com/shipkey/shipkey/store/audit"
 	"github.com/shipkey/shipkey/store/keys"
 	"github.com/shipkey/shipkey/store/team"
 )
@@ -346,6 +347,19 @@ func tokenOutputFlags(cmd *cobra.Command, opts *tokenOptions) error {
 	return nil
 }
 
+// handOut is what token (or header) hands out, for the audit trail: the
+// token, the header, or kubectl's exec credential.
+func (opts *tokenOptions) handOut() *keys.HandOut {
+	switch {
+	case opts.Header:
+		return handOut(audit.Header, "header")
+	case opts.Output == outputExecCredential:
+		return handOut(audit.Token, "kubectl")
+	default:
+		return handOut(audit.Token, "token")
+	}
+}
+
 func tokenRun(ctx context.Context, opts *tokenOptions) error {
 	if opts.NoStore {
 		return tokenNoStoreRun(ctx, opts)
@@ -360,7 +374,7 @@ func tokenRun(ctx context.Context, opts *tokenOptions) error {
 	}
 	var jkt string // the key's DPoP key thumbprint
 	tok, err := newKeys(st, opts.Team, opts.IO, opts.Secrets, opts.Now, nil).Token(ctx, opts.Label, keys.TokenOptions{
-		MinValid: opts.MinValid, Force: opts.ForceRefresh, Exchange: x,
+		MinValid: opts.MinValid, Force: opts.ForceRefresh, Exchange: x, HandOut: opts.handOut(),
 		Local: func(key store.Key) (err error) {
 			if key.Connection.DPoP && x.IsZero() {
 				if opts.Header {

@@ -170,6 +170,14 @@ func BenchmarkProcess(b *testing.B) {
 			// The same program printing its version: what the token's own
 			// work (store, index, secret) adds to the program's start.
 			"x-version": versionCmd,
+			// The same call without the audit trail (SHIPKEY_AUDIT=off):
+			// what its entry (a lock, a read of the file's tail, one
+			// append, /proc reads of the caller) costs a cached token.
+			"x-audit-off": func() *exec.Cmd {
+				cmd := tokenCmd(bin)
+				cmd.Env = append(slices.Clone(env), EnvAudit+"=off")
+				return cmd
+			},
 		})
 	})
 	// The program's start alone: `shipkey version` opens nothing, so this

@@ -18,6 +18,7 @@ import (
 	"github.com/shipkey/shipkey/auth"
 	"github.com/shipkey/shipkey/internal/text"
 	"github.com/shipkey/shipkey/store"
+	"github.com/shipkey/shipkey/store/audit"
 	"github.com/shipkey/shipkey/store/keys"
 )
 
@@ -236,6 +237,11 @@ func (s *tokenSink) step(ctx context.Context) time.Duration {
 			return s.fail(err)
 		}
 		if s.written == nil || ts.AccessToken != s.written.AccessToken {
+			// Each new token the file takes is one hand-out, recorded
+			// before it is written (every hand-out has an entry).
+			if err := s.svc.Record(key.Label, auth.Exchange{}, keys.HandOut{What: audit.Token, Via: "token file " + s.Path}, ts.AccessToken); err != nil {
+				return s.fail(err)
+			}
 			fi, err := writeTokenFile(s.Path, ts.AccessToken)
 			if err != nil {
 				return s.fail(fmt.Errorf("writing it: %v", unwrapExecError(err)))

@@ -8,6 +8,7 @@ package cli
 import (
 	"bytes"
 	"cmp"
+	"context"
 	"io"
 	"net"
 	"net/http"
@@ -83,6 +84,14 @@ func newSocketServer(handler http.Handler, ln *socketListener, o socketServerOpt
 		WriteTimeout:      cmp.Or(o.WriteTimeout, socketWriteTimeout),
 		IdleTimeout:       cmp.Or(o.IdleTimeout, socketIdleTimeout),
 		MaxHeaderBytes:    16 << 10,
+		// Each request knows its peer process (the audit trail's
+		// receiver).
+		ConnContext: func(ctx context.Context, c net.Conn) context.Context {
+			if fc, ok := c.(*fairConn); ok {
+				return withPeer(ctx, fc.pid)
+			}
+			return ctx
+		},
 		ConnState: func(c net.Conn, s http.ConnState) {
 			fl.connState(c, s)
 			if o.ConnState != nil {

@@ -248,6 +248,12 @@ func statusRun(ctx context.Context, opts *statusOptions) error {
 		}
 		return &exitError{code: exitFailure, err: errNoKeysYet}
 	}
+	if !opts.Quiet && !opts.JSON {
+		if err := bw.Flush(); err != nil {
+			return err
+		}
+		fmt.Fprintln(opts.IO.Out, auditStatus(st))
+	}
 
 	if len(needLogin) == 0 && len(removedFrom) == 0 {
 		return nil

@@ -8,6 +8,7 @@ import (
 
 	"github.com/shipkey/shipkey/auth"
 	"github.com/shipkey/shipkey/store"
+	"github.com/shipkey/shipkey/store/audit"
 	"github.com/shipkey/shipkey/store/keys"
 	"github.com/shipkey/shipkey/store/team"
 	"github.com/shipkey/shipkey/tui"
@@ -52,6 +53,7 @@ func runTUI(ctx context.Context, o uiOptions) error {
 		// team).
 		svc := newAppKeys(o)
 		opts.Backend = svc
+		opts.Audit = svc.Audit()
 		if o.APIClient != nil {
 			opts.API = requestClient(svc)
 		}
@@ -84,7 +86,9 @@ var _ tui.Backend = (*keys.Service)(nil)
 // newAppKeys is the app's key service: the store's keys, and the teams'
 // when the engine is at hand.
 func newAppKeys(o uiOptions) *keys.Service {
-	opts := keys.Options{Store: o.Store, Now: o.Now, Client: o.APIClient}
+	// What the app hands out goes to the app itself (the clipboard, the
+	// screen, the Request screen's API).
+	opts := keys.Options{Store: o.Store, Now: o.Now, Client: o.APIClient, Audit: auditTrail(o.Store), Receiver: audit.Self}
 	if o.Team != nil {
 		opts.Engine = func() (team.Engine, error) { return o.Team, nil }
 	}
@@ -103,7 +107,8 @@ func requestClient(svc *keys.Service) tui.APIClient {
 		if err != nil {
 			return nil, err
 		}
-		return svc.Client(key, keys.ClientOptions{Exchange: auth.Exchange{Audience: to.Audience}, Renewed: renewed})
+		return svc.Client(key, keys.ClientOptions{Exchange: auth.Exchange{Audience: to.Audience}, Renewed: renewed,
+			HandOut: &keys.HandOut{What: audit.Header, Via: "app request"}})
 	}
 }
 

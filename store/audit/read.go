@@ -1,0 +1,209 @@
+package audit
+
+import (
+	"bufio"
+	"bytes"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"slices"
+)
+
+// maxLine bounds a line read back (an entry is far smaller: Bounded).
+const maxLine = 1 << 20
+
+// Read calls fn with each entry of the trail, oldest first. A line that is
+// not a whole entry is skipped (Verify names it); fn's error stops the
+// walk and is returned.
+func (l *Log) Read(fn func(Entry) error) error {
+	files, err := l.Files()
+	if err != nil {
+		return err
+	}
+	for _, path := range files {
+		if err := eachLine(path, func(_ int, line []byte, _ bool) error {
+			e, err := decode(line)
+			if err != nil {
+				return nil
+			}
+			return fn(e)
+		}); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// eachLine calls fn with each line of path (without "\n"), numbered from 1;
+// complete is false for a last line without its "\n".
+func eachLine(path string, fn func(n int, line []byte, complete bool) error) error {
+	f, err := os.Open(path)
+	if err != nil {
+		if errors.Is(err, os.ErrNotExist) {
+			return nil // rotated away meanwhile
+		}
+		return err
+	}
+	defer f.Close()
+	r := bufio.NewReaderSize(f, 64<<10)
+	for n := 1; ; n++ {
+		line, err := r.ReadSlice('\n')
+		if errors.Is(err, bufio.ErrBufferFull) {
+			// A line longer than any entry: gather it, up to maxLine.
+			long := append([]byte(nil), line...)
+			for errors.Is(err, bufio.ErrBufferFull) && len(long) < maxLine {
+				line, err = r.ReadSlice('\n')
+				long = append(long, line...)
+			}
+			line = long
+		}
+		if len(line) > 0 {
+			complete := line[len(line)-1] == '\n'
+			if ferr := fn(n, bytes.TrimSuffix(line, []byte("\n")), complete); ferr != nil {
+				return ferr
+			}
+		}
+		if err == io.EOF {
+			return nil
+		}
+		if err != nil && !errors.Is(err, bufio.ErrBufferFull) {
+			return err
+		}
+	}
+}
+
+// Problem is the first place where the trail does not fit.
+type Problem struct {
+	File string // the file's path
+	Line int    // its line, from 1
+	// Entry is the entry there, as far as it could be read (its Time and
+	// Key name it to a person).
+	Entry  Entry
+	Reason string
+}
+
+func (p *Problem) Error() string {
+	name := filepath.Base(p.File)
+	if p.Entry.Key != "" && !p.Entry.Time.IsZero() {
+		return fmt.Sprintf("%s line %d (%s, key %s): %s", name, p.Line, p.Entry.Time.Format("2006-01-02T15:04:05.000Z"), p.Entry.Key, p.Reason)
+	}
+	return fmt.Sprintf("%s line %d: %s", name, p.Line, p.Reason)
+}
+
+// Report is what Verify found.
+type Report struct {
+	Files   []string // the files checked, oldest first
+	Entries int      // the entries that fit
+	// Last is the hash of the last entry that fits: written down elsewhere,
+	// it lets a later Verify show that nothing was cut from the end.
+	Last string
+	// Cut is set when the newest file ends in a line a crash left
+	// unfinished (tolerated; the next append cuts it away).
+	Cut bool
+	// Anchored is false when the oldest kept file continues one that
+	// rotation removed: its first entry's prev cannot be checked.
+	Anchored bool
+	// Problem is the first entry that does not fit; nil when all do.
+	Problem *Problem
+}
+
+// Verify checks every entry against its hash and its predecessor's, oldest
+// first, and reports the first that does not fit. Its error is for a trail
+// it could not read, not for one that does not fit (Report.Problem).
+func (l *Log) Verify() (Report, error) {
+	files, err := l.Files()
+	if err != nil {
+		return Report{}, err
+	}
+	rep := Report{Files: files, Anchored: true}
+	prev, first := "", true
+	for fi, path := range files {
+		newest := fi == len(files)-1
+		var pending *Problem // an unfinished line, a problem unless it is the trail's last
+		err := eachLine(path, func(n int, line []byte, complete bool) error {
+			if pending != nil {
+				return pending
+			}
+			e, err := decode(line)
+			if err != nil {
+				p := &Problem{File: path, Line: n, Entry: e, Reason: err.Error()}
+				if !complete {
+					p.Reason = "the line was cut short"
+					pending = p
+					return nil
+				}
+				return p
+			}
+			if first {
+				first = false
+				if e.Prev != "" && fi == 0 && rotatedNumber(path) > 1 {
+					rep.Anchored = false // its predecessor was rotated away
+				} else if e.Prev != "" {
+					return &Problem{File: path, Line: n, Entry: e, Reason: "it follows an entry the trail does not hold (an entry before it was removed)"}
+				}
+			} else if e.Prev != prev {
+				return &Problem{File: path, Line: n, Entry: e, Reason: "it does not follow the entry before it (an entry was removed, added or moved)"}
+			}
+			prev = e.Hash
+			rep.Entries++
+			return nil
+		})
+		if pending != nil && err == nil {
+			if newest {
+				rep.Cut = true
+			} else {
+				err = pending
+			}
+		}
+		var p *Problem
+		if errors.As(err, &p) {
+			rep.Problem = p
+			break
+		}
+		if err != nil {
+			return rep, err
+		}
+	}
+	rep.Last = prev
+	return rep, nil
+}
+
+// tailBytes bounds what Tail reads of the current file's end.
+const tailBytes = 256 << 10
+
+// Tail returns up to n of the newest entries, oldest first, read from the
+// end of the current file only (what a screen that follows the trail
+// shows); lines that are not whole entries are skipped.
+func (l *Log) Tail(n int) ([]Entry, error) {
+	f, err := os.Open(l.Path())
+	if errors.Is(err, os.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	fi, err := f.Stat()
+	if err != nil {
+		return nil, err
+	}
+	size := min(fi.Size(), tailBytes)
+	buf := make([]byte, size)
+	if _, err := f.ReadAt(buf, fi.Size()-size); err != nil && !errors.Is(err, io.EOF) {
+		return nil, err
+	}
+	lines := bytes.Split(buf, []byte("\n"))
+	if size < fi.Size() && len(lines) > 0 {
+		lines = lines[1:] // the first is cut by where the read began
+	}
+	var out []Entry
+	for i := len(lines) - 1; i >= 0 && len(out) < n; i-- {
+		if e, err := decode(lines[i]); err == nil {
+			out = append(out, e)
+		}
+	}
+	slices.Reverse(out)
+	return out, nil
+}
