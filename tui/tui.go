@@ -522,6 +522,9 @@ func (m *Model) dispatch(msg tea.Msg) tea.Cmd {
 		return nil
 	case requestDoneMsg:
 		return m.handleRequestDone(msg)
+	case requestsLoadedMsg, requestsMsg:
+		m.handleRequests(msg)
+		return nil
 	case typedRedrawMsg:
 		m.typedRedraw = false // this Update's View draws what was typed
 		return nil
