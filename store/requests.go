@@ -314,7 +314,7 @@ func cleanURL(u string) (string, string) {
 	var gone []string
 	if p.User != nil {
 		p.User = nil
-		gone = append(gone, "the URL's user and password")
+		gone = append(gone, "the URL's user information")
 	}
 	if p.RawQuery != "" {
 		q, err := url.ParseQuery(p.RawQuery)

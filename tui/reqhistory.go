@@ -212,10 +212,10 @@ func (r *request) recallLines() string {
 	out := ""
 	if r.hist.pos >= 0 {
 		n := len(r.keyRequests().History)
-		out = indentWrapped(fmt.Sprintf("history %d of %d · ↑ older · ↓ newer · ctrl+r all", r.hist.pos+1, n), 2, r.width, s.Subtle.Render)
+		out = indentWrapped(fmt.Sprintf("history %d of %d · ↑ older · ↓ newer", r.hist.pos+1, n), reqLabelWidth+2, r.width, s.Subtle.Render)
 	}
 	if r.hist.note != "" {
-		out += indentWrapped(r.hist.note, 2, r.width, s.Warn.Render)
+		out += indentWrapped(r.hist.note, reqLabelWidth+2, r.width, s.Warn.Render)
 	}
 	return out
 }

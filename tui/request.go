@@ -635,6 +635,9 @@ func (r *request) content() (string, int) {
 		if e := r.errs[i]; e != "" {
 			b.WriteString(indentWrapped("✗ "+e, reqLabelWidth+2, r.width, s.Error.Render))
 		}
+		if i == reqFieldURL {
+			b.WriteString(r.recallLines())
+		}
 	}
 	b.WriteString("\n")
 	switch {
@@ -646,7 +649,6 @@ func (r *request) content() (string, int) {
 	default:
 		b.WriteString(indentWrapped("ctrl+s sends with the key's token (renewed once if the API refuses it)", 2, r.width, s.Subtle.Render))
 	}
-	b.WriteString(r.recallLines())
 	return b.String(), focusLine
 }
 
