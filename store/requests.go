@@ -143,15 +143,16 @@ func (h *RequestHistory) Save(label string, r Request) (*KeyRequests, error) {
 	})
 }
 
-// Forget removes label's saved request named name, or with name "" the
-// history entry sent at at; it returns label's requests.
-func (h *RequestHistory) Forget(label, name string, at time.Time) (*KeyRequests, error) {
+// Forget removes q from label's requests: the saved request of q's name,
+// or with no name the history entry sent at q.At that is q; it returns
+// label's requests.
+func (h *RequestHistory) Forget(label string, q Request) (*KeyRequests, error) {
 	return h.change(label, func(k *KeyRequests) {
-		if name != "" {
-			k.Saved = slices.DeleteFunc(k.Saved, func(o Request) bool { return o.Name == name })
+		if q.Name != "" {
+			k.Saved = slices.DeleteFunc(k.Saved, func(o Request) bool { return o.Name == q.Name })
 			return
 		}
-		k.History = slices.DeleteFunc(k.History, func(o Request) bool { return o.At.Equal(at) })
+		k.History = slices.DeleteFunc(k.History, func(o Request) bool { return o.At.Equal(q.At) && o.Same(q) })
 	})
 }
 

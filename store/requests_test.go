@@ -202,12 +202,12 @@ func TestRequestHistorySaveAndForget(t *testing.T) {
 	if err != nil || len(kr.Saved) != 1 || kr.Saved[0].URL != "/b" {
 		t.Fatalf("%v %+v", err, kr)
 	}
-	kr, _ = h.Record("demo", Request{Method: "GET", URL: "/c"})
-	at := kr.History[0].At
-	if kr, err = h.Forget("demo", "", at); err != nil || len(kr.History) != 0 || len(kr.Saved) != 1 {
+	_, _ = h.Record("demo", Request{Method: "GET", URL: "/c"})
+	kr, _ = h.Record("demo", Request{Method: "GET", URL: "/d"}) // at the same time
+	if kr, err = h.Forget("demo", kr.History[1]); err != nil || len(kr.History) != 1 || kr.History[0].URL != "/d" || len(kr.Saved) != 1 {
 		t.Fatalf("%v %+v", err, kr)
 	}
-	if kr, err = h.Forget("demo", "list", time.Time{}); err != nil || len(kr.Saved) != 0 {
+	if kr, err = h.Forget("demo", Request{Name: "list"}); err != nil || len(kr.Saved) != 0 {
 		t.Fatalf("%v %+v", err, kr)
 	}
 }

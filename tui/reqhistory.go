@@ -249,6 +249,7 @@ func (r *request) updateList(msg tea.Msg) (action, tea.Cmd) {
 		return r.updateNaming(msg)
 	}
 	rows := r.listed()
+	r.clampCursor()
 	k, ok := msg.(tea.KeyPressMsg)
 	if !ok {
 		content, _ := r.listContent()
@@ -286,7 +287,7 @@ func (r *request) updateList(msg tea.Msg) (action, tea.Cmd) {
 	case key.Matches(k, km.Delete):
 		q := rows[r.hist.cursor]
 		return actRequests{label: label, change: func(h *store.RequestHistory) (*store.KeyRequests, error) {
-			return h.Forget(label, q.Name, q.At)
+			return h.Forget(label, q)
 		}}, nil
 	default:
 		content, _ := r.listContent()
@@ -321,7 +322,7 @@ func (r *request) updateNaming(msg tea.Msg) (action, tea.Cmd) {
 		r.hist.cursor = 0 // a saved request comes first
 		return actRequests{label: label, change: func(h *store.RequestHistory) (*store.KeyRequests, error) {
 			if old != "" && old != name {
-				if _, err := h.Forget(label, old, q.At); err != nil {
+				if _, err := h.Forget(label, store.Request{Name: old}); err != nil {
 					return nil, err
 				}
 			}

@@ -212,7 +212,7 @@ func (r *request) open(label string) tea.Cmd {
 	if r.state == requestViewing && r.answer == nil {
 		r.state = requestEditing
 	}
-	if r.state == requestEditing {
+	if r.state == requestEditing && !r.hist.listing {
 		return r.focusOn(r.focus)
 	}
 	return nil
