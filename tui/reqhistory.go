@@ -23,6 +23,7 @@ import (
 // reqHist is what the screen holds of the history.
 type reqHist struct {
 	asked bool                          // the history was asked for (it loads once)
+	said  string                        // the last failure said (each is said once)
 	byKey map[string]*store.KeyRequests // by label, as last read or written
 
 	// pos is the history entry the fields show (-1: what was typed, kept
@@ -126,7 +127,9 @@ func (m *Model) handleRequests(msg tea.Msg) {
 		}
 		err = msg.err
 	}
-	if err != nil {
+	if err != nil && err.Error() != m.request.hist.said {
+		// Said once: a history that cannot be written fails every send.
+		m.request.hist.said = err.Error()
 		m.notice = "Request history: " + text.Safe(err.Error())
 	}
 }
@@ -157,7 +160,7 @@ func (r *request) typed() store.Request {
 // fill puts q in the fields; the text is from a file, cleaned of what
 // could reach the terminal.
 func (r *request) fill(q store.Request) {
-	r.method = max(0, slices.Index(requestMethods, strings.ToUpper(q.Method)))
+	r.method = max(0, slices.Index(requestMethods, knownMethod(q.Method)))
 	r.url.SetValue(text.Safe(q.URL))
 	r.url.CursorEnd()
 	r.audience.SetValue(text.Safe(q.Audience))
@@ -169,6 +172,15 @@ func (r *request) fill(q store.Request) {
 	r.body.SetValue(text.SafeLines(q.Body))
 	r.errs = [reqFieldCount]string{}
 	r.general = ""
+}
+
+// knownMethod is m when the screen offers it, else GET (the file's text is
+// not trusted).
+func knownMethod(m string) string {
+	if m = strings.ToUpper(m); slices.Contains(requestMethods, m) {
+		return m
+	}
+	return http.MethodGet
 }
 
 // recall shows the next older (or newer) request of the chosen key's
@@ -308,7 +320,7 @@ func (r *request) updateNaming(msg tea.Msg) (action, tea.Cmd) {
 		r.hist.name.Blur()
 		return nil, nil
 	}
-	if ok && key.Matches(k, km.Enter) {
+	if ok && (key.Matches(k, km.Enter) || key.Matches(k, km.Submit)) {
 		rows := r.listed()
 		name := strings.TrimSpace(r.hist.name.Value())
 		if name == "" || r.hist.cursor >= len(rows) {
@@ -361,9 +373,9 @@ func (r *request) listContent() (string, int) {
 		}
 		var what string
 		if q.Name != "" {
-			what = "★ " + text.Safe(q.Name) + " · " + q.Method + " " + text.Safe(q.URL)
+			what = "★ " + text.Safe(q.Name) + " · " + knownMethod(q.Method) + " " + text.Safe(q.URL)
 		} else {
-			what = q.At.In(r.c.now.Location()).Format("Jan 2 15:04") + " " + q.Method + " " + text.Safe(q.URL)
+			what = q.At.In(r.c.now.Location()).Format("Jan 2 15:04") + " " + knownMethod(q.Method) + " " + text.Safe(q.URL)
 		}
 		what = ansi.Truncate(what, w, "…")
 		if i == r.hist.cursor {
@@ -386,7 +398,7 @@ func (r *request) listContent() (string, int) {
 // storedCall is a stored request of the chosen key as it would be sent:
 // its URL under the key's API URL, the screen's default headers.
 func (r *request) storedCall(q store.Request) apiCall {
-	call := apiCall{label: r.label(), audience: q.Audience, method: q.Method, header: http.Header{}, body: q.Body}
+	call := apiCall{label: r.label(), audience: q.Audience, method: knownMethod(q.Method), header: http.Header{}, body: q.Body}
 	call.header.Set("Accept", "application/json")
 	for _, h := range q.Headers {
 		if name, value, ok := strings.Cut(h, ":"); ok {

@@ -300,7 +300,7 @@ func TestRequestHistoryHostileFile(t *testing.T) {
 	t.Parallel()
 	rig := newAPIRig(t)
 	path := filepath.Join(t.TempDir(), store.RequestsFile)
-	hostile := `{"version":1,"keys":{"demo":{"history":[{"method":"GET","url":"/x\u001b[2J\u001b]52;c;ZXZpbA==\u0007","headers":["X-A: b\u009b31m"],"body":"{\"a\":\"\u001b[H\"}","at":"2026-11-21T11:00:00Z"}],"saved":[{"name":"evil\u001b[31m","method":"GET","url":"/y","at":"2026-11-21T11:00:00Z"}]}}}`
+	hostile := `{"version":1,"keys":{"demo":{"history":[{"method":"GET","url":"/x\u001b[2J\u001b]52;c;ZXZpbA==\u0007","headers":["X-A: b\u009b31m"],"body":"{\"a\":\"\u001b[H\"}","at":"2026-11-21T11:00:00Z"}],"saved":[{"name":"evil\u001b[31m","method":"GET\u001b[2J","url":"/y","at":"2026-11-21T11:00:00Z"}]}}}`
 	if err := os.WriteFile(path, []byte(hostile), 0o600); err != nil {
 		t.Fatal(err)
 	}
@@ -316,8 +316,12 @@ func TestRequestHistoryHostileFile(t *testing.T) {
 		}
 	}
 	h.press("ctrl+r")
-	h.mustShow(`evil\x1b[31m`, `/x\x1b[2J`)
+	h.mustShow(`evil\x1b[31m · GET /y`, `/x\x1b[2J`)
 	inert()
+	h.press("ctrl+y") // the saved one: its method is not one the screen sends
+	if got := h.native[len(h.native)-1]; strings.ContainsRune(got, 0x1b) || strings.Contains(got, "2J") {
+		t.Fatalf("copied %q", got)
+	}
 	h.press("esc")
 	h.run(h.m.request.focusOn(reqFieldURL))
 	h.press("up")

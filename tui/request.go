@@ -695,7 +695,7 @@ func (r *request) ShortHelp() []key.Binding {
 	case r.state == requestViewing:
 		return []key.Binding{k.Edit, k.Send, k.Filter, k.ScrollDown, k.ScrollUp, k.PageDown, k.Top, k.Bottom, k.CopyCurl, k.Quit}
 	case r.hist.naming:
-		return []key.Binding{k.Enter, k.Cancel, k.ForceQuit}
+		return []key.Binding{k.Submit, k.Cancel, k.ForceQuit}
 	case r.hist.listing:
 		return []key.Binding{k.Up, k.Down, k.Enter, k.CopyCurl, k.Rename, k.Delete, k.Back, k.Quit}
 	case isChoice(r.focus):
