@@ -156,6 +156,30 @@ func (h *RequestHistory) Forget(label string, q Request) (*KeyRequests, error) {
 	})
 }
 
+// rename moves label's requests to newLabel, best effort: a file that
+// cannot be read is left as it is (the app says so when it reads it).
+func (h *RequestHistory) rename(label, newLabel string) {
+	if _, err := os.Stat(h.path); err != nil {
+		return // no history: nothing to move, no lock file to make
+	}
+	ctx, cancel := lockContext(context.Background())
+	defer cancel()
+	lock, err := acquireLock(ctx, h.path+".lock")
+	if err != nil {
+		return
+	}
+	defer lock.release()
+	doc, err := h.readAside(false)
+	if err != nil || doc.Keys[label] == nil {
+		return
+	}
+	doc.Keys[newLabel], doc.Keys[label] = doc.Keys[label], nil
+	delete(doc.Keys, label)
+	if data, err := json.MarshalIndent(doc, "", "  "); err == nil {
+		_ = writeFileAtomic(h.path, append(data, '\n'))
+	}
+}
+
 // change applies fn to label's requests under the history's lock and
 // writes the file again.
 func (h *RequestHistory) change(label string, fn func(*KeyRequests)) (*KeyRequests, error) {
@@ -197,7 +221,10 @@ func (h *RequestHistory) change(label string, fn func(*KeyRequests)) (*KeyReques
 
 // read reads the file: empty when there is none; a damaged one is moved
 // aside (the error says where).
-func (h *RequestHistory) read() (requestsDoc, error) {
+func (h *RequestHistory) read() (requestsDoc, error) { return h.readAside(true) }
+
+// readAside is read; a damaged file is moved aside only when aside.
+func (h *RequestHistory) readAside(aside bool) (requestsDoc, error) {
 	doc := requestsDoc{Version: 1, Keys: map[string]*KeyRequests{}}
 	f, err := os.Open(h.path)
 	if errors.Is(err, os.ErrNotExist) {
@@ -230,11 +257,14 @@ func (h *RequestHistory) read() (requestsDoc, error) {
 		}
 		return got, nil
 	}
-	aside := fmt.Sprintf("%s.damaged-%s", h.path, h.now().UTC().Format("20060102T150405Z"))
-	if err := os.Rename(h.path, aside); err != nil {
+	if !aside {
+		return doc, fmt.Errorf("%w: %s is %s", ErrRequestsDamaged, displayPath(h.path), why)
+	}
+	to := fmt.Sprintf("%s.damaged-%s", h.path, h.now().UTC().Format("20060102T150405Z"))
+	if err := os.Rename(h.path, to); err != nil {
 		return doc, fmt.Errorf("%w: %s is %s, and could not be moved aside (%v): move or remove it", ErrRequestsDamaged, displayPath(h.path), why, err)
 	}
-	return doc, fmt.Errorf("%w: %s was %s; moved aside to %s, the history starts again", ErrRequestsDamaged, displayPath(h.path), why, displayPath(aside))
+	return doc, fmt.Errorf("%w: %s was %s; moved aside to %s, the history starts again", ErrRequestsDamaged, displayPath(h.path), why, displayPath(to))
 }
 
 // readLimited reads at most limit bytes of f; more is an error.

@@ -230,3 +230,40 @@ func TestCleanRequestKeepsTheRest(t *testing.T) {
 		}
 	}
 }
+
+// A renamed key keeps its history (it is kept by label); a store with no
+// history gets no file from a rename, and a damaged one is left in place
+// for the app to say.
+func TestRequestHistoryFollowsARename(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, nil)
+	s := e.open(Options{})
+	e.create(s, "prod", false)
+	e.create(s, "dev", false)
+	if err := s.Rename("dev", "dev2"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(filepath.Join(e.stateDir, RequestsFile+".lock")); !errors.Is(err, os.ErrNotExist) {
+		t.Fatalf("a rename with no history made the lock file: %v", err)
+	}
+	if _, err := s.Requests().Record("prod", Request{Method: "GET", URL: "/v1/a"}); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Rename("prod", "production"); err != nil {
+		t.Fatal(err)
+	}
+	all, err := s.Requests().Load()
+	if err != nil || all["prod"] != nil || all["production"] == nil || all["production"].History[0].URL != "/v1/a" {
+		t.Fatalf("after the rename: %v %+v", err, all)
+	}
+	path := filepath.Join(e.stateDir, RequestsFile)
+	if err := os.WriteFile(path, []byte("{"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Rename("production", "prod"); err != nil {
+		t.Fatal(err)
+	}
+	if data, err := os.ReadFile(path); err != nil || string(data) != "{" {
+		t.Fatalf("the damaged file was changed by a rename: %v %q", err, data)
+	}
+}
