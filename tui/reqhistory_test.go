@@ -192,7 +192,7 @@ func TestRequestListSavesAndCopies(t *testing.T) {
 	golden.RequireEqual(t, []byte(fixedURL(h.view(), rig)))
 
 	h.press("ctrl+y")
-	want := "shipkey curl --key demo -- -sS -X POST -H 'Accept: application/json' -H 'Content-Type: application/json' -H 'X-Trace: abc' --data-binary '{\"ref\": \"A1\"}' " + rig.srv.URL + "/v1/shipments"
+	want := "shipkey curl --key demo -- -sS -X POST -H 'Accept: application/json' -H 'Content-Type: application/json' -H 'X-Trace: abc' --data-raw '{\"ref\": \"A1\"}' " + rig.srv.URL + "/v1/shipments"
 	if got := h.native[len(h.native)-1]; got != want {
 		t.Fatalf("copied\n%s\nwant\n%s", got, want)
 	}

@@ -110,8 +110,8 @@ func TestTmuxRequestHistorySurvivesARestart(t *testing.T) {
 	}
 }
 
-// TestTmuxRequestCopyAsCurlRuns: a POST with a header and a JSON body sent
-// from the Request screen, copied with ctrl+y (tmux buffer shipkey-curl),
+// TestTmuxRequestCopyAsCurlRuns: a POST with headers and a text body that
+// starts with @ (curl's sign of a file name) sent from the Request screen, copied with ctrl+y (tmux buffer shipkey-curl),
 // holds no token; run as pasted by sh, through the real shipkey curl and
 // curl, it gets the answer the screen got: the same method, path, query,
 // content type, body (its SHA-256) and header at the resource server.
@@ -131,8 +131,10 @@ func TestTmuxRequestCopyAsCurlRuns(t *testing.T) {
 	s.requestURL("shipments?ref=it's")
 	s.requestField("Headers")
 	s.keys("-l", "X-Trace: a b")
+	s.keys("Enter")
+	s.keys("-l", "Content-Type: text/plain")
 	s.requestField("Body")
-	body := `{"ref": "A1", "note": "it's"}`
+	body := "@/etc/hostname: it's text, not a file"
 	s.keys("-l", body)
 	s.keys("C-s")
 	s.waitText(10*time.Second, "200 OK")
@@ -164,7 +166,7 @@ func TestTmuxRequestCopyAsCurlRuns(t *testing.T) {
 	if err := json.Unmarshal(out, &echo); err != nil {
 		t.Fatalf("%s: not the resource server's echo: %v\n%s", line, err, out)
 	}
-	want := authtest.Echo{Method: "POST", Path: "/v1/shipments", Query: "ref=it's", ContentType: "application/json",
+	want := authtest.Echo{Method: "POST", Path: "/v1/shipments", Query: "ref=it's", ContentType: "text/plain",
 		BodyBytes: int64(len(body)), BodySHA256: hex.EncodeToString(sum[:])}
 	if echo.Method != want.Method || echo.Path != want.Path || echo.Query != want.Query || echo.ContentType != want.ContentType ||
 		echo.BodyBytes != want.BodyBytes || echo.BodySHA256 != want.BodySHA256 || echo.Headers["X-Trace"] != "a b" || echo.Subject == "" {
