@@ -1039,7 +1039,7 @@ func (s *Store) Rename(label, newLabel string) error {
 	if err != nil {
 		return err
 	}
-	return s.update(context.Background(), func(t *tx) error {
+	err = s.update(context.Background(), func(t *tx) error {
 		e, ok, err := t.byLabel(label)
 		if err != nil {
 			return err
@@ -1057,6 +1057,10 @@ func (s *Store) Rename(label, newLabel string) error {
 		}
 		return t.renameKey(e.ID, nl)
 	})
+	if err == nil && nl != label {
+		s.Requests().rename(label, nl) // the Request screen's history follows the label
+	}
+	return err
 }
 
 // SetDefault makes label the default key.

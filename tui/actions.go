@@ -96,7 +96,15 @@ func (m *Model) apply(a action) tea.Cmd {
 		ctx, cancel := context.WithTimeout(m.ctx, opTimeout)
 		m.requestCancel = cancel // esc cancels it; the values stay
 		m.request.sending(a.call)
-		return tea.Batch(m.startOp(), m.sendCmd(ctx, m.req.start(slotRequest), a.call))
+		label, typed := a.call.label, a.typed
+		record := m.requestsCmd(actRequests{label: label, change: func(h *store.RequestHistory) (*store.KeyRequests, error) {
+			return h.Record(label, typed)
+		}})
+		return tea.Batch(m.startOp(), m.sendCmd(ctx, m.req.start(slotRequest), a.call), record)
+	case actRequests:
+		return m.requestsCmd(a)
+	case actCopyCurl:
+		return m.copyText(a.line, a.what, tmuxBufCurl)
 	case actCancelRequest:
 		m.cancelRequest()
 		m.req.start(slotRequest) // the late answer, if any, is stale

@@ -37,6 +37,9 @@ type Backend interface {
 	// again, or that the key list must be read again (All): the app reads
 	// one key used by another process, not all of them.
 	ChangesSince(since store.Stamp) (store.Changes, error)
+	// Requests is the Request screen's history and saved requests, kept
+	// in the store's state directory without credentials.
+	Requests() *store.RequestHistory
 }
 
 // Verifier checks a token's signature; *auth.Client is one.

@@ -5,6 +5,7 @@ import (
 	"encoding/base64"
 	"encoding/json"
 	"fmt"
+	"path/filepath"
 	"reflect"
 	"slices"
 	"strings"
@@ -97,6 +98,8 @@ type fakeStore struct {
 	prompt  auth.Prompt
 	approve chan error
 	created chan error
+
+	requests *store.RequestHistory // the Request screen's history, in a test's folder
 }
 
 var _ Backend = (*fakeStore)(nil)
@@ -106,6 +109,8 @@ func newFakeStore(c *clock) *fakeStore {
 		settings: store.Settings{ClipboardClear: 30 * time.Second, AutoRefresh: true},
 		live:     auth.Liveness{State: auth.LiveActive, Via: "introspection"}}
 }
+
+func (f *fakeStore) Requests() *store.RequestHistory { return f.requests }
 
 func (f *fakeStore) call(s string) { f.calls = append(f.calls, s) }
 
@@ -418,6 +423,7 @@ func newHarnessWith(t testing.TB, setup func(*fakeStore), edit func(*config)) *h
 	t.Helper()
 	h := &harness{t: t, clock: &clock{t: t0}}
 	h.st = newFakeStore(h.clock)
+	h.st.requests = store.NewRequestHistory(filepath.Join(t.TempDir(), store.RequestsFile), h.clock.Now)
 	if setup != nil {
 		setup(h.st)
 	}
@@ -616,6 +622,10 @@ func keyMsg(k string) tea.KeyPressMsg {
 		return tea.KeyPressMsg{Code: 'u', Mod: tea.ModCtrl}
 	case "ctrl+o":
 		return tea.KeyPressMsg{Code: 'o', Mod: tea.ModCtrl}
+	case "ctrl+r":
+		return tea.KeyPressMsg{Code: 'r', Mod: tea.ModCtrl}
+	case "ctrl+y":
+		return tea.KeyPressMsg{Code: 'y', Mod: tea.ModCtrl}
 	case "right":
 		return tea.KeyPressMsg{Code: tea.KeyRight}
 	case "left":

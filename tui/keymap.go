@@ -39,6 +39,10 @@ type KeyMap struct {
 	// FilterKeep keeps it and FilterClear clears it.
 	TabNext, TabPrev, Send, Edit key.Binding
 	FilterKeep, FilterClear      key.Binding
+	// Request's history: Recall (↑/↓ in the URL field) walks the key's
+	// sent requests; Requests lists them with the saved ones; CopyCurl
+	// copies a request as a shipkey curl command line.
+	Recall, Requests, CopyCurl key.Binding
 
 	// Scrolling (every screen whose content can exceed the body).
 	ScrollUp, ScrollDown, PageUp, PageDown, Top, Bottom key.Binding
@@ -105,6 +109,9 @@ func DefaultKeyMap() KeyMap {
 		Edit:        b([]string{"esc"}, "esc", "edit request"),
 		FilterKeep:  b([]string{"enter"}, "enter", "keep filter"),
 		FilterClear: b([]string{"esc"}, "esc", "clear filter"),
+		Recall:      b([]string{"up", "down"}, "↑/↓", "recall history"),
+		Requests:    b([]string{"ctrl+r"}, "ctrl+r", "history & saved"),
+		CopyCurl:    b([]string{"ctrl+y"}, "ctrl+y", "copy as shipkey curl"),
 		ScrollUp:    b([]string{"up", "k"}, "↑/k", "scroll up"),
 		ScrollDown:  b([]string{"down", "j"}, "↓/j", "scroll down"),
 		PageUp:      b([]string{"pgup"}, "pgup", "page up"),

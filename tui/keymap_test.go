@@ -16,7 +16,7 @@ func TestEveryKeyHasOneMeaning(t *testing.T) {
 	t.Parallel()
 	contextual := map[string]bool{
 		"Up": true, "Down": true, "ScrollUp": true, "ScrollDown": true, "NextField": true, "PrevField": true,
-		"Enter": true, "Submit": true, "TabNext": true, "TabPrev": true, "Send": true, "Edit": true, "FilterKeep": true, "FilterClear": true, "Yes": true, "No": true, "Quit": true, "ForceQuit": true, "Back": true,
+		"Enter": true, "Submit": true, "TabNext": true, "TabPrev": true, "Send": true, "Edit": true, "FilterKeep": true, "FilterClear": true, "Recall": true, "Yes": true, "No": true, "Quit": true, "ForceQuit": true, "Back": true,
 	}
 	km := reflect.ValueOf(DefaultKeyMap())
 	owner := map[string]string{}

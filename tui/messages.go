@@ -216,7 +216,10 @@ type actInspectToken struct{ raw string }
 func (actInspectToken) isAction() {}
 
 // actSendRequest sends a request of the Request screen.
-type actSendRequest struct{ call apiCall }
+type actSendRequest struct {
+	call  apiCall
+	typed store.Request // the fields as typed, for the history
+}
 
 func (actSendRequest) isAction() {}
 

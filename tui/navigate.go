@@ -186,5 +186,5 @@ func (m *Model) openRequest() tea.Cmd {
 	case m.active == screenDetails && m.details.key.Label != "":
 		label = m.details.key.Label
 	}
-	return tea.Batch(m.goTo(screenRequest), m.request.open(label))
+	return tea.Batch(m.goTo(screenRequest), m.request.open(label), m.loadRequestsCmd())
 }

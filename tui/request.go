@@ -95,10 +95,12 @@ type request struct {
 
 	pane pane // the fields (editing, sending)
 	view pane // the answer (viewing)
+
+	hist reqHist // the history and saved requests (reqhistory.go)
 }
 
 func newRequest(c *common, spinner func() string, defaultURL string) *request {
-	r := &request{c: c, spinner: spinner, defaultURL: defaultURL, pane: newPane(c), view: newPane(c)}
+	r := &request{c: c, spinner: spinner, defaultURL: defaultURL, pane: newPane(c), view: newPane(c), hist: newReqHist(c)}
 	r.url = c.styles.newTextInput("")
 	r.url.Placeholder = "https://api.example.com/v1/shipments"
 	r.url.CharLimit = 8 << 10
@@ -126,11 +128,14 @@ func (r *request) restyle() {
 	r.headers.SetStyles(r.c.styles.TextArea)
 	r.body.SetStyles(r.c.styles.TextArea)
 	r.filter.SetStyles(r.c.styles.TextInput)
+	r.hist.name.SetStyles(r.c.styles.TextInput)
 }
 
 func (r *request) SetSize(width, height int) {
 	r.width, r.height = width, height
 	r.pane.setSize(width, height)
+	r.hist.list.setSize(width, height)
+	r.hist.name.SetWidth(min(40, max(10, width-10)))
 	r.sizeView()
 	r.filter.SetWidth(min(40, max(10, width-6)))
 	// The text input draws its cursor one cell past its width.
@@ -147,11 +152,13 @@ func (r *request) SetSize(width, height int) {
 
 // Capturing: a field has focus while editing, and the filter while it
 // is typed.
-func (r *request) Capturing() bool { return r.state == requestEditing || r.filtering }
+func (r *request) Capturing() bool {
+	return r.state == requestEditing && !r.hist.listing || r.filtering || r.hist.naming
+}
 
 // Typing: the focused field takes text (? is typed there, f1 opens help).
 func (r *request) Typing() bool {
-	return r.state == requestEditing && !isChoice(r.focus) || r.filtering
+	return r.state == requestEditing && !r.hist.listing && !isChoice(r.focus) || r.filtering || r.hist.naming
 }
 
 // filterShown reports whether the answer shows the filter line: it has
@@ -205,7 +212,7 @@ func (r *request) open(label string) tea.Cmd {
 	if r.state == requestViewing && r.answer == nil {
 		r.state = requestEditing
 	}
-	if r.state == requestEditing {
+	if r.state == requestEditing && !r.hist.listing {
 		return r.focusOn(r.focus)
 	}
 	return nil
@@ -261,11 +268,26 @@ func (r *request) Update(msg tea.Msg) (action, tea.Cmd) {
 	case requestViewing:
 		return r.updateViewing(msg)
 	}
+	if r.hist.listing {
+		return r.updateList(msg)
+	}
 	km := r.c.keys
 	if k, ok := msg.(tea.KeyPressMsg); ok {
 		switch {
 		case key.Matches(k, km.Back):
 			return actBack{}, nil
+		case key.Matches(k, km.Requests):
+			r.openList()
+			return nil, nil
+		case key.Matches(k, km.CopyCurl):
+			call, bad := r.validate()
+			if bad >= 0 {
+				return nil, r.focusOn(bad)
+			}
+			return r.copyCurl(call, nil)
+		case r.focus == reqFieldURL && key.Matches(k, km.Recall):
+			r.recall(k.String() == "up")
+			return nil, nil
 		case key.Matches(k, km.Send), key.Matches(k, km.Enter) && !isArea(r.focus):
 			return r.submit()
 		case key.Matches(k, km.TabNext), !isArea(r.focus) && key.Matches(k, km.NextField):
@@ -289,6 +311,7 @@ func (r *request) Update(msg tea.Msg) (action, tea.Cmd) {
 		return nil, nil
 	}
 	var cmd tea.Cmd
+	before := r.typed()
 	switch r.focus {
 	case reqFieldURL:
 		r.url, cmd = r.url.Update(msg)
@@ -300,6 +323,9 @@ func (r *request) Update(msg tea.Msg) (action, tea.Cmd) {
 		r.body, cmd = r.body.Update(msg)
 	default:
 		return nil, nil
+	}
+	if after := r.typed(); !after.Same(before) {
+		r.forgetRecall() // an edit of a recalled request is a new one
 	}
 	if _, ok := msg.(tea.KeyPressMsg); ok {
 		r.errs[r.focus] = ""
@@ -328,6 +354,8 @@ func (r *request) updateViewing(msg tea.Msg) (action, tea.Cmd) {
 			return nil, r.focusOn(r.focus)
 		case key.Matches(k, km.Send):
 			return r.submit()
+		case key.Matches(k, km.CopyCurl):
+			return r.copyCurl(r.sent, nil)
 		case key.Matches(k, km.Filter):
 			r.filtering = true
 			r.sizeView()
@@ -402,6 +430,7 @@ func (r *request) change(back bool) {
 		}
 		return (i + 1) % n
 	}
+	r.forgetRecall()
 	switch r.focus {
 	case reqFieldKey:
 		r.key = step(r.key, r.keys.len())
@@ -419,6 +448,8 @@ func (r *request) submit() (action, tea.Cmd) {
 		r.state = requestEditing
 		return nil, r.focusOn(bad)
 	}
+	typed := r.typed()
+	r.forgetRecall()
 	r.state = requestSending
 	r.general = ""
 	r.url.Blur()
@@ -426,7 +457,7 @@ func (r *request) submit() (action, tea.Cmd) {
 	r.headers.Blur()
 	r.body.Blur()
 	r.follow() // the line that says it is sending
-	return actSendRequest{call: call}, nil
+	return actSendRequest{call: call, typed: typed}, nil
 }
 
 // validate checks the fields before anything is sent: the request, or the
@@ -499,14 +530,18 @@ func (r *request) base() string {
 // target is the URL field as a full URL: a path (v1/… or /v1/…) goes after
 // base, as shipkey api resolves it.
 func (r *request) target() (string, error) {
-	u := strings.TrimSpace(r.url.Value())
+	return resolveTarget(strings.TrimSpace(r.url.Value()), r.base(), r.label())
+}
+
+// resolveTarget is u as a full URL: a path goes after base, label's API
+// URL.
+func resolveTarget(u, base, label string) (string, error) {
 	if u == "" {
 		return "", errors.New("required")
 	}
 	if p, err := url.Parse(u); err == nil && p.Scheme == "" && p.Host == "" && p.Path != "" && !strings.HasPrefix(u, "//") {
-		base := r.base()
 		if base == "" {
-			return "", fmt.Errorf("a path needs the key's API URL (shipkey keys set %s --api-url URL); or give a full https:// URL", text.ShellQuote(r.label()))
+			return "", fmt.Errorf("a path needs the key's API URL (shipkey keys set %s --api-url URL); or give a full https:// URL", text.ShellQuote(label))
 		}
 		u = strings.TrimRight(base, "/") + "/" + strings.TrimLeft(u, "/")
 	}
@@ -553,6 +588,10 @@ func (r *request) View() string {
 		}
 		return r.view.view(r.answerText)
 	}
+	if r.hist.listing {
+		content, _ := r.listContent()
+		return r.hist.list.view(content)
+	}
 	content, _ := r.content()
 	return r.pane.view(content)
 }
@@ -595,6 +634,9 @@ func (r *request) content() (string, int) {
 		}
 		if e := r.errs[i]; e != "" {
 			b.WriteString(indentWrapped("✗ "+e, reqLabelWidth+2, r.width, s.Error.Render))
+		}
+		if i == reqFieldURL {
+			b.WriteString(r.recallLines())
 		}
 	}
 	b.WriteString("\n")
@@ -651,14 +693,21 @@ func (r *request) ShortHelp() []key.Binding {
 	case r.filtering:
 		return []key.Binding{k.FilterKeep, k.FilterClear, k.PageDown, k.PageUp, k.ForceQuit}
 	case r.state == requestViewing:
-		return []key.Binding{k.Edit, k.Send, k.Filter, k.ScrollDown, k.ScrollUp, k.PageDown, k.Top, k.Bottom, k.Quit}
+		return []key.Binding{k.Edit, k.Send, k.Filter, k.ScrollDown, k.ScrollUp, k.PageDown, k.Top, k.Bottom, k.CopyCurl, k.Quit}
+	case r.hist.naming:
+		return []key.Binding{k.Submit, k.Cancel, k.ForceQuit}
+	case r.hist.listing:
+		return []key.Binding{k.Up, k.Down, k.Enter, k.CopyCurl, k.Rename, k.Delete, k.Back, k.Quit}
 	case isChoice(r.focus):
 		return []key.Binding{k.Send, k.Choose, k.TabNext, k.Back, k.ForceQuit}
+	case r.focus == reqFieldURL:
+		return []key.Binding{k.Send, k.Recall, k.Requests, k.TabNext, k.TabPrev, k.Back, k.ForceQuit}
 	}
 	return []key.Binding{k.Send, k.TabNext, k.TabPrev, k.Back, k.ForceQuit}
 }
 
 func (r *request) FullHelp() [][]key.Binding {
 	k := r.c.keys
-	return [][]key.Binding{{k.TabNext, k.TabPrev, k.Choose, k.Send}, {k.ScrollDown, k.ScrollUp, k.PageDown, k.PageUp, k.Top, k.Bottom, k.Filter, k.Edit}}
+	return [][]key.Binding{{k.TabNext, k.TabPrev, k.Choose, k.Send}, {k.Recall, k.Requests, k.CopyCurl, k.Rename, k.Delete},
+		{k.ScrollDown, k.ScrollUp, k.PageDown, k.PageUp, k.Top, k.Bottom, k.Filter, k.Edit}}
 }

@@ -544,6 +544,9 @@ func (m *Model) dispatch(msg tea.Msg) tea.Cmd {
 		return m.handleRequestDone(msg)
 	case activityMsg:
 		return m.handleActivity(msg)
+	case requestsLoadedMsg, requestsMsg:
+		m.handleRequests(msg)
+		return nil
 	case typedRedrawMsg:
 		m.typedRedraw = false // this Update's View draws what was typed
 		return nil

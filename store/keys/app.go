@@ -79,3 +79,6 @@ func (s *Service) Connections() []auth.Connection { return s.st.Connections() }
 
 // Settings are the store's settings.
 func (s *Service) Settings() store.Settings { return s.st.Settings() }
+
+// Requests is the app's Request screen history (store.Store.Requests).
+func (s *Service) Requests() *store.RequestHistory { return s.st.Requests() }
