@@ -165,6 +165,7 @@ type Model struct {
 	request   *request
 
 	grant *grantRun // the interactive grant in flight, nil when none
+	renew renewals  // the keys' background renewals (renew.go)
 
 	keys    *keyIndex // the key list, as last loaded (nil before)
 	current string    // the key "1" opens: the default, else the last opened
@@ -419,6 +420,8 @@ func newModel(cfg config) *Model {
 	m.details = newDetails(m.c, spin)
 	m.details.auto = m.settings.AutoRefresh
 	m.keyList = newKeyList(m.c)
+	m.renew.failed = map[string]renewFailure{}
+	m.keyList.renewFailed = m.renew.failed
 	m.inspector = newInspector(m.c, spin)
 	m.signin = newSignin(m.c)
 	m.request = newRequest(m.c, spin, cfg.apiURL)
@@ -464,7 +467,7 @@ func (m *Model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 		// tick then sleeps until the text changes).
 		cmd = tea.Batch(cmd, m.ensureTick(), m.ensureSpinner())
 	}
-	return m, cmd
+	return m, tea.Batch(cmd, m.armRenew())
 }
 
 // dispatch hands msg to its handler.
@@ -502,6 +505,10 @@ func (m *Model) dispatch(msg tea.Msg) tea.Cmd {
 		return m.handleCopyReady(msg)
 	case livenessMsg:
 		return m.handleLiveness(msg)
+	case renewTickMsg:
+		return m.handleRenewTick(msg)
+	case renewedMsg:
+		return m.handleRenewed(msg)
 	case noticeMsg:
 		m.notice = msg.text
 		return nil
