@@ -84,12 +84,12 @@ type Options struct {
 	// APIURL is the Request screen's URL for a key without an API URL of
 	// its own (the demo's API), and the base a path is resolved against.
 	APIURL string
-	// Unlock, when set, unlocks the secrets (asks the file backend's
-	// passphrase on the terminal): the app started without, on a store with
-	// no key, so that Welcome and the inspector open at once. It is run
-	// once, with the terminal handed back, before the first request that
-	// keeps secrets (a new key).
-	Unlock func() error
+	// Unlock, when set, unlocks the secrets: the app started without, on
+	// a store with no key, so that Welcome and the inspector open at once.
+	// It is used once, before the first request that keeps secrets (a new
+	// key); a passphrase it needs is asked in the app, in a masked field
+	// (a new one twice), never on the plain terminal.
+	Unlock Unlocker
 }
 
 // config is what newModel needs; New builds it from Options, tests directly.
@@ -116,10 +116,8 @@ type config struct {
 	changes <-chan struct{}
 	// grants the form offers (default auth.Grants()).
 	grants []auth.GrantType
-	// unlock unlocks the secrets before the first new key (Options.Unlock),
-	// run by exec with the terminal released (tea.Exec; tests run it inline).
-	unlock func() error
-	exec   func(tea.ExecCommand, tea.ExecCallback) tea.Cmd
+	// unlock unlocks the secrets before the first new key (Options.Unlock).
+	unlock Unlocker
 	// openURL opens a sign-in URL in a browser (internal/browser.Open);
 	// envOnly: only with $BROWSER (a device code: the person may be on
 	// another machine).
@@ -148,6 +146,7 @@ type Model struct {
 	showHelp      bool
 	// unlocked: cfg.unlock ran and succeeded (the app started locked).
 	unlocked bool
+	unlock   *unlockPrompt // its passphrase field, over the form while open
 	help     help.Model
 	helpPane pane // the help screen's scroll
 	// createCancel cancels the form's token request in flight (not a
@@ -417,6 +416,7 @@ func newModel(cfg config) *Model {
 	spin := func() string { return m.spinner.View() }
 	m.welcome = newWelcome(m.c)
 	m.form = newForm(m.c, spin, cfg.grants)
+	m.unlock = newUnlockPrompt(m.c)
 	m.details = newDetails(m.c, spin)
 	m.details.auto = m.settings.AutoRefresh
 	m.keyList = newKeyList(m.c)
@@ -499,6 +499,8 @@ func (m *Model) dispatch(msg tea.Msg) tea.Cmd {
 		return m.handleKeyTokens(msg)
 	case unlockedMsg:
 		return m.handleUnlocked(msg)
+	case unlockAskMsg:
+		return m.handleUnlockAsk(msg)
 	case opDoneMsg:
 		return m.handleOpDone(msg)
 	case copyReadyMsg:
@@ -753,6 +755,9 @@ func (m *Model) FullHelp() [][]key.Binding {
 }
 
 func (m *Model) screen() screen {
+	if m.active == screenForm && m.unlock.isOpen() {
+		return m.unlock // the new key's passphrase, asked before its request
+	}
 	switch m.active {
 	case screenForm:
 		return m.form
@@ -782,6 +787,7 @@ func (m *Model) setSize(w, h int) {
 	for _, s := range []screen{m.welcome, m.form, m.details, m.keyList, m.inspector, m.signin, m.request} {
 		s.SetSize(m.width, bh)
 	}
+	m.unlock.SetSize(m.width, bh)
 }
 
 // handleBackground rebuilds the styles for the terminal's background.
@@ -801,6 +807,7 @@ func (m *Model) handleBackground(dark bool) {
 	m.keyList.restyle()
 	m.inspector.restyle()
 	m.request.restyle()
+	m.unlock.restyle()
 }
 
 // forward hands a message to the active screen and applies its intent.
