@@ -24,7 +24,7 @@ func TestInspectorSaysAPastedTokensLivenessNeedsItsKey(t *testing.T) {
 		h.press("enter")
 		h.mustShow("Pasted token", "server", "not asked")
 		v := strings.Join(strings.Fields(h.view()), " ")
-		if !strings.Contains(v, "needs its key (c on its token details)") {
+		if !strings.Contains(v, "needs its key (s on its token details)") {
 			t.Errorf("%d columns: the server row does not say the key would tell:\n%s", w, h.view())
 		}
 		if sig, srv := strings.Index(v, "signature"), strings.Index(v, "server"); sig < 0 || srv < sig {

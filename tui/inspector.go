@@ -138,9 +138,9 @@ func (in *inspector) load(source string, toks []token, now time.Time, seq int) [
 const pastedSource = "pasted token"
 
 // pastedLiveness is the server row of a pasted token: whether the server
-// still accepts a token is asked with its key's client (the c of its token
+// still accepts a token is asked with its key's client (the s of its token
 // details; `inspect --verify --key` on the command line).
-const pastedLiveness = "not asked: whether the server still accepts it needs its key (c on its token details)"
+const pastedLiveness = "not asked: whether the server still accepts it needs its key (s on its token details)"
 
 // reverify marks the JWTs as being checked again under seq and returns
 // their indexes.

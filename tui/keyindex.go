@@ -174,6 +174,9 @@ func (b *indexBuilder) done() (*keyIndex, keyPicks) {
 	if !b.sorted {
 		slices.SortStableFunc(x.byLabel, func(i, j int32) int { return strings.Compare(x.row(i).label, x.row(j).label) })
 	}
+	if n := len(b.renew); cap(b.renew)-n > n/8 {
+		b.renew = append(make(renewHeap, 0, n), b.renew...) // kept while the list is: no growth slack
+	}
 	heap.Init(&b.renew)
 	// As store.Resolve("") picks: the key $SHIPKEY_KEY names, else the
 	// default, else the only key.

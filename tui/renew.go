@@ -31,12 +31,14 @@ import (
 const renewInFlight = 2
 
 // renewEntry is one due renewal: a key (its row in the key list) due at at
-// (Unix nanoseconds) for the deadline it was computed from. An entry whose
+// (Unix nanoseconds) for the deadline it was computed from (dl: its low 32
+// bits, enough to tell it from the next; 16 bytes an entry). An entry whose
 // row now has another deadline is stale (the key changed: a newer entry
 // was pushed) and is dropped when it comes up.
 type renewEntry struct {
-	at, deadline int64
-	row          int32
+	at  int64
+	row int32
+	dl  uint32
 }
 
 // renewHeap is a min-heap of renewEntry by at (container/heap).
@@ -78,6 +80,7 @@ type renewedMsg struct {
 	id       string
 	deadline int64
 	key      store.Key
+	tokens   *auth.TokenSet
 	err      error
 }
 
@@ -100,7 +103,7 @@ func renewEntryOf(k store.Key, row int32, now time.Time) (renewEntry, bool) {
 		return renewEntry{}, false
 	}
 	at := auth.Expiry{ObtainedAt: t.ObtainedAt, At: deadline}.RenewAt()
-	return renewEntry{at: at.UnixNano(), deadline: deadline.UnixNano(), row: row}, true
+	return renewEntry{at: at.UnixNano(), row: row, dl: uint32(deadline.UnixNano())}, true
 }
 
 // rowDeadline is the deadline of r's key as the row keeps it (the same
@@ -151,7 +154,7 @@ func (m *Model) renewCurrent(e renewEntry) bool {
 		return false
 	}
 	r := m.keys.row(e.row)
-	return !r.has(rowLoggedOut) && rowDeadline(r) == e.deadline
+	return !r.has(rowLoggedOut) && uint32(rowDeadline(r)) == e.dl
 }
 
 // renewOn: background renewal runs (the details screen's a turns it off
@@ -205,8 +208,8 @@ func (m *Model) startDueRenewals() tea.Cmd {
 			continue
 		}
 		row := m.keys.row(e.row)
-		label := row.label
-		if f, ok := r.failed[row.id]; ok && f.deadline == e.deadline || r.inflight[label] {
+		label, deadline := row.label, rowDeadline(row)
+		if f, ok := r.failed[row.id]; ok && f.deadline == deadline || r.inflight[label] {
 			continue
 		}
 		if m.active == screenDetails && m.details.key.Label == label {
@@ -218,7 +221,7 @@ func (m *Model) startDueRenewals() tea.Cmd {
 			continue
 		}
 		r.inflight[label] = true
-		cmds = append(cmds, m.renewCmd(label, row.id, e.deadline))
+		cmds = append(cmds, m.renewCmd(label, row.id, deadline))
 	}
 	return tea.Batch(cmds...)
 }
@@ -229,8 +232,8 @@ func (m *Model) renewCmd(label, id string, deadline int64) tea.Cmd {
 	return func() tea.Msg {
 		ctx, cancel := context.WithTimeout(ctx, opTimeout)
 		defer cancel()
-		k, _, err := st.Refresh(ctx, label)
-		return renewedMsg{label: label, id: id, deadline: deadline, key: k, err: err}
+		k, ts, err := st.Refresh(ctx, label)
+		return renewedMsg{label: label, id: id, deadline: deadline, key: k, tokens: ts, err: err}
 	}
 }
 
@@ -246,6 +249,9 @@ func (m *Model) handleRenewed(msg renewedMsg) tea.Cmd {
 		return m.startDueRenewals()
 	}
 	delete(m.renew.failed, msg.id)
+	if d := m.details; d.key.ID == msg.id && d.state == detailsIdle && !d.prompt && msg.tokens != nil {
+		d.open(msg.key, msg.tokens) // its details were opened while it renewed
+	}
 	if m.keys == nil || !m.applyChangedKeys([]store.Key{msg.key}) {
 		return tea.Batch(m.loadKeys(), m.startDueRenewals())
 	}
