@@ -252,6 +252,12 @@ func (m *Model) handleRenewed(msg renewedMsg) tea.Cmd {
 	if d := m.details; d.key.ID == msg.id && d.state == detailsIdle && !d.prompt && msg.tokens != nil {
 		d.open(msg.key, msg.tokens) // its details were opened while it renewed
 	}
+	if m.cfg.changes != nil {
+		// A watched store: the renewal's write comes back as a change
+		// (handleChanges puts the row and its next renewal in place,
+		// coalesced with the other renewals and changes of the moment).
+		return m.startDueRenewals()
+	}
 	if m.keys == nil || !m.applyChangedKeys([]store.Key{msg.key}) {
 		return tea.Batch(m.loadKeys(), m.startDueRenewals())
 	}

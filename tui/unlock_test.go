@@ -134,3 +134,20 @@ func TestUnlockThatAsksNothing(t *testing.T) {
 		t.Fatal("the request was sent after a failed unlock")
 	}
 }
+
+// The passphrase field, its error and the why fit exactly down to 40×10,
+// the field in sight.
+func TestUnlockFieldFitsDownTo40x10(t *testing.T) {
+	t.Parallel()
+	for _, size := range [][2]int{{40, 10}, {60, 15}, {80, 24}} {
+		h, _ := unlockHarness(t, store.AskNewPassphrase)
+		h.send(windowSize(size[0], size[1]))
+		h.press("ctrl+s")
+		h.typeText("one")
+		h.press("enter")
+		h.typeText("two")
+		h.press("enter")
+		fitsExactly(t, h.view(), size[0], size[1])
+		h.mustShow("New passphrase", "do not match")
+	}
+}
