@@ -94,8 +94,8 @@ func TestUnlockFieldCancelAndWrongPassphrase(t *testing.T) {
 	h, u := unlockHarness(t, store.AskNewPassphrase)
 	h.press("ctrl+s")
 	h.press("esc")
-	if h.m.active != screenForm || h.m.unlock.isOpen() || h.st.lastNew.Label != "" {
-		t.Fatalf("esc: screen %v, field open %v, request for %q", h.m.active, h.m.unlock.isOpen(), h.st.lastNew.Label)
+	if h.m.active != screenForm || h.m.unlock.isOpen() || h.st.lastNew.Label != "" || len(u.given) != 0 {
+		t.Fatalf("esc: screen %v, field open %v, request for %q, unlocked with %q", h.m.active, h.m.unlock.isOpen(), h.st.lastNew.Label, u.given)
 	}
 	h.mustShow("no secrets file was made: no passphrase was given")
 
