@@ -555,7 +555,7 @@ func (m *Model) trackWaits() {
 	now := m.c.now
 	m.details.wait.track(m.details.busy(), now)
 	m.details.liveWait.track(m.details.liveState == liveChecking, now)
-	m.form.wait.track(m.form.state == formSubmitting, now)
+	m.form.wait.track(m.form.state == formSubmitting && !m.unlock.isOpen(), now) // not while a passphrase is typed
 	m.request.wait.track(m.request.busy(), now)
 }
 

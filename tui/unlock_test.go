@@ -4,6 +4,7 @@ import (
 	"errors"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/shipkey/shipkey/store"
 )
@@ -58,9 +59,13 @@ func TestNewStorePassphraseAskedInTheApp(t *testing.T) {
 	}
 	h.press("enter")
 	h.mustShow("the passphrase is empty")
+	h.clock.Advance(5 * time.Second)
 	h.typeText("correct horse")
 	h.mustNotShow("correct horse")
 	h.mustShow("•••")
+	if !h.m.form.wait.since.IsZero() {
+		t.Error("typing the passphrase counts as waiting for the server")
+	}
 	h.press("enter")
 	h.mustShow("Repeat passphrase")
 	h.typeText("correct hoarse")
