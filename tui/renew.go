@@ -190,8 +190,8 @@ func (m *Model) handleRenewTick(msg renewTickMsg) tea.Cmd {
 }
 
 // startDueRenewals pops the due entries and renews their keys; stale
-// entries, keys renewing already, failed for this deadline, or shown on
-// the details screen (which renews its own key) are dropped.
+// entries and keys renewing already or failed for this deadline are
+// dropped; the key on the details screen (which renews its own) waits.
 func (m *Model) startDueRenewals() tea.Cmd {
 	r := &m.renew
 	if !m.renewOn() {
@@ -213,7 +213,10 @@ func (m *Model) startDueRenewals() tea.Cmd {
 			continue
 		}
 		if m.active == screenDetails && m.details.key.Label == label {
-			continue // the details screen renews it, and says so
+			// The details screen renews it (and says so) on its tick;
+			// looked at again in a second, for when it is closed first.
+			heap.Push(&r.due, renewEntry{at: now + int64(time.Second), row: e.row, dl: e.dl})
+			continue
 		}
 		// The refresh token may have ended since the entry was made (a
 		// late timer: the machine slept).

@@ -197,3 +197,50 @@ func (c *changedKeys) ChangesSince(store.Stamp) (store.Changes, error) {
 	st, err := c.Stamp()
 	return store.Changes{Stamp: st, Keys: c.changed}, err
 }
+
+// The key on the details screen is renewed by that screen (which says
+// "refreshing…"), once: the background renews the others. Once the screen
+// is left, the background takes it over.
+func TestDetailsKeyRenewedOnceByItsScreen(t *testing.T) {
+	t.Parallel()
+	h := newHarness(t, func(f *fakeStore) {
+		f.add("prod", "demo", time.Time{})
+		f.add("staging", "demo", time.Time{})
+	})
+	h.press("1")
+	if h.m.active != screenDetails || h.m.details.key.Label != "prod" {
+		t.Fatalf("1 opened %v %q", h.m.active, h.m.details.key.Label)
+	}
+	h.clock.Advance(4*time.Minute + 31*time.Second)
+	fire[renewTickMsg](h)
+	if got := refreshes(h.st); !slices.Equal(got, []string{"staging"}) {
+		t.Fatalf("the background renewed %q; want staging alone", got)
+	}
+	fire[tickMsg](h)
+	fire[renewTickMsg](h)
+	if got := refreshes(h.st); !slices.Equal(got, []string{"staging", "prod"}) {
+		t.Fatalf("renewed %q; want prod once, by its details", got)
+	}
+
+	// Auto-refresh off (a): the details screen does not renew; left for
+	// the keys table, the background does not either.
+	h.press("a")
+	h.clock.Advance(4*time.Minute + 31*time.Second)
+	fire[tickMsg](h)
+	fire[renewTickMsg](h)
+	h.press("2")
+	fire[renewTickMsg](h)
+	if got := refreshes(h.st); len(got) != 2 {
+		t.Fatalf("renewed with auto-refresh off: %q", got)
+	}
+	// On again (back on the details screen, a; then the table): due keys
+	// are renewed, prod by the background now that its screen is left.
+	h.press("1", "a", "2")
+	for range 3 {
+		h.clock.Advance(time.Second)
+		fire[renewTickMsg](h)
+	}
+	if got := refreshes(h.st); !slices.Contains(got[2:], "prod") || !slices.Contains(got[2:], "staging") {
+		t.Fatalf("after auto-refresh was turned on again: %q", got)
+	}
+}
