@@ -294,3 +294,65 @@ func unwrapIdentity(keyPath string, wrapped []byte, pass string) (*age.X25519Ide
 	}
 	return id, nil
 }
+
+// UnlockAsk is what unlocking the secrets (Unlock) would ask of a person.
+type UnlockAsk int
+
+const (
+	// AskNothing: another backend, SHIPKEY_PASSPHRASE, or the identity is
+	// at hand (this process, the session); also when the file backend is
+	// damaged (Unlock says how).
+	AskNothing UnlockAsk = iota
+	// AskPassphrase: the passphrase of the existing key file.
+	AskPassphrase
+	// AskNewPassphrase: a new passphrase, for the key file not made yet.
+	AskNewPassphrase
+)
+
+// UnlockAsks says what Unlock would ask, and the key file it asks for (its
+// display form), so that an app can ask in its own screen and unlock with
+// UnlockWith.
+func (s *Store) UnlockAsks() (UnlockAsk, string, error) {
+	b := s.fileBackend()
+	if b == nil || s.backend() != secretsBackend(b) {
+		return AskNothing, "", nil
+	}
+	st, err := s.Session() // finds an identity the session keeps
+	if err != nil {
+		return AskNothing, "", err
+	}
+	b.mu.Lock()
+	given := b.identity != nil || b.sess().envPassphrase() != ""
+	b.mu.Unlock()
+	switch {
+	case given || st.Unlocked:
+		return AskNothing, st.KeyFile, nil
+	case st.Exists:
+		return AskPassphrase, st.KeyFile, nil
+	}
+	if _, err := os.Lstat(b.dataPath()); !errors.Is(err, os.ErrNotExist) {
+		return AskNothing, st.KeyFile, nil // secrets without a key file: Unlock says so
+	}
+	return AskNewPassphrase, st.KeyFile, nil
+}
+
+// UnlockWith is Unlock with pass as the passphrase it would ask (for a new
+// key file, the one it is made with): for an app that asked it in its own
+// screen (UnlockAsks). pass is used for this unlock only.
+func (s *Store) UnlockWith(pass string) error {
+	b := s.fileBackend()
+	if b == nil || pass == "" {
+		return s.Unlock()
+	}
+	b.mu.Lock()
+	sess := b.sess()
+	was := sess.pass
+	sess.pass = pass
+	b.mu.Unlock()
+	defer func() {
+		b.mu.Lock()
+		sess.pass = was
+		b.mu.Unlock()
+	}()
+	return s.Unlock()
+}

@@ -47,6 +47,10 @@ func (m *Model) apply(a action) tea.Cmd {
 		ctx, cancel := context.WithCancel(m.ctx)
 		m.createCancel = cancel // esc on the form cancels a request that hangs
 		return tea.Batch(m.startOp(), m.createCmd(ctx, m.req.start(slotCreate), a.sub))
+	case actUnlock:
+		return m.unlockWith(a.act, a.pass)
+	case actUnlockCancelled:
+		return m.failCreate(a.act, a.err)
 	case actRegistered:
 		if m.grant != nil && m.form.state == formRegistering {
 			m.grant.registered()

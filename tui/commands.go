@@ -26,17 +26,19 @@ var errNoStore = errors.New("no store")
 func (m *Model) loadKeys() tea.Cmd {
 	seq, st := m.req.start(slotKeys), m.backend
 	b := newIndexBuilder(m.current, m.details.key.ID, os.Getenv(store.EnvKey))
+	now := m.cfg.now
 	return func() tea.Msg {
 		if st == nil {
 			return keysLoadedMsg{seq: seq, err: errNoStore}
 		}
+		b.now = now()
 		// The stamp first: a change after it is seen by the next check.
 		stamp, _ := st.Stamp()
 		if err := st.EachKey(b.add); err != nil {
 			return keysLoadedMsg{seq: seq, err: err, stamp: stamp}
 		}
 		x, picks := b.done()
-		return keysLoadedMsg{seq: seq, keys: x, picks: picks, current: picks.current, stamp: stamp}
+		return keysLoadedMsg{seq: seq, keys: x, picks: picks, current: picks.current, stamp: stamp, renew: b.renew}
 	}
 }
 

@@ -137,6 +137,11 @@ func (in *inspector) load(source string, toks []token, now time.Time, seq int) [
 // pastedSource is the inspector's source for a pasted token.
 const pastedSource = "pasted token"
 
+// pastedLiveness is the server row of a pasted token: whether the server
+// still accepts a token is asked with its key's client (the s of its token
+// details; `inspect --verify --key` on the command line).
+const pastedLiveness = "not asked: whether the server still accepts it needs its key (s on its token details)"
+
 // reverify marks the JWTs as being checked again under seq and returns
 // their indexes.
 func (in *inspector) reverify(seq int) []int {
@@ -330,6 +335,17 @@ func (in *inspector) render() {
 				b.WriteString("    " + s.FieldName.Render("signature") + "  " + l + "\n")
 			} else {
 				b.WriteString(strings.Repeat(" ", 15) + l + "\n")
+			}
+		}
+	}
+	if in.source == pastedSource && len(in.tokens) == 1 && in.tokens[0].decodeErr == "" {
+		// Where a key's liveness row would be: the server is asked only
+		// about a key's token (as `inspect --verify` without --key says).
+		for i, l := range strings.Split(ansi.Wrap(pastedLiveness, max(16, in.width-15), ""), "\n") {
+			if i == 0 {
+				b.WriteString("    " + s.FieldName.Render("server") + "     " + s.Subtle.Render(l) + "\n")
+			} else {
+				b.WriteString(strings.Repeat(" ", 15) + s.Subtle.Render(l) + "\n")
 			}
 		}
 	}

@@ -1,8 +1,10 @@
 package tui
 
 import (
+	"container/heap"
 	"slices"
 	"strings"
+	"time"
 	"unsafe"
 
 	"github.com/shipkey/shipkey/store"
@@ -122,6 +124,10 @@ type indexBuilder struct {
 	first  store.Key // the first key (the only one, with one key)
 	def    *store.Key
 	sorted bool // the labels came in order so far
+	// now is when the walk began; renew, the keys' due renewals (a heap
+	// once done).
+	now   time.Time
+	renew renewHeap
 }
 
 func newIndexBuilder(want, wantID, env string) *indexBuilder {
@@ -135,6 +141,9 @@ func (b *indexBuilder) add(k store.Key) error {
 		b.sorted = false
 	}
 	b.x.append(newKeyRow(k, b.arena.keep))
+	if e, ok := renewEntryOf(k, int32(n), b.now); ok {
+		b.renew = append(b.renew, e)
+	}
 	keep := func() *store.Key { c := k; return &c }
 	if n == 0 {
 		b.first = k
@@ -165,6 +174,10 @@ func (b *indexBuilder) done() (*keyIndex, keyPicks) {
 	if !b.sorted {
 		slices.SortStableFunc(x.byLabel, func(i, j int32) int { return strings.Compare(x.row(i).label, x.row(j).label) })
 	}
+	if n := len(b.renew); cap(b.renew)-n > n/8 {
+		b.renew = append(make(renewHeap, 0, n), b.renew...) // kept while the list is: no growth slack
+	}
+	heap.Init(&b.renew)
 	// As store.Resolve("") picks: the key $SHIPKEY_KEY names, else the
 	// default, else the only key.
 	p := b.picks

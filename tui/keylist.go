@@ -50,6 +50,9 @@ type keyList struct {
 	target        string // the key being renamed or deleted
 	targetTeam    string // its team ("" for a key of this machine)
 	errMsg        string
+	// renewFailed: the keys whose background renewal failed (the root's,
+	// renew.go); their Access cell says so while the deadline is the same.
+	renewFailed map[string]renewFailure
 }
 
 func newKeyList(c *common) *keyList {
@@ -625,7 +628,11 @@ func (l *keyList) tableView() string {
 		r := l.keys.row(l.visible[n])
 		line.Reset()
 		for i, c := range l.cols {
-			line.WriteString(cell(KeyColumns[c].Cell(r, now, Live), l.widths[i]))
+			txt := KeyColumns[c].Cell(r, now, Live)
+			if f, ok := l.renewFailed[r.id]; ok && c == ColAccess && f.deadline == rowDeadline(r) {
+				txt = "renewal failed" // the status line said why
+			}
+			line.WriteString(cell(txt, l.widths[i]))
 		}
 		st := s.Table.Cell.UnsetPadding()
 		if n == l.cursor {

@@ -18,6 +18,7 @@ type keysLoadedMsg struct {
 	picks   keyPicks    // the keys the load kept whole
 	current string      // the resolved default key, "" when none
 	stamp   store.Stamp // the store's stamp read before the keys
+	renew   renewHeap   // the keys' due renewals (renew.go)
 	err     error
 }
 

@@ -20,6 +20,7 @@ func (m *Model) handleKeysLoaded(msg keysLoadedMsg) tea.Cmd {
 	m.loaded = true
 	m.stamp = msg.stamp
 	m.keys = msg.keys
+	m.setRenewals(msg.renew)
 	if m.cfg.limitHeap != nil && m.keys != nil {
 		m.cfg.limitHeap(m.keys.bytes)
 	}
@@ -80,13 +81,24 @@ func (m *Model) handleChanges(msg changesMsg) tea.Cmd {
 	if msg.err != nil || msg.ch.All || m.keys == nil {
 		return m.loadKeys()
 	}
-	x, rows := m.keys.with(msg.ch.Keys)
-	if x == nil {
+	if !m.applyChangedKeys(msg.ch.Keys) {
 		return m.loadKeys()
 	}
 	m.stamp = msg.ch.Stamp
+	return m.recheckAfterLoad()
+}
+
+// applyChangedKeys puts keys, read again, into the key list (a copy of it:
+// keyIndex.with) and their next renewals into the heap; false when one has
+// no row (the list changed otherwise: read it all again).
+func (m *Model) applyChangedKeys(keys []store.Key) bool {
+	x, rows := m.keys.with(keys)
+	if x == nil {
+		return false
+	}
+	old := m.keys
 	m.keys = x
-	for _, k := range msg.ch.Keys {
+	for _, k := range keys {
 		if k.Label == m.current {
 			m.curKey = &k
 		}
@@ -94,10 +106,11 @@ func (m *Model) handleChanges(msg changesMsg) tea.Cmd {
 			m.details.setKey(k)
 		}
 	}
+	m.pushRenewals(old, keys, rows)
 	m.welcome.setKeys(x, nil)
 	m.keyList.setRows(x, rows)
 	m.request.setKeys(x)
-	return m.recheckAfterLoad()
+	return true
 }
 
 // handleKeyTokens applies the answer of create, login, refresh, open and

@@ -62,7 +62,7 @@ func (m *Model) handleTick(msg tickMsg) tea.Cmd {
 	}
 	m.retime(m.c.now)
 	next := nextSecond(m.c.now)
-	if m.active == screenDetails && m.details.wantsAutoRefresh(m.c.now) {
+	if m.active == screenDetails && m.details.wantsAutoRefresh(m.c.now) && !m.renew.inflight[m.details.key.Label] {
 		cmds = append(cmds, m.apply(m.details.startAutoRefresh()))
 	} else {
 		// Nothing changes on this tick but the time: the frame rendered now

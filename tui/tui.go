@@ -88,12 +88,12 @@ type Options struct {
 	// Audit is the audit trail the Activity screen follows; nil: it is
 	// off (the screen says so).
 	Audit *audit.Log
-	// Unlock, when set, unlocks the secrets (asks the file backend's
-	// passphrase on the terminal): the app started without, on a store with
-	// no key, so that Welcome and the inspector open at once. It is run
-	// once, with the terminal handed back, before the first request that
-	// keeps secrets (a new key).
-	Unlock func() error
+	// Unlock, when set, unlocks the secrets: the app started without, on
+	// a store with no key, so that Welcome and the inspector open at once.
+	// It is used once, before the first request that keeps secrets (a new
+	// key); a passphrase it needs is asked in the app, in a masked field
+	// (a new one twice), never on the plain terminal.
+	Unlock Unlocker
 }
 
 // config is what newModel needs; New builds it from Options, tests directly.
@@ -124,10 +124,8 @@ type config struct {
 	activityChanges <-chan struct{}
 	// grants the form offers (default auth.Grants()).
 	grants []auth.GrantType
-	// unlock unlocks the secrets before the first new key (Options.Unlock),
-	// run by exec with the terminal released (tea.Exec; tests run it inline).
-	unlock func() error
-	exec   func(tea.ExecCommand, tea.ExecCallback) tea.Cmd
+	// unlock unlocks the secrets before the first new key (Options.Unlock).
+	unlock Unlocker
 	// openURL opens a sign-in URL in a browser (internal/browser.Open);
 	// envOnly: only with $BROWSER (a device code: the person may be on
 	// another machine).
@@ -156,6 +154,7 @@ type Model struct {
 	showHelp      bool
 	// unlocked: cfg.unlock ran and succeeded (the app started locked).
 	unlocked bool
+	unlock   *unlockPrompt // its passphrase field, over the form while open
 	help     help.Model
 	helpPane pane // the help screen's scroll
 	// createCancel cancels the form's token request in flight (not a
@@ -174,6 +173,7 @@ type Model struct {
 	activity  *activity
 
 	grant *grantRun // the interactive grant in flight, nil when none
+	renew renewals  // the keys' background renewals (renew.go)
 
 	keys    *keyIndex // the key list, as last loaded (nil before)
 	current string    // the key "1" opens: the default, else the last opened
@@ -435,9 +435,12 @@ func newModel(cfg config) *Model {
 	spin := func() string { return m.spinner.View() }
 	m.welcome = newWelcome(m.c)
 	m.form = newForm(m.c, spin, cfg.grants)
+	m.unlock = newUnlockPrompt(m.c)
 	m.details = newDetails(m.c, spin)
 	m.details.auto = m.settings.AutoRefresh
 	m.keyList = newKeyList(m.c)
+	m.renew.failed = map[string]renewFailure{}
+	m.keyList.renewFailed = m.renew.failed
 	m.inspector = newInspector(m.c, spin)
 	m.signin = newSignin(m.c)
 	m.request = newRequest(m.c, spin, cfg.apiURL)
@@ -484,7 +487,7 @@ func (m *Model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 		// tick then sleeps until the text changes).
 		cmd = tea.Batch(cmd, m.ensureTick(), m.ensureSpinner())
 	}
-	return m, cmd
+	return m, tea.Batch(cmd, m.armRenew())
 }
 
 // dispatch hands msg to its handler.
@@ -516,12 +519,18 @@ func (m *Model) dispatch(msg tea.Msg) tea.Cmd {
 		return m.handleKeyTokens(msg)
 	case unlockedMsg:
 		return m.handleUnlocked(msg)
+	case unlockAskMsg:
+		return m.handleUnlockAsk(msg)
 	case opDoneMsg:
 		return m.handleOpDone(msg)
 	case copyReadyMsg:
 		return m.handleCopyReady(msg)
 	case livenessMsg:
 		return m.handleLiveness(msg)
+	case renewTickMsg:
+		return m.handleRenewTick(msg)
+	case renewedMsg:
+		return m.handleRenewed(msg)
 	case noticeMsg:
 		m.notice = msg.text
 		return nil
@@ -571,7 +580,7 @@ func (m *Model) trackWaits() {
 	now := m.c.now
 	m.details.wait.track(m.details.busy(), now)
 	m.details.liveWait.track(m.details.liveState == liveChecking, now)
-	m.form.wait.track(m.form.state == formSubmitting, now)
+	m.form.wait.track(m.form.state == formSubmitting && !m.unlock.isOpen(), now) // not while a passphrase is typed
 	m.request.wait.track(m.request.busy(), now)
 }
 
@@ -771,6 +780,9 @@ func (m *Model) FullHelp() [][]key.Binding {
 }
 
 func (m *Model) screen() screen {
+	if m.active == screenForm && m.unlock.isOpen() {
+		return m.unlock // the new key's passphrase, asked before its request
+	}
 	switch m.active {
 	case screenForm:
 		return m.form
@@ -802,6 +814,7 @@ func (m *Model) setSize(w, h int) {
 	for _, s := range []screen{m.welcome, m.form, m.details, m.keyList, m.inspector, m.signin, m.request, m.activity} {
 		s.SetSize(m.width, bh)
 	}
+	m.unlock.SetSize(m.width, bh)
 }
 
 // handleBackground rebuilds the styles for the terminal's background.
@@ -821,6 +834,7 @@ func (m *Model) handleBackground(dark bool) {
 	m.keyList.restyle()
 	m.inspector.restyle()
 	m.request.restyle()
+	m.unlock.restyle()
 }
 
 // forward hands a message to the active screen and applies its intent.

@@ -276,11 +276,19 @@ func writeInspection(w io.Writer, in inspection, verifyAsked bool, now time.Time
 		fmt.Fprintln(w)
 		fmt.Fprintf(w, "Signature: %s\n", signatureLine(d, in.Verified, verifyAsked))
 	}
-	if in.Live != nil {
+	switch {
+	case in.Live != nil:
 		fmt.Fprintf(w, "Server:    %s\n", livenessLine(d, *in.Live, now))
+	case verifyAsked && in.Label == "":
+		// A pasted token: the server is asked only about a key's token
+		// (it has the client to ask with).
+		fmt.Fprintf(w, "Server:    %s\n", pastedLiveness)
 	}
 	return nil
 }
+
+// pastedLiveness is the Server line of a pasted token under --verify.
+const pastedLiveness = "not asked: whether the server still accepts it needs its key (inspect --verify --key LABEL)"
 
 func writeClaims(w io.Writer, title string, claims []auth.Claim) {
 	fmt.Fprintln(w, title)

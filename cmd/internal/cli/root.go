@@ -148,9 +148,8 @@ Environment:
 			// Ask for the passphrase and say any keyring fallback now, while
 			// the terminal is still a terminal; on a store with no key not
 			// yet: Welcome and the inspector need no secret, and the first
-			// new key unlocks with the terminal handed back.
-			// Only a file backend asks anything: the others unlock at once,
-			// with no need to hand the terminal back later.
+			// new key unlocks, asking a passphrase in the app.
+			// Only a file backend asks anything: the others unlock at once.
 			locked := eng == nil && st.Backend() == store.BackendFile && storeIsEmpty(st)
 			if !locked {
 				if err := st.Unlock(); err != nil {

@@ -36,7 +36,8 @@ func noCutLines(t *testing.T, screen string, width int) {
 
 // TestTmuxDeviceCodeWholeOnSmallScreens: the device code is on the screen
 // whole (spaced where it fits, else as typed; scrolled to with j where the
-// screen is short) at every size, and it is the code that c copies.
+// screen is short) at every size, and it is the code that c copies; no line
+// of the verification URL is cut while the screen scrolls.
 func TestTmuxDeviceCodeWholeOnSmallScreens(t *testing.T) {
 	t.Parallel()
 	eachSmallSize(t, func(t *testing.T, w, h int) {
@@ -66,6 +67,16 @@ func TestTmuxDeviceCodeWholeOnSmallScreens(t *testing.T) {
 			t.Fatalf("%dx%d: the code %s is never whole on the screen:\n%s", w, h, code, seen)
 		}
 		noCutLines(t, seen, w)
+		// The verification URL's lines are never cut while scrolled (no
+		// "↑ more" laid over one): each piece of it whole.
+		if !strings.Contains(seen, "http://127.0.0.1") {
+			t.Errorf("%dx%d: the verification URL never shows:\n%s", w, h, seen)
+		}
+		for _, l := range strings.Split(seen, "\n") {
+			if strings.Contains(l, "…") && (strings.Contains(l, "http") || strings.Contains(l, "/realms") || strings.Contains(l, "/device")) {
+				t.Errorf("%dx%d: a line of the URL is cut: %q", w, h, l)
+			}
+		}
 		s.keys("Escape")
 	})
 }

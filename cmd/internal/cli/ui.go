@@ -34,7 +34,8 @@ type uiOptions struct {
 	Secrets   *secretSet
 	APIURL    string
 	// Locked: the app starts without unlocking the store's secrets (a store
-	// with no key); the first new key unlocks them on the released terminal.
+	// with no key); the first new key unlocks them, asking a passphrase in
+	// the app.
 	Locked bool
 }
 
@@ -66,16 +67,8 @@ func runTUI(ctx context.Context, o uiOptions) error {
 		defer o.Diag.Set(opts.Notices)()
 	}
 	if o.Locked && o.Store != nil {
-		st, diag := o.Store, o.Diag
-		opts.Unlock = func() error {
-			if diag != nil {
-				// The terminal is the terminal again while the passphrase
-				// is asked: the reason goes before the prompt, not to the
-				// app's status line.
-				defer diag.Set(os.Stderr)()
-			}
-			return st.Unlock()
-		}
+		// The first new key unlocks, a passphrase asked inside the app.
+		opts.Unlock = o.Store
 	}
 	return tui.Run(ctx, opts)
 }
