@@ -44,6 +44,12 @@ const (
 	// KindExpired: the person did not answer in time (expired_token for a
 	// device code, or no browser came back before the wait ended).
 	KindExpired
+	// KindAssertionRefused: the realm refused an assertion shipkey did not
+	// sign but read from a file or a command (the jwt-bearer grant's, or
+	// the client_assertion method's): expired, an issuer it does not trust,
+	// another audience. A fresh assertion or the realm's settings fix it,
+	// never a login.
+	KindAssertionRefused
 )
 
 var kindNames = [...]string{
@@ -66,6 +72,7 @@ var kindNames = [...]string{
 	KindInteractionRequired: "interaction_required",
 	KindAccessDenied:        "access_denied",
 	KindExpired:             "expired",
+	KindAssertionRefused:    "assertion_refused",
 }
 
 func (k ErrorKind) String() string {

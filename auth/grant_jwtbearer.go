@@ -1,0 +1,162 @@
+package auth
+
+import (
+	"context"
+	"encoding/base64"
+	"encoding/json"
+	"errors"
+	"net/url"
+	"strings"
+	"time"
+
+	"github.com/shipkey/shipkey/internal/text"
+)
+
+// jwtBearerGrantType is RFC 7523 §2.1's grant_type.
+const jwtBearerGrantType = "urn:ietf:params:oauth:grant-type:jwt-bearer"
+
+// opJWTBearer is the Op of the jwt-bearer grant's errors.
+const opJWTBearer = "jwt-bearer"
+
+// AssertionSource gives an assertion shipkey does not sign itself: a JWT of
+// a trusted external issuer (a CI system's identity token, a Kubernetes
+// service account token), for the jwt-bearer grant (Request.Assertion) or
+// for the client_assertion method (ClientAuth.Assertion). Fetch is called
+// for every request that carries it, so a renewal sends a fresh one (a file
+// read again, a command run again).
+type AssertionSource struct {
+	// From says where the assertion comes from, for messages: "the file
+	// /run/ci/token", "the command ci-token". Never the assertion.
+	From string
+	// Fetch returns the current assertion. Its error must not hold it.
+	Fetch func(ctx context.Context) (string, error)
+}
+
+// fetch is the current assertion of s, trimmed, checked to be a compact
+// JWT: an error of KindConfig naming the source otherwise. what names the
+// assertion in messages ("assertion", "client assertion").
+func (s *AssertionSource) fetch(ctx context.Context, op, what, flags string) (string, error) {
+	if s == nil || s.Fetch == nil {
+		return "", &Error{Kind: KindConfig, Op: op, Msg: "the key has no source for its " + what, Hint: "create the key again with " + flags}
+	}
+	a, err := s.Fetch(ctx)
+	if err != nil {
+		if ctx.Err() != nil {
+			return "", &Error{Kind: KindUnknown, Op: op, Msg: "cancelled while reading the " + what + " from " + s.From, Hint: "run the command again"}
+		}
+		return "", &Error{Kind: KindConfig, Op: op, Msg: "cannot read the " + what + " from " + s.From + ": " + text.Safe(err.Error()),
+			Hint: "check that it gives a current assertion (the file is read, the command run, again at every renewal)"}
+	}
+	a = strings.TrimSpace(a)
+	if !compactJWT(a) {
+		return "", &Error{Kind: KindConfig, Op: op, Msg: s.From + " did not give a JWT as the " + what + " (three base64url parts joined by dots)",
+			Hint: "have it hold the external issuer's token alone, nothing around it"}
+	}
+	return a, nil
+}
+
+// compactJWT reports whether s has a compact JWS's shape: three parts of
+// base64url characters, the first two not empty.
+func compactJWT(s string) bool {
+	parts := strings.Split(s, ".")
+	if len(parts) != 3 || parts[0] == "" || parts[1] == "" {
+		return false
+	}
+	for _, p := range parts {
+		if strings.IndexFunc(p, func(r rune) bool {
+			return !(r >= 'A' && r <= 'Z' || r >= 'a' && r <= 'z' || r >= '0' && r <= '9' || r == '-' || r == '_')
+		}) >= 0 {
+			return false
+		}
+	}
+	return true
+}
+
+// AssertionClaims are the claims of an external assertion that its
+// refusals name: read without verifying it (the realm verifies).
+type AssertionClaims struct {
+	Issuer   string
+	Subject  string
+	Audience []string
+	Expiry   time.Time // zero: no exp
+}
+
+// ReadAssertionClaims reads the claims of a compact JWT without verifying
+// it. Its text fields are sanitized (text.Safe).
+func ReadAssertionClaims(jwt string) (AssertionClaims, error) {
+	parts := strings.Split(strings.TrimSpace(jwt), ".")
+	if len(parts) != 3 {
+		return AssertionClaims{}, errors.New("not a compact JWT")
+	}
+	payload, err := base64.RawURLEncoding.DecodeString(parts[1])
+	if err != nil {
+		return AssertionClaims{}, errors.New("the JWT's claims are not base64url")
+	}
+	var c struct {
+		Iss string          `json:"iss"`
+		Sub string          `json:"sub"`
+		Aud json.RawMessage `json:"aud"`
+		Exp *float64        `json:"exp"`
+	}
+	if err := json.Unmarshal(payload, &c); err != nil {
+		return AssertionClaims{}, errors.New("the JWT's claims are not JSON")
+	}
+	out := AssertionClaims{Issuer: text.Safe(c.Iss), Subject: text.Safe(c.Sub)}
+	var one string
+	var many []string
+	switch {
+	case json.Unmarshal(c.Aud, &one) == nil:
+		out.Audience = []string{text.Safe(one)}
+	case json.Unmarshal(c.Aud, &many) == nil:
+		for _, a := range many {
+			out.Audience = append(out.Audience, text.Safe(a))
+		}
+	}
+	if c.Exp != nil {
+		out.Expiry = time.Unix(int64(*c.Exp), 0)
+	}
+	return out, nil
+}
+
+// jwtBearerGrant is the JWT bearer grant (RFC 7523 §2.1): the key gets its
+// tokens for an assertion a trusted external issuer signed (a CI job's
+// identity token), read again at every run. It needs no person and keeps no
+// secret of its own: when the realm sent no refresh token (Keycloak never
+// does for this grant), renewal runs it again with a fresh assertion.
+type jwtBearerGrant struct{}
+
+func (jwtBearerGrant) Type() GrantType { return GrantJWTBearer }
+
+func (jwtBearerGrant) Unattended(Kept) bool { return true }
+
+func (jwtBearerGrant) Obtain(ctx context.Context, c *Client, r Request) (*TokenSet, error) {
+	if err := r.Conn.Validate(); err != nil {
+		return nil, withOp(err, opJWTBearer)
+	}
+	assertion, err := r.Assertion.fetch(ctx, opJWTBearer, "assertion", "{{assertion-file FILE}} or {{assertion-cmd CMD}}")
+	if err != nil {
+		return nil, err
+	}
+	tokenURL, err := c.tokenEndpoint(ctx, r.Conn)
+	if err != nil {
+		return nil, withOp(err, opJWTBearer)
+	}
+	form := url.Values{"grant_type": {jwtBearerGrantType}, "assertion": {assertion}}
+	setScope(form, r.Conn.Scopes)
+	ts, err := c.token(ctx, r.Conn, r.ClientAuth, tokenCall{Op: opJWTBearer, Endpoint: tokenURL, Form: form, Secrets: []string{assertion}})
+	if err != nil {
+		return nil, nameSource(err, "<assertion source>", r.Assertion.From)
+	}
+	return ts, nil
+}
+
+// nameSource writes where an assertion came from into the line of a
+// refusal that names it (placeholder in the refusal rows).
+func nameSource(err error, placeholder, from string) error {
+	var ae *Error
+	if errors.As(err, &ae) {
+		ae.Msg = strings.ReplaceAll(ae.Msg, placeholder, from)
+		ae.Hint = strings.ReplaceAll(ae.Hint, placeholder, from)
+	}
+	return err
+}
