@@ -121,8 +121,8 @@ func (l *limitedBuffer) Write(p []byte) (int, error) {
 	return len(p), nil
 }
 
-// grantAssertion is where the key's jwt-bearer grant reads its assertion.
-func (d Definition) grantAssertion() *auth.AssertionSource {
+// GrantAssertion is where the key's jwt-bearer grant reads its assertion.
+func (d Definition) GrantAssertion() *auth.AssertionSource {
 	return assertionSource(d.AssertionFile, d.AssertionCmd)
 }
 
@@ -137,11 +137,10 @@ func (k keySecrets) authOf(d Definition) auth.ClientAuth {
 	return ca
 }
 
-// checkAssertionSources checks the sources nk's grant and client
+// CheckAssertionSources checks the sources d's grant and client
 // authentication need, one of file or command each, and none that they do
 // not; a file's path is made absolute (renewals run from any directory).
-func checkAssertionSources(nk *NewKey) error {
-	d := &nk.Definition
+func CheckAssertionSources(d *Definition) error {
 	for _, src := range []struct {
 		file, cmd *string
 		needed    bool

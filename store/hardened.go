@@ -107,6 +107,9 @@ func OneShotClientAuth(nk NewKey) (auth.ClientAuth, error) {
 	if err := sec.addHardening(&nk); err != nil {
 		return auth.ClientAuth{}, err
 	}
+	if err := CheckAssertionSources(&nk.Definition); err != nil {
+		return auth.ClientAuth{}, err
+	}
 	return sec.authOf(nk.Definition), nil
 }
 

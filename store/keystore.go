@@ -554,7 +554,7 @@ func (s *Store) Create(ctx context.Context, nk NewKey) (Key, *auth.TokenSet, err
 	if !nk.Connection.AuthMethod().UsesSecret() {
 		nk.ClientSecret = ""
 	}
-	if err := checkAssertionSources(&nk); err != nil {
+	if err := CheckAssertionSources(&nk.Definition); err != nil {
 		return Key{}, nil, err
 	}
 	if nk.Grant.Or() == auth.GrantPassword {
@@ -601,7 +601,7 @@ func (s *Store) Create(ctx context.Context, nk NewKey) (Key, *auth.TokenSet, err
 	}
 	ts, err := s.auth.Obtain(ctx, nk.Grant, auth.Request{
 		Conn: nk.Connection, ClientAuth: sec.authOf(nk.Definition), Username: nk.Username, Password: nk.Password,
-		CallbackPort: nk.CallbackPort, Prompt: nk.Prompt, Wait: nk.Wait, Assertion: nk.grantAssertion(),
+		CallbackPort: nk.CallbackPort, Prompt: nk.Prompt, Wait: nk.Wait, Assertion: nk.GrantAssertion(),
 	})
 	if err != nil {
 		return Key{}, nil, err
@@ -728,7 +728,7 @@ func (e keyEntry) request(sec keySecrets) auth.Request {
 	return auth.Request{
 		Conn: e.Connection, ClientAuth: sec.authOf(e.Definition),
 		Username: e.Username, Password: sec.Password, CallbackPort: e.CallbackPort,
-		Assertion: e.grantAssertion(),
+		Assertion: e.GrantAssertion(),
 	}
 }
 
