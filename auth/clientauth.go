@@ -205,7 +205,7 @@ func (ca ClientAuth) secrets(conn Connection, others ...string) []string {
 func (c *Client) applyClientAuth(ctx context.Context, conn Connection, ca ClientAuth, m ClientAuthMethod, endpoint string, form url.Values, header func(user, pass string)) error {
 	switch m {
 	case ClientAssertion:
-		assertion, err := ca.Assertion.fetch(ctx, "", "client assertion", "{{client-assertion-file FILE}} or {{client-assertion-cmd CMD}}")
+		assertion, err := ca.Assertion.fetch(ctx, "", clientAssertion)
 		if err != nil {
 			return err
 		}

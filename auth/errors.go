@@ -103,6 +103,29 @@ type Error struct {
 	// final: the server's answer is one that sending the same request
 	// again cannot change (IsFinalRefusal).
 	final bool
+	// about is the external assertion the error is about (AssertionFault).
+	about assertionRole
+}
+
+// assertionRole names which external assertion an error is about.
+type assertionRole int8
+
+const (
+	notAssertion    assertionRole = iota
+	grantAssertion                // the jwt-bearer grant's
+	clientAssertion               // the client_assertion method's
+)
+
+// AssertionFault reports whether err is about an external assertion (its
+// file or command failed, or the realm refused it), and whether it is the
+// client's (client_assertion) rather than the jwt-bearer grant's: the
+// setting to change.
+func AssertionFault(err error) (about, client bool) {
+	var e *Error
+	if !errors.As(err, &e) || e.about == notAssertion {
+		return false, false
+	}
+	return true, e.about == clientAssertion
 }
 
 func (e *Error) Error() string { return e.Render(FlagName) }

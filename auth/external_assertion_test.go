@@ -132,6 +132,9 @@ func TestExternalAssertionRefusalsSayWhat(t *testing.T) {
 			if strings.Contains(msg, "\n") || strings.Contains(msg, "<") {
 				t.Errorf("not one filled-in line: %q", msg)
 			}
+			if about, client := AssertionFault(err); !about || client != strings.Contains(tc.name, "client") {
+				t.Errorf("AssertionFault = %v, %v: want it about the %s assertion", about, client, map[bool]string{true: "client's", false: "grant's"}[strings.Contains(tc.name, "client")])
+			}
 		})
 	}
 }
@@ -154,6 +157,9 @@ func TestAssertionSourceFailuresAreConfigErrors(t *testing.T) {
 	_, err = c.Obtain(cliCtx(t), GrantJWTBearer, ciRequest(s, ok.source("x"), nil))
 	if e := cliSafeErr(t, err, KindConfig); !strings.Contains(e.Error(), "--client-assertion-file FILE") {
 		t.Errorf("no client source: %v", e)
+	}
+	if about, client := AssertionFault(err); !about || !client {
+		t.Errorf("no client source: AssertionFault = %v, %v", about, client)
 	}
 	failing := rotatingSource{err: errors.New("exit status 3")}
 	_, err = c.Obtain(cliCtx(t), GrantJWTBearer, ciRequest(s, failing.source("the command ci-token"), ok.source("x")))

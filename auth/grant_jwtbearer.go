@@ -35,22 +35,26 @@ type AssertionSource struct {
 // fetch is the current assertion of s, trimmed, checked to be a compact
 // JWT: an error of KindConfig naming the source otherwise. what names the
 // assertion in messages ("assertion", "client assertion").
-func (s *AssertionSource) fetch(ctx context.Context, op, what, flags string) (string, error) {
+func (s *AssertionSource) fetch(ctx context.Context, op string, role assertionRole) (string, error) {
+	what, flags := "assertion", "{{assertion-file FILE}} or {{assertion-cmd CMD}}"
+	if role == clientAssertion {
+		what, flags = "client assertion", "{{client-assertion-file FILE}} or {{client-assertion-cmd CMD}}"
+	}
 	if s == nil || s.Fetch == nil {
-		return "", &Error{Kind: KindConfig, Op: op, Msg: "the key has no source for its " + what, Hint: "create the key again with " + flags}
+		return "", &Error{Kind: KindConfig, Op: op, Msg: "the key has no source for its " + what, Hint: "create the key again with " + flags, about: role}
 	}
 	a, err := s.Fetch(ctx)
 	if err != nil {
 		if ctx.Err() != nil {
-			return "", &Error{Kind: KindUnknown, Op: op, Msg: "cancelled while reading the " + what + " from " + s.From, Hint: "run the command again"}
+			return "", &Error{Kind: KindUnknown, Op: op, Msg: "cancelled while reading the " + what + " from " + s.From, Hint: "run the command again", about: role}
 		}
 		return "", &Error{Kind: KindConfig, Op: op, Msg: "cannot read the " + what + " from " + s.From + ": " + text.Safe(err.Error()),
-			Hint: "check that it gives a current assertion (the file is read, the command run, again at every renewal)"}
+			Hint: "check that it gives a current assertion (the file is read, the command run, again at every renewal)", about: role}
 	}
 	a = strings.TrimSpace(a)
 	if !compactJWT(a) {
 		return "", &Error{Kind: KindConfig, Op: op, Msg: s.From + " did not give a JWT as the " + what + " (three base64url parts joined by dots)",
-			Hint: "have it hold the external issuer's token alone, nothing around it"}
+			Hint: "have it hold the external issuer's token alone, nothing around it", about: role}
 	}
 	return a, nil
 }
@@ -133,7 +137,7 @@ func (jwtBearerGrant) Obtain(ctx context.Context, c *Client, r Request) (*TokenS
 	if err := r.Conn.Validate(); err != nil {
 		return nil, withOp(err, opJWTBearer)
 	}
-	assertion, err := r.Assertion.fetch(ctx, opJWTBearer, "assertion", "{{assertion-file FILE}} or {{assertion-cmd CMD}}")
+	assertion, err := r.Assertion.fetch(ctx, opJWTBearer, grantAssertion)
 	if err != nil {
 		return nil, err
 	}
@@ -145,18 +149,23 @@ func (jwtBearerGrant) Obtain(ctx context.Context, c *Client, r Request) (*TokenS
 	setScope(form, r.Conn.Scopes)
 	ts, err := c.token(ctx, r.Conn, r.ClientAuth, tokenCall{Op: opJWTBearer, Endpoint: tokenURL, Form: form, Secrets: []string{assertion}})
 	if err != nil {
-		return nil, nameSource(err, "<assertion source>", r.Assertion.From)
+		return nil, nameSource(err, grantAssertion, r.Assertion.From)
 	}
 	return ts, nil
 }
 
-// nameSource writes where an assertion came from into the line of a
-// refusal that names it (placeholder in the refusal rows).
-func nameSource(err error, placeholder, from string) error {
+// sourcePlaceholders are how the refusal rows name where the grant's and
+// the client's assertion came from.
+var sourcePlaceholders = map[assertionRole]string{grantAssertion: "<assertion source>", clientAssertion: "<client assertion source>"}
+
+// nameSource writes where the assertion of role came from into the line of
+// a refusal that names it, and marks the error as about it.
+func nameSource(err error, role assertionRole, from string) error {
 	var ae *Error
-	if errors.As(err, &ae) {
-		ae.Msg = strings.ReplaceAll(ae.Msg, placeholder, from)
-		ae.Hint = strings.ReplaceAll(ae.Hint, placeholder, from)
+	if errors.As(err, &ae) && strings.Contains(ae.Msg+ae.Hint, sourcePlaceholders[role]) {
+		ae.Msg = strings.ReplaceAll(ae.Msg, sourcePlaceholders[role], from)
+		ae.Hint = strings.ReplaceAll(ae.Hint, sourcePlaceholders[role], from)
+		ae.about = role
 	}
 	return err
 }

@@ -240,7 +240,7 @@ func (c *Client) nameTheSwitch(ctx context.Context, conn Connection, ca ClientAu
 	if i := firstRefusal(switchRefusals, a, said{e.Status, e.Code, e.Description}); i >= 0 {
 		switchRefusals[i].apply(e, a)
 		if ca.Assertion != nil {
-			_ = nameSource(e, "<client assertion source>", ca.Assertion.From)
+			_ = nameSource(e, clientAssertion, ca.Assertion.From)
 		}
 		return e
 	}

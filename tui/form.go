@@ -715,6 +715,11 @@ func faultField(err error) int {
 	if errors.Is(err, store.ErrLabelTaken) {
 		return fieldLabel
 	}
+	if about, client := auth.AssertionFault(err); about && client {
+		return fieldClientAssertionFile
+	} else if about {
+		return fieldAssertionFile
+	}
 	if f, ok := faultFields[auth.KindOf(err)]; ok {
 		return f
 	}

@@ -474,3 +474,24 @@ func TestFormJWTBearerSendsTheAssertionFiles(t *testing.T) {
 		t.Fatalf("sent %+v", nk.Definition)
 	}
 }
+
+// A failure about an assertion puts the focus on the field of its file:
+// the grant's, or the client's.
+func TestAssertionFaultsFocusTheirFile(t *testing.T) {
+	t.Parallel()
+	c, err := auth.NewClient(auth.Options{Timeout: 5 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	conn := auth.Connection{TokenURL: "http://127.0.0.1:1/token", ClientID: "ci", ClientAuth: auth.ClientAssertion}
+	_, grantErr := c.Obtain(ctx, auth.GrantJWTBearer, auth.Request{Conn: conn})
+	src := &auth.AssertionSource{From: "the file ci.jwt", Fetch: func(context.Context) (string, error) { return "eyJhbGciOiJFUzI1NiJ9.e30.c2ln", nil }}
+	_, clientErr := c.Obtain(ctx, auth.GrantJWTBearer, auth.Request{Conn: conn, Assertion: src, ClientAuth: auth.ClientAuth{Method: auth.ClientAssertion}})
+	if got := faultField(grantErr); got != fieldAssertionFile {
+		t.Errorf("%v: field %d, want the assertion file's", grantErr, got)
+	}
+	if got := faultField(clientErr); got != fieldClientAssertionFile {
+		t.Errorf("%v: field %d, want the client assertion file's", clientErr, got)
+	}
+}
