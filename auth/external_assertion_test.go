@@ -170,22 +170,3 @@ func TestAssertionSourceFailuresAreConfigErrors(t *testing.T) {
 		t.Errorf("%d token requests were sent without an assertion", n)
 	}
 }
-
-// Claims of an assertion are read without verifying it, for messages.
-func TestReadAssertionClaims(t *testing.T) {
-	t.Parallel()
-	clock := &cliClock{}
-	s := cliServer(t, clock, nil)
-	a := mint(t, s, authtest.Assertion{TTL: time.Minute})
-	got, err := ReadAssertionClaims(a)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if got.Issuer != s.External().URL || got.Subject != authtest.DemoCISubject || len(got.Audience) != 1 || got.Audience[0] != s.Issuer() ||
-		!got.Expiry.Equal(clock.Now().Add(time.Minute).Truncate(time.Second)) {
-		t.Errorf("claims %+v", got)
-	}
-	if _, err := ReadAssertionClaims("a.b"); err == nil {
-		t.Error("a two-part string read as a JWT")
-	}
-}

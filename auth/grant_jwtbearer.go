@@ -2,12 +2,9 @@ package auth
 
 import (
 	"context"
-	"encoding/base64"
-	"encoding/json"
 	"errors"
 	"net/url"
 	"strings"
-	"time"
 
 	"github.com/shipkey/shipkey/internal/text"
 )
@@ -74,52 +71,6 @@ func compactJWT(s string) bool {
 		}
 	}
 	return true
-}
-
-// AssertionClaims are the claims of an external assertion that its
-// refusals name: read without verifying it (the realm verifies).
-type AssertionClaims struct {
-	Issuer   string
-	Subject  string
-	Audience []string
-	Expiry   time.Time // zero: no exp
-}
-
-// ReadAssertionClaims reads the claims of a compact JWT without verifying
-// it. Its text fields are sanitized (text.Safe).
-func ReadAssertionClaims(jwt string) (AssertionClaims, error) {
-	parts := strings.Split(strings.TrimSpace(jwt), ".")
-	if len(parts) != 3 {
-		return AssertionClaims{}, errors.New("not a compact JWT")
-	}
-	payload, err := base64.RawURLEncoding.DecodeString(parts[1])
-	if err != nil {
-		return AssertionClaims{}, errors.New("the JWT's claims are not base64url")
-	}
-	var c struct {
-		Iss string          `json:"iss"`
-		Sub string          `json:"sub"`
-		Aud json.RawMessage `json:"aud"`
-		Exp *float64        `json:"exp"`
-	}
-	if err := json.Unmarshal(payload, &c); err != nil {
-		return AssertionClaims{}, errors.New("the JWT's claims are not JSON")
-	}
-	out := AssertionClaims{Issuer: text.Safe(c.Iss), Subject: text.Safe(c.Sub)}
-	var one string
-	var many []string
-	switch {
-	case json.Unmarshal(c.Aud, &one) == nil:
-		out.Audience = []string{text.Safe(one)}
-	case json.Unmarshal(c.Aud, &many) == nil:
-		for _, a := range many {
-			out.Audience = append(out.Audience, text.Safe(a))
-		}
-	}
-	if c.Exp != nil {
-		out.Expiry = time.Unix(int64(*c.Exp), 0)
-	}
-	return out, nil
 }
 
 // jwtBearerGrant is the JWT bearer grant (RFC 7523 §2.1): the key gets its
