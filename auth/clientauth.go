@@ -1,6 +1,7 @@
 package auth
 
 import (
+	"context"
 	"crypto"
 	"crypto/tls"
 	"fmt"
@@ -28,6 +29,12 @@ const (
 	TLSClientAuth           ClientAuthMethod = "tls_client_auth"
 	SelfSignedTLSClientAuth ClientAuthMethod = "self_signed_tls_client_auth"
 	ClientAuthNone          ClientAuthMethod = "none"
+	// ClientAssertion sends an assertion of a trusted external issuer (a CI
+	// job's identity token) as the client assertion (RFC 7523 §2.2), read
+	// from ClientAuth.Assertion at every request: Keycloak's federated
+	// client authentication ("Signed JWT - Federated"). No registry name
+	// exists for it; servers list it as private_key_jwt.
+	ClientAssertion ClientAuthMethod = "client_assertion"
 )
 
 // ClientAuthNeeds is what a client authentication method needs of a key and
@@ -49,6 +56,10 @@ type ClientAuthNeeds struct {
 	Cert bool
 	// Public: the client has no credentials at all (a public client).
 	Public bool
+	// External: the assertion is not signed here but read from outside
+	// (ClientAuth.Assertion); a realm's discovery lists it as
+	// private_key_jwt.
+	External bool
 }
 
 // KeyMadeHere reports whether a new key for the method may be made by
@@ -70,6 +81,7 @@ var clientAuthTable = []struct {
 	{TLSClientAuth, ClientAuthNeeds{Key: true, Cert: true}},
 	{SelfSignedTLSClientAuth, ClientAuthNeeds{Key: true, Cert: true}},
 	{ClientAuthNone, ClientAuthNeeds{Public: true}},
+	{ClientAssertion, ClientAuthNeeds{Assertion: true, External: true}},
 }
 
 // notChosen is what the method not chosen ("") needs: the secret, in the
@@ -155,6 +167,9 @@ type ClientAuth struct {
 	// DPoP, when set, proves possession of this key on every token request
 	// (RFC 9449): the tokens come back bound to it (token_type DPoP).
 	DPoP *DPoPKey
+	// Assertion gives the client assertion of client_assertion, fresh at
+	// every request.
+	Assertion *AssertionSource
 }
 
 // AuthFor is the client authentication of conn with secret: conn's method
@@ -187,8 +202,16 @@ func (ca ClientAuth) secrets(conn Connection, others ...string) []string {
 // (client_secret_basic), a signed client assertion (the JWT methods), the
 // client id alone (none and the TLS methods, whose proof is the TLS
 // certificate).
-func (c *Client) applyClientAuth(conn Connection, ca ClientAuth, m ClientAuthMethod, endpoint string, form url.Values, header func(user, pass string)) error {
+func (c *Client) applyClientAuth(ctx context.Context, conn Connection, ca ClientAuth, m ClientAuthMethod, endpoint string, form url.Values, header func(user, pass string)) error {
 	switch m {
+	case ClientAssertion:
+		assertion, err := ca.Assertion.fetch(ctx, "", clientAssertion)
+		if err != nil {
+			return err
+		}
+		form.Set("client_id", conn.ClientID)
+		form.Set("client_assertion_type", ClientAssertionType)
+		form.Set("client_assertion", assertion)
 	case ClientSecretBasic:
 		header(url.QueryEscape(conn.ClientID), url.QueryEscape(ca.Secret))
 	case ClientSecretJWT, PrivateKeyJWT:

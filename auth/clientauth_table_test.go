@@ -1,6 +1,7 @@
 package auth
 
 import (
+	"context"
 	"go/ast"
 	"go/parser"
 	"go/token"
@@ -87,9 +88,11 @@ func needsProblem(n ClientAuthNeeds) string {
 	switch {
 	case n == (ClientAuthNeeds{}):
 		return "needs nothing and is not public"
-	case n.Public && (n.Secret || n.Key || n.Cert || n.Assertion):
+	case n.Public && (n.Secret || n.Key || n.Cert || n.Assertion || n.External):
 		return "public, yet needs credentials"
-	case n.Assertion && n.Secret == n.Key:
+	case n.External && (!n.Assertion || n.Secret || n.Key || n.Cert):
+		return "an external assertion is the client's whole proof: nothing is signed here"
+	case n.Assertion && !n.External && n.Secret == n.Key:
 		return "an assertion must be signed with exactly one of the secret and a key"
 	case n.Cert && !n.Key:
 		return "a certificate needs its key"
@@ -116,9 +119,12 @@ func TestClientAuthConsumersAgreeWithTheTable(t *testing.T) {
 			t.Errorf("%q: AuthFor kept the secret %v, table says Secret %v", m, ca.Secret != "", n.Secret)
 		}
 		ca.Key = key
+		if n.External {
+			ca.Assertion = &AssertionSource{From: "the test", Fetch: func(context.Context) (string, error) { return "eyJhbGciOiJFUzI1NiJ9.e30.c2ln", nil }}
+		}
 		form := url.Values{}
 		var basic string
-		if err := c.applyClientAuth(conn, ca, m, conn.TokenURL, form, func(_, pass string) { basic = pass }); err != nil {
+		if err := c.applyClientAuth(context.Background(), conn, ca, m, conn.TokenURL, form, func(_, pass string) { basic = pass }); err != nil {
 			t.Errorf("%q: %v", m, err)
 			continue
 		}
@@ -131,9 +137,14 @@ func TestClientAuthConsumersAgreeWithTheTable(t *testing.T) {
 		}
 		if n.Assertion {
 			ca.Key = nil
-			err := c.applyClientAuth(conn, ca, m, conn.TokenURL, url.Values{}, func(_, _ string) {})
+			err := c.applyClientAuth(context.Background(), conn, ca, m, conn.TokenURL, url.Values{}, func(_, _ string) {})
 			if (err != nil) != n.Key {
 				t.Errorf("%q without a key: %v, table says Key %v", m, err, n.Key)
+			}
+			ca.Assertion = nil
+			err = c.applyClientAuth(context.Background(), conn, ca, m, conn.TokenURL, url.Values{}, func(_, _ string) {})
+			if (err != nil) != (n.Key || n.External) {
+				t.Errorf("%q without a key or an assertion source: %v, table says %+v", m, err, n)
 			}
 		}
 		if _, err := c.httpFor(ClientAuth{}, m); (err != nil) != n.Cert {

@@ -44,6 +44,12 @@ const (
 	// KindExpired: the person did not answer in time (expired_token for a
 	// device code, or no browser came back before the wait ended).
 	KindExpired
+	// KindAssertionRefused: the realm refused an assertion shipkey did not
+	// sign but read from a file or a command (the jwt-bearer grant's, or
+	// the client_assertion method's): expired, an issuer it does not trust,
+	// another audience. A fresh assertion or the realm's settings fix it,
+	// never a login.
+	KindAssertionRefused
 )
 
 var kindNames = [...]string{
@@ -66,6 +72,7 @@ var kindNames = [...]string{
 	KindInteractionRequired: "interaction_required",
 	KindAccessDenied:        "access_denied",
 	KindExpired:             "expired",
+	KindAssertionRefused:    "assertion_refused",
 }
 
 func (k ErrorKind) String() string {
@@ -96,6 +103,29 @@ type Error struct {
 	// final: the server's answer is one that sending the same request
 	// again cannot change (IsFinalRefusal).
 	final bool
+	// about is the external assertion the error is about (AssertionFault).
+	about assertionRole
+}
+
+// assertionRole names which external assertion an error is about.
+type assertionRole int8
+
+const (
+	notAssertion    assertionRole = iota
+	grantAssertion                // the jwt-bearer grant's
+	clientAssertion               // the client_assertion method's
+)
+
+// AssertionFault reports whether err is about an external assertion (its
+// file or command failed, or the realm refused it), and whether it is the
+// client's (client_assertion) rather than the jwt-bearer grant's: the
+// setting to change.
+func AssertionFault(err error) (about, client bool) {
+	var e *Error
+	if !errors.As(err, &e) || e.about == notAssertion {
+		return false, false
+	}
+	return true, e.about == clientAssertion
 }
 
 func (e *Error) Error() string { return e.Render(FlagName) }

@@ -18,6 +18,9 @@ type GrantType string
 const (
 	GrantPassword          GrantType = "password"
 	GrantClientCredentials GrantType = "client-credentials"
+	// GrantJWTBearer is RFC 7523's JWT bearer grant: an assertion of a
+	// trusted external issuer (Request.Assertion) for the key's tokens.
+	GrantJWTBearer GrantType = "jwt-bearer"
 )
 
 // Or returns t, or GrantPassword when t is empty.
@@ -59,6 +62,8 @@ type Request struct {
 	// set, a sign-in by anyone else is refused (see SignedInAs).
 	Username string
 	Password string // password grant
+	// Assertion gives the jwt-bearer grant's assertion, fresh at every run.
+	Assertion *AssertionSource
 	// CallbackPort is the authorization code grant's loopback port (0: an
 	// ephemeral one).
 	CallbackPort int
@@ -143,6 +148,7 @@ var grantTable = []Grant{
 	clientCredentialsGrant{},
 	deviceCodeGrant{},
 	authCodeGrant{},
+	jwtBearerGrant{},
 }
 
 // Grants lists the grants in the order a form offers them.

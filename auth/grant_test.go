@@ -32,7 +32,7 @@ func TestGrantTable(t *testing.T) {
 	if _, err := GrantFor("implicit"); KindOf(err) != KindConfig {
 		t.Errorf("an unknown grant: %v", err)
 	}
-	unattended := map[GrantType]bool{GrantPassword: false, GrantClientCredentials: true, GrantDeviceCode: false, GrantAuthCode: false}
+	unattended := map[GrantType]bool{GrantPassword: false, GrantClientCredentials: true, GrantDeviceCode: false, GrantAuthCode: false, GrantJWTBearer: true}
 	for name, want := range unattended {
 		g, _ := GrantFor(name)
 		if got := g.Unattended(Kept{}); got != want {

@@ -239,6 +239,9 @@ func (c *Client) nameTheSwitch(ctx context.Context, conn Connection, ca ClientAu
 		noPAR: conn.NoPAR, dpopCapable: len(h.DPoPAlgs) > 0, realmMethods: knownMethods(h.AuthMethods)}
 	if i := firstRefusal(switchRefusals, a, said{e.Status, e.Code, e.Description}); i >= 0 {
 		switchRefusals[i].apply(e, a)
+		if ca.Assertion != nil {
+			_ = nameSource(e, clientAssertion, ca.Assertion.From)
+		}
 		return e
 	}
 	if len(conn.Scopes) > 0 {

@@ -223,3 +223,36 @@ func TestOpenIDProviderRefusalsOfHardenedClientsNameTheWayOut(t *testing.T) {
 		}
 	}
 }
+
+// oidc-provider with the JWT bearer grant registered (server.js): a CI
+// issuer's token and a client assertion signed outside shipkey get an
+// access token without a refresh token; a stale token is refused in one
+// line that says so and names its source.
+func TestOpenIDProviderJWTBearer(t *testing.T) {
+	t.Parallel()
+	p := startOP(t)
+	c := opClient(t)
+	source := func(mint func() (string, error)) *auth.AssertionSource {
+		return &auth.AssertionSource{From: "the test's CI", Fetch: func(context.Context) (string, error) { return mint() }}
+	}
+	fresh := func() (string, error) { return p.CI.MintAssertion(p.Issuer, "ci-job", time.Minute) }
+	stale := func() (string, error) { return p.CI.MintAssertion(p.Issuer, "ci-job", -time.Minute) }
+	client := source(func() (string, error) { return p.CI.MintClientAssertion(p.Issuer, time.Minute) })
+	conn := auth.Connection{Issuer: p.Issuer, ClientID: p.CI.ClientID, ClientAuth: auth.ClientAssertion}
+	r := auth.Request{Conn: conn, ClientAuth: auth.ClientAuth{Method: auth.ClientAssertion, Assertion: client}, Assertion: source(fresh)}
+	ts, err := c.Obtain(opCtx(t), auth.GrantJWTBearer, r)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ts.AccessToken == "" || ts.RefreshToken != "" {
+		t.Fatalf("token set %+v", ts.Redacted())
+	}
+	if active, err := p.Active(ts.AccessToken); err != nil || !active {
+		t.Fatalf("the provider does not know its token: %v, %v", active, err)
+	}
+	r.Assertion = source(stale)
+	_, err = c.Obtain(opCtx(t), auth.GrantJWTBearer, r)
+	if auth.KindOf(err) != auth.KindAssertionRefused || !strings.Contains(err.Error(), "jwt-bearer: the assertion from the test's CI has expired") {
+		t.Fatalf("stale token: %v", err)
+	}
+}

@@ -65,13 +65,24 @@ func (a attempt) sent() []ClientAuthMethod {
 func (a attempt) unlisted() bool {
 	sent := a.sent()
 	return len(a.realmMethods) > 0 && len(sent) > 0 && a.method != ClientAuthNone &&
-		!slices.ContainsFunc(sent, func(m ClientAuthMethod) bool { return slices.Contains(a.realmMethods, m) })
+		!slices.ContainsFunc(sent, func(m ClientAuthMethod) bool { return slices.Contains(a.realmMethods, listedAs(m)) })
 }
 
 // othersListed reports that the realm lists a method the request did not use.
 func (a attempt) othersListed() bool {
 	sent := a.sent()
-	return slices.ContainsFunc(a.realmMethods, func(m ClientAuthMethod) bool { return !slices.Contains(sent, m) })
+	return slices.ContainsFunc(a.realmMethods, func(m ClientAuthMethod) bool {
+		return !slices.ContainsFunc(sent, func(s ClientAuthMethod) bool { return listedAs(s) == m })
+	})
+}
+
+// listedAs is the name a realm's discovery lists m by: an external client
+// assertion is a private_key_jwt to the realm.
+func listedAs(m ClientAuthMethod) ClientAuthMethod {
+	if m.Needs().External {
+		return PrivateKeyJWT
+	}
+	return m
 }
 
 // knownMethods are the methods of names (a discovery document's list) that
@@ -168,10 +179,12 @@ var errorCodes = []string{"invalid_grant", "invalid_client", "unauthorized_clien
 
 // The operations rows name.
 var (
-	loginOp  = []string{"login"}
-	ccOp     = []string{"client-credentials"}
-	exchange = []string{opExchange}
-	revokeOp = []string{"revoke"}
+	loginOp = []string{"login"}
+	// jwtBearerOp is the jwt-bearer grant's.
+	jwtBearerOp = []string{opJWTBearer}
+	ccOp        = []string{"client-credentials"}
+	exchange    = []string{opExchange}
+	revokeOp    = []string{"revoke"}
 	// otherGrants are the grants other than the password grant ("login"):
 	// those of grantOps.
 	otherGrants = slices.Sorted(maps.Keys(grantOps))
@@ -192,6 +205,12 @@ const (
 	// loggedOut is a logout's answer that the session was gone already.
 	loggedOutMsg  = "the session had already ended"
 	loggedOutHint = "nothing to do; log in again with `shipkey login` when needed"
+	// The ways out of a refused external assertion (the jwt-bearer
+	// grant's or the client_assertion method's).
+	untrustedIssuerHint = "ask a realm administrator to add its issuer as an identity provider that may issue assertions (Keycloak: Identity providers → OpenID Connect v1.0 with the issuer's JWKS URL; JWT Authorization Grant or federated client authentication on), or check that it comes from the issuer you meant"
+	freshAssertionHint  = "put a current one there (the key reads it again at every renewal); an identity token of a CI job lives minutes: have the job write a new one, or use {{assertion-cmd}} to fetch one each time"
+	audienceHint        = "have the issuer mint it for the realm: aud = the realm's issuer URL (GitHub Actions: the audience of getIDToken; GitLab: id_tokens aud)"
+	assertionCheckHint  = "check that it is current, made for this realm (aud) and from an issuer the realm trusts for the client"
 )
 
 // statusRefusals map every refusal of an auth endpoint, by its status and
@@ -234,6 +253,27 @@ var statusRefusals = []refusal{
 	{ops: otherGrants, codes: []string{"unauthorized_client", "unsupported_grant_type"}, kind: KindGrantNotAllowed},
 	{ops: otherGrants, codes: []string{"access_denied"}, kind: KindAccessDenied},
 	{ops: otherGrants, codes: []string{"expired_token"}, kind: KindExpired},
+	// The jwt-bearer grant's assertion refused, by Keycloak's words
+	// (JWTAuthorizationGrantType, AbstractBaseJWTValidator; invalid_grant)
+	// and others' ("expired", "issuer", "audience"). <assertion source> is
+	// where the key reads it (the grant fills it in).
+	{ops: jwtBearerOp, codes: []string{"invalid_grant", "invalid_request"}, wording: []string{"audience"},
+		kind: KindAssertionRefused, msg: "the realm refused the audience (aud) of the assertion from <assertion source>", hint: audienceHint},
+	{ops: jwtBearerOp, codes: []string{"invalid_grant", "invalid_request"}, anyWording: expiredWords,
+		kind: KindAssertionRefused, msg: "the assertion from <assertion source> has expired (or is not valid yet)", hint: freshAssertionHint},
+	{ops: jwtBearerOp, codes: []string{"invalid_grant", "invalid_request"}, anyWording: []string{"no identity provider", "issuer"},
+		kind: KindAssertionRefused, msg: "the realm does not trust the issuer of the assertion from <assertion source>", hint: untrustedIssuerHint},
+	{ops: jwtBearerOp, codes: []string{"invalid_grant", "invalid_request"}, wording: []string{"not allowed for the client"},
+		kind: KindAssertionRefused, msg: "the realm trusts the issuer of the assertion from <assertion source>, but not for this client",
+		hint: "ask a realm administrator to allow that identity provider for the client's JWT authorization grant (Keycloak: Clients → the client → Advanced → JWT Authorization Grant → Allowed identity providers)"},
+	{ops: jwtBearerOp, codes: []string{"invalid_grant", "invalid_request"}, wording: []string{"reuse"},
+		kind: KindAssertionRefused, msg: "the realm had seen the assertion from <assertion source> before (each may be used once)",
+		hint: "have it give a new assertion for every request (a command run again, a file rewritten)"},
+	{ops: jwtBearerOp, codes: []string{"invalid_grant", "invalid_request"}, anyWording: []string{"user not found", "no user", "subject"},
+		kind: KindAssertionRefused, msg: "the realm knows no user for the subject (sub) of the assertion from <assertion source>",
+		hint: "ask a realm administrator to link that subject to a user (Keycloak: Users → the user → Identity provider links)"},
+	{ops: jwtBearerOp, codes: []string{"invalid_grant"},
+		kind: KindAssertionRefused, msg: "the realm refused the assertion from <assertion source>", hint: assertionCheckHint},
 	{ops: otherGrants, codes: []string{"invalid_grant"},
 		kind: KindServer, msg: "the server refused the <grant> grant", hint: "run the command again; if it repeats, check the client's settings in the realm"},
 	// A refusal without an OAuth error body: the refresh token is no
@@ -303,6 +343,10 @@ var methodRefusedWords = []string{"authentication method", "auth method", "authe
 // assertionWords are how servers say a client assertion is wanted or wrong.
 var assertionWords = []string{"signed JWT", "client_assertion"}
 
+// expiredWords are how servers say an assertion's time is past (Keycloak:
+// "Token is not active", "issued too far in the past").
+var expiredWords = []string{"not active", "expired", "too far in the past", "exp claim", "issued in the future"}
+
 // switchRefusals name a hardened realm's switch that a refusal of a request
 // authenticating the client was about (DPoP required, PAR required, a
 // client assertion or certificate wanted or refused), and the setting that
@@ -328,6 +372,19 @@ var switchRefusals = []refusal{
 		kind: KindConfig, msg: "the realm requires pushed authorization requests (PAR) for this client", hint: "create the key again without {{par=false}}"},
 	{exact: []string{"Pushed Authorization Request"},
 		kind: KindConfig, msg: "the realm requires pushed authorization requests (PAR) and announces no PAR endpoint", hint: "set the connection's issuer so discovery finds the realm's PAR endpoint"},
+	// An external client assertion (client_assertion) refused: Keycloak's
+	// federated client authentication says why in words its signed-JWT
+	// authenticator shares; other servers only that it failed.
+	// <client assertion source> is where the key reads it.
+	{methods: []ClientAuthMethod{ClientAssertion}, codes: []string{"invalid_client", "unauthorized_client"}, wording: []string{"audience"},
+		kind: KindAssertionRefused, msg: "the realm refused the audience (aud) of the client assertion from <client assertion source>", hint: audienceHint},
+	{methods: []ClientAuthMethod{ClientAssertion}, codes: []string{"invalid_client", "unauthorized_client"}, anyWording: expiredWords,
+		kind: KindAssertionRefused, msg: "the client assertion from <client assertion source> has expired (or is not valid yet)", hint: freshAssertionHint},
+	{methods: []ClientAuthMethod{ClientAssertion}, codes: []string{"invalid_client", "unauthorized_client"}, anyWording: []string{"no identity provider", "issuer"},
+		kind: KindAssertionRefused, msg: "the realm does not trust the issuer of the client assertion from <client assertion source>", hint: untrustedIssuerHint},
+	{methods: []ClientAuthMethod{ClientAssertion}, codes: []string{"invalid_client", "unauthorized_client"},
+		kind: KindAssertionRefused, msg: "the realm refused the client assertion from <client assertion source>",
+		hint: assertionCheckHint + "; the client's authenticator must accept it (Keycloak: Credentials → Client Authenticator \"Signed JWT - Federated\", with the identity provider and the assertion's subject)"},
 	// A method the realm does not list, or one the server says is not the
 	// client's: the method used, the realm's, and the flag.
 	{unlisted: has, status: is(400, 401), codes: []string{"invalid_client", "unauthorized_client", ""},
@@ -376,6 +433,7 @@ var kindTexts = map[ErrorKind]struct{ msg, hint string }{
 	KindExpired:             {"the device code expired before it was approved", "run the command again and approve the request within its time"},
 	KindCredentialsRefused:  {"the server refused the username/password or the client credentials", "check both the username and password and the client id and client secret"},
 	KindLoginRequired:       {"the refresh token has expired or its session ended", "log in again with `shipkey login`"},
+	KindAssertionRefused:    {"the realm refused the assertion", assertionCheckHint},
 }
 
 // grantOps names, by the Op of their errors, the grants other than the
@@ -385,6 +443,7 @@ var grantOps = map[string]string{
 	"device-code":        "device code",
 	"authcode":           "authorization code",
 	opExchange:           "token exchange",
+	opJWTBearer:          "JWT bearer",
 }
 
 // grantHints say where a realm administrator allows a grant for a client.
@@ -393,6 +452,7 @@ var grantHints = map[string]string{
 	"device-code":        "ask a realm administrator to turn on the device grant for the client (Keycloak: Clients → the client → Capability config → OAuth 2.0 Device Authorization Grant)",
 	"authcode":           "ask a realm administrator to turn on browser sign-in for the client (Keycloak: Clients → the client → Capability config → Standard flow)",
 	opExchange:           "ask a realm administrator to turn on token exchange for the client (Keycloak 26.2 and later: Clients → the client → Capability config → Standard Token Exchange)",
+	opJWTBearer:          "ask a realm administrator to turn on the JWT authorization grant for the client (Keycloak 26.5 and later: Clients → the client → Capability config → JWT Authorization Grant)",
 }
 
 // mapStatus builds the *Error for a non-success answer of an auth endpoint

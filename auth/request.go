@@ -97,7 +97,7 @@ func invalidClient(r formResponse) bool {
 func (c *Client) sendWith(ctx context.Context, conn Connection, ca ClientAuth, m ClientAuthMethod, r formRequest) (formResponse, error) {
 	form := cloneValues(r.Form)
 	var user, pass string
-	if err := c.applyClientAuth(conn, ca, m, r.Endpoint, form, func(u, p string) { user, pass = u, p }); err != nil {
+	if err := c.applyClientAuth(ctx, conn, ca, m, r.Endpoint, form, func(u, p string) { user, pass = u, p }); err != nil {
 		return formResponse{}, withOp(err, r.Op)
 	}
 	hc, err := c.httpFor(ca, m)

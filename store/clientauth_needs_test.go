@@ -22,8 +22,16 @@ func TestNewKeyChecksFollowTheClientAuthTable(t *testing.T) {
 	for _, m := range append(auth.ClientAuthMethods(), "") {
 		n := m.Needs()
 		try := func(secret string, key, cert []byte) error {
-			_, err := OneShotClientAuth(NewKey{Definition: Definition{Connection: auth.Connection{ClientID: "shipping-cli", ClientAuth: m}}, ClientSecret: secret, ClientKey: key, ClientCert: cert})
+			d := Definition{Connection: auth.Connection{ClientID: "shipping-cli", ClientAuth: m}}
+			if n.External {
+				d.ClientAssertionFile = "ci.jwt" // its source (checked below)
+			}
+			_, err := OneShotClientAuth(NewKey{Definition: d, ClientSecret: secret, ClientKey: key, ClientCert: cert})
 			return err
+		}
+		if _, err := OneShotClientAuth(NewKey{Definition: Definition{Connection: auth.Connection{ClientID: "shipping-cli", ClientAuth: m}}}); n.External &&
+			(err == nil || !strings.Contains(err.Error(), "--client-assertion-file FILE")) {
+			t.Errorf("%q without its assertion's source: %v", m, err)
 		}
 		if err := try(secret, nil, nil); (err != nil) != n.Key {
 			t.Errorf("%q with no client key: %v; the table says Key %v", m, err, n.Key)

@@ -28,4 +28,14 @@ type Definition struct {
 	// given to shipkey api or curl is resolved against it. Empty: none
 	// (only full URLs work). Set with keys new/keys set --api-url.
 	APIURL string `toml:"api_url,omitempty" json:"api_url,omitempty"`
+	// AssertionFile or AssertionCmd is where the jwt-bearer grant reads its
+	// assertion (a trusted external issuer's token), again at every
+	// renewal: a file, or a command (split at spaces, run without a shell)
+	// that prints one. The assertion itself is never stored.
+	AssertionFile string `toml:"assertion_file,omitempty" json:"assertion_file,omitempty"`
+	AssertionCmd  string `toml:"assertion_cmd,omitempty" json:"assertion_cmd,omitempty"`
+	// ClientAssertionFile or ClientAssertionCmd is, likewise, where the
+	// client_assertion method reads the client's assertion.
+	ClientAssertionFile string `toml:"client_assertion_file,omitempty" json:"client_assertion_file,omitempty"`
+	ClientAssertionCmd  string `toml:"client_assertion_cmd,omitempty" json:"client_assertion_cmd,omitempty"`
 }

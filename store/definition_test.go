@@ -204,6 +204,7 @@ func TestRecordVersion2StillDecodes(t *testing.T) {
 	e := filledEntry(t)
 	e.ClientAuth = ""
 	e.ClientKeyID, e.DPoP, e.NoPAR, e.APIURL = "", false, false, "" // newer than version 2
+	e.AssertionFile, e.AssertionCmd, e.ClientAssertionFile, e.ClientAssertionCmd = "", "", "", ""
 	var d entryDecoder
 	got, err := d.decode(legacyEncodeEntry(e))
 	if err != nil || !reflect.DeepEqual(got, e) {
@@ -245,6 +246,7 @@ func TestRecordVersion1StillDecodes(t *testing.T) {
 	}
 	e.Grant, e.CallbackPort, e.PublicClient, e.ClientAuth = "", 0, false, ""
 	e.ClientKeyID, e.DPoP, e.NoPAR, e.APIURL = "", false, false, ""
+	e.AssertionFile, e.AssertionCmd, e.ClientAssertionFile, e.ClientAssertionCmd = "", "", "", ""
 	if !reflect.DeepEqual(got, e) {
 		t.Fatalf("v1 entry decoded as %+v", got)
 	}

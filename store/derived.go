@@ -122,7 +122,7 @@ func (s *Store) exchangeOnce(ctx context.Context, ep *keyEntry, x auth.Exchange,
 			return e.ID, ts, nil, s.markUsedIf(ctx, e, ks, opts.MarkUsed)
 		}
 	}
-	ts, err = s.auth.Exchange(ctx, e.Connection, sec.clientAuth(e.Connection), subject.AccessToken, x)
+	ts, err = s.auth.Exchange(ctx, e.Connection, sec.authOf(e.Definition), subject.AccessToken, x)
 	if err != nil {
 		return e.ID, nil, subject, err
 	}

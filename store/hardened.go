@@ -107,7 +107,10 @@ func OneShotClientAuth(nk NewKey) (auth.ClientAuth, error) {
 	if err := sec.addHardening(&nk); err != nil {
 		return auth.ClientAuth{}, err
 	}
-	return sec.clientAuth(nk.Connection), nil
+	if err := CheckAssertionSources(&nk.Definition); err != nil {
+		return auth.ClientAuth{}, err
+	}
+	return sec.authOf(nk.Definition), nil
 }
 
 // Binding is what the key's tokens are bound to: the thumbprint of its DPoP
@@ -146,7 +149,7 @@ func (s *Store) ClientKeyJWKS(label string) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	ca := sec.clientAuth(e.Connection)
+	ca := sec.authOf(e.Definition)
 	if ca.Key == nil {
 		return nil, errors.New("key " + text.Safe(e.Label) + " has no client key")
 	}

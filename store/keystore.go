@@ -554,6 +554,9 @@ func (s *Store) Create(ctx context.Context, nk NewKey) (Key, *auth.TokenSet, err
 	if !nk.Connection.AuthMethod().UsesSecret() {
 		nk.ClientSecret = ""
 	}
+	if err := CheckAssertionSources(&nk.Definition); err != nil {
+		return Key{}, nil, err
+	}
 	if nk.Grant.Or() == auth.GrantPassword {
 		if strings.TrimSpace(nk.Username) == "" {
 			return Key{}, nil, errors.New("the username is empty; pass the user registered for the client")
@@ -565,7 +568,7 @@ func (s *Store) Create(ctx context.Context, nk NewKey) (Key, *auth.TokenSet, err
 		// The interactive grants keep a username as the person who must
 		// sign in (a sign-in by anyone else is refused, now and at every
 		// login); client credentials has no person.
-		if nk.Grant == auth.GrantClientCredentials {
+		if nk.Grant == auth.GrantClientCredentials || nk.Grant == auth.GrantJWTBearer {
 			nk.Username = ""
 		}
 		nk.Username = strings.TrimSpace(nk.Username)
@@ -597,8 +600,8 @@ func (s *Store) Create(ctx context.Context, nk NewKey) (Key, *auth.TokenSet, err
 		return Key{}, nil, err
 	}
 	ts, err := s.auth.Obtain(ctx, nk.Grant, auth.Request{
-		Conn: nk.Connection, ClientAuth: sec.clientAuth(nk.Connection), Username: nk.Username, Password: nk.Password,
-		CallbackPort: nk.CallbackPort, Prompt: nk.Prompt, Wait: nk.Wait,
+		Conn: nk.Connection, ClientAuth: sec.authOf(nk.Definition), Username: nk.Username, Password: nk.Password,
+		CallbackPort: nk.CallbackPort, Prompt: nk.Prompt, Wait: nk.Wait, Assertion: nk.GrantAssertion(),
 	})
 	if err != nil {
 		return Key{}, nil, err
@@ -606,7 +609,7 @@ func (s *Store) Create(ctx context.Context, nk NewKey) (Key, *auth.TokenSet, err
 	if fresh {
 		if _, err := s.prepare(); err != nil {
 			// No passphrase, no key: end the session the grant opened.
-			_, _ = s.auth.EndSession(context.WithoutCancel(ctx), nk.Connection, sec.clientAuth(nk.Connection), ts)
+			_, _ = s.auth.EndSession(context.WithoutCancel(ctx), nk.Connection, sec.authOf(nk.Definition), ts)
 			return Key{}, nil, err
 		}
 	}
@@ -645,7 +648,7 @@ func (s *Store) Create(ctx context.Context, nk NewKey) (Key, *auth.TokenSet, err
 			_ = s.backend().Delete(id)
 		}
 		// End the session the grant opened; nothing refers to it.
-		_, _ = s.auth.EndSession(context.WithoutCancel(ctx), nk.Connection, sec.clientAuth(nk.Connection), ts)
+		_, _ = s.auth.EndSession(context.WithoutCancel(ctx), nk.Connection, sec.authOf(nk.Definition), ts)
 		return Key{}, nil, err
 	}
 	k, err := s.keyByID(id, label)
@@ -723,8 +726,9 @@ func (s *Store) Login(ctx context.Context, label string, opts LoginOptions) (Key
 // request is what the key's grant may use, from its definition and secrets.
 func (e keyEntry) request(sec keySecrets) auth.Request {
 	return auth.Request{
-		Conn: e.Connection, ClientAuth: sec.clientAuth(e.Connection),
+		Conn: e.Connection, ClientAuth: sec.authOf(e.Definition),
 		Username: e.Username, Password: sec.Password, CallbackPort: e.CallbackPort,
+		Assertion: e.GrantAssertion(),
 	}
 }
 
@@ -933,7 +937,7 @@ func (s *Store) endSession(ctx context.Context, e keyEntry, ks keyState, sec key
 	if s.auth == nil || (ks.LoggedOut && ks.EndPending.IsZero()) || (sec.RefreshToken == "" && sec.AccessToken == "") {
 		return auth.EndResult{}, nil
 	}
-	return s.auth.EndSession(ctx, e.Connection, sec.clientAuth(e.Connection), mergeToken(ks.Token, sec))
+	return s.auth.EndSession(ctx, e.Connection, sec.authOf(e.Definition), mergeToken(ks.Token, sec))
 }
 
 // Remove ends the key's session at the server (as Logout does), then deletes

@@ -216,7 +216,7 @@ func (s *Store) refreshGrant(ctx context.Context, r *renewal) (*auth.TokenSet, b
 		r.why = "the refresh token expired at " + text.Stamp(r.cur.RefreshExpiresAt)
 		return nil, false, nil
 	}
-	ts, err := s.auth.Refresh(ctx, r.e.Connection, r.sec.clientAuth(r.e.Connection), r.cur)
+	ts, err := s.auth.Refresh(ctx, r.e.Connection, r.sec.authOf(r.e.Definition), r.cur)
 	if err == nil {
 		return ts, true, nil
 	}
@@ -345,7 +345,7 @@ func (s *Store) Liveness(ctx context.Context, label string) (auth.Liveness, erro
 	if sec.AccessToken == "" {
 		return auth.Liveness{}, &LoginNeededError{Label: e.Label, Why: "no token yet"}
 	}
-	return s.auth.Liveness(ctx, e.Connection, sec.clientAuth(e.Connection), sec.AccessToken), nil
+	return s.auth.Liveness(ctx, e.Connection, sec.authOf(e.Definition), sec.AccessToken), nil
 }
 
 // TokenSource returns an oauth2.TokenSource for the key: every token it

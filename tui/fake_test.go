@@ -466,7 +466,7 @@ func newHarnessWith(t testing.TB, setup func(*fakeStore), edit func(*config)) *h
 }
 
 // allGrants is every grant the app has a row for, in the form's order.
-var allGrants = []auth.GrantType{auth.GrantPassword, auth.GrantClientCredentials, auth.GrantDeviceCode, auth.GrantAuthCode}
+var allGrants = []auth.GrantType{auth.GrantPassword, auth.GrantClientCredentials, auth.GrantDeviceCode, auth.GrantAuthCode, auth.GrantJWTBearer}
 
 // timerMsg wraps the message of a timer so the harness can hold it back.
 type timerMsg struct{ msg tea.Msg }

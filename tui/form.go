@@ -41,18 +41,20 @@ const (
 	fieldClientSecret
 	fieldUsername
 	fieldPassword
+	fieldAssertionFile // the jwt-bearer grant's assertion file
 	fieldLabel
 	fieldScope
 	fieldAdvanced // the section toggle: shows the connection options below
 	fieldTokenURL
 	fieldIssuer
-	fieldClientAuth   // a choice: how the client authenticates (auth.ClientAuthMethods)
-	fieldGenerateKey  // a toggle: private_key_jwt with a key made here
-	fieldClientKey    // the client's private key file (private_key_jwt, TLS)
-	fieldClientCert   // the client certificate file (TLS)
-	fieldDPoP         // a toggle: DPoP-bound tokens
-	fieldPAR          // a toggle: push the authorization request (authcode)
-	fieldCallbackPort // browser sign-in's fixed loopback port
+	fieldClientAuth          // a choice: how the client authenticates (auth.ClientAuthMethods)
+	fieldGenerateKey         // a toggle: private_key_jwt with a key made here
+	fieldClientKey           // the client's private key file (private_key_jwt, TLS)
+	fieldClientCert          // the client certificate file (TLS)
+	fieldClientAssertionFile // the client_assertion method's assertion file
+	fieldDPoP                // a toggle: DPoP-bound tokens
+	fieldPAR                 // a toggle: push the authorization request (authcode)
+	fieldCallbackPort        // browser sign-in's fixed loopback port
 	fieldCount
 )
 
@@ -165,6 +167,10 @@ func init() {
 		fieldPassword: {name: "password", label: "Password", kind: kindSecret, placeholder: "password", required: true,
 			when: grantField(fieldPassword), prefill: func(p Prefill) string { return p.Password },
 			fill: func(_ *form, v string, sub *submission) { sub.nk.Password = v }},
+		fieldAssertionFile: {name: "assertion_file", label: "Assertion file", required: true,
+			placeholder: "a CI token file, read again at every renewal",
+			when:        grantField(fieldAssertionFile),
+			fill:        func(_ *form, v string, sub *submission) { sub.nk.AssertionFile = v }},
 		fieldLabel: {name: "label", label: "Label", placeholder: "a name for this key", required: true,
 			prefill: func(p Prefill) string { return p.Label },
 			check: func(f *form, v string) string {
@@ -244,6 +250,10 @@ func init() {
 			when:        func(f *form) bool { return f.clientAuth().Needs().Cert },
 			prefill:     func(p Prefill) string { return p.ClientCertFile },
 			fill:        func(_ *form, v string, sub *submission) { sub.certFile = v }},
+		fieldClientAssertionFile: {name: "client_assertion_file", label: "Assertion file", advanced: true, required: true,
+			placeholder: "the client's token file (a CI token), read at every request",
+			when:        func(f *form) bool { return f.clientAuth().Needs().External },
+			fill:        func(_ *form, v string, sub *submission) { sub.nk.ClientAssertionFile = v }},
 		fieldDPoP: {name: "dpop", label: "DPoP", kind: kindToggle, advanced: true,
 			on: "tokens bound to a DPoP key of this key's own", off: "bearer tokens (space: DPoP-bound)",
 			prefill: func(p Prefill) string { return onIf(p.DPoP) },
@@ -704,6 +714,11 @@ func faultField(err error) int {
 	}
 	if errors.Is(err, store.ErrLabelTaken) {
 		return fieldLabel
+	}
+	if about, client := auth.AssertionFault(err); about && client {
+		return fieldClientAssertionFile
+	} else if about {
+		return fieldAssertionFile
 	}
 	if f, ok := faultFields[auth.KindOf(err)]; ok {
 		return f

@@ -43,6 +43,11 @@ var grantViews = map[auth.GrantType]grantView{
 		about:  "Browser sign-in (authorization code with PKCE) on this machine.",
 		fields: []int{fieldCallbackPort}, public: true, waits: true,
 	},
+	auth.GrantJWTBearer: {
+		title: "JWT bearer", cell: "jwt",
+		about:  "JWT bearer: a trusted issuer's token (a CI job's identity token) for the key's tokens.",
+		fields: []int{fieldAssertionFile}, public: true,
+	},
 }
 
 // viewOf is the row of grant t (empty: password); an unknown grant shows

@@ -41,8 +41,9 @@ func TestFormShowsOnlyTheGrantsFields(t *testing.T) {
 		auth.GrantClientCredentials: {fieldClientSecret},
 		auth.GrantDeviceCode:        {fieldClientSecret},
 		auth.GrantAuthCode:          {fieldClientSecret, fieldCallbackPort, fieldPAR},
+		auth.GrantJWTBearer:         {fieldClientSecret, fieldAssertionFile},
 	}
-	optional := []int{fieldClientSecret, fieldUsername, fieldPassword, fieldCallbackPort, fieldPAR}
+	optional := []int{fieldClientSecret, fieldUsername, fieldPassword, fieldCallbackPort, fieldPAR, fieldAssertionFile, fieldClientAssertionFile}
 	h := newFormHarness(t, Prefill{}, nil)
 	h.m.form.on[fieldAdvanced] = true
 	for h.m.form.focus != fieldGrant {
@@ -71,7 +72,7 @@ func TestFormShowsOnlyTheGrantsFields(t *testing.T) {
 		t.Fatal("→ after the last grant must come back to the first")
 	}
 	h.press("left")
-	if h.m.form.grantType() != auth.GrantAuthCode {
+	if h.m.form.grantType() != allGrants[len(allGrants)-1] {
 		t.Fatal("← goes back")
 	}
 	// A public client hides the secret.
@@ -449,4 +450,48 @@ func TestSigninSaysWhoSignedIn(t *testing.T) {
 	h.st.approve <- nil
 	h.pump("token details", func() bool { return h.m.active == screenDetails })
 	h.mustShow(`API key "laptop" created, signed in as alice.`)
+}
+
+// The JWT bearer grant asks for its assertion file, and an external client
+// assertion for its own; both are sent as the key's sources, no secret.
+func TestFormJWTBearerSendsTheAssertionFiles(t *testing.T) {
+	t.Parallel()
+	h := newFormHarness(t, Prefill{AuthURL: "https://auth.example.com", ClientID: "ci", Label: "ci", Grant: auth.GrantJWTBearer,
+		ClientAuth: auth.ClientAssertion}, nil)
+	h.press("ctrl+s")
+	f := h.m.form
+	if f.errs[fieldAssertionFile] != "required" || f.errs[fieldClientAssertionFile] != "required" || f.errs[fieldClientSecret] != "" {
+		t.Fatalf("errs %q", f.errs)
+	}
+	if len(h.st.Calls()) != 0 {
+		t.Fatalf("sent before the files were given: %v", h.st.Calls())
+	}
+	f.inputs[fieldAssertionFile].SetValue("/run/ci/grant.jwt")
+	f.inputs[fieldClientAssertionFile].SetValue("/run/ci/client.jwt")
+	h.press("ctrl+s")
+	nk := h.st.lastNew
+	if nk.Grant != auth.GrantJWTBearer || nk.AssertionFile != "/run/ci/grant.jwt" || nk.ClientAssertionFile != "/run/ci/client.jwt" || nk.ClientSecret != "" {
+		t.Fatalf("sent %+v", nk.Definition)
+	}
+}
+
+// A failure about an assertion puts the focus on the field of its file:
+// the grant's, or the client's.
+func TestAssertionFaultsFocusTheirFile(t *testing.T) {
+	t.Parallel()
+	c, err := auth.NewClient(auth.Options{Timeout: 5 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	conn := auth.Connection{TokenURL: "http://127.0.0.1:1/token", ClientID: "ci", ClientAuth: auth.ClientAssertion}
+	_, grantErr := c.Obtain(ctx, auth.GrantJWTBearer, auth.Request{Conn: conn})
+	src := &auth.AssertionSource{From: "the file ci.jwt", Fetch: func(context.Context) (string, error) { return "eyJhbGciOiJFUzI1NiJ9.e30.c2ln", nil }}
+	_, clientErr := c.Obtain(ctx, auth.GrantJWTBearer, auth.Request{Conn: conn, Assertion: src, ClientAuth: auth.ClientAuth{Method: auth.ClientAssertion}})
+	if got := faultField(grantErr); got != fieldAssertionFile {
+		t.Errorf("%v: field %d, want the assertion file's", grantErr, got)
+	}
+	if got := faultField(clientErr); got != fieldClientAssertionFile {
+		t.Errorf("%v: field %d, want the client assertion file's", clientErr, got)
+	}
 }

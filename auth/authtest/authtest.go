@@ -23,6 +23,10 @@ type User struct {
 	RequiredActions            bool                // "Account is not fully set up"
 	RealmRoles                 []string            // realm_access.roles
 	ClientRoles                map[string][]string // resource_access.<client>.roles
+	// ExternalSubject links the user to a subject of the realm's external
+	// issuer (Keycloak: an identity provider link): a JWT bearer grant
+	// with its assertion signs in as this user.
+	ExternalSubject string
 }
 
 // Client is a registered client application.
@@ -69,6 +73,14 @@ type Client struct {
 	// (Keycloak: "Proof Key for Code Exchange Code Challenge Method", which
 	// applies to the device grant too).
 	DevicePKCE bool
+	// JWTBearerGrant allows the JWT authorization grant (RFC 7523 §2.1)
+	// with assertions of the realm's external issuer (Keycloak 26.5:
+	// "JWT Authorization Grant" with the identity provider allowed).
+	JWTBearerGrant bool
+	// FederatedSubject is, for AuthMethod AuthFederatedJWT, the subject an
+	// assertion of the realm's external issuer must have to authenticate
+	// the client.
+	FederatedSubject string
 }
 
 // Config describes the realm. Zero fields take Keycloak-like defaults.
@@ -147,6 +159,11 @@ type Config struct {
 	// for client certificates (RFC 8705), with a certificate from the
 	// server's CA (Server.CA); discovery's mtls_endpoint_aliases name it.
 	MTLS bool
+	// ExternalIssuer makes the realm trust an external issuer of its own
+	// (Server.External, at URL()+"/ci"): its assertions are a JWT bearer
+	// grant for the user linked to their subject and authenticate the
+	// clients whose authenticator is AuthFederatedJWT.
+	ExternalIssuer bool
 }
 
 // ErrorBodies is the shape of error answers (Config.ErrorBodies).

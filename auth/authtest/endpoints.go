@@ -64,6 +64,9 @@ func (s *Server) routes() *http.ServeMux {
 	if s.opts.RevocationPath != "" {
 		mux.Handle(oidc+"/revoke", s.endpoint("revoke", notFound, post))
 	}
+	if s.external != nil {
+		s.externalRoutes(mux)
+	}
 	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
 		writeJSON(w, http.StatusNotFound, map[string]string{
 			"error":             "Unable to find matching target resource method",
@@ -280,7 +283,7 @@ func (s *Server) token(w http.ResponseWriter, r *http.Request, issuer string) {
 	case "":
 		s.writeError(w, errf(http.StatusBadRequest, "invalid_request", "Missing form parameter: grant_type"))
 		return
-	case "password", "refresh_token", "client_credentials", grantDeviceCode, "authorization_code", grantTokenExchange:
+	case "password", "refresh_token", "client_credentials", grantDeviceCode, "authorization_code", grantTokenExchange, jwtBearerGrant:
 	default:
 		s.writeError(w, errf(http.StatusBadRequest, "unsupported_grant_type", "Unsupported grant_type"))
 		return
@@ -316,6 +319,8 @@ func (s *Server) token(w http.ResponseWriter, r *http.Request, issuer string) {
 		resp, e = s.authorizationCodeGrant(form, client, issuer, bind)
 	case grantTokenExchange:
 		resp, e = s.tokenExchangeGrant(form, client, issuer)
+	case jwtBearerGrant:
+		resp, e = s.jwtBearerGrantFor(form, r, client, issuer, bind)
 	default:
 		resp, e = s.refreshGrant(form, client, issuer, bind)
 	}
@@ -734,6 +739,9 @@ func (s *Server) discovery(w http.ResponseWriter, _ *http.Request, issuer string
 	}
 	if s.opts.NoTokenExchange {
 		doc["grant_types_supported"] = []string{"authorization_code", "password", "refresh_token", "client_credentials", grantDeviceCode}
+	}
+	if s.external != nil {
+		doc["grant_types_supported"] = append(doc["grant_types_supported"].([]string), jwtBearerGrant)
 	}
 	if s.opts.NoLogout {
 		delete(doc, "end_session_endpoint")

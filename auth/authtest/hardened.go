@@ -73,6 +73,12 @@ func (s *Server) jwtClient(r *http.Request, form url.Values) (Client, *oauthErro
 	case form.Get("client_assertion") == "":
 		return Client{}, errf(http.StatusBadRequest, "invalid_client", "client_assertion parameter missing")
 	}
+	s.mu.Lock()
+	named, ok := s.clients[form.Get("client_id")]
+	s.mu.Unlock()
+	if ok && !named.Disabled && named.AuthMethod == AuthFederatedJWT {
+		return s.federatedClient(r, form, named)
+	}
 	jws, err := jose.ParseSignedCompact(form.Get("client_assertion"), append(dpopAlgs, jose.HS256, jose.HS384, jose.HS512, jose.RS384, jose.RS512, jose.PS384, jose.PS512))
 	if err != nil || len(jws.Signatures) != 1 {
 		return Client{}, jwtFailed("Invalid token")

@@ -55,6 +55,8 @@ type Server struct {
 	ca            *CA         // the mTLS listener's CA (Config.MTLS)
 	mtlsURL       string      // the mTLS listener's base URL
 	mtlsSrv       *http.Server
+	external      *ExternalIssuer // Config.ExternalIssuer
+	assertions    []string        // external assertions received
 }
 
 type userRecord struct {
@@ -96,6 +98,8 @@ func DemoConfig() Config {
 			LastName:      "Demo",
 			RealmRoles:    []string{"offline_access", "uma_authorization", "shipper"},
 			ClientRoles:   map[string][]string{DemoClientID: {"write", "read"}},
+			// The demo CI job's identity signs in as demo (JWT bearer grant).
+			ExternalSubject: DemoCISubject,
 		}},
 		Clients: []Client{
 			{ID: DemoClientID, Secret: DemoClientSecret, ServiceAccount: true, DeviceGrant: true},
@@ -104,7 +108,11 @@ func DemoConfig() Config {
 			// client_secret_jwt. PAR and DPoP are open to every client.
 			{ID: DemoDPoPClientID, Secret: DemoClientSecret, DPoP: true, ServiceAccount: true, DeviceGrant: true},
 			{ID: DemoJWTClientID, Secret: DemoJWTSecret, AuthMethod: AuthClientSecretJWT, ServiceAccount: true, DeviceGrant: true},
+			// Key-less CI logins: an assertion of the realm's external
+			// issuer authenticates the client and is its JWT bearer grant.
+			{ID: DemoCIClientID, AuthMethod: AuthFederatedJWT, FederatedSubject: DemoCISubject, JWTBearerGrant: true, ServiceAccount: true},
 		},
+		ExternalIssuer:     true,
 		AccessTTL:          1314000 * time.Second,
 		RefreshTTL:         30 * time.Minute,
 		RevokeRefreshToken: false,
@@ -140,6 +148,9 @@ func Start(addr string, cfg Config) (*Server, error) {
 	}
 	s.ln = ln
 	s.url = "http://" + ln.Addr().String()
+	if s.external != nil {
+		s.external.URL = s.url + "/ci"
+	}
 	s.srv = &http.Server{
 		Handler:           s.mux,
 		ReadHeaderTimeout: 10 * time.Second,
@@ -281,6 +292,11 @@ func newServer(cfg Config) (*Server, error) {
 	}
 	s.hmacKid = newUUID()
 	s.dpopNonce = randomToken(16)
+	if cfg.ExternalIssuer {
+		if s.external, err = NewExternalIssuer(""); err != nil {
+			return nil, err
+		}
+	}
 	s.mux = s.routes()
 	return s, nil
 }

@@ -62,6 +62,7 @@ type Provider struct {
 	ShortClientID          string
 	DPoPAPIClientID        string
 	Hardened               Hardened
+	CI                     CI
 }
 
 // Hardened are the provider's clients configured as a hardened realm would
@@ -215,6 +216,11 @@ func launch(extraEnv ...string) (*Provider, string) {
 	if err != nil {
 		return nil, "hardened clients: " + err.Error()
 	}
+	ciEnv, err := p.CI.make()
+	if err != nil {
+		return nil, "CI logins: " + err.Error()
+	}
+	hardenedEnv = append(hardenedEnv, ciEnv...)
 	ctx, cancel := context.WithCancel(context.Background())
 	cmd := exec.CommandContext(ctx, node, filepath.Join(d, "server.js"))
 	// The secret goes through the environment, never argv.

@@ -45,6 +45,15 @@
 // client of the provider. With SHIPKEY_OP_NO_TOKEN_EXCHANGE=1 it is not
 // registered: the provider answers unsupported_grant_type, as servers
 // without it do.
+// Key-less CI logins: the JWT bearer grant (RFC 7523 §2.1), which
+// oidc-provider does not have, is registered below for the client
+// SHIPKEY_OP_CI_CLIENT_ID (default shipping-ci; private_key_jwt with the key
+// set SHIPKEY_OP_CI_CLIENT_JWKS, whose key a CI system holds; 2 s tokens):
+// an ES256 token of the trusted issuer SHIPKEY_OP_CI_ISSUER (keys
+// SHIPKEY_OP_CI_JWKS) with this provider in aud is an access token for its
+// subject, without a refresh token. GET /test/assertions lists the
+// assertions the token endpoint received (the grant's and the client
+// assertions), for tests that check a renewal carried a new one.
 // When SHIPKEY_OP_TLS_CERT/KEY/CA are set, the same provider is also served
 // over HTTPS on another port that asks for client certificates, printed as
 // the second line on stdout and named by discovery's mtls_endpoint_aliases.
@@ -71,6 +80,10 @@ const withExchange = env('SHIPKEY_OP_NO_TOKEN_EXCHANGE', '') === '';
 const confidentialGrants = [...grants, 'client_credentials', ...(withExchange ? [exchangeGrant] : [])];
 const hardenedTTL = Number(env('SHIPKEY_OP_HARDENED_TTL', '2'));
 const jwks = (name) => { const v = env(name, ''); return v ? JSON.parse(v) : undefined; };
+const jwtBearerGrant = 'urn:ietf:params:oauth:grant-type:jwt-bearer';
+const ciClientId = env('SHIPKEY_OP_CI_CLIENT_ID', 'shipping-ci');
+const ciIssuer = env('SHIPKEY_OP_CI_ISSUER', '');
+const ciJWKS = jwks('SHIPKEY_OP_CI_JWKS');
 const tlsCert = env('SHIPKEY_OP_TLS_CERT', ''), tlsKey = env('SHIPKEY_OP_TLS_KEY', ''), tlsCA = env('SHIPKEY_OP_TLS_CA', '');
 const native = { application_type: 'native', response_types: ['code'], redirect_uris: ['http://127.0.0.1/callback'] };
 const hardened = [
@@ -79,6 +92,10 @@ const hardened = [
   { client_id: 'shipping-hmac', token_endpoint_auth_method: 'client_secret_jwt', client_secret: env('SHIPKEY_OP_JWT_SECRET', crypto.randomBytes(32).toString('hex')) },
   { client_id: 'shipping-dpop', token_endpoint_auth_method: 'client_secret_post', client_secret: clientSecret, dpop_bound_access_tokens: true },
   { client_id: 'shipping-par', token_endpoint_auth_method: 'client_secret_post', client_secret: clientSecret, require_pushed_authorization_requests: true },
+  ...(ciIssuer && ciJWKS ? [{
+    client_id: ciClientId, token_endpoint_auth_method: 'private_key_jwt', jwks: jwks('SHIPKEY_OP_CI_CLIENT_JWKS'),
+    grant_types: [...confidentialGrants, jwtBearerGrant],
+  }] : []),
   ...(tlsCA ? [{
     client_id: 'shipping-mtls', token_endpoint_auth_method: 'tls_client_auth',
     tls_client_auth_subject_dn: 'CN=shipping-mtls', tls_client_certificate_bound_access_tokens: true,
@@ -102,6 +119,7 @@ const ttlFor = (seconds) => (ctx, token, client) => {
 // for an already parsed body (req.body), so the provider still sees it.
 const readForm = async (ctx) => {
   if (!ctx.is('application/x-www-form-urlencoded')) return new URLSearchParams();
+  if (typeof ctx.req.body === 'string') return new URLSearchParams(ctx.req.body);
   const chunks = [];
   for await (const c of ctx.req) chunks.push(c);
   ctx.req.body = Buffer.concat(chunks).toString();
@@ -191,6 +209,57 @@ const tokenExchange = async (ctx) => {
   ctx.body = {
     access_token: value, issued_token_type: accessTokenType, token_type: 'Bearer', expires_in: token.expiration, scope,
   };
+};
+
+// jwtBearer is the JWT bearer grant (RFC 7523 §2.1) as a realm that trusts
+// a CI system's issuer has it: an ES256 token of ciIssuer, live, for this
+// provider, is an access token for its subject; no refresh token. Its
+// refusals say what was wrong with the assertion.
+const refuse = (desc) => new errors.CustomOIDCProviderError('invalid_grant', desc);
+const b64json = (s) => JSON.parse(Buffer.from(s, 'base64url').toString());
+const jwtBearer = async (ctx) => {
+  const { client, params, provider } = ctx.oidc;
+  const parts = (params.assertion || '').split('.');
+  let header;
+  let claims;
+  try {
+    [header, claims] = [b64json(parts[0]), b64json(parts[1])];
+  } catch {
+    throw refuse('the assertion is not a JWT');
+  }
+  if (parts.length !== 3) throw refuse('the assertion is not a JWT');
+  if (claims.iss !== ciIssuer) throw refuse('the assertion issuer is not trusted');
+  if (typeof claims.exp !== 'number' || claims.exp <= Math.floor(Date.now() / 1000)) throw refuse('the assertion has expired');
+  const key = ciJWKS.keys.find((k) => !header.kid || k.kid === header.kid);
+  const signed = key && header.alg === 'ES256' && crypto.verify('sha256', Buffer.from(`${parts[0]}.${parts[1]}`),
+    { key: crypto.createPublicKey({ key, format: 'jwk' }), dsaEncoding: 'ieee-p1363' }, Buffer.from(parts[2], 'base64url'));
+  if (!signed) throw refuse('the assertion signature does not verify');
+  if (![].concat(claims.aud || []).includes(provider.issuer)) throw refuse('the assertion audience is not this provider');
+  if (!claims.sub) throw refuse('the assertion has no subject');
+  const grant = new provider.Grant({ accountId: claims.sub, clientId: client.clientId });
+  const scope = params.scope || undefined;
+  if (scope) grant.addOIDCScope(scope);
+  const grantId = await grant.save();
+  const token = new provider.AccessToken({ client, accountId: claims.sub, grantId, scope, gty: 'jwt-bearer' });
+  const value = await token.save();
+  ctx.body = { access_token: value, token_type: 'Bearer', expires_in: token.expiration, scope };
+};
+
+// assertionsSeen are the assertions the token endpoint received
+// (GET /test/assertions lists them).
+const assertionsSeen = [];
+const recordAssertions = async (ctx, next) => {
+  if (ctx.method === 'GET' && ctx.path === '/test/assertions') {
+    ctx.body = assertionsSeen;
+    return undefined;
+  }
+  if (ctx.method === 'POST' && ctx.path === '/token') {
+    const form = await readForm(ctx);
+    for (const name of ['client_assertion', 'assertion']) {
+      if (form.get(name)) assertionsSeen.push(form.get(name));
+    }
+  }
+  return next();
 };
 
 process.stdin.on('end', () => process.exit(0));
@@ -285,6 +354,10 @@ Promise.all([listening(server), ...(mtlsServer ? [listening(mtlsServer)] : [])])
     provider.registerGrantType(exchangeGrant, tokenExchange,
       ['subject_token', 'subject_token_type', 'audience', 'resource', 'scope', 'requested_token_type']);
   }
+  if (ciIssuer && ciJWKS) {
+    provider.registerGrantType(jwtBearerGrant, jwtBearer, ['assertion', 'scope']);
+  }
+  provider.use(recordAssertions);
   provider.use(deviceWithPKCE);
   server.on('request', provider.callback());
   if (mtlsServer) mtlsServer.on('request', provider.callback());

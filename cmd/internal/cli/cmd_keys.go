@@ -84,6 +84,12 @@ type grantFlags struct {
 	ClientCertFile string // --client-cert: PEM, for tls_client_auth and self_signed_tls_client_auth
 	DPoP           bool   // --dpop: DPoP-bound tokens
 	PAR            bool   // --par: push authorization requests when the realm has a PAR endpoint
+
+	// Key-less logins: where the jwt-bearer grant's assertion and the
+	// client_assertion method's are read (a file, or a command), again at
+	// every renewal. The assertion itself never goes on a command line.
+	AssertionFile, AssertionCmd             string
+	ClientAssertionFile, ClientAssertionCmd string
 }
 
 // add defines the grant flags on fl.
@@ -106,12 +112,23 @@ func (g *grantFlags) add(fl *pflag.FlagSet) {
 	fl.StringVar(&g.ClientCertFile, "client-cert", "", "the client certificate (PEM) for tls_client_auth / self_signed_tls_client_auth, with --client-key")
 	fl.BoolVar(&g.DPoP, "dpop", false, "bind the tokens to a DPoP key of this key's own (RFC 9449)")
 	fl.BoolVar(&g.PAR, "par", true, "authcode: push the authorization request when the realm has a PAR endpoint (RFC 9126)")
+	fl.StringVar(&g.AssertionFile, "assertion-file", "", "jwt-bearer: file holding a trusted issuer's token (a CI identity token), read again at every renewal")
+	fl.StringVar(&g.AssertionCmd, "assertion-cmd", "", "jwt-bearer: command (split at spaces, no shell) that prints such a token, run again at every renewal")
+	fl.StringVar(&g.ClientAssertionFile, "client-assertion-file", "", "client_assertion: file holding the token that authenticates the client, read again at every request")
+	fl.StringVar(&g.ClientAssertionCmd, "client-assertion-cmd", "", "client_assertion: command (split at spaces, no shell) that prints it, run again at every request")
+}
+
+// assertionSources puts the flags' assertion sources into d.
+func (g *grantFlags) assertionSources(d *store.Definition) {
+	d.AssertionFile, d.AssertionCmd = g.AssertionFile, g.AssertionCmd
+	d.ClientAssertionFile, d.ClientAssertionCmd = g.ClientAssertionFile, g.ClientAssertionCmd
 }
 
 // grantFlagNames are the flags add defines.
 var grantFlagNames = []string{"grant", "auth-url", "realm", "token-url", "issuer", "client-id", "username", "scope",
 	"client-auth", "basic-auth", "public-client", "browser-timeout", "callback-port",
-	"client-key", "client-key-id", "client-cert", "dpop", "par"}
+	"client-key", "client-key-id", "client-cert", "dpop", "par",
+	"assertion-file", "assertion-cmd", "client-assertion-file", "client-assertion-cmd"}
 
 // check finds what is missing or contradictory in the grant flags, as a
 // usage error; missing collects the flags not given (the caller adds its
@@ -129,8 +146,8 @@ func (g *grantFlags) check(cmd *cobra.Command, missing *[]string) (auth.GrantTyp
 		*missing = append(*missing, missingFlags(cmd, "username")...)
 	} else {
 		flags := []string{"remember-password", "password-stdin"}
-		if grant.Type() == auth.GrantClientCredentials {
-			flags = append(flags, "username") // no person signs in
+		if grant.Type() == auth.GrantClientCredentials || grant.Type() == auth.GrantJWTBearer {
+			flags = append(flags, "username") // no person signs in (the assertion names its subject)
 		}
 		for _, f := range flags {
 			if fl := cmd.Flags().Lookup(f); fl != nil && fl.Changed {
@@ -154,6 +171,22 @@ func (g *grantFlags) check(cmd *cobra.Command, missing *[]string) (auth.GrantTyp
 	}
 	if method == auth.ClientAuthNone && grant.Type() == auth.GrantClientCredentials {
 		return "", "", usageErrorf("--grant client-credentials needs the client's secret: drop --public-client")
+	}
+	for _, src := range []struct {
+		file, cmd, flags, what string
+		needed                 bool
+	}{
+		{g.AssertionFile, g.AssertionCmd, "--assertion-file FILE or --assertion-cmd CMD", "--grant " + string(auth.GrantJWTBearer), grant.Type() == auth.GrantJWTBearer},
+		{g.ClientAssertionFile, g.ClientAssertionCmd, "--client-assertion-file FILE or --client-assertion-cmd CMD", "--client-auth " + string(auth.ClientAssertion), method.Needs().External},
+	} {
+		switch given := src.file != "" || src.cmd != ""; {
+		case src.needed && !given:
+			*missing = append(*missing, src.flags)
+		case !src.needed && given:
+			return "", "", usageErrorf("%s are for %s", strings.Replace(src.flags, " or ", " and ", 1), src.what)
+		case src.file != "" && src.cmd != "":
+			return "", "", usageErrorf("pass %s, not both", src.flags)
+		}
 	}
 	if g.TokenURL != "" && g.Issuer != "" {
 		return "", "", usageErrorf("--token-url and --issuer exclude each other (see: %s --help)", cmd.CommandPath())
@@ -214,6 +247,15 @@ under a label. --grant is one of:
                       and the URL are printed on stderr
   authcode            sign in with a browser (PKCE) that comes back to
                       http://127.0.0.1 (--callback-port to fix the port)
+  jwt-bearer          a trusted issuer's token (a CI job's identity token)
+                      for the key's tokens (RFC 7523): --assertion-file or
+                      --assertion-cmd, read again at every renewal
+
+A client whose realm accepts such a token in place of a secret (Keycloak's
+federated client authentication) takes --client-auth client_assertion with
+--client-assertion-file or --client-assertion-cmd. Only where the token is
+is kept, never the token; a command is split at spaces and run without a
+shell.
 
 The client secret comes from SHIPKEY_CLIENT_SECRET, --client-secret-stdin
 (one line) or a hidden prompt; --public-client asks for none. The password
@@ -224,7 +266,10 @@ the desktop's opener) and always print it.`,
     --auth-url https://auth.example.com --client-id shipping-api --username me
   pass show shipping | shipkey keys new --label prod --password-stdin …
   SHIPKEY_CLIENT_SECRET=… shipkey keys new --grant client-credentials --label ci \
-    --auth-url https://auth.example.com --client-id shipping-ci`,
+    --auth-url https://auth.example.com --client-id shipping-ci
+  shipkey keys new --grant jwt-bearer --label ci --auth-url https://auth.example.com \
+    --client-id shipping-ci --client-auth client_assertion \
+    --assertion-file /var/run/ci/token --client-assertion-file /var/run/ci/token`,
 		Args: usageArgs(cobra.NoArgs),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			// Every missing flag in one message.
@@ -248,6 +293,9 @@ the desktop's opener) and always print it.`,
 			}
 			if l := strings.TrimSpace(opts.Label); text.Safe(l) != l {
 				return usageErrorf("--label %s contains control characters; choose another", text.ShellQuote(l))
+			}
+			if opts.TeamName != "" && (grantType == auth.GrantJWTBearer || method.Needs().External) {
+				return usageErrorf("--team keys renew on every member's machine, and the assertion file or command is this machine's: drop --team")
 			}
 			if opts.TeamName != "" && !grant.Unattended(auth.Kept{Password: true}) {
 				return usageErrorf("--team keys renew on every member's machine without a person: use --grant password or client-credentials, not %s", grant.Type())
@@ -381,7 +429,9 @@ func keysNewRun(ctx context.Context, opts *keysNewOptions) error {
 		fmt.Fprintf(opts.IO.ErrOut, "Got team API key %s (%s), shared with every member of %s\n", text.Safe(tk.Address()), lifetimes(keys.TeamStoreKey(tk), opts.Now()), opts.TeamName)
 		return nil
 	}
-	key, ts, err := st.Create(ctx, store.NewKey{Label: opts.Label, Definition: store.Definition{Connection: conn, Grant: grant, CallbackPort: opts.CallbackPort, Username: opts.Username, RememberPassword: opts.RememberPassword, APIURL: apiURL}, ClientSecret: clientSecret, Password: password, Prompt: newPrompter(opts.IO, opts.Getenv), Wait: opts.BrowserWait,
+	def := store.Definition{Connection: conn, Grant: grant, CallbackPort: opts.CallbackPort, Username: opts.Username, RememberPassword: opts.RememberPassword, APIURL: apiURL}
+	opts.assertionSources(&def)
+	key, ts, err := st.Create(ctx, store.NewKey{Label: opts.Label, Definition: def, ClientSecret: clientSecret, Password: password, Prompt: newPrompter(opts.IO, opts.Getenv), Wait: opts.BrowserWait,
 		ClientKey: clientKey, ClientCert: clientCert, GenerateClientKey: opts.GenerateClientKey, OnClientKey: registerClientKey(opts.IO)})
 	if err != nil {
 		return interrupted(ctx, err)

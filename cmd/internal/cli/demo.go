@@ -45,7 +45,18 @@ checks the realm's tokens (api_url) are printed on stdout (one "key: value" a
 line), and it runs until interrupted. The demo realm serves
 every grant: the client has a service account (client credentials) and the
 device grant, the public client signs in with a device code or the browser
-(its pages take the demo username and password).`,
+(its pages take the demo username and password).
+
+Key-less CI logins: the realm trusts an external issuer of its own, as a
+realm trusts a CI system's. assertion_url mints a token of it for anyone who
+asks (GET; ?ttl=30s for a short one, ?aud=… for another audience), and the
+client ci_client_id takes that token both as its client authentication and
+as a JWT bearer grant for the demo user:
+
+  curl -s ASSERTION_URL > ci.jwt
+  shipkey keys new --label ci --grant jwt-bearer --auth-url AUTH_URL \
+    --client-id shipping-ci --client-auth client_assertion \
+    --assertion-file ci.jwt --client-assertion-file ci.jwt`,
 		Args: usageArgs(cobra.NoArgs),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if runF != nil {
@@ -83,9 +94,9 @@ func demoRun(ctx context.Context, opts *demoOptions) error {
 	defer api.Close()
 
 	if opts.Serve {
-		fmt.Fprintf(opts.IO.Out, "auth_url: %s\nrealm: %s\nclient_id: %s\nclient_secret: %s\nusername: %s\npassword: %s\npublic_client_id: %s\ngrants: %s\napi_url: %s\n",
+		fmt.Fprintf(opts.IO.Out, "auth_url: %s\nrealm: %s\nclient_id: %s\nclient_secret: %s\nusername: %s\npassword: %s\npublic_client_id: %s\ngrants: %s\napi_url: %s\nci_client_id: %s\nassertion_url: %s\n",
 			srv.URL(), srv.Realm(), authtest.DemoClientID, authtest.DemoClientSecret, authtest.DemoUsername, authtest.DemoPassword,
-			authtest.DemoPublicClientID, grantNames(), api.URL())
+			authtest.DemoPublicClientID, grantNames(), api.URL(), authtest.DemoCIClientID, srv.External().URL+"/token")
 		fmt.Fprintln(opts.IO.ErrOut, "Demo server running; stop it with Ctrl-C.")
 		<-ctx.Done()
 		return nil

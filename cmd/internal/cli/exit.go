@@ -109,7 +109,7 @@ func errorLine(err error) string {
 // wrong password), or a refusal that does not say which.
 func credentialsRefused(err error) bool {
 	switch auth.KindOf(err) {
-	case auth.KindInvalidClient, auth.KindInvalidCredentials, auth.KindCredentialsRefused:
+	case auth.KindInvalidClient, auth.KindInvalidCredentials, auth.KindCredentialsRefused, auth.KindAssertionRefused:
 		return true
 	}
 	return false

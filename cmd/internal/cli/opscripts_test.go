@@ -1,8 +1,10 @@
 package cli
 
 import (
+	"flag"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -45,6 +47,7 @@ func TestOpenIDProviderScripts(t *testing.T) {
 				"OP_PAR_CLIENT_ID":         p.Hardened.PARClientID,
 				"OP_DEVICE_PKCE_CLIENT_ID": p.Hardened.DevicePKCEClientID,
 				"OP_SELFSIGNED_CLIENT_ID":  p.Hardened.SelfSignedClientID,
+				"OP_CI_CLIENT_ID":          p.CI.ClientID,
 			} {
 				env.Setenv(k, v)
 			}
@@ -71,18 +74,19 @@ func TestOpenIDProviderScripts(t *testing.T) {
 		RequireExplicitExec: true,
 		UpdateScripts:       *updateScripts,
 		Cmds: map[string]func(*testscript.TestScript, bool, []string){
-			"nosecrets":  cmdNoSecrets,
-			"exits":      cmdExits,
-			"sleep":      cmdSleep,
-			"opactive":   cmdOPActive(p),
-			"apiserver":  cmdAPIServer,
-			"bigjson":    cmdBigJSON,
-			"samebody":   cmdSameBody,
-			"jsonfield":  cmdJSONField,
-			"dpopsend":   cmdDPoPSend,
-			"socketgone": cmdSocketGone,
-			"snapshot":   cmdSnapshot,
-			"opexpired":  cmdOPExpired(p),
+			"nosecrets":   cmdNoSecrets,
+			"exits":       cmdExits,
+			"sleep":       cmdSleep,
+			"opactive":    cmdOPActive(p),
+			"apiserver":   cmdAPIServer,
+			"bigjson":     cmdBigJSON,
+			"samebody":    cmdSameBody,
+			"jsonfield":   cmdJSONField,
+			"dpopsend":    cmdDPoPSend,
+			"socketgone":  cmdSocketGone,
+			"snapshot":    cmdSnapshot,
+			"opexpired":   cmdOPExpired(p),
+			"opassertion": cmdOPAssertion(p),
 		},
 	})
 }
@@ -116,6 +120,45 @@ func cmdOPExpired(p *optest.Provider) func(*testscript.TestScript, bool, []strin
 		// shipkey counts a token's life from when the answer arrived, a
 		// little after the provider issued it: let that pass too.
 		time.Sleep(time.Second)
+	}
+}
+
+// cmdOPAssertion writes to FILE a token of the provider's trusted CI
+// issuer for the JWT bearer grant (subject ci-job), or with -client a
+// client assertion of its CI client signed outside shipkey; -ttl D sets its
+// life (negative: expired). "opassertion seen FILE" asserts that the
+// provider received FILE's assertion.
+//
+//	opassertion FILE [-client] [-ttl D]
+//	opassertion seen FILE
+func cmdOPAssertion(p *optest.Provider) func(*testscript.TestScript, bool, []string) {
+	return func(ts *testscript.TestScript, neg bool, args []string) {
+		if neg || len(args) == 0 {
+			ts.Fatalf("usage: opassertion FILE [-client] [-ttl D] | opassertion seen FILE")
+		}
+		if args[0] == "seen" && len(args) == 2 {
+			got, err := p.Assertions()
+			ts.Check(err)
+			// Other scripts share the provider: FILE's (a new jti each) is
+			// among those it received.
+			if !slices.Contains(got, strings.TrimSpace(ts.ReadFile(args[1]))) {
+				ts.Fatalf("the provider did not receive %s's assertion (%d received)", args[1], len(got))
+			}
+			return
+		}
+		fs := flag.NewFlagSet("opassertion", flag.ContinueOnError)
+		client := fs.Bool("client", false, "a client assertion of the CI client")
+		ttl := fs.Duration("ttl", 5*time.Minute, "life (negative: expired)")
+		ts.Check(fs.Parse(args[1:]))
+		var tok string
+		var err error
+		if *client {
+			tok, err = p.CI.MintClientAssertion(p.Issuer, *ttl)
+		} else {
+			tok, err = p.CI.MintAssertion(p.Issuer, "ci-job", *ttl)
+		}
+		ts.Check(err)
+		ts.Check(os.WriteFile(ts.MkAbs(args[0]), []byte(tok+"\n"), 0o600))
 	}
 }
 

@@ -204,6 +204,9 @@ const (
 	// flow off).
 	scriptPublicClient   = "shipping-cli"
 	scriptNoGrantsClient = "shipping-legacy"
+	// scriptCISubject is the subject of the realm's external issuer's
+	// tokens (authserver assertion): alice's link, shipping-ci's subject.
+	scriptCISubject = "repo:acme/shipping:ref:refs/heads/main"
 )
 
 func randomHex(n int) string {
@@ -223,6 +226,9 @@ func (r *realm) config(access, refresh time.Duration, rotate bool) authtest.Conf
 			FirstName: "Alice", LastName: "Shipper",
 			RealmRoles:  []string{"offline_access", "shipper"},
 			ClientRoles: map[string][]string{scriptClient: {"write"}},
+			// A CI job's identity at the realm's external issuer signs in
+			// as alice (JWT bearer grant).
+			ExternalSubject: scriptCISubject,
 		}, {
 			// Another person of the realm, for sign-ins by the wrong account.
 			Username: "mallory", Password: r.password, Email: "mallory@example.com",
@@ -239,7 +245,11 @@ func (r *realm) config(access, refresh time.Duration, rotate bool) authtest.Conf
 			{ID: "shipping-par", Secret: r.clientSecret, RequirePAR: true},
 			{ID: "shipping-mtls", AuthMethod: authtest.AuthTLSClient, ServiceAccount: true, DeviceGrant: true, DevicePKCE: true},
 			{ID: "shipping-selfsigned", AuthMethod: authtest.AuthSelfSignedTLS, JWKS: r.hardened.selfJWKS, ServiceAccount: true, DeviceGrant: true, DevicePKCE: true},
+			// Key-less CI logins: the external issuer's token authenticates
+			// the client (federated JWT) and is its JWT bearer grant.
+			{ID: "shipping-ci", AuthMethod: authtest.AuthFederatedJWT, FederatedSubject: scriptCISubject, JWTBearerGrant: true},
 		},
+		ExternalIssuer:     true,
 		MTLS:               true,
 		DPoPNonces:         true,
 		DeviceInterval:     time.Second,
@@ -379,6 +389,9 @@ func scriptRealm(ts *testscript.TestScript) *realm {
 //	authserver count NAME +N                             N requests since the mark
 //	authserver fail ENDPOINT STATUS [hostile|drop]       next request answers STATUS (or none)
 //	authserver stop                                      close it ($AUTH_URL unreachable)
+//	authserver assertion FILE [-ttl D] [-aud A] [-sub S] [-untrusted]
+//	                                                     write a token of the realm's external issuer (on its clock)
+//	authserver assertionseen FILE                        the last assertion the realm received is FILE's
 func cmdAuthServer(ts *testscript.TestScript, neg bool, args []string) {
 	if neg {
 		ts.Fatalf("unsupported: ! authserver")
@@ -461,6 +474,44 @@ func cmdAuthServer(ts *testscript.TestScript, neg bool, args []string) {
 		r.srv.Inject(f)
 	case "stop":
 		r.srv.Close()
+	case "assertion":
+		fs := flag.NewFlagSet("authserver assertion", flag.ContinueOnError)
+		ttl := fs.Duration("ttl", 5*time.Minute, "lifetime (negative: expired already)")
+		aud := fs.String("aud", "", "audience (default the realm's issuer)")
+		sub := fs.String("sub", scriptCISubject, "subject")
+		untrusted := fs.Bool("untrusted", false, "from an issuer the realm does not trust")
+		if len(args) < 2 {
+			ts.Fatalf("usage: authserver assertion FILE [-ttl D] [-aud A] [-sub S] [-untrusted]")
+		}
+		ts.Check(fs.Parse(args[2:]))
+		a := authtest.Assertion{TTL: *ttl, Subject: *sub}
+		if *aud != "" {
+			a.Audience = []string{*aud}
+		}
+		var tok string
+		var err error
+		if *untrusted {
+			var x *authtest.ExternalIssuer
+			x, err = authtest.NewExternalIssuer("https://ci.untrusted.example")
+			ts.Check(err)
+			a.Now = r.clock.Now()
+			if a.Audience == nil {
+				a.Audience = []string{r.srv.Issuer()}
+			}
+			tok, err = x.Mint(a)
+		} else {
+			tok, err = r.srv.MintAssertion(a)
+		}
+		ts.Check(err)
+		ts.Check(os.WriteFile(ts.MkAbs(args[1]), []byte(tok+"\n"), 0o600))
+	case "assertionseen":
+		if len(args) != 2 {
+			ts.Fatalf("usage: authserver assertionseen FILE")
+		}
+		seen := r.srv.Assertions()
+		if len(seen) == 0 || seen[len(seen)-1] != strings.TrimSpace(ts.ReadFile(args[1])) {
+			ts.Fatalf("the realm's last assertion (of %d) is not %s's", len(seen), args[1])
+		}
 	default:
 		ts.Fatalf("authserver: unknown subcommand %q", args[0])
 	}

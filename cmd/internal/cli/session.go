@@ -314,7 +314,12 @@ func tokenNoStoreRun(ctx context.Context, opts *tokenOptions) error {
 		}
 		opts.Secrets.Add(password)
 	}
-	ca, err := store.OneShotClientAuth(store.NewKey{Definition: store.Definition{Connection: conn}, ClientSecret: secret, ClientKey: clientKey, ClientCert: clientCert})
+	def := store.Definition{Connection: conn, Grant: grant}
+	opts.Conn.assertionSources(&def)
+	if err := store.CheckAssertionSources(&def); err != nil {
+		return err
+	}
+	ca, err := store.OneShotClientAuth(store.NewKey{Definition: def, ClientSecret: secret, ClientKey: clientKey, ClientCert: clientCert})
 	if err != nil {
 		return err
 	}
@@ -325,6 +330,7 @@ func tokenNoStoreRun(ctx context.Context, opts *tokenOptions) error {
 	ts, err := client.Obtain(ctx, grant, auth.Request{
 		Conn: conn, ClientAuth: ca, Username: opts.Conn.Username, Password: password,
 		CallbackPort: opts.Conn.CallbackPort, Wait: opts.Conn.BrowserWait, Prompt: newPrompter(opts.IO, opts.Getenv),
+		Assertion: def.GrantAssertion(),
 	})
 	if err != nil {
 		return interrupted(ctx, err)
