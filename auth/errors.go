@@ -111,8 +111,8 @@ func (e *Error) Render(name func(flag, value string) string) string {
 		b.WriteString(": ")
 	}
 	b.WriteString(e.Msg)
-	if said := e.said(); said != "" {
-		b.WriteString(" (server said: " + said + ")")
+	if said := e.said(); !said.IsEmpty() {
+		b.WriteString(" (server said: " + said.String() + ")")
 	}
 	if e.Hint != "" {
 		b.WriteString("; ")
@@ -170,7 +170,7 @@ func (e *Error) Unwrap() error { return e.Err }
 
 // said is the server's own words in e (its error code and description, else
 // an excerpt of its answer), sanitized; empty when it said nothing.
-func (e *Error) said() string {
+func (e *Error) said() text.Clean {
 	words := e.Code
 	if e.Description != "" {
 		if words != "" {
@@ -181,8 +181,13 @@ func (e *Error) said() string {
 	if words == "" {
 		words = e.Excerpt
 	}
-	return text.Safe(words)
+	return text.Sanitize(words)
 }
+
+// Said is what the server said (its error code and description, else an
+// excerpt of its answer), clean to print; empty when it said nothing. Code
+// stays raw beside it, for decisions.
+func (e *Error) Said() text.Clean { return e.said() }
 
 // KindOf returns the kind of err's *Error, or KindUnknown.
 func KindOf(err error) ErrorKind {

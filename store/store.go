@@ -46,6 +46,7 @@ import (
 	"time"
 
 	"github.com/shipkey/shipkey/auth"
+	"github.com/shipkey/shipkey/internal/text"
 )
 
 // Key is an API key: a labelled credential shipkey keeps. It holds no secret.
@@ -80,6 +81,11 @@ type Key struct {
 	// TeamRemoved: this machine was removed from Team (as last seen there).
 	TeamRemoved bool
 }
+
+// Shown is the key's label as a terminal shows it: clean text (the label is
+// read from config.toml, the index or a team's etcd, none of them trusted).
+// Print it rather than Label; Label is for finding the key.
+func (k Key) Shown() text.Clean { return text.Sanitize(k.Label) }
 
 // RenewsItself reports whether the key's grant gets a new token with no
 // person and no remembered password (client credentials): its expiry is

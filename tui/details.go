@@ -133,7 +133,7 @@ func (d *details) sessionEnded() bool {
 // A userinfo refusal is not that verdict (the endpoint may refuse for
 // other reasons): it shows as "cannot tell".
 func (d *details) serverEnded() bool {
-	return d.liveState == liveAnswered && d.live.State == auth.LiveInactive && d.live.Via == "introspection"
+	return d.liveState == liveAnswered && d.live.State == auth.LiveInactive && d.live.Via.String() == "introspection"
 }
 
 // startLiveCheck marks a server check as in flight.
@@ -588,22 +588,19 @@ func (d *details) serverLine(now time.Time) (parts []string, style lipgloss.Styl
 	}
 	switch d.live.State {
 	case auth.LiveActive:
-		if via := text.Safe(d.live.Via); via != "" {
+		if via := d.live.Via.String(); via != "" {
 			return []string{"accepts this token (" + via + ")"}, s.OK, true
 		}
 		return []string{"accepts this token"}, s.OK, true
 	case auth.LiveInactive:
 		if !d.serverEnded() {
 			// Only introspection's active:false is the server's verdict.
-			return []string{"cannot tell: " + orDash(text.Safe(d.live.Via)) + " refused the token", "(r refreshes, l logs in again)"}, s.Subtle, true
+			return []string{"cannot tell: " + orDash(d.live.Via.String()) + " refused the token", "(r refreshes, l logs in again)"}, s.Subtle, true
 		}
 		return []string{"the server ended this session (introspection)", "— log in again (l)"}, s.Warn, true
 	default:
-		reason := text.Safe(d.live.Detail())
-		if reason == "" {
-			reason = "no answer"
-		}
-		return []string{"cannot tell: " + reason}, s.Subtle, true
+		reason := d.live.Detail().Or(text.Trusted("no answer"))
+		return []string{"cannot tell: " + reason.String()}, s.Subtle, true
 	}
 }
 

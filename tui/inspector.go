@@ -348,7 +348,7 @@ func (in *inspector) render() {
 func (in *inspector) claims(b *strings.Builder, cs []auth.Claim) {
 	w := 0
 	for _, c := range cs {
-		w = max(w, len([]rune(text.Safe(c.Name))))
+		w = max(w, len([]rune(c.Name.String())))
 	}
 	// At most a quarter of the width: at 80 columns, room for
 	// "preferred_username" and no wider.
@@ -368,30 +368,26 @@ func (in *inspector) claimLines(c auth.Claim, w int) string {
 	}
 	s := in.c.styles
 	var b strings.Builder
-	name := text.Safe(c.Name)
+	name := c.Name.String()
 	pad := strings.Repeat(" ", max(1, w-len([]rune(name))+2))
 	var val string
 	switch c.Kind {
 	case auth.ClaimTime:
-		val = s.ClaimTime.Render(text.Safe(c.Display))
+		val = show(s.ClaimTime, c.Display)
 	case auth.ClaimList, auth.ClaimRoles:
-		items := make([]string, len(c.Items))
-		for i, it := range c.Items {
-			items[i] = text.Safe(it)
-		}
-		val = s.ClaimList.Render(strings.Join(items, ", "))
-		if len(items) == 0 {
+		val = show(s.ClaimList, text.Join(c.Items, text.Trusted(", ")))
+		if len(c.Items) == 0 {
 			val = s.Subtle.Render("(none)")
 		}
 	default:
-		val = s.Value.Render(text.Safe(c.Display))
+		val = show(s.Value, c.Display)
 	}
 	// Long values wrap under themselves rather than off the edge; an
 	// address (iss, aud) between the pieces of its path, never in a word.
 	valW := in.width - 6 - lipgloss.Width(name) - len(pad)
 	// Its lines leave room for "↑ more"/"↓ more" (markMore) at their end;
 	// one whose host does not fit beside the name goes under it.
-	if plain := text.Safe(c.Display); c.Kind == auth.ClaimText && isURL(plain) && lipgloss.Width(plain) > valW {
+	if plain := c.Display.String(); c.Kind == auth.ClaimText && isURL(plain) && lipgloss.Width(plain) > valW {
 		room := valW - lipgloss.Width(moreAbove) - 1
 		indent, under := strings.Repeat(" ", in.width-valW), false
 		if lipgloss.Width(urlHead(plain)) > room {
@@ -436,11 +432,11 @@ func (in *inspector) signature(t inspected) string {
 	v := t.ver
 	word := v.State.String()
 	detail := ""
-	if v.KeyID != "" {
-		detail += " (key " + text.Safe(v.KeyID) + ")"
+	if !v.KeyID.IsEmpty() {
+		detail += " (key " + v.KeyID.String() + ")"
 	}
-	if r := sigReason(t); r != "" {
-		detail += ": " + r
+	if r := sigReason(t); !r.IsEmpty() {
+		detail += ": " + r.String()
 	}
 	switch v.State {
 	case auth.SigVerified:
@@ -543,17 +539,17 @@ func (in *inspector) summarize() []string {
 		sig, sigStyle = "signature verified", s.OK
 	case t.ver.State == auth.SigFailed:
 		sig, sigStyle = "signature failed", s.Error
-		reason = text.Safe(t.ver.Reason)
+		reason = t.ver.Reason.String()
 	default:
 		sig = "signature not verified"
 		// "issuer X is not one of your connections; not fetching its keys"
-		reason, _, _ = strings.Cut(sigReason(t), ";")
+		reason, _, _ = strings.Cut(sigReason(t).String(), ";")
 		reason = strings.TrimSpace(reason)
 		if t.ver.KeysUnavailable && in.jwks == "" {
 			reason += " (w: check with a JWKS URL)"
 		}
 		if hmacSigned(t) {
-			reason = sigReason(t)
+			reason = sigReason(t).String()
 		}
 	}
 	if reason != "" {
@@ -563,11 +559,8 @@ func (in *inspector) summarize() []string {
 	}
 	lines := []string{title + " " + kind + sep + sigStyle.Render(sig) + sep + expStyle.Render(exp)}
 	if reason != "" {
-		iss := t.ver.Issuer
-		if iss == "" {
-			iss = t.dec.Issuer
-		}
-		lines = append(lines, "  "+sigStyle.Render(fitReason(reason, text.Safe(iss), in.width-4)))
+		iss := t.ver.Issuer.Or(text.Sanitize(t.dec.Issuer))
+		lines = append(lines, "  "+sigStyle.Render(fitReason(reason, iss.String(), in.width-4)))
 	}
 	return append(append(lines, in.bindingLines(t)...), in.futureLines(t)...)
 }
@@ -607,11 +600,11 @@ func hmacSigned(t inspected) bool {
 
 // sigReason is why the signature was not verified, in words: for an HMAC
 // signature, only what is known.
-func sigReason(t inspected) string {
+func sigReason(t inspected) text.Clean {
 	if hmacSigned(t) && !t.verifying {
-		return "HMAC-signed (" + text.Safe(t.dec.Alg) + "): a client cannot check it"
+		return text.Cleanf("HMAC-signed (%s): a client cannot check it", t.dec.Alg)
 	}
-	return text.Safe(t.ver.Reason)
+	return t.ver.Reason
 }
 
 // fitReason fits reason to width cells by eliding the issuer it names

@@ -25,8 +25,14 @@ func SanitizeLines(s string) Clean { return Clean{SafeLines(s)} }
 
 // Trusted is the program's own text as Clean. Call it with a constant only: a
 // test of this package (TestCleanTextTakesConstants) walks the tree and fails
-// on any other argument.
-func Trusted(constant string) Clean { return Clean{constant} }
+// on any other argument. A constant that holds a control character other
+// than a newline is a bug in shipkey: Trusted panics.
+func Trusted(constant string) Clean {
+	if SafeLines(constant) != constant {
+		panic("text.Trusted: a constant with control characters: " + Safe(constant))
+	}
+	return Clean{constant}
+}
 
 // String is the clean text.
 func (c Clean) String() string { return c.s }

@@ -73,6 +73,16 @@ func mustJSON(t *testing.T, v any) []byte {
 	return b
 }
 
+func TestTrustedRefusesControls(t *testing.T) {
+	t.Parallel()
+	defer func() {
+		if recover() == nil {
+			t.Error("Trusted took a constant with ESC")
+		}
+	}()
+	text.Trusted("red\x1b[31m")
+}
+
 func TestWriter(t *testing.T) {
 	t.Parallel()
 	var b strings.Builder
