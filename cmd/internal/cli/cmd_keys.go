@@ -378,7 +378,7 @@ func keysNewRun(ctx context.Context, opts *keysNewOptions) error {
 		if err != nil {
 			return err
 		}
-		fmt.Fprintf(opts.IO.ErrOut, "Got team API key %s (%s), shared with every member of %s\n", text.Safe(tk.Address()), lifetimes(keys.TeamStoreKey(tk), opts.Now()), opts.TeamName)
+		opts.IO.ErrText().Linef("Got team API key %s (%s), shared with every member of %s", tk.Address(), lifetimes(keys.TeamStoreKey(tk), opts.Now()), opts.TeamName)
 		return nil
 	}
 	key, ts, err := st.Create(ctx, store.NewKey{Label: opts.Label, Definition: store.Definition{Connection: conn, Grant: grant, CallbackPort: opts.CallbackPort, Username: opts.Username, RememberPassword: opts.RememberPassword, APIURL: apiURL}, ClientSecret: clientSecret, Password: password, Prompt: newPrompter(opts.IO, opts.Getenv), Wait: opts.BrowserWait,
@@ -387,7 +387,7 @@ func keysNewRun(ctx context.Context, opts *keysNewOptions) error {
 		return interrupted(ctx, err)
 	}
 	opts.Secrets.Add(ts.AccessToken, ts.RefreshToken, ts.IDToken)
-	fmt.Fprintf(opts.IO.ErrOut, "Got API key %s (%s)%s\n", text.Safe(key.Label), lifetimes(key, opts.Now()), signedInAs(key.Grant, ts, opts.Now()))
+	opts.IO.ErrText().Linef("Got API key %s (%s)%s", key.Shown(), lifetimes(key, opts.Now()), signedInAs(key.Grant, ts, opts.Now()))
 	return nil
 }
 
@@ -656,10 +656,10 @@ func keysRenameRun(opts *keysRenameOptions) error {
 		return err
 	}
 	if svc.Parse(opts.Label).IsTeam() {
-		fmt.Fprintf(opts.IO.ErrOut, "Renamed team API key %s to %s for every member\n", text.Safe(opts.Label), text.Safe(to))
+		opts.IO.ErrText().Linef("Renamed team API key %s to %s for every member", opts.Label, to)
 		return nil
 	}
-	fmt.Fprintf(opts.IO.ErrOut, "Renamed API key %s to %s\n", text.Safe(opts.Label), text.Safe(to))
+	opts.IO.ErrText().Linef("Renamed API key %s to %s", opts.Label, to)
 	return nil
 }
 
@@ -722,10 +722,10 @@ func keysSetSecretRun(ctx context.Context, opts *keysSetSecretOptions) error {
 		return err
 	}
 	if ref.IsTeam() {
-		fmt.Fprintf(opts.IO.ErrOut, "Replaced the client secret of team API key %s for every member\n", text.Safe(opts.Label))
+		opts.IO.ErrText().Linef("Replaced the client secret of team API key %s for every member", opts.Label)
 		return nil
 	}
-	fmt.Fprintf(opts.IO.ErrOut, "Replaced the client secret of API key %s\n", text.Safe(opts.Label))
+	opts.IO.ErrText().Linef("Replaced the client secret of API key %s", opts.Label)
 	return nil
 }
 
@@ -762,7 +762,7 @@ func keysDefaultRun(opts *keysDefaultOptions) error {
 	if err := svc.SetDefault(opts.Label); err != nil {
 		return svc.Suggest(opts.Label, err)
 	}
-	fmt.Fprintf(opts.IO.ErrOut, "API key %s is now the default\n", text.Safe(opts.Label))
+	opts.IO.ErrText().Linef("API key %s is now the default", opts.Label)
 	return nil
 }
 

@@ -127,7 +127,7 @@ func writeKeyShow(w io.Writer, k store.Key, v keyVerdict, now time.Time) error {
 		if json.Unmarshal(value, &s) != nil {
 			s = string(value) // numbers, booleans, lists as JSON
 		}
-		fmt.Fprintf(w, "  %-20s %s\n", fmt.Sprint(name)+":", text.Safe(s))
+		text.NewWriter(w).Linef("  %-20s %s", fmt.Sprint(name)+":", s)
 	}
 	return nil
 }

@@ -149,7 +149,7 @@ func serveRun(ctx context.Context, opts *serveOptions) error {
 	if len(opts.Keys) > 0 {
 		what = "keys " + text.Safe(strings.Join(opts.Keys, ", "))
 	}
-	fmt.Fprintf(opts.IO.ErrOut, "Serving tokens of %s on %s (stop with ctrl+c or SIGTERM)\n", what, text.Safe(opts.Socket))
+	opts.IO.ErrText().Linef("Serving tokens of %s on %s (stop with ctrl+c or SIGTERM)", what, opts.Socket)
 
 	select {
 	case err := <-served:
@@ -165,7 +165,7 @@ func serveRun(ctx context.Context, opts *serveOptions) error {
 	if sig, ok := stoppedBy(ctx); ok {
 		why = sig.String()
 	}
-	fmt.Fprintf(opts.IO.ErrOut, "Stopped serving tokens (%s); removed %s\n", why, text.Safe(opts.Socket))
+	opts.IO.ErrText().Linef("Stopped serving tokens (%s); removed %s", why, opts.Socket)
 	return nil
 }
 
@@ -181,7 +181,7 @@ func followUnlock(st *store.Store, errOut io.Writer) {
 		}
 	})
 	if !following && why != "" {
-		fmt.Fprintf(errOut, "shipkey: serve: the secrets file stays unlocked in this process until serve stops (%s)\n", text.Safe(why))
+		text.NewWriter(errOut).Linef("shipkey: serve: the secrets file stays unlocked in this process until serve stops (%s)", why)
 	}
 }
 

@@ -89,10 +89,10 @@ func loginRun(ctx context.Context, opts *loginOptions) error {
 		return interrupted(ctx, err)
 	}
 	if key.Team != "" {
-		fmt.Fprintf(opts.IO.ErrOut, "Logged in team key %s for every member (%s)\n", text.Safe(key.Label), lifetimes(key, opts.Now()))
+		opts.IO.ErrText().Linef("Logged in team key %s for every member (%s)", key.Shown(), lifetimes(key, opts.Now()))
 		return nil
 	}
-	fmt.Fprintf(opts.IO.ErrOut, "Logged in API key %s (%s)%s\n", text.Safe(key.Label), lifetimes(key, opts.Now()), signedInAs(key.Grant, ts, opts.Now()))
+	opts.IO.ErrText().Linef("Logged in API key %s (%s)%s", key.Shown(), lifetimes(key, opts.Now()), signedInAs(key.Grant, ts, opts.Now()))
 	return nil
 }
 
