@@ -372,7 +372,7 @@ func (d *details) result(msg keyTokensMsg) bool {
 
 // loggedOut applies the answer of a logout and returns the sentence that
 // reports it (empty when errMsg says what went wrong).
-func (d *details) loggedOut(res auth.EndResult, err error) string {
+func (d *details) loggedOut(res auth.EndResult, err error) text.Clean {
 	d.state = detailsIdle
 	d.tokens = nil
 	d.key.LoggedOut = true
@@ -384,17 +384,17 @@ func (d *details) loggedOut(res auth.EndResult, err error) string {
 // logoutOutcome is what a logout did, in one sentence: the tokens are
 // dropped here in every case; the server ended the session, had ended it,
 // offers no way to, or refused (then errMsg, not the returned toast).
-func logoutOutcome(res auth.EndResult, err error, errMsg *string) string {
+func logoutOutcome(res auth.EndResult, err error, errMsg *string) text.Clean {
 	switch {
 	case err != nil:
 		*errMsg = "logged out here, but the server did not end the session: " + errText(err)
-		return ""
+		return text.Clean{}
 	case res.AlreadyEnded:
-		return "Logged out: tokens dropped here; the server said the session had already ended."
+		return text.Trusted("Logged out: tokens dropped here; the server said the session had already ended.")
 	case res.Ended():
-		return "Logged out: tokens dropped here and the session ended at the server (" + res.Via + ")."
+		return text.Cleanf("Logged out: tokens dropped here and the session ended at the server (%s).", res.Via)
 	default:
-		return "Logged out: tokens dropped here; the server offers no way to end the session."
+		return text.Trusted("Logged out: tokens dropped here; the server offers no way to end the session.")
 	}
 }
 

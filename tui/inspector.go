@@ -1,10 +1,11 @@
 package tui
 
 import (
-	"charm.land/bubbles/v2/textinput"
 	"fmt"
 	"strings"
 	"time"
+
+	"charm.land/bubbles/v2/textinput"
 
 	"charm.land/bubbles/v2/key"
 	"charm.land/bubbles/v2/viewport"

@@ -508,22 +508,22 @@ func (l *keyList) handleConfirmKey(k tea.KeyPressMsg) (action, tea.Cmd) {
 
 // outcome applies the answer of a delete, rename or set default started
 // here: the toast to show, or false with the error under the table.
-func (l *keyList) outcome(msg opDoneMsg) (string, bool) {
-	lbl := text.Safe(msg.label)
+func (l *keyList) outcome(msg opDoneMsg) (text.Clean, bool) {
+	lbl := text.Sanitize(msg.label)
 	if msg.err != nil {
 		l.errMsg = msg.op.String() + " failed: " + errText(msg.err)
 		if msg.op == opRename && errors.Is(msg.err, store.ErrLabelTaken) {
 			l.errMsg = "a key with this label exists; pick another"
 		}
-		return "", false
+		return text.Clean{}, false
 	}
 	switch msg.op {
 	case opDelete:
 		return deleteOutcome(lbl, l.wasLoggedOut(msg.label), msg.end), true
 	case opRename:
-		return "Renamed to \"" + text.Safe(msg.to) + "\".", true
+		return text.Cleanf("Renamed to \"%s\".", msg.to), true
 	default:
-		return "\"" + lbl + "\" is now the default key.", true
+		return text.Cleanf("\"%s\" is now the default key.", lbl), true
 	}
 }
 
@@ -536,16 +536,16 @@ func (l *keyList) wasLoggedOut(label string) bool {
 
 // deleteOutcome says what a delete did, here and at the server, as `keys
 // rm` does.
-func deleteOutcome(lbl string, loggedOut bool, res auth.EndResult) string {
+func deleteOutcome(lbl text.Clean, loggedOut bool, res auth.EndResult) text.Clean {
 	switch {
 	case loggedOut:
-		return "Deleted \"" + lbl + "\" (it had no session to end)."
+		return text.Cleanf("Deleted \"%s\" (it had no session to end).", lbl)
 	case res.AlreadyEnded:
-		return "Deleted \"" + lbl + "\"; the server said its session had already ended."
+		return text.Cleanf("Deleted \"%s\"; the server said its session had already ended.", lbl)
 	case res.Ended():
-		return "Deleted \"" + lbl + "\" and ended its session at the server (" + text.Safe(res.Via) + ")."
+		return text.Cleanf("Deleted \"%s\" and ended its session at the server (%s).", lbl, res.Via)
 	default:
-		return "Deleted \"" + lbl + "\"; the server offers no way to end its session: its tokens stay valid until they expire."
+		return text.Cleanf("Deleted \"%s\"; the server offers no way to end its session: its tokens stay valid until they expire.", lbl)
 	}
 }
 
