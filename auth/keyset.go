@@ -7,7 +7,6 @@ import (
 	"encoding/json"
 	"encoding/pem"
 	"errors"
-	"fmt"
 
 	jose "github.com/go-jose/go-jose/v4"
 	"github.com/shipkey/shipkey/internal/text"
@@ -78,7 +77,7 @@ func pemKey(b *pem.Block) (any, error) {
 		}
 		return c.PublicKey, nil
 	}
-	return nil, fmt.Errorf("a PEM block of type %s is not a public key or certificate", text.Safe(b.Type))
+	return nil, text.Errorf("a PEM block of type %s is not a public key or certificate", b.Type)
 }
 
 // FetchKeySet GETs the JWK Set at url (http only for loopback hosts).

@@ -79,22 +79,41 @@ func SanitizeAll(ss []string) []Clean {
 }
 
 // Cleanf formats as fmt.Sprintf does, with a constant format (checked as
-// Trusted's argument is; Writer.Linef's too). A Clean argument goes in as it is; any other
-// argument is formatted by its verb and then sanitized (Safe), so that
-// numbers, durations and errors need no wrapping and an unclean string
-// cannot slip through.
+// Trusted's argument is; Writer.Linef's and Errorf's too). A Clean argument
+// goes in as it is; any other argument is formatted by its verb and then
+// sanitized (Safe), so that numbers, durations and errors need no wrapping
+// and an unclean string cannot slip through.
 func Cleanf(format string, args ...any) Clean {
-	return Clean{fmt.Sprintf(format, cleanArgs(args)...)}
+	return Clean{fmt.Sprintf(format, cleanArgs(args, false)...)}
 }
 
-func cleanArgs(args []any) []any {
+// Errorf is fmt.Errorf with a constant format whose arguments are cleaned as
+// Cleanf's are, so that the error's own words about untrusted text (a label,
+// a URL, an environment variable's value) are clean where they are written.
+// An error argument goes in as it is (%w keeps wrapping it): an error may
+// come from anywhere, and is cleaned where it is printed (the CLI's error
+// line, the app's errText).
+func Errorf(format string, args ...any) error {
+	return fmt.Errorf(format, cleanArgs(args, true)...)
+}
+
+// cleanArgs prepares args for a format: Clean as its text, errors as they
+// are when keepErrors is set, anything else sanitized by its verb.
+func cleanArgs(args []any, keepErrors bool) []any {
 	out := make([]any, len(args))
 	for i, a := range args {
-		if c, ok := a.(Clean); ok {
-			out[i] = c.s
-			continue
+		switch a := a.(type) {
+		case Clean:
+			out[i] = a.s
+		case error:
+			if !keepErrors {
+				out[i] = sanitized{a}
+				continue
+			}
+			out[i] = a
+		default:
+			out[i] = sanitized{a}
 		}
-		out[i] = sanitized{a}
 	}
 	return out
 }

@@ -73,6 +73,18 @@ func mustJSON(t *testing.T, v any) []byte {
 	return b
 }
 
+func TestErrorf(t *testing.T) {
+	t.Parallel()
+	cause := errors.New("cause\x1b")
+	err := text.Errorf("key %s, %q: %d: %w", "a\x1b", text.Sanitize("b\n"), 2, cause)
+	if want := `key a\x1b, "b ": 2: cause` + "\x1b"; err.Error() != want {
+		t.Errorf("Errorf = %q, want %q", err, want)
+	}
+	if !errors.Is(err, cause) {
+		t.Error("Errorf does not wrap its %w")
+	}
+}
+
 func TestTrustedRefusesControls(t *testing.T) {
 	t.Parallel()
 	defer func() {
@@ -98,7 +110,7 @@ func TestWriter(t *testing.T) {
 
 // cleanConstructors are the functions and methods whose first argument must
 // be a constant: the program's own words.
-var cleanConstructors = map[string]bool{"Trusted": true, "Cleanf": true, "Linef": true}
+var cleanConstructors = map[string]bool{"Trusted": true, "Cleanf": true, "Linef": true, "text.Errorf": true}
 
 // TestCleanTextTakesConstants walks the module's Go files, as a linter would,
 // and fails on a call of text.Trusted, text.Cleanf or Writer.Linef whose
@@ -152,6 +164,9 @@ func TestCleanTextTakesConstants(t *testing.T) {
 				switch fn := call.Fun.(type) {
 				case *ast.SelectorExpr:
 					name = fn.Sel.Name
+					if x, ok := fn.X.(*ast.Ident); ok && x.Name == "text" && name == "Errorf" {
+						name = "text.Errorf"
+					}
 				case *ast.Ident:
 					name = fn.Name // inside package text
 				}

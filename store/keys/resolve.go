@@ -155,7 +155,7 @@ func (s *Service) TokenToInspect(ctx context.Context, label string) (Inspected, 
 		in.Key.Team = a.Team
 		// The cache's failure names the command that fills it.
 		in.Token, err = s.cachedTeamToken(a, func(err error) error {
-			return fmt.Errorf("team key %s: %w (run: shipkey token %s)", text.Safe(a.Label), err, text.ShellQuote(a.Label))
+			return text.Errorf("team key %s: %w (run: shipkey token %s)", a.Label, err, text.ShellQuote(a.Label))
 		})
 	} else if in.Key, err = s.resolveLocal(label); err == nil {
 		in.Token, err = s.st.Current(in.Key.Label)
@@ -164,8 +164,7 @@ func (s *Service) TokenToInspect(ctx context.Context, label string) (Inspected, 
 		return in, err
 	}
 	if in.Token == nil || in.Token.AccessToken == "" {
-		return in, fmt.Errorf("API key %s has no token: %w; run: shipkey login %s",
-			text.Safe(in.Key.Label), store.ErrLoginNeeded, text.ShellQuote(in.Key.Label))
+		return in, text.Errorf("API key %s has no token: %w; run: shipkey login %s", in.Key.Label, store.ErrLoginNeeded, text.ShellQuote(in.Key.Label))
 	}
 	if in.Key.Team == "" && !in.Token.Access().ValidFor(s.now(), 0) {
 		if fresh, err := s.st.Token(ctx, in.Key.Label, store.TokenOptions{}); err == nil {

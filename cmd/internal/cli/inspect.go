@@ -466,11 +466,11 @@ func loadKeySet(ctx context.Context, client *auth.Client, src string) (auth.KeyS
 	}
 	data, err := os.ReadFile(src)
 	if err != nil {
-		return auth.KeySet{}, fmt.Errorf("--jwks %s: %w", text.Safe(src), unwrapExecError(err))
+		return auth.KeySet{}, text.Errorf("--jwks %s: %w", src, unwrapExecError(err))
 	}
 	ks, err := auth.ParseKeySet(data)
 	if err != nil {
-		return auth.KeySet{}, fmt.Errorf("--jwks %s: %w", text.Safe(src), err)
+		return auth.KeySet{}, text.Errorf("--jwks %s: %w", src, err)
 	}
 	return ks, nil
 }

@@ -154,7 +154,7 @@ func serveRun(ctx context.Context, opts *serveOptions) error {
 	select {
 	case err := <-served:
 		ln.remove()
-		return fmt.Errorf("serving on %s: %w", text.Safe(opts.Socket), err)
+		return text.Errorf("serving on %s: %w", opts.Socket, err)
 	case <-ctx.Done():
 	}
 	shutdown, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
@@ -210,7 +210,7 @@ func refuseAgentDir(socket, agentSocket string) error {
 	}
 	dir, agentDir := filepath.Dir(abs), filepath.Dir(agentSocket)
 	if dir == agentDir || strings.HasPrefix(agentDir, dir+string(filepath.Separator)) {
-		return fmt.Errorf("--socket %s: the unlock agent's directory %s is there; a directory shared with a container must not hold it: use one of its own, such as $XDG_RUNTIME_DIR/shipkey/token.sock", text.Safe(socket), text.Safe(agentDir))
+		return text.Errorf("--socket %s: the unlock agent's directory %s is there; a directory shared with a container must not hold it: use one of its own, such as $XDG_RUNTIME_DIR/shipkey/token.sock", socket, agentDir)
 	}
 	return nil
 }
@@ -382,7 +382,7 @@ func parseMinValid(s string) (time.Duration, error) {
 		d, err = time.Duration(n)*time.Second, nil
 	}
 	if err != nil || d < 0 {
-		return 0, fmt.Errorf("min_valid=%s is not a number of seconds (or a duration such as 5m)", text.Safe(s))
+		return 0, text.Errorf("min_valid=%s is not a number of seconds (or a duration such as 5m)", s)
 	}
 	return d, nil
 }

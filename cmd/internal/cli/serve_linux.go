@@ -48,10 +48,10 @@ func listenSocket(path string) (*socketListener, error) {
 	}
 	uid := os.Getuid()
 	if st, ok := fi.Sys().(*syscall.Stat_t); ok && int(st.Uid) != uid {
-		return nil, fmt.Errorf("the socket's directory %s belongs to uid %d, not you; use a directory of your own", text.Safe(dir), st.Uid)
+		return nil, text.Errorf("the socket's directory %s belongs to uid %d, not you; use a directory of your own", dir, st.Uid)
 	}
 	if perm := fi.Mode().Perm(); perm&0o077 != 0 {
-		return nil, fmt.Errorf("the socket's directory %s is open to other users (mode %04o); use one only you can open (chmod 700 %s)", text.Safe(dir), perm, text.ShellQuote(dir))
+		return nil, text.Errorf("the socket's directory %s is open to other users (mode %04o); use one only you can open (chmod 700 %s)", dir, perm, text.ShellQuote(dir))
 	}
 	if err := checkParents(dir, uid); err != nil {
 		return nil, err
@@ -107,9 +107,9 @@ func checkParents(dir string, uid int) error {
 		sticky := fi.Mode()&os.ModeSticky != 0 && owner == 0
 		switch {
 		case owner != 0 && owner != uid:
-			return fmt.Errorf("the socket's directory is inside %s, which belongs to uid %d; use a directory of your own", text.Safe(d), owner)
+			return text.Errorf("the socket's directory is inside %s, which belongs to uid %d; use a directory of your own", d, owner)
 		case perm&0o022 != 0 && !sticky:
-			return fmt.Errorf("the socket's directory is inside %s, which other users can write (mode %04o); use a directory whose parents only you or root can change (chmod go-w %s)", text.Safe(d), perm, text.ShellQuote(d))
+			return text.Errorf("the socket's directory is inside %s, which other users can write (mode %04o); use a directory whose parents only you or root can change (chmod go-w %s)", d, perm, text.ShellQuote(d))
 		}
 		if d == filepath.Dir(d) {
 			return nil
