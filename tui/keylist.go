@@ -473,7 +473,7 @@ func (l *keyList) handleRenameKey(k tea.KeyPressMsg) (action, tea.Cmd) {
 		case nl == "":
 			l.errMsg = "the label is required"
 			return nil, nil
-		case text.Safe(nl) != nl:
+		case !text.IsClean(nl):
 			l.errMsg = "the label must not contain control characters"
 			return nil, nil
 		case nl == l.target:

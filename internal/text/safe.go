@@ -15,14 +15,7 @@ import (
 // \u202e; newlines and tabs become spaces; invalid UTF-8 becomes U+FFFD. What
 // it returns can never start a terminal control sequence.
 func Safe(s string) string {
-	clean := true
-	for _, r := range s {
-		if r == utf8.RuneError || unsafeRune(r) || r == '\n' || r == '\t' || r == '\r' {
-			clean = false
-			break
-		}
-	}
-	if clean {
+	if IsClean(s) {
 		return s
 	}
 	var b strings.Builder
@@ -46,6 +39,20 @@ func Safe(s string) string {
 		}
 	}
 	return b.String()
+}
+
+// IsClean reports whether s may go to a terminal as it is: Safe would
+// leave it unchanged. It checks; it cleans nothing (input that must be
+// clean, such as a new label, is refused with it).
+func IsClean(s string) bool {
+	for i := 0; i < len(s); {
+		r, size := utf8.DecodeRuneInString(s[i:])
+		i += size
+		if (r == utf8.RuneError && size <= 1) || unsafeRune(r) || r == '\n' || r == '\t' || r == '\r' {
+			return false
+		}
+	}
+	return true
 }
 
 // SafeLines is Safe for text where newlines are meaningful (a pretty

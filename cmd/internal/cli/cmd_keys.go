@@ -246,7 +246,7 @@ the desktop's opener) and always print it.`,
 			if len(missing) > 0 {
 				return usageErrorf("missing %s (see: %s --help)", strings.Join(missing, ", "), cmd.CommandPath())
 			}
-			if l := strings.TrimSpace(opts.Label); text.Safe(l) != l {
+			if l := strings.TrimSpace(opts.Label); !text.IsClean(l) {
 				return usageErrorf("--label %s contains control characters; choose another", text.ShellQuote(l))
 			}
 			if opts.TeamName != "" && !grant.Unattended(auth.Kept{Password: true}) {

@@ -62,7 +62,7 @@ func (h *handle) readRoster(ctx context.Context) (roster, error) {
 // hostname is a member's default name.
 func hostname() string {
 	n, err := os.Hostname()
-	if err != nil || n == "" || text.Safe(n) != n || strings.ContainsAny(n, ": ") {
+	if err != nil || n == "" || !text.IsClean(n) || strings.ContainsAny(n, ": ") {
 		return ""
 	}
 	return n
