@@ -135,7 +135,7 @@ func (m *Model) handleKeyTokens(msg keyTokensMsg) tea.Cmd {
 		if viewOf(msg.key.Grant).waits {
 			// Whose account the key now uses (a browser may be signed in
 			// to another one).
-			if who := auth.SignedInAs(msg.tokens, m.c.now).String(); who != "" {
+			if who := auth.SignedInAs(msg.tokens, m.c.now).Shown(); !who.IsEmpty() {
 				m.toast = text.Cleanf("API key %q created, signed in as %s.", msg.key.Shown(), who)
 			}
 		}

@@ -548,12 +548,12 @@ func reportEnd(w io.Writer, done, dropped, next string, key store.Key, res auth.
 // name the person (the ID token's or a JWT access token's
 // preferred_username and email), so a person sees whose account the key
 // now uses; "" otherwise.
-func signedInAs(grant auth.GrantType, ts *auth.TokenSet, now time.Time) string {
+func signedInAs(grant auth.GrantType, ts *auth.TokenSet, now time.Time) text.Clean {
 	if grant != auth.GrantAuthCode && grant != auth.GrantDeviceCode {
-		return ""
+		return text.Clean{}
 	}
-	if who := auth.SignedInAs(ts, now).String(); who != "" {
-		return ", signed in as " + who
+	if who := auth.SignedInAs(ts, now).Shown(); !who.IsEmpty() {
+		return text.Concat(text.Trusted(", signed in as "), who)
 	}
-	return ""
+	return text.Clean{}
 }
