@@ -76,7 +76,8 @@ func (k ErrorKind) String() string {
 }
 
 // Error is every failure auth returns. Its message is one line: what happened
-// and what to do. Code and Description are the server's "error" and
+// and what to do, cleaned as a whole by Render (so Msg and Hint name a URL or
+// a realm as given, and are never printed but through Render or Error). Code and Description are the server's "error" and
 // "error_description", verbatim but sanitized of control characters; Excerpt is
 // a short sanitized piece of an unexpected body. None of its fields ever holds
 // a password, client secret or token. As golang.org/x/oauth2's RetrieveError
@@ -90,8 +91,8 @@ type Error struct {
 	Code        string // server's "error", sanitized
 	Description string // server's "error_description", sanitized
 	Excerpt     string // start of an unexpected body, sanitized
-	Msg         string // what happened, in words
-	Hint        string // what to do
+	Msg         string // what happened, in words (may name untrusted text: Render cleans the line)
+	Hint        string // what to do (as Msg)
 	Err         error  // the cause (transport errors; never holds a secret)
 	// final: the server's answer is one that sending the same request
 	// again cannot change (IsFinalRefusal).

@@ -82,7 +82,7 @@ func (deviceCodeGrant) Obtain(ctx context.Context, c *Client, r Request) (*Token
 		// Nothing answers there (an HTML 404 page, most often): the server
 		// has no device grant, or not at the path guessed for Keycloak.
 		return nil, &Error{Kind: KindConfig, Op: op, Status: status,
-			Msg:  fmt.Sprintf("no device authorization endpoint at %s (status %d); this server may not support the device grant", text.Safe(ep.DeviceAuthorization), status),
+			Msg:  fmt.Sprintf("no device authorization endpoint at %s (status %d); this server may not support the device grant", ep.DeviceAuthorization, status),
 			Hint: "use another grant (--grant authcode, password or client-credentials), or check the auth URL"}
 	}
 	if status != http.StatusOK {
