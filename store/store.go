@@ -87,6 +87,22 @@ type Key struct {
 // Print it rather than Label; Label is for finding the key.
 func (k Key) Shown() text.Clean { return text.Sanitize(k.Label) }
 
+// KeyWords are the words of a key that a screen or a message shows, each
+// cleaned once (they come from config.toml, the index or a team's etcd).
+type KeyWords struct {
+	Label, Team, Username, ClientID, Masked text.Clean
+	RealmURL, RealmName                     text.Clean
+}
+
+// Words is k's words as a terminal shows them.
+func (k Key) Words() KeyWords {
+	return KeyWords{
+		Label: k.Shown(), Team: text.Sanitize(k.Team), Username: text.Sanitize(k.Username),
+		ClientID: text.Sanitize(k.Connection.ClientID), Masked: text.Sanitize(k.Masked),
+		RealmURL: text.Sanitize(k.Connection.RealmURL()), RealmName: text.Sanitize(k.Connection.RealmName()),
+	}
+}
+
 // RenewsItself reports whether the key's grant gets a new token with no
 // person and no remembered password (client credentials): its expiry is
 // nothing to act on.

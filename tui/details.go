@@ -440,7 +440,8 @@ func (d *details) content() string {
 	var b strings.Builder
 	line := func(str string) { b.WriteString("  " + str + "\n") }
 
-	label := text.Safe(d.key.Label)
+	kw := d.key.Words()
+	label := kw.Label.String()
 	if d.partial {
 		line(s.Value.Render(label))
 		b.WriteString("\n")
@@ -453,11 +454,11 @@ func (d *details) content() string {
 	}
 	pieces := []piece{{"", label}}
 	if d.key.Username != "" {
-		pieces = append(pieces, piece{"  ", text.Safe(d.key.Username) + " @"}, piece{" ", text.Safe(d.key.Connection.RealmURL())})
+		pieces = append(pieces, piece{"  ", kw.Username.String() + " @"}, piece{" ", kw.RealmURL.String()})
 	} else {
-		pieces = append(pieces, piece{"  ", text.Safe(d.key.Connection.RealmURL())})
+		pieces = append(pieces, piece{"  ", kw.RealmURL.String()})
 	}
-	pieces = append(pieces, piece{"  ·  ", "client " + text.Safe(d.key.Connection.ClientID)}, piece{"  ·  ", "grant " + grantLine(d.key)})
+	pieces = append(pieces, piece{"  ·  ", "client " + kw.ClientID.String()}, piece{"  ·  ", "grant " + grantLine(d.key)})
 	if h := hardenedLine(d.key); h != "" {
 		pieces = append(pieces, piece{"  ·  ", h})
 	}
@@ -564,7 +565,7 @@ func (d *details) content() string {
 	}
 	if d.state == detailsConfirmLogout {
 		b.WriteString("\n")
-		b.WriteString(indentWrapped("Log out of \""+text.Safe(d.key.Label)+"\"? Its tokens are dropped here and the session is ended at the server. (y/n)", 2, d.width, s.Warn.Render))
+		b.WriteString(indentWrapped("Log out of \""+d.key.Shown().String()+"\"? Its tokens are dropped here and the session is ended at the server. (y/n)", 2, d.width, s.Warn.Render))
 	}
 	return b.String()
 }

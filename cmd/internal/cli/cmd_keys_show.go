@@ -83,21 +83,23 @@ func keysShowRun(opts *keysShowOptions) error {
 // field by field under config.toml's names (a field added to
 // store.Definition shows here with no change).
 func writeKeyShow(w io.Writer, k store.Key, v keyVerdict, now time.Time) error {
-	row := func(name, value string) { fmt.Fprintf(w, "%-14s %s\n", name+":", value) }
-	label := text.Safe(k.Label)
+	tw := text.NewWriter(w)
+	row := func(name string, value any) { tw.Linef("%-14s %s", name+":", value) }
+	kw := k.Words()
+	label := kw.Label
 	if k.Default {
-		label += " (default)"
+		label = text.Concat(label, text.Trusted(" (default)"))
 	}
 	row("Key", label)
 	if k.Team != "" {
-		row("Team", text.Safe(k.Team))
+		row("Team", kw.Team)
 	}
 	row("State", v.Detail)
 	row("Secrets", secretsWhere(k))
 	if k.Masked != "" {
-		row("API key", text.Safe(k.Masked))
+		row("API key", kw.Masked)
 	}
-	row("Realm", text.Safe(k.Connection.RealmName()))
+	row("Realm", kw.RealmName)
 	row("Grant", k.Grant.String())
 	if !k.LastUsed.IsZero() {
 		row("Last used", when("", k.LastUsed, now, ""))
@@ -127,7 +129,7 @@ func writeKeyShow(w io.Writer, k store.Key, v keyVerdict, now time.Time) error {
 		if json.Unmarshal(value, &s) != nil {
 			s = string(value) // numbers, booleans, lists as JSON
 		}
-		text.NewWriter(w).Linef("  %-20s %s", fmt.Sprint(name)+":", s)
+		tw.Linef("  %-20s %s", fmt.Sprint(name)+":", s)
 	}
 	return nil
 }
