@@ -30,7 +30,7 @@ type inspected struct {
 	title     string // "Access token", "Refresh token", "Pasted token"
 	raw       string
 	dec       *auth.Decoded
-	decodeErr string
+	decodeErr text.Clean
 	ver       auth.Verification
 	verifying bool
 	// ownJKT and ownX5T are the key's DPoP key and client certificate
@@ -182,10 +182,10 @@ func (in *inspector) updateJWKS(msg tea.Msg) (action, tea.Cmd) {
 
 // decode decodes the token as of now (the claims' relative times).
 func (it *inspected) decode(now time.Time) {
-	it.dec, it.decodeErr = nil, ""
+	it.dec, it.decodeErr = nil, text.Clean{}
 	dec, err := auth.Decode(it.raw, now)
 	if err != nil {
-		it.decodeErr = text.Safe(err.Error())
+		it.decodeErr = text.Sanitize(err.Error())
 		return
 	}
 	it.dec = dec
@@ -311,8 +311,8 @@ func (in *inspector) render() {
 		}
 		b.WriteString("  " + s.Section.Render(t.title) + "\n")
 		switch {
-		case t.decodeErr != "":
-			b.WriteString(s.Error.Render("    cannot decode: "+t.decodeErr) + "\n")
+		case !t.decodeErr.IsEmpty():
+			b.WriteString(show(s.Error, text.Concat(text.Trusted("    cannot decode: "), t.decodeErr)) + "\n")
 			continue
 		case t.dec == nil || t.dec.Format != auth.FormatJWT:
 			b.WriteString(s.Subtle.Render("    not a JWT: an opaque token has no claims to show ("+text.Mask(t.raw)+")") + "\n")
@@ -512,8 +512,8 @@ func (in *inspector) summarize() []string {
 	t := in.tokens[0]
 	title := s.FieldName.Render(t.title + ":")
 	switch {
-	case t.decodeErr != "":
-		return []string{title + " " + s.Error.Render("cannot decode: "+t.decodeErr)}
+	case !t.decodeErr.IsEmpty():
+		return []string{title + " " + show(s.Error, text.Concat(text.Trusted("cannot decode: "), t.decodeErr))}
 	case t.dec == nil || t.dec.Format != auth.FormatJWT:
 		lines := []string{title + " " + s.Subtle.Render("opaque (not a JWT): no claims, no signature to check")}
 		if t.dpop {

@@ -13,7 +13,7 @@ import (
 // the active screen.
 func (m *Model) handleKey(k tea.KeyPressMsg) tea.Cmd {
 	km := m.c.keys
-	m.toast, m.notice = text.Clean{}, ""
+	m.toast, m.notice = text.Clean{}, text.Clean{}
 	if key.Matches(k, km.ForceQuit) {
 		return m.quit()
 	}

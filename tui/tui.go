@@ -209,7 +209,7 @@ type Model struct {
 	clipSum [32]byte   // sha256 of what shipkey last copied (never the text)
 	toast   text.Clean // untrusted text in it was cleaned where it entered
 	toastOK bool
-	notice  string // a warning from below (Notices), until the next screen change
+	notice  text.Clean // a warning from below (Notices), until the next screen change
 
 	quitting bool
 }
@@ -609,11 +609,11 @@ func (m *Model) render() string {
 	if !m.toast.IsEmpty() {
 		status = show(toastStyle, m.toast)
 	}
-	if m.notice != "" {
+	if !m.notice.IsEmpty() {
 		if status != "" {
 			status += "  "
 		}
-		status += s.Error.Render("⚠ " + m.notice)
+		status += show(s.Error, text.Concat(text.Trusted("⚠ "), m.notice))
 	}
 	if lipgloss.Width(status) > w {
 		// Too wide for one line: the message wraps over the body's last
@@ -623,8 +623,8 @@ func (m *Model) render() string {
 		if !m.toast.IsEmpty() {
 			lines = append(lines, wrapStyled(toastStyle, m.toast.String(), w)...)
 		}
-		if m.notice != "" {
-			lines = append(lines, wrapStyled(s.Error, "⚠ "+m.notice, w)...)
+		if !m.notice.IsEmpty() {
+			lines = append(lines, wrapStyled(s.Error, "⚠ "+m.notice.String(), w)...)
 		}
 		lines = lines[:min(len(lines), max(1, bodyH))]
 		body = fitBlock(body, w, bodyH+1-len(lines))
