@@ -194,7 +194,7 @@ func apiRun(ctx context.Context, opts *apiOptions) error {
 	}
 	req, err := http.NewRequestWithContext(ctx, method, target.String(), body.reader)
 	if err != nil {
-		return usageErrorf("%s %s: %v", text.Safe(method), text.Safe(opts.Target), err)
+		return usageErrorf("%s %s: %v", method, opts.Target, err)
 	}
 	req.GetBody, req.ContentLength = body.getBody, body.length
 	req.Header.Set("Accept", "application/json")

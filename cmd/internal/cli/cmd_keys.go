@@ -357,7 +357,7 @@ func keysNewRun(ctx context.Context, opts *keysNewOptions) error {
 			Env:       envClientSecret,
 			FromStdin: opts.SecretStdin,
 			StdinFlag: "--client-secret-stdin",
-			Prompt:    "Client secret: ",
+			Prompt:    text.Trusted("Client secret: "),
 			Hint:      "set " + envClientSecret + " or pass --client-secret-stdin (or --public-client for a client without one)",
 		})
 		if err != nil {
@@ -567,7 +567,7 @@ func keysRmRun(ctx context.Context, opts *keysRmOptions) error {
 		},
 	})
 	key := r.Key
-	label := text.Safe(key.Label)
+	label := key.Shown().String()
 	switch {
 	case r.Kept:
 		return err
@@ -601,7 +601,7 @@ func keysRmRun(ctx context.Context, opts *keysRmOptions) error {
 // confirmRemove asks on the terminal whether to remove key (keys rm
 // without --yes); without a terminal it refuses.
 func confirmRemove(ios *iostreams, key store.Key) (bool, error) {
-	label := text.Safe(key.Label)
+	label := key.Shown().String()
 	if !ios.StdinTTY {
 		return false, usageErrorf("not removing API key %s without confirmation: no terminal to ask on; pass --yes", label)
 	}
@@ -712,7 +712,7 @@ func keysSetSecretRun(ctx context.Context, opts *keysSetSecretOptions) error {
 		Env:       envClientSecret,
 		FromStdin: opts.SecretStdin,
 		StdinFlag: "--client-secret-stdin",
-		Prompt:    "New client secret for " + text.Safe(opts.Label) + ": ",
+		Prompt:    text.Cleanf("New client secret for %s: ", opts.Label),
 		Hint:      "set " + envClientSecret + " or pass --client-secret-stdin",
 	})
 	if err != nil {

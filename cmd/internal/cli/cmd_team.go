@@ -87,7 +87,7 @@ func teamJoinRun(ctx context.Context, opts *teamJoinOptions) error {
 	}
 	password := ""
 	if tc.User != "" {
-		password, err = readSecret(opts.IO, opts.Getenv, secretSource{What: "etcd password", Env: envEtcdPassword, Prompt: "etcd password for " + text.Safe(tc.User) + ": ", Hint: "set " + envEtcdPassword})
+		password, err = readSecret(opts.IO, opts.Getenv, secretSource{What: "etcd password", Env: envEtcdPassword, Prompt: text.Cleanf("etcd password for %s: ", tc.User), Hint: "set " + envEtcdPassword})
 		if err != nil {
 			return err
 		}
@@ -200,7 +200,7 @@ func teamRemoveRun(ctx context.Context, opts *teamMemberOptions) error {
 			here, _ = st.Team(t)
 		}
 	}
-	fmt.Fprintln(opts.IO.ErrOut, text.Safe(team.RevokeAdvice(m, here.User)))
+	opts.IO.ErrText().Linef("%s", team.RevokeAdvice(m, here.User))
 	return nil
 }
 

@@ -302,7 +302,7 @@ func tokenNoStoreRun(ctx context.Context, opts *tokenOptions) error {
 	var secret, password string
 	if conn.AuthMethod().UsesSecret() {
 		secret, err = readSecret(opts.IO, opts.Getenv, secretSource{
-			What: "client secret", Env: envClientSecret, Prompt: "Client secret: ",
+			What: "client secret", Env: envClientSecret, Prompt: text.Trusted("Client secret: "),
 			Hint: "set " + envClientSecret + " (or pass --public-client for a client without one)",
 		})
 		if err != nil {
@@ -465,7 +465,7 @@ func logoutRun(ctx context.Context, opts *logoutOptions) error {
 	if err != nil && auth.KindOf(err) == auth.KindUnknown {
 		return err // a local failure: nothing was dropped
 	}
-	label := text.Safe(key.Label)
+	label := key.Shown().String()
 	again := "log in again with: shipkey login " + text.ShellQuote(key.Label)
 	if key.LoggedOut && key.EndPending.IsZero() && err == nil {
 		fmt.Fprintf(opts.IO.ErrOut, "API key %s was already logged out; no session to end (%s)\n", label, again)
