@@ -467,9 +467,9 @@ func (in *inspector) View() string {
 		if src == "" {
 			src = "no token"
 		}
-		top = s.Subtle.Render("Source: " + text.Safe(src) + "  ·  p pastes another token")
+		top = show(s.Subtle, text.Cleanf("Source: %s  ·  p pastes another token", src))
 		if in.jwks != "" {
-			top = s.Subtle.Render("Source: "+text.Safe(src)+"  ·  keys from ") + s.Value.Render(text.Safe(in.jwks))
+			top = show(s.Subtle, text.Cleanf("Source: %s  ·  keys from ", src)) + show(s.Value, text.Sanitize(in.jwks))
 		}
 	}
 	claims := in.visibleClaims()
@@ -522,7 +522,7 @@ func (in *inspector) summarize() []string {
 		return lines
 	}
 	sep := s.Subtle.Render(" · ")
-	kind := s.Value.Render("JWT " + orDash(text.Safe(t.dec.Alg)))
+	kind := show(s.Value, text.Concat(text.Trusted("JWT "), text.Sanitize(t.dec.Alg).Or(text.Trusted("—"))))
 	exp, expStyle := "no expiry", s.Value
 	if e := t.dec.ExpiresAt; !e.IsZero() {
 		if e.After(in.c.now) {

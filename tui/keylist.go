@@ -635,7 +635,7 @@ func (l *keyList) tableView() string {
 	}
 	rows = markMore(rows, l.width, off > 0, end < len(l.visible), s.Subtle)
 	if len(rows) == 0 && l.query != "" && h > 0 {
-		rows = append(rows, "  "+s.Subtle.Render(ansi.Truncate("No key matches \""+text.Safe(l.query)+"\" (label, API key or grant) · esc clears the filter", max(0, l.width-2), "…")))
+		rows = append(rows, "  "+s.Subtle.Render(ansi.Truncate(text.Cleanf("No key matches \"%s\" (label, API key or grant) · esc clears the filter", l.query).String(), max(0, l.width-2), "…")))
 		end++
 	}
 	for _, r := range rows {
@@ -681,7 +681,7 @@ func plural(n int, noun string) string {
 // team.
 func (l *keyList) confirmText() string {
 	if l.targetTeam != "" {
-		return "Delete team key \"" + text.Safe(l.target) + "\" for every member of " + text.Safe(l.targetTeam) + "? (y/n)"
+		return text.Cleanf("Delete team key \"%s\" for every member of %s? (y/n)", l.target, l.targetTeam).String()
 	}
-	return "Delete key \"" + text.Safe(l.target) + "\" and its secrets? (y/n)"
+	return text.Cleanf("Delete key \"%s\" and its secrets? (y/n)", l.target).String()
 }

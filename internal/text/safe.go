@@ -1,7 +1,10 @@
 // Package text holds shipkey's terminal text rules, used by every front end:
-// making untrusted text safe (Safe), masking secrets (Mask), and the one way
-// each kind of time is written (Countdown, Relative, Ago, Stamp). It is a leaf:
-// it imports nothing of shipkey.
+// making untrusted text safe (Safe), the type of text that is (Clean: made by
+// Sanitize where untrusted text enters, by Trusted for the program's
+// constants, by Cleanf and Errorf for messages; Writer prints only it),
+// masking secrets (Mask), and the one way each kind of time is written
+// (Countdown, Relative, Ago, Stamp). It is a leaf: it imports nothing of
+// shipkey.
 package text
 
 import (

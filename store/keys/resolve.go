@@ -72,16 +72,16 @@ func (s *Service) onlyTeamKey(noLocal error) (Ref, error) {
 	case 0:
 		names := make([]string, len(teams))
 		for i, t := range teams {
-			names[i] = text.Safe(t.Name)
+			names[i] = t.Name
 		}
-		return Ref{}, fmt.Errorf("no API keys yet: this machine has none of its own, and its teams (%s) have none; get one: shipkey keys new (--team TEAM for the team)", strings.Join(names, ", "))
+		return Ref{}, text.Errorf("no API keys yet: this machine has none of its own, and its teams (%s) have none; get one: shipkey keys new (--team TEAM for the team)", strings.Join(names, ", "))
 	case 1:
 		a := s.Parse(keys[0].Label)
 		return Ref{Address: a, Key: store.Key{Label: a.Label, Team: a.Team}}, nil
 	}
 	labels := make([]string, 0, 4)
 	for _, k := range keys[:min(len(keys), 3)] {
-		labels = append(labels, text.Safe(k.Label))
+		labels = append(labels, k.Shown().String())
 	}
 	more := ""
 	if len(keys) > 3 {
