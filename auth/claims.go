@@ -37,15 +37,15 @@ const (
 	ClaimObject                  // any other nested object, as compact JSON
 )
 
-// Claim is one decoded header or payload entry. Name and Display are always
-// sanitized: safe to print on a terminal.
+// Claim is one decoded header or payload entry. Name, Display and Items are
+// cleaned where the token is decoded: safe to print on a terminal.
 type Claim struct {
-	Name    string    // "exp", "realm_access.roles", "resource_access.shipping.roles"
-	Kind    ClaimKind //
-	Value   any       // the JSON value as decoded (untrusted, never print it raw)
-	Display string    // humanized, sanitized: "2026-12-06 10:00:00 UTC (in 14d 23h)"
-	Items   []string  // for ClaimList and ClaimRoles: each item sanitized
-	Time    time.Time // for ClaimTime
+	Name    text.Clean   // "exp", "realm_access.roles", "resource_access.shipping.roles"
+	Kind    ClaimKind    //
+	Value   any          // the JSON value as decoded (untrusted, never print it raw)
+	Display text.Clean   // humanized: "2026-12-06 10:00:00 UTC (in 14d 23h)"
+	Items   []text.Clean // for ClaimList and ClaimRoles: each item
+	Time    time.Time    // for ClaimTime
 }
 
 // Decoded is a token decoded without trusting it.
@@ -180,7 +180,7 @@ func Decode(token string, now time.Time) (*Decoded, error) {
 // "realm_access.roles"), or false.
 func (d *Decoded) Claim(name string) (Claim, bool) {
 	for _, c := range d.Payload {
-		if c.Name == name {
+		if c.Name.String() == name {
 			return c, true
 		}
 	}
@@ -255,11 +255,11 @@ func payloadClaims(p map[string]any, now time.Time) []Claim {
 		case timeClaims[name]:
 			if t, ok := timeOf(v); ok {
 				out = append(out, Claim{
-					Name:    name,
+					Name:    text.Sanitize(name),
 					Kind:    ClaimTime,
 					Value:   v,
 					Time:    t,
-					Display: t.UTC().Format(text.TimeLayout) + " (" + text.Relative(t, now) + ")",
+					Display: text.Cleanf("%s (%s)", t.UTC().Format(text.TimeLayout), text.Relative(t, now)),
 				})
 				continue
 			}
@@ -296,13 +296,13 @@ func accessClaims(prefix string, obj map[string]any) []Claim {
 		v := obj[k]
 		name := prefix + "." + k
 		if roles, ok := v.([]any); ok && k == "roles" {
-			items := itemsOf(roles)
+			items := cleanItemsOf(roles)
 			out = append(out, Claim{
-				Name:    text.Safe(name),
+				Name:    text.Sanitize(name),
 				Kind:    ClaimRoles,
 				Value:   v,
 				Items:   items,
-				Display: strings.Join(items, ", "),
+				Display: text.Join(items, text.Trusted(", ")),
 			})
 			continue
 		}
@@ -314,49 +314,60 @@ func accessClaims(prefix string, obj map[string]any) []Claim {
 // genericClaim classifies any JSON value: arrays are lists, objects compact
 // JSON, everything else text.
 func genericClaim(name string, v any) Claim {
-	c := Claim{Name: text.Safe(name), Value: v}
+	c := Claim{Name: text.Sanitize(name), Value: v}
 	switch x := v.(type) {
 	case []any:
 		c.Kind = ClaimList
-		c.Items = itemsOf(x)
-		c.Display = strings.Join(c.Items, ", ")
-	case map[string]any:
-		c.Kind = ClaimObject
-		c.Display = text.Safe(compactJSON(x))
+		c.Items = cleanItemsOf(x)
+		c.Display = text.Join(c.Items, text.Trusted(", "))
 	default:
 		c.Kind = ClaimText
-		c.Display = textOf(v)
+		if _, ok := v.(map[string]any); ok {
+			c.Kind = ClaimObject
+		}
+		c.Display = cleanOf(v)
 	}
 	return c
 }
 
-// textOf renders a scalar JSON value, sanitized; other values as compact JSON.
-func textOf(v any) string {
+// cleanOf renders a scalar JSON value, cleaned; other values as compact JSON.
+func cleanOf(v any) text.Clean {
 	switch x := v.(type) {
 	case nil:
-		return ""
+		return text.Clean{}
 	case string:
-		return text.Safe(x)
+		return text.Sanitize(x)
 	case json.Number:
-		return text.Safe(x.String())
+		return text.Sanitize(x.String())
 	case bool:
 		if x {
-			return "true"
+			return text.Trusted("true")
 		}
-		return "false"
+		return text.Trusted("false")
 	default:
-		return text.Safe(compactJSON(x))
+		return text.Sanitize(compactJSON(x))
 	}
+}
+
+// textOf is cleanOf as a string, for Decoded's convenience fields.
+func textOf(v any) string { return cleanOf(v).String() }
+
+func cleanItemsOf(a []any) []text.Clean {
+	items := make([]text.Clean, len(a))
+	for i, v := range a {
+		if v == nil {
+			items[i] = text.Trusted("null")
+			continue
+		}
+		items[i] = cleanOf(v)
+	}
+	return items
 }
 
 func itemsOf(a []any) []string {
 	items := make([]string, len(a))
-	for i, v := range a {
-		if v == nil {
-			items[i] = "null"
-			continue
-		}
-		items[i] = textOf(v)
+	for i, c := range cleanItemsOf(a) {
+		items[i] = c.String()
 	}
 	return items
 }
@@ -433,9 +444,9 @@ func (s SigState) String() string {
 // Verification is the answer of Client.Verify.
 type Verification struct {
 	State  SigState
-	Reason string // sanitized: why not checked, or why it failed
-	KeyID  string
-	Issuer string
+	Reason text.Clean // why not checked, or why it failed
+	KeyID  text.Clean
+	Issuer text.Clean
 	// KeysUnavailable is set when the signature was not checked because no
 	// key set could be found or fetched (a key set given by the user may
 	// help).

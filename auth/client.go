@@ -140,7 +140,7 @@ func checkConnURLs(conn Connection) error {
 			continue
 		}
 		if err := CheckURL(u.v); err != nil {
-			return configError(u.name+" "+text.Safe(u.v)+" "+err.Error(), "use an https:// URL (http:// is allowed only for localhost)")
+			return configError(u.name+" "+u.v+" "+err.Error(), "use an https:// URL (http:// is allowed only for localhost)")
 		}
 		if err := checkNoQuery(u.name, u.v); err != nil {
 			return err
@@ -226,7 +226,7 @@ func (c *Client) discover(ctx context.Context, issuer, wellKnown string) (Endpoi
 	const op = "discovery"
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, wellKnown, nil)
 	if err != nil {
-		return Endpoints{}, configError("issuer "+text.Safe(issuer)+" does not make a valid URL", "check the issuer")
+		return Endpoints{}, configError("issuer "+issuer+" does not make a valid URL", "check the issuer")
 	}
 	req.Header.Set("Accept", "application/json")
 	resp, err := c.http.Do(req)
@@ -241,7 +241,7 @@ func (c *Client) discover(ctx context.Context, issuer, wellKnown string) (Endpoi
 		se := parseServerError(body)
 		e := mapStatus(op, resp.StatusCode, se.Code, se.Description, body, nil)
 		e.Kind = KindServer
-		e.Msg = fmt.Sprintf("no discovery document at %s (status %d)", text.Safe(wellKnown), resp.StatusCode)
+		e.Msg = fmt.Sprintf("no discovery document at %s (status %d)", wellKnown, resp.StatusCode)
 		e.Hint = "check the issuer URL"
 		return Endpoints{}, e
 	}
@@ -251,7 +251,7 @@ func (c *Client) discover(ctx context.Context, issuer, wellKnown string) (Endpoi
 	}
 	if doc.Token != "" {
 		if err := CheckURL(doc.Token); err != nil {
-			return Endpoints{}, &Error{Kind: KindConfig, Op: op, Msg: "the discovered token endpoint " + text.Safe(doc.Token) + " " + err.Error(), Hint: "set an https token URL on the connection"}
+			return Endpoints{}, &Error{Kind: KindConfig, Op: op, Msg: "the discovered token endpoint " + doc.Token + " " + err.Error(), Hint: "set an https token URL on the connection"}
 		}
 	}
 	for _, f := range []*string{&doc.JWKS, &doc.Logout, &doc.Userinfo, &doc.Introspection, &doc.Revocation, &doc.Authorization, &doc.DeviceAuthorization, &doc.PAR} {

@@ -539,28 +539,28 @@ func TestClientLiveness(t *testing.T) {
 	ts := cliLogin(t, c, conn)
 	ctx := cliCtx(t)
 
-	if l := c.Liveness(ctx, conn, ClientAuth{Secret: authtest.DemoClientSecret}, ts.AccessToken); l.State != LiveActive || l.Via != "introspection" {
+	if l := c.Liveness(ctx, conn, ClientAuth{Secret: authtest.DemoClientSecret}, ts.AccessToken); l.State != LiveActive || l.Via.String() != "introspection" {
 		t.Fatalf("fresh token: %+v", l)
 	}
 	// Introspection unavailable: userinfo answers.
 	s.Inject(authtest.Fault{Endpoint: "introspect", Status: 403})
-	if l := c.Liveness(ctx, conn, ClientAuth{Secret: authtest.DemoClientSecret}, ts.AccessToken); l.State != LiveActive || l.Via != "userinfo" {
+	if l := c.Liveness(ctx, conn, ClientAuth{Secret: authtest.DemoClientSecret}, ts.AccessToken); l.State != LiveActive || l.Via.String() != "userinfo" {
 		t.Fatalf("via userinfo: %+v", l)
 	}
 	s.EndSessions()
-	if l := c.Liveness(ctx, conn, ClientAuth{Secret: authtest.DemoClientSecret}, ts.AccessToken); l.State != LiveInactive || l.Via != "introspection" || l.Reason == "" {
+	if l := c.Liveness(ctx, conn, ClientAuth{Secret: authtest.DemoClientSecret}, ts.AccessToken); l.State != LiveInactive || l.Via.String() != "introspection" || l.Reason.String() == "" {
 		t.Fatalf("ended session: %+v", l)
 	}
 	// A userinfo refusal never says "ended": userinfo also refuses live
 	// tokens (no openid scope), so it is "cannot tell" with a reason.
 	s.Inject(authtest.Fault{Endpoint: "introspect", Status: 404})
-	if l := c.Liveness(ctx, conn, ClientAuth{Secret: authtest.DemoClientSecret}, ts.AccessToken); l.State != LiveUnknown || l.Via != "userinfo" || !strings.Contains(l.Reason, "openid") {
+	if l := c.Liveness(ctx, conn, ClientAuth{Secret: authtest.DemoClientSecret}, ts.AccessToken); l.State != LiveUnknown || l.Via.String() != "userinfo" || !strings.Contains(l.Reason.String(), "openid") {
 		t.Fatalf("ended session via userinfo: %+v", l)
 	}
 	// Odd answers are LiveUnknown with a safe reason.
 	s.Inject(authtest.Fault{Endpoint: "introspect", Status: 500, Body: "boom \x1b[2J " + ts.AccessToken})
 	l := c.Liveness(ctx, conn, ClientAuth{Secret: authtest.DemoClientSecret}, ts.AccessToken)
-	if l.State != LiveUnknown || l.Reason == "" || strings.Contains(l.Reason, ts.AccessToken) || strings.ContainsRune(l.Reason, 0x1b) {
+	if l.State != LiveUnknown || l.Reason.String() == "" || strings.Contains(l.Reason.String(), ts.AccessToken) || strings.ContainsRune(l.Reason.String(), 0x1b) {
 		t.Fatalf("server error: %+v", l)
 	}
 	s.Inject(authtest.Fault{Endpoint: "introspect", Malformed: true})
@@ -569,7 +569,7 @@ func TestClientLiveness(t *testing.T) {
 	}
 	s.Close()
 	l = c.Liveness(ctx, conn, ClientAuth{Secret: authtest.DemoClientSecret}, ts.AccessToken)
-	if l.State != LiveUnknown || l.Reason == "" || strings.Contains(l.Reason, authtest.DemoClientSecret) || strings.Contains(l.Reason, ts.AccessToken) {
+	if l.State != LiveUnknown || l.Reason.String() == "" || strings.Contains(l.Reason.String(), authtest.DemoClientSecret) || strings.Contains(l.Reason.String(), ts.AccessToken) {
 		t.Fatalf("server down: %+v", l)
 	}
 	if l.State.String() != "cannot tell" {

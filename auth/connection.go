@@ -8,8 +8,6 @@ import (
 	"net/url"
 	"slices"
 	"strings"
-
-	"github.com/shipkey/shipkey/internal/text"
 )
 
 // DefaultRealm is the realm used when a Connection names none (the spec's path
@@ -138,7 +136,7 @@ func (c Connection) Validate() error {
 		if n, err := c.Normalize(); err != nil {
 			return err
 		} else if strings.TrimRight(n.AuthURL, "/") != strings.TrimRight(c.AuthURL, "/") {
-			return configError("the auth URL "+text.Safe(c.AuthURL)+" holds a realm path", "run it through Normalize, or set "+describe(n))
+			return configError("the auth URL "+c.AuthURL+" holds a realm path", "run it through Normalize, or set "+describe(n))
 		}
 	}
 	return nil
@@ -147,9 +145,9 @@ func (c Connection) Validate() error {
 // describe says, for a message, which URL and realm n sets.
 func describe(n Connection) string {
 	if n.AuthURL != "" {
-		return "the auth URL to " + text.Safe(n.AuthURL) + " and the realm to " + text.Safe(n.Realm)
+		return "the auth URL to " + n.AuthURL + " and the realm to " + n.Realm
 	}
-	return "the issuer to " + text.Safe(n.Issuer) + " (and no auth URL)"
+	return "the issuer to " + n.Issuer + " (and no auth URL)"
 }
 
 // checkNoQuery refuses a connection URL with a query or a fragment: the auth
@@ -164,8 +162,8 @@ func checkNoQuery(name, raw string) error {
 	if raw[i] == '#' {
 		what = "a fragment"
 	}
-	return configError(fmt.Sprintf("the %s has %s (%s)", name, what, text.Safe(raw[i:])),
-		fmt.Sprintf("remove %q and everything after it: use %s", raw[i:i+1], text.Safe(raw[:i])))
+	return configError(fmt.Sprintf("the %s has %s (%s)", name, what, raw[i:]),
+		fmt.Sprintf("remove %q and everything after it: use %s", raw[i:i+1], raw[:i]))
 }
 
 // Normalize recognises a realm path pasted into AuthURL and splits it:
@@ -207,11 +205,11 @@ func (c Connection) Normalize() (Connection, error) {
 	rawRealm := path[i+len("/realms/"):]
 	realm, err := url.PathUnescape(rawRealm)
 	if err != nil || realm == "" || strings.Contains(rawRealm, "/") {
-		return c, configError("the auth URL "+text.Safe(c.AuthURL)+" has a realm path that shipkey cannot read",
+		return c, configError("the auth URL "+c.AuthURL+" has a realm path that shipkey cannot read",
 			"set the auth URL to the server's base URL (https://host) and the realm separately")
 	}
 	if c.Realm != "" && c.Realm != realm {
-		return c, configError(fmt.Sprintf("the auth URL names realm %s but the realm is set to %s", text.Safe(realm), text.Safe(c.Realm)),
+		return c, configError(fmt.Sprintf("the auth URL names realm %s but the realm is set to %s", realm, c.Realm),
 			"drop the realm path from the auth URL, or set the realm to the one you mean")
 	}
 	base := u.Scheme + "://" + u.Host
@@ -223,7 +221,7 @@ func (c Connection) Normalize() (Connection, error) {
 	}
 	issuer := base + prefix + "/realms/" + rawRealm
 	if c.Issuer != "" && strings.TrimRight(c.Issuer, "/") != issuer {
-		return c, configError("the auth URL "+text.Safe(c.AuthURL)+" names another realm than the issuer "+text.Safe(c.Issuer),
+		return c, configError("the auth URL "+c.AuthURL+" names another realm than the issuer "+c.Issuer,
 			"set only the issuer")
 	}
 	c.AuthURL, c.Issuer = "", issuer

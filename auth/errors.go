@@ -83,7 +83,8 @@ func (k ErrorKind) String() string {
 }
 
 // Error is every failure auth returns. Its message is one line: what happened
-// and what to do. Code and Description are the server's "error" and
+// and what to do, cleaned as a whole by Render (so Msg and Hint name a URL or
+// a realm as given, and are never printed but through Render or Error). Code and Description are the server's "error" and
 // "error_description", verbatim but sanitized of control characters; Excerpt is
 // a short sanitized piece of an unexpected body. None of its fields ever holds
 // a password, client secret or token. As golang.org/x/oauth2's RetrieveError
@@ -97,8 +98,8 @@ type Error struct {
 	Code        string // server's "error", sanitized
 	Description string // server's "error_description", sanitized
 	Excerpt     string // start of an unexpected body, sanitized
-	Msg         string // what happened, in words
-	Hint        string // what to do
+	Msg         string // what happened, in words (may name untrusted text: Render cleans the line)
+	Hint        string // what to do (as Msg)
 	Err         error  // the cause (transport errors; never holds a secret)
 	// final: the server's answer is one that sending the same request
 	// again cannot change (IsFinalRefusal).
@@ -141,8 +142,8 @@ func (e *Error) Render(name func(flag, value string) string) string {
 		b.WriteString(": ")
 	}
 	b.WriteString(e.Msg)
-	if said := e.said(); said != "" {
-		b.WriteString(" (server said: " + said + ")")
+	if said := e.said(); !said.IsEmpty() {
+		b.WriteString(" (server said: " + said.String() + ")")
 	}
 	if e.Hint != "" {
 		b.WriteString("; ")
@@ -200,7 +201,7 @@ func (e *Error) Unwrap() error { return e.Err }
 
 // said is the server's own words in e (its error code and description, else
 // an excerpt of its answer), sanitized; empty when it said nothing.
-func (e *Error) said() string {
+func (e *Error) said() text.Clean {
 	words := e.Code
 	if e.Description != "" {
 		if words != "" {
@@ -211,8 +212,13 @@ func (e *Error) said() string {
 	if words == "" {
 		words = e.Excerpt
 	}
-	return text.Safe(words)
+	return text.Sanitize(words)
 }
+
+// Said is what the server said (its error code and description, else an
+// excerpt of its answer), clean to print; empty when it said nothing. Code
+// stays raw beside it, for decisions.
+func (e *Error) Said() text.Clean { return e.said() }
 
 // KindOf returns the kind of err's *Error, or KindUnknown.
 func KindOf(err error) ErrorKind {

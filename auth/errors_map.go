@@ -12,8 +12,6 @@ import (
 	"net/url"
 	"strings"
 	"syscall"
-
-	"github.com/shipkey/shipkey/internal/text"
 )
 
 // ErrNotSupported is returned when the server offers no endpoint for the
@@ -82,7 +80,7 @@ func mapTransportError(ctx context.Context, op, endpoint string, err error) *Err
 	case errors.As(err, &unknownCA), errors.As(err, &hostErr), errors.As(err, &invalidErr), errors.As(err, &verifyErr),
 		errors.As(err, &recordErr), errors.As(err, &alertErr):
 		e.Kind = KindTLS
-		e.Msg = "the TLS check of " + h + " failed: " + text.Safe(tlsCause(err))
+		e.Msg = "the TLS check of " + h + " failed: " + tlsCause(err)
 		e.Hint = caFileHint
 	case strings.Contains(err.Error(), "server gave HTTP response to HTTPS client"):
 		e.Kind = KindTLS
@@ -95,7 +93,7 @@ func mapTransportError(ctx context.Context, op, endpoint string, err error) *Err
 	case errors.Is(err, io.EOF), errors.Is(err, io.ErrUnexpectedEOF), errors.Is(err, syscall.ECONNRESET):
 		e.Kind, e.Msg, e.Hint = KindNetwork, "the connection to "+h+" closed before an answer came", "try again; check your network or proxy"
 	case errors.As(err, &opErr):
-		e.Kind, e.Msg, e.Hint = KindNetwork, "cannot reach "+h+": "+text.Safe(opErr.Err.Error()), "check the auth URL and your network or proxy settings"
+		e.Kind, e.Msg, e.Hint = KindNetwork, "cannot reach "+h+": "+opErr.Err.Error(), "check the auth URL and your network or proxy settings"
 	default:
 		e.Kind, e.Msg, e.Hint = KindNetwork, "the request to "+h+" failed", "check the auth URL and your network or proxy settings"
 	}

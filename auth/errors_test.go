@@ -19,6 +19,7 @@ import (
 	"time"
 
 	"github.com/shipkey/shipkey/auth/authtest"
+	"github.com/shipkey/shipkey/internal/text"
 )
 
 // Secrets used by the tests of this file; none may ever show in an error.
@@ -511,12 +512,12 @@ func TestLoginRefusedWithoutReasonNamesCauses(t *testing.T) {
 // the server's words after a colon; never parentheses inside parentheses.
 func TestLivenessDetailIsFlat(t *testing.T) {
 	t.Parallel()
-	l := unknownFrom("introspection", mapStatus("introspect", 400, "invalid_request", "Missing (token)", nil, nil))
+	l := unknownFrom(text.Trusted("introspection"), mapStatus("introspect", 400, "invalid_request", "Missing (token)", nil, nil))
 	want := "introspect: the server refused the request (status 400); the server said: invalid_request: Missing (token)"
-	if got := l.Detail(); got != want {
+	if got := l.Detail().String(); got != want {
 		t.Fatalf("detail\n got %q\nwant %q", got, want)
 	}
-	if (Liveness{Reason: "no answer"}).Detail() != "no answer" {
+	if (Liveness{Reason: text.Trusted("no answer")}).Detail().String() != "no answer" {
 		t.Fatal("a reason without the server's words gained a colon")
 	}
 }

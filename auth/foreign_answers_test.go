@@ -167,14 +167,14 @@ func TestLivenessAtKeycloaksIntrospectionPath(t *testing.T) {
 	// The issuer is the realm's URL, as discovery answers at it.
 	conn := Connection{AuthURL: srv.URL, Issuer: srv.URL, ClientID: "shipping"}
 	live := cliNewClient(t, Options{}).Liveness(cliCtx(t), conn, ClientAuth{Secret: cliClientSecret}, cliAccess)
-	if live.State != LiveActive || live.Via != "introspection" {
+	if live.State != LiveActive || live.Via.String() != "introspection" {
 		t.Errorf("liveness = %+v, want active by introspection", live)
 	}
 
 	// Without introspection anywhere: cannot tell, in shipkey's words.
 	bare := discoveryServer(t, map[string]string{"token_endpoint": "/token", "userinfo_endpoint": "/me"}, map[string]http.HandlerFunc{"/me": userinfo})
 	live = cliNewClient(t, Options{}).Liveness(cliCtx(t), Connection{AuthURL: bare.URL, Issuer: bare.URL, ClientID: "shipping"}, ClientAuth{Secret: cliClientSecret}, cliAccess)
-	if live.State != LiveUnknown || strings.Contains(live.Detail(), "expired, revoked") {
+	if live.State != LiveUnknown || strings.Contains(live.Detail().String(), "expired, revoked") {
 		t.Errorf("liveness = %+v: the server's generic words quoted as a verdict", live)
 	}
 }

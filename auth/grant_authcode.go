@@ -198,7 +198,7 @@ func readCallback(req *http.Request, state, issuer string, issRequired bool) cal
 	}
 	if iss := q.Get("iss"); iss != "" || issRequired {
 		if strings.TrimRight(iss, "/") != strings.TrimRight(issuer, "/") {
-			return callbackResult{err: &Error{Kind: KindConfig, Op: op, Msg: "the authorization answer came from issuer " + text.Safe(iss) + ", not " + text.Safe(issuer), Hint: "nothing was stored; check the connection's issuer (RFC 9207 mix-up protection)"}}
+			return callbackResult{err: &Error{Kind: KindConfig, Op: op, Msg: "the authorization answer came from issuer " + iss + ", not " + issuer, Hint: "nothing was stored; check the connection's issuer (RFC 9207 mix-up protection)"}}
 		}
 	}
 	if code := q.Get("error"); code != "" {

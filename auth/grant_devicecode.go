@@ -82,7 +82,7 @@ func (deviceCodeGrant) Obtain(ctx context.Context, c *Client, r Request) (*Token
 		// Nothing answers there (an HTML 404 page, most often): the server
 		// has no device grant, or not at the path guessed for Keycloak.
 		return nil, &Error{Kind: KindConfig, Op: op, Status: status,
-			Msg:  fmt.Sprintf("no device authorization endpoint at %s (status %d); this server may not support the device grant", text.Safe(ep.DeviceAuthorization), status),
+			Msg:  fmt.Sprintf("no device authorization endpoint at %s (status %d); this server may not support the device grant", ep.DeviceAuthorization, status),
 			Hint: "use another grant (--grant authcode, password or client-credentials), or check the auth URL"}
 	}
 	if status != http.StatusOK {
@@ -99,7 +99,7 @@ func (deviceCodeGrant) Obtain(ctx context.Context, c *Client, r Request) (*Token
 	switch {
 	case !visibleASCII(da.DeviceCode):
 		return nil, malformed(op, "the device authorization answer has no usable device_code")
-	case strings.TrimSpace(da.UserCode) == "" || text.Safe(da.UserCode) != da.UserCode || len(da.UserCode) > 64:
+	case strings.TrimSpace(da.UserCode) == "" || !text.IsClean(da.UserCode) || len(da.UserCode) > 64:
 		return nil, malformed(op, "the device authorization answer has no usable user_code")
 	case checkPageURL(da.VerificationURI) != nil:
 		return nil, malformed(op, "the device authorization answer has no usable verification_uri")
@@ -221,7 +221,7 @@ func grantScopes(conn Connection, ep Endpoints, discovered bool) []string {
 // checkPageURL reports whether raw is a URL a person may be sent to: an
 // absolute https URL, or http to a loopback host.
 func checkPageURL(raw string) error {
-	if text.Safe(raw) != raw {
+	if !text.IsClean(raw) {
 		return errors.New("holds control characters")
 	}
 	return CheckURL(raw)

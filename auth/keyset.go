@@ -7,7 +7,6 @@ import (
 	"encoding/json"
 	"encoding/pem"
 	"errors"
-	"fmt"
 
 	jose "github.com/go-jose/go-jose/v4"
 	"github.com/shipkey/shipkey/internal/text"
@@ -78,7 +77,7 @@ func pemKey(b *pem.Block) (any, error) {
 		}
 		return c.PublicKey, nil
 	}
-	return nil, fmt.Errorf("a PEM block of type %s is not a public key or certificate", text.Safe(b.Type))
+	return nil, text.Errorf("a PEM block of type %s is not a public key or certificate", b.Type)
 }
 
 // FetchKeySet GETs the JWK Set at url (http only for loopback hosts).
@@ -125,7 +124,7 @@ func (c *Client) VerifyWithKeySet(token string, ks KeySet) Verification {
 
 // checkSignature checks a compact JWS against keys (described as where in
 // messages).
-func checkSignature(token string, keys []jose.JSONWebKey, where string) (SigState, string) {
+func checkSignature(token string, keys []jose.JSONWebKey, where string) (SigState, text.Clean) {
 	jws, alg, kid, reason := parseJWS(token)
 	if jws == nil {
 		return SigFailed, reason
@@ -136,14 +135,14 @@ func checkSignature(token string, keys []jose.JSONWebKey, where string) (SigStat
 		candidates = signingKeys(withoutKid(keys), "", alg)
 	}
 	if len(candidates) == 0 {
-		return SigFailed, text.Safe(fmt.Sprintf("no %s key with kid %s in %s", alg, kid, where))
+		return SigFailed, text.Cleanf("no %s key with kid %s in %s", alg, kid, where)
 	}
 	for _, k := range candidates {
 		if _, err := jws.Verify(k.Key); err == nil {
-			return SigVerified, ""
+			return SigVerified, text.Clean{}
 		}
 	}
-	return SigFailed, text.Safe("signature does not match any key in " + where)
+	return SigFailed, text.Cleanf("signature does not match any key in %s", where)
 }
 
 // withoutKid keeps the keys that name no kid.

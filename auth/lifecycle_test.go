@@ -33,12 +33,12 @@ func TestLivenessUserinfoRefusalIsNotEnded(t *testing.T) {
 
 	ts := cliLogin(t, c, cliConn(s))
 	l := c.Liveness(cliCtx(t), cliConn(s), ClientAuth{Secret: authtest.DemoClientSecret}, ts.AccessToken)
-	if l.State != LiveUnknown || l.Via != "userinfo" || !strings.Contains(l.Reason, "openid") {
+	if l.State != LiveUnknown || l.Via.String() != "userinfo" || !strings.Contains(l.Reason.String(), "openid") {
 		t.Fatalf("live token without openid: %+v", l)
 	}
 	// One flat sentence: the server's words after a colon, no parentheses.
-	if d := l.Detail(); !strings.HasPrefix(d, "userinfo refused the token with status 401, perhaps for want of the openid scope; the server said: ") ||
-		strings.ContainsAny(d, "()") || l.Said == "" {
+	if d := l.Detail(); !strings.HasPrefix(d.String(), "userinfo refused the token with status 401, perhaps for want of the openid scope; the server said: ") ||
+		strings.ContainsAny(d.String(), "()") || l.Said.String() == "" {
 		t.Errorf("detail %q", d)
 	}
 	if n := s.Count("introspect"); n != 1 {
@@ -53,7 +53,7 @@ func TestLivenessUserinfoRefusalIsNotEnded(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if l := c.Liveness(cliCtx(t), openidConn(s), ClientAuth{Secret: authtest.DemoClientSecret}, ts2.AccessToken); l.State != LiveActive || l.Via != "userinfo" {
+	if l := c.Liveness(cliCtx(t), openidConn(s), ClientAuth{Secret: authtest.DemoClientSecret}, ts2.AccessToken); l.State != LiveActive || l.Via.String() != "userinfo" {
 		t.Fatalf("openid token: %+v", l)
 	}
 }
@@ -78,7 +78,7 @@ func TestLivenessUsesDiscoveredIntrospection(t *testing.T) {
 	base = srv.URL
 	c := cliNewClient(t, Options{})
 	l := c.Liveness(cliCtx(t), Connection{ClientID: "x", Issuer: srv.URL}, ClientAuth{Secret: cliClientSecret}, cliAccess)
-	if l.State != LiveInactive || l.Via != "introspection" || introspected != 1 {
+	if l.State != LiveInactive || l.Via.String() != "introspection" || introspected != 1 {
 		t.Fatalf("liveness %+v after %d introspections", l, introspected)
 	}
 }

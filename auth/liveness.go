@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"fmt"
 	"net/http"
 	"net/url"
 
@@ -33,34 +32,34 @@ func (s LiveState) String() string {
 // Liveness is the answer of Client.Liveness.
 type Liveness struct {
 	State  LiveState
-	Via    string // "introspection" or "userinfo"
-	Reason string // one short clause, sanitized, for LiveUnknown and LiveInactive
+	Via    text.Clean // "introspection" or "userinfo"
+	Reason text.Clean // one short clause, for LiveUnknown and LiveInactive
 	// Said is the server's own words (its error code and description, or
 	// an excerpt of its answer), sanitized; empty when it said nothing.
-	Said string
+	Said text.Clean
 }
 
 // Detail is the reason with the server's words after a colon: one flat
 // sentence for a verdict line, without nested parentheses.
-func (l Liveness) Detail() string {
-	if l.Said == "" {
+func (l Liveness) Detail() text.Clean {
+	if l.Said.IsEmpty() {
 		return l.Reason
 	}
-	return l.Reason + "; the server said: " + l.Said
+	return text.Concat(l.Reason, text.Trusted("; the server said: "), l.Said)
 }
 
 // unknownFrom is LiveUnknown for err: its message is the reason (without the
 // hint), the server's words go in Said.
-func unknownFrom(via string, err error) Liveness {
+func unknownFrom(via text.Clean, err error) Liveness {
 	var e *Error
 	if !errors.As(err, &e) {
-		return Liveness{State: LiveUnknown, Via: via, Reason: text.Safe(err.Error())}
+		return Liveness{State: LiveUnknown, Via: via, Reason: text.Sanitize(err.Error())}
 	}
 	reason := e.Msg
 	if e.Op != "" {
 		reason = e.Op + ": " + reason
 	}
-	return Liveness{State: LiveUnknown, Via: via, Reason: text.Safe(reason), Said: e.said()}
+	return Liveness{State: LiveUnknown, Via: via, Reason: text.Sanitize(reason), Said: e.said()}
 }
 
 // Liveness asks the realm whether it still accepts accessToken: token
@@ -78,11 +77,11 @@ func unknownFrom(via string, err error) Liveness {
 func (c *Client) Liveness(ctx context.Context, conn Connection, ca ClientAuth, accessToken string) Liveness {
 	secrets := ca.secrets(conn, accessToken)
 	if err := conn.Validate(); err != nil {
-		return unknownFrom("", err)
+		return unknownFrom(text.Clean{}, err)
 	}
 	ep, err := c.Endpoints(ctx, conn)
 	if err != nil {
-		return unknownFrom("", err)
+		return unknownFrom(text.Clean{}, err)
 	}
 	if ep.Introspection == "" && conn.AuthURL != "" {
 		// Discovery named none: Keycloak's path is asked, and a 404 there
@@ -90,7 +89,7 @@ func (c *Client) Liveness(ctx context.Context, conn Connection, ca ClientAuth, a
 		ep.Introspection = conn.KeycloakEndpoints().Introspection
 	}
 	if ep.Introspection != "" {
-		const via = "introspection"
+		via := text.Trusted("introspection")
 		resp, err := c.send(ctx, conn, ca, formRequest{Op: "introspect", Endpoint: ep.Introspection,
 			Form: url.Values{"token": {accessToken}, "token_type_hint": {"access_token"}}})
 		switch status := resp.Status; {
@@ -101,12 +100,12 @@ func (c *Client) Liveness(ctx context.Context, conn Connection, ca ClientAuth, a
 				Active *bool `json:"active"`
 			}
 			if json.Unmarshal(resp.Body, &ans) != nil || ans.Active == nil {
-				return Liveness{State: LiveUnknown, Via: via, Reason: "the introspection answer is not valid JSON with \"active\""}
+				return Liveness{State: LiveUnknown, Via: via, Reason: text.Trusted("the introspection answer is not valid JSON with \"active\"")}
 			}
 			if *ans.Active {
 				return Liveness{State: LiveActive, Via: via}
 			}
-			return Liveness{State: LiveInactive, Via: via, Reason: "session ended or token revoked"}
+			return Liveness{State: LiveInactive, Via: via, Reason: text.Trusted("session ended or token revoked")}
 		case status == http.StatusUnauthorized || status == http.StatusForbidden || status == http.StatusNotFound:
 			c.logger.Debug("introspection unavailable; trying userinfo", "status", status)
 		default:
@@ -114,12 +113,12 @@ func (c *Client) Liveness(ctx context.Context, conn Connection, ca ClientAuth, a
 		}
 	}
 	if ep.Userinfo == "" {
-		return Liveness{State: LiveUnknown, Reason: "the server offers neither token introspection nor userinfo"}
+		return Liveness{State: LiveUnknown, Reason: text.Trusted("the server offers neither token introspection nor userinfo")}
 	}
-	const via = "userinfo"
+	via := text.Trusted("userinfo")
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, ep.Userinfo, nil)
 	if err != nil {
-		return Liveness{State: LiveUnknown, Via: via, Reason: "the userinfo URL is not valid"}
+		return Liveness{State: LiveUnknown, Via: via, Reason: text.Trusted("the userinfo URL is not valid")}
 	}
 	req.Header.Set("Authorization", "Bearer "+accessToken)
 	req.Header.Set("Accept", "application/json")
@@ -139,9 +138,9 @@ func (c *Client) Liveness(ctx context.Context, conn Connection, ca ClientAuth, a
 		// description is the same generic sentence whatever the cause
 		// ("expired, revoked, malformed, or invalid"): quoted, it reads as
 		// a verdict. Only the error code is kept.
-		reason := fmt.Sprintf("userinfo refused the token with status %d, perhaps for want of the openid scope", resp.StatusCode)
+		reason := text.Cleanf("userinfo refused the token with status %d, perhaps for want of the openid scope", resp.StatusCode)
 		se := parseServerError(body)
-		return Liveness{State: LiveUnknown, Via: via, Reason: reason, Said: scrub(se.Code, secrets)}
+		return Liveness{State: LiveUnknown, Via: via, Reason: reason, Said: text.Sanitize(scrub(se.Code, secrets))}
 	}
 	se := parseServerError(body)
 	return unknownFrom(via, mapStatus("userinfo", resp.StatusCode, se.Code, se.Description, body, secrets))

@@ -24,6 +24,7 @@ import (
 
 	"github.com/shipkey/shipkey/auth"
 	"github.com/shipkey/shipkey/internal/optest"
+	"github.com/shipkey/shipkey/internal/text"
 	"github.com/shipkey/shipkey/internal/text/texttest"
 )
 
@@ -286,7 +287,7 @@ func TestRealOAuth2Server(t *testing.T) {
 		if got := claimNames(d.Payload); !slices.Equal(got, want) {
 			t.Errorf("claims %q, want %q", got, want)
 		}
-		if amr, _ := d.Claim("amr"); amr.Kind != auth.ClaimList || !slices.Equal(amr.Items, []string{"pwd"}) {
+		if amr, _ := d.Claim("amr"); amr.Kind != auth.ClaimList || !slices.Equal(amr.Items, text.SanitizeAll([]string{"pwd"})) {
 			t.Errorf("amr = %+v", amr)
 		}
 		// Relative to its own iat, the token lives exactly an hour.
@@ -294,10 +295,10 @@ func TestRealOAuth2Server(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if exp, _ := atIat.Claim("exp"); exp.Kind != auth.ClaimTime || !strings.HasSuffix(exp.Display, "UTC (in 1h)") {
+		if exp, _ := atIat.Claim("exp"); exp.Kind != auth.ClaimTime || !strings.HasSuffix(exp.Display.String(), "UTC (in 1h)") {
 			t.Errorf("exp = %+v", exp)
 		}
-		if azp, _ := d.Claim("azp"); azp.Display != m.ClientID {
+		if azp, _ := d.Claim("azp"); azp.Display.String() != m.ClientID {
 			t.Errorf("azp = %+v", azp)
 		}
 		// Its refresh tokens are opaque UUIDs.
@@ -309,7 +310,7 @@ func TestRealOAuth2Server(t *testing.T) {
 	t.Run("verify", func(t *testing.T) {
 		conns := []auth.Connection{byIssuer}
 		v := c.Verify(ctx, conns, ts.AccessToken)
-		if v.State != auth.SigVerified || v.Issuer != m.URL || v.KeyID == "" {
+		if v.State != auth.SigVerified || v.Issuer.String() != m.URL || v.KeyID.String() == "" {
 			t.Fatalf("Verify = %+v, want verified", v)
 		}
 		if v := c.Verify(ctx, conns, ts.IDToken); ts.IDToken != "" && v.State != auth.SigVerified {
@@ -348,7 +349,7 @@ func TestRealOAuth2Server(t *testing.T) {
 		if !res.Ended() {
 			t.Errorf("EndSession = %+v, want the session ended", res)
 		}
-		if l := c.Liveness(ctx, byIssuer, auth.ClientAuth{Secret: m.ClientSecret}, fresh.AccessToken); l.State == auth.LiveInactive && l.Via != "introspection" {
+		if l := c.Liveness(ctx, byIssuer, auth.ClientAuth{Secret: m.ClientSecret}, fresh.AccessToken); l.State == auth.LiveInactive && l.Via.String() != "introspection" {
 			t.Errorf("liveness %+v: only introspection may say 'not active'", l)
 		}
 	})

@@ -8,7 +8,6 @@ import (
 	"net/url"
 	"strings"
 
-	"github.com/shipkey/shipkey/internal/text"
 	"golang.org/x/oauth2"
 )
 
@@ -216,7 +215,7 @@ func parseToken(op string, resp formResponse) (*oauth2.Token, error) {
 	notToken := func(msg string) error {
 		e := &Error{Kind: KindMalformedResponse, Op: op, Msg: msg, Hint: "check that the auth URL points at the realm (…/auth/realms/<realm>)"}
 		if ct := mediaType(resp.Header.Get("Content-Type")); ct != "" {
-			e.Msg += " (content type " + text.Safe(ct) + ")"
+			e.Msg += " (content type " + ct + ")"
 		}
 		return e
 	}

@@ -186,7 +186,7 @@ func (ts *TokenSet) CheckStored() error {
 		return errors.New("the refresh token holds spaces, control characters or non-ASCII bytes")
 	case ts.IDToken != "" && !visibleASCII(ts.IDToken):
 		return errors.New("the ID token holds spaces, control characters or non-ASCII bytes")
-	case text.Safe(ts.TokenType) != ts.TokenType || text.Safe(ts.Scope) != ts.Scope || text.Safe(ts.SessionState) != ts.SessionState:
+	case !text.IsClean(ts.TokenType) || !text.IsClean(ts.Scope) || !text.IsClean(ts.SessionState):
 		return errors.New("the token type, scope or session state holds control characters")
 	}
 	return nil

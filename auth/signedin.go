@@ -10,30 +10,34 @@ import (
 	"github.com/shipkey/shipkey/internal/text"
 )
 
-// Identity is who a token set was issued to, as its tokens say (untrusted
-// text, made safe for a terminal).
+// Identity is who a token set was issued to, as its tokens say: untrusted
+// text, cleaned where the token or the userinfo answer is read.
 type Identity struct {
-	Username string // preferred_username
-	Email    string
+	Username text.Clean // preferred_username
+	Email    text.Clean
 }
 
-// String is "alice (alice@example.com)", "alice", "alice@example.com", or
-// "" when the tokens name nobody.
-func (id Identity) String() string {
+// Shown is "alice (alice@example.com)", "alice", "alice@example.com", or
+// empty when the tokens name nobody.
+func (id Identity) Shown() text.Clean {
+	user, email := id.Username.String(), id.Email.String()
 	switch {
-	case id.Username != "" && id.Email != "" && !strings.EqualFold(id.Username, id.Email):
-		return id.Username + " (" + id.Email + ")"
-	case id.Username != "":
+	case user != "" && email != "" && !strings.EqualFold(user, email):
+		return text.Concat(id.Username, text.Trusted(" ("), id.Email, text.Trusted(")"))
+	case user != "":
 		return id.Username
 	}
 	return id.Email
 }
 
+// String is Shown as a string.
+func (id Identity) String() string { return id.Shown().String() }
+
 // Is reports whether the identity is the user named (its username or its
 // email, ignoring case as Keycloak does).
 func (id Identity) Is(user string) bool {
 	user = strings.TrimSpace(user)
-	return user != "" && (strings.EqualFold(id.Username, user) || strings.EqualFold(id.Email, user))
+	return user != "" && (strings.EqualFold(id.Username.String(), user) || strings.EqualFold(id.Email.String(), user))
 }
 
 // SignedInAs reads who signed in from a token set: the ID token's
@@ -53,7 +57,7 @@ func SignedInAs(ts *TokenSet, now time.Time) Identity {
 		}
 		user, _ := d.Raw["preferred_username"].(string)
 		email, _ := d.Raw["email"].(string)
-		if id := (Identity{Username: text.Safe(user), Email: text.Safe(email)}); id.String() != "" {
+		if id := (Identity{Username: text.Sanitize(user), Email: text.Sanitize(email)}); id.String() != "" {
 			return id
 		}
 	}
@@ -79,13 +83,10 @@ func (c *Client) checkSignedIn(ctx context.Context, r Request, ts *TokenSet, op 
 		return nil
 	}
 	_, _ = c.EndSession(context.WithoutCancel(ctx), r.Conn, r.ClientAuth, ts)
-	who := "someone the tokens do not name"
-	if s := id.String(); s != "" {
-		who = s
-	}
+	who := id.Shown().Or(text.Trusted("someone the tokens do not name"))
 	return &Error{Kind: KindAccessDenied, Op: op,
-		Msg:  "signed in as " + who + ", not " + text.Safe(want) + " as asked",
-		Hint: "nothing was stored; sign in as " + text.Safe(want) + " (sign out of the realm in the browser first), or do not name a username"}
+		Msg:  text.Cleanf("signed in as %s, not %s as asked", who, want).String(),
+		Hint: text.Cleanf("nothing was stored; sign in as %s (sign out of the realm in the browser first), or do not name a username", want).String()}
 }
 
 // userinfoIdentity asks the server's userinfo endpoint (from discovery)
@@ -118,5 +119,5 @@ func (c *Client) userinfoIdentity(ctx context.Context, conn Connection, accessTo
 	if json.Unmarshal(body, &claims) != nil {
 		return Identity{}
 	}
-	return Identity{Username: text.Safe(claims.Username), Email: text.Safe(claims.Email)}
+	return Identity{Username: text.Sanitize(claims.Username), Email: text.Sanitize(claims.Email)}
 }

@@ -160,7 +160,7 @@ func TestInteractiveSignInMustBeTheUserAsked(t *testing.T) {
 	if err != nil {
 		t.Fatalf("the user asked for (any case): %v", err)
 	}
-	if id := SignedInAs(ts, clock.Now()); !id.Is(authtest.DemoUsername) || id.Email != "demo@example.com" {
+	if id := SignedInAs(ts, clock.Now()); !id.Is(authtest.DemoUsername) || id.Email.String() != "demo@example.com" {
 		t.Fatalf("SignedInAs = %+v", id)
 	}
 	if u, _ := url.Parse(p.AuthURL); u.Query().Get("login_hint") != strings.ToUpper(authtest.DemoUsername) {

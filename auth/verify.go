@@ -38,17 +38,17 @@ func (c *Client) precheck(token string) (d *Decoded, v Verification, done bool) 
 	d, err := Decode(token, c.clock())
 	switch {
 	case err != nil:
-		return nil, Verification{State: SigFailed, Reason: text.Safe(err.Error())}, true
+		return nil, Verification{State: SigFailed, Reason: text.Sanitize(err.Error())}, true
 	case d.Format == FormatOpaque:
-		return nil, Verification{State: SigNotChecked, Reason: "not a JWT: an opaque token has no signature to check"}, true
+		return nil, Verification{State: SigNotChecked, Reason: text.Trusted("not a JWT: an opaque token has no signature to check")}, true
 	case d.Format == FormatJWE:
-		return nil, Verification{State: SigNotChecked, Reason: "an encrypted token (JWE): only its recipient can read and check it"}, true
+		return nil, Verification{State: SigNotChecked, Reason: text.Trusted("an encrypted token (JWE): only its recipient can read and check it")}, true
 	}
-	v = Verification{KeyID: d.Kid, Issuer: d.Issuer}
+	v = Verification{KeyID: text.Sanitize(d.Kid), Issuer: text.Sanitize(d.Issuer)}
 	if d.SymmetricSigned {
 		// HS* is an HMAC with a secret only the server knows (Keycloak signs its
 		// refresh tokens so): say what is known, no more.
-		v.Reason = "HMAC-signed (" + text.Safe(d.Alg) + "): a client cannot check it"
+		v.Reason = text.Cleanf("HMAC-signed (%s): a client cannot check it", d.Alg)
 		return d, v, true
 	}
 	return d, v, false
@@ -61,23 +61,23 @@ func (c *Client) verify(ctx context.Context, conns []Connection, token string) V
 	}
 	iss, _ := d.Raw["iss"].(string)
 	if iss == "" {
-		v.Reason = "the token names no issuer; not fetching any keys"
+		v.Reason = text.Trusted("the token names no issuer; not fetching any keys")
 		return v
 	}
 	conn, ok := matchIssuer(conns, iss)
 	if !ok {
-		v.Reason = text.Safe(fmt.Sprintf("issuer %s is not one of your connections; not fetching its keys; "+foreignKeysHint, iss))
+		v.Reason = text.Cleanf("issuer %s is not one of your connections; not fetching its keys; "+foreignKeysHint, iss)
 		return v
 	}
 	jwksURL, tried, err := c.keysURL(ctx, conn)
 	if err != nil {
-		v.Reason = text.Safe("cannot find the realm's keys: " + err.Error() + triedSuffix(tried))
+		v.Reason = text.Sanitize("cannot find the realm's keys: " + err.Error() + triedSuffix(tried))
 		v.KeysUnavailable = true
 		return v
 	}
 	state, reason := c.verifyWithJWKS(ctx, jwksURL, text.BearerToken(token))
 	if state == SigNotChecked {
-		reason += triedSuffix(tried)
+		reason = text.Concat(reason, text.Sanitize(triedSuffix(tried)))
 		v.KeysUnavailable = true
 	}
 	v.State, v.Reason = state, reason
@@ -134,7 +134,7 @@ func matchIssuer(conns []Connection, iss string) (Connection, bool) {
 // verifyWithJWKS checks a compact JWS against the key set served at jwksURL
 // (a URL from the connection, never from the token). Fetch failures are
 // SigNotChecked; a mismatch is SigFailed.
-func (c *Client) verifyWithJWKS(ctx context.Context, jwksURL, token string) (SigState, string) {
+func (c *Client) verifyWithJWKS(ctx context.Context, jwksURL, token string) (SigState, text.Clean) {
 	jws, alg, kid, reason := parseJWS(token)
 	if jws == nil {
 		return SigFailed, reason
@@ -142,45 +142,45 @@ func (c *Client) verifyWithJWKS(ctx context.Context, jwksURL, token string) (Sig
 	cache := &c.jwks
 	keys, fresh, err := cache.get(ctx, c, jwksURL, false)
 	if err != nil {
-		return SigNotChecked, text.Safe("cannot fetch the realm's keys: " + err.Error())
+		return SigNotChecked, text.Sanitize("cannot fetch the realm's keys: " + err.Error())
 	}
 	candidates := signingKeys(keys, kid, alg)
 	if len(candidates) == 0 && !fresh {
 		if keys, _, err = cache.get(ctx, c, jwksURL, true); err != nil {
-			return SigNotChecked, text.Safe("cannot fetch the realm's keys: " + err.Error())
+			return SigNotChecked, text.Sanitize("cannot fetch the realm's keys: " + err.Error())
 		}
 		candidates = signingKeys(keys, kid, alg)
 	}
 	if len(candidates) == 0 {
 		if kid == "" {
-			return SigFailed, text.Safe(fmt.Sprintf("the token names no kid and no %s key in the realm's JWKS fits", alg))
+			return SigFailed, text.Cleanf("the token names no kid and no %s key in the realm's JWKS fits", alg)
 		}
-		return SigFailed, text.Safe(fmt.Sprintf("no key with kid %s in the realm's JWKS", kid))
+		return SigFailed, text.Cleanf("no key with kid %s in the realm's JWKS", kid)
 	}
 	for _, k := range candidates {
 		if _, err := jws.Verify(k.Key); err == nil {
-			return SigVerified, ""
+			return SigVerified, text.Clean{}
 		}
 	}
 	if kid == "" {
-		return SigFailed, "signature does not match any of the realm's keys"
+		return SigFailed, text.Trusted("signature does not match any of the realm's keys")
 	}
-	return SigFailed, text.Safe(fmt.Sprintf("signature does not match the realm's key kid=%s", kid))
+	return SigFailed, text.Cleanf("signature does not match the realm's key kid=%s", kid)
 }
 
 // parseJWS parses a compact JWS with one signature by an accepted
 // algorithm, returning its alg and kid (raw, for matching; sanitize before
 // showing), or nil and why not.
-func parseJWS(token string) (jws *jose.JSONWebSignature, alg, kid, reason string) {
+func parseJWS(token string) (jws *jose.JSONWebSignature, alg, kid string, reason text.Clean) {
 	jws, err := jose.ParseSignedCompact(token, verifyAlgs)
 	if err != nil {
-		return nil, "", "", "the token is not a signed JWT with an accepted algorithm (RS256/384/512, PS256, ES256/384, EdDSA)"
+		return nil, "", "", text.Trusted("the token is not a signed JWT with an accepted algorithm (RS256/384/512, PS256, ES256/384, EdDSA)")
 	}
 	if len(jws.Signatures) != 1 {
-		return nil, "", "", "the token does not carry exactly one signature"
+		return nil, "", "", text.Trusted("the token does not carry exactly one signature")
 	}
 	h := jws.Signatures[0].Header
-	return jws, h.Algorithm, h.KeyID, ""
+	return jws, h.Algorithm, h.KeyID, text.Clean{}
 }
 
 // signingKeys picks the public signing keys for kid (all keys when the token

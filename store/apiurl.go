@@ -21,7 +21,7 @@ func CheckAPIURL(s string) (string, error) {
 	}
 	u, err := url.Parse(s)
 	switch {
-	case err != nil || u.Host == "" || (u.Scheme != "https" && u.Scheme != "http") || text.Safe(s) != s:
+	case err != nil || u.Host == "" || (u.Scheme != "https" && u.Scheme != "http") || !text.IsClean(s):
 		return "", fmt.Errorf("%s is not a URL; give the API's base URL, such as https://api.example.com/v1", text.ShellQuote(s))
 	case u.Scheme == "http" && !auth.IsLoopback(u.Hostname()):
 		return "", fmt.Errorf("%s: plain http is only for loopback (a token must not travel unencrypted); use https", text.ShellQuote(s))

@@ -65,7 +65,7 @@ func corruptError(path string, line int, what string) error {
 	if line > 0 {
 		where += fmt.Sprintf(": line %d", line)
 	}
-	return fmt.Errorf("%s: %s; fix or move it away", where, text.Safe(what))
+	return text.Errorf("%s: %s; fix or move it away", where, what)
 }
 
 // loadConfig reads config.toml; a missing file is an empty configuration.

@@ -177,7 +177,7 @@ func (f keyFiles) read(id string) ([]byte, bool, error) {
 
 func (f keyFiles) write(id string, data []byte, sync bool) error {
 	if !validID(id) {
-		return fmt.Errorf("key id %q cannot name a file", text.Safe(id))
+		return text.Errorf("key id %q cannot name a file", text.Sanitize(id))
 	}
 	if err := writeFileTemp(f.path(id), data, sync); err != nil {
 		return err
@@ -208,7 +208,7 @@ func (f keyFiles) writeMany(items map[string]keySecrets, encode func(keySecrets)
 			return err
 		}
 		if !validID(id) {
-			return fmt.Errorf("key id %q cannot name a file", text.Safe(id))
+			return text.Errorf("key id %q cannot name a file", text.Sanitize(id))
 		}
 		if err := writeFileTemp(f.path(id), data, !haveSyncFS); err != nil {
 			return err

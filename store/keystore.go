@@ -159,12 +159,12 @@ func Open(opts Options) (*Store, error) {
 	switch {
 	case choice != "":
 		if !userBackend(choice) && s.backends[choice] == nil {
-			return nil, fmt.Errorf("unknown secrets backend %q; use %s", text.Safe(choice), userBackendNames())
+			return nil, text.Errorf("unknown secrets backend %q; use %s", text.Sanitize(choice), userBackendNames())
 		}
 	case os.Getenv(EnvSecrets) != "":
 		choice = os.Getenv(EnvSecrets)
 		if !userBackend(choice) {
-			return nil, fmt.Errorf("%s=%q is not a secrets backend; use %s", EnvSecrets, text.Safe(choice), userBackendNames())
+			return nil, text.Errorf("%s=%q is not a secrets backend; use %s", EnvSecrets, text.Sanitize(choice), userBackendNames())
 		}
 		s.choiceFromEnv = choice != BackendAuto && (set.Secrets == "" || set.Secrets == BackendAuto)
 	default:
@@ -187,7 +187,7 @@ func resolveDir(opt, env, base string) (string, error) {
 	}
 	abs, err := filepath.Abs(dir)
 	if err != nil {
-		return "", fmt.Errorf("%s: %w", text.Safe(dir), err)
+		return "", text.Errorf("%s: %w", dir, err)
 	}
 	return abs, nil
 }

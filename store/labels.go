@@ -21,7 +21,7 @@ func cleanLabel(l string) (string, error) {
 	switch {
 	case l == "":
 		return "", errors.New("the label is empty; choose a name for the key")
-	case !utf8.ValidString(l) || text.Safe(l) != l:
+	case !utf8.ValidString(l) || !text.IsClean(l):
 		return "", fmt.Errorf("the label %s contains control characters; choose another", quoteLabel(l))
 	case utf8.RuneCountInString(l) > MaxLabelLen:
 		return "", fmt.Errorf("the label is longer than %d characters; choose a shorter one", MaxLabelLen)

@@ -141,7 +141,7 @@ func (sess *session) resolve() {
 		if v := strings.TrimSpace(os.Getenv(EnvUnlockTimeout)); v != "" {
 			d, err := parseTimeout(v)
 			if err != nil {
-				sess.err = fmt.Errorf("%s=%q is not a duration; use for example 15m, 1h or 0 (do not keep the unlock)", EnvUnlockTimeout, text.Safe(v))
+				sess.err = text.Errorf("%s=%q is not a duration; use for example 15m, 1h or 0 (do not keep the unlock)", EnvUnlockTimeout, text.Sanitize(v))
 			}
 			sess.idle = d
 			if d == 0 {
@@ -163,7 +163,7 @@ func (sess *session) resolve() {
 			sess.mech = MechNone
 		}
 	default:
-		sess.err = fmt.Errorf("%s=%q is not an unlock mechanism; use auto, kernel, agent or none", EnvUnlockMech, text.Safe(sess.mech))
+		sess.err = text.Errorf("%s=%q is not an unlock mechanism; use auto, kernel, agent or none", EnvUnlockMech, text.Sanitize(sess.mech))
 		sess.mech = MechNone
 	}
 	if sess.idle < 0 {

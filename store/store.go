@@ -46,6 +46,7 @@ import (
 	"time"
 
 	"github.com/shipkey/shipkey/auth"
+	"github.com/shipkey/shipkey/internal/text"
 )
 
 // Key is an API key: a labelled credential shipkey keeps. It holds no secret.
@@ -79,6 +80,27 @@ type Key struct {
 	Team string
 	// TeamRemoved: this machine was removed from Team (as last seen there).
 	TeamRemoved bool
+}
+
+// Shown is the key's label as a terminal shows it: clean text (the label is
+// read from config.toml, the index or a team's etcd, none of them trusted).
+// Print it rather than Label; Label is for finding the key.
+func (k Key) Shown() text.Clean { return text.Sanitize(k.Label) }
+
+// KeyWords are the words of a key that a screen or a message shows, each
+// cleaned once (they come from config.toml, the index or a team's etcd).
+type KeyWords struct {
+	Label, Team, Username, ClientID, Masked text.Clean
+	RealmURL, RealmName                     text.Clean
+}
+
+// Words is k's words as a terminal shows them.
+func (k Key) Words() KeyWords {
+	return KeyWords{
+		Label: k.Shown(), Team: text.Sanitize(k.Team), Username: text.Sanitize(k.Username),
+		ClientID: text.Sanitize(k.Connection.ClientID), Masked: text.Sanitize(k.Masked),
+		RealmURL: text.Sanitize(k.Connection.RealmURL()), RealmName: text.Sanitize(k.Connection.RealmName()),
+	}
 }
 
 // RenewsItself reports whether the key's grant gets a new token with no

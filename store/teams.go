@@ -72,13 +72,13 @@ func (s *Store) Team(name string) (TeamConn, error) {
 			return t, nil
 		}
 	}
-	return TeamConn{}, fmt.Errorf("no team %s on this machine (shipkey team ls; shipkey team join %s --etcd URL): %w", text.Safe(name), text.ShellQuote(name), ErrNotFound)
+	return TeamConn{}, text.Errorf("no team %s on this machine (shipkey team ls; shipkey team join %s --etcd URL): %w", name, text.ShellQuote(name), ErrNotFound)
 }
 
 // PutTeam records (or replaces) a team's connection in config.toml.
 func (s *Store) PutTeam(ctx context.Context, tc TeamConn) error {
 	if !ValidTeamName(tc.Name) {
-		return fmt.Errorf("team name %q: use letters, digits, - and _ (at most 40)", text.Safe(tc.Name))
+		return text.Errorf("team name %q: use letters, digits, - and _ (at most 40)", text.Sanitize(tc.Name))
 	}
 	return s.update(ctx, func(t *tx) error {
 		cfg, err := t.config()

@@ -2,7 +2,6 @@ package tui
 
 import (
 	"context"
-	"fmt"
 	"strings"
 
 	tea "charm.land/bubbletea/v2"
@@ -132,7 +131,7 @@ func (m *Model) cancelRequest() {
 func (m *Model) openDetails(label string) tea.Cmd {
 	r, ok := m.keys.find(label)
 	if !ok {
-		m.toast, m.toastOK = fmt.Sprintf("No key labelled %q.", text.Safe(label)), false
+		m.toast, m.toastOK = text.Cleanf("No key labelled %q.", text.Sanitize(label)), false
 		return nil
 	}
 	m.setCurrent(label)

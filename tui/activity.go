@@ -75,7 +75,7 @@ func (m *Model) handleActivity(msg activityMsg) tea.Cmd {
 		m.activity.loaded(msg)
 	case handOutRecordedMsg:
 		if msg.err != nil {
-			m.toast, m.toastOK = "Not handed out: "+errText(msg.err), false
+			m.toast, m.toastOK = text.Concat(text.Trusted("Not handed out: "), errClean(msg.err)), false
 			return nil
 		}
 		if msg.what == audit.Reveal {

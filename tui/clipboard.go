@@ -100,11 +100,11 @@ func nativeClipboardName() string {
 // took it. Copying counts as use (MarkUsed).
 func (m *Model) copyToken(label string, ts *auth.TokenSet, header bool) tea.Cmd {
 	if ts == nil || ts.AccessToken == "" {
-		m.toast, m.toastOK = "Nothing to copy: log in first.", false
+		m.toast, m.toastOK = text.Trusted("Nothing to copy: log in first."), false
 		return nil
 	}
 	if ts.Access().Expired(m.c.now) {
-		m.toast, m.toastOK = "The access token has expired: refresh it first (r).", false
+		m.toast, m.toastOK = text.Trusted("The access token has expired: refresh it first (r)."), false
 		return nil
 	}
 	return m.recordHandOut(handOutRecordedMsg{label: label, what: audit.Copy, tokens: ts, header: header})
@@ -128,7 +128,7 @@ func (m *Model) copyText(payload, what, buf string) tea.Cmd {
 	m.clipGen++
 	gen := m.clipGen
 	tmux, native, nativeName := m.cfg.tmux, m.cfg.clipWrite, m.cfg.clipName
-	m.toast, m.toastOK = fmt.Sprintf("Copying the %s…", what), true
+	m.toast, m.toastOK = text.Cleanf("Copying the %s…", what), true
 	write := func() tea.Msg {
 		res := clipCopiedMsg{gen: gen, what: what, sum: sha256.Sum256([]byte(payload))}
 		if tmux != nil {
@@ -174,7 +174,7 @@ func (m *Model) handleClipCopied(msg clipCopiedMsg) tea.Cmd {
 		kept = "; your outer " + mux + " also keeps it in its paste buffers, which the clear cannot reach (tmux: delete-buffer there)"
 	}
 	if len(dests) == 0 {
-		m.toast, m.toastOK = fmt.Sprintf("Could not copy the %s: %s.", msg.what, text.Safe(strings.Join(msg.failed, "; "))), false
+		m.toast, m.toastOK = text.Cleanf("Could not copy the %s: %s.", msg.what, strings.Join(msg.failed, "; ")), false
 		return nil
 	}
 	m.clipSum = msg.sum
@@ -186,7 +186,7 @@ func (m *Model) handleClipCopied(msg clipCopiedMsg) tea.Cmd {
 		cmd = m.cfg.after(clear, func(time.Time) tea.Msg { return clipClearMsg{gen: gen} })
 		note = fmt.Sprintf("clears in %s", clear.Round(time.Second))
 	}
-	m.toast, m.toastOK = fmt.Sprintf("Copied the %s to the %s; %s%s.", msg.what, joinAnd(dests), note, kept), true
+	m.toast, m.toastOK = text.Cleanf("Copied the %s to the %s; %s%s.", msg.what, joinAnd(dests), note, kept), true
 	return cmd
 }
 
@@ -216,9 +216,9 @@ func (m *Model) handleClipClear(msg clipClearMsg) tea.Cmd {
 	}
 	sum := m.clipSum
 	m.clipSum = [32]byte{}
-	m.toast, m.toastOK = "Cleared the clipboard (a clipboard manager or history may keep its own copy).", true
+	m.toast, m.toastOK = text.Trusted("Cleared the clipboard (a clipboard manager or history may keep its own copy)."), true
 	if mux := m.cfg.outerMux; mux != "" && m.cfg.tmux == nil {
-		m.toast = "Cleared the clipboard; your outer " + mux + "'s paste buffers still hold the copy (tmux: list-buffers, delete-buffer there)."
+		m.toast = text.Cleanf("Cleared the clipboard; your outer %s's paste buffers still hold the copy (tmux: list-buffers, delete-buffer there).", mux)
 	}
 	var cmds []tea.Cmd
 	if tmux := m.cfg.tmux; tmux != nil {

@@ -8,6 +8,7 @@ import (
 
 	tea "charm.land/bubbletea/v2"
 	"github.com/shipkey/shipkey/auth"
+	"github.com/shipkey/shipkey/internal/text"
 	"github.com/shipkey/shipkey/store"
 )
 
@@ -206,7 +207,7 @@ func (m *Model) verifyCmd(seq, which int, raw, jwks string) tea.Cmd {
 	st, ver, ctx := m.backend, m.cfg.verifier, m.ctx
 	return func() tea.Msg {
 		if ver == nil || st == nil {
-			return verifiedMsg{seq: seq, which: which, v: auth.Verification{State: auth.SigNotChecked, Reason: "no auth client to check signatures with"}}
+			return verifiedMsg{seq: seq, which: which, v: auth.Verification{State: auth.SigNotChecked, Reason: text.Trusted("no auth client to check signatures with")}}
 		}
 		ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 		defer cancel()
@@ -215,11 +216,11 @@ func (m *Model) verifyCmd(seq, which int, raw, jwks string) tea.Cmd {
 		}
 		kv, ok := ver.(KeySetVerifier)
 		if !ok {
-			return verifiedMsg{seq: seq, which: which, v: auth.Verification{State: auth.SigNotChecked, Reason: "this auth client cannot fetch a key set"}}
+			return verifiedMsg{seq: seq, which: which, v: auth.Verification{State: auth.SigNotChecked, Reason: text.Trusted("this auth client cannot fetch a key set")}}
 		}
 		ks, err := kv.FetchKeySet(ctx, jwks)
 		if err != nil {
-			return verifiedMsg{seq: seq, which: which, v: auth.Verification{State: auth.SigNotChecked, Reason: "the JWKS URL: " + err.Error()}}
+			return verifiedMsg{seq: seq, which: which, v: auth.Verification{State: auth.SigNotChecked, Reason: text.Cleanf("the JWKS URL: %v", err)}}
 		}
 		return verifiedMsg{seq: seq, which: which, v: kv.VerifyWithKeySet(raw, ks)}
 	}

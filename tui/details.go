@@ -133,7 +133,7 @@ func (d *details) sessionEnded() bool {
 // A userinfo refusal is not that verdict (the endpoint may refuse for
 // other reasons): it shows as "cannot tell".
 func (d *details) serverEnded() bool {
-	return d.liveState == liveAnswered && d.live.State == auth.LiveInactive && d.live.Via == "introspection"
+	return d.liveState == liveAnswered && d.live.State == auth.LiveInactive && d.live.Via.String() == "introspection"
 }
 
 // startLiveCheck marks a server check as in flight.
@@ -376,7 +376,7 @@ func (d *details) result(msg keyTokensMsg) bool {
 
 // loggedOut applies the answer of a logout and returns the sentence that
 // reports it (empty when errMsg says what went wrong).
-func (d *details) loggedOut(res auth.EndResult, err error) string {
+func (d *details) loggedOut(res auth.EndResult, err error) text.Clean {
 	d.state = detailsIdle
 	d.tokens = nil
 	d.key.LoggedOut = true
@@ -388,17 +388,17 @@ func (d *details) loggedOut(res auth.EndResult, err error) string {
 // logoutOutcome is what a logout did, in one sentence: the tokens are
 // dropped here in every case; the server ended the session, had ended it,
 // offers no way to, or refused (then errMsg, not the returned toast).
-func logoutOutcome(res auth.EndResult, err error, errMsg *string) string {
+func logoutOutcome(res auth.EndResult, err error, errMsg *string) text.Clean {
 	switch {
 	case err != nil:
 		*errMsg = "logged out here, but the server did not end the session: " + errText(err)
-		return ""
+		return text.Clean{}
 	case res.AlreadyEnded:
-		return "Logged out: tokens dropped here; the server said the session had already ended."
+		return text.Trusted("Logged out: tokens dropped here; the server said the session had already ended.")
 	case res.Ended():
-		return "Logged out: tokens dropped here and the session ended at the server (" + res.Via + ")."
+		return text.Cleanf("Logged out: tokens dropped here and the session ended at the server (%s).", res.Via)
 	default:
-		return "Logged out: tokens dropped here; the server offers no way to end the session."
+		return text.Trusted("Logged out: tokens dropped here; the server offers no way to end the session.")
 	}
 }
 
@@ -444,7 +444,8 @@ func (d *details) content() string {
 	var b strings.Builder
 	line := func(str string) { b.WriteString("  " + str + "\n") }
 
-	label := text.Safe(d.key.Label)
+	kw := d.key.Words()
+	label := kw.Label.String()
 	if d.partial {
 		line(s.Value.Render(label))
 		b.WriteString("\n")
@@ -457,11 +458,11 @@ func (d *details) content() string {
 	}
 	pieces := []piece{{"", label}}
 	if d.key.Username != "" {
-		pieces = append(pieces, piece{"  ", text.Safe(d.key.Username) + " @"}, piece{" ", text.Safe(d.key.Connection.RealmURL())})
+		pieces = append(pieces, piece{"  ", kw.Username.String() + " @"}, piece{" ", kw.RealmURL.String()})
 	} else {
-		pieces = append(pieces, piece{"  ", text.Safe(d.key.Connection.RealmURL())})
+		pieces = append(pieces, piece{"  ", kw.RealmURL.String()})
 	}
-	pieces = append(pieces, piece{"  ·  ", "client " + text.Safe(d.key.Connection.ClientID)}, piece{"  ·  ", "grant " + grantLine(d.key)})
+	pieces = append(pieces, piece{"  ·  ", "client " + kw.ClientID.String()}, piece{"  ·  ", "grant " + grantLine(d.key)})
 	if h := hardenedLine(d.key); h != "" {
 		pieces = append(pieces, piece{"  ·  ", h})
 	}
@@ -568,7 +569,7 @@ func (d *details) content() string {
 	}
 	if d.state == detailsConfirmLogout {
 		b.WriteString("\n")
-		b.WriteString(indentWrapped("Log out of \""+text.Safe(d.key.Label)+"\"? Its tokens are dropped here and the session is ended at the server. (y/n)", 2, d.width, s.Warn.Render))
+		b.WriteString(indentWrapped("Log out of \""+d.key.Shown().String()+"\"? Its tokens are dropped here and the session is ended at the server. (y/n)", 2, d.width, s.Warn.Render))
 	}
 	return b.String()
 }
@@ -592,22 +593,19 @@ func (d *details) serverLine(now time.Time) (parts []string, style lipgloss.Styl
 	}
 	switch d.live.State {
 	case auth.LiveActive:
-		if via := text.Safe(d.live.Via); via != "" {
+		if via := d.live.Via.String(); via != "" {
 			return []string{"accepts this token (" + via + ")"}, s.OK, true
 		}
 		return []string{"accepts this token"}, s.OK, true
 	case auth.LiveInactive:
 		if !d.serverEnded() {
 			// Only introspection's active:false is the server's verdict.
-			return []string{"cannot tell: " + orDash(text.Safe(d.live.Via)) + " refused the token", "(r refreshes, l logs in again)"}, s.Subtle, true
+			return []string{"cannot tell: " + orDash(d.live.Via.String()) + " refused the token", "(r refreshes, l logs in again)"}, s.Subtle, true
 		}
 		return []string{"the server ended this session (introspection)", "— log in again (l)"}, s.Warn, true
 	default:
-		reason := text.Safe(d.live.Detail())
-		if reason == "" {
-			reason = "no answer"
-		}
-		return []string{"cannot tell: " + reason}, s.Subtle, true
+		reason := d.live.Detail().Or(text.Trusted("no answer"))
+		return []string{"cannot tell: " + reason.String()}, s.Subtle, true
 	}
 }
 

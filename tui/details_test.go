@@ -418,7 +418,7 @@ func TestLogoutOutcome(t *testing.T) {
 		{auth.EndResult{}, errors.New("boom"), "", "logged out here, but the server did not end the session: boom"},
 	} {
 		var em string
-		if got := logoutOutcome(tc.res, tc.err, &em); got != tc.toast || em != tc.em {
+		if got := logoutOutcome(tc.res, tc.err, &em); got.String() != tc.toast || em != tc.em {
 			t.Errorf("%+v, %v: %q, %q", tc.res, tc.err, got, em)
 		}
 	}

@@ -11,6 +11,6 @@
 // What it must never do: put a password, client secret or token into a view
 // unmasked (a token is shown whole only after the explicit reveal), into an
 // error or a log line; or render untrusted text (labels, claims, server error
-// descriptions, API answers) without text.Safe. See README.md for the house
-// rules.
+// descriptions, API answers) that is not text.Clean, cleaned where it entered.
+// See README.md for the house rules.
 package tui

@@ -107,7 +107,7 @@ var _ Backend = (*fakeStore)(nil)
 func newFakeStore(c *clock) *fakeStore {
 	return &fakeStore{clock: c, keys: map[string]store.Key{}, tokens: map[string]*auth.TokenSet{},
 		settings: store.Settings{ClipboardClear: 30 * time.Second, AutoRefresh: true},
-		live:     auth.Liveness{State: auth.LiveActive, Via: "introspection"}}
+		live:     auth.Liveness{State: auth.LiveActive, Via: text.Trusted("introspection")}}
 }
 
 func (f *fakeStore) Requests() *store.RequestHistory { return f.requests }
@@ -429,7 +429,7 @@ func newHarnessWith(t testing.TB, setup func(*fakeStore), edit func(*config)) *h
 	}
 	cfg := config{
 		backend:  h.st,
-		verifier: fakeVerifier{auth.Verification{State: auth.SigVerified, KeyID: "key-1"}},
+		verifier: fakeVerifier{auth.Verification{State: auth.SigVerified, KeyID: text.Trusted("key-1")}},
 		now:      h.clock.Now,
 		theme:    Theme{Plain: true},
 		clipWrite: func(s string) error {

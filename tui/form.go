@@ -175,7 +175,7 @@ func init() {
 			prefill: func(p Prefill) string { return p.Label },
 			check: func(f *form, v string) string {
 				switch {
-				case text.Safe(v) != v:
+				case !text.IsClean(v):
 					return "must not contain control characters"
 				case f.taken != nil && f.taken(v):
 					return "a key with this label exists; pick another"

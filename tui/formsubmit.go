@@ -134,4 +134,7 @@ func fieldSetting(flag, value string) string {
 
 // errText is err's line as the app shows it: cleaned, and the settings
 // its hint names written as the form's fields.
-func errText(err error) string { return text.Safe(auth.RenderError(err, fieldSetting)) }
+func errText(err error) string { return errClean(err).String() }
+
+// errClean is errText as clean text, for a toast.
+func errClean(err error) text.Clean { return text.Sanitize(auth.RenderError(err, fieldSetting)) }

@@ -120,13 +120,13 @@ func (m *Model) openBrowserCmd(p auth.Prompt, auto bool) tea.Cmd {
 func (m *Model) handleBrowser(msg browserMsg) {
 	switch {
 	case msg.err == nil:
-		m.toast, m.toastOK = "Opened the sign-in URL in the browser.", true
+		m.toast, m.toastOK = text.Trusted("Opened the sign-in URL in the browser."), true
 	case msg.auto && errors.Is(msg.err, browser.ErrNoBrowser):
 		// Nothing to open with: the screen shows the URL and the code.
 	case errors.Is(msg.err, browser.ErrNoBrowser):
-		m.toast, m.toastOK = "No browser to open (set $BROWSER); copy the URL instead.", false
+		m.toast, m.toastOK = text.Trusted("No browser to open (set $BROWSER); copy the URL instead."), false
 	default:
-		m.toast, m.toastOK = "Could not open a browser: "+text.Safe(msg.err.Error()), false
+		m.toast, m.toastOK = text.Cleanf("Could not open a browser: %v", msg.err), false
 	}
 }
 

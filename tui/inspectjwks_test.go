@@ -8,6 +8,7 @@ import (
 
 	tea "charm.land/bubbletea/v2"
 	"github.com/shipkey/shipkey/auth"
+	"github.com/shipkey/shipkey/internal/text"
 )
 
 // jwksVerifier is a Verifier that also checks against a fetched key set
@@ -22,7 +23,7 @@ const goodJWKS = "https://sso.elsewhere.example/realms/shipping/protocol/openid-
 
 func (v *jwksVerifier) Verify(context.Context, []auth.Connection, string) auth.Verification {
 	return auth.Verification{State: auth.SigNotChecked, KeysUnavailable: true,
-		Reason: "issuer https://sso.elsewhere.example/realms/shipping is not one of your connections; not fetching its keys"}
+		Reason: text.Trusted("issuer https://sso.elsewhere.example/realms/shipping is not one of your connections; not fetching its keys")}
 }
 
 func (v *jwksVerifier) FetchKeySet(_ context.Context, url string) (auth.KeySet, error) {
@@ -36,7 +37,7 @@ func (v *jwksVerifier) FetchKeySet(_ context.Context, url string) (auth.KeySet, 
 }
 
 func (v *jwksVerifier) VerifyWithKeySet(string, auth.KeySet) auth.Verification {
-	return auth.Verification{State: auth.SigVerified, KeyID: "foreign-1"}
+	return auth.Verification{State: auth.SigVerified, KeyID: text.Trusted("foreign-1")}
 }
 
 // The inspector takes a JWKS URL (w), as `inspect --verify --jwks URL`
@@ -69,14 +70,14 @@ func TestInspectorVerifiesWithAJWKSURL(t *testing.T) {
 		h.typeText("https://sso.elsewhere.example/nope")
 		h.press("enter")
 		notVerified(h)
-		if got := h.m.inspector.tokens[0].ver.Reason; got != "the JWKS URL: 404 Not Found" {
+		if got := h.m.inspector.tokens[0].ver.Reason.String(); got != "the JWKS URL: 404 Not Found" {
 			t.Errorf("a key set that cannot be fetched: %q", got)
 		}
 
 		h.press("w", "ctrl+u")
 		h.typeText(goodJWKS)
 		h.press("enter")
-		if got := h.m.inspector.tokens[0].ver; got.State != auth.SigVerified || got.KeyID != "foreign-1" {
+		if got := h.m.inspector.tokens[0].ver; got.State != auth.SigVerified || got.KeyID.String() != "foreign-1" {
 			t.Errorf("after the JWKS URL: %+v", got)
 		}
 		if size[0] == 80 {

@@ -1,10 +1,11 @@
 package tui
 
 import (
-	"charm.land/bubbles/v2/textinput"
 	"fmt"
 	"strings"
 	"time"
+
+	"charm.land/bubbles/v2/textinput"
 
 	"charm.land/bubbles/v2/key"
 	"charm.land/bubbles/v2/viewport"
@@ -29,7 +30,7 @@ type inspected struct {
 	title     string // "Access token", "Refresh token", "Pasted token"
 	raw       string
 	dec       *auth.Decoded
-	decodeErr string
+	decodeErr text.Clean
 	ver       auth.Verification
 	verifying bool
 	// ownJKT and ownX5T are the key's DPoP key and client certificate
@@ -186,10 +187,10 @@ func (in *inspector) updateJWKS(msg tea.Msg) (action, tea.Cmd) {
 
 // decode decodes the token as of now (the claims' relative times).
 func (it *inspected) decode(now time.Time) {
-	it.dec, it.decodeErr = nil, ""
+	it.dec, it.decodeErr = nil, text.Clean{}
 	dec, err := auth.Decode(it.raw, now)
 	if err != nil {
-		it.decodeErr = text.Safe(err.Error())
+		it.decodeErr = text.Sanitize(err.Error())
 		return
 	}
 	it.dec = dec
@@ -315,8 +316,8 @@ func (in *inspector) render() {
 		}
 		b.WriteString("  " + s.Section.Render(t.title) + "\n")
 		switch {
-		case t.decodeErr != "":
-			b.WriteString(s.Error.Render("    cannot decode: "+t.decodeErr) + "\n")
+		case !t.decodeErr.IsEmpty():
+			b.WriteString(show(s.Error, text.Concat(text.Trusted("    cannot decode: "), t.decodeErr)) + "\n")
 			continue
 		case t.dec == nil || t.dec.Format != auth.FormatJWT:
 			b.WriteString(s.Subtle.Render("    not a JWT: an opaque token has no claims to show ("+text.Mask(t.raw)+")") + "\n")
@@ -338,7 +339,7 @@ func (in *inspector) render() {
 			}
 		}
 	}
-	if in.source == pastedSource && len(in.tokens) == 1 && in.tokens[0].decodeErr == "" {
+	if in.source == pastedSource && len(in.tokens) == 1 && in.tokens[0].decodeErr.IsEmpty() {
 		// Where a key's liveness row would be: the server is asked only
 		// about a key's token (as `inspect --verify` without --key says).
 		for i, l := range strings.Split(ansi.Wrap(pastedLiveness, max(16, in.width-15), ""), "\n") {
@@ -364,7 +365,7 @@ func (in *inspector) render() {
 func (in *inspector) claims(b *strings.Builder, cs []auth.Claim) {
 	w := 0
 	for _, c := range cs {
-		w = max(w, len([]rune(text.Safe(c.Name))))
+		w = max(w, len([]rune(c.Name.String())))
 	}
 	// At most a quarter of the width: at 80 columns, room for
 	// "preferred_username" and no wider.
@@ -384,30 +385,26 @@ func (in *inspector) claimLines(c auth.Claim, w int) string {
 	}
 	s := in.c.styles
 	var b strings.Builder
-	name := text.Safe(c.Name)
+	name := c.Name.String()
 	pad := strings.Repeat(" ", max(1, w-len([]rune(name))+2))
 	var val string
 	switch c.Kind {
 	case auth.ClaimTime:
-		val = s.ClaimTime.Render(text.Safe(c.Display))
+		val = show(s.ClaimTime, c.Display)
 	case auth.ClaimList, auth.ClaimRoles:
-		items := make([]string, len(c.Items))
-		for i, it := range c.Items {
-			items[i] = text.Safe(it)
-		}
-		val = s.ClaimList.Render(strings.Join(items, ", "))
-		if len(items) == 0 {
+		val = show(s.ClaimList, text.Join(c.Items, text.Trusted(", ")))
+		if len(c.Items) == 0 {
 			val = s.Subtle.Render("(none)")
 		}
 	default:
-		val = s.Value.Render(text.Safe(c.Display))
+		val = show(s.Value, c.Display)
 	}
 	// Long values wrap under themselves rather than off the edge; an
 	// address (iss, aud) between the pieces of its path, never in a word.
 	valW := in.width - 6 - lipgloss.Width(name) - len(pad)
 	// Its lines leave room for "↑ more"/"↓ more" (markMore) at their end;
 	// one whose host does not fit beside the name goes under it.
-	if plain := text.Safe(c.Display); c.Kind == auth.ClaimText && isURL(plain) && lipgloss.Width(plain) > valW {
+	if plain := c.Display.String(); c.Kind == auth.ClaimText && isURL(plain) && lipgloss.Width(plain) > valW {
 		room := valW - lipgloss.Width(moreAbove) - 1
 		indent, under := strings.Repeat(" ", in.width-valW), false
 		if lipgloss.Width(urlHead(plain)) > room {
@@ -452,11 +449,11 @@ func (in *inspector) signature(t inspected) string {
 	v := t.ver
 	word := v.State.String()
 	detail := ""
-	if v.KeyID != "" {
-		detail += " (key " + text.Safe(v.KeyID) + ")"
+	if !v.KeyID.IsEmpty() {
+		detail += " (key " + v.KeyID.String() + ")"
 	}
-	if r := sigReason(t); r != "" {
-		detail += ": " + r
+	if r := sigReason(t); !r.IsEmpty() {
+		detail += ": " + r.String()
 	}
 	switch v.State {
 	case auth.SigVerified:
@@ -486,9 +483,9 @@ func (in *inspector) View() string {
 		if src == "" {
 			src = "no token"
 		}
-		top = s.Subtle.Render("Source: " + text.Safe(src) + "  ·  p pastes another token")
+		top = show(s.Subtle, text.Cleanf("Source: %s  ·  p pastes another token", src))
 		if in.jwks != "" {
-			top = s.Subtle.Render("Source: "+text.Safe(src)+"  ·  keys from ") + s.Value.Render(text.Safe(in.jwks))
+			top = show(s.Subtle, text.Cleanf("Source: %s  ·  keys from ", src)) + show(s.Value, text.Sanitize(in.jwks))
 		}
 	}
 	claims := in.visibleClaims()
@@ -531,8 +528,8 @@ func (in *inspector) summarize() []string {
 	t := in.tokens[0]
 	title := s.FieldName.Render(t.title + ":")
 	switch {
-	case t.decodeErr != "":
-		return []string{title + " " + s.Error.Render("cannot decode: "+t.decodeErr)}
+	case !t.decodeErr.IsEmpty():
+		return []string{title + " " + show(s.Error, text.Concat(text.Trusted("cannot decode: "), t.decodeErr))}
 	case t.dec == nil || t.dec.Format != auth.FormatJWT:
 		lines := []string{title + " " + s.Subtle.Render("opaque (not a JWT): no claims, no signature to check")}
 		if t.dpop {
@@ -541,7 +538,7 @@ func (in *inspector) summarize() []string {
 		return lines
 	}
 	sep := s.Subtle.Render(" · ")
-	kind := s.Value.Render("JWT " + orDash(text.Safe(t.dec.Alg)))
+	kind := show(s.Value, text.Concat(text.Trusted("JWT "), text.Sanitize(t.dec.Alg).Or(text.Trusted("—"))))
 	exp, expStyle := "no expiry", s.Value
 	if e := t.dec.ExpiresAt; !e.IsZero() {
 		if e.After(in.c.now) {
@@ -559,17 +556,17 @@ func (in *inspector) summarize() []string {
 		sig, sigStyle = "signature verified", s.OK
 	case t.ver.State == auth.SigFailed:
 		sig, sigStyle = "signature failed", s.Error
-		reason = text.Safe(t.ver.Reason)
+		reason = t.ver.Reason.String()
 	default:
 		sig = "signature not verified"
 		// "issuer X is not one of your connections; not fetching its keys"
-		reason, _, _ = strings.Cut(sigReason(t), ";")
+		reason, _, _ = strings.Cut(sigReason(t).String(), ";")
 		reason = strings.TrimSpace(reason)
 		if t.ver.KeysUnavailable && in.jwks == "" {
 			reason += " (w: check with a JWKS URL)"
 		}
 		if hmacSigned(t) {
-			reason = sigReason(t)
+			reason = sigReason(t).String()
 		}
 	}
 	if reason != "" {
@@ -579,11 +576,8 @@ func (in *inspector) summarize() []string {
 	}
 	lines := []string{title + " " + kind + sep + sigStyle.Render(sig) + sep + expStyle.Render(exp)}
 	if reason != "" {
-		iss := t.ver.Issuer
-		if iss == "" {
-			iss = t.dec.Issuer
-		}
-		lines = append(lines, "  "+sigStyle.Render(fitReason(reason, text.Safe(iss), in.width-4)))
+		iss := t.ver.Issuer.Or(text.Sanitize(t.dec.Issuer))
+		lines = append(lines, "  "+sigStyle.Render(fitReason(reason, iss.String(), in.width-4)))
 	}
 	return append(append(lines, in.bindingLines(t)...), in.futureLines(t)...)
 }
@@ -623,11 +617,11 @@ func hmacSigned(t inspected) bool {
 
 // sigReason is why the signature was not verified, in words: for an HMAC
 // signature, only what is known.
-func sigReason(t inspected) string {
+func sigReason(t inspected) text.Clean {
 	if hmacSigned(t) && !t.verifying {
-		return "HMAC-signed (" + text.Safe(t.dec.Alg) + "): a client cannot check it"
+		return text.Cleanf("HMAC-signed (%s): a client cannot check it", t.dec.Alg)
 	}
-	return text.Safe(t.ver.Reason)
+	return t.ver.Reason
 }
 
 // fitReason fits reason to width cells by eliding the issuer it names

@@ -2,10 +2,11 @@ package tui
 
 import (
 	"encoding/base64"
-	"github.com/shipkey/shipkey/store"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/shipkey/shipkey/store"
 
 	tea "charm.land/bubbletea/v2"
 	"github.com/charmbracelet/x/exp/golden"
@@ -31,9 +32,9 @@ func TestInspectorSignatureStates(t *testing.T) {
 		v    auth.Verification
 		want string
 	}{
-		{auth.Verification{State: auth.SigVerified, KeyID: "k"}, "verified (key k)"},
-		{auth.Verification{State: auth.SigFailed, Reason: "signature does not match"}, "failed: signature does not match"},
-		{auth.Verification{State: auth.SigNotChecked, Reason: "no connection for this issuer"}, "not verified: no connection for this issuer"},
+		{auth.Verification{State: auth.SigVerified, KeyID: text.Trusted("k")}, "verified (key k)"},
+		{auth.Verification{State: auth.SigFailed, Reason: text.Trusted("signature does not match")}, "failed: signature does not match"},
+		{auth.Verification{State: auth.SigNotChecked, Reason: text.Trusted("no connection for this issuer")}, "not verified: no connection for this issuer"},
 	} {
 		h := newHarness(t, func(f *fakeStore) { f.add("demo", "demo", time.Time{}) })
 		h.m.cfg.verifier = fakeVerifier{c.v}
@@ -166,8 +167,8 @@ func TestInspectorSummaryOnTop(t *testing.T) {
 	// per-section signature line is scrolled out of sight, the summary is
 	// not, and its reason is shortened rather than the expiry.
 	h = newHarness(t, nil)
-	h.m.cfg.verifier = fakeVerifier{auth.Verification{State: auth.SigNotChecked, KeyID: "k-9",
-		Reason: "issuer https://sso.elsewhere.example/realms/shipping is not one of your connections; not fetching its keys"}}
+	h.m.cfg.verifier = fakeVerifier{auth.Verification{State: auth.SigNotChecked, KeyID: text.Trusted("k-9"),
+		Reason: text.Trusted("issuer https://sso.elsewhere.example/realms/shipping is not one of your connections; not fetching its keys")}}
 	h.send(windowSize(80, 24))
 	h.press("esc", "3")
 	h.send(tea.PasteMsg{Content: longLivedToken()})
@@ -324,7 +325,7 @@ func TestInspectorCosmetics(t *testing.T) {
 	h := newHarness(t, func(f *fakeStore) { f.add("demo", "demo", time.Time{}) })
 	h.send(windowSize(80, 24))
 	hs := fakeJWT(map[string]any{"alg": "HS256", "typ": "JWT"}, map[string]any{"exp": t0.Add(5 * time.Minute).Unix(), "a_rather_long_custom_claim_name_here": "x"})
-	h.m.cfg.verifier = fakeVerifier{auth.Verification{State: auth.SigNotChecked, Reason: "HMAC-signed (HS256): a client cannot check it"}}
+	h.m.cfg.verifier = fakeVerifier{auth.Verification{State: auth.SigNotChecked, Reason: text.Trusted("HMAC-signed (HS256): a client cannot check it")}}
 	h.press("3")
 	h.send(tea.PasteMsg{Content: hs})
 	h.press("enter")

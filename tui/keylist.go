@@ -476,7 +476,7 @@ func (l *keyList) handleRenameKey(k tea.KeyPressMsg) (action, tea.Cmd) {
 		case nl == "":
 			l.errMsg = "the label is required"
 			return nil, nil
-		case text.Safe(nl) != nl:
+		case !text.IsClean(nl):
 			l.errMsg = "the label must not contain control characters"
 			return nil, nil
 		case nl == l.target:
@@ -511,22 +511,22 @@ func (l *keyList) handleConfirmKey(k tea.KeyPressMsg) (action, tea.Cmd) {
 
 // outcome applies the answer of a delete, rename or set default started
 // here: the toast to show, or false with the error under the table.
-func (l *keyList) outcome(msg opDoneMsg) (string, bool) {
-	lbl := text.Safe(msg.label)
+func (l *keyList) outcome(msg opDoneMsg) (text.Clean, bool) {
+	lbl := text.Sanitize(msg.label)
 	if msg.err != nil {
 		l.errMsg = msg.op.String() + " failed: " + errText(msg.err)
 		if msg.op == opRename && errors.Is(msg.err, store.ErrLabelTaken) {
 			l.errMsg = "a key with this label exists; pick another"
 		}
-		return "", false
+		return text.Clean{}, false
 	}
 	switch msg.op {
 	case opDelete:
 		return deleteOutcome(lbl, l.wasLoggedOut(msg.label), msg.end), true
 	case opRename:
-		return "Renamed to \"" + text.Safe(msg.to) + "\".", true
+		return text.Cleanf("Renamed to \"%s\".", msg.to), true
 	default:
-		return "\"" + lbl + "\" is now the default key.", true
+		return text.Cleanf("\"%s\" is now the default key.", lbl), true
 	}
 }
 
@@ -539,16 +539,16 @@ func (l *keyList) wasLoggedOut(label string) bool {
 
 // deleteOutcome says what a delete did, here and at the server, as `keys
 // rm` does.
-func deleteOutcome(lbl string, loggedOut bool, res auth.EndResult) string {
+func deleteOutcome(lbl text.Clean, loggedOut bool, res auth.EndResult) text.Clean {
 	switch {
 	case loggedOut:
-		return "Deleted \"" + lbl + "\" (it had no session to end)."
+		return text.Cleanf("Deleted \"%s\" (it had no session to end).", lbl)
 	case res.AlreadyEnded:
-		return "Deleted \"" + lbl + "\"; the server said its session had already ended."
+		return text.Cleanf("Deleted \"%s\"; the server said its session had already ended.", lbl)
 	case res.Ended():
-		return "Deleted \"" + lbl + "\" and ended its session at the server (" + text.Safe(res.Via) + ")."
+		return text.Cleanf("Deleted \"%s\" and ended its session at the server (%s).", lbl, res.Via)
 	default:
-		return "Deleted \"" + lbl + "\"; the server offers no way to end its session: its tokens stay valid until they expire."
+		return text.Cleanf("Deleted \"%s\"; the server offers no way to end its session: its tokens stay valid until they expire.", lbl)
 	}
 }
 
@@ -642,7 +642,7 @@ func (l *keyList) tableView() string {
 	}
 	rows = markMore(rows, l.width, off > 0, end < len(l.visible), s.Subtle)
 	if len(rows) == 0 && l.query != "" && h > 0 {
-		rows = append(rows, "  "+s.Subtle.Render(ansi.Truncate("No key matches \""+text.Safe(l.query)+"\" (label, API key or grant) · esc clears the filter", max(0, l.width-2), "…")))
+		rows = append(rows, "  "+s.Subtle.Render(ansi.Truncate(text.Cleanf("No key matches \"%s\" (label, API key or grant) · esc clears the filter", l.query).String(), max(0, l.width-2), "…")))
 		end++
 	}
 	for _, r := range rows {
@@ -688,7 +688,7 @@ func plural(n int, noun string) string {
 // team.
 func (l *keyList) confirmText() string {
 	if l.targetTeam != "" {
-		return "Delete team key \"" + text.Safe(l.target) + "\" for every member of " + text.Safe(l.targetTeam) + "? (y/n)"
+		return text.Cleanf("Delete team key \"%s\" for every member of %s? (y/n)", l.target, l.targetTeam).String()
 	}
-	return "Delete key \"" + text.Safe(l.target) + "\" and its secrets? (y/n)"
+	return text.Cleanf("Delete key \"%s\" and its secrets? (y/n)", l.target).String()
 }

@@ -5,10 +5,11 @@ import (
 	"testing"
 
 	"github.com/shipkey/shipkey/auth"
+	"github.com/shipkey/shipkey/internal/text"
 )
 
 // inactive is the server's answer for a token of a session that ended.
-var inactive = auth.Liveness{State: auth.LiveInactive, Via: "introspection", Reason: "the server no longer accepts the token (session ended or token revoked)"}
+var inactive = auth.Liveness{State: auth.LiveInactive, Via: text.Trusted("introspection"), Reason: text.Trusted("the server no longer accepts the token (session ended or token revoked)")}
 
 func count(list []string, s string) int {
 	n := 0
@@ -51,7 +52,7 @@ func TestDetailsServerEndedSessionBlocksNothing(t *testing.T) {
 		t.Fatal("the server's verdict blocked auto-refresh")
 	}
 	h.st.mu.Lock()
-	h.st.live = auth.Liveness{State: auth.LiveActive, Via: "userinfo"}
+	h.st.live = auth.Liveness{State: auth.LiveActive, Via: text.Trusted("userinfo")}
 	h.st.mu.Unlock()
 	h.press("r")
 	if !contains(h.st.Calls(), "refresh demo") {
@@ -71,7 +72,7 @@ func TestDetailsServerEndedSessionBlocksNothing(t *testing.T) {
 func TestDetailsUserinfoRefusalCannotTell(t *testing.T) {
 	t.Parallel()
 	h := openDemoDetails(t, func(f *fakeStore) {
-		f.live = auth.Liveness{State: auth.LiveInactive, Via: "userinfo", Reason: "the server no longer accepts the token"}
+		f.live = auth.Liveness{State: auth.LiveInactive, Via: text.Trusted("userinfo"), Reason: text.Trusted("the server no longer accepts the token")}
 	})
 	h.mustShow("cannot tell: userinfo refused the token", "State               valid")
 	if h.m.details.sessionEnded() {
@@ -82,7 +83,7 @@ func TestDetailsUserinfoRefusalCannotTell(t *testing.T) {
 func TestDetailsServerCannotTell(t *testing.T) {
 	t.Parallel()
 	h := openDemoDetails(t, func(f *fakeStore) {
-		f.live = auth.Liveness{State: auth.LiveUnknown, Reason: "the server offers neither token introspection nor userinfo\x1b[2J"}
+		f.live = auth.Liveness{State: auth.LiveUnknown, Reason: text.Sanitize("the server offers neither token introspection nor userinfo\x1b[2J")}
 	})
 	h.mustShow("cannot tell: the server offers neither token introspection nor userinfo", `\x1b[2J`, "State               valid  ")
 	if h.m.details.sessionEnded() {

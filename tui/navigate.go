@@ -5,6 +5,7 @@ import (
 
 	"charm.land/bubbles/v2/key"
 	tea "charm.land/bubbletea/v2"
+	"github.com/shipkey/shipkey/internal/text"
 )
 
 // handleKey routes a key press: ctrl+c always quits; the help overlay and
@@ -12,7 +13,7 @@ import (
 // the active screen.
 func (m *Model) handleKey(k tea.KeyPressMsg) tea.Cmd {
 	km := m.c.keys
-	m.toast, m.notice = "", ""
+	m.toast, m.notice = text.Clean{}, text.Clean{}
 	if key.Matches(k, km.ForceQuit) {
 		return m.quit()
 	}
@@ -160,7 +161,7 @@ func (m *Model) openCurrent() tea.Cmd {
 	case m.current != "":
 		return m.openDetails(m.current)
 	case m.keys.len() > 0:
-		m.toast, m.toastOK = "No default key: pick one (enter opens, * makes it the default).", false
+		m.toast, m.toastOK = text.Trusted("No default key: pick one (enter opens, * makes it the default)."), false
 		return m.goTo(screenKeys)
 	default:
 		return m.openForm()

@@ -17,11 +17,11 @@ import (
 type Notices struct {
 	mu      sync.Mutex
 	send    func(tea.Msg)
-	pending []string
+	pending []text.Clean
 }
 
 // noticeMsg is one warning line for the status line.
-type noticeMsg struct{ text string }
+type noticeMsg struct{ text text.Clean }
 
 // Write takes whole or partial lines; each non-empty line becomes a notice.
 func (n *Notices) Write(p []byte) (int, error) {
@@ -33,9 +33,9 @@ func (n *Notices) Write(p []byte) (int, error) {
 			continue
 		}
 		if n.send != nil {
-			n.send(noticeMsg{text: text.Safe(line)})
+			n.send(noticeMsg{text: text.Sanitize(line)})
 		} else {
-			n.pending = append(n.pending, text.Safe(line))
+			n.pending = append(n.pending, text.Sanitize(line))
 		}
 	}
 	return len(p), nil

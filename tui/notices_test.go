@@ -7,6 +7,7 @@ import (
 	"time"
 
 	tea "charm.land/bubbletea/v2"
+	"github.com/shipkey/shipkey/internal/text"
 )
 
 func TestNoticesQueueUntilTheAppRunsThenFlow(t *testing.T) {
@@ -14,7 +15,7 @@ func TestNoticesQueueUntilTheAppRunsThenFlow(t *testing.T) {
 	var n Notices
 	fmt.Fprintf(&n, "shipkey: warning: secrets are stored unencrypted in /x/secrets.json\n")
 	var got []string
-	n.attach(func(m tea.Msg) { got = append(got, m.(noticeMsg).text) })
+	n.attach(func(m tea.Msg) { got = append(got, m.(noticeMsg).text.String()) })
 	fmt.Fprintf(&n, "shipkey: second \x1b]52;c;ZXZpbA==\x07 line\n\n")
 	n.detach()
 	fmt.Fprintf(&n, "after\n")
@@ -22,7 +23,7 @@ func TestNoticesQueueUntilTheAppRunsThenFlow(t *testing.T) {
 	if strings.Join(got, "|") != strings.Join(want, "|") {
 		t.Fatalf("delivered %q, want %q", got, want)
 	}
-	if len(n.pending) != 1 || n.pending[0] != "after" {
+	if len(n.pending) != 1 || n.pending[0].String() != "after" {
 		t.Fatalf("pending after detach = %q", n.pending)
 	}
 }
@@ -30,7 +31,7 @@ func TestNoticesQueueUntilTheAppRunsThenFlow(t *testing.T) {
 func TestNoticeShowsOnTheStatusLineUntilTheNextKey(t *testing.T) {
 	t.Parallel()
 	h := newHarness(t, func(f *fakeStore) { f.add("demo", "demo", time.Time{}) })
-	h.send(noticeMsg{text: "warning: secrets are stored unencrypted in /x/secrets.json"})
+	h.send(noticeMsg{text: text.Trusted("warning: secrets are stored unencrypted in /x/secrets.json")})
 	h.mustShow("⚠ warning: secrets are stored unencrypted")
 	h.press("2")
 	h.mustNotShow("secrets are stored unencrypted")

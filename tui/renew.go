@@ -3,7 +3,6 @@ package tui
 import (
 	"container/heap"
 	"context"
-	"fmt"
 	"time"
 
 	tea "charm.land/bubbletea/v2"
@@ -248,7 +247,7 @@ func (m *Model) handleRenewed(msg renewedMsg) tea.Cmd {
 	if msg.err != nil {
 		why := errText(msg.err)
 		m.renew.failed[msg.id] = renewFailure{deadline: msg.deadline, why: why}
-		m.notice = fmt.Sprintf("could not renew API key %q: %s", text.Safe(msg.label), why)
+		m.notice = text.Cleanf("could not renew API key %q: %s", msg.label, why)
 		return m.startDueRenewals()
 	}
 	delete(m.renew.failed, msg.id)

@@ -130,7 +130,7 @@ func (m *Model) handleRequests(msg tea.Msg) {
 	if err != nil && err.Error() != m.request.hist.said {
 		// Said once: a history that cannot be written fails every send.
 		m.request.hist.said = err.Error()
-		m.notice = "Request history: " + text.Safe(err.Error())
+		m.notice = text.Concat(text.Trusted("Request history: "), text.Sanitize(err.Error()))
 	}
 }
 

@@ -470,7 +470,7 @@ func (r *request) validate() (apiCall, int) {
 		r.errs[reqFieldKey] = "no API key yet: get one first (n)"
 	}
 	call.audience = strings.TrimSpace(r.audience.Value())
-	if call.audience != "" && (strings.ContainsAny(call.audience, " \t") || text.Safe(call.audience) != call.audience) {
+	if call.audience != "" && (strings.ContainsAny(call.audience, " \t") || !text.IsClean(call.audience)) {
 		r.errs[reqFieldAudience] = "an audience is a client id, one word; empty sends the key's own token"
 	}
 	var err error
@@ -485,7 +485,7 @@ func (r *request) validate() (apiCall, int) {
 		name, value, ok := strings.Cut(l, ":")
 		name = strings.TrimSpace(name)
 		switch {
-		case !ok || name == "" || strings.ContainsAny(name, " \t") || text.Safe(l) != l:
+		case !ok || name == "" || strings.ContainsAny(name, " \t") || !text.IsClean(l):
 			r.errs[reqFieldHeaders] = fmt.Sprintf("%q is not a header: write Name: value", text.Safe(l))
 		case strings.EqualFold(name, "Authorization"):
 			r.errs[reqFieldHeaders] = "Authorization is the key's token; give other headers"

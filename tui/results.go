@@ -2,7 +2,6 @@ package tui
 
 import (
 	"errors"
-	"fmt"
 
 	tea "charm.land/bubbletea/v2"
 	"github.com/shipkey/shipkey/auth"
@@ -126,7 +125,7 @@ func (m *Model) handleKeyTokens(msg keyTokensMsg) tea.Cmd {
 			if msg.err == nil && msg.key.Label != "" {
 				// A cancelled grant that had already got its token: the
 				// key exists after all; say so rather than hide it.
-				m.toast, m.toastOK = fmt.Sprintf("API key %q was created before the cancel took effect.", text.Safe(msg.key.Label)), true
+				m.toast, m.toastOK = text.Cleanf("API key %q was created before the cancel took effect.", msg.key.Shown()), true
 				return m.loadKeys()
 			}
 			return nil
@@ -145,12 +144,12 @@ func (m *Model) handleKeyTokens(msg keyTokensMsg) tea.Cmd {
 		m.form.state = formDone
 		m.setCurrent(msg.key.Label)
 		m.details.open(msg.key, msg.tokens)
-		m.toast, m.toastOK = fmt.Sprintf("API key %q created.", text.Safe(msg.key.Label)), true
+		m.toast, m.toastOK = text.Cleanf("API key %q created.", msg.key.Shown()), true
 		if viewOf(msg.key.Grant).waits {
 			// Whose account the key now uses (a browser may be signed in
 			// to another one).
-			if who := auth.SignedInAs(msg.tokens, m.c.now).String(); who != "" {
-				m.toast = fmt.Sprintf("API key %q created, signed in as %s.", text.Safe(msg.key.Label), who)
+			if who := auth.SignedInAs(msg.tokens, m.c.now).Shown(); !who.IsEmpty() {
+				m.toast = text.Cleanf("API key %q created, signed in as %s.", msg.key.Shown(), who)
 			}
 		}
 		return tea.Batch(m.replace(screenDetails), m.loadKeys(), m.checkLive(msg.key.Label))
@@ -160,9 +159,9 @@ func (m *Model) handleKeyTokens(msg keyTokensMsg) tea.Cmd {
 			return nil
 		}
 		if msg.err != nil || msg.tokens == nil {
-			m.toast, m.toastOK = "No token to inspect: log in first.", false
+			m.toast, m.toastOK = text.Trusted("No token to inspect: log in first."), false
 			if msg.err != nil {
-				m.toast = "Cannot read the token: " + errText(msg.err)
+				m.toast = text.Concat(text.Trusted("Cannot read the token: "), errClean(msg.err))
 			}
 			return nil
 		}
@@ -208,7 +207,7 @@ func (m *Model) handleOpDone(msg opDoneMsg) tea.Cmd {
 	switch msg.op {
 	case opLogout:
 		if m.req.current(slotOp, msg.seq) && msg.label == m.details.key.Label {
-			if toast := m.details.loggedOut(msg.end, msg.err); toast != "" {
+			if toast := m.details.loggedOut(msg.end, msg.err); !toast.IsEmpty() {
 				m.toast, m.toastOK = toast, true
 			}
 		}
@@ -238,9 +237,9 @@ func (m *Model) handleOpDone(msg opDoneMsg) tea.Cmd {
 func (m *Model) handleCopyReady(msg copyReadyMsg) tea.Cmd {
 	m.endOp()
 	if msg.err != nil || msg.tokens == nil {
-		m.toast, m.toastOK = "Nothing to copy: log in first.", false
+		m.toast, m.toastOK = text.Trusted("Nothing to copy: log in first."), false
 		if msg.err != nil && !errors.Is(msg.err, store.ErrLoginNeeded) {
-			m.toast = "Cannot read the token: " + errText(msg.err)
+			m.toast = text.Concat(text.Trusted("Cannot read the token: "), errClean(msg.err))
 		}
 		return nil
 	}

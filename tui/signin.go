@@ -171,7 +171,7 @@ func (s *signin) contentIn(urlRoom int) string {
 		}
 	}
 	b.WriteString("\n")
-	line(st.row("Key", nameW, st.Value.Render(text.Safe(s.label))))
+	line(st.row("Key", nameW, show(st.Value, text.Sanitize(s.label))))
 	if e := p.ExpiresAt; !e.IsZero() {
 		name := "Code expires"
 		if !s.device() {

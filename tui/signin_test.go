@@ -149,7 +149,7 @@ func deviceHarness(t *testing.T, p auth.Prompt, grant auth.GrantType, w, hgt int
 	h.async()
 	h.press("enter")
 	h.pump("the sign-in screen", func() bool { return h.m.active == screenSignin })
-	h.pump("the browser opened", func() bool { return h.m.toast != "" })
+	h.pump("the browser opened", func() bool { return h.m.toast.String() != "" })
 	return h
 }
 
@@ -169,7 +169,7 @@ func TestDeviceCodeScreen(t *testing.T) {
 	h.mustShow("Opened the sign-in URL in the browser.")
 	h.openErr = browser.ErrNoBrowser
 	h.press("b")
-	h.pump("the second open", func() bool { return strings.Contains(h.m.toast, "No browser") })
+	h.pump("the second open", func() bool { return strings.Contains(h.m.toast.String(), "No browser") })
 	if want := "true " + devicePrompt.StartURL; len(h.opened) != 2 || h.opened[0] != want || h.opened[1] != want {
 		t.Fatalf("opened %q", h.opened)
 	}
@@ -182,7 +182,7 @@ func TestDeviceCodeScreen(t *testing.T) {
 	h.pump("the code's copy", func() bool { return len(h.clipboard) >= 1 })
 	h.press("u")
 	h.pump("the URL's copy", func() bool { return len(h.clipboard) >= 2 })
-	h.pump("the copy's toast", func() bool { return strings.HasPrefix(h.m.toast, "Copied") })
+	h.pump("the copy's toast", func() bool { return strings.HasPrefix(h.m.toast.String(), "Copied") })
 	if got := h.clipboard; len(got) != 2 || got[0] != "BCDF-GHJK" || got[1] != devicePrompt.VerificationURIComplete {
 		t.Fatalf("copied %q", got)
 	}

@@ -9,6 +9,7 @@ import (
 	"charm.land/bubbles/v2/textinput"
 	tea "charm.land/bubbletea/v2"
 	"charm.land/lipgloss/v2"
+	"github.com/shipkey/shipkey/internal/text"
 )
 
 // Theme says how the terminal looks, as far as styling is concerned.
@@ -186,3 +187,7 @@ func (s *Styles) newTextArea() textarea.Model {
 	ta.SetVirtualCursor(!s.Theme.Plain)
 	return ta
 }
+
+// show renders clean text in st: the way untrusted text (a claim, a label, a
+// server's words) reaches the screen, cleaned once where it entered.
+func show(st lipgloss.Style, c text.Clean) string { return st.Render(c.String()) }

@@ -21,6 +21,7 @@ import (
 
 	"github.com/shipkey/shipkey/auth"
 	"github.com/shipkey/shipkey/internal/browser"
+	"github.com/shipkey/shipkey/internal/text"
 	"github.com/shipkey/shipkey/store"
 	"github.com/shipkey/shipkey/store/audit"
 )
@@ -214,10 +215,10 @@ type Model struct {
 	preread   bool // Run read (or is reading) the first key list
 
 	clipGen int
-	clipSum [32]byte // sha256 of what shipkey last copied (never the text)
-	toast   string
+	clipSum [32]byte   // sha256 of what shipkey last copied (never the text)
+	toast   text.Clean // untrusted text in it was cleaned where it entered
 	toastOK bool
-	notice  string // a warning from below (Notices), until the next screen change
+	notice  text.Clean // a warning from below (Notices), until the next screen change
 
 	quitting bool
 }
@@ -639,25 +640,25 @@ func (m *Model) render() string {
 	if !m.toastOK {
 		toastStyle = s.Error
 	}
-	if m.toast != "" {
-		status = toastStyle.Render(m.toast)
+	if !m.toast.IsEmpty() {
+		status = show(toastStyle, m.toast)
 	}
-	if m.notice != "" {
+	if !m.notice.IsEmpty() {
 		if status != "" {
 			status += "  "
 		}
-		status += s.Error.Render("⚠ " + m.notice)
+		status += show(s.Error, text.Concat(text.Trusted("⚠ "), m.notice))
 	}
 	if lipgloss.Width(status) > w {
 		// Too wide for one line: the message wraps over the body's last
 		// lines while it shows (the body keeps one at least), whole
 		// rather than cut where it says what to do.
 		var lines []string
-		if m.toast != "" {
-			lines = append(lines, wrapStyled(toastStyle, m.toast, w)...)
+		if !m.toast.IsEmpty() {
+			lines = append(lines, wrapStyled(toastStyle, m.toast.String(), w)...)
 		}
-		if m.notice != "" {
-			lines = append(lines, wrapStyled(s.Error, "⚠ "+m.notice, w)...)
+		if !m.notice.IsEmpty() {
+			lines = append(lines, wrapStyled(s.Error, "⚠ "+m.notice.String(), w)...)
 		}
 		lines = lines[:min(len(lines), max(1, bodyH))]
 		body = fitBlock(body, w, bodyH+1-len(lines))

@@ -24,7 +24,7 @@ func benchModel(b *testing.B, c *clock, st *fakeStore, width, height int, keys .
 	b.Helper()
 	m := newModel(config{
 		backend:   st,
-		verifier:  fakeVerifier{auth.Verification{State: auth.SigVerified, KeyID: "key-1"}},
+		verifier:  fakeVerifier{auth.Verification{State: auth.SigVerified, KeyID: text.Trusted("key-1")}},
 		now:       c.Now,
 		theme:     Theme{Dark: true},
 		clipWrite: func(string) error { return nil },

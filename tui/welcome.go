@@ -127,11 +127,11 @@ func (w *welcome) content() (string, int) {
 			b.WriteString("  " + s.row(name, 14, s.Value.Render(row.Shown())+"  "+st.Render(state)) + "\n")
 			switch {
 			case cur.Username != "":
-				b.WriteString("  " + s.row("User", 14, s.Value.Render(text.Safe(cur.Username))+s.Subtle.Render(" @ "+text.Safe(cur.Connection.RealmURL()))) + "\n")
+				b.WriteString("  " + s.row("User", 14, show(s.Value, cur.Words().Username)+show(s.Subtle, text.Concat(text.Trusted(" @ "), cur.Words().RealmURL))) + "\n")
 			case cur == &k:
 				b.WriteString("  " + s.row("Grant", 14, s.Value.Render(viewOf(cur.Grant).title)) + "\n")
 			default:
-				b.WriteString("  " + s.row("Grant", 14, s.Value.Render(viewOf(cur.Grant).title)+s.Subtle.Render(" @ "+text.Safe(cur.Connection.RealmURL()))) + "\n")
+				b.WriteString("  " + s.row("Grant", 14, s.Value.Render(viewOf(cur.Grant).title)+show(s.Subtle, text.Concat(text.Trusted(" @ "), cur.Words().RealmURL))) + "\n")
 			}
 		}
 		b.WriteString("  " + s.row("Keys", 14, s.Value.Render(strconv.Itoa(w.keys.len()))) + "\n")

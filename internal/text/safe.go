@@ -1,7 +1,10 @@
 // Package text holds shipkey's terminal text rules, used by every front end:
-// making untrusted text safe (Safe), masking secrets (Mask), and the one way
-// each kind of time is written (Countdown, Relative, Ago, Stamp). It is a leaf:
-// it imports nothing of shipkey.
+// making untrusted text safe (Safe), the type of text that is (Clean: made by
+// Sanitize where untrusted text enters, by Trusted for the program's
+// constants, by Cleanf and Errorf for messages; Writer prints only it),
+// masking secrets (Mask), and the one way each kind of time is written
+// (Countdown, Relative, Ago, Stamp). It is a leaf: it imports nothing of
+// shipkey.
 package text
 
 import (
@@ -15,14 +18,7 @@ import (
 // \u202e; newlines and tabs become spaces; invalid UTF-8 becomes U+FFFD. What
 // it returns can never start a terminal control sequence.
 func Safe(s string) string {
-	clean := true
-	for _, r := range s {
-		if r == utf8.RuneError || unsafeRune(r) || r == '\n' || r == '\t' || r == '\r' {
-			clean = false
-			break
-		}
-	}
-	if clean {
+	if IsClean(s) {
 		return s
 	}
 	var b strings.Builder
@@ -46,6 +42,20 @@ func Safe(s string) string {
 		}
 	}
 	return b.String()
+}
+
+// IsClean reports whether s may go to a terminal as it is: Safe would
+// leave it unchanged. It checks; it cleans nothing (input that must be
+// clean, such as a new label, is refused with it).
+func IsClean(s string) bool {
+	for i := 0; i < len(s); {
+		r, size := utf8.DecodeRuneInString(s[i:])
+		i += size
+		if (r == utf8.RuneError && size <= 1) || unsafeRune(r) || r == '\n' || r == '\t' || r == '\r' {
+			return false
+		}
+	}
+	return true
 }
 
 // SafeLines is Safe for text where newlines are meaningful (a pretty

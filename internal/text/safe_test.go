@@ -33,6 +33,9 @@ func TestSanitize(t *testing.T) {
 			t.Errorf("Sanitize(%q) = %q, want %q", tt.in, got, tt.want)
 		}
 		texttest.RequireSafe(t, "Sanitize", got)
+		if text.IsClean(tt.in) != (got == tt.in) {
+			t.Errorf("IsClean(%q) = %v, but Safe gives %q", tt.in, text.IsClean(tt.in), got)
+		}
 		if again := text.Safe(got); again != got {
 			t.Errorf("Sanitize is not idempotent on %q: %q then %q", tt.in, got, again)
 		}
@@ -65,6 +68,9 @@ func FuzzSanitize(f *testing.F) {
 		}
 		if text.Safe(out) != out {
 			t.Fatalf("Sanitize(%q) = %q is not a fixed point", in, out)
+		}
+		if text.IsClean(in) != (out == in) {
+			t.Fatalf("IsClean(%q) = %v, but Sanitize gives %q", in, text.IsClean(in), out)
 		}
 		lines := text.SafeLines(in)
 		for _, l := range strings.Split(lines, "\n") {

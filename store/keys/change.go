@@ -55,7 +55,7 @@ func (s *Service) LoginPassword(ref Ref, stdin, env bool) (ask bool, username st
 			keys, _ := eng.CachedKeys(ref.Team)
 			for _, k := range keys {
 				if k.Label == ref.TeamLabel && k.Grant.Or() != auth.GrantPassword {
-					return false, "", usagef("--password-stdin is for the password grant; team key %s uses %s", text.Safe(ref.Label), k.Grant)
+					return false, "", usagef("--password-stdin is for the password grant; team key %s uses %s", ref.Label, k.Grant)
 				}
 			}
 		}
@@ -64,7 +64,7 @@ func (s *Service) LoginPassword(ref Ref, stdin, env bool) (ask bool, username st
 	key := ref.Key
 	if key.Grant.Or() != auth.GrantPassword {
 		if stdin {
-			return false, "", usagef("--password-stdin is for the password grant; key %s uses %s", text.Safe(key.Label), key.Grant)
+			return false, "", usagef("--password-stdin is for the password grant; key %s uses %s", key.Shown(), key.Grant)
 		}
 		return false, "", nil
 	}
@@ -255,7 +255,7 @@ func (s *Service) RemoveKey(ctx context.Context, label string, o RemoveOptions) 
 	out := Removed{Key: ref.Key, Subject: ref.Subject()}
 	if ref.IsTeam() {
 		if !o.Yes {
-			return Removed{}, usagef("removing team key %s removes it for every member of %s; pass --yes", text.Safe(label), ref.Team)
+			return Removed{}, usagef("removing team key %s removes it for every member of %s; pass --yes", label, ref.Team)
 		}
 		eng, err := s.Engine()
 		if err != nil {
@@ -296,7 +296,7 @@ func (s *Service) Remove(ctx context.Context, label string) (auth.EndResult, err
 // refused (its keys are shared).
 func (s *Service) SetDefault(label string) error {
 	if a := s.Parse(label); a.IsTeam() {
-		return &UsageError{Msg: "team key " + text.Safe(label) + " cannot be the default: the default is a key of this machine (team " + text.Safe(a.Team) + "'s keys are shared); name it instead, as in shipkey token " + text.ShellQuote(label)}
+		return usagef("team key %s cannot be the default: the default is a key of this machine (team %s's keys are shared); name it instead, as in shipkey token %s", label, a.Team, text.ShellQuote(label))
 	}
 	return s.st.SetDefault(label)
 }

@@ -1,7 +1,6 @@
 package keys
 
 import (
-	"fmt"
 	"net"
 	"net/http"
 	"net/url"
@@ -32,8 +31,8 @@ type HostRefusedError struct {
 }
 
 func (e *HostRefusedError) Error() string {
-	return fmt.Sprintf("API key %s sends its token to its API at %s only, not to %s; to allow it: --allow-host %s",
-		text.Safe(e.Label), text.Safe(e.Home), text.Safe(e.Origin), text.ShellQuote(e.Host))
+	return text.Cleanf("API key %s sends its token to its API at %s only, not to %s; to allow it: --allow-host %s",
+		e.Label, e.Home, e.Origin, text.ShellQuote(e.Host)).String()
 }
 
 // Origin is u's scheme://host:port, the port spelled out: two URLs with the

@@ -19,13 +19,13 @@ package keys
 
 import (
 	"errors"
-	"fmt"
 	"io"
 	"net/http"
 	"sync/atomic"
 	"time"
 
 	"github.com/shipkey/shipkey/auth"
+	"github.com/shipkey/shipkey/internal/text"
 	"github.com/shipkey/shipkey/store"
 	"github.com/shipkey/shipkey/store/audit"
 	"github.com/shipkey/shipkey/store/team"
@@ -44,7 +44,7 @@ type UsageError struct{ Msg string }
 func (e *UsageError) Error() string { return e.Msg }
 
 func usagef(format string, args ...any) error {
-	return &UsageError{Msg: fmt.Sprintf(format, args...)}
+	return &UsageError{Msg: text.Cleanf(format, args...).String()}
 }
 
 // ClientBuilder builds the HTTP client that sends the tokens source hands

@@ -72,16 +72,16 @@ func (s *Service) onlyTeamKey(noLocal error) (Ref, error) {
 	case 0:
 		names := make([]string, len(teams))
 		for i, t := range teams {
-			names[i] = text.Safe(t.Name)
+			names[i] = t.Name
 		}
-		return Ref{}, fmt.Errorf("no API keys yet: this machine has none of its own, and its teams (%s) have none; get one: shipkey keys new (--team TEAM for the team)", strings.Join(names, ", "))
+		return Ref{}, text.Errorf("no API keys yet: this machine has none of its own, and its teams (%s) have none; get one: shipkey keys new (--team TEAM for the team)", strings.Join(names, ", "))
 	case 1:
 		a := s.Parse(keys[0].Label)
 		return Ref{Address: a, Key: store.Key{Label: a.Label, Team: a.Team}}, nil
 	}
 	labels := make([]string, 0, 4)
 	for _, k := range keys[:min(len(keys), 3)] {
-		labels = append(labels, text.Safe(k.Label))
+		labels = append(labels, k.Shown().String())
 	}
 	more := ""
 	if len(keys) > 3 {
@@ -159,7 +159,7 @@ func (s *Service) TokenToInspect(ctx context.Context, label string) (Inspected, 
 		in.Key.Team = a.Team
 		// The cache's failure names the command that fills it.
 		in.Token, err = s.cachedTeamToken(a, func(err error) error {
-			return fmt.Errorf("team key %s: %w (run: shipkey token %s)", text.Safe(a.Label), err, text.ShellQuote(a.Label))
+			return text.Errorf("team key %s: %w (run: shipkey token %s)", a.Label, err, text.ShellQuote(a.Label))
 		})
 	} else if in.Key, err = s.resolveLocal(label); err == nil {
 		in.Token, err = s.st.Current(in.Key.Label)
@@ -168,8 +168,7 @@ func (s *Service) TokenToInspect(ctx context.Context, label string) (Inspected, 
 		return in, err
 	}
 	if in.Token == nil || in.Token.AccessToken == "" {
-		return in, fmt.Errorf("API key %s has no token: %w; run: shipkey login %s",
-			text.Safe(in.Key.Label), store.ErrLoginNeeded, text.ShellQuote(in.Key.Label))
+		return in, text.Errorf("API key %s has no token: %w; run: shipkey login %s", in.Key.Label, store.ErrLoginNeeded, text.ShellQuote(in.Key.Label))
 	}
 	if in.Key.Team != "" {
 		return in, nil

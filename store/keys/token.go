@@ -135,8 +135,8 @@ func (s *Service) shortLived(key store.Key, ts *auth.TokenSet, minValid time.Dur
 		life = ts.AccessExpiry().Sub(ts.ObtainedAt).Round(time.Second)
 	}
 	if !s.warnedOnce(fmt.Sprintf("min-valid\x00%s\x00%s", key.Label, minValid)) {
-		fmt.Fprintf(s.warn, "shipkey: warning: API key %s: this token is valid only until %s, less than --min-valid %s: the server issues shorter-lived tokens (%s), so every call renews it; pick --min-valid below their life (said once)\n",
-			text.Safe(key.Label), text.Stamp(ts.AccessExpiry()), minValid, life)
+		text.NewWriter(s.warn).Linef("shipkey: warning: API key %s: this token is valid only until %s, less than --min-valid %s: the server issues shorter-lived tokens (%s), so every call renews it; pick --min-valid below their life (said once)",
+			key.Shown(), text.Stamp(ts.AccessExpiry()), minValid, life)
 	}
 }
 

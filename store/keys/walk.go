@@ -3,7 +3,6 @@ package keys
 import (
 	"context"
 	"errors"
-	"fmt"
 
 	"github.com/shipkey/shipkey/internal/text"
 	"github.com/shipkey/shipkey/store"
@@ -61,7 +60,7 @@ func (s *Service) listTeam(ctx context.Context, eng team.Engine, name string, fr
 	keys, err := eng.Keys(ctx, name)
 	switch {
 	case err != nil && errors.Is(err, team.ErrUnavailable):
-		fmt.Fprintf(s.warn, "shipkey: warning: %s; listing its keys from the local cache\n", text.Safe(err.Error()))
+		text.NewWriter(s.warn).Linef("shipkey: warning: %s; listing its keys from the local cache", err.Error())
 		err = nil
 	case from == Checked && errors.Is(err, team.ErrNotMember):
 		err = nil // listed as removed, from the cache
@@ -87,7 +86,7 @@ func (s *Service) Walk(ctx context.Context, label string, from Listing, body fun
 			}
 		}
 		if len(found) == 0 {
-			return fmt.Errorf("no team key %s on this machine (see: shipkey keys list): %w", text.Safe(label), store.ErrNotFound)
+			return text.Errorf("no team key %s on this machine (see: shipkey keys list): %w", label, store.ErrNotFound)
 		}
 		return body(EachOf(found))
 	} else if label != "" {

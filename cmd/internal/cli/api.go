@@ -213,7 +213,7 @@ func apiRun(ctx context.Context, opts *apiOptions) error {
 	}
 	req, err := http.NewRequestWithContext(ctx, method, target.String(), body.reader)
 	if err != nil {
-		return usageErrorf("%s %s: %v", text.Safe(method), text.Safe(opts.Target), err)
+		return usageErrorf("%s %s: %v", method, opts.Target, err)
 	}
 	req.GetBody, req.ContentLength = body.getBody, body.length
 	req.Header.Set("Accept", "application/json")
@@ -268,7 +268,7 @@ func answerStatus(resp *http.Response, renewed bool) error {
 	case code == http.StatusUnauthorized && renewed:
 		exit = exitCredentialsRefused
 	}
-	return &exitError{code: exit, err: fmt.Errorf("HTTP %s", text.Safe(resp.Status))}
+	return &exitError{code: exit, err: text.Errorf("HTTP %s", resp.Status)}
 }
 
 // apiClientBuilder builds the HTTP client that sends tokens from source,
@@ -305,7 +305,7 @@ func keyTarget(path string, key store.Key) (*url.URL, error) {
 	}
 	base, err := store.CheckAPIURL(key.APIURL)
 	if err != nil {
-		return nil, fmt.Errorf("API key %s: api_url %v; fix it: shipkey keys set %s --api-url URL", text.Safe(key.Label), err, text.ShellQuote(key.Label))
+		return nil, text.Errorf("API key %s: api_url %v; fix it: shipkey keys set %s --api-url URL", key.Label, err, text.ShellQuote(key.Label))
 	}
 	return apiTarget(path, base)
 }
@@ -327,7 +327,7 @@ func apiError(method string, target *url.URL, err error) error {
 		return err
 	}
 	where := target.Scheme + "://" + target.Host + target.Path
-	line := fmt.Errorf("%s %s: no answer: %v", method, text.Safe(where), err)
+	line := text.Errorf("%s %s: no answer: %v", method, where, err)
 	var cve *tls.CertificateVerificationError
 	if errors.As(err, &cve) {
 		return line // a certificate to trust (--ca-file), not a server to wait for

@@ -291,7 +291,7 @@ the desktop's opener) and always print it.`,
 			if len(missing) > 0 {
 				return usageErrorf("missing %s (see: %s --help)", strings.Join(missing, ", "), cmd.CommandPath())
 			}
-			if l := strings.TrimSpace(opts.Label); text.Safe(l) != l {
+			if l := strings.TrimSpace(opts.Label); !text.IsClean(l) {
 				return usageErrorf("--label %s contains control characters; choose another", text.ShellQuote(l))
 			}
 			if opts.TeamName != "" && (grantType == auth.GrantJWTBearer || method.Needs().External) {
@@ -405,7 +405,7 @@ func keysNewRun(ctx context.Context, opts *keysNewOptions) error {
 			Env:       envClientSecret,
 			FromStdin: opts.SecretStdin,
 			StdinFlag: "--client-secret-stdin",
-			Prompt:    "Client secret: ",
+			Prompt:    text.Trusted("Client secret: "),
 			Hint:      "set " + envClientSecret + " or pass --client-secret-stdin (or --public-client for a client without one)",
 		})
 		if err != nil {
@@ -426,7 +426,7 @@ func keysNewRun(ctx context.Context, opts *keysNewOptions) error {
 		if err != nil {
 			return err
 		}
-		fmt.Fprintf(opts.IO.ErrOut, "Got team API key %s (%s), shared with every member of %s\n", text.Safe(tk.Address()), lifetimes(keys.TeamStoreKey(tk), opts.Now()), opts.TeamName)
+		opts.IO.ErrText().Linef("Got team API key %s (%s), shared with every member of %s", tk.Address(), lifetimes(keys.TeamStoreKey(tk), opts.Now()), opts.TeamName)
 		return nil
 	}
 	def := store.Definition{Connection: conn, Grant: grant, CallbackPort: opts.CallbackPort, Username: opts.Username, RememberPassword: opts.RememberPassword, APIURL: apiURL}
@@ -437,7 +437,7 @@ func keysNewRun(ctx context.Context, opts *keysNewOptions) error {
 		return interrupted(ctx, err)
 	}
 	opts.Secrets.Add(ts.AccessToken, ts.RefreshToken, ts.IDToken)
-	fmt.Fprintf(opts.IO.ErrOut, "Got API key %s (%s)%s\n", text.Safe(key.Label), lifetimes(key, opts.Now()), signedInAs(key.Grant, ts, opts.Now()))
+	opts.IO.ErrText().Linef("Got API key %s (%s)%s", key.Shown(), lifetimes(key, opts.Now()), signedInAs(key.Grant, ts, opts.Now()))
 	return nil
 }
 
@@ -643,7 +643,7 @@ func keysRmRun(ctx context.Context, opts *keysRmOptions) error {
 // confirmRemove asks on the terminal whether to remove key (keys rm
 // without --yes); without a terminal it refuses.
 func confirmRemove(ios *iostreams, key store.Key) (bool, error) {
-	label := text.Safe(key.Label)
+	label := key.Shown().String()
 	if !ios.StdinTTY {
 		return false, usageErrorf("not removing API key %s without confirmation: no terminal to ask on; pass --yes", label)
 	}
@@ -697,7 +697,7 @@ func keysRenameRun(opts *keysRenameOptions) error {
 	if err != nil {
 		return err
 	}
-	fmt.Fprintf(opts.IO.ErrOut, "Renamed %s to %s%s\n", to.From, text.Safe(to.Label), to.From.Reach())
+	opts.IO.ErrText().Linef("Renamed %s to %s%s", to.From, to.Label, to.From.Reach())
 	return nil
 }
 
@@ -750,7 +750,7 @@ func keysSetSecretRun(ctx context.Context, opts *keysSetSecretOptions) error {
 		Env:       envClientSecret,
 		FromStdin: opts.SecretStdin,
 		StdinFlag: "--client-secret-stdin",
-		Prompt:    "New client secret for " + text.Safe(opts.Label) + ": ",
+		Prompt:    text.Cleanf("New client secret for %s: ", opts.Label),
 		Hint:      "set " + envClientSecret + " or pass --client-secret-stdin",
 	})
 	if err != nil {
@@ -759,7 +759,7 @@ func keysSetSecretRun(ctx context.Context, opts *keysSetSecretOptions) error {
 	if err := svc.SetClientSecret(ctx, ref, secret); err != nil {
 		return err
 	}
-	fmt.Fprintf(opts.IO.ErrOut, "Replaced the client secret of %s%s\n", ref.Subject(), ref.Subject().Reach())
+	opts.IO.ErrText().Linef("Replaced the client secret of %s%s", ref.Subject(), ref.Subject().Reach())
 	return nil
 }
 
@@ -796,7 +796,7 @@ func keysDefaultRun(opts *keysDefaultOptions) error {
 	if err := svc.SetDefault(opts.Label); err != nil {
 		return svc.Suggest(opts.Label, err)
 	}
-	fmt.Fprintf(opts.IO.ErrOut, "API key %s is now the default\n", text.Safe(opts.Label))
+	opts.IO.ErrText().Linef("API key %s is now the default", opts.Label)
 	return nil
 }
 

@@ -1,11 +1,8 @@
 package cli
 
 import (
-	"fmt"
-
 	"github.com/spf13/cobra"
 
-	"github.com/shipkey/shipkey/internal/text"
 	"github.com/shipkey/shipkey/store"
 )
 
@@ -62,9 +59,9 @@ func keysSetRun(opts *keysSetOptions) error {
 		return err
 	}
 	if clean == "" {
-		fmt.Fprintf(opts.IO.ErrOut, "Removed the api_url of API key %s\n", text.Safe(opts.Label))
+		opts.IO.ErrText().Linef("Removed the api_url of API key %s", opts.Label)
 		return nil
 	}
-	fmt.Fprintf(opts.IO.ErrOut, "API key %s: api_url = %s\n", text.Safe(opts.Label), text.Safe(clean))
+	opts.IO.ErrText().Linef("API key %s: api_url = %s", opts.Label, clean)
 	return nil
 }

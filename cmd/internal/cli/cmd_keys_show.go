@@ -83,24 +83,26 @@ func keysShowRun(opts *keysShowOptions) error {
 // field by field under config.toml's names (a field added to
 // store.Definition shows here with no change).
 func writeKeyShow(w io.Writer, k store.Key, v keyVerdict, now time.Time) error {
-	row := func(name, value string) { fmt.Fprintf(w, "%-14s %s\n", name+":", value) }
-	label := text.Safe(k.Label)
+	tw := text.NewWriter(w)
+	row := func(name string, value any) { tw.Linef("%-14s %s", name+":", value) }
+	kw := k.Words()
+	label := kw.Label
 	if k.Default {
-		label += " (default)"
+		label = text.Concat(label, text.Trusted(" (default)"))
 	}
 	// rowIf prints a row only when value is set (a key's team, its API
 	// key).
-	rowIf := func(name, value string) {
-		if value != "" {
-			row(name, text.Safe(value))
+	rowIf := func(name string, value text.Clean) {
+		if !value.IsEmpty() {
+			row(name, value)
 		}
 	}
 	row("Key", label)
-	rowIf("Team", k.Team)
+	rowIf("Team", kw.Team)
 	row("State", v.Detail)
 	row("Secrets", secretsWhere(k))
-	rowIf("API key", k.Masked)
-	row("Realm", text.Safe(k.Connection.RealmName()))
+	rowIf("API key", kw.Masked)
+	row("Realm", kw.RealmName)
 	row("Grant", k.Grant.String())
 	if !k.LastUsed.IsZero() {
 		row("Last used", when("", k.LastUsed, now, ""))
@@ -130,7 +132,7 @@ func writeKeyShow(w io.Writer, k store.Key, v keyVerdict, now time.Time) error {
 		if json.Unmarshal(value, &s) != nil {
 			s = string(value) // numbers, booleans, lists as JSON
 		}
-		fmt.Fprintf(w, "  %-20s %s\n", fmt.Sprint(name)+":", text.Safe(s))
+		tw.Linef("  %-20s %s", fmt.Sprint(name)+":", s)
 	}
 	return nil
 }

@@ -168,14 +168,14 @@ func teamJoinRun(ctx context.Context, opts *teamJoinOptions) error {
 	}
 	password := ""
 	if tc.User != "" {
-		password, err = readSecret(opts.IO, opts.Getenv, secretSource{What: "etcd password", Env: envEtcdPassword, Prompt: "etcd password for " + text.Safe(tc.User) + ": ", Hint: "set " + envEtcdPassword})
+		password, err = readSecret(opts.IO, opts.Getenv, secretSource{What: "etcd password", Env: envEtcdPassword, Prompt: text.Cleanf("etcd password for %s: ", tc.User), Hint: "set " + envEtcdPassword})
 		if err != nil {
 			return err
 		}
 		opts.Secrets.Add(password)
 	}
 	if tc.Insecure {
-		fmt.Fprintf(opts.IO.ErrOut, "shipkey: warning: team %s: --etcd-insecure: plain http to %s; the etcd password and every request cross the network in the clear (the team's items stay encrypted and signed)\n", tc.Name, text.Safe(strings.Join(team.PlainRemote(tc.Endpoints), ",")))
+		opts.IO.ErrText().Linef("shipkey: warning: team %s: --etcd-insecure: plain http to %s; the etcd password and every request cross the network in the clear (the team's items stay encrypted and signed)", tc.Name, strings.Join(team.PlainRemote(tc.Endpoints), ","))
 	}
 	jo := team.JoinOptions{Conn: tc, EtcdPassword: password, Name: opts.Name, Confirm: confirmRoster(opts, tc.Name)}
 	if opts.Create {
@@ -183,7 +183,7 @@ func teamJoinRun(ctx context.Context, opts *teamJoinOptions) error {
 		if err != nil {
 			return err
 		}
-		fmt.Fprintf(opts.IO.ErrOut, "Created team %s with this machine as member %s\n", tc.Name, text.Safe(me.Name))
+		opts.IO.ErrText().Linef("Created team %s with this machine as member %s", tc.Name, me.Name)
 		fmt.Fprintln(opts.IO.Out, me.Recipient)
 		return nil
 	}
@@ -191,7 +191,8 @@ func teamJoinRun(ctx context.Context, opts *teamJoinOptions) error {
 	if err != nil {
 		return err
 	}
-	fmt.Fprintf(opts.IO.ErrOut, "Joined team %s and pinned its roster. Now ask a member to run:\n  shipkey team add %s %s\n", tc.Name, tc.Name, card)
+	opts.IO.ErrText().Linef("Joined team %s and pinned its roster. Now ask a member to run:", tc.Name)
+	opts.IO.ErrText().Linef("  shipkey team add %s %s", tc.Name, card)
 	fmt.Fprintln(opts.IO.Out, card)
 	return nil
 }
@@ -234,7 +235,7 @@ func teamAddRun(ctx context.Context, opts *teamMemberOptions) error {
 	if err != nil {
 		return err
 	}
-	fmt.Fprintf(opts.IO.ErrOut, "Added %s (%s) to team %s; every key and token is now encrypted to it too\n", text.Safe(m.Name), m.Recipient, opts.TeamName)
+	opts.IO.ErrText().Linef("Added %s (%s) to team %s; every key and token is now encrypted to it too", m.Name, m.Recipient, opts.TeamName)
 	fmt.Fprintf(opts.IO.ErrOut, "Its fingerprint is %s: `shipkey team members %s` on that machine must show the same one for itself (marked *); if it does not, the member line was changed on its way to you: remove it (shipkey team remove %s %s)\n",
 		m.Fingerprint(), opts.TeamName, opts.TeamName, text.ShellQuote(m.Name))
 	return nil
@@ -266,14 +267,14 @@ func teamRemoveRun(ctx context.Context, opts *teamMemberOptions) error {
 		return err
 	}
 	t := opts.TeamName
-	fmt.Fprintf(opts.IO.ErrOut, "Removed %s from team %s. It can no longer read or sign anything written from now on, but it saw every secret and token of the team until now: rotate the client secrets (and passwords) of the team's keys at the realm, then: shipkey keys set-secret %s/LABEL\n", text.Safe(m.Name), t, t)
+	opts.IO.ErrText().Linef("Removed %s from team %s. It can no longer read or sign anything written from now on, but it saw every secret and token of the team until now: rotate the client secrets (and passwords) of the team's keys at the realm, then: shipkey keys set-secret %s/LABEL", m.Name, t, t)
 	var here store.TeamConn
 	if opts.Store != nil {
 		if st, err := opts.Store(); err == nil {
 			here, _ = st.Team(t)
 		}
 	}
-	fmt.Fprintln(opts.IO.ErrOut, text.Safe(team.RevokeAdvice(m, here.User)))
+	opts.IO.ErrText().Linef("%s", team.RevokeAdvice(m, here.User))
 	return nil
 }
 
@@ -323,7 +324,7 @@ func teamMembersRun(ctx context.Context, opts *teamOptions) error {
 		if m.Recipient == here.Recipient {
 			mark = "*"
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", mark, text.Safe(m.Name), m.Fingerprint(), text.Safe(m.Recipient), text.Stamp(m.AddedAt))
+		text.NewWriter(tw).Linef("%s\t%s\t%s\t%s\t%s", mark, m.Name, m.Fingerprint(), m.Recipient, text.Stamp(m.AddedAt))
 	}
 	if err := tw.Flush(); err != nil {
 		return err
@@ -364,7 +365,7 @@ func teamLsRun(opts *teamOptions) error {
 	tw := tabwriter.NewWriter(opts.IO.Out, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "TEAM\tETCD\tRECIPIENT")
 	for _, t := range teams {
-		fmt.Fprintf(tw, "%s\t%s\t%s\n", t.Name, text.Safe(strings.Join(t.Endpoints, ",")), t.Recipient)
+		text.NewWriter(tw).Linef("%s\t%s\t%s", t.Name, strings.Join(t.Endpoints, ","), t.Recipient)
 	}
 	return tw.Flush()
 }

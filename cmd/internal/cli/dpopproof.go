@@ -79,7 +79,7 @@ func proofTarget(s string, key store.Key) (string, error) {
 
 // noDPoPKeyError: a bearer key needs no proof.
 func noDPoPKeyError(label string) error {
-	return fmt.Errorf("API key %s has no DPoP key: its tokens are bearer tokens and need no proof (shipkey header, shipkey api); a key gets one with keys new --dpop", text.Safe(label))
+	return text.Errorf("API key %s has no DPoP key: its tokens are bearer tokens and need no proof (shipkey header, shipkey api); a key gets one with keys new --dpop", label)
 }
 
 // tokenProofRun is token (or header) --dpop-proof: the key's token and a

@@ -321,7 +321,7 @@ func commandError(name string, err error) error {
 	if errors.Is(err, exec.ErrNotFound) || errors.Is(err, fs.ErrNotExist) {
 		code, what = exitNotFound, "command not found"
 	}
-	return &exitError{code: code, err: fmt.Errorf("%s: %s (%v)", text.Safe(name), what, unwrapExecError(err))}
+	return &exitError{code: code, err: text.Errorf("%s: %s (%v)", name, what, unwrapExecError(err))}
 }
 
 // unwrapExecError drops exec.Error's "exec: NAME:" prefix (the line names

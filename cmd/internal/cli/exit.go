@@ -42,7 +42,7 @@ func (e *usageError) Error() string { return e.err.Error() }
 func (e *usageError) Unwrap() error { return e.err }
 
 func usageErrorf(format string, args ...any) error {
-	return &usageError{fmt.Errorf(format, args...)}
+	return &usageError{text.Errorf(format, args...)}
 }
 
 // exitError ends shipkey with a given exit code: a command's own status

@@ -132,7 +132,7 @@ func inspectRun(ctx context.Context, opts *inspectOptions) error {
 		}
 		l, err := st.Liveness(ctx, in.Label)
 		if err != nil {
-			l = auth.Liveness{State: auth.LiveUnknown, Reason: err.Error()}
+			l = auth.Liveness{State: auth.LiveUnknown, Reason: text.Sanitize(err.Error())}
 		}
 		in.Live = &l
 	}
@@ -158,14 +158,14 @@ func inspectVerdict(in inspection, verifyAsked bool, now time.Time) error {
 			problems = append(problems, "the signature cannot be checked ("+unverifiableWhy(in.Decoded)+")")
 		case in.Verified.State == auth.SigFailed:
 			why := "the signature is not valid"
-			if in.Verified.Reason != "" {
-				why += ": " + text.Safe(in.Verified.Reason)
+			if r := in.Verified.Reason; !r.IsEmpty() {
+				why += ": " + r.String()
 			}
 			problems = append(problems, why)
 		case in.Verified.State != auth.SigVerified:
 			why := "the signature could not be checked"
-			if in.Verified.Reason != "" {
-				why += ": " + text.Safe(in.Verified.Reason)
+			if r := in.Verified.Reason; !r.IsEmpty() {
+				why += ": " + r.String()
 			}
 			problems = append(problems, why)
 		}
@@ -221,7 +221,7 @@ func inspectToken(ctx context.Context, opts *inspectOptions, in *inspection) (st
 		}
 		key, ts := got.Key, got.Token
 		if got.Renewed {
-			fmt.Fprintf(opts.IO.ErrOut, "shipkey: the access token of API key %s had expired; renewed it first (as shipkey token does)\n", text.Safe(key.Label))
+			opts.IO.ErrText().Linef("shipkey: the access token of API key %s had expired; renewed it first (as shipkey token does)", key.Shown())
 		}
 		in.Label, in.KeyJKT, in.KeyX5T = key.Label, got.KeyJKT, got.KeyX5T
 		if skew, bad := ts.Skew(); bad {
@@ -233,56 +233,57 @@ func inspectToken(ctx context.Context, opts *inspectOptions, in *inspection) (st
 	}
 }
 
-// writeInspection prints the human form. Claim names and displays come
-// sanitized from auth.Decode; everything else untrusted is sanitized here.
-func writeInspection(w io.Writer, in inspection, verifyAsked bool, now time.Time) error {
+// writeInspection prints the human form. Claims, the signature's and the
+// server's verdicts come clean from auth; w takes nothing else.
+func writeInspection(out io.Writer, in inspection, verifyAsked bool, now time.Time) error {
+	w := text.NewWriter(out)
 	d := in.Decoded
 	if in.Label != "" {
-		fmt.Fprintf(w, "Key:       %s\n", text.Safe(in.Label))
+		w.Linef("Key:       %s", in.Label)
 	}
 	switch d.Format {
 	case auth.FormatOpaque:
-		fmt.Fprintln(w, "Token:     opaque (not a JWT; there are no claims to decode)")
+		w.Line(text.Trusted("Token:     opaque (not a JWT; there are no claims to decode)"))
 	case auth.FormatJWE:
-		fmt.Fprintln(w, "Token:     JWE, encrypted (its claims are readable only by its recipient)")
-		fmt.Fprintln(w)
-		writeClaims(w, "Header", d.Header)
+		w.Line(text.Trusted("Token:     JWE, encrypted (its claims are readable only by its recipient)"))
+		w.Line()
+		writeClaims(out, "Header", d.Header)
 	default:
-		kind := "JWT"
+		kind := text.Trusted("JWT")
 		if d.Typ != "" {
-			kind += ", " + d.Typ + " token"
+			kind = text.Cleanf("JWT, %s token", d.Typ)
 		}
-		fmt.Fprintf(w, "Token:     %s\n", kind)
+		w.Linef("Token:     %s", kind)
 		if !d.ExpiresAt.IsZero() {
 			state := "valid"
 			if !now.Before(d.ExpiresAt) {
 				state = "expired"
 			}
-			fmt.Fprintf(w, "Expiry:    %s (%s)\n", state, text.Relative(d.ExpiresAt, now))
+			w.Linef("Expiry:    %s (%s)", state, text.Relative(d.ExpiresAt, now))
 		}
 		if b := d.Binding(in.KeyJKT, in.KeyX5T); b != "" {
-			fmt.Fprintf(w, "Bound to:  %s\n", b)
+			w.Linef("Bound to:  %s", b)
 		}
 		if in.Skew != 0 {
-			fmt.Fprintf(w, "Clock:     exp and expires_in disagree by %s: this machine's clock or the server's is off\n", in.Skew.Round(time.Second))
+			w.Linef("Clock:     exp and expires_in disagree by %s: this machine's clock or the server's is off", in.Skew.Round(time.Second))
 		}
 		for _, f := range d.FutureTimes(now) {
-			fmt.Fprintf(w, "Clock:     %s\n", f.Warning())
+			w.Linef("Clock:     %s", f.Warning())
 		}
-		fmt.Fprintln(w)
-		writeClaims(w, "Header", d.Header)
-		fmt.Fprintln(w)
-		writeClaims(w, "Payload", d.Payload)
-		fmt.Fprintln(w)
-		fmt.Fprintf(w, "Signature: %s\n", signatureLine(d, in.Verified, verifyAsked))
+		w.Line()
+		writeClaims(out, "Header", d.Header)
+		w.Line()
+		writeClaims(out, "Payload", d.Payload)
+		w.Line()
+		w.Linef("Signature: %s", signatureLine(d, in.Verified, verifyAsked))
 	}
 	switch {
 	case in.Live != nil:
-		fmt.Fprintf(w, "Server:    %s\n", livenessLine(d, *in.Live, now))
+		w.Linef("Server:    %s", livenessLine(d, *in.Live, now))
 	case verifyAsked && in.Label == "":
 		// A pasted token: the server is asked only about a key's token
 		// (it has the client to ask with).
-		fmt.Fprintf(w, "Server:    %s\n", pastedLiveness)
+		w.Linef("Server:    %s", text.Trusted(pastedLiveness))
 	}
 	return nil
 }
@@ -290,36 +291,37 @@ func writeInspection(w io.Writer, in inspection, verifyAsked bool, now time.Time
 // pastedLiveness is the Server line of a pasted token under --verify.
 const pastedLiveness = "not asked: whether the server still accepts it needs its key (inspect --verify --key LABEL)"
 
-func writeClaims(w io.Writer, title string, claims []auth.Claim) {
-	fmt.Fprintln(w, title)
-	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+func writeClaims(out io.Writer, title string, claims []auth.Claim) {
+	fmt.Fprintln(out, title)
+	tw := tabwriter.NewWriter(out, 0, 4, 2, ' ', 0)
+	w := text.NewWriter(tw)
 	for _, c := range claims {
 		value := c.Display
-		if value == "" && len(c.Items) > 0 {
-			value = strings.Join(c.Items, ", ")
+		if value.IsEmpty() && len(c.Items) > 0 {
+			value = text.Join(c.Items, text.Trusted(", "))
 		}
-		fmt.Fprintf(tw, "  %s\t%s\n", text.Safe(c.Name), text.Safe(value))
+		w.Linef("  %s\t%s", c.Name, value)
 	}
 	tw.Flush()
 }
 
-func signatureLine(d *auth.Decoded, v *auth.Verification, asked bool) string {
+func signatureLine(d *auth.Decoded, v *auth.Verification, asked bool) text.Clean {
 	switch {
 	case v != nil:
-		line := v.State.String()
-		if v.State == auth.SigVerified && v.KeyID != "" {
-			line += " (key " + text.Safe(v.KeyID) + ")"
+		line := text.Sanitize(v.State.String())
+		if v.State == auth.SigVerified && !v.KeyID.IsEmpty() {
+			line = text.Cleanf("%s (key %s)", line, v.KeyID)
 		}
-		if v.Reason != "" {
-			line += ": " + text.Safe(v.Reason)
+		if !v.Reason.IsEmpty() {
+			line = text.Cleanf("%s: %s", line, v.Reason)
 		}
 		return line
 	case d.SymmetricSigned:
-		return "not verified: HMAC-signed (" + text.Safe(d.Alg) + "): a client cannot check it"
+		return text.Cleanf("not verified: HMAC-signed (%s): a client cannot check it", d.Alg)
 	case asked:
-		return "not verified"
+		return text.Trusted("not verified")
 	default:
-		return "not checked (pass --verify)"
+		return text.Trusted("not checked (pass --verify)")
 	}
 }
 
@@ -327,12 +329,12 @@ func signatureLine(d *auth.Decoded, v *auth.Verification, asked bool) string {
 // and the server's words, after a colon.
 func livenessLine(d *auth.Decoded, l auth.Liveness, now time.Time) string {
 	reason := ""
-	if detail := l.Detail(); detail != "" {
-		reason = ": " + text.Safe(detail)
+	if detail := l.Detail(); !detail.IsEmpty() {
+		reason = ": " + detail.String()
 	}
 	switch l.State {
 	case auth.LiveActive:
-		return "the server accepts this token (" + text.Safe(l.Via) + ")"
+		return "the server accepts this token (" + l.Via.String() + ")"
 	case auth.LiveInactive:
 		if d.Format == auth.FormatJWT && now.Before(d.ExpiresAt) {
 			return "valid until " + text.Stamp(d.ExpiresAt) +
@@ -384,14 +386,14 @@ func writeInspectionJSON(w io.Writer, in inspection, verifyAsked bool) error {
 		out.ExpiresAt = rfc3339OrNil(d.ExpiresAt)
 		switch {
 		case in.Verified != nil:
-			out.Signature = &signatureJSON{State: in.Verified.State.String(), Reason: text.Safe(in.Verified.Reason),
-				KeyID: text.Safe(in.Verified.KeyID), Issuer: text.Safe(in.Verified.Issuer)}
+			out.Signature = &signatureJSON{State: in.Verified.State.String(), Reason: in.Verified.Reason.String(),
+				KeyID: in.Verified.KeyID.String(), Issuer: in.Verified.Issuer.String()}
 		case verifyAsked || d.SymmetricSigned:
 			out.Signature = &signatureJSON{State: auth.SigNotChecked.String()}
 		}
 	}
 	if in.Live != nil {
-		out.Liveness = &livenessJSON{State: in.Live.State.String(), Via: text.Safe(in.Live.Via), Reason: text.Safe(in.Live.Reason)}
+		out.Liveness = &livenessJSON{State: in.Live.State.String(), Via: in.Live.Via.String(), Reason: in.Live.Reason.String()}
 	}
 	enc := json.NewEncoder(w)
 	enc.SetIndent("", "  ")
@@ -402,7 +404,7 @@ func writeInspectionJSON(w io.Writer, in inspection, verifyAsked bool) error {
 func headerJSON(d *auth.Decoded) map[string]any {
 	h := make(map[string]any, len(d.Header))
 	for _, c := range d.Header {
-		h[c.Name] = sanitizeJSON(c.Value)
+		h[c.Name.String()] = sanitizeJSON(c.Value)
 	}
 	return h
 }
@@ -451,7 +453,7 @@ func inspectVerify(ctx context.Context, opts *inspectOptions, token string) (aut
 	}
 	v := client.Verify(ctx, st.Connections(), token)
 	if v.KeysUnavailable {
-		v.Reason += "; to check it against a key set you have, pass --jwks FILE|URL"
+		v.Reason = text.Concat(v.Reason, text.Trusted("; to check it against a key set you have, pass --jwks FILE|URL"))
 	}
 	return v, nil
 }
@@ -467,11 +469,11 @@ func loadKeySet(ctx context.Context, client *auth.Client, src string) (auth.KeyS
 	}
 	data, err := os.ReadFile(src)
 	if err != nil {
-		return auth.KeySet{}, fmt.Errorf("--jwks %s: %w", text.Safe(src), unwrapExecError(err))
+		return auth.KeySet{}, text.Errorf("--jwks %s: %w", src, unwrapExecError(err))
 	}
 	ks, err := auth.ParseKeySet(data)
 	if err != nil {
-		return auth.KeySet{}, fmt.Errorf("--jwks %s: %w", text.Safe(src), err)
+		return auth.KeySet{}, text.Errorf("--jwks %s: %w", src, err)
 	}
 	return ks, nil
 }

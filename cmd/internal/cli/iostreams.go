@@ -9,6 +9,7 @@ import (
 	"strings"
 	"unicode/utf8"
 
+	"github.com/shipkey/shipkey/internal/text"
 	"golang.org/x/term"
 )
 
@@ -158,3 +159,11 @@ func (s *iostreams) ReadLine() (string, error) {
 	}
 	return strings.TrimRight(line, "\r\n"), nil
 }
+
+// ErrText is ErrOut as a writer of clean text (text.Clean): a message that
+// names untrusted text is written through it, so that the text is one that
+// was cleaned where it entered.
+func (s *iostreams) ErrText() text.Writer { return text.NewWriter(s.ErrOut) }
+
+// OutText is Out as a writer of clean text.
+func (s *iostreams) OutText() text.Writer { return text.NewWriter(s.Out) }

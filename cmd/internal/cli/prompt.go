@@ -19,22 +19,22 @@ import (
 // browser that does not open is said and never stops the grant.
 func newPrompter(ios *iostreams, getenv func(string) string) auth.Prompter {
 	return func(p auth.Prompt) {
-		w := ios.ErrOut
+		w := ios.ErrText()
 		exited := func(err error) {
-			fmt.Fprintf(w, "shipkey: the browser exited with an error (%s); open the URL yourself\n", text.Safe(err.Error()))
+			w.Linef("shipkey: the browser exited with an error (%s); open the URL yourself", err)
 		}
 		switch {
 		case p.UserCode != "":
-			fmt.Fprintf(w, "To sign in, open %s and enter the code %s\n", text.Safe(p.VerificationURI), text.Safe(p.UserCode))
+			w.Linef("To sign in, open %s and enter the code %s", p.VerificationURI, p.UserCode)
 			if p.VerificationURIComplete != "" {
-				fmt.Fprintf(w, "  or open %s\n", text.Safe(p.VerificationURIComplete))
+				w.Linef("  or open %s", p.VerificationURIComplete)
 			}
-			fmt.Fprintf(w, "Waiting for the approval (the code expires at %s; ctrl+c to cancel)…\n", text.Stamp(p.ExpiresAt))
+			w.Linef("Waiting for the approval (the code expires at %s; ctrl+c to cancel)…", text.Stamp(p.ExpiresAt))
 			if getenv("BROWSER") != "" {
 				// The plain verification URI: a browser's argv is readable by
 				// every local user, and the complete one carries the code.
 				if err := browser.Open(p.BrowserURL(), browser.Options{Getenv: getenv, EnvOnly: true, Exited: exited}); err != nil {
-					fmt.Fprintf(w, "shipkey: could not open the browser (%s); open the URL yourself\n", text.Safe(err.Error()))
+					w.Linef("shipkey: could not open the browser (%s); open the URL yourself", err)
 				}
 			}
 		case p.AuthURL != "":
@@ -48,18 +48,18 @@ func newPrompter(ios *iostreams, getenv func(string) string) auth.Prompter {
 				if u, perr := url.Parse(p.RedirectURI); perr == nil && u.Port() != "" {
 					port = u.Port()
 				}
-				fmt.Fprintf(w, "No browser here ($BROWSER is unset and there is no desktop to open one on). Open this URL in a browser that can reach %s:\n  %s\n", text.Safe(p.RedirectURI), text.Safe(p.AuthURL))
+				w.Linef("No browser here ($BROWSER is unset and there is no desktop to open one on). Open this URL in a browser that can reach %s:\n  %s", p.RedirectURI, p.AuthURL)
 				fix := ""
 				if !p.PortFixed {
 					fix = " (fix the port with --callback-port " + port + ")"
 				}
-				fmt.Fprintf(w, "From another machine: ssh -L %s:127.0.0.1:%s to this one first%s, or use --grant device-code instead.\n", port, port, fix)
+				w.Linef("From another machine: ssh -L %s:127.0.0.1:%s to this one first%s, or use --grant device-code instead.", port, port, fix)
 			} else {
-				fmt.Fprintf(w, "Sign in with your browser; if it does not open, visit:\n  %s\n", text.Safe(p.AuthURL))
+				w.Linef("Sign in with your browser; if it does not open, visit:\n  %s", p.AuthURL)
 			}
-			fmt.Fprintf(w, "Waiting for the browser to come back to %s (until %s; ctrl+c to cancel)…\n", text.Safe(p.RedirectURI), text.Stamp(p.ExpiresAt))
+			w.Linef("Waiting for the browser to come back to %s (until %s; ctrl+c to cancel)…", p.RedirectURI, text.Stamp(p.ExpiresAt))
 			if err != nil && !noBrowser(err, getenv) {
-				fmt.Fprintf(w, "shipkey: could not open the browser (%s); open the URL yourself\n", text.Safe(err.Error()))
+				w.Linef("shipkey: could not open the browser (%s); open the URL yourself", err)
 			}
 		}
 	}

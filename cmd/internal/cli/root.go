@@ -12,7 +12,6 @@ import (
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 
-	"github.com/shipkey/shipkey/internal/text"
 	"github.com/shipkey/shipkey/store"
 	"github.com/shipkey/shipkey/store/keys"
 	"github.com/shipkey/shipkey/store/team"
@@ -74,7 +73,7 @@ func recoverInto(ios *iostreams, code *int) {
 	if len([]rune(what)) > 120 {
 		what = string([]rune(what)[:120]) + "…"
 	}
-	fmt.Fprintf(ios.ErrOut, "shipkey: internal error (a bug in shipkey): %s; please report it with the command you ran\n", text.Safe(what))
+	ios.ErrText().Linef("shipkey: internal error (a bug in shipkey): %s; please report it with the command you ran", what)
 	*code = exitFailure
 }
 

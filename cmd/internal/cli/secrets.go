@@ -18,12 +18,12 @@ const (
 
 // secretSource says how one secret may be obtained.
 type secretSource struct {
-	What      string // "client secret", "password"
-	Env       string // environment variable, checked first unless FromStdin
-	FromStdin bool   // read one line from stdin (--password-stdin)
-	StdinFlag string // the flag that set FromStdin; default --password-stdin
-	Prompt    string // hidden prompt text on a terminal
-	Hint      string // what to do when there is no source: "set X or pass --password-stdin"
+	What      string     // "client secret", "password"
+	Env       string     // environment variable, checked first unless FromStdin
+	FromStdin bool       // read one line from stdin (--password-stdin)
+	StdinFlag string     // the flag that set FromStdin; default --password-stdin
+	Prompt    text.Clean // hidden prompt text on a terminal
+	Hint      string     // what to do when there is no source: "set X or pass --password-stdin"
 }
 
 // userPassword is where a user's password comes from: --password-stdin,
@@ -37,7 +37,7 @@ func userPassword(username string, fromStdin bool) secretSource {
 		Hint:      "set " + envPassword + " or pass --password-stdin",
 	}
 	if username != "" {
-		src.Prompt = "Password for " + text.Safe(username) + ": "
+		src.Prompt = text.Cleanf("Password for %s: ", username)
 	}
 	return src
 }
@@ -66,7 +66,7 @@ func readSecret(ios *iostreams, getenv func(string) string, src secretSource) (s
 	case src.Env != "" && getenv(src.Env) != "":
 		return getenv(src.Env), nil
 	case ios.ReadSecret != nil:
-		s, err = ios.ReadSecret(src.Prompt)
+		s, err = ios.ReadSecret(src.Prompt.String())
 		if err != nil {
 			return "", err
 		}

@@ -193,12 +193,12 @@ func serveRun(ctx context.Context, opts *serveOptions) error {
 	if len(opts.Keys) > 0 {
 		what = "keys " + text.Safe(strings.Join(opts.Keys, ", "))
 	}
-	fmt.Fprintf(opts.IO.ErrOut, "Serving tokens of %s on %s (stop with ctrl+c or SIGTERM)\n", what, text.Safe(opts.Socket))
+	opts.IO.ErrText().Linef("Serving tokens of %s on %s (stop with ctrl+c or SIGTERM)", what, opts.Socket)
 
 	select {
 	case err := <-served:
 		ln.remove()
-		return fmt.Errorf("serving on %s: %w", text.Safe(opts.Socket), err)
+		return text.Errorf("serving on %s: %w", opts.Socket, err)
 	case <-ctx.Done():
 	}
 	shutdown, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
@@ -207,7 +207,7 @@ func serveRun(ctx context.Context, opts *serveOptions) error {
 	ln.remove()
 	stopSinks()
 	<-sinksDone
-	fmt.Fprintf(opts.IO.ErrOut, "Stopped serving tokens (%s); removed %s\n", stopCause(ctx), text.Safe(opts.Socket))
+	opts.IO.ErrText().Linef("Stopped serving tokens (%s); removed %s", stopCause(ctx), opts.Socket)
 	return nil
 }
 
@@ -254,7 +254,7 @@ func followUnlock(st *store.Store, errOut io.Writer) {
 		}
 	})
 	if !following && why != "" {
-		fmt.Fprintf(errOut, "shipkey: serve: the secrets file stays unlocked in this process until serve stops (%s)\n", text.Safe(why))
+		text.NewWriter(errOut).Linef("shipkey: serve: the secrets file stays unlocked in this process until serve stops (%s)", why)
 	}
 }
 
@@ -283,7 +283,7 @@ func refuseAgentDir(socket, agentSocket string) error {
 	}
 	dir, agentDir := filepath.Dir(abs), filepath.Dir(agentSocket)
 	if dir == agentDir || strings.HasPrefix(agentDir, dir+string(filepath.Separator)) {
-		return fmt.Errorf("--socket %s: the unlock agent's directory %s is there; a directory shared with a container must not hold it: use one of its own, such as $XDG_RUNTIME_DIR/shipkey/token.sock", text.Safe(socket), text.Safe(agentDir))
+		return text.Errorf("--socket %s: the unlock agent's directory %s is there; a directory shared with a container must not hold it: use one of its own, such as $XDG_RUNTIME_DIR/shipkey/token.sock", socket, agentDir)
 	}
 	return nil
 }
@@ -465,7 +465,7 @@ func parseMinValid(s string) (time.Duration, error) {
 		d, err = time.Duration(n)*time.Second, nil
 	}
 	if err != nil || d < 0 {
-		return 0, fmt.Errorf("min_valid=%s is not a number of seconds (or a duration such as 5m)", text.Safe(s))
+		return 0, text.Errorf("min_valid=%s is not a number of seconds (or a duration such as 5m)", s)
 	}
 	return d, nil
 }

@@ -48,10 +48,10 @@ func listenSocket(path string) (*socketListener, error) {
 	}
 	uid := os.Getuid()
 	if st, ok := fi.Sys().(*syscall.Stat_t); ok && int(st.Uid) != uid {
-		return nil, fmt.Errorf("the socket's directory %s belongs to uid %d, not you; use a directory of your own", text.Safe(dir), st.Uid)
+		return nil, text.Errorf("the socket's directory %s belongs to uid %d, not you; use a directory of your own", dir, st.Uid)
 	}
 	if perm := fi.Mode().Perm(); perm&0o077 != 0 {
-		return nil, fmt.Errorf("the socket's directory %s is open to other users (mode %04o); use one only you can open (chmod 700 %s)", text.Safe(dir), perm, text.ShellQuote(dir))
+		return nil, text.Errorf("the socket's directory %s is open to other users (mode %04o); use one only you can open (chmod 700 %s)", dir, perm, text.ShellQuote(dir))
 	}
 	if err := checkParents(dir, uid, "the socket's directory"); err != nil {
 		return nil, err

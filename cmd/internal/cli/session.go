@@ -90,7 +90,7 @@ func loginRun(ctx context.Context, opts *loginOptions) error {
 		return interrupted(ctx, err)
 	}
 	who := keys.SubjectOf(key)
-	fmt.Fprintf(opts.IO.ErrOut, "Logged in %s%s (%s)%s\n", who, who.Reach(), lifetimes(key, opts.Now()), signedInAs(key.Grant, ts, opts.Now()))
+	opts.IO.ErrText().Linef("Logged in %s%s (%s)%s", who, who.Reach(), lifetimes(key, opts.Now()), signedInAs(key.Grant, ts, opts.Now()))
 	return nil
 }
 
@@ -300,7 +300,7 @@ func tokenNoStoreRun(ctx context.Context, opts *tokenOptions) error {
 	var secret, password string
 	if conn.AuthMethod().UsesSecret() {
 		secret, err = readSecret(opts.IO, opts.Getenv, secretSource{
-			What: "client secret", Env: envClientSecret, Prompt: "Client secret: ",
+			What: "client secret", Env: envClientSecret, Prompt: text.Trusted("Client secret: "),
 			Hint: "set " + envClientSecret + " (or pass --public-client for a client without one)",
 		})
 		if err != nil {
@@ -533,12 +533,12 @@ func reportEnd(w io.Writer, done, dropped, next string, key store.Key, res auth.
 // name the person (the ID token's or a JWT access token's
 // preferred_username and email), so a person sees whose account the key
 // now uses; "" otherwise.
-func signedInAs(grant auth.GrantType, ts *auth.TokenSet, now time.Time) string {
+func signedInAs(grant auth.GrantType, ts *auth.TokenSet, now time.Time) text.Clean {
 	if grant != auth.GrantAuthCode && grant != auth.GrantDeviceCode {
-		return ""
+		return text.Clean{}
 	}
-	if who := auth.SignedInAs(ts, now).String(); who != "" {
-		return ", signed in as " + who
+	if who := auth.SignedInAs(ts, now).Shown(); !who.IsEmpty() {
+		return text.Concat(text.Trusted(", signed in as "), who)
 	}
-	return ""
+	return text.Clean{}
 }

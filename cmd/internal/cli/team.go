@@ -46,7 +46,7 @@ func (f *factory) Team() (team.Engine, error) {
 		if v := f.Getenv(envTeamTimeout); v != "" {
 			d, err := time.ParseDuration(v)
 			if err != nil || d <= 0 {
-				f.engErr = usageErrorf("%s=%q is not a duration such as 3s", envTeamTimeout, text.Safe(v))
+				f.engErr = usageErrorf("%s=%q is not a duration such as 3s", envTeamTimeout, text.Sanitize(v))
 				return
 			}
 			opts.Timeout = d
@@ -96,7 +96,7 @@ func (c *teamConnFlags) conn(name string) (store.TeamConn, error) {
 	}
 	if plain := team.PlainRemote(tc.Endpoints); len(plain) > 0 {
 		if !c.Insecure {
-			return tc, usageErrorf("--etcd %s is plain http to a host that is not this one: the etcd password and every request would cross the network in the clear; use https (with --etcd-ca), or --etcd-insecure to accept that", text.Safe(plain[0]))
+			return tc, usageErrorf("--etcd %s is plain http to a host that is not this one: the etcd password and every request would cross the network in the clear; use https (with --etcd-ca), or --etcd-insecure to accept that", plain[0])
 		}
 		tc.Insecure = true
 	}

@@ -152,5 +152,5 @@ func curlConfigLine(header string) (string, error) {
 // dpopHeaderError refuses a bare header for a DPoP-bound key: its token is
 // useless without a proof signed for each request.
 func dpopHeaderError(label string) error {
-	return fmt.Errorf("API key %s holds DPoP-bound tokens, which need a proof signed for each request: a bare Authorization header would be refused; print both headers for one request with `shipkey header %s --dpop-proof METHOD URL`, or let `shipkey api %s URL` sign a proof for each request", text.Safe(label), text.ShellQuote(label), text.ShellQuote(label))
+	return text.Errorf("API key %s holds DPoP-bound tokens, which need a proof signed for each request: a bare Authorization header would be refused; print both headers for one request with `shipkey header %s --dpop-proof METHOD URL`, or let `shipkey api %s URL` sign a proof for each request", label, text.ShellQuote(label), text.ShellQuote(label))
 }

@@ -16,6 +16,7 @@ import (
 
 	"github.com/shipkey/shipkey/auth"
 	"github.com/shipkey/shipkey/auth/authtest"
+	"github.com/shipkey/shipkey/internal/text"
 	"github.com/shipkey/shipkey/store"
 )
 
@@ -87,7 +88,7 @@ func TestReadSecret(t *testing.T) {
 	t.Parallel()
 	env := map[string]string{"SHIPKEY_PASSWORD": "from-env"}
 	getenv := func(k string) string { return env[k] }
-	src := secretSource{What: "password", Env: envPassword, Prompt: "Password: ", Hint: "set SHIPKEY_PASSWORD or pass --password-stdin"}
+	src := secretSource{What: "password", Env: envPassword, Prompt: text.Trusted("Password: "), Hint: "set SHIPKEY_PASSWORD or pass --password-stdin"}
 
 	ios, _, _ := testIO("")
 	if s, err := readSecret(ios, getenv, src); err != nil || s != "from-env" {

@@ -132,7 +132,7 @@ func (h *handle) openAll(s *snapshot, catalogKV *team.KV, keys, tokens []*team.K
 			return err
 		}
 		if d.ID != id {
-			h.warnRefused(h.refused("key "+id, fmt.Errorf("it holds the definition of key %s: %w", text.Safe(d.ID), team.ErrForged)))
+			h.warnRefused(h.refused("key "+id, text.Errorf("it holds the definition of key %s: %w", d.ID, team.ErrForged)))
 			continue
 		}
 		s.entries[id] = &cacheEntry{Def: d}
@@ -228,7 +228,7 @@ func (e *Engine) CreateKey(ctx context.Context, team string, nk NewKey) (Key, er
 		return Key{}, errors.New("team: no auth client")
 	}
 	if nk.Label == "" || strings.ContainsAny(nk.Label, "/\n\r\t") {
-		return Key{}, fmt.Errorf("label %q: must be non-empty without / or line breaks", text.Safe(nk.Label))
+		return Key{}, text.Errorf("label %q: must be non-empty without / or line breaks", text.Sanitize(nk.Label))
 	}
 	h, err := e.open(team)
 	if err != nil {
@@ -248,7 +248,7 @@ func (e *Engine) CreateKey(ctx context.Context, team string, nk NewKey) (Key, er
 		return Key{}, err
 	}
 	if (&cacheFile{Keys: s.entries}).ByLabel(nk.Label) != nil {
-		return Key{}, fmt.Errorf("team %s: label %s already in use", team, text.Safe(nk.Label))
+		return Key{}, text.Errorf("team %s: label %s already in use", team, nk.Label)
 	}
 	req := def.Request()
 	req.Prompt = nk.Prompt
@@ -296,11 +296,11 @@ func (e *Engine) RemoveKey(ctx context.Context, team, label string) error {
 // RenameKey gives a team key a new label for every member.
 func (e *Engine) RenameKey(ctx context.Context, team, label, newLabel string) error {
 	if newLabel == "" || strings.ContainsAny(newLabel, "/\n\r\t") {
-		return fmt.Errorf("label %q: must be non-empty without / or line breaks", text.Safe(newLabel))
+		return text.Errorf("label %q: must be non-empty without / or line breaks", text.Sanitize(newLabel))
 	}
 	return e.catalogChange(ctx, team, label, func(h *handle, s *snapshot, ce *cacheEntry) ([]op, error) {
 		if (&cacheFile{Keys: s.entries}).ByLabel(newLabel) != nil {
-			return nil, fmt.Errorf("team %s: label %s already in use", team, text.Safe(newLabel))
+			return nil, text.Errorf("team %s: label %s already in use", team, newLabel)
 		}
 		d := ce.Def
 		d.Label = newLabel
@@ -339,7 +339,7 @@ func (e *Engine) catalogChange(ctx context.Context, team, label string, ops func
 	}
 	ce := (&cacheFile{Keys: s.entries}).ByLabel(label)
 	if ce == nil {
-		return fmt.Errorf("team %s: no key %s: %w", team, text.Safe(label), ErrKeyNotFound)
+		return text.Errorf("team %s: no key %s: %w", team, label, ErrKeyNotFound)
 	}
 	then, err := ops(h, s, ce)
 	if err != nil {

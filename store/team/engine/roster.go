@@ -30,7 +30,7 @@ func (r roster) recipients() ([]age.Recipient, error) {
 	for _, m := range r.Members {
 		rc, err := age.ParseX25519Recipient(m.Recipient)
 		if err != nil {
-			return nil, fmt.Errorf("roster: member %s has a damaged recipient", text.Safe(m.Name))
+			return nil, text.Errorf("roster: member %s has a damaged recipient", m.Name)
 		}
 		out = append(out, rc)
 	}
@@ -62,7 +62,7 @@ func (h *handle) readRoster(ctx context.Context) (roster, error) {
 // hostname is a member's default name.
 func hostname() string {
 	n, err := os.Hostname()
-	if err != nil || n == "" || text.Safe(n) != n || strings.ContainsAny(n, ": ") {
+	if err != nil || n == "" || !text.IsClean(n) || strings.ContainsAny(n, ": ") {
 		return ""
 	}
 	return n
@@ -192,7 +192,7 @@ func (e *Engine) Join(ctx context.Context, opts JoinOptions) (string, error) {
 func (e *Engine) join(ctx context.Context, opts JoinOptions) (*handle, error) {
 	tc := opts.Conn
 	if !store.ValidTeamName(tc.Name) {
-		return nil, fmt.Errorf("team name %q: use letters, digits, - and _ (at most 40)", text.Safe(tc.Name))
+		return nil, text.Errorf("team name %q: use letters, digits, - and _ (at most 40)", text.Sanitize(tc.Name))
 	}
 	if len(tc.Endpoints) == 0 {
 		return nil, fmt.Errorf("team %s: --etcd URL[,URL…] is required", tc.Name)
@@ -248,7 +248,7 @@ func (e *Engine) AddMember(ctx context.Context, teamName, card, name string) (Me
 		return Member{}, err
 	}
 	if _, err := age.ParseX25519Recipient(recipient); err != nil {
-		return Member{}, fmt.Errorf("%q is not an age recipient (age1…, as `shipkey team join` prints)", text.Safe(recipient))
+		return Member{}, text.Errorf("%q is not an age recipient (age1…, as `shipkey team join` prints)", text.Sanitize(recipient))
 	}
 	if name == "" {
 		name = text.Safe(host)
@@ -265,7 +265,7 @@ func (e *Engine) AddMember(ctx context.Context, teamName, card, name string) (Me
 			return fmt.Errorf("team %s: that signing key is already a member's", teamName)
 		}
 		if slices.ContainsFunc(r.Members, func(x Member) bool { return x.Name == m.Name }) {
-			return fmt.Errorf("team %s: the name %s is taken; choose another with --name", teamName, text.Safe(m.Name))
+			return text.Errorf("team %s: the name %s is taken; choose another with --name", teamName, m.Name)
 		}
 		r.Members = append(r.Members, m)
 		return nil
@@ -283,14 +283,14 @@ func (e *Engine) RemoveMember(ctx context.Context, teamName, who string) (Member
 	err := e.changeRoster(ctx, teamName, func(r *roster) error {
 		i := slices.IndexFunc(r.Members, func(m Member) bool { return m.Recipient == who || m.Name == who })
 		if i < 0 {
-			return fmt.Errorf("team %s: no member %s (shipkey team members %s)", teamName, text.Safe(who), teamName)
+			return text.Errorf("team %s: no member %s (shipkey team members %s)", teamName, who, teamName)
 		}
 		gone = r.Members[i]
 		if len(r.Members) == 1 {
-			return fmt.Errorf("team %s: %s is the last member; a team needs one", teamName, text.Safe(who))
+			return text.Errorf("team %s: %s is the last member; a team needs one", teamName, who)
 		}
 		if gone.Recipient == r.me {
-			return fmt.Errorf("team %s: %s is this machine; another member removes it (this machine can run shipkey team leave %s)", teamName, text.Safe(gone.Name), teamName)
+			return text.Errorf("team %s: %s is this machine; another member removes it (this machine can run shipkey team leave %s)", teamName, gone.Name, teamName)
 		}
 		r.Members = slices.Delete(r.Members, i, i+1)
 		return nil

@@ -3,7 +3,6 @@ package engine
 import (
 	"context"
 	"errors"
-	"fmt"
 	"time"
 
 	"github.com/shipkey/shipkey/auth"
@@ -42,7 +41,7 @@ func (h *handle) lockItem(ctx context.Context, label string) (*locked, error) {
 	}
 	ce := (&cacheFile{Keys: s.entries}).ByLabel(label)
 	if ce == nil {
-		return nil, fmt.Errorf("team %s: no key %s (shipkey keys list): %w", h.name(), text.Safe(label), ErrKeyNotFound)
+		return nil, text.Errorf("team %s: no key %s (shipkey keys list): %w", h.name(), label, ErrKeyNotFound)
 	}
 	l := &locked{catRev: s.catRev}
 	l.cli, _ = h.client()
@@ -51,7 +50,7 @@ func (h *handle) lockItem(ctx context.Context, label string) (*locked, error) {
 	}
 	cur, rev, d, err := h.readItem(ctx, l.cli, ce.Def.ID)
 	if err == nil && d == nil {
-		err = fmt.Errorf("team %s: key %s was removed: %w", h.name(), text.Safe(label), ErrKeyNotFound)
+		err = text.Errorf("team %s: key %s was removed: %w", h.name(), label, ErrKeyNotFound)
 	}
 	if err != nil {
 		l.mu.Unlock()
@@ -148,8 +147,7 @@ func (e *Engine) login(ctx context.Context, team, label string, opts LoginOption
 		def.Password, def.RememberPassword = opts.Password, true
 	}
 	if !g.Unattended(auth.Kept{Password: def.Password != ""}) {
-		return nil, Key{}, fmt.Errorf("team key %s: its %s grant needs a person; team keys run unattended grants only (client credentials, a password)",
-			text.Safe(Address(team, label)), def.Grant.Or())
+		return nil, Key{}, text.Errorf("team key %s: its %s grant needs a person; team keys run unattended grants only (client credentials, a password)", Address(team, label), def.Grant.Or())
 	}
 	ts, err := g.Obtain(ctx, e.opts.Auth, def.Request())
 	if err != nil {

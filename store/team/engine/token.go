@@ -236,7 +236,7 @@ func (h *handle) fleetToken(ctx context.Context, label string, cached *cacheEntr
 		}
 		ce := (&cacheFile{Keys: s.entries}).ByLabel(label)
 		if ce == nil {
-			return nil, fmt.Errorf("team %s: no key %s (shipkey keys list): %w", h.name(), text.Safe(label), ErrKeyNotFound)
+			return nil, text.Errorf("team %s: no key %s (shipkey keys list): %w", h.name(), label, ErrKeyNotFound)
 		}
 		id, cur, rev, d = ce.Def.ID, ce.Token, ce.TokenRev, &ce.Def
 	}
@@ -257,7 +257,7 @@ func (h *handle) fleetToken(ctx context.Context, label string, cached *cacheEntr
 		return nil, err
 	}
 	if d == nil {
-		return nil, fmt.Errorf("team %s: key %s was removed: %w", h.name(), text.Safe(label), ErrKeyNotFound)
+		return nil, text.Errorf("team %s: key %s was removed: %w", h.name(), label, ErrKeyNotFound)
 	}
 	def = *d
 	if fits(cur, h.e.opts.Now(), opts) {
@@ -380,7 +380,7 @@ func (h *handle) openPair(ctx context.Context, r roster, id string, dk, tk *team
 		return nil, nil, err
 	}
 	if d.ID != id {
-		return nil, nil, h.refused("key "+id, fmt.Errorf("it holds the definition of key %s: %w", text.Safe(d.ID), team.ErrForged))
+		return nil, nil, h.refused("key "+id, text.Errorf("it holds the definition of key %s: %w", d.ID, team.ErrForged))
 	}
 	if tk == nil {
 		return nil, &d, nil

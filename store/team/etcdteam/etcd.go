@@ -243,7 +243,7 @@ func (d *Driver) Close() error { return d.cli.Close() }
 // every call is bounded by its context.
 func dial(tc store.TeamConn, password string) (*clientv3.Client, error) {
 	if plain := team.PlainRemote(tc.Endpoints); len(plain) > 0 && !tc.Insecure {
-		return nil, fmt.Errorf("team %s: %s is plain http to a host that is not this one (the etcd password and every request in the clear): use https with --etcd-ca, or join again with --etcd-insecure", tc.Name, text.Safe(plain[0]))
+		return nil, text.Errorf("team %s: %s is plain http to a host that is not this one (the etcd password and every request in the clear): use https with --etcd-ca, or join again with --etcd-insecure", tc.Name, plain[0])
 	}
 	cfg := clientv3.Config{
 		Endpoints:            tc.Endpoints,
@@ -263,7 +263,7 @@ func dial(tc store.TeamConn, password string) (*clientv3.Client, error) {
 	}
 	cli, err := clientv3.New(cfg)
 	if err != nil {
-		return nil, fmt.Errorf("team %s: etcd client: %s", tc.Name, text.Safe(err.Error()))
+		return nil, text.Errorf("team %s: etcd client: %s", tc.Name, err.Error())
 	}
 	return cli, nil
 }
@@ -277,7 +277,7 @@ func tlsConfig(tc store.TeamConn) (*tls.Config, error) {
 		}
 		pool := x509.NewCertPool()
 		if !pool.AppendCertsFromPEM(pem) {
-			return nil, fmt.Errorf("team %s: --etcd-ca %s holds no PEM certificate", tc.Name, text.Safe(tc.CA))
+			return nil, text.Errorf("team %s: --etcd-ca %s holds no PEM certificate", tc.Name, tc.CA)
 		}
 		cfg.RootCAs = pool
 	}
