@@ -98,8 +98,7 @@ func TestTmuxDeviceCodeEscCancels(t *testing.T) {
 	t.Parallel()
 	s := startTmuxApp(t, []string{"SHIPKEY_SECRETS=memory", "BROWSER="}, "demo")
 	s.waitText(10*time.Second, "Get API Key", "‹ password ›")
-	s.keys("Left", "Left") // password → browser sign-in → device code
-	s.waitText(5*time.Second, "‹ device code ›")
+	s.chooseGrant("device code")
 	s.keys("Enter")
 	s.waitText(10*time.Second, "Sign in", "Enter the code")
 	s.keys("2") // modal: the keys that open other screens stand aside
@@ -126,7 +125,7 @@ func TestTmuxBrowserSignIn(t *testing.T) {
 	}
 	s := startTmuxApp(t, []string{"SHIPKEY_SECRETS=memory", "BROWSER=" + script}, "demo")
 	s.waitText(10*time.Second, "Get API Key", "‹ password ›")
-	s.keys("Left") // password → browser sign-in
+	s.chooseGrant("browser sign-in")
 	screen := s.waitText(5*time.Second, "‹ browser sign-in ›", "Browser sign-in (authorization code with PKCE)")
 	for _, gone := range []string{"Username", "Password"} {
 		if strings.Contains(screen, gone) {
@@ -191,21 +190,13 @@ func TestTmuxBrowserSignIn(t *testing.T) {
 // of sight at 40×10 before).
 func TestTmuxSigninEscCancelledInSight(t *testing.T) {
 	t.Parallel()
-	for _, grant := range []struct {
-		name string
-		left int // presses of ← from the password grant
-	}{{"browser", 1}, {"device", 2}} {
+	for _, grant := range []struct{ name, choice string }{{"browser", "browser sign-in"}, {"device", "device code"}} {
 		t.Run(grant.name, func(t *testing.T) {
 			t.Parallel()
 			eachSmallSize(t, func(t *testing.T, w, h int) {
 				s := newTmuxHome(t, []string{"SHIPKEY_SECRETS=memory", "BROWSER="}).start(w, h, "demo")
 				s.waitText(10*time.Second, "Get API Key", "‹ password ›")
-				for range grant.left {
-					s.keys("Left")
-				}
-				s.waitFor("the grant chosen", 5*time.Second, func(screen string) bool {
-					return !strings.Contains(screen, "‹ password ›")
-				})
+				s.chooseGrant(grant.choice)
 				s.keys("Enter")
 				s.waitText(10*time.Second, "Sign in")
 				s.keys("Escape")
@@ -242,4 +233,20 @@ func TestTmuxFormGeneralErrorInSight(t *testing.T) {
 		})
 		s.keys("C-c")
 	})
+}
+
+// chooseGrant moves the form's grant choice (focused) with → until it shows
+// name: one press at a time, each awaited on the screen, so that a slow
+// frame never makes a press go past it; the grants' order is the form's.
+func (s *tmuxSession) chooseGrant(name string) {
+	s.t.Helper()
+	for range 8 {
+		screen := s.capture()
+		if strings.Contains(screen, "‹ "+name) {
+			return
+		}
+		s.keys("Right")
+		s.waitFor("the next grant", 5*time.Second, func(now string) bool { return now != screen })
+	}
+	s.waitText(5*time.Second, "‹ "+name)
 }

@@ -36,12 +36,15 @@ func requestHistoryHome(t *testing.T) (*tmuxHome, *authtest.ResourceServer) {
 // requestField tabs to the Request screen's field name (at most a round).
 func (s *tmuxSession) requestField(name string) {
 	s.t.Helper()
-	for range 7 {
-		if strings.Contains(s.capture(), "› "+name) {
+	for range 8 {
+		screen := s.capture()
+		if strings.Contains(screen, "› "+name) {
 			return
 		}
+		// One Tab at a time, each awaited on the screen: a slow frame
+		// never makes a press go past the field.
 		s.keys("Tab")
-		time.Sleep(50 * time.Millisecond)
+		s.waitFor("the next field", 5*time.Second, func(now string) bool { return now != screen })
 	}
 	s.waitText(5*time.Second, "› "+name)
 }

@@ -18,14 +18,7 @@ import (
 // most a round of the fields), empties it and types u into it.
 func (s *tmuxSession) requestURL(u string) {
 	s.t.Helper()
-	for range 5 {
-		if strings.Contains(s.capture(), "› URL") {
-			break
-		}
-		s.keys("Tab")
-		time.Sleep(50 * time.Millisecond)
-	}
-	s.waitText(5*time.Second, "› URL")
+	s.requestField("URL")
 	s.keys("C-u")
 	s.keys("-l", u)
 	s.waitText(5*time.Second, u)
