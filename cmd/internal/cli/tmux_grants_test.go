@@ -236,17 +236,5 @@ func TestTmuxFormGeneralErrorInSight(t *testing.T) {
 }
 
 // chooseGrant moves the form's grant choice (focused) with → until it shows
-// name: one press at a time, each awaited on the screen, so that a slow
-// frame never makes a press go past it; the grants' order is the form's.
-func (s *tmuxSession) chooseGrant(name string) {
-	s.t.Helper()
-	for range 8 {
-		screen := s.capture()
-		if strings.Contains(screen, "‹ "+name) {
-			return
-		}
-		s.keys("Right")
-		s.waitFor("the next grant", 5*time.Second, func(now string) bool { return now != screen })
-	}
-	s.waitText(5*time.Second, "‹ "+name)
-}
+// name; the grants' order is the form's.
+func (s *tmuxSession) chooseGrant(name string) { s.pressUntil("Right", "‹ "+name, 8) }

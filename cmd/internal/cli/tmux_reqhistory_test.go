@@ -34,20 +34,7 @@ func requestHistoryHome(t *testing.T) (*tmuxHome, *authtest.ResourceServer) {
 }
 
 // requestField tabs to the Request screen's field name (at most a round).
-func (s *tmuxSession) requestField(name string) {
-	s.t.Helper()
-	for range 8 {
-		screen := s.capture()
-		if strings.Contains(screen, "› "+name) {
-			return
-		}
-		// One Tab at a time, each awaited on the screen: a slow frame
-		// never makes a press go past the field.
-		s.keys("Tab")
-		s.waitFor("the next field", 5*time.Second, func(now string) bool { return now != screen })
-	}
-	s.waitText(5*time.Second, "› "+name)
-}
+func (s *tmuxSession) requestField(name string) { s.pressUntil("Tab", "› "+name, 8) }
 
 // TestTmuxRequestHistorySurvivesARestart: at 80×24 and 40×10, two requests
 // sent from the Request screen (one with an X-Api-Key header and a token

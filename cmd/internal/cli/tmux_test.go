@@ -71,6 +71,22 @@ func (s *tmuxSession) waitText(limit time.Duration, subs ...string) string {
 	})
 }
 
+// pressUntil presses key until the screen shows want, at most most times:
+// one press at a time, each awaited on the screen, so that a slow frame
+// never makes a press go past what is wanted.
+func (s *tmuxSession) pressUntil(key, want string, most int) {
+	s.t.Helper()
+	for range most {
+		screen := s.capture()
+		if strings.Contains(screen, want) {
+			return
+		}
+		s.keys(key)
+		s.waitFor("the screen after "+key, 5*time.Second, func(now string) bool { return now != screen })
+	}
+	s.waitText(5*time.Second, want)
+}
+
 func (s *tmuxSession) keys(keys ...string) {
 	s.t.Helper()
 	if out, err := s.tmux(append([]string{"send-keys", "-t", "t"}, keys...)...); err != nil {
