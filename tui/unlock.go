@@ -179,6 +179,13 @@ func (actUnlock) isAction()          {}
 func (actUnlockCancelled) isAction() {}
 
 func (u *unlockPrompt) Update(msg tea.Msg) (action, tea.Cmd) {
+	if p, ok := msg.(tea.PasteMsg); ok && u.state != unlockRunning {
+		// A paste is taken as the terminal prompt takes it: its first
+		// line. The field made a line break a space, so a copied line's
+		// newline left "pass " here and "pass" at every later prompt.
+		line, _, _ := strings.Cut(p.Content, "\n")
+		msg = tea.PasteMsg{Content: strings.TrimSuffix(line, "\r")}
+	}
 	k, ok := msg.(tea.KeyPressMsg)
 	if !ok || u.state == unlockRunning {
 		if u.state == unlockRunning {
