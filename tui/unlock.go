@@ -252,8 +252,9 @@ func (u *unlockPrompt) View() string {
 	b.WriteString("\n")
 	why := "It unlocks the secrets file " + u.keyFile + ", which keeps your API keys' secrets."
 	if u.ask == store.AskNewPassphrase {
-		why = "The secrets of your API keys are kept encrypted with it in " + u.keyFile +
-			". shipkey asks it again when the unlock times out; a lost passphrase cannot be recovered."
+		// The warning first: at 40×10 the end of the text is cut.
+		why = "A lost passphrase cannot be recovered. The secrets of your API keys are kept encrypted with it in " + u.keyFile +
+			"; shipkey asks it again when the unlock times out."
 	}
 	b.WriteString(indentWrapped(why, 2, u.width, s.Subtle.Render))
 	return fitBlock(b.String(), u.width, u.height)

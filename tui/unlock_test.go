@@ -142,7 +142,7 @@ func TestUnlockThatAsksNothing(t *testing.T) {
 }
 
 // The passphrase field, its error and the why fit exactly down to 40×10,
-// the field in sight.
+// the field and the warning that a lost passphrase is lost in sight.
 func TestUnlockFieldFitsDownTo40x10(t *testing.T) {
 	t.Parallel()
 	for _, size := range [][2]int{{40, 10}, {60, 15}, {80, 24}} {
@@ -154,7 +154,7 @@ func TestUnlockFieldFitsDownTo40x10(t *testing.T) {
 		h.typeText("two")
 		h.press("enter")
 		fitsExactly(t, h.view(), size[0], size[1])
-		h.mustShow("New passphrase", "do not match")
+		h.mustShow("New passphrase", "do not match", "lost passphrase cannot be recovered")
 	}
 }
 
