@@ -161,7 +161,8 @@ func (k keySecrets) authOf(d Definition) auth.ClientAuth {
 // CheckAssertionSources checks the sources d's grant and client
 // authentication need, one of file or command each, and none that they do
 // not; a file's path, and a command's program given by a relative path
-// (./ci/token), are made absolute (renewals run from any directory).
+// (./ci/token), are made absolute (renewals run from any directory), a
+// leading ~/ the home directory.
 func CheckAssertionSources(d *Definition) error {
 	for _, src := range []struct {
 		file, cmd *string
@@ -185,14 +186,14 @@ func CheckAssertionSources(d *Definition) error {
 		case *src.file != "" && *src.cmd != "":
 			return errors.New("pass " + src.flags + ", not both")
 		case *src.file != "":
-			abs, err := filepath.Abs(*src.file)
+			abs, err := absPath(*src.file)
 			if err != nil {
 				return err
 			}
 			*src.file = abs
 		case strings.ContainsRune(strings.Fields(*src.cmd)[0], filepath.Separator):
 			prog := strings.Fields(*src.cmd)[0]
-			abs, err := filepath.Abs(prog)
+			abs, err := absPath(prog)
 			if err != nil {
 				return err
 			}
@@ -200,4 +201,17 @@ func CheckAssertionSources(d *Definition) error {
 		}
 	}
 	return nil
+}
+
+// absPath is p made absolute, a leading ~/ as the home directory: no shell
+// expands it in the app's form, in config.toml or in --assertion-file=~/….
+func absPath(p string) (string, error) {
+	if rest, ok := strings.CutPrefix(p, "~"+string(filepath.Separator)); ok {
+		home, err := os.UserHomeDir()
+		if err != nil {
+			return "", err
+		}
+		return filepath.Join(home, rest), nil
+	}
+	return filepath.Abs(p)
 }

@@ -17,6 +17,8 @@ import (
 // A command given by a relative path (./ci/token, as docs/keycloak.md
 // shows) is kept absolute: the app, serve and a renewal from another
 // directory run the same program. A name looked up in PATH stays a name.
+// A leading ~/ (the app's form has no shell to expand it) is the home
+// directory, not a directory named ~.
 func TestAssertionCommandByRelativePathIsKeptAbsolute(t *testing.T) {
 	t.Parallel()
 	wd, err := os.Getwd()
@@ -29,6 +31,18 @@ func TestAssertionCommandByRelativePathIsKeptAbsolute(t *testing.T) {
 	}
 	if want := filepath.Join(wd, "ci", "token") + "  --aud x"; d.AssertionCmd != want {
 		t.Errorf("assertion_cmd %q, want %q", d.AssertionCmd, want)
+	}
+	home, err := os.UserHomeDir()
+	if err != nil {
+		t.Fatal(err)
+	}
+	d = Definition{Grant: auth.GrantJWTBearer, AssertionFile: "~/ci.jwt"}
+	if err := CheckAssertionSources(&d); err != nil || d.AssertionFile != filepath.Join(home, "ci.jwt") {
+		t.Errorf("~/ci.jwt (typed in the app's form, no shell to expand it): %q, %v", d.AssertionFile, err)
+	}
+	d = Definition{Grant: auth.GrantJWTBearer, AssertionCmd: "~/bin/ci-token x"}
+	if err := CheckAssertionSources(&d); err != nil || d.AssertionCmd != filepath.Join(home, "bin", "ci-token")+" x" {
+		t.Errorf("~/bin/ci-token: %q, %v", d.AssertionCmd, err)
 	}
 	d = Definition{Grant: auth.GrantJWTBearer, AssertionCmd: "ci-token --aud x"}
 	if err := CheckAssertionSources(&d); err != nil || d.AssertionCmd != "ci-token --aud x" {
