@@ -110,6 +110,8 @@ func runAssertionCmd(ctx context.Context, argv []string) (string, error) {
 		switch {
 		case errors.Is(err, exec.ErrNotFound), errors.Is(err, fs.ErrNotExist):
 			return "", errors.New("it was not found")
+		case ctx.Err() == context.DeadlineExceeded && len(bytes.TrimSpace(out.b)) > 0:
+			return "", fmt.Errorf("it printed but did not exit within %s (its output is taken once it exits)", assertionCmdTimeout)
 		case ctx.Err() == context.DeadlineExceeded:
 			return "", fmt.Errorf("it printed nothing within %s", assertionCmdTimeout)
 		case errors.As(err, &exit):

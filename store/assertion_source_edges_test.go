@@ -62,7 +62,8 @@ func writeScript(t *testing.T, body string) string {
 const edgeJWT = "eyJhbGciOiJSUzI1NiJ9.eyJzdWIiOiJjaSJ9.c2ln"
 
 // A command that prints far too much is told so, not "exited with status
-// 141" (killed by the pipe shipkey stopped reading); one that exits 0 but
+// 141" (killed by the pipe shipkey stopped reading); one that prints and
+// then hangs is not said to have printed nothing; one that exits 0 but
 // leaves a child holding its stdout (a helper starting an agent) gives
 // what it printed.
 func TestAssertionCommandOutputEdges(t *testing.T) {
@@ -71,6 +72,12 @@ func TestAssertionCommandOutputEdges(t *testing.T) {
 	huge := writeScript(t, "head -c 1000000 /dev/zero | tr '\\0' a")
 	if _, err := runAssertionCmd(ctx, []string{huge}); err == nil || err.Error() != "it printed more than 64 KiB" {
 		t.Errorf("huge output: %v", err)
+	}
+	hanging := writeScript(t, "echo "+edgeJWT+"; exec sleep 30")
+	short, cancel := context.WithTimeout(ctx, 300*time.Millisecond)
+	defer cancel()
+	if _, err := runAssertionCmd(short, []string{hanging}); err == nil || !strings.Contains(err.Error(), "printed but did not exit") {
+		t.Errorf("a command that printed and hangs: %v", err)
 	}
 	lingering := writeScript(t, "echo "+edgeJWT+"; sleep 3 &")
 	if got, err := runAssertionCmd(ctx, []string{lingering}); err != nil || strings.TrimSpace(got) != edgeJWT {
