@@ -248,3 +248,27 @@ func TestTailReturnsTheNewest(t *testing.T) {
 		t.Fatalf("tail 3 of 5: %+v %v", got, err)
 	}
 }
+
+// TestAppendRefusesALinkInPlaceOfTheFile: someone who can write the trail's
+// directory puts a symbolic link where the current file is; an append
+// neither writes through it nor cuts the target's unfinished last line.
+func TestAppendRefusesALinkInPlaceOfTheFile(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	other := filepath.Join(t.TempDir(), "notes.txt")
+	const notes = "first line\nlast line without its newline"
+	if err := os.WriteFile(other, []byte(notes), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(other, filepath.Join(dir, audit.CurrentFile)); err != nil {
+		t.Fatal(err)
+	}
+	l := audit.Open(dir, audit.Options{})
+	_, err := l.Append(entry(0))
+	if err == nil || !strings.Contains(err.Error(), "symbolic link") {
+		t.Fatalf("append through a link: %v, want a refusal naming the link", err)
+	}
+	if got, _ := os.ReadFile(other); string(got) != notes {
+		t.Fatalf("the link's target became %q", got)
+	}
+}
