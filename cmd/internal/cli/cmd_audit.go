@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"math"
 	"strconv"
 	"strings"
 	"text/tabwriter"
@@ -73,6 +74,9 @@ func parseSince(s string, now time.Time) (time.Time, error) {
 	}
 	if days, ok := strings.CutSuffix(s, "d"); ok {
 		if n, err := strconv.Atoi(days); err == nil && n >= 0 {
+			if n > int(math.MaxInt64/int64(24*time.Hour)) {
+				return time.Time{}, nil // further back than a Duration goes: every entry
+			}
 			return now.Add(-time.Duration(n) * 24 * time.Hour), nil
 		}
 	}
