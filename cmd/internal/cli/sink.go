@@ -238,8 +238,10 @@ func (s *tokenSink) step(ctx context.Context) time.Duration {
 		}
 		if s.written == nil || ts.AccessToken != s.written.AccessToken {
 			// Each new token the file takes is one hand-out, recorded
-			// before it is written (every hand-out has an entry).
-			if err := s.svc.Record(key.Label, auth.Exchange{}, keys.HandOut{What: audit.Token, Via: "token file " + s.Path}, ts.AccessToken); err != nil {
+			// before it is written (every hand-out has an entry). Its
+			// receiver is this process, which keeps the file: who reads
+			// the file is not known (not the process that started serve).
+			if err := s.svc.Record(key.Label, auth.Exchange{}, keys.HandOut{What: audit.Token, Via: "token file " + s.Path, To: audit.Self}, ts.AccessToken); err != nil {
 				return s.fail(err)
 			}
 			fi, err := writeTokenFile(s.Path, ts.AccessToken)

@@ -16,6 +16,7 @@ import (
 	"github.com/shipkey/shipkey/auth"
 	"github.com/shipkey/shipkey/auth/authtest"
 	"github.com/shipkey/shipkey/store"
+	"github.com/shipkey/shipkey/store/audit"
 )
 
 // A key whose refresh token expires before its access token: the renewal
@@ -119,5 +120,43 @@ func TestWatchStoreFilesTellsEachReceiver(t *testing.T) {
 		case <-time.After(patience(10 * time.Second)):
 			t.Fatalf("receiver %d was not told of the change", i)
 		}
+	}
+}
+
+// A token file's entry in the audit trail names the process that keeps
+// the file (serve, exec), not the one that started it: serve's parent (a
+// shell, systemd) never sees the token.
+func TestTokenFileEntryNamesTheKeeper(t *testing.T) {
+	t.Parallel()
+	srv := authtest.NewServer(authtest.DemoConfig())
+	t.Cleanup(srv.Close)
+	client, err := auth.NewClient(auth.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	st, err := store.Open(store.Options{ConfigDir: t.TempDir(), StateDir: t.TempDir(), Backend: "memory", Auth: client, Warn: &bytes.Buffer{}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { st.Close() })
+	ctx := context.Background()
+	if _, _, err := st.Create(ctx, store.NewKey{Label: "k", Definition: store.Definition{Connection: auth.Connection{AuthURL: srv.URL(), ClientID: authtest.DemoClientID}, Username: authtest.DemoUsername}, ClientSecret: authtest.DemoClientSecret, Password: authtest.DemoPassword}); err != nil {
+		t.Fatal(err)
+	}
+	svc := newKeys(st, nil, nil, nil, time.Now, nil)
+	if svc.Audit() == nil {
+		t.Skip("the audit trail is off (" + EnvAudit + "=off)")
+	}
+	path := filepath.Join(t.TempDir(), "token")
+	s := newSinks(st, svc, []sinkSpec{{Path: path, Label: "k"}}, func(string, ...any) {})[0]
+	if s.step(ctx); s.written == nil {
+		t.Fatal("no token written")
+	}
+	var got []audit.Entry
+	if err := svc.Audit().Read(func(e audit.Entry) error { got = append(got, e); return nil }); err != nil {
+		t.Fatal(err)
+	}
+	if len(got) != 1 || got[0].Via != "token file "+path || got[0].To.PID != os.Getpid() {
+		t.Fatalf("entries %+v; want one, via the token file, to pid %d (this process)", got, os.Getpid())
 	}
 }
