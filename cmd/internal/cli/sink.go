@@ -178,8 +178,11 @@ type tokenSink struct {
 	say func(format string, args ...any) // one line on stderr
 
 	written *auth.TokenSet // the token in the file; nil: no file
-	file    os.FileInfo    // the file as written: removed only while it is that file
-	failed  string         // the failure said last ("" after a success)
+	// recorded is the token last recorded in the audit trail as handed out
+	// to the file.
+	recorded string
+	file     os.FileInfo // the file as written: removed only while it is that file
+	failed   string      // the failure said last ("" after a success)
 	// failedLogin: that failure was a login needed (not said again in other
 	// words while it lasts).
 	failedLogin bool
@@ -241,8 +244,13 @@ func (s *tokenSink) step(ctx context.Context) time.Duration {
 			// before it is written (every hand-out has an entry). Its
 			// receiver is this process, which keeps the file: who reads
 			// the file is not known (not the process that started serve).
-			if err := s.svc.Record(key.Label, auth.Exchange{}, keys.HandOut{What: audit.Token, Via: "token file " + s.Path, To: audit.Self}, ts.AccessToken); err != nil {
-				return s.fail(err)
+			// A write that failed is tried again with the same token:
+			// recorded once, not at every try.
+			if s.recorded != ts.AccessToken {
+				if err := s.svc.Record(key.Label, auth.Exchange{}, keys.HandOut{What: audit.Token, Via: "token file " + s.Path, To: audit.Self}, ts.AccessToken); err != nil {
+					return s.fail(err)
+				}
+				s.recorded = ts.AccessToken
 			}
 			fi, err := writeTokenFile(s.Path, ts.AccessToken)
 			if err != nil {

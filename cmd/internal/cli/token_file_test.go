@@ -17,6 +17,7 @@ import (
 	"github.com/shipkey/shipkey/auth/authtest"
 	"github.com/shipkey/shipkey/store"
 	"github.com/shipkey/shipkey/store/audit"
+	"github.com/shipkey/shipkey/store/keys"
 )
 
 // A key whose refresh token expires before its access token: the renewal
@@ -128,13 +129,17 @@ func TestWatchStoreFilesTellsEachReceiver(t *testing.T) {
 // shell, systemd) never sees the token.
 func TestTokenFileEntryNamesTheKeeper(t *testing.T) {
 	t.Parallel()
-	srv := authtest.NewServer(authtest.DemoConfig())
+	var offset atomic.Int64
+	now := func() time.Time { return time.Now().Add(time.Duration(offset.Load())) }
+	cfg := authtest.DemoConfig()
+	cfg.Now = now
+	srv := authtest.NewServer(cfg)
 	t.Cleanup(srv.Close)
-	client, err := auth.NewClient(auth.Options{})
+	client, err := auth.NewClient(auth.Options{Now: now})
 	if err != nil {
 		t.Fatal(err)
 	}
-	st, err := store.Open(store.Options{ConfigDir: t.TempDir(), StateDir: t.TempDir(), Backend: "memory", Auth: client, Warn: &bytes.Buffer{}})
+	st, err := store.Open(store.Options{ConfigDir: t.TempDir(), StateDir: t.TempDir(), Backend: "memory", Auth: client, Now: now, Warn: &bytes.Buffer{}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -143,20 +148,45 @@ func TestTokenFileEntryNamesTheKeeper(t *testing.T) {
 	if _, _, err := st.Create(ctx, store.NewKey{Label: "k", Definition: store.Definition{Connection: auth.Connection{AuthURL: srv.URL(), ClientID: authtest.DemoClientID}, Username: authtest.DemoUsername}, ClientSecret: authtest.DemoClientSecret, Password: authtest.DemoPassword}); err != nil {
 		t.Fatal(err)
 	}
-	svc := newKeys(st, nil, nil, nil, time.Now, nil)
+	svc := newKeys(st, nil, nil, nil, now, nil)
 	if svc.Audit() == nil {
 		t.Skip("the audit trail is off (" + EnvAudit + "=off)")
 	}
 	path := filepath.Join(t.TempDir(), "token")
 	s := newSinks(st, svc, []sinkSpec{{Path: path, Label: "k"}}, func(string, ...any) {})[0]
+	s.now = now
 	if s.step(ctx); s.written == nil {
 		t.Fatal("no token written")
+	}
+	// The file's directory goes while the key renews: each try to write
+	// the new token fails, and the trail takes it once, not at every try.
+	if err := os.Remove(path); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Remove(filepath.Dir(path)); err != nil {
+		t.Fatal(err)
+	}
+	offset.Store(int64(time.Minute))
+	if _, err := svc.KeyToken(ctx, mustKey(t, st, "k"), keys.TokenOptions{Force: true, Quiet: true}); err != nil {
+		t.Fatal(err)
+	}
+	for range 3 {
+		s.step(ctx)
 	}
 	var got []audit.Entry
 	if err := svc.Audit().Read(func(e audit.Entry) error { got = append(got, e); return nil }); err != nil {
 		t.Fatal(err)
 	}
-	if len(got) != 1 || got[0].Via != "token file "+path || got[0].To.PID != os.Getpid() {
-		t.Fatalf("entries %+v; want one, via the token file, to pid %d (this process)", got, os.Getpid())
+	if len(got) != 2 || got[0].Via != "token file "+path || got[0].To.PID != os.Getpid() || got[1].Fingerprint == got[0].Fingerprint {
+		t.Fatalf("entries %+v; want two (the first token, the renewed one once), via the token file, to pid %d (this process)", got, os.Getpid())
 	}
+}
+
+func mustKey(t *testing.T, st *store.Store, label string) store.Key {
+	t.Helper()
+	k, err := st.Key(label)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return k
 }
