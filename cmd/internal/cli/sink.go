@@ -129,7 +129,27 @@ func checkSinkPath(path string) error {
 		return fmt.Errorf("token file %s: cannot write in %s (%v)", show, text.Safe(dir), unwrapExecError(err))
 	}
 	probe.Close()
-	return os.Remove(probe.Name())
+	if err := os.Remove(probe.Name()); err != nil {
+		return err
+	}
+	removeStaleSinkTemps(path, time.Now().Add(-staleSinkTemp))
+	return nil
+}
+
+// staleSinkTemp is the age past which a token file's temporary file is
+// one a killed process left (a live one is renamed within moments).
+const staleSinkTemp = time.Minute
+
+// removeStaleSinkTemps removes the temporary files of path's token file
+// last written before cutoff: a kill -9 between the write and the rename
+// leaves one, holding a token, that nothing else removes.
+func removeStaleSinkTemps(path string, cutoff time.Time) {
+	names, _ := filepath.Glob(filepath.Join(filepath.Dir(path), sinkTempPattern(path)))
+	for _, p := range names {
+		if fi, err := os.Lstat(p); err == nil && fi.Mode().IsRegular() && fi.ModTime().Before(cutoff) {
+			_ = os.Remove(p)
+		}
+	}
 }
 
 // sinkTempPattern names a token file's temporary files: hidden, beside it.

@@ -190,3 +190,35 @@ func mustKey(t *testing.T, st *store.Store, label string) store.Key {
 	}
 	return k
 }
+
+// A serve killed between writing a token file's temporary file and
+// renaming it leaves the temporary file, a token in it: the next serve of
+// that file removes it, and leaves alone a fresh one (another serve's,
+// about to be renamed).
+func TestTokenFileStaleTemporaryRemoved(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	if err := os.Chmod(dir, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(dir, "token")
+	stale, fresh := filepath.Join(dir, ".token.tmp-1"), filepath.Join(dir, ".token.tmp-2")
+	for _, p := range []string{stale, fresh} {
+		if err := os.WriteFile(p, []byte("a-token"), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	old := time.Now().Add(-time.Hour)
+	if err := os.Chtimes(stale, old, old); err != nil {
+		t.Fatal(err)
+	}
+	if err := checkSinkPath(path); err != nil {
+		t.Skipf("the test's directory does not do for a token file: %v", err)
+	}
+	if _, err := os.Lstat(stale); !errors.Is(err, fs.ErrNotExist) {
+		t.Errorf("the stale temporary file is still there: %v", err)
+	}
+	if _, err := os.Lstat(fresh); err != nil {
+		t.Errorf("the fresh temporary file went: %v", err)
+	}
+}
