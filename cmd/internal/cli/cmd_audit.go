@@ -101,7 +101,15 @@ func auditRun(_ context.Context, opts *auditOptions) error {
 		return err
 	}
 	l := audit.Open(auditDir(st), audit.Options{})
-	enc := json.NewEncoder(opts.IO.Out)
+	out := opts.IO.Out
+	if opts.JSON && opts.IO.StdoutTTY {
+		// JSON escapes C0 controls, not C1 ones (CSI) nor bidi marks: on a
+		// terminal they are made visible, as api does with an answer.
+		safe := text.NewSafeWriter(out)
+		defer safe.Flush()
+		out = safe
+	}
+	enc := json.NewEncoder(out)
 	enc.SetEscapeHTML(false)
 	tw := tabwriter.NewWriter(opts.IO.Out, 0, 0, 2, ' ', 0)
 	n := 0
