@@ -272,3 +272,22 @@ func TestAppendRefusesALinkInPlaceOfTheFile(t *testing.T) {
 		t.Fatalf("the link's target became %q", got)
 	}
 }
+
+// Rotation removes the oldest file only once Keep newer ones are rotated:
+// oldest files removed down to fewer than that were removed by someone
+// else, and verify says so rather than start the chain there.
+func TestVerifyFindsOldestFilesRemovedBelowKeep(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	l := audit.Open(dir, audit.Options{MaxBytes: 1500, Keep: 3})
+	appendN(t, l, 24)
+	files, err := l.Files()
+	if err != nil || len(files) != 4 {
+		t.Fatalf("files %v, %v; want 3 rotated and the current one", files, err)
+	}
+	os.Remove(files[0])
+	rep, err := l.Verify()
+	if err != nil || rep.Problem == nil || rep.Problem.File != files[1] || rep.Problem.Line != 1 || !strings.Contains(rep.Problem.Reason, "removed") {
+		t.Fatalf("the oldest rotated file removed: verify found %v, %v; want the first entry of %s", rep.Problem, err, files[1])
+	}
+}

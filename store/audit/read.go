@@ -118,7 +118,11 @@ func (l *Log) Verify() (Report, error) {
 		return Report{}, err
 	}
 	rep := Report{Files: files, Anchored: true}
+	// Rotation removes a file only once Keep newer ones are rotated: with
+	// fewer, the files before the oldest were removed by someone else.
+	rotatedAway := l.rotatedCount(files) >= l.opts.Keep
 	prev, first := "", true
+	var start *Problem // the oldest file's start, when rotation did not remove what was before it
 	for fi, path := range files {
 		newest := fi == len(files)-1
 		var pending *Problem // an unfinished line, a problem unless it is the trail's last
@@ -140,6 +144,10 @@ func (l *Log) Verify() (Report, error) {
 				first = false
 				if e.Prev != "" && fi == 0 && rotatedNumber(path) > 1 {
 					rep.Anchored = false // its predecessor was rotated away
+					if !rotatedAway {
+						// Said unless a break further on names the damage.
+						start = &Problem{File: path, Line: n, Entry: e, Reason: fmt.Sprintf("it follows an entry the trail does not hold (files before it were removed: rotation keeps %d rotated files, the trail has %d)", l.opts.Keep, l.rotatedCount(files))}
+					}
 				} else if e.Prev != "" {
 					return &Problem{File: path, Line: n, Entry: e, Reason: "it follows an entry the trail does not hold (an entry before it was removed)"}
 				}
@@ -166,8 +174,19 @@ func (l *Log) Verify() (Report, error) {
 			return rep, err
 		}
 	}
+	if rep.Problem == nil && start != nil {
+		rep.Problem, rep.Entries, prev = start, 0, ""
+	}
 	rep.Last = prev
 	return rep, nil
+}
+
+// rotatedCount is how many of files are rotated ones.
+func (l *Log) rotatedCount(files []string) int {
+	if len(files) > 0 && files[len(files)-1] == l.Path() {
+		return len(files) - 1
+	}
+	return len(files)
 }
 
 // tailBytes bounds what Tail reads of the current file's end.
