@@ -274,7 +274,7 @@ func (s *tokenSink) step(ctx context.Context) time.Duration {
 			}
 			fi, err := writeTokenFile(s.Path, ts.AccessToken)
 			if err != nil {
-				return s.fail(fmt.Errorf("writing it: %v", unwrapExecError(err)))
+				return s.fail(sinkWriteError{unwrapExecError(err)})
 			}
 			s.written, s.file = ts, fi
 		}
@@ -318,11 +318,16 @@ func (s *tokenSink) fail(err error) time.Duration {
 	if line != s.failed {
 		s.failed, s.failedLogin = line, login
 		if s.written != nil {
-			kept := ""
-			if exp.Stated() {
+			what, kept := "renewing", ""
+			if errors.As(err, new(sinkWriteError)) {
+				what = "writing"
+			}
+			if fi, err := os.Lstat(s.Path); err != nil || s.file == nil || !os.SameFile(fi, s.file) {
+				kept = "; the file is gone, written again when it can be" // its directory went
+			} else if exp.Stated() {
 				kept = "; the token on file stays until it expires at " + text.Stamp(exp.At)
 			}
-			s.say("token file %s: renewing key %s's token failed: %s%s", text.Safe(s.Path), text.Safe(s.Label), text.Safe(line), kept)
+			s.say("token file %s: %s key %s's token failed: %s%s", text.Safe(s.Path), what, text.Safe(s.Label), text.Safe(line), kept)
 		} else {
 			s.say("token file %s: no token for key %s: %s", text.Safe(s.Path), text.Safe(s.Label), text.Safe(line))
 		}
@@ -342,6 +347,11 @@ func (s *tokenSink) fail(err error) time.Duration {
 		return maxSinkRetry
 	}
 }
+
+// sinkWriteError is a failure to write the token file (not to renew).
+type sinkWriteError struct{ err error }
+
+func (e sinkWriteError) Error() string { return e.err.Error() }
 
 // oneLine is err's message on one line.
 func oneLine(err error) string { return strings.Join(strings.Fields(err.Error()), " ") }

@@ -153,7 +153,8 @@ func TestTokenFileEntryNamesTheKeeper(t *testing.T) {
 		t.Skip("the audit trail is off (" + EnvAudit + "=off)")
 	}
 	path := filepath.Join(t.TempDir(), "token")
-	s := newSinks(st, svc, []sinkSpec{{Path: path, Label: "k"}}, func(string, ...any) {})[0]
+	var said []string
+	s := newSinks(st, svc, []sinkSpec{{Path: path, Label: "k"}}, func(format string, args ...any) { said = append(said, fmt.Sprintf(format, args...)) })[0]
 	s.now = now
 	if s.step(ctx); s.written == nil {
 		t.Fatal("no token written")
@@ -179,6 +180,11 @@ func TestTokenFileEntryNamesTheKeeper(t *testing.T) {
 	}
 	if len(got) != 2 || got[0].Via != "token file "+path || got[0].To.PID != os.Getpid() || got[1].Fingerprint == got[0].Fingerprint {
 		t.Fatalf("entries %+v; want two (the first token, the renewed one once), via the token file, to pid %d (this process)", got, os.Getpid())
+	}
+	// Said once, as a failure to write (the renewal worked), and not that
+	// a token stays on file.
+	if len(said) != 1 || !strings.Contains(said[0], "writing key k's token failed") || strings.Contains(said[0], "stays") {
+		t.Fatalf("said %q; want one line on the failed write", said)
 	}
 }
 
