@@ -227,7 +227,13 @@ func checkSinks(values []string, svc *keys.Service) ([]sinkSpec, error) {
 	if err != nil {
 		return nil, err
 	}
+	configDir, stateDir := svc.Store().Paths()
 	for _, s := range specs {
+		for _, d := range []string{configDir, stateDir} {
+			if pathWithin(s.Path, d) {
+				return nil, usageErrorf("--sink %s: that is in shipkey's own directory %s, whose files a token file would replace; name a file elsewhere", text.Safe(s.Path), text.Safe(d))
+			}
+		}
 		key, err := svc.LocalKey(s.Label)
 		if err != nil {
 			return nil, err

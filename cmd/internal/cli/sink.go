@@ -152,6 +152,30 @@ func removeStaleSinkTemps(path string, cutoff time.Time) {
 	}
 }
 
+// pathWithin reports whether path is dir or in it, symbolic links of
+// either resolved as far as they exist.
+func pathWithin(path, dir string) bool {
+	if dir == "" {
+		return false
+	}
+	resolve := func(p string) string {
+		p, _ = filepath.Abs(p)
+		for tail := ""; ; {
+			if r, err := filepath.EvalSymlinks(p); err == nil {
+				return filepath.Join(r, tail)
+			}
+			parent := filepath.Dir(p)
+			if parent == p {
+				return filepath.Join(p, tail)
+			}
+			tail = filepath.Join(filepath.Base(p), tail)
+			p = parent
+		}
+	}
+	rel, err := filepath.Rel(resolve(dir), resolve(path))
+	return err == nil && rel != ".." && !strings.HasPrefix(rel, ".."+string(filepath.Separator))
+}
+
 // sinkTempPattern names a token file's temporary files: hidden, beside it.
 func sinkTempPattern(path string) string { return "." + filepath.Base(path) + ".tmp-*" }
 

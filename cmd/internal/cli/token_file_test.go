@@ -228,3 +228,39 @@ func TestTokenFileStaleTemporaryRemoved(t *testing.T) {
 		t.Errorf("the fresh temporary file went: %v", err)
 	}
 }
+
+// A token file in shipkey's own directories would replace the store's
+// files (its state, its secrets, its configuration) with a token: refused
+// in one line, through a link to them too.
+func TestSinkRefusesTheStoreDirectories(t *testing.T) {
+	t.Parallel()
+	srv := authtest.NewServer(authtest.DemoConfig())
+	t.Cleanup(srv.Close)
+	client, err := auth.NewClient(auth.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	configDir, stateDir := t.TempDir(), t.TempDir()
+	st, err := store.Open(store.Options{ConfigDir: configDir, StateDir: stateDir, Backend: "memory", Auth: client, Warn: &bytes.Buffer{}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { st.Close() })
+	if _, _, err := st.Create(context.Background(), store.NewKey{Label: "k", Definition: store.Definition{Connection: auth.Connection{AuthURL: srv.URL(), ClientID: authtest.DemoClientID}, Username: authtest.DemoUsername}, ClientSecret: authtest.DemoClientSecret, Password: authtest.DemoPassword}); err != nil {
+		t.Fatal(err)
+	}
+	svc := newKeys(st, nil, nil, nil, time.Now, nil)
+	link := filepath.Join(t.TempDir(), "state")
+	if err := os.Symlink(stateDir, link); err != nil {
+		t.Fatal(err)
+	}
+	for _, path := range []string{filepath.Join(stateDir, "state.db"), filepath.Join(configDir, "config.toml"), filepath.Join(link, "secrets.key.age")} {
+		_, err := checkSinks([]string{path + ":k"}, svc)
+		if err == nil || !strings.Contains(err.Error(), "shipkey's own directory") || strings.Contains(err.Error(), "\n") {
+			t.Errorf("--sink %s:k: %v, want one line refusing it", path, err)
+		}
+	}
+	if _, err := checkSinks([]string{filepath.Join(t.TempDir(), "token") + ":k"}, svc); err != nil {
+		t.Errorf("a token file elsewhere: %v", err)
+	}
+}
