@@ -264,3 +264,16 @@ func TestSinkRefusesTheStoreDirectories(t *testing.T) {
 		t.Errorf("a token file elsewhere: %v", err)
 	}
 }
+
+// A token file at the socket's path would replace the socket: refused.
+func TestSinkNotAtTheSocket(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	sock := filepath.Join(dir, "token.sock")
+	if err := sinkNotSocket([]sinkSpec{{Path: sock, Label: "k"}}, sock); err == nil || exitCode(err) != exitUsage {
+		t.Errorf("a token file at the socket: %v, want a usage error", err)
+	}
+	if err := sinkNotSocket([]sinkSpec{{Path: filepath.Join(dir, "token"), Label: "k"}}, sock); err != nil {
+		t.Errorf("a token file beside the socket: %v", err)
+	}
+}
