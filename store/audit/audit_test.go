@@ -247,6 +247,26 @@ func TestTailReturnsTheNewest(t *testing.T) {
 	if err != nil || len(got) != 3 || got[0].By != 5002 || got[2].By != 5004 {
 		t.Fatalf("tail 3 of 5: %+v %v", got, err)
 	}
+
+	// Just after a rotation the current file holds one entry: the rest
+	// come from the newest rotated file (the Activity screen does not go
+	// blank).
+	r := audit.Open(t.TempDir(), audit.Options{MaxBytes: 1500, Keep: 3})
+	for i := 0; ; i++ {
+		if _, err := r.Append(entry(i)); err != nil {
+			t.Fatal(err)
+		}
+		if files, _ := r.Files(); len(files) == 2 {
+			break
+		}
+		if i > 100 {
+			t.Fatal("no rotation")
+		}
+	}
+	got, err = r.Tail(3)
+	if err != nil || len(got) != 3 || got[2].By-got[0].By != 2 {
+		t.Fatalf("tail 3 just after a rotation: %+v %v", got, err)
+	}
 }
 
 // TestAppendRefusesALinkInPlaceOfTheFile: someone who can write the trail's

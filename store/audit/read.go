@@ -193,25 +193,41 @@ func (l *Log) rotatedCount(files []string) int {
 const tailBytes = 256 << 10
 
 // Tail returns up to n of the newest entries, oldest first, read from the
-// end of the current file only (what a screen that follows the trail
-// shows); lines that are not whole entries are skipped.
+// end of the current file, and of the newest rotated one when the current
+// file holds fewer (just after a rotation): what a screen that follows the
+// trail shows. Lines that are not whole entries are skipped.
 func (l *Log) Tail(n int) ([]Entry, error) {
-	f, err := os.Open(l.Path())
+	out, whole, err := tailOf(l.Path(), n)
+	if err != nil || len(out) >= n || !whole {
+		return out, err
+	}
+	if names, err := l.rotated(); err == nil && len(names) > 0 {
+		if older, _, err := tailOf(names[len(names)-1], n-len(out)); err == nil {
+			out = append(older, out...)
+		}
+	}
+	return out, nil
+}
+
+// tailOf is up to n of the last entries of the file at path, oldest first,
+// and whether the whole file was read (true for a file that is not there).
+func tailOf(path string, n int) ([]Entry, bool, error) {
+	f, err := os.Open(path)
 	if errors.Is(err, os.ErrNotExist) {
-		return nil, nil
+		return nil, true, nil
 	}
 	if err != nil {
-		return nil, err
+		return nil, false, err
 	}
 	defer f.Close()
 	fi, err := f.Stat()
 	if err != nil {
-		return nil, err
+		return nil, false, err
 	}
 	size := min(fi.Size(), tailBytes)
 	buf := make([]byte, size)
 	if _, err := f.ReadAt(buf, fi.Size()-size); err != nil && !errors.Is(err, io.EOF) {
-		return nil, err
+		return nil, false, err
 	}
 	lines := bytes.Split(buf, []byte("\n"))
 	if size < fi.Size() && len(lines) > 0 {
@@ -224,5 +240,5 @@ func (l *Log) Tail(n int) ([]Entry, error) {
 		}
 	}
 	slices.Reverse(out)
-	return out, nil
+	return out, size == fi.Size(), nil
 }
