@@ -74,7 +74,7 @@ func TestExitCode(t *testing.T) {
 			t.Errorf("exitCode(%v) = %d, want %d", tc.err, got, tc.want)
 		}
 	}
-	if got := errorLine(errors.New("a\nb\x1b[2J")); got != `shipkey: a b\x1b[2J` {
+	if got := errorLine(errors.New("a\nb\x1b[2J")).String(); got != `shipkey: a b\x1b[2J` {
 		t.Errorf("errorLine = %q", got)
 	}
 }
