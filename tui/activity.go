@@ -227,7 +227,7 @@ func activityLine(e audit.Entry) string {
 	if e.To.Exe != "" {
 		to += " " + filepath.Base(e.To.Exe)
 	}
-	return text.Safe(fmt.Sprintf("%s %s %s %s %s", e.Time.Local().Format("15:04:05"), key, e.What, e.Via, to))
+	return text.Cleanf("%s %s %s %s %s", e.Time.Local().Format("15:04:05"), key, e.What, e.Via, to).String()
 }
 
 func (a *activity) SetSize(width, height int) { a.pane.setSize(width, height) }

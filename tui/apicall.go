@@ -9,7 +9,6 @@ import (
 	"io"
 	"net/http"
 	"net/url"
-	"strconv"
 	"strings"
 	"sync/atomic"
 	"time"
@@ -44,16 +43,15 @@ type apiCall struct {
 }
 
 // what is the request in a line: "GET https://…/v1/shipments".
-func (c apiCall) what() string { return c.method + " " + text.Safe(c.url) }
+func (c apiCall) what() text.Clean { return text.Cleanf("%s %s", c.method, c.url) }
 
 // whose is the token the request went with: "key demo", "key demo ·
 // audience billing".
-func (c apiCall) whose() string {
-	s := "key " + text.Safe(c.label)
+func (c apiCall) whose() text.Clean {
 	if c.audience != "" {
-		s += " · audience " + text.Safe(c.audience)
+		return text.Cleanf("key %s · audience %s", c.label, c.audience)
 	}
-	return s
+	return text.Cleanf("key %s", c.label)
 }
 
 // maxAnswerBody bounds what is read of an answer's body: the rest is not
@@ -64,15 +62,15 @@ const maxAnswerBody = 256 << 10
 var answerHeaders = []string{"Content-Type", "Content-Length", "Location", "WWW-Authenticate", "DPoP-Nonce", "Retry-After", "ETag", "Cache-Control", "X-Request-Id"}
 
 // apiAnswer is an answer as the screen shows it: every text in it is
-// already clean (text.Safe), read once when it arrived.
+// clean, cleaned once when it arrived.
 type apiAnswer struct {
-	status  string // "200 OK"
+	status  text.Clean // "200 OK"
 	code    int
 	renewed bool // the token was renewed by force: the API had refused it
 	elapsed time.Duration
-	headers []string // "Name: value"
-	body    []string // the body's lines (JSON pretty-printed)
-	note    string   // what of the body is not shown, and why
+	headers []text.Clean // "Name: value"
+	body    []string     // the body's lines (JSON pretty-printed), cut from a text.Clean
+	note    text.Clean   // what of the body is not shown, and why
 }
 
 // sendCmd sends call with its key's token through the API client and
@@ -117,13 +115,10 @@ func (m *Model) sendCmd(ctx context.Context, seq int, call apiCall) tea.Cmd {
 // newAnswer reads what the screen shows of resp, whose body began with
 // data (more than maxAnswerBody: there is more).
 func newAnswer(resp *http.Response, data []byte, readErr error, renewed bool, elapsed time.Duration) *apiAnswer {
-	a := &apiAnswer{status: text.Safe(resp.Status), code: resp.StatusCode, renewed: renewed, elapsed: elapsed}
-	if a.status == "" {
-		a.status = fmt.Sprint(resp.StatusCode)
-	}
+	a := &apiAnswer{status: text.Sanitize(resp.Status).Or(text.Cleanf("%d", resp.StatusCode)), code: resp.StatusCode, renewed: renewed, elapsed: elapsed}
 	for _, name := range answerHeaders {
 		for _, v := range resp.Header.Values(name) {
-			a.headers = append(a.headers, name+": "+text.Safe(v))
+			a.headers = append(a.headers, text.Cleanf("%s: %s", name, v))
 		}
 	}
 	cut := len(data) > maxAnswerBody
@@ -132,11 +127,11 @@ func newAnswer(resp *http.Response, data []byte, readErr error, renewed bool, el
 	}
 	switch {
 	case readErr != nil:
-		a.note = fmt.Sprintf("the body broke off after %s: %s", text.Bytes(int64(len(data))), text.Safe(readErr.Error()))
+		a.note = text.Cleanf("the body broke off after %s: %v", text.Bytes(int64(len(data))), readErr)
 	case cut && resp.ContentLength > 0:
-		a.note = fmt.Sprintf("the first %s of %s are shown; the rest was not read", text.Bytes(maxAnswerBody), text.Bytes(resp.ContentLength))
+		a.note = text.Cleanf("the first %s of %s are shown; the rest was not read", text.Bytes(maxAnswerBody), text.Bytes(resp.ContentLength))
 	case cut:
-		a.note = fmt.Sprintf("the first %s are shown; the rest was not read", text.Bytes(maxAnswerBody))
+		a.note = text.Cleanf("the first %s are shown; the rest was not read", text.Bytes(maxAnswerBody))
 	}
 	if cut || readErr != nil {
 		// A character cut in two at the end is dropped.
@@ -148,7 +143,7 @@ func newAnswer(resp *http.Response, data []byte, readErr error, renewed bool, el
 		return a
 	}
 	if !utf8.Valid(data) {
-		a.note = fmt.Sprintf("%s of %s, not shown (not text)", text.Bytes(int64(len(data))), text.Safe(resp.Header.Get("Content-Type")))
+		a.note = text.Cleanf("%s of %s, not shown (not text)", text.Bytes(int64(len(data))), resp.Header.Get("Content-Type"))
 		return a
 	}
 	body := string(data)
@@ -158,7 +153,7 @@ func newAnswer(resp *http.Response, data []byte, readErr error, renewed bool, el
 			body = pretty.String()
 		}
 	}
-	a.body = strings.Split(strings.TrimRight(text.SafeLines(body), "\n "), "\n")
+	a.body = strings.Split(strings.TrimRight(text.SanitizeLines(body).String(), "\n "), "\n")
 	return a
 }
 
@@ -179,13 +174,13 @@ func looksJSON(data []byte) bool {
 // statusLine is the answer's status as it came about: "200 OK", or after
 // a refusal the renewal fixed, "401 → renewed → 200 OK"; a refusal after
 // the renewal is the answer, not retried.
-func (a *apiAnswer) statusLine() string {
+func (a *apiAnswer) statusLine() text.Clean {
 	if !a.renewed {
 		return a.status
 	}
-	s := "401 → renewed → " + a.status
+	s := text.Concat(text.Trusted("401 → renewed → "), a.status)
 	if a.code == http.StatusUnauthorized {
-		s += " (not retried)"
+		s = text.Concat(s, text.Trusted(" (not retried)"))
 	}
 	return s
 }
@@ -196,21 +191,21 @@ func (a *apiAnswer) statusLine() string {
 // does.
 func (a *apiAnswer) render(s *Styles, sent apiCall, width int, query string) string {
 	var b strings.Builder
-	b.WriteString(indentWrapped(sent.what()+" · "+sent.whose(), 2, width, s.Subtle.Render))
+	b.WriteString(indentWrapped(text.Concat(sent.what(), text.Trusted(" · "), sent.whose()).String(), 2, width, s.Subtle.Render))
 	st := s.OK
 	if a.code < 200 || a.code > 299 {
 		st = s.Error
 	}
-	b.WriteString("  " + st.Render(a.statusLine()) + s.Subtle.Render(fmt.Sprintf(" · %d ms", a.elapsed.Milliseconds())) + "\n")
+	b.WriteString("  " + show(st, a.statusLine()) + s.Subtle.Render(fmt.Sprintf(" · %d ms", a.elapsed.Milliseconds())) + "\n")
 	for _, h := range a.headers {
-		name, value, _ := strings.Cut(h, ": ")
+		name, value, _ := strings.Cut(h.String(), ": ")
 		b.WriteString(indentWrapped(s.FieldName.Render(name+":")+" "+value, 2, width, s.Value.Render))
 	}
 	b.WriteString("\n")
 	body := a.body
 	if query != "" {
 		body = a.matching(query)
-		q := strconv.Quote(text.Safe(query))
+		q := text.Cleanf("%q", text.Sanitize(query)).String()
 		if len(body) == 0 {
 			b.WriteString(indentWrapped("no match: no line of the body holds "+q+" · esc clears the filter", 2, width, s.Warn.Render))
 		} else {
@@ -223,11 +218,11 @@ func (a *apiAnswer) render(s *Styles, sent apiCall, width int, query string) str
 			b.WriteString("  " + part + "\n")
 		}
 	}
-	if len(a.body) == 0 && a.note == "" && query == "" {
+	if len(a.body) == 0 && a.note.IsEmpty() && query == "" {
 		b.WriteString(s.Subtle.Render("  (no body)") + "\n")
 	}
-	if a.note != "" {
-		b.WriteString(indentWrapped("— "+a.note, 2, width, s.Warn.Render))
+	if !a.note.IsEmpty() {
+		b.WriteString(indentWrapped("— "+a.note.String(), 2, width, s.Warn.Render))
 	}
 	return b.String()
 }
@@ -252,7 +247,7 @@ func requestError(err error) string {
 		err = ue.Err
 	}
 	if errors.Is(err, store.ErrLoginNeeded) {
-		return "the key needs a new login (1, then l): " + text.Safe(err.Error())
+		return text.Cleanf("the key needs a new login (1, then l): %v", err).String()
 	}
-	return "no answer: " + text.Safe(err.Error())
+	return text.Cleanf("no answer: %v", err).String()
 }

@@ -493,13 +493,10 @@ func (d *details) content() string {
 	default:
 		line(s.row("Access token", nameW, s.Secret.Render(access)+s.Subtle.Render("  (v reveals)")))
 	}
-	tokType := t.TokenType
-	if tokType == "" {
-		tokType = "—"
-	}
-	line(s.row("Token type", nameW, s.Value.Render(text.Safe(tokType))))
-	line(s.row("Scope", nameW, s.Value.Render(orDash(text.Safe(t.Scope)))))
-	line(s.row("Session state", nameW, s.Value.Render(orDash(text.Safe(t.SessionState)))))
+	dash := text.Trusted("—")
+	line(s.row("Token type", nameW, show(s.Value, text.Sanitize(t.TokenType).Or(dash))))
+	line(s.row("Scope", nameW, show(s.Value, text.Sanitize(t.Scope).Or(dash))))
+	line(s.row("Session state", nameW, show(s.Value, text.Sanitize(t.SessionState).Or(dash))))
 	if nbp, ok := notBeforePolicy(t); ok {
 		line(s.row("Not-before policy", nameW, s.Value.Render(nbp)))
 	}

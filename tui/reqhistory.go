@@ -30,7 +30,7 @@ type reqHist struct {
 	// in draft while ↑/↓ walk the history); note says what it left out.
 	pos   int
 	draft store.Request
-	note  string
+	note  text.Clean
 
 	// The list (ctrl+r): its cursor, and while e is typed, the name.
 	listing bool
@@ -198,23 +198,28 @@ func (r *request) recall(older bool) {
 	case !older && r.hist.pos == 0:
 		r.hist.pos = -1
 		r.fill(r.hist.draft)
-		r.hist.note = ""
+		r.hist.note = text.Clean{}
 		return
 	default:
 		return
 	}
 	q := hist[r.hist.pos]
 	r.fill(q)
-	r.hist.note = ""
-	if len(q.LeftOut) > 0 {
-		r.hist.note = "not kept in the history: " + text.Safe(strings.Join(q.LeftOut, ", "))
+	r.hist.note = leftOutNote(q)
+}
+
+// leftOutNote says what the history did not keep of q ("" when nothing).
+func leftOutNote(q store.Request) text.Clean {
+	if len(q.LeftOut) == 0 {
+		return text.Clean{}
 	}
+	return text.Cleanf("not kept in the history: %s", strings.Join(q.LeftOut, ", "))
 }
 
 // forgetRecall makes the fields what was typed again: an edit of a
 // recalled request is a new request.
 func (r *request) forgetRecall() {
-	r.hist.pos, r.hist.note = -1, ""
+	r.hist.pos, r.hist.note = -1, text.Clean{}
 }
 
 // recallLines are the lines under the fields while the history is walked,
@@ -226,8 +231,8 @@ func (r *request) recallLines() string {
 		n := len(r.keyRequests().History)
 		out = indentWrapped(fmt.Sprintf("history %d of %d · ↑ older · ↓ newer", r.hist.pos+1, n), reqLabelWidth+2, r.width, s.Subtle.Render)
 	}
-	if r.hist.note != "" {
-		out += indentWrapped(r.hist.note, reqLabelWidth+2, r.width, s.Warn.Render)
+	if !r.hist.note.IsEmpty() {
+		out += indentWrapped(r.hist.note.String(), reqLabelWidth+2, r.width, s.Warn.Render)
 	}
 	return out
 }
@@ -284,9 +289,7 @@ func (r *request) updateList(msg tea.Msg) (action, tea.Cmd) {
 		r.hist.listing = false
 		r.forgetRecall()
 		r.fill(q)
-		if len(q.LeftOut) > 0 {
-			r.hist.note = "not kept in the history: " + text.Safe(strings.Join(q.LeftOut, ", "))
-		}
+		r.hist.note = leftOutNote(q)
 		return nil, r.focusOn(reqFieldURL)
 	case key.Matches(k, km.CopyCurl):
 		q := rows[r.hist.cursor]
@@ -356,28 +359,28 @@ func (r *request) followList() {
 func (r *request) listContent() (string, int) {
 	s := r.c.styles
 	var b strings.Builder
-	label := text.Safe(r.label())
+	label := text.Sanitize(r.label())
 	rows := r.listed()
 	if len(rows) == 0 {
-		b.WriteString(indentWrapped("No requests of key "+label+" yet: each one sent (ctrl+s) is kept here.", 2, r.width, s.Subtle.Render))
+		b.WriteString(indentWrapped(text.Cleanf("No requests of key %s yet: each one sent (ctrl+s) is kept here.", label).String(), 2, r.width, s.Subtle.Render))
 		b.WriteString(indentWrapped("esc goes back to the fields", 2, r.width, s.Subtle.Render))
 		return b.String(), 0
 	}
 	kr := r.keyRequests()
-	b.WriteString(indentWrapped(fmt.Sprintf("Key %s: %d saved, %d sent (newest first)", label, len(kr.Saved), len(kr.History)), 2, r.width, s.Subtle.Render))
+	b.WriteString(indentWrapped(text.Cleanf("Key %s: %d saved, %d sent (newest first)", label, len(kr.Saved), len(kr.History)).String(), 2, r.width, s.Subtle.Render))
 	line := 0
 	w := max(10, r.width-4)
 	for i, q := range rows {
 		if i == r.hist.cursor {
 			line = strings.Count(b.String(), "\n")
 		}
-		var what string
+		var c text.Clean
 		if q.Name != "" {
-			what = "★ " + text.Safe(q.Name) + " · " + knownMethod(q.Method) + " " + text.Safe(q.URL)
+			c = text.Cleanf("★ %s · %s %s", q.Name, knownMethod(q.Method), q.URL)
 		} else {
-			what = q.At.In(r.c.now.Location()).Format("Jan 2 15:04") + " " + knownMethod(q.Method) + " " + text.Safe(q.URL)
+			c = text.Cleanf("%s %s %s", q.At.In(r.c.now.Location()).Format("Jan 2 15:04"), knownMethod(q.Method), q.URL)
 		}
-		what = ansi.Truncate(what, w, "…")
+		what := ansi.Truncate(c.String(), w, "…")
 		if i == r.hist.cursor {
 			b.WriteString(s.Focused.Render("› ") + s.Focused.Render(what) + "\n")
 		} else {
@@ -426,7 +429,7 @@ func (r *request) copyCurl(call apiCall, leftOut []string) (action, tea.Cmd) {
 	}
 	what := "shipkey curl command"
 	if len(gone) > 0 {
-		what += " (without " + text.Safe(strings.Join(gone, ", ")) + ")"
+		what = text.Cleanf("%s (without %s)", what, strings.Join(gone, ", ")).String()
 	}
 	return actCopyCurl{line: line, what: what}, nil
 }

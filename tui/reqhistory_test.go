@@ -156,7 +156,7 @@ func TestRequestHistoryKeepsNoCredential(t *testing.T) {
 		t.Fatalf("recalled %q", got)
 	}
 	h.mustShow("not kept in the history: the X-Api-Key header, the Cookie header")
-	if want := "not kept in the history: the X-Api-Key header, the Cookie header, the X-Forwarded header, the query parameter access_token, the body (it holds a credential-like field)"; h.m.request.hist.note != want {
+	if want := "not kept in the history: the X-Api-Key header, the Cookie header, the X-Forwarded header, the query parameter access_token, the body (it holds a credential-like field)"; h.m.request.hist.note.String() != want {
 		t.Fatalf("note %q, want %q", h.m.request.hist.note, want)
 	}
 }

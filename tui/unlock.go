@@ -38,7 +38,7 @@ var _ Unlocker = (*store.Store)(nil)
 type unlockAskMsg struct {
 	act     actSubmitKey
 	ask     store.UnlockAsk
-	keyFile string
+	keyFile text.Clean // the key file's path, cleaned as it arrives
 	err     error
 }
 
@@ -54,7 +54,7 @@ func (m *Model) unlockThen(act actSubmitKey) tea.Cmd {
 	u := m.cfg.unlock
 	return tea.Batch(m.startOp(), func() tea.Msg {
 		ask, keyFile, err := u.UnlockAsks()
-		return unlockAskMsg{act: act, ask: ask, keyFile: keyFile, err: err}
+		return unlockAskMsg{act: act, ask: ask, keyFile: text.Sanitize(keyFile), err: err}
 	})
 }
 
@@ -122,7 +122,7 @@ type unlockPrompt struct {
 	width, height int
 	state         unlockState
 	ask           store.UnlockAsk
-	keyFile       string // display form
+	keyFile       text.Clean // display form
 	act           actSubmitKey
 	field         textinput.Model
 	first         string // the new passphrase typed first, while it is repeated
@@ -142,8 +142,8 @@ func (u *unlockPrompt) restyle() { u.field.SetStyles(u.c.styles.TextInput) }
 // isOpen reports whether the field is shown (over the form).
 func (u *unlockPrompt) isOpen() bool { return u.state != unlockClosed }
 
-func (u *unlockPrompt) open(ask store.UnlockAsk, keyFile string, act actSubmitKey) {
-	u.ask, u.keyFile, u.act = ask, text.Safe(keyFile), act
+func (u *unlockPrompt) open(ask store.UnlockAsk, keyFile text.Clean, act actSubmitKey) {
+	u.ask, u.keyFile, u.act = ask, keyFile, act
 	u.state, u.errMsg, u.first = unlockEntering, "", ""
 	u.field.SetValue("")
 	u.field.Focus()
@@ -250,13 +250,13 @@ func (u *unlockPrompt) View() string {
 		b.WriteString(indentWrapped("✗ "+u.errMsg, 2, u.width, s.Error.Render))
 	}
 	b.WriteString("\n")
-	why := "It unlocks the secrets file " + u.keyFile + ", which keeps your API keys' secrets."
+	why := text.Cleanf("It unlocks the secrets file %s, which keeps your API keys' secrets.", u.keyFile)
 	if u.ask == store.AskNewPassphrase {
 		// The warning first: at 40×10 the end of the text is cut.
-		why = "A lost passphrase cannot be recovered. The secrets of your API keys are kept encrypted with it in " + u.keyFile +
-			"; shipkey asks it again when the unlock times out."
+		why = text.Cleanf("A lost passphrase cannot be recovered. The secrets of your API keys are kept encrypted with it in %s"+
+			"; shipkey asks it again when the unlock times out.", u.keyFile)
 	}
-	b.WriteString(indentWrapped(why, 2, u.width, s.Subtle.Render))
+	b.WriteString(indentWrapped(why.String(), 2, u.width, s.Subtle.Render))
 	return fitBlock(b.String(), u.width, u.height)
 }
 

@@ -21,7 +21,7 @@ type welcome struct {
 	current       string     // the default (or current) key's label
 	curKey        *store.Key // that key whole, when known (its user and realm)
 	loaded        bool
-	loadErr       string
+	loadErr       text.Clean
 	pane          pane
 }
 
@@ -52,9 +52,9 @@ func (w *welcome) Capturing() bool { return false }
 // setKeys records the loaded keys.
 func (w *welcome) setKeys(keys *keyIndex, err error) {
 	w.keys, w.loaded = keys, true
-	w.loadErr = ""
+	w.loadErr = text.Clean{}
 	if err != nil {
-		w.loadErr = text.Safe(err.Error())
+		w.loadErr = text.Sanitize(err.Error())
 	}
 }
 
@@ -96,8 +96,8 @@ func (w *welcome) content() (string, int) {
 	b.WriteString("\n")
 	b.WriteString("  " + s.Title.Render("shipkey") + s.Subtle.Render(" · OAuth 2.0 tokens and API keys for the Shipping Service API") + "\n\n")
 	switch {
-	case w.loadErr != "":
-		b.WriteString("  " + s.Error.Render("Cannot read the keys: "+w.loadErr) + "\n")
+	case !w.loadErr.IsEmpty():
+		b.WriteString("  " + show(s.Error, text.Concat(text.Trusted("Cannot read the keys: "), w.loadErr)) + "\n")
 	case !w.loaded:
 		b.WriteString("  " + s.Subtle.Render("Loading keys…") + "\n")
 	case w.keys.len() == 0:

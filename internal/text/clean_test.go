@@ -119,38 +119,7 @@ var cleanConstructors = map[string]bool{"Trusted": true, "Cleanf": true, "Linef"
 // Sanitize.
 func TestCleanTextTakesConstants(t *testing.T) {
 	t.Parallel()
-	root, err := filepath.Abs("../..")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := os.Stat(filepath.Join(root, "go.mod")); err != nil {
-		t.Fatalf("module root not found from the test's directory: %v", err)
-	}
-	fset := token.NewFileSet()
-	pkgs := map[string][]*ast.File{}
-	err = filepath.WalkDir(root, func(path string, d fs.DirEntry, err error) error {
-		if err != nil {
-			return err
-		}
-		if d.IsDir() {
-			if n := d.Name(); path != root && (strings.HasPrefix(n, ".") || n == "testdata" || n == "node_modules" || n == "vendor") {
-				return filepath.SkipDir
-			}
-			return nil
-		}
-		if !strings.HasSuffix(path, ".go") {
-			return nil
-		}
-		f, err := parser.ParseFile(fset, path, nil, parser.SkipObjectResolution)
-		if err != nil {
-			return err
-		}
-		pkgs[filepath.Dir(path)] = append(pkgs[filepath.Dir(path)], f)
-		return nil
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
+	fset, pkgs := parseModule(t)
 	calls := 0
 	for _, files := range pkgs {
 		consts := packageConsts(files)
@@ -184,6 +153,50 @@ func TestCleanTextTakesConstants(t *testing.T) {
 	if calls == 0 {
 		t.Fatal("found no call of Trusted, Cleanf or Linef: the walk is broken")
 	}
+}
+
+// parseModule parses the module's Go files (outside testdata, vendor and
+// hidden directories), by directory relative to the module's root.
+func parseModule(t *testing.T) (*token.FileSet, map[string][]*ast.File) {
+	t.Helper()
+	root, err := filepath.Abs("../..")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(filepath.Join(root, "go.mod")); err != nil {
+		t.Fatalf("module root not found from the test's directory: %v", err)
+	}
+	fset := token.NewFileSet()
+	pkgs := map[string][]*ast.File{}
+	err = filepath.WalkDir(root, func(path string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if d.IsDir() {
+			if n := d.Name(); path != root && (strings.HasPrefix(n, ".") || n == "testdata" || n == "node_modules" || n == "vendor") {
+				return filepath.SkipDir
+			}
+			return nil
+		}
+		if !strings.HasSuffix(path, ".go") {
+			return nil
+		}
+		f, err := parser.ParseFile(fset, path, nil, parser.SkipObjectResolution)
+		if err != nil {
+			return err
+		}
+		dir, err := filepath.Rel(root, filepath.Dir(path))
+		if err != nil {
+			return err
+		}
+		dir = filepath.ToSlash(dir)
+		pkgs[dir] = append(pkgs[dir], f)
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return fset, pkgs
 }
 
 // packageConsts is the names of the constants a package declares.

@@ -302,7 +302,7 @@ func isAPIPath(s string) bool {
 func keyTarget(path string, key store.Key) (*url.URL, error) {
 	if key.APIURL == "" {
 		return nil, usageErrorf("%s is a path and API key %s has no api_url; give a full URL, or set the API's base URL: shipkey keys set %s --api-url https://api.example.com",
-			text.ShellQuote(path), text.Safe(key.Label), text.ShellQuote(key.Label))
+			text.ShellQuote(path), key.Label, text.ShellQuote(key.Label))
 	}
 	base, err := store.CheckAPIURL(key.APIURL)
 	if err != nil {

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/shipkey/shipkey/auth"
+	"github.com/shipkey/shipkey/internal/text"
 	"github.com/shipkey/shipkey/store"
 )
 
@@ -115,13 +116,13 @@ func TestReportEnd(t *testing.T) {
 		{"unreachable", auth.EndResult{}, &auth.Error{Kind: auth.KindNetwork, Op: "logout", Msg: "down", Err: errors.New("x")}, 1, "could not be reached"},
 	} {
 		var w bytes.Buffer
-		err := reportEnd(&w, "Done", "dropped", "next", key, tc.res, tc.err, now)
-		text := w.String()
+		err := reportEnd(text.NewWriter(&w), "Done", "dropped", "next", key, tc.res, tc.err, now)
+		said := w.String()
 		if err != nil {
-			text = err.Error()
+			said = err.Error()
 		}
-		if exitCode(err) != tc.code || !strings.Contains(text, tc.want) {
-			t.Errorf("%s: exit %d, said %q; want %d and %q", tc.name, exitCode(err), text, tc.code, tc.want)
+		if exitCode(err) != tc.code || !strings.Contains(said, tc.want) {
+			t.Errorf("%s: exit %d, said %q; want %d and %q", tc.name, exitCode(err), said, tc.code, tc.want)
 		}
 	}
 }

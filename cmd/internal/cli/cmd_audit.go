@@ -112,6 +112,7 @@ func auditRun(_ context.Context, opts *auditOptions) error {
 	enc := json.NewEncoder(out)
 	enc.SetEscapeHTML(false)
 	tw := tabwriter.NewWriter(opts.IO.Out, 0, 0, 2, ' ', 0)
+	rows := text.NewWriter(tw)
 	n := 0
 	err = l.Read(func(e audit.Entry) error {
 		if (opts.Key != "" && e.Key != opts.Key) || e.Time.Before(since) {
@@ -122,15 +123,15 @@ func auditRun(_ context.Context, opts *auditOptions) error {
 			return enc.Encode(e)
 		}
 		if n == 1 {
-			fmt.Fprintln(tw, "TIME\tKEY\tWHAT\tVIA\tFINGERPRINT\tRECEIVER")
+			rows.Linef("TIME\tKEY\tWHAT\tVIA\tFINGERPRINT\tRECEIVER")
 		}
 		key := e.Key
 		if e.Audience != "" {
 			key += " → " + e.Audience
 		}
-		_, err := fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", text.Stamp(e.Time), text.Safe(key), text.Safe(string(e.What)),
-			text.Safe(e.Via), text.Safe(e.Fingerprint), text.Safe(e.To.String()))
-		return err
+		// A failed write shows at tw.Flush below.
+		rows.Linef("%s\t%s\t%s\t%s\t%s\t%s", text.Stamp(e.Time), key, e.What, e.Via, e.Fingerprint, e.To)
+		return nil
 	})
 	if err != nil {
 		return fmt.Errorf("reading the audit trail in %s: %w", text.Path(l.Dir()), err)
@@ -140,7 +141,7 @@ func auditRun(_ context.Context, opts *auditOptions) error {
 			return err
 		}
 		if n == 0 {
-			fmt.Fprintln(opts.IO.ErrOut, "No hand-out in the audit trail"+auditNoneWhy(opts))
+			opts.IO.ErrText().Line(text.Trusted("No hand-out in the audit trail"), auditNoneWhy(opts))
 		}
 	}
 	return nil
@@ -148,20 +149,20 @@ func auditRun(_ context.Context, opts *auditOptions) error {
 
 // auditNoneWhy completes "No hand-out in the audit trail" for the filters
 // and a trail that is off.
-func auditNoneWhy(opts *auditOptions) string {
-	var why []string
+func auditNoneWhy(opts *auditOptions) text.Clean {
+	var why []text.Clean
 	if opts.Key != "" {
-		why = append(why, "of key "+text.Safe(opts.Key))
+		why = append(why, text.Cleanf("of key %s", opts.Key))
 	}
 	if opts.Since != "" {
-		why = append(why, "since "+text.Safe(opts.Since))
+		why = append(why, text.Cleanf("since %s", opts.Since))
 	}
-	s := ""
+	var s text.Clean
 	if len(why) > 0 {
-		s = " " + strings.Join(why, " ")
+		s = text.Concat(text.Trusted(" "), text.Join(why, text.Trusted(" ")))
 	}
 	if auditOff() {
-		s += " (it is off: " + EnvAudit + "=off)"
+		s = text.Concat(s, text.Trusted(" (it is off: "+EnvAudit+"=off)"))
 	}
 	return s
 }
@@ -194,20 +195,21 @@ func auditVerifyRun(ios *iostreams, l *audit.Log) error {
 		return fmt.Errorf("reading the audit trail in %s: %w", text.Path(l.Dir()), err)
 	}
 	if rep.Problem != nil {
-		return &exitError{code: 1, err: fmt.Errorf("the audit trail does not verify: %s (in %s; %d entries before it fit)",
-			text.Safe(rep.Problem.Error()), text.Path(l.Dir()), rep.Entries)}
+		return &exitError{code: 1, err: text.Errorf("the audit trail does not verify: %s (in %s; %d entries before it fit)",
+			rep.Problem.Error(), text.Path(l.Dir()), rep.Entries)}
 	}
+	w := ios.OutText()
 	if len(rep.Files) == 0 {
-		fmt.Fprintf(ios.Out, "The audit trail in %s is empty: nothing handed out yet\n", text.Path(l.Dir()))
+		w.Linef("The audit trail in %s is empty: nothing handed out yet", text.Path(l.Dir()))
 		return nil
 	}
-	fmt.Fprintf(ios.Out, "The audit trail verifies: %d %s in %d %s (%s); last hash %s\n", rep.Entries, plural(rep.Entries, "entry", "entries"),
+	w.Linef("The audit trail verifies: %d %s in %d %s (%s); last hash %s", rep.Entries, plural(rep.Entries, "entry", "entries"),
 		len(rep.Files), plural(len(rep.Files), "file", "files"), text.Path(l.Dir()), rep.Last)
 	if !rep.Anchored {
-		fmt.Fprintln(ios.Out, "Its oldest file continues one that rotation removed: the chain starts there.")
+		w.Line(text.Trusted("Its oldest file continues one that rotation removed: the chain starts there."))
 	}
 	if rep.Cut {
-		fmt.Fprintln(ios.Out, "Its last line was cut short by a crash (an entry never finished; the next hand-out cuts it away).")
+		w.Line(text.Trusted("Its last line was cut short by a crash (an entry never finished; the next hand-out cuts it away)."))
 	}
 	return nil
 }

@@ -522,7 +522,7 @@ func keysListRun(opts *keysListOptions) error {
 			return cells
 		}, tableKeep, spillFile)
 		if err == nil && n == 0 {
-			fmt.Fprintln(opts.IO.ErrOut, "No API keys yet. Get one with: shipkey keys new (see: shipkey keys new --help)")
+			opts.IO.ErrText().Line(text.Trusted("No API keys yet. Get one with: shipkey keys new (see: shipkey keys new --help)"))
 		}
 		return err
 	})
@@ -621,7 +621,7 @@ func keysRmRun(ctx context.Context, opts *keysRmOptions) error {
 	case r.Kept:
 		return err
 	case r.Done != "":
-		fmt.Fprintln(opts.IO.ErrOut, r.Done)
+		opts.IO.ErrText().Linef("%s", r.Done)
 		return nil
 	}
 	var pending *store.EndPendingError
@@ -637,17 +637,17 @@ func keysRmRun(ctx context.Context, opts *keysRmOptions) error {
 	if err != nil && (auth.KindOf(err) == auth.KindUnknown || key.Label == "") {
 		return err // a local failure (or no such key): the key is still there
 	}
-	return reportEnd(opts.IO.ErrOut, "Removed "+r.Subject.String(), "it is gone here", "get a new one with: shipkey keys new", key, r.End, err, opts.Now())
+	return reportEnd(opts.IO.ErrText(), "Removed "+r.Subject.String(), "it is gone here", "get a new one with: shipkey keys new", key, r.End, err, opts.Now())
 }
 
 // confirmRemove asks on the terminal whether to remove key (keys rm
 // without --yes); without a terminal it refuses.
 func confirmRemove(ios *iostreams, key store.Key) (bool, error) {
-	label := key.Shown().String()
+	label := key.Shown()
 	if !ios.StdinTTY {
 		return false, usageErrorf("not removing API key %s without confirmation: no terminal to ask on; pass --yes", label)
 	}
-	fmt.Fprintf(ios.ErrOut, "Remove API key %s and its secrets? [y/N] ", label)
+	ios.ErrText().Print(text.Cleanf("Remove API key %s and its secrets? [y/N] ", label))
 	answer, err := ios.ReadLine()
 	if err != nil {
 		answer = ""
@@ -656,7 +656,7 @@ func confirmRemove(ios *iostreams, key store.Key) (bool, error) {
 	case "y", "yes":
 		return true, nil
 	}
-	fmt.Fprintln(ios.ErrOut, "Kept API key "+label)
+	ios.ErrText().Linef("Kept API key %s", label)
 	return false, nil
 }
 
@@ -829,12 +829,13 @@ func (g *grantFlags) readClientFiles() (key, cert []byte, err error) {
 // and then writes a line. Stdin closed without one stores nothing.
 func registerClientKey(ios *iostreams) func(jwks []byte) error {
 	return func(jwks []byte) error {
+		// The public key set is data for a script to register: as it is.
 		fmt.Fprintf(ios.Out, "%s\n", jwks)
 		goAhead := "press Enter"
 		if !ios.StdinTTY {
 			goAhead = "write a line to stdin"
 		}
-		fmt.Fprintf(ios.ErrOut, "Register this public key set with the client (Keycloak: Clients → the client → Credentials: Client Authenticator \"Signed JWT\", Keys → Use JWKS: paste it), then %s.\n", goAhead)
+		ios.ErrText().Linef("Register this public key set with the client (Keycloak: Clients → the client → Credentials: Client Authenticator \"Signed JWT\", Keys → Use JWKS: paste it), then %s.", goAhead)
 		line := make([]byte, 1)
 		for {
 			n, err := ios.In.Read(line)

@@ -110,7 +110,7 @@ func writeKeyShow(w io.Writer, k store.Key, v keyVerdict, now time.Time) error {
 	if !k.CreatedAt.IsZero() {
 		row("Created", when("", k.CreatedAt, now, ""))
 	}
-	fmt.Fprintln(w, "Definition:")
+	tw.Line(text.Trusted("Definition:"))
 	b, err := json.Marshal(k.Definition)
 	if err != nil {
 		return err

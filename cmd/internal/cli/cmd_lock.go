@@ -7,6 +7,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/shipkey/shipkey/internal/text"
 	"github.com/shipkey/shipkey/store"
 	"github.com/shipkey/shipkey/store/unlock"
 )
@@ -56,13 +57,13 @@ renews again. With the OS keyring there is nothing to unlock.`,
 			if err != nil {
 				return err
 			}
-			w := f.IO.ErrOut
+			w := f.IO.ErrText()
 			if state.Backend != store.BackendFile {
-				fmt.Fprintf(w, "shipkey: secrets are in the %s backend: nothing to unlock\n", state.Backend)
+				w.Linef("shipkey: secrets are in the %s backend: nothing to unlock", state.Backend)
 				return nil
 			}
 			if state.Unlocked {
-				fmt.Fprintf(w, "shipkey: already unlocked (%s); shipkey lock locks it\n", keptBy(state.Mechanism))
+				w.Linef("shipkey: already unlocked (%s); shipkey lock locks it", keptBy(state.Mechanism))
 				return nil
 			}
 			if err := st.Unlock(); err != nil {
@@ -74,7 +75,7 @@ renews again. With the OS keyring there is nothing to unlock.`,
 			if !state.Unlocked {
 				return fmt.Errorf("the passphrase is right, but nothing keeps the unlock for other processes: %s", state.Why)
 			}
-			fmt.Fprintf(w, "shipkey: unlocked for %s of inactivity (%s); shipkey lock locks it again\n", store.FormatTimeout(state.Timeout), keptBy(state.Mechanism))
+			w.Linef("shipkey: unlocked for %s of inactivity (%s); shipkey lock locks it again", store.FormatTimeout(state.Timeout), keptBy(state.Mechanism))
 			return nil
 		},
 	}
@@ -99,9 +100,9 @@ of the secrets. Only this store's unlock is forgotten.`,
 				return err
 			}
 			if held {
-				fmt.Fprintln(f.IO.ErrOut, "shipkey: locked; the next use of the secrets file asks its passphrase")
+				f.IO.ErrText().Line(text.Trusted("shipkey: locked; the next use of the secrets file asks its passphrase"))
 			} else {
-				fmt.Fprintln(f.IO.ErrOut, "shipkey: nothing was unlocked")
+				f.IO.ErrText().Line(text.Trusted("shipkey: nothing was unlocked"))
 			}
 			return nil
 		},

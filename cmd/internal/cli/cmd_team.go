@@ -105,14 +105,14 @@ or --yes to pin the roster unchecked.`,
 // and what to do.
 func confirmRoster(opts *teamJoinOptions, teamName string) func([]team.Member) error {
 	return func(ms []team.Member) error {
-		w := opts.IO.ErrOut
-		fmt.Fprintf(w, "Team %s's roster names %s:\n", teamName, plural(len(ms), "1 member", fmt.Sprintf("%d members", len(ms))))
+		w := opts.IO.ErrText()
+		w.Linef("Team %s's roster names %s:", teamName, plural(len(ms), "1 member", fmt.Sprintf("%d members", len(ms))))
 		got := make([]string, len(ms))
 		for i, m := range ms {
 			got[i] = m.Fingerprint()
-			fmt.Fprintf(w, "  %s  %s\n", got[i], text.Safe(m.Name))
+			w.Linef("  %s  %s", got[i], m.Name)
 		}
-		compare := fmt.Sprintf("`shipkey team members %s` on the machine of the member who invited you, in person or on a call (not through etcd)", teamName)
+		compare := text.Cleanf("`shipkey team members %s` on the machine of the member who invited you, in person or on a call (not through etcd)", teamName)
 		refused := func(why string) error {
 			return fmt.Errorf("team %s: not joined, nothing pinned (%s). Fingerprints other than the ones the team's members see mean the roster in etcd is not the team's (someone who can write to etcd may have put another there): do not join; ask the member who invited you to compare them with you over another channel than etcd, and join again once they match", teamName, why)
 		}
@@ -129,13 +129,13 @@ func confirmRoster(opts *teamJoinOptions, teamName string) func([]team.Member) e
 			if !slices.Equal(slices.Compact(want), got) {
 				return refused("its fingerprints are not the ones given with --fingerprint")
 			}
-			fmt.Fprintln(w, "They are the ones given with --fingerprint.")
+			w.Line(text.Trusted("They are the ones given with --fingerprint."))
 			return nil
 		case opts.Yes:
-			fmt.Fprintf(w, "Pinning them unchecked (--yes): compare them with %s.\n", compare)
+			w.Linef("Pinning them unchecked (--yes): compare them with %s.", compare)
 			return nil
 		}
-		fmt.Fprintf(w, "Compare them with %s.\nDo they match? Pin this roster and join? [y/N] ", compare)
+		w.Print(text.Cleanf("Compare them with %s.\nDo they match? Pin this roster and join? [y/N] ", compare))
 		answer, err := opts.IO.ReadLine()
 		if err != nil {
 			answer = ""
@@ -264,7 +264,7 @@ func teamAddRun(ctx context.Context, opts *teamMemberOptions) error {
 		return err
 	}
 	opts.IO.ErrText().Linef("Added %s (%s) to team %s; every key and token is now encrypted to it too", m.Name, m.Recipient, opts.TeamName)
-	fmt.Fprintf(opts.IO.ErrOut, "Its fingerprint is %s: `shipkey team members %s` on that machine must show the same one for itself (marked *); if it does not, the member line was changed on its way to you: remove it (shipkey team remove %s %s)\n",
+	opts.IO.ErrText().Linef("Its fingerprint is %s: `shipkey team members %s` on that machine must show the same one for itself (marked *); if it does not, the member line was changed on its way to you: remove it (shipkey team remove %s %s)",
 		m.Fingerprint(), opts.TeamName, opts.TeamName, text.ShellQuote(m.Name))
 	return nil
 }
@@ -346,18 +346,19 @@ func teamMembersRun(ctx context.Context, opts *teamOptions) error {
 	}
 	here, _ := st.Team(opts.TeamName)
 	tw := tabwriter.NewWriter(opts.IO.Out, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "\tNAME\tFINGERPRINT\tRECIPIENT\tADDED")
+	rows := text.NewWriter(tw)
+	rows.Linef("\tNAME\tFINGERPRINT\tRECIPIENT\tADDED")
 	for _, m := range ms {
 		mark := ""
 		if m.Recipient == here.Recipient {
 			mark = "*"
 		}
-		text.NewWriter(tw).Linef("%s\t%s\t%s\t%s\t%s", mark, m.Name, m.Fingerprint(), m.Recipient, text.Stamp(m.AddedAt))
+		rows.Linef("%s\t%s\t%s\t%s\t%s", mark, m.Name, m.Fingerprint(), m.Recipient, text.Stamp(m.AddedAt))
 	}
 	if err := tw.Flush(); err != nil {
 		return err
 	}
-	fmt.Fprintln(opts.IO.ErrOut, "* this machine")
+	opts.IO.ErrText().Line(text.Trusted("* this machine"))
 	return nil
 }
 
@@ -387,13 +388,14 @@ func teamLsRun(opts *teamOptions) error {
 		return err
 	}
 	if len(teams) == 0 {
-		fmt.Fprintln(opts.IO.ErrOut, "No teams yet: shipkey team init TEAM --etcd URL (or team join)")
+		opts.IO.ErrText().Line(text.Trusted("No teams yet: shipkey team init TEAM --etcd URL (or team join)"))
 		return nil
 	}
 	tw := tabwriter.NewWriter(opts.IO.Out, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "TEAM\tETCD\tRECIPIENT")
+	rows := text.NewWriter(tw)
+	rows.Linef("TEAM\tETCD\tRECIPIENT")
 	for _, t := range teams {
-		text.NewWriter(tw).Linef("%s\t%s\t%s", t.Name, strings.Join(t.Endpoints, ","), t.Recipient)
+		rows.Linef("%s\t%s\t%s", t.Name, strings.Join(t.Endpoints, ","), t.Recipient)
 	}
 	return tw.Flush()
 }
@@ -427,6 +429,6 @@ func teamLeaveRun(ctx context.Context, opts *teamOptions) error {
 		return err
 	}
 	t := opts.TeamName
-	fmt.Fprintf(opts.IO.ErrOut, "Left team %s on this machine. Ask a member to run: shipkey team remove %s NAME (shipkey team members %s shows the names)\n", t, t, t)
+	opts.IO.ErrText().Linef("Left team %s on this machine. Ask a member to run: shipkey team remove %s NAME (shipkey team members %s shows the names)", t, t, t)
 	return nil
 }

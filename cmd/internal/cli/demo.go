@@ -10,6 +10,7 @@ import (
 
 	"github.com/shipkey/shipkey/auth"
 	"github.com/shipkey/shipkey/auth/authtest"
+	"github.com/shipkey/shipkey/internal/text"
 	"github.com/shipkey/shipkey/store"
 	"github.com/spf13/cobra"
 )
@@ -94,10 +95,12 @@ func demoRun(ctx context.Context, opts *demoOptions) error {
 	defer api.Close()
 
 	if opts.Serve {
+		// The realm's settings are data for a script (key: value lines it
+		// parses), written as they are.
 		fmt.Fprintf(opts.IO.Out, "auth_url: %s\nrealm: %s\nclient_id: %s\nclient_secret: %s\nusername: %s\npassword: %s\npublic_client_id: %s\ngrants: %s\napi_url: %s\nci_client_id: %s\nassertion_url: %s\n",
 			srv.URL(), srv.Realm(), authtest.DemoClientID, authtest.DemoClientSecret, authtest.DemoUsername, authtest.DemoPassword,
 			authtest.DemoPublicClientID, grantNames(), api.URL(), authtest.DemoCIClientID, srv.External().URL+"/token")
-		fmt.Fprintln(opts.IO.ErrOut, "Demo server running; stop it with Ctrl-C.")
+		opts.IO.ErrText().Line(text.Trusted("Demo server running; stop it with Ctrl-C."))
 		<-ctx.Done()
 		return nil
 	}
@@ -127,8 +130,8 @@ func demoRun(ctx context.Context, opts *demoOptions) error {
 		return err
 	}
 	defer st.Close()
-	fmt.Fprintf(opts.IO.ErrOut, "Demo API at %s (try: shipkey api %s/v1/shipments)\n", api.URL(), api.URL())
-	fmt.Fprintf(opts.IO.ErrOut, "Demo server at %s (realm %s)\n  client id: %s  client secret: %s\n  username:  %s  password:      %s\n",
+	opts.IO.ErrText().Linef("Demo API at %s (try: shipkey api %s/v1/shipments)", api.URL(), api.URL())
+	opts.IO.ErrText().Linef("Demo server at %s (realm %s)\n  client id: %s  client secret: %s\n  username:  %s  password:      %s",
 		srv.URL(), srv.Realm(), authtest.DemoClientID, authtest.DemoClientSecret, authtest.DemoUsername, authtest.DemoPassword)
 	return opts.RunTUI(ctx, uiOptions{
 		Store: st,

@@ -96,12 +96,12 @@ func exitCode(err error) int {
 
 // errorLine is the one line printed for err: "shipkey: <message>", with any
 // control characters in the message made visible.
-func errorLine(err error) string {
+func errorLine(err error) text.Clean {
 	msg := err.Error()
 	if errors.Is(err, store.ErrBackendMissing) && !strings.Contains(msg, "SHIPKEY_SECRETS") {
 		msg += "; to keep secrets in an encrypted file instead, set SHIPKEY_SECRETS=file"
 	}
-	return "shipkey: " + text.Safe(msg)
+	return text.Cleanf("shipkey: %s", msg)
 }
 
 // credentialsRefused reports whether the server refused the credentials

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/shipkey/shipkey/auth"
+	"github.com/shipkey/shipkey/internal/text"
 	"github.com/shipkey/shipkey/store"
 	"github.com/shipkey/shipkey/store/team"
 )
@@ -185,7 +186,7 @@ func (f *factory) Store() (*store.Store, error) {
 		}
 		if f.IO.ReadSecret != nil {
 			opts.Passphrase = func(prompt string) (string, error) {
-				p, err := f.IO.ReadSecret(prompt)
+				p, err := f.IO.ReadSecret(text.Sanitize(prompt))
 				f.Secrets.Add(p)
 				return p, err
 			}

@@ -247,7 +247,7 @@ func writeInspection(out io.Writer, in inspection, verifyAsked bool, now time.Ti
 	case auth.FormatJWE:
 		w.Line(text.Trusted("Token:     JWE, encrypted (its claims are readable only by its recipient)"))
 		w.Line()
-		writeClaims(out, "Header", d.Header)
+		writeClaims(out, text.Trusted("Header"), d.Header)
 	default:
 		kind := text.Trusted("JWT")
 		if d.Typ != "" {
@@ -271,9 +271,9 @@ func writeInspection(out io.Writer, in inspection, verifyAsked bool, now time.Ti
 			w.Linef("Clock:     %s", f.Warning())
 		}
 		w.Line()
-		writeClaims(out, "Header", d.Header)
+		writeClaims(out, text.Trusted("Header"), d.Header)
 		w.Line()
-		writeClaims(out, "Payload", d.Payload)
+		writeClaims(out, text.Trusted("Payload"), d.Payload)
 		w.Line()
 		w.Linef("Signature: %s", signatureLine(d, in.Verified, verifyAsked))
 	}
@@ -291,8 +291,8 @@ func writeInspection(out io.Writer, in inspection, verifyAsked bool, now time.Ti
 // pastedLiveness is the Server line of a pasted token under --verify.
 const pastedLiveness = "not asked: whether the server still accepts it needs its key (inspect --verify --key LABEL)"
 
-func writeClaims(out io.Writer, title string, claims []auth.Claim) {
-	fmt.Fprintln(out, title)
+func writeClaims(out io.Writer, title text.Clean, claims []auth.Claim) {
+	text.NewWriter(out).Line(title)
 	tw := tabwriter.NewWriter(out, 0, 4, 2, ' ', 0)
 	w := text.NewWriter(tw)
 	for _, c := range claims {
@@ -487,8 +487,8 @@ func labelHint(opts *inspectOptions) {
 		return
 	}
 	if _, err := st.Key(opts.Token); err == nil {
-		fmt.Fprintf(opts.IO.ErrOut, "shipkey: %s is also the label of a key; to inspect its token: shipkey inspect --key %s\n",
-			text.ShellQuote(opts.Token), text.ShellQuote(opts.Token))
+		q := text.ShellQuote(opts.Token)
+		opts.IO.ErrText().Linef("shipkey: %s is also the label of a key; to inspect its token: shipkey inspect --key %s", q, q)
 	}
 }
 

@@ -22,7 +22,7 @@ func TestInspectReadsWhatPeoplePaste(t *testing.T) {
 		ios, out, errOut := testIO(stdin)
 		err := inspectRun(context.Background(), &inspectOptions{IO: ios, Now: func() time.Time { return now }, Token: "-", JSON: json})
 		if err != nil && !silent(err) {
-			errOut.WriteString(errorLine(err))
+			errOut.WriteString(errorLine(err).String())
 		}
 		return out.String(), errOut.String(), exitCode(err)
 	}

@@ -31,7 +31,7 @@ type iostreams struct {
 	// ReadSecret reads one line from the terminal without echo, after
 	// writing prompt to ErrOut. Nil when stdin is not a terminal: no secret
 	// can be asked for.
-	ReadSecret func(prompt string) (string, error)
+	ReadSecret func(prompt text.Clean) (string, error)
 
 	// lines buffers In for line reads, so that several reads share it.
 	lines *bufio.Reader
@@ -50,7 +50,7 @@ func systemIO() *iostreams {
 		StderrTTY: term.IsTerminal(int(os.Stderr.Fd())),
 	}
 	if ios.StdinTTY {
-		ios.ReadSecret = func(prompt string) (string, error) {
+		ios.ReadSecret = func(prompt text.Clean) (string, error) {
 			ios.secretAsked = true
 			return readHidden(os.Stdin, ios.ErrOut, prompt)
 		}
@@ -70,17 +70,20 @@ const exitInterrupted = 130
 // always restored), so ctrl+c arrives as a key, not a signal: it returns
 // errInterrupted; ctrl+d on an empty line returns io.EOF. Backspace and
 // ctrl+u edit; other control keys and escape sequences are ignored.
-func readHidden(in *os.File, out io.Writer, prompt string) (string, error) {
+func readHidden(in *os.File, out io.Writer, prompt text.Clean) (string, error) {
 	fd := int(in.Fd())
-	fmt.Fprint(out, prompt)
+	w := text.NewWriter(out)
+	w.Print(prompt)
 	old, err := term.MakeRaw(fd)
 	if err != nil {
-		fmt.Fprintln(out)
+		w.Line()
 		return "", fmt.Errorf("reading from the terminal: %w", err)
 	}
 	defer func() {
 		_ = term.Restore(fd, old)
-		fmt.Fprint(out, "\r\n") // raw mode: no newline translation until restored
+		// Raw mode: no newline translation until restored. A carriage
+		// return is no text a Writer takes; this one is the program's.
+		_, _ = io.WriteString(out, "\r\n")
 	}()
 	var (
 		line []rune

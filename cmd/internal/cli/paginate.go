@@ -134,7 +134,7 @@ func nextPage(resp *http.Response, v any, nextJQ *gojq.Code, n int, isJSONPage b
 		return resolveNext(base, link, n)
 	}
 	if !isJSONPage {
-		return nil, fmt.Errorf("page %d is not JSON (%s): --paginate-next reads the next page from a JSON body", n, text.Safe(resp.Header.Get("Content-Type")))
+		return nil, text.Errorf("page %d is not JSON (%s): --paginate-next reads the next page from a JSON body", n, resp.Header.Get("Content-Type"))
 	}
 	r, ok := nextJQ.Run(v).Next()
 	if !ok {
@@ -158,7 +158,7 @@ func nextPage(resp *http.Response, v any, nextJQ *gojq.Code, n int, isJSONPage b
 		return withQuery(base, x, n)
 	}
 	b, _ := gojq.Marshal(r)
-	return nil, fmt.Errorf("--paginate-next gave %s on page %d; give a URL, a path, or an object of query parameters", text.Safe(string(b)), n)
+	return nil, text.Errorf("--paginate-next gave %s on page %d; give a URL, a path, or an object of query parameters", string(b), n)
 }
 
 // resolveNext is ref, a next link of page n, resolved against the page's
@@ -169,7 +169,7 @@ func resolveNext(base *url.URL, ref string, n int) (*url.URL, error) {
 		u = base.ResolveReference(u)
 	}
 	if err != nil || (u.Scheme != "https" && u.Scheme != "http") || u.Host == "" {
-		return nil, fmt.Errorf("page %d's next link %s is not an http(s) URL: not followed", n, text.Safe(ref))
+		return nil, text.Errorf("page %d's next link %s is not an http(s) URL: not followed", n, ref)
 	}
 	return u, nil
 }
@@ -196,7 +196,7 @@ func withQuery(base *url.URL, params map[string]any, n int) (*url.URL, error) {
 			q.Set(k, strconv.FormatBool(x))
 		default:
 			b, _ := gojq.Marshal(v)
-			return nil, fmt.Errorf("--paginate-next gave %s for query parameter %s on page %d; give a string or a number", text.Safe(string(b)), text.Safe(k), n)
+			return nil, text.Errorf("--paginate-next gave %s for query parameter %s on page %d; give a string or a number", string(b), k, n)
 		}
 		set = true
 	}

@@ -60,6 +60,9 @@ func (p *progress) run() {
 	}
 }
 
+// draw writes the bar straight to p.w, not through text.Writer: it is the
+// program's own control sequences (carriage return, erase line) and
+// numbers, no untrusted text.
 func (p *progress) draw() {
 	n := p.n.Load()
 	if p.total <= 0 {

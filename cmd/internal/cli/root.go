@@ -12,6 +12,7 @@ import (
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 
+	"github.com/shipkey/shipkey/internal/text"
 	"github.com/shipkey/shipkey/store"
 	"github.com/shipkey/shipkey/store/keys"
 	"github.com/shipkey/shipkey/store/team"
@@ -55,7 +56,7 @@ func runWith(args []string, ios *iostreams, getenv func(string) string) (code in
 		return exitOK
 	}
 	if !silent(err) {
-		fmt.Fprintln(ios.ErrOut, errorLine(err))
+		ios.ErrText().Line(errorLine(err))
 	}
 	return exitCode(err)
 }
@@ -120,7 +121,7 @@ Environment:
 		SilenceUsage:  true,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if !f.IO.IsInteractive() {
-				fmt.Fprint(f.IO.ErrOut, cmd.UsageString())
+				f.IO.ErrText().Print(text.SanitizeLines(cmd.UsageString()))
 				return usageErrorf("not a terminal: run a command (see above), or run shipkey in a terminal for the interactive app")
 			}
 			// One read of the store before the first frame; tui.Run ends

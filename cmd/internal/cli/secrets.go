@@ -66,7 +66,7 @@ func readSecret(ios *iostreams, getenv func(string) string, src secretSource) (s
 	case src.Env != "" && getenv(src.Env) != "":
 		return getenv(src.Env), nil
 	case ios.ReadSecret != nil:
-		s, err = ios.ReadSecret(src.Prompt.String())
+		s, err = ios.ReadSecret(src.Prompt)
 		if err != nil {
 			return "", err
 		}

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"net"
 	"net/http"
 	"os"
@@ -152,7 +151,7 @@ func serveRun(ctx context.Context, opts *serveOptions) error {
 	if err := st.Unlock(); err != nil {
 		return err
 	}
-	followUnlock(st, opts.IO.ErrOut)
+	followUnlock(st, opts.IO.ErrText())
 	// What killed commands left behind is swept here, off the path of
 	// `shipkey token` (whose cost must not grow with the number of keys).
 	sweepCtx, stopSweeping := context.WithCancel(ctx)
@@ -163,19 +162,19 @@ func serveRun(ctx context.Context, opts *serveOptions) error {
 	go func() {
 		defer close(sinksDone)
 		runSinks(sinkCtx, svc, newSinks(st, svc, specs, func(format string, args ...any) {
-			fmt.Fprintf(opts.IO.ErrOut, "shipkey: serve: "+format+"\n", args...)
+			opts.IO.ErrText().Linef("shipkey: serve: "+format, args...)
 		}))
 	}()
 	defer func() { stopSinks(); <-sinksDone }()
 	for _, s := range specs {
-		fmt.Fprintf(opts.IO.ErrOut, "Keeping key %s's token in %s\n", text.Safe(s.Label), text.Safe(s.Path))
+		opts.IO.ErrText().Linef("Keeping key %s's token in %s", s.Label, s.Path)
 	}
 	if opts.Socket == "" {
-		fmt.Fprintln(opts.IO.ErrOut, "Stop with ctrl+c or SIGTERM (the token files are removed)")
+		opts.IO.ErrText().Line(text.Trusted("Stop with ctrl+c or SIGTERM (the token files are removed)"))
 		<-ctx.Done()
 		stopSinks()
 		<-sinksDone
-		fmt.Fprintf(opts.IO.ErrOut, "Stopped keeping token files (%s); removed them\n", stopCause(ctx))
+		opts.IO.ErrText().Linef("Stopped keeping token files (%s); removed them", stopCause(ctx))
 		return nil
 	}
 	ln, err := listenSocket(opts.Socket)
@@ -185,7 +184,7 @@ func serveRun(ctx context.Context, opts *serveOptions) error {
 	srv, fair := newSocketServer(newTokenHandler(st, opts.Keys, opts.Secrets, "serve"), ln, socketServerOptions{
 		IdleTimeout: opts.IdleTimeout, WriteTimeout: opts.WriteTimeout, ConnState: opts.ConnState,
 		Refused: func(uid int) {
-			fmt.Fprintf(opts.IO.ErrOut, "shipkey: serve: refused a connection from uid %d (only uid %d is served)\n", uid, ln.uid)
+			opts.IO.ErrText().Linef("shipkey: serve: refused a connection from uid %d (only uid %d is served)", uid, ln.uid)
 		},
 	})
 	served := make(chan error, 1)
@@ -194,7 +193,7 @@ func serveRun(ctx context.Context, opts *serveOptions) error {
 	}()
 	what := "all keys"
 	if len(opts.Keys) > 0 {
-		what = "keys " + text.Safe(strings.Join(opts.Keys, ", "))
+		what = "keys " + strings.Join(opts.Keys, ", ")
 	}
 	opts.IO.ErrText().Linef("Serving tokens of %s on %s (stop with ctrl+c or SIGTERM)", what, opts.Socket)
 
@@ -242,7 +241,7 @@ func checkSinks(values []string, svc *keys.Service) ([]sinkSpec, error) {
 			return nil, err
 		}
 		if key.Connection.DPoP {
-			return nil, usageErrorf("--sink %s: key %s's tokens are DPoP-bound, useless without a proof per request; programs get both from the token socket (POST /v1/proof)", text.Safe(s.Path), text.Safe(s.Label))
+			return nil, usageErrorf("--sink %s: key %s's tokens are DPoP-bound, useless without a proof per request; programs get both from the token socket (POST /v1/proof)", s.Path, s.Label)
 		}
 		if err := checkSinkPath(s.Path); err != nil {
 			return nil, err
@@ -272,16 +271,16 @@ func sinkNotSocket(specs []sinkSpec, socket string) error {
 // followUnlock has serve's unlock of the file backend end with the
 // session's (store.FollowSession) and says each change in one line: a lock
 // once, when a use finds it, and the unlock again.
-func followUnlock(st *store.Store, errOut io.Writer) {
+func followUnlock(st *store.Store, errOut text.Writer) {
 	following, why := st.FollowSession(func(locked bool) {
 		if locked {
-			fmt.Fprintln(errOut, "shipkey: serve: the store is locked (its unlock ended: idle timeout, 2 h maximum or shipkey lock); tokens already handed out are served while valid, renewals answer 503 until you run `shipkey unlock`")
+			errOut.Line(text.Trusted("shipkey: serve: the store is locked (its unlock ended: idle timeout, 2 h maximum or shipkey lock); tokens already handed out are served while valid, renewals answer 503 until you run `shipkey unlock`"))
 		} else {
-			fmt.Fprintln(errOut, "shipkey: serve: the store is unlocked again; renewals resume")
+			errOut.Line(text.Trusted("shipkey: serve: the store is unlocked again; renewals resume"))
 		}
 	})
 	if !following && why != "" {
-		text.NewWriter(errOut).Linef("shipkey: serve: the secrets file stays unlocked in this process until serve stops (%s)", why)
+		errOut.Linef("shipkey: serve: the secrets file stays unlocked in this process until serve stops (%s)", why)
 	}
 }
 

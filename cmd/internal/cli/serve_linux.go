@@ -122,9 +122,9 @@ func checkDirOwner(d string, uid int, what string) error {
 	sticky := fi.Mode()&os.ModeSticky != 0 && owner == 0
 	switch {
 	case owner != 0 && owner != uid:
-		return fmt.Errorf("%s %s, which belongs to uid %d; use a directory of your own", what, text.Safe(d), owner)
+		return text.Errorf("%s %s, which belongs to uid %d; use a directory of your own", what, d, owner)
 	case perm&0o022 != 0 && !sticky:
-		return fmt.Errorf("%s %s, which other users can write (mode %04o); use a directory only you or root can change (chmod go-w %s)", what, text.Safe(d), perm, text.ShellQuote(d))
+		return text.Errorf("%s %s, which other users can write (mode %04o); use a directory only you or root can change (chmod go-w %s)", what, d, perm, text.ShellQuote(d))
 	}
 	return nil
 }

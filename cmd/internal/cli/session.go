@@ -408,6 +408,7 @@ func tokenRun(ctx context.Context, opts *tokenOptions) error {
 		}
 		_, err = io.WriteString(opts.IO.Out, line)
 	case opts.Header:
+		// The header is data for a script (the token whole), not prose.
 		_, err = fmt.Fprintln(opts.IO.Out, "Authorization: "+ts.Header())
 	default:
 		err = writeToken(opts.IO.Out, opts.Output, tok.Name, jkt, x, ts)
@@ -479,7 +480,7 @@ func logoutRun(ctx context.Context, opts *logoutOptions) error {
 		return err // a local failure (or etcd's): nothing was dropped
 	}
 	if res.Already {
-		fmt.Fprintf(opts.IO.ErrOut, "%s was already logged out; no session to end (%s)\n", res.Subject.Title(), res.Next)
+		opts.IO.ErrText().Linef("%s was already logged out; no session to end (%s)", res.Subject.Title(), res.Next)
 		return nil
 	}
 	var refused *store.EndRefusedError
@@ -494,14 +495,14 @@ func logoutRun(ctx context.Context, opts *logoutOptions) error {
 		return fmt.Errorf("%s here (no token is handed out), but %s; ending it is pending, its tokens kept only for that: run shipkey logout %s to try again: %w",
 			"Logged out "+res.Subject.String(), keys.EndFailure(err), text.ShellQuote(res.Subject.Label), err)
 	}
-	return reportEnd(opts.IO.ErrOut, "Logged out "+res.Subject.String()+res.Subject.Reach(), res.Dropped, res.Next, res.Key, res.End, nil, opts.Now())
+	return reportEnd(opts.IO.ErrText(), "Logged out "+res.Subject.String()+res.Subject.Reach(), res.Dropped, res.Next, res.Key, res.End, nil, opts.Now())
 }
 
 // reportEnd says what the server did when a key's session was ended (logout,
 // keys rm), after the local cleanup done says: ended it (exit 0), offers no
 // way to (exit 0, with a warning that the tokens stay valid at the server
 // until they expire), or refused or could not be reached (exit 1).
-func reportEnd(w io.Writer, done, dropped, next string, key store.Key, res auth.EndResult, err error, now time.Time) error {
+func reportEnd(w text.Writer, done, dropped, next string, key store.Key, res auth.EndResult, err error, now time.Time) error {
 	switch {
 	case err != nil:
 		what := "the server refused to end the session"
@@ -517,13 +518,13 @@ func reportEnd(w io.Writer, done, dropped, next string, key store.Key, res auth.
 		if res.AlreadyEnded {
 			how = "the server said the session had already ended"
 		}
-		fmt.Fprintf(w, "%s: %s (%s)\n", done, how, next)
+		w.Linef("%s: %s (%s)", done, how, next)
 	default:
 		until := ""
 		if exp := key.Token.AccessExpiry(); !exp.IsZero() && now.Before(exp) {
 			until = " (the access token until " + text.Stamp(exp) + ")"
 		}
-		fmt.Fprintf(w, "%s: %s; the server offers no way to end a session, so the tokens stay valid there until they expire%s (%s)\n",
+		w.Linef("%s: %s; the server offers no way to end a session, so the tokens stay valid there until they expire%s (%s)",
 			done, dropped, until, next)
 	}
 	return nil

@@ -73,7 +73,7 @@ func parseSinks(values []string, svc *keys.Service) ([]sinkSpec, error) {
 				break
 			}
 			if firstErr == nil {
-				firstErr = fmt.Errorf("--sink %s: %w", text.Safe(v), err)
+				firstErr = text.Errorf("--sink %s: %w", v, err)
 			}
 		}
 		switch {
@@ -89,7 +89,7 @@ func parseSinks(values []string, svc *keys.Service) ([]sinkSpec, error) {
 		}
 		spec.Path = abs
 		if slices.ContainsFunc(out, func(s sinkSpec) bool { return s.Path == abs }) {
-			return nil, usageErrorf("--sink %s: that file is named twice; one key a file", text.Safe(abs))
+			return nil, usageErrorf("--sink %s: that file is named twice; one key a file", abs)
 		}
 		out = append(out, spec)
 	}
@@ -103,30 +103,30 @@ func parseSinks(values []string, svc *keys.Service) ([]sinkSpec, error) {
 // special file.
 func checkSinkPath(path string) error {
 	dir := filepath.Dir(path)
-	show := text.Safe(path)
+	show := text.Sanitize(path)
 	fi, err := os.Stat(dir)
 	switch {
 	case errors.Is(err, fs.ErrNotExist):
-		return fmt.Errorf("token file %s: the directory %s does not exist; create it (mkdir -m 700 %s) or name another", show, text.Safe(dir), text.ShellQuote(dir))
+		return text.Errorf("token file %s: the directory %s does not exist; create it (mkdir -m 700 %s) or name another", show, dir, text.ShellQuote(dir))
 	case err != nil:
-		return fmt.Errorf("token file %s: %v", show, unwrapExecError(err))
+		return text.Errorf("token file %s: %v", show, unwrapExecError(err))
 	case !fi.IsDir():
-		return fmt.Errorf("token file %s: %s is not a directory", show, text.Safe(dir))
+		return text.Errorf("token file %s: %s is not a directory", show, dir)
 	}
-	if err := checkDirOwner(dir, os.Getuid(), "token file "+show+" is in"); err != nil {
+	if err := checkDirOwner(dir, os.Getuid(), "token file "+show.String()+" is in"); err != nil {
 		return err
 	}
-	if err := checkParents(dir, os.Getuid(), "token file "+show); err != nil {
+	if err := checkParents(dir, os.Getuid(), "token file "+show.String()); err != nil {
 		return err
 	}
 	if fi, err := os.Lstat(path); err == nil && !fi.Mode().IsRegular() && fi.Mode()&fs.ModeSymlink == 0 {
-		return fmt.Errorf("token file %s exists and is not a file; remove it or name another", show)
+		return text.Errorf("token file %s exists and is not a file; remove it or name another", show)
 	}
 	// Can a file be made there at all? (A read-only directory, another
 	// user's, a read-only file system: said now, not at the first token.)
 	probe, err := os.CreateTemp(dir, sinkTempPattern(path))
 	if err != nil {
-		return fmt.Errorf("token file %s: cannot write in %s (%v)", show, text.Safe(dir), unwrapExecError(err))
+		return text.Errorf("token file %s: cannot write in %s (%v)", show, dir, unwrapExecError(err))
 	}
 	probe.Close()
 	if err := os.Remove(probe.Name()); err != nil {

@@ -74,7 +74,7 @@ func TestExitCode(t *testing.T) {
 			t.Errorf("exitCode(%v) = %d, want %d", tc.err, got, tc.want)
 		}
 	}
-	if got := errorLine(errors.New("a\nb\x1b[2J")); got != `shipkey: a b\x1b[2J` {
+	if got := errorLine(errors.New("a\nb\x1b[2J")).String(); got != `shipkey: a b\x1b[2J` {
 		t.Errorf("errorLine = %q", got)
 	}
 }
@@ -109,7 +109,7 @@ func TestReadSecret(t *testing.T) {
 
 	ios, _, _ = testIO("")
 	var asked string
-	ios.ReadSecret = func(p string) (string, error) { asked = p; return "from-prompt", nil }
+	ios.ReadSecret = func(p text.Clean) (string, error) { asked = p.String(); return "from-prompt", nil }
 	if s, err := readSecret(ios, func(string) string { return "" }, src); err != nil || s != "from-prompt" || asked != "Password: " {
 		t.Errorf("prompt: %q, %v (asked %q)", s, err, asked)
 	}

@@ -1,7 +1,6 @@
 package cli
 
 import (
-	"fmt"
 	"runtime"
 	"runtime/debug"
 
@@ -84,8 +83,8 @@ when the go command recorded it.`,
 			if d == "" {
 				d = "unknown"
 			}
-			_, err := fmt.Fprintf(f.IO.Out, "shipkey %s\ncommit: %s\nbuilt:  %s\ngo:     %s %s\n", b.Version, c, d, b.GoVersion, b.Platform)
-			return err
+			f.IO.OutText().Linef("shipkey %s\ncommit: %s\nbuilt:  %s\ngo:     %s %s", b.Version, c, d, b.GoVersion, b.Platform)
+			return nil
 		},
 	}
 }
