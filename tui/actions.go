@@ -14,19 +14,7 @@ import (
 // between screens, creating a key, a key's operations, the inspector's and
 // the Request screen's.
 func (m *Model) apply(a action) tea.Cmd {
-	if cmd, ok := m.applyNavigation(a); ok {
-		return cmd
-	}
-	if cmd, ok := m.applyCreate(a); ok {
-		return cmd
-	}
-	if cmd, ok := m.applyKeyOp(a); ok {
-		return cmd
-	}
-	if cmd, ok := m.applyInspect(a); ok {
-		return cmd
-	}
-	cmd, _ := m.applyRequest(a)
+	cmd, _ := firstTaker(a, m.applyNavigation, m.applyCreate, m.applyKeyOp, m.applyInspect, m.applyRequest)
 	return cmd
 }
 

@@ -495,16 +495,21 @@ func (m *Model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 // messages, the key store's answers, the screens' answers; the rest goes
 // to the active screen.
 func (m *Model) dispatch(msg tea.Msg) tea.Cmd {
-	if cmd, ok := m.dispatchTerminal(msg); ok {
-		return cmd
-	}
-	if cmd, ok := m.dispatchKeys(msg); ok {
-		return cmd
-	}
-	if cmd, ok := m.dispatchScreens(msg); ok {
+	if cmd, ok := firstTaker(msg, m.dispatchTerminal, m.dispatchKeys, m.dispatchScreens); ok {
 		return cmd
 	}
 	return m.forward(msg)
+}
+
+// firstTaker is the command of the first handler that takes v (ok), in
+// order; a handler of one concern returns ok false for what is not its.
+func firstTaker[T any](v T, handlers ...func(T) (tea.Cmd, bool)) (cmd tea.Cmd, ok bool) {
+	for _, h := range handlers {
+		if cmd, ok := h(v); ok {
+			return cmd, true
+		}
+	}
+	return nil, false
 }
 
 // dispatchTerminal handles the terminal's messages (size, colours, keys,
