@@ -11,6 +11,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"time"
 
 	"github.com/shipkey/shipkey/auth"
@@ -36,8 +37,8 @@ const assertionCmdTimeout = 30 * time.Second
 func assertionSource(file, cmd string) *auth.AssertionSource {
 	switch {
 	case file != "":
-		return &auth.AssertionSource{From: "the file " + text.Safe(file), Fetch: func(context.Context) (string, error) {
-			return readAssertionFile(file)
+		return &auth.AssertionSource{From: "the file " + text.Safe(file), Fetch: func(ctx context.Context) (string, error) {
+			return readAssertionFile(ctx, file)
 		}}
 	case strings.TrimSpace(cmd) != "":
 		argv := strings.Fields(cmd)
@@ -49,9 +50,12 @@ func assertionSource(file, cmd string) *auth.AssertionSource {
 }
 
 // readAssertionFile reads an assertion file. Its errors name the file and
-// what went wrong, never its contents.
-func readAssertionFile(path string) (string, error) {
-	f, err := os.Open(path)
+// what went wrong, never its contents. It is opened without blocking, so a
+// named pipe (a process substitution kept in a key) with nobody writing
+// reads as empty instead of hanging, and a writer that never finishes is
+// given the time a command is.
+func readAssertionFile(ctx context.Context, path string) (string, error) {
+	f, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NONBLOCK, 0)
 	if err != nil {
 		switch {
 		case errors.Is(err, fs.ErrNotExist):
@@ -62,8 +66,15 @@ func readAssertionFile(path string) (string, error) {
 		return "", errors.New("it cannot be opened")
 	}
 	defer f.Close()
+	deadline, ok := ctx.Deadline()
+	if !ok {
+		deadline = time.Now().Add(assertionCmdTimeout)
+	}
+	_ = f.SetReadDeadline(deadline) // a regular file has none: it does not block
 	b, err := io.ReadAll(io.LimitReader(f, maxAssertion+1))
 	switch {
+	case errors.Is(err, os.ErrDeadlineExceeded):
+		return "", errors.New("nothing finished writing it in time")
 	case err != nil:
 		return "", errors.New("it cannot be read")
 	case len(b) > maxAssertion:
@@ -84,20 +95,29 @@ func runAssertionCmd(ctx context.Context, argv []string) (string, error) {
 	cmd.WaitDelay = time.Second
 	out := &limitedBuffer{max: maxAssertion}
 	cmd.Stdout = out
-	if err := cmd.Run(); err != nil {
+	err := cmd.Run()
+	if out.over {
+		// Checked first: a command stopped by the full pipe dies of SIGPIPE.
+		return "", fmt.Errorf("it printed more than %d KiB", maxAssertion>>10)
+	}
+	if errors.Is(err, exec.ErrWaitDelay) {
+		// It exited 0 and left a child holding its stdout (a helper that
+		// starts an agent): what it printed until then is its answer.
+		err = nil
+	}
+	if err != nil {
 		var exit *exec.ExitError
 		switch {
 		case errors.Is(err, exec.ErrNotFound), errors.Is(err, fs.ErrNotExist):
 			return "", errors.New("it was not found")
+		case ctx.Err() == context.DeadlineExceeded && len(bytes.TrimSpace(out.b)) > 0:
+			return "", fmt.Errorf("it printed but did not exit within %s (its output is taken once it exits)", assertionCmdTimeout)
 		case ctx.Err() == context.DeadlineExceeded:
 			return "", fmt.Errorf("it printed nothing within %s", assertionCmdTimeout)
 		case errors.As(err, &exit):
 			return "", fmt.Errorf("it exited with status %d", exit.ExitCode())
 		}
 		return "", errors.New("it could not be run")
-	}
-	if out.over {
-		return "", fmt.Errorf("it printed more than %d KiB", maxAssertion>>10)
 	}
 	if len(bytes.TrimSpace(out.b)) == 0 {
 		return "", errors.New("it printed nothing")
@@ -106,6 +126,8 @@ func runAssertionCmd(ctx context.Context, argv []string) (string, error) {
 }
 
 // limitedBuffer keeps the first max bytes written to it and notes more.
+// It takes all it is given, so a command that prints more ends on its own
+// instead of dying of a closed pipe.
 type limitedBuffer struct {
 	b    []byte
 	max  int
@@ -115,7 +137,8 @@ type limitedBuffer struct {
 func (l *limitedBuffer) Write(p []byte) (int, error) {
 	if room := l.max - len(l.b); len(p) > room {
 		l.over = true
-		p = p[:max(room, 0)]
+		l.b = append(l.b, p[:max(room, 0)]...)
+		return len(p), nil
 	}
 	l.b = append(l.b, p...)
 	return len(p), nil
@@ -139,7 +162,9 @@ func (k keySecrets) authOf(d Definition) auth.ClientAuth {
 
 // CheckAssertionSources checks the sources d's grant and client
 // authentication need, one of file or command each, and none that they do
-// not; a file's path is made absolute (renewals run from any directory).
+// not; a file's path, and a command's program given by a relative path
+// (./ci/token), are made absolute (renewals run from any directory), a
+// leading ~/ the home directory.
 func CheckAssertionSources(d *Definition) error {
 	for _, src := range []struct {
 		file, cmd *string
@@ -163,12 +188,32 @@ func CheckAssertionSources(d *Definition) error {
 		case *src.file != "" && *src.cmd != "":
 			return errors.New("pass " + src.flags + ", not both")
 		case *src.file != "":
-			abs, err := filepath.Abs(*src.file)
+			abs, err := absPath(*src.file)
 			if err != nil {
 				return err
 			}
 			*src.file = abs
+		case strings.ContainsRune(strings.Fields(*src.cmd)[0], filepath.Separator):
+			prog := strings.Fields(*src.cmd)[0]
+			abs, err := absPath(prog)
+			if err != nil {
+				return err
+			}
+			*src.cmd = abs + (*src.cmd)[len(prog):]
 		}
 	}
 	return nil
+}
+
+// absPath is p made absolute, a leading ~/ as the home directory: no shell
+// expands it in the app's form, in config.toml or in --assertion-file=~/….
+func absPath(p string) (string, error) {
+	if rest, ok := strings.CutPrefix(p, "~"+string(filepath.Separator)); ok {
+		home, err := os.UserHomeDir()
+		if err != nil {
+			return "", err
+		}
+		return filepath.Join(home, rest), nil
+	}
+	return filepath.Abs(p)
 }

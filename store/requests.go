@@ -1,6 +1,7 @@
 package store
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -87,6 +88,8 @@ var ErrRequestsDamaged = errors.New("request history damaged")
 type RequestHistory struct {
 	path string
 	now  func() time.Time
+	// limit bounds what is read of the file (0: maxRequestsFile; tests).
+	limit int64
 }
 
 // NewRequestHistory is the history kept in the file at path (tests; a
@@ -191,6 +194,13 @@ func (h *RequestHistory) change(label string, fn func(*KeyRequests)) (*KeyReques
 	}
 	defer lock.release()
 	doc, readErr := h.read()
+	if readErr != nil {
+		if _, err := os.Lstat(h.path); err == nil {
+			// Not read, and not moved aside (too large, unreadable): a
+			// write would replace every key's requests with this one.
+			return nil, fmt.Errorf("%w; nothing was written over it", readErr)
+		}
+	}
 	k := doc.Keys[label]
 	if k == nil {
 		k = &KeyRequests{}
@@ -233,7 +243,7 @@ func (h *RequestHistory) readAside(aside bool) (requestsDoc, error) {
 	if err != nil {
 		return doc, fileError("read", h.path, err)
 	}
-	data, err := readLimited(f, maxRequestsFile)
+	data, err := readLimited(f, cmp.Or(h.limit, maxRequestsFile))
 	f.Close()
 	if err != nil {
 		return doc, fileError("read", h.path, err)

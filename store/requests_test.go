@@ -267,3 +267,29 @@ func TestRequestHistoryFollowsARename(t *testing.T) {
 		t.Fatalf("the damaged file was changed by a rename: %v %q", err, data)
 	}
 }
+
+// A history that cannot be read and was not moved aside (here: larger than
+// the reader takes) is not written over: a new request is refused, in one
+// line, and every key's requests stay in the file.
+func TestRequestHistoryUnreadableNotOverwritten(t *testing.T) {
+	t.Parallel()
+	path := filepath.Join(t.TempDir(), RequestsFile)
+	h := NewRequestHistory(path, newClock().Now)
+	for i := range 5 {
+		if _, err := h.Record(fmt.Sprintf("key%d", i), Request{Method: "GET", URL: "/v1/shipments"}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	before, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	h.limit = int64(len(before)) - 1
+	_, err = h.Record("key9", Request{Method: "GET", URL: "/v1/other"})
+	if err == nil || strings.Contains(err.Error(), "\n") {
+		t.Fatalf("Record on a history it cannot read: %v, want one line", err)
+	}
+	if after, _ := os.ReadFile(path); string(after) != string(before) {
+		t.Fatalf("the history was written over:\n%s", after)
+	}
+}

@@ -8,6 +8,7 @@ import (
 
 	"charm.land/bubbles/v2/key"
 	tea "charm.land/bubbletea/v2"
+	"charm.land/lipgloss/v2"
 
 	"github.com/shipkey/shipkey/auth"
 	"github.com/shipkey/shipkey/internal/text"
@@ -187,16 +188,22 @@ func (a *activity) View() string { return a.pane.view(a.content()) }
 func (a *activity) content() string {
 	s := a.c.styles
 	var b strings.Builder
+	// The notices wrap (a narrow terminal cuts only the entries' lines).
+	say := func(st lipgloss.Style, msg string) {
+		for _, l := range wrapStyled(st, msg, a.pane.width) {
+			b.WriteString(l + "\n")
+		}
+	}
 	switch {
 	case a.off:
-		b.WriteString(s.Subtle.Render("The audit trail is off (SHIPKEY_AUDIT=off): hand-outs are not recorded.") + "\n")
+		say(s.Subtle, "The audit trail is off (SHIPKEY_AUDIT=off): hand-outs are not recorded.")
 		return b.String()
 	case a.err != "":
-		b.WriteString(s.Error.Render("Cannot read the audit trail: "+a.err) + "\n")
+		say(s.Error, "Cannot read the audit trail: "+a.err)
 	case !a.read:
-		b.WriteString(s.Subtle.Render("Reading the audit trail…") + "\n")
+		say(s.Subtle, "Reading the audit trail…")
 	case len(a.entries) == 0:
-		b.WriteString(s.Subtle.Render("No hand-out yet. Tokens handed out by shipkey appear here as they happen.") + "\n")
+		say(s.Subtle, "No hand-out yet. Tokens handed out by shipkey appear here as they happen.")
 	default:
 		b.WriteString(s.Subtle.Render(fmt.Sprintf("Hand-outs, newest first (%d shown) · shipkey audit lists them all", len(a.entries))) + "\n")
 	}

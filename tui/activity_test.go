@@ -128,3 +128,13 @@ func TestActivityScreenWhenTheTrailIsOff(t *testing.T) {
 	h.press("5")
 	h.mustShow("The audit trail is off (SHIPKEY_AUDIT=off)")
 }
+
+// At 40 columns the screen's notice wraps rather than losing its end (what
+// it says of the trail), as the entries' lines are cut.
+func TestActivityScreenNoticeWrapsWhenNarrow(t *testing.T) {
+	t.Parallel()
+	h := newHarness(t, func(f *fakeStore) { f.add("demo", "demo", time.Time{}) })
+	h.send(windowSize(40, 10))
+	h.press("5")
+	h.mustShow("recorded.")
+}

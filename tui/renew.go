@@ -23,11 +23,19 @@ import (
 // keys on a tick. A renewal goes through Backend.Refresh (the key service)
 // as the details screen's; at most renewInFlight run at a time; a failure
 // marks the key's row and says so on the status line, and that key is not
-// renewed again until its tokens change (no retry storm). The details
+// renewed again until its tokens change (no retry storm), but for a
+// failure that may pass (the realm unreachable, slow or failing: a laptop
+// waking before its network), tried again halfway to its deadline, while
+// that is at least renewRetryMin away (a few tries in the last 30 s of a
+// token, not one a tick). The details
 // screen renews its own key while it is shown (it says "refreshing…").
 
 // renewInFlight bounds the background renewals running at once.
 const renewInFlight = 2
+
+// renewRetryMin is the shortest wait before a renewal that failed in a
+// way that may pass is tried again (halfway to the key's deadline).
+const renewRetryMin = 2 * time.Second
 
 // renewEntry is one due renewal: a key (its row in the key list) due at at
 // (Unix nanoseconds) for the deadline it was computed from (dl: its low 32
@@ -68,6 +76,19 @@ type renewals struct {
 type renewFailure struct {
 	deadline int64
 	why      string
+	// retryAt: a failure that may pass is tried again then (Unix
+	// nanoseconds); 0: not until the key's tokens change.
+	retryAt int64
+}
+
+// retryable reports whether a renewal that failed with err may work later
+// with nothing changed: the realm was unreachable, slow or failing.
+func retryable(err error) bool {
+	switch auth.KindOf(err) {
+	case auth.KindNetwork, auth.KindTimeout, auth.KindServer:
+		return true
+	}
+	return false
 }
 
 // renewTickMsg is the renewal timer's.
@@ -213,8 +234,8 @@ func (m *Model) startDueRenewals() tea.Cmd {
 }
 
 // renewDue is the row of due entry e when its key is to be renewed now:
-// not when e is stale, the key renews already or failed for this deadline,
-// or its refresh token ended; the key on the details screen is looked at
+// not when e is stale, the key is held (renewing already, or failed for
+// this deadline and not due for a retry), or its refresh token ended; the key on the details screen is looked at
 // again in a second.
 func (m *Model) renewDue(e renewEntry, now int64) (*KeyRow, bool) {
 	r := &m.renew
@@ -222,11 +243,10 @@ func (m *Model) renewDue(e renewEntry, now int64) (*KeyRow, bool) {
 		return nil, false
 	}
 	row := m.keys.row(e.row)
-	label, deadline := row.label, rowDeadline(row)
-	if f, ok := r.failed[row.id]; ok && f.deadline == deadline || r.inflight[label] {
+	if r.held(row, e, now) {
 		return nil, false
 	}
-	if m.active == screenDetails && m.details.key.Label == label {
+	if m.active == screenDetails && m.details.key.Label == row.label {
 		// The details screen renews it (and says so) on its tick;
 		// looked at again in a second, for when it is closed first.
 		heap.Push(&r.due, renewEntry{at: now + int64(time.Second), row: e.row, dl: e.dl})
@@ -238,6 +258,21 @@ func (m *Model) renewDue(e renewEntry, now int64) (*KeyRow, bool) {
 		return nil, false
 	}
 	return row, true
+}
+
+// held reports whether the key of due entry e (its row) waits: renewing
+// already, or failed for this deadline and not due for a retry yet (whose
+// entry is kept: a list read again since dropped it with the old heap).
+func (r *renewals) held(row *KeyRow, e renewEntry, now int64) bool {
+	f, ok := r.failed[row.id]
+	failed := ok && f.deadline == rowDeadline(row)
+	if !(failed && (f.retryAt == 0 || now < f.retryAt) || r.inflight[row.label]) {
+		return false
+	}
+	if failed && f.retryAt > now {
+		heap.Push(&r.due, renewEntry{at: f.retryAt, row: e.row, dl: e.dl})
+	}
+	return true
 }
 
 // renewCmd renews label's key through the backend.
@@ -258,7 +293,13 @@ func (m *Model) handleRenewed(msg renewedMsg) tea.Cmd {
 	delete(m.renew.inflight, msg.label)
 	if msg.err != nil {
 		why := errText(msg.err)
-		m.renew.failed[msg.id] = renewFailure{deadline: msg.deadline, why: why}
+		f := renewFailure{deadline: msg.deadline, why: why}
+		now := m.c.now.UnixNano()
+		if row, ok := m.keys.indexOf(msg.label); ok && retryable(msg.err) && time.Duration(msg.deadline-now)/2 >= renewRetryMin {
+			f.retryAt = now + (msg.deadline-now)/2
+			heap.Push(&m.renew.due, renewEntry{at: f.retryAt, row: int32(row), dl: uint32(msg.deadline)})
+		}
+		m.renew.failed[msg.id] = f
 		m.notice = text.Cleanf("could not renew API key %q: %s", msg.label, why)
 		return m.startDueRenewals()
 	}

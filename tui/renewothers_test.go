@@ -107,9 +107,9 @@ func TestRenewalRunsAheadOfWhicheverEndsFirst(t *testing.T) {
 }
 
 // A failed renewal says so on the status line and on the key's row, and
-// is not tried again while the key's tokens stay the same: no retry storm,
-// however often the timer fires. A key without a way to renew (logged
-// out) is never tried.
+// one that retrying cannot fix is not tried again while the key's tokens
+// stay the same: no retry storm, however often the timer fires. A key
+// without a way to renew (logged out) is never tried.
 func TestFailedRenewalShowsAndIsNotRetried(t *testing.T) {
 	t.Parallel()
 	h := newHarness(t, func(f *fakeStore) {
@@ -118,7 +118,7 @@ func TestFailedRenewalShowsAndIsNotRetried(t *testing.T) {
 		k := f.keys["gone"]
 		k.LoggedOut = true
 		f.keys["gone"] = k
-		f.refreshErr = &auth.Error{Kind: auth.KindServer, Op: "refresh", Msg: "server error"}
+		f.refreshErr = &auth.Error{Kind: auth.KindInvalidClient, Op: "refresh", Msg: "the client secret is wrong"}
 	})
 	h.press("2")
 	h.clock.Advance(4*time.Minute + 31*time.Second)
@@ -242,5 +242,57 @@ func TestDetailsKeyRenewedOnceByItsScreen(t *testing.T) {
 	}
 	if got := refreshes(h.st); !slices.Contains(got[2:], "prod") || !slices.Contains(got[2:], "staging") {
 		t.Fatalf("after auto-refresh was turned on again: %q", got)
+	}
+}
+
+// A renewal that failed in a way that may pass (the realm unreachable: a
+// laptop waking before its network) is tried again halfway to the key's
+// deadline, a few times in its last 30 s and never once a tick; once the
+// realm answers, the key is renewed and its row no longer says it failed.
+// Before, the key was left to expire in the open app.
+func TestRenewalTriedAgainAfterANetworkFailure(t *testing.T) {
+	t.Parallel()
+	h := newHarness(t, func(f *fakeStore) {
+		f.add("prod", "demo", time.Time{}) // access 5 min: due at 4:30
+		f.refreshErr = &auth.Error{Kind: auth.KindNetwork, Op: "refresh", Msg: "cannot reach auth.example.com"}
+	})
+	h.press("2")
+	h.clock.Advance(4*time.Minute + 30*time.Second)
+	fire[renewTickMsg](h)
+	if got := refreshes(h.st); len(got) != 1 {
+		t.Fatalf("renewed %q at 4:30; want prod once", got)
+	}
+	h.mustShow("could not renew API key \"prod\"")
+	// Ticks until the expiry while the realm is down: a few tries, each
+	// halfway to 5:00, none more often.
+	for range 30 {
+		h.clock.Advance(time.Second)
+		fire[renewTickMsg](h)
+		fire[tickMsg](h)
+	}
+	n := len(refreshes(h.st))
+	if n < 2 || n > 5 {
+		t.Fatalf("%d tries in the 30 s before the expiry while the realm was down; want a few (2–5)", n)
+	}
+	// The realm answers again before the expiry: the next try renews.
+	h = newHarness(t, func(f *fakeStore) {
+		f.add("prod", "demo", time.Time{})
+		f.refreshErr = &auth.Error{Kind: auth.KindNetwork, Op: "refresh", Msg: "cannot reach auth.example.com"}
+	})
+	h.press("2")
+	h.clock.Advance(4*time.Minute + 30*time.Second)
+	fire[renewTickMsg](h)
+	h.st.mu.Lock()
+	h.st.refreshErr = nil
+	h.st.mu.Unlock()
+	for range 20 {
+		h.clock.Advance(time.Second)
+		fire[renewTickMsg](h)
+	}
+	if got := refreshes(h.st); len(got) != 2 {
+		t.Fatalf("renewals %q; want the failed one and one that worked", got)
+	}
+	if r := rowOf(h, "prod"); strings.Contains(r, "renewal failed") || !strings.Contains(r, "in 4:5") {
+		t.Errorf("prod's row after the realm came back: %q", r)
 	}
 }

@@ -179,6 +179,13 @@ func (actUnlock) isAction()          {}
 func (actUnlockCancelled) isAction() {}
 
 func (u *unlockPrompt) Update(msg tea.Msg) (action, tea.Cmd) {
+	if p, ok := msg.(tea.PasteMsg); ok && u.state != unlockRunning {
+		// A paste is taken as the terminal prompt takes it: its first
+		// line. The field made a line break a space, so a copied line's
+		// newline left "pass " here and "pass" at every later prompt.
+		line, _, _ := strings.Cut(p.Content, "\n")
+		msg = tea.PasteMsg{Content: strings.TrimSuffix(line, "\r")}
+	}
 	k, ok := msg.(tea.KeyPressMsg)
 	if !ok || u.state == unlockRunning {
 		if u.state == unlockRunning {
@@ -245,8 +252,9 @@ func (u *unlockPrompt) View() string {
 	b.WriteString("\n")
 	why := "It unlocks the secrets file " + u.keyFile + ", which keeps your API keys' secrets."
 	if u.ask == store.AskNewPassphrase {
-		why = "The secrets of your API keys are kept encrypted with it in " + u.keyFile +
-			". shipkey asks it again when the unlock times out; a lost passphrase cannot be recovered."
+		// The warning first: at 40×10 the end of the text is cut.
+		why = "A lost passphrase cannot be recovered. The secrets of your API keys are kept encrypted with it in " + u.keyFile +
+			"; shipkey asks it again when the unlock times out."
 	}
 	b.WriteString(indentWrapped(why, 2, u.width, s.Subtle.Render))
 	return fitBlock(b.String(), u.width, u.height)

@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	tea "charm.land/bubbletea/v2"
 	"github.com/shipkey/shipkey/store"
 )
 
@@ -141,7 +142,7 @@ func TestUnlockThatAsksNothing(t *testing.T) {
 }
 
 // The passphrase field, its error and the why fit exactly down to 40×10,
-// the field in sight.
+// the field and the warning that a lost passphrase is lost in sight.
 func TestUnlockFieldFitsDownTo40x10(t *testing.T) {
 	t.Parallel()
 	for _, size := range [][2]int{{40, 10}, {60, 15}, {80, 24}} {
@@ -153,6 +154,26 @@ func TestUnlockFieldFitsDownTo40x10(t *testing.T) {
 		h.typeText("two")
 		h.press("enter")
 		fitsExactly(t, h.view(), size[0], size[1])
-		h.mustShow("New passphrase", "do not match")
+		h.mustShow("New passphrase", "do not match", "lost passphrase cannot be recovered")
+	}
+}
+
+// A pasted passphrase is taken as the terminal prompt takes it, its first
+// line: a copied line's trailing newline (or CRLF) is not kept. Before, the
+// field made it a space, so a store made in the app with "correct horse\n"
+// pasted twice had the passphrase "correct horse " and never opened at the
+// plain prompt, where the same paste gives "correct horse".
+func TestPastedPassphraseIsItsFirstLine(t *testing.T) {
+	t.Parallel()
+	h, u := unlockHarness(t, store.AskNewPassphrase)
+	h.press("ctrl+s")
+	h.mustShow("New passphrase")
+	h.send(tea.PasteMsg{Content: "correct horse\n"})
+	h.press("enter")
+	h.mustShow("Repeat passphrase")
+	h.send(tea.PasteMsg{Content: "correct horse\r\nsecond line"})
+	h.press("enter")
+	if strings.Join(u.given, ",") != "correct horse" {
+		t.Fatalf("unlocked with %q, want the pasted line alone", u.given)
 	}
 }

@@ -126,6 +126,17 @@ func (p *Provider) Active(token string) (bool, error) {
 	return res.Active, nil
 }
 
+// Issued reports whether the provider issued token (an opaque access
+// token), whether or not it has expired since: unlike Active, it does not
+// race a short-lived token's expiry.
+func (p *Provider) Issued(token string) (bool, error) {
+	var res struct {
+		Issued bool `json:"issued"`
+	}
+	err := getJSON(&http.Client{Timeout: 10 * time.Second}, p.Issuer+"/test/issued?"+url.Values{"token": {token}}.Encode(), &res)
+	return res.Issued, err
+}
+
 func getJSON(c *http.Client, u string, v any) error {
 	resp, err := c.Get(u)
 	if err != nil {

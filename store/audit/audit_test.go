@@ -247,4 +247,67 @@ func TestTailReturnsTheNewest(t *testing.T) {
 	if err != nil || len(got) != 3 || got[0].By != 5002 || got[2].By != 5004 {
 		t.Fatalf("tail 3 of 5: %+v %v", got, err)
 	}
+
+	// Just after a rotation the current file holds one entry: the rest
+	// come from the newest rotated file (the Activity screen does not go
+	// blank).
+	r := audit.Open(t.TempDir(), audit.Options{MaxBytes: 1500, Keep: 3})
+	for i := 0; ; i++ {
+		if _, err := r.Append(entry(i)); err != nil {
+			t.Fatal(err)
+		}
+		if files, _ := r.Files(); len(files) == 2 {
+			break
+		}
+		if i > 100 {
+			t.Fatal("no rotation")
+		}
+	}
+	got, err = r.Tail(3)
+	if err != nil || len(got) != 3 || got[2].By-got[0].By != 2 {
+		t.Fatalf("tail 3 just after a rotation: %+v %v", got, err)
+	}
+}
+
+// TestAppendRefusesALinkInPlaceOfTheFile: someone who can write the trail's
+// directory puts a symbolic link where the current file is; an append
+// neither writes through it nor cuts the target's unfinished last line.
+func TestAppendRefusesALinkInPlaceOfTheFile(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	other := filepath.Join(t.TempDir(), "notes.txt")
+	const notes = "first line\nlast line without its newline"
+	if err := os.WriteFile(other, []byte(notes), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(other, filepath.Join(dir, audit.CurrentFile)); err != nil {
+		t.Fatal(err)
+	}
+	l := audit.Open(dir, audit.Options{})
+	_, err := l.Append(entry(0))
+	if err == nil || !strings.Contains(err.Error(), "symbolic link") {
+		t.Fatalf("append through a link: %v, want a refusal naming the link", err)
+	}
+	if got, _ := os.ReadFile(other); string(got) != notes {
+		t.Fatalf("the link's target became %q", got)
+	}
+}
+
+// Rotation removes the oldest file only once Keep newer ones are rotated:
+// oldest files removed down to fewer than that were removed by someone
+// else, and verify says so rather than start the chain there.
+func TestVerifyFindsOldestFilesRemovedBelowKeep(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	l := audit.Open(dir, audit.Options{MaxBytes: 1500, Keep: 3})
+	appendN(t, l, 24)
+	files, err := l.Files()
+	if err != nil || len(files) != 4 {
+		t.Fatalf("files %v, %v; want 3 rotated and the current one", files, err)
+	}
+	os.Remove(files[0])
+	rep, err := l.Verify()
+	if err != nil || rep.Problem == nil || rep.Problem.File != files[1] || rep.Problem.Line != 1 || !strings.Contains(rep.Problem.Reason, "removed") {
+		t.Fatalf("the oldest rotated file removed: verify found %v, %v; want the first entry of %s", rep.Problem, err, files[1])
+	}
 }

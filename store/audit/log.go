@@ -142,7 +142,7 @@ func (l *Log) Append(e Entry) (Entry, error) {
 		return e, err
 	}
 	defer unlock()
-	f, err := os.OpenFile(l.Path(), os.O_RDWR|os.O_APPEND|os.O_CREATE, 0o600)
+	f, err := l.openCurrent()
 	if err != nil {
 		return e, err
 	}
@@ -321,7 +321,51 @@ func (l *Log) rotate(f *os.File) (*os.File, error) {
 		_ = os.Remove(names[0])
 		names = names[1:]
 	}
-	return os.OpenFile(l.Path(), os.O_RDWR|os.O_APPEND|os.O_CREATE, 0o600)
+	return l.openCurrent()
+}
+
+// openCurrent opens the current file to append to it (made when missing).
+// Only a regular file of that name is taken: a symbolic link or another
+// kind of file put there is refused, not followed, so that an append (and
+// the cut of an unfinished last line) never reaches another file.
+func (l *Log) openCurrent() (*os.File, error) {
+	path := l.Path()
+	notOurs := func(fi fs.FileInfo) error {
+		return fmt.Errorf("%s is not the audit trail's file but %s: move it away (shipkey appends only to a regular file there)", path, fileKind(fi))
+	}
+	if fi, err := os.Lstat(path); err == nil && !fi.Mode().IsRegular() {
+		return nil, notOurs(fi)
+	}
+	f, err := os.OpenFile(path, os.O_RDWR|os.O_APPEND|os.O_CREATE, 0o600)
+	if err != nil {
+		return nil, err
+	}
+	// Made a link between the look and the open: the name must still be
+	// the regular file opened.
+	opened, err := f.Stat()
+	if err == nil {
+		var named fs.FileInfo
+		if named, err = os.Lstat(path); err == nil && (!named.Mode().IsRegular() || !os.SameFile(named, opened)) {
+			err = notOurs(named)
+		}
+	}
+	if err != nil {
+		f.Close()
+		return nil, err
+	}
+	return f, nil
+}
+
+// fileKind names what fi is, for a file that is not a regular one.
+func fileKind(fi fs.FileInfo) string {
+	switch m := fi.Mode(); {
+	case m&fs.ModeSymlink != 0:
+		return "a symbolic link"
+	case m.IsDir():
+		return "a directory"
+	default:
+		return "a special file"
+	}
 }
 
 // Files are the trail's files, oldest first (the current one last, when it

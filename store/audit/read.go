@@ -119,6 +119,11 @@ func (l *Log) Verify() (Report, error) {
 	}
 	rep := Report{Files: files, Anchored: true}
 	c := &chainCheck{rep: &rep, first: true}
+	// Rotation removes a file only once Keep newer ones are rotated: with
+	// fewer, the files before the oldest were removed by someone else.
+	if n := l.rotatedCount(files); n < l.opts.Keep {
+		c.unrotated = fmt.Sprintf("it follows an entry the trail does not hold (files before it were removed: rotation keeps %d rotated files, the trail has %d)", l.opts.Keep, n)
+	}
 	for fi, path := range files {
 		err := c.file(fi, path, fi == len(files)-1)
 		var p *Problem
@@ -130,16 +135,31 @@ func (l *Log) Verify() (Report, error) {
 			return rep, err
 		}
 	}
+	if rep.Problem == nil && c.start != nil {
+		rep.Problem, rep.Entries, c.prev = c.start, 0, ""
+	}
 	rep.Last = c.prev
 	return rep, nil
 }
 
+// rotatedCount is how many of files are rotated ones.
+func (l *Log) rotatedCount(files []string) int {
+	if len(files) > 0 && files[len(files)-1] == l.Path() {
+		return len(files) - 1
+	}
+	return len(files)
+}
+
 // chainCheck is Verify's walk: the report it fills, the hash of the entry
-// before and whether none came yet.
+// before and whether none came yet; unrotated is what to say of a first
+// entry whose predecessor's file is gone when rotation did not remove it
+// ("" when it did), start that problem once found.
 type chainCheck struct {
-	rep   *Report
-	prev  string
-	first bool
+	rep       *Report
+	prev      string
+	first     bool
+	unrotated string
+	start     *Problem
 }
 
 // file checks the entries of path, the fi'th file, oldest first; an
@@ -179,6 +199,10 @@ func (c *chainCheck) link(fi int, path string, n int, e Entry) error {
 		c.first = false
 		if e.Prev != "" && fi == 0 && rotatedNumber(path) > 1 {
 			c.rep.Anchored = false // its predecessor was rotated away
+			if c.unrotated != "" {
+				// Said unless a break further on names the damage.
+				c.start = &Problem{File: path, Line: n, Entry: e, Reason: c.unrotated}
+			}
 		} else if e.Prev != "" {
 			return &Problem{File: path, Line: n, Entry: e, Reason: "it follows an entry the trail does not hold (an entry before it was removed)"}
 		}
@@ -194,25 +218,41 @@ func (c *chainCheck) link(fi int, path string, n int, e Entry) error {
 const tailBytes = 256 << 10
 
 // Tail returns up to n of the newest entries, oldest first, read from the
-// end of the current file only (what a screen that follows the trail
-// shows); lines that are not whole entries are skipped.
+// end of the current file, and of the newest rotated one when the current
+// file holds fewer (just after a rotation): what a screen that follows the
+// trail shows. Lines that are not whole entries are skipped.
 func (l *Log) Tail(n int) ([]Entry, error) {
-	f, err := os.Open(l.Path())
+	out, whole, err := tailOf(l.Path(), n)
+	if err != nil || len(out) >= n || !whole {
+		return out, err
+	}
+	if names, err := l.rotated(); err == nil && len(names) > 0 {
+		if older, _, err := tailOf(names[len(names)-1], n-len(out)); err == nil {
+			out = append(older, out...)
+		}
+	}
+	return out, nil
+}
+
+// tailOf is up to n of the last entries of the file at path, oldest first,
+// and whether the whole file was read (true for a file that is not there).
+func tailOf(path string, n int) ([]Entry, bool, error) {
+	f, err := os.Open(path)
 	if errors.Is(err, os.ErrNotExist) {
-		return nil, nil
+		return nil, true, nil
 	}
 	if err != nil {
-		return nil, err
+		return nil, false, err
 	}
 	defer f.Close()
 	fi, err := f.Stat()
 	if err != nil {
-		return nil, err
+		return nil, false, err
 	}
 	size := min(fi.Size(), tailBytes)
 	buf := make([]byte, size)
 	if _, err := f.ReadAt(buf, fi.Size()-size); err != nil && !errors.Is(err, io.EOF) {
-		return nil, err
+		return nil, false, err
 	}
 	lines := bytes.Split(buf, []byte("\n"))
 	if size < fi.Size() && len(lines) > 0 {
@@ -225,5 +265,5 @@ func (l *Log) Tail(n int) ([]Entry, error) {
 		}
 	}
 	slices.Reverse(out)
-	return out, nil
+	return out, size == fi.Size(), nil
 }

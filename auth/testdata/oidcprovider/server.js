@@ -246,11 +246,19 @@ const jwtBearer = async (ctx) => {
 };
 
 // assertionsSeen are the assertions the token endpoint received
-// (GET /test/assertions lists them).
+// (GET /test/assertions lists them); issuedTokens the opaque access tokens
+// this provider issued (GET /test/issued?token=T says whether T is one,
+// expired or not: a test of a 2 s token checks that it is real without
+// racing its expiry, as introspection would).
 const assertionsSeen = [];
+const issuedTokens = new Set();
 const recordAssertions = async (ctx, next) => {
   if (ctx.method === 'GET' && ctx.path === '/test/assertions') {
     ctx.body = assertionsSeen;
+    return undefined;
+  }
+  if (ctx.method === 'GET' && ctx.path === '/test/issued') {
+    ctx.body = { issued: issuedTokens.has(ctx.query.token) };
     return undefined;
   }
   if (ctx.method === 'POST' && ctx.path === '/token') {
@@ -356,6 +364,9 @@ Promise.all([listening(server), ...(mtlsServer ? [listening(mtlsServer)] : [])])
   }
   if (ciIssuer && ciJWKS) {
     provider.registerGrantType(jwtBearerGrant, jwtBearer, ['assertion', 'scope']);
+  }
+  for (const kind of ['access_token', 'client_credentials']) {
+    provider.on(`${kind}.saved`, (token) => { issuedTokens.add(token.jti); });
   }
   provider.use(recordAssertions);
   provider.use(deviceWithPKCE);

@@ -2,6 +2,7 @@ package cli
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"crypto/tls"
 	"encoding/json"
@@ -568,10 +569,14 @@ func isJSON(ct string) bool {
 	return strings.Contains(ct, "json") || ct == ""
 }
 
-// jqError is a failure of the --jq expression on the answer.
-type jqError struct{ err error }
+// jqError is a failure of the --jq expression on the answer (or of
+// another flag's jq expression: flag names it).
+type jqError struct {
+	err  error
+	flag string // "" for --jq
+}
 
-func (e *jqError) Error() string { return "--jq: " + e.err.Error() }
+func (e *jqError) Error() string { return cmp.Or(e.flag, "--jq") + ": " + e.err.Error() }
 
 // maxJQBody bounds the body --jq reads whole.
 const maxJQBody = 256 << 20
@@ -590,7 +595,7 @@ func decodeAnswer(body io.Reader) (any, error) {
 	dec.UseNumber()
 	var v any
 	if err := dec.Decode(&v); err != nil {
-		return nil, &jqError{fmt.Errorf("the answer is not JSON: %v", err)}
+		return nil, &jqError{err: fmt.Errorf("the answer is not JSON: %v", err)}
 	}
 	return normalizeNumbers(v), nil
 }
@@ -608,7 +613,7 @@ func printJQ(w io.Writer, v any, code *gojq.Code) error {
 			if errors.As(err, &halt) && halt.Value() == nil {
 				return nil
 			}
-			return &jqError{err}
+			return &jqError{err: err}
 		}
 		if s, ok := r.(string); ok {
 			if _, err := fmt.Fprintln(w, s); err != nil {
@@ -618,7 +623,7 @@ func printJQ(w io.Writer, v any, code *gojq.Code) error {
 		}
 		b, err := gojq.Marshal(r)
 		if err != nil {
-			return &jqError{err}
+			return &jqError{err: err}
 		}
 		if _, err := fmt.Fprintf(w, "%s\n", b); err != nil {
 			return err

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"math"
 	"strconv"
 	"strings"
 	"text/tabwriter"
@@ -73,6 +74,9 @@ func parseSince(s string, now time.Time) (time.Time, error) {
 	}
 	if days, ok := strings.CutSuffix(s, "d"); ok {
 		if n, err := strconv.Atoi(days); err == nil && n >= 0 {
+			if n > int(math.MaxInt64/int64(24*time.Hour)) {
+				return time.Time{}, nil // further back than a Duration goes: every entry
+			}
 			return now.Add(-time.Duration(n) * 24 * time.Hour), nil
 		}
 	}
@@ -97,7 +101,15 @@ func auditRun(_ context.Context, opts *auditOptions) error {
 		return err
 	}
 	l := audit.Open(auditDir(st), audit.Options{})
-	enc := json.NewEncoder(opts.IO.Out)
+	out := opts.IO.Out
+	if opts.JSON && opts.IO.StdoutTTY {
+		// JSON escapes C0 controls, not C1 ones (CSI) nor bidi marks: on a
+		// terminal they are made visible, as api does with an answer.
+		safe := text.NewSafeWriter(out)
+		defer safe.Flush()
+		out = safe
+	}
+	enc := json.NewEncoder(out)
 	enc.SetEscapeHTML(false)
 	tw := tabwriter.NewWriter(opts.IO.Out, 0, 0, 2, ' ', 0)
 	n := 0

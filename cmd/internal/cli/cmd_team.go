@@ -2,6 +2,8 @@ package cli
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/base64"
 	"fmt"
 	"slices"
 	"strings"
@@ -146,6 +148,29 @@ func confirmRoster(opts *teamJoinOptions, teamName string) func([]team.Member) e
 	}
 }
 
+// checkFingerprints refuses --fingerprint values that are no fingerprint
+// (a typo, a missing SHA256:, a value left empty) before anything is
+// asked of etcd: they are the person's mistake, not a sign that the roster
+// in etcd is not the team's, which is what a mismatch says.
+func checkFingerprints(fps []string, teamName string) error {
+	given := 0
+	for i, f := range fps {
+		f = strings.TrimSpace(f)
+		if f == "" {
+			continue
+		}
+		given++
+		b64, ok := strings.CutPrefix(f, "SHA256:")
+		if sum, err := base64.RawStdEncoding.DecodeString(b64); !ok || err != nil || len(sum) != sha256.Size {
+			return usageErrorf("--fingerprint value %d is not a member's fingerprint: give SHA256: and 43 characters each, as shipkey team members %s shows them", i+1, teamName)
+		}
+	}
+	if len(fps) > 0 && given == 0 {
+		return usageErrorf("--fingerprint is empty: give each member's SHA256:…, as shipkey team members %s shows them", teamName)
+	}
+	return nil
+}
+
 func teamJoinRun(ctx context.Context, opts *teamJoinOptions) error {
 	tc, err := opts.Conn.conn(opts.TeamName)
 	if err != nil {
@@ -191,12 +216,16 @@ func (opts *teamJoinOptions) check(name string) error {
 	if !store.ValidTeamName(name) {
 		return usageErrorf("team name %s: use letters, digits, - and _ (at most 40)", text.ShellQuote(name))
 	}
-	switch {
-	case opts.Create:
+	if opts.Create {
 		return nil
-	case opts.Yes && len(opts.Fingerprints) > 0:
+	}
+	if opts.Yes && len(opts.Fingerprints) > 0 {
 		return usageErrorf("give either --fingerprint or --yes, not both")
-	case !opts.IO.StdinTTY && !opts.Yes && len(opts.Fingerprints) == 0:
+	}
+	if err := checkFingerprints(opts.Fingerprints, name); err != nil {
+		return err
+	}
+	if !opts.IO.StdinTTY && !opts.Yes && len(opts.Fingerprints) == 0 {
 		return usageErrorf("team join %s: no terminal to ask whether its roster is the team's: pass --fingerprint SHA256:… (each member's, as shipkey team members %s shows them on a member's machine), or --yes to pin it unchecked", name, name)
 	}
 	return nil

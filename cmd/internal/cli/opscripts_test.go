@@ -78,6 +78,7 @@ func TestOpenIDProviderScripts(t *testing.T) {
 			"exits":       cmdExits,
 			"sleep":       cmdSleep,
 			"opactive":    cmdOPActive(p),
+			"opissued":    cmdOPIssued(p),
 			"apiserver":   cmdAPIServer,
 			"bigjson":     cmdBigJSON,
 			"samebody":    cmdSameBody,
@@ -166,6 +167,24 @@ func cmdOPAssertion(p *optest.Provider) func(*testscript.TestScript, bool, []str
 // (RFC 7662 introspection); negated, that it expired or was revoked.
 //
 //	[!] opactive FILE
+//
+// cmdOPIssued checks that the provider issued the token in FILE, expired
+// or not (a 2 s token may have expired before the check runs).
+//
+//	opissued FILE
+func cmdOPIssued(p *optest.Provider) func(*testscript.TestScript, bool, []string) {
+	return func(ts *testscript.TestScript, neg bool, args []string) {
+		if neg || len(args) != 1 {
+			ts.Fatalf("usage: opissued FILE")
+		}
+		issued, err := p.Issued(strings.TrimSpace(ts.ReadFile(args[0])))
+		ts.Check(err)
+		if !issued {
+			ts.Fatalf("the token in %s was not issued by the provider", args[0])
+		}
+	}
+}
+
 func cmdOPActive(p *optest.Provider) func(*testscript.TestScript, bool, []string) {
 	return func(ts *testscript.TestScript, neg bool, args []string) {
 		if len(args) != 1 {

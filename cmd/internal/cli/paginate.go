@@ -178,7 +178,7 @@ func nextPage(resp *http.Response, v any, nextJQ *gojq.Code, n int, isJSONPage b
 	}
 	switch x := r.(type) {
 	case error:
-		return nil, &jqError{fmt.Errorf("--paginate-next on page %d: %v", n, x)}
+		return nil, &jqError{err: fmt.Errorf("on page %d: %v", n, x), flag: "--paginate-next"}
 	case nil:
 		return nil, nil
 	case bool:

@@ -141,6 +141,9 @@ func serveRun(ctx context.Context, opts *serveOptions) error {
 	if err != nil {
 		return err
 	}
+	if err := sinkNotSocket(specs, opts.Socket); err != nil {
+		return err
+	}
 	if opts.Socket != "" {
 		if err := refuseAgentDir(opts.Socket, st.AgentSocket()); err != nil {
 			return err
@@ -227,7 +230,13 @@ func checkSinks(values []string, svc *keys.Service) ([]sinkSpec, error) {
 	if err != nil {
 		return nil, err
 	}
+	configDir, stateDir := svc.Store().Paths()
 	for _, s := range specs {
+		for _, d := range []string{configDir, stateDir} {
+			if pathWithin(s.Path, d) {
+				return nil, usageErrorf("--sink %s: that is in shipkey's own directory %s, whose files a token file would replace; name a file elsewhere", text.Safe(s.Path), text.Safe(d))
+			}
+		}
 		key, err := svc.LocalKey(s.Label)
 		if err != nil {
 			return nil, err
@@ -240,6 +249,24 @@ func checkSinks(values []string, svc *keys.Service) ([]sinkSpec, error) {
 		}
 	}
 	return specs, nil
+}
+
+// sinkNotSocket refuses a token file at the socket's path: the token would
+// replace the socket, which nothing could reach then.
+func sinkNotSocket(specs []sinkSpec, socket string) error {
+	if socket == "" {
+		return nil
+	}
+	abs, err := filepath.Abs(socket)
+	if err != nil {
+		return nil // the socket's own checks say it
+	}
+	for _, s := range specs {
+		if s.Path == abs {
+			return usageErrorf("--sink %s: that is the socket's path (--socket); name another file", text.Safe(s.Path))
+		}
+	}
+	return nil
 }
 
 // followUnlock has serve's unlock of the file backend end with the

@@ -129,7 +129,51 @@ func checkSinkPath(path string) error {
 		return fmt.Errorf("token file %s: cannot write in %s (%v)", show, text.Safe(dir), unwrapExecError(err))
 	}
 	probe.Close()
-	return os.Remove(probe.Name())
+	if err := os.Remove(probe.Name()); err != nil {
+		return err
+	}
+	removeStaleSinkTemps(path, time.Now().Add(-staleSinkTemp))
+	return nil
+}
+
+// staleSinkTemp is the age past which a token file's temporary file is
+// one a killed process left (a live one is renamed within moments).
+const staleSinkTemp = time.Minute
+
+// removeStaleSinkTemps removes the temporary files of path's token file
+// last written before cutoff: a kill -9 between the write and the rename
+// leaves one, holding a token, that nothing else removes.
+func removeStaleSinkTemps(path string, cutoff time.Time) {
+	names, _ := filepath.Glob(filepath.Join(filepath.Dir(path), sinkTempPattern(path)))
+	for _, p := range names {
+		if fi, err := os.Lstat(p); err == nil && fi.Mode().IsRegular() && fi.ModTime().Before(cutoff) {
+			_ = os.Remove(p)
+		}
+	}
+}
+
+// pathWithin reports whether path is dir or in it, symbolic links of
+// either resolved as far as they exist.
+func pathWithin(path, dir string) bool {
+	if dir == "" {
+		return false
+	}
+	resolve := func(p string) string {
+		p, _ = filepath.Abs(p)
+		for tail := ""; ; {
+			if r, err := filepath.EvalSymlinks(p); err == nil {
+				return filepath.Join(r, tail)
+			}
+			parent := filepath.Dir(p)
+			if parent == p {
+				return filepath.Join(p, tail)
+			}
+			tail = filepath.Join(filepath.Base(p), tail)
+			p = parent
+		}
+	}
+	rel, err := filepath.Rel(resolve(dir), resolve(path))
+	return err == nil && rel != ".." && !strings.HasPrefix(rel, ".."+string(filepath.Separator))
 }
 
 // sinkTempPattern names a token file's temporary files: hidden, beside it.
@@ -178,8 +222,11 @@ type tokenSink struct {
 	say func(format string, args ...any) // one line on stderr
 
 	written *auth.TokenSet // the token in the file; nil: no file
-	file    os.FileInfo    // the file as written: removed only while it is that file
-	failed  string         // the failure said last ("" after a success)
+	// recorded is the token last recorded in the audit trail as handed out
+	// to the file.
+	recorded string
+	file     os.FileInfo // the file as written: removed only while it is that file
+	failed   string      // the failure said last ("" after a success)
 	// failedLogin: that failure was a login needed (not said again in other
 	// words while it lasts).
 	failedLogin bool
@@ -253,13 +300,20 @@ func (s *tokenSink) renew(ctx context.Context, key store.Key, ahead time.Duratio
 	}
 	if s.written == nil || ts.AccessToken != s.written.AccessToken {
 		// Each new token the file takes is one hand-out, recorded
-		// before it is written (every hand-out has an entry).
-		if err := s.svc.Record(key.Label, auth.Exchange{}, keys.HandOut{What: audit.Token, Via: "token file " + s.Path}, ts.AccessToken); err != nil {
-			return 0, err
+		// before it is written (every hand-out has an entry). Its
+		// receiver is this process, which keeps the file: who reads
+		// the file is not known (not the process that started serve).
+		// A write that failed is tried again with the same token:
+		// recorded once, not at every try.
+		if s.recorded != ts.AccessToken {
+			if err := s.svc.Record(key.Label, auth.Exchange{}, keys.HandOut{What: audit.Token, Via: "token file " + s.Path, To: audit.Self}, ts.AccessToken); err != nil {
+				return 0, err
+			}
+			s.recorded = ts.AccessToken
 		}
 		fi, err := writeTokenFile(s.Path, ts.AccessToken)
 		if err != nil {
-			return 0, fmt.Errorf("writing it: %v", unwrapExecError(err))
+			return 0, sinkWriteError{unwrapExecError(err)}
 		}
 		s.written, s.file = ts, fi
 	}
@@ -296,7 +350,7 @@ func (s *tokenSink) fail(err error) time.Duration {
 	}
 	if line != s.failed {
 		s.failed, s.failedLogin = line, login
-		s.sayFailed(line, exp)
+		s.sayFailed(err, line, exp)
 	}
 	var left time.Duration
 	if s.written != nil && exp.Stated() {
@@ -305,18 +359,24 @@ func (s *tokenSink) fail(err error) time.Duration {
 	return sinkRetry(login, left)
 }
 
-// sayFailed says the failure line, and until when the token on file (its
-// expiry exp) stays.
-func (s *tokenSink) sayFailed(line string, exp auth.Expiry) {
+// sayFailed says the failure line (err's, renewing or writing), and
+// whether the token on file (its expiry exp) stays until it expires or is
+// gone.
+func (s *tokenSink) sayFailed(err error, line string, exp auth.Expiry) {
 	if s.written == nil {
 		s.say("token file %s: no token for key %s: %s", text.Safe(s.Path), text.Safe(s.Label), text.Safe(line))
 		return
 	}
-	kept := ""
-	if exp.Stated() {
+	what, kept := "renewing", ""
+	if errors.As(err, new(sinkWriteError)) {
+		what = "writing"
+	}
+	if fi, err := os.Lstat(s.Path); err != nil || s.file == nil || !os.SameFile(fi, s.file) {
+		kept = "; the file is gone, written again when it can be" // its directory went
+	} else if exp.Stated() {
 		kept = "; the token on file stays until it expires at " + text.Stamp(exp.At)
 	}
-	s.say("token file %s: renewing key %s's token failed: %s%s", text.Safe(s.Path), text.Safe(s.Label), text.Safe(line), kept)
+	s.say("token file %s: %s key %s's token failed: %s%s", text.Safe(s.Path), what, text.Safe(s.Label), text.Safe(line), kept)
 }
 
 // sinkRetry is when to try again after a failure, login when only a login
@@ -333,6 +393,11 @@ func sinkRetry(login bool, left time.Duration) time.Duration {
 		return maxSinkRetry
 	}
 }
+
+// sinkWriteError is a failure to write the token file (not to renew).
+type sinkWriteError struct{ err error }
+
+func (e sinkWriteError) Error() string { return e.err.Error() }
 
 // oneLine is err's message on one line.
 func oneLine(err error) string { return strings.Join(strings.Fields(err.Error()), " ") }

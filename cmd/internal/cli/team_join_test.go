@@ -76,3 +76,31 @@ func TestTeamJoinAsksBeforePinning(t *testing.T) {
 		t.Error("answer y: the team is not recorded")
 	}
 }
+
+// A --fingerprint value that is no fingerprint (a typo, no SHA256:, an
+// empty value) is the person's mistake: join refuses it as a usage error
+// (exit 2) before it asks etcd anything, and does not say that the roster
+// in etcd may not be the team's, as a mismatch does. Nothing of the value
+// is echoed (it may hold anything).
+func TestTeamJoinRefusesMalformedFingerprints(t *testing.T) {
+	t.Parallel()
+	good := "SHA256:" + strings.Repeat("A", 43)
+	for _, fps := range [][]string{
+		{"foo"},
+		{strings.TrimPrefix(good, "SHA256:")},
+		{good + "="},
+		{good, "SHA256:\x1b]0;x\x07"},
+		{"", " "},
+	} {
+		ios, out, _ := testIO("")
+		err := teamJoinRun(context.Background(), &teamJoinOptions{IO: ios, Getenv: func(string) string { return "" }, TeamName: "ask", Fingerprints: fps,
+			Conn: teamConnFlags{Endpoints: "http://127.0.0.1:1"}, Team: func() (team.Engine, error) {
+				t.Errorf("%q: etcd was asked", fps)
+				return nil, errors.New("no etcd")
+			}})
+		if err == nil || exitCode(err) != exitUsage || !strings.Contains(err.Error(), "--fingerprint") || strings.Contains(err.Error(), "etcd") ||
+			strings.Contains(err.Error(), "\x1b") || out.Len() != 0 {
+			t.Errorf("%q: %v (exit %d); want a usage error naming --fingerprint", fps, err, exitCode(err))
+		}
+	}
+}
