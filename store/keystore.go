@@ -516,6 +516,122 @@ func (s *Store) Resolve(label string) (Key, error) {
 	return k, err
 }
 
+// check validates nk and puts it in the form it is stored in: the
+// connection normalized, the password grant stored as no grant, no client
+// secret for a method without one, and only the user and password its
+// grant takes.
+func (nk *NewKey) check() error {
+	// A pasted realm URL (…/auth/realms/NAME/…) is split into auth URL and
+	// realm before anything is checked or sent.
+	conn, err := nk.Connection.Normalize()
+	if err != nil {
+		return err
+	}
+	nk.Connection = conn
+	if err := nk.Connection.Validate(); err != nil {
+		return err
+	}
+	if _, err := auth.GrantFor(nk.Grant); err != nil {
+		return err
+	}
+	if nk.Grant == auth.GrantPassword {
+		nk.Grant = "" // stored as before grants existed: config.toml unchanged
+	}
+	if nk.CallbackPort < 0 || nk.CallbackPort > 65535 {
+		return fmt.Errorf("the callback port %d is not a TCP port (1-65535, or 0 for any)", nk.CallbackPort)
+	}
+	if nk.APIURL, err = CheckAPIURL(nk.APIURL); err != nil {
+		return err
+	}
+	if !nk.Connection.AuthMethod().UsesSecret() {
+		nk.ClientSecret = ""
+	}
+	if err := CheckAssertionSources(&nk.Definition); err != nil {
+		return err
+	}
+	return nk.checkUser()
+}
+
+// checkUser asks the password grant for a username and a password; the
+// others keep no password, and a username only as the person who must sign
+// in.
+func (nk *NewKey) checkUser() error {
+	if nk.Grant.Or() == auth.GrantPassword {
+		if strings.TrimSpace(nk.Username) == "" {
+			return errors.New("the username is empty; pass the user registered for the client")
+		}
+		if nk.Password == "" {
+			return errors.New("the password is empty")
+		}
+		return nil
+	}
+	// The interactive grants keep a username as the person who must
+	// sign in (a sign-in by anyone else is refused, now and at every
+	// login); client credentials has no person.
+	if nk.Grant == auth.GrantClientCredentials || nk.Grant == auth.GrantJWTBearer {
+		nk.Username = ""
+	}
+	nk.Username = strings.TrimSpace(nk.Username)
+	nk.Password, nk.RememberPassword = "", false
+	return nil
+}
+
+// saveNew stores the new key id under label with its secrets and tokens,
+// unless another process took the label since; when that fails, the
+// secrets written are deleted and the session the grant opened is ended.
+func (s *Store) saveNew(ctx context.Context, id, label string, nk *NewKey, sec *keySecrets, ts *auth.TokenSet) error {
+	wroteSecrets := false
+	err := s.update(ctx, func(t *tx) error {
+		if _, taken, err := t.byLabel(label); err != nil {
+			return err
+		} else if taken {
+			return labelTakenError(label)
+		}
+		var ks keyState
+		ks.setToken(ts)
+		if err := s.putSecrets(id, &ks, *sec); err != nil {
+			return err
+		}
+		wroteSecrets = true
+		if err := t.putState(id, ks); err != nil {
+			return err
+		}
+		if err := t.addKeys(keyEntry{ID: id, Label: label, Definition: nk.Definition, CreatedAt: s.now().UTC().Truncate(time.Second)}); err != nil {
+			return err
+		}
+		return t.recordEnvBackend()
+	})
+	if err != nil {
+		if wroteSecrets {
+			_ = s.backend().Delete(id)
+		}
+		// End the session the grant opened; nothing refers to it.
+		_, _ = s.auth.EndSession(context.WithoutCancel(ctx), nk.Connection, sec.authOf(nk.Definition), ts)
+	}
+	return err
+}
+
+// backendBeforeGrant unlocks the secrets backend before the grant: a
+// locked backend must not cost a server session. A file backend that does
+// not exist yet is made after the grant instead (fresh): a typo'd URL must
+// neither cost a new passphrase (asked twice, derived) nor leave a key file
+// behind.
+func (s *Store) backendBeforeGrant() (fresh bool, err error) {
+	if s.freshFileBackend() {
+		return true, nil
+	}
+	b, err := s.prepare()
+	if err != nil {
+		return false, err
+	}
+	if kb, ok := b.(*keyringBackend); ok && s.choice == BackendKeyring {
+		if err := kb.probe(kb.timeout); err != nil {
+			return false, err
+		}
+	}
+	return false, nil
+}
+
 // Create is "Get API Key": it validates, runs the key's grant (nk.Grant;
 // an interactive one tells nk.Prompt what the person must do and waits until
 // ctx is cancelled), and stores the key with its secrets and tokens. It
@@ -529,71 +645,17 @@ func (s *Store) Create(ctx context.Context, nk NewKey) (Key, *auth.TokenSet, err
 	if err != nil {
 		return Key{}, nil, err
 	}
-	// A pasted realm URL (…/auth/realms/NAME/…) is split into auth URL and
-	// realm before anything is checked or sent.
-	conn, err := nk.Connection.Normalize()
-	if err != nil {
+	if err := nk.check(); err != nil {
 		return Key{}, nil, err
-	}
-	nk.Connection = conn
-	if err := nk.Connection.Validate(); err != nil {
-		return Key{}, nil, err
-	}
-	if _, err := auth.GrantFor(nk.Grant); err != nil {
-		return Key{}, nil, err
-	}
-	if nk.Grant == auth.GrantPassword {
-		nk.Grant = "" // stored as before grants existed: config.toml unchanged
-	}
-	if nk.CallbackPort < 0 || nk.CallbackPort > 65535 {
-		return Key{}, nil, fmt.Errorf("the callback port %d is not a TCP port (1-65535, or 0 for any)", nk.CallbackPort)
-	}
-	if nk.APIURL, err = CheckAPIURL(nk.APIURL); err != nil {
-		return Key{}, nil, err
-	}
-	if !nk.Connection.AuthMethod().UsesSecret() {
-		nk.ClientSecret = ""
-	}
-	if err := CheckAssertionSources(&nk.Definition); err != nil {
-		return Key{}, nil, err
-	}
-	if nk.Grant.Or() == auth.GrantPassword {
-		if strings.TrimSpace(nk.Username) == "" {
-			return Key{}, nil, errors.New("the username is empty; pass the user registered for the client")
-		}
-		if nk.Password == "" {
-			return Key{}, nil, errors.New("the password is empty")
-		}
-	} else {
-		// The interactive grants keep a username as the person who must
-		// sign in (a sign-in by anyone else is refused, now and at every
-		// login); client credentials has no person.
-		if nk.Grant == auth.GrantClientCredentials || nk.Grant == auth.GrantJWTBearer {
-			nk.Username = ""
-		}
-		nk.Username = strings.TrimSpace(nk.Username)
-		nk.Password, nk.RememberPassword = "", false
 	}
 	if _, err := s.Key(label); err == nil {
 		return Key{}, nil, labelTakenError(label)
 	} else if !errors.Is(err, ErrNotFound) {
 		return Key{}, nil, err
 	}
-	// Unlock the secrets backend before the grant: a locked backend must not
-	// cost a server session. A file backend that does not exist yet is made
-	// after the grant instead: a typo'd URL must neither cost a new
-	// passphrase (asked twice, derived) nor leave a key file behind.
-	fresh := s.freshFileBackend()
-	if !fresh {
-		b, err := s.prepare()
-		if err != nil {
-			return Key{}, nil, err
-		}
-		if kb, ok := b.(*keyringBackend); ok && s.choice == BackendKeyring {
-			if err := kb.probe(kb.timeout); err != nil {
-				return Key{}, nil, err
-			}
-		}
+	fresh, err := s.backendBeforeGrant()
+	if err != nil {
+		return Key{}, nil, err
 	}
 	sec := keySecrets{ClientSecret: nk.ClientSecret}
 	if err := sec.addHardening(&nk); err != nil {
@@ -622,33 +684,7 @@ func (s *Store) Create(ctx context.Context, nk NewKey) (Key, *auth.TokenSet, err
 		sec.Password = nk.Password
 	}
 	sec.setTokens(ts)
-	wroteSecrets := false
-	err = s.update(ctx, func(t *tx) error {
-		if _, taken, err := t.byLabel(label); err != nil {
-			return err
-		} else if taken {
-			return labelTakenError(label)
-		}
-		var ks keyState
-		ks.setToken(ts)
-		if err := s.putSecrets(id, &ks, sec); err != nil {
-			return err
-		}
-		wroteSecrets = true
-		if err := t.putState(id, ks); err != nil {
-			return err
-		}
-		if err := t.addKeys(keyEntry{ID: id, Label: label, Definition: nk.Definition, CreatedAt: s.now().UTC().Truncate(time.Second)}); err != nil {
-			return err
-		}
-		return t.recordEnvBackend()
-	})
-	if err != nil {
-		if wroteSecrets {
-			_ = s.backend().Delete(id)
-		}
-		// End the session the grant opened; nothing refers to it.
-		_, _ = s.auth.EndSession(context.WithoutCancel(ctx), nk.Connection, sec.authOf(nk.Definition), ts)
+	if err := s.saveNew(ctx, id, label, &nk, &sec, ts); err != nil {
 		return Key{}, nil, err
 	}
 	k, err := s.keyByID(id, label)

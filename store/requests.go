@@ -357,34 +357,7 @@ func cleanURL(u string) (string, string) {
 		p.User = nil
 		gone = append(gone, "the URL's user information")
 	}
-	if p.RawQuery != "" {
-		q, err := url.ParseQuery(p.RawQuery)
-		drop := false
-		for name, vs := range q {
-			for _, v := range vs {
-				if credentialName.MatchString(name) || looksLikeToken.MatchString(v) {
-					drop = true
-				}
-			}
-		}
-		if err != nil && looksLikeToken.MatchString(p.RawQuery) {
-			p.RawQuery = ""
-			gone = append(gone, "the URL's query")
-		} else if drop {
-			var kept []string
-			for _, part := range strings.Split(p.RawQuery, "&") {
-				n, v, _ := strings.Cut(part, "=")
-				name, _ := url.QueryUnescape(n)
-				val, _ := url.QueryUnescape(v)
-				if credentialName.MatchString(name) || looksLikeToken.MatchString(val) {
-					gone = append(gone, "the query parameter "+text.Safe(name))
-					continue
-				}
-				kept = append(kept, part)
-			}
-			p.RawQuery = strings.Join(kept, "&")
-		}
-	}
+	gone = append(gone, cleanQuery(p)...)
 	if looksLikeToken.MatchString(p.Path) || looksLikeToken.MatchString(p.Fragment) {
 		return "", "the URL"
 	}
@@ -392,6 +365,55 @@ func cleanURL(u string) (string, string) {
 		return u, ""
 	}
 	return p.String(), strings.Join(gone, ", ")
+}
+
+// cleanQuery removes from p's query the parameters that carry a
+// credential (all of it when it does not parse and looks like a token) and
+// says what went.
+func cleanQuery(p *url.URL) []string {
+	if p.RawQuery == "" {
+		return nil
+	}
+	q, err := url.ParseQuery(p.RawQuery)
+	if err != nil && looksLikeToken.MatchString(p.RawQuery) {
+		p.RawQuery = ""
+		return []string{"the URL's query"}
+	}
+	if !queryHoldsCredential(q) {
+		return nil
+	}
+	var kept, gone []string
+	for _, part := range strings.Split(p.RawQuery, "&") {
+		n, v, _ := strings.Cut(part, "=")
+		name, _ := url.QueryUnescape(n)
+		val, _ := url.QueryUnescape(v)
+		if isCredentialParam(name, val) {
+			gone = append(gone, "the query parameter "+text.Safe(name))
+			continue
+		}
+		kept = append(kept, part)
+	}
+	p.RawQuery = strings.Join(kept, "&")
+	return gone
+}
+
+// queryHoldsCredential reports whether a parameter of q carries a
+// credential.
+func queryHoldsCredential(q url.Values) bool {
+	for name, vs := range q {
+		for _, v := range vs {
+			if isCredentialParam(name, v) {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// isCredentialParam reports whether a query parameter is named like a
+// credential or its value looks like a token.
+func isCredentialParam(name, value string) bool {
+	return credentialName.MatchString(name) || looksLikeToken.MatchString(value)
 }
 
 // bodyHoldsCredential reports whether a body holds a token, or a field

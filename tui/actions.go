@@ -10,111 +10,171 @@ import (
 	"github.com/shipkey/shipkey/store"
 )
 
-// apply turns a screen's intent into state changes and commands.
+// apply turns a screen's intent into state changes and commands: moving
+// between screens, creating a key, a key's operations, the inspector's and
+// the Request screen's.
 func (m *Model) apply(a action) tea.Cmd {
+	cmd, _ := firstTaker(a, m.applyNavigation, m.applyCreate, m.applyKeyOp, m.applyInspect, m.applyRequest)
+	return cmd
+}
+
+// applyNavigation moves between screens; ok is false for other actions.
+func (m *Model) applyNavigation(a action) (cmd tea.Cmd, ok bool) {
 	switch a := a.(type) {
 	case nil:
-		return nil
+		return nil, true
 	case actBack:
-		return m.back()
+		return m.back(), true
 	case actQuit:
-		return m.quit()
+		return m.quit(), true
 	case actToggleHelp:
-		if m.showHelp {
-			m.showHelp = false
-		} else {
-			m.openHelp()
-		}
-		return nil
+		m.toggleHelp()
+		return nil, true
 	case actOpenForm:
-		return m.openForm()
+		return m.openForm(), true
 	case actOpenKeys:
-		return m.goTo(screenKeys)
+		return m.goTo(screenKeys), true
 	case actOpenRequest:
-		return m.openRequest()
+		return m.openRequest(), true
 	case actOpenDetails:
-		return m.openDetails(a.label)
+		return m.openDetails(a.label), true
+	}
+	return nil, false
+}
+
+// toggleHelp closes the full help, or opens it.
+func (m *Model) toggleHelp() {
+	if m.showHelp {
+		m.showHelp = false
+	} else {
+		m.openHelp()
+	}
+}
+
+// applyCreate runs the new-key form's actions: submitting (after the
+// unlock), the grant's steps; ok is false for other actions.
+func (m *Model) applyCreate(a action) (cmd tea.Cmd, ok bool) {
+	switch a := a.(type) {
 	case actSubmitKey:
-		if m.cfg.unlock != nil && !m.unlocked {
-			return m.unlockThen(a)
-		}
-		if viewOf(a.sub.nk.Grant).waits || a.sub.nk.GenerateClientKey {
-			// A person takes part: the grant's prompts, or registering
-			// the generated client key before the grant runs.
-			return m.startCreateGrant(a.sub)
-		}
-		ctx, cancel := context.WithCancel(m.ctx)
-		m.createCancel = cancel // esc on the form cancels a request that hangs
-		return tea.Batch(m.startOp(), m.createCmd(ctx, m.req.start(slotCreate), a.sub))
+		return m.submitKey(a), true
 	case actUnlock:
-		return m.unlockWith(a.act, a.pass)
+		return m.unlockWith(a.act, a.pass), true
 	case actUnlockCancelled:
-		return m.failCreate(a.act, a.err)
+		return m.failCreate(a.act, a.err), true
 	case actRegistered:
 		if m.grant != nil && m.form.state == formRegistering {
 			m.grant.registered()
 			m.form.state = formSubmitting
 		}
-		return nil
+		return nil, true
 	case actCancelGrant:
-		return m.cancelGrant()
+		return m.cancelGrant(), true
 	case actOpenBrowser:
-		return m.openBrowserCmd(m.signin.prompt, false)
+		return m.openBrowserCmd(m.signin.prompt, false), true
 	case actCopyText:
-		return m.copyText(a.text, a.what, tmuxBufSignin)
+		return m.copyText(a.text, a.what, tmuxBufSignin), true
+	}
+	return nil, false
+}
+
+// submitKey creates the form's key: after the unlock; through the grant's
+// prompts when a person takes part.
+func (m *Model) submitKey(a actSubmitKey) tea.Cmd {
+	if m.cfg.unlock != nil && !m.unlocked {
+		return m.unlockThen(a)
+	}
+	if viewOf(a.sub.nk.Grant).waits || a.sub.nk.GenerateClientKey {
+		// A person takes part: the grant's prompts, or registering
+		// the generated client key before the grant runs.
+		return m.startCreateGrant(a.sub)
+	}
+	ctx, cancel := context.WithCancel(m.ctx)
+	m.createCancel = cancel // esc on the form cancels a request that hangs
+	return tea.Batch(m.startOp(), m.createCmd(ctx, m.req.start(slotCreate), a.sub))
+}
+
+// applyKeyOp runs an operation on a key; ok is false for other actions.
+func (m *Model) applyKeyOp(a action) (cmd tea.Cmd, ok bool) {
+	switch a := a.(type) {
 	case actRefresh:
-		return tea.Batch(m.startOp(), m.refreshCmd(m.req.start(slotOp), a.label, a.auto))
+		return tea.Batch(m.startOp(), m.refreshCmd(m.req.start(slotOp), a.label, a.auto)), true
 	case actLogin:
-		if r, ok := m.keys.find(a.label); ok && viewOf(r.Grant()).waits {
-			return m.startLoginGrant(a.label)
-		}
-		return tea.Batch(m.startOp(), m.loginCmd(m.req.start(slotOp), a.label, a.password))
+		return m.login(a), true
 	case actLogout:
-		return tea.Batch(m.startOp(), m.logoutCmd(m.req.start(slotOp), a.label))
+		return tea.Batch(m.startOp(), m.logoutCmd(m.req.start(slotOp), a.label)), true
 	case actReveal:
-		return m.reveal(a)
+		return m.reveal(a), true
 	case actCopy:
 		if a.tokens != nil {
-			return m.copyToken(a.label, a.tokens, a.header)
+			return m.copyToken(a.label, a.tokens, a.header), true
 		}
-		return tea.Batch(m.startOp(), m.fetchForCopyCmd(m.req.next(), a.label, a.header))
+		return tea.Batch(m.startOp(), m.fetchForCopyCmd(m.req.next(), a.label, a.header)), true
 	case actDelete:
-		return tea.Batch(m.startOp(), m.removeCmd(m.req.next(), a.label))
+		return tea.Batch(m.startOp(), m.removeCmd(m.req.next(), a.label)), true
 	case actRename:
-		return tea.Batch(m.startOp(), m.simpleCmd(m.req.next(), opRename, a.label, a.newLabel, func(b Backend) error { return b.Rename(a.label, a.newLabel) }))
+		return tea.Batch(m.startOp(), m.simpleCmd(m.req.next(), opRename, a.label, a.newLabel, func(b Backend) error { return b.Rename(a.label, a.newLabel) })), true
 	case actSetDefault:
-		return tea.Batch(m.startOp(), m.simpleCmd(m.req.next(), opSetDefault, a.label, "", func(b Backend) error { return b.SetDefault(a.label) }))
+		return tea.Batch(m.startOp(), m.simpleCmd(m.req.next(), opSetDefault, a.label, "", func(b Backend) error { return b.SetDefault(a.label) })), true
 	case actCheckLive:
-		return m.checkLive(a.label)
+		return m.checkLive(a.label), true
+	}
+	return nil, false
+}
+
+// login logs a key in: through the grant's prompts when a person takes
+// part.
+func (m *Model) login(a actLogin) tea.Cmd {
+	if r, ok := m.keys.find(a.label); ok && viewOf(r.Grant()).waits {
+		return m.startLoginGrant(a.label)
+	}
+	return tea.Batch(m.startOp(), m.loginCmd(m.req.start(slotOp), a.label, a.password))
+}
+
+// applyInspect runs the inspector's actions; ok is false for others.
+func (m *Model) applyInspect(a action) (cmd tea.Cmd, ok bool) {
+	switch a := a.(type) {
 	case actInspectKey:
-		return m.inspectKey(a.label)
+		return m.inspectKey(a.label), true
 	case actInspectPaste:
-		return tea.Batch(m.goTo(screenInspector), m.inspector.startPaste())
+		return tea.Batch(m.goTo(screenInspector), m.inspector.startPaste()), true
 	case actVerifyJWKS:
-		return m.verifyInspected()
+		return m.verifyInspected(), true
 	case actInspectToken:
-		return m.loadInspector(pastedSource, []token{{title: "Pasted token", raw: a.raw}})
+		return m.loadInspector(pastedSource, []token{{title: "Pasted token", raw: a.raw}}), true
+	}
+	return nil, false
+}
+
+// applyRequest runs the Request screen's actions; ok is false for others.
+func (m *Model) applyRequest(a action) (cmd tea.Cmd, ok bool) {
+	switch a := a.(type) {
 	case actSendRequest:
-		m.cancelRequest()
-		ctx, cancel := context.WithTimeout(m.ctx, opTimeout)
-		m.requestCancel = cancel // esc cancels it; the values stay
-		m.request.sending(a.call)
-		label, typed := a.call.label, a.typed
-		record := m.requestsCmd(actRequests{label: label, change: func(h *store.RequestHistory) (*store.KeyRequests, error) {
-			return h.Record(label, typed)
-		}})
-		return tea.Batch(m.startOp(), m.sendCmd(ctx, m.req.start(slotRequest), a.call), record)
+		return m.sendRequest(a), true
 	case actRequests:
-		return m.requestsCmd(a)
+		return m.requestsCmd(a), true
 	case actCopyCurl:
-		return m.copyText(a.line, a.what, tmuxBufCurl)
+		return m.copyText(a.line, a.what, tmuxBufCurl), true
 	case actCancelRequest:
 		m.cancelRequest()
 		m.req.start(slotRequest) // the late answer, if any, is stale
 		m.endOp()
-		return m.request.failed("Request cancelled; ctrl+s sends it again.")
+		return m.request.failed("Request cancelled; ctrl+s sends it again."), true
 	}
-	return nil
+	return nil, false
+}
+
+// sendRequest sends the Request screen's request (a new one cancels the
+// one in flight) and records it in the key's history.
+func (m *Model) sendRequest(a actSendRequest) tea.Cmd {
+	m.cancelRequest()
+	ctx, cancel := context.WithTimeout(m.ctx, opTimeout)
+	m.requestCancel = cancel // esc cancels it; the values stay
+	m.request.sending(a.call)
+	label, typed := a.call.label, a.typed
+	record := m.requestsCmd(actRequests{label: label, change: func(h *store.RequestHistory) (*store.KeyRequests, error) {
+		return h.Record(label, typed)
+	}})
+	return tea.Batch(m.startOp(), m.sendCmd(ctx, m.req.start(slotRequest), a.call), record)
 }
 
 // cancelRequest cancels the Request screen's request in flight, if any.

@@ -315,40 +315,12 @@ func (in *inspector) render() {
 			b.WriteString("\n")
 		}
 		b.WriteString("  " + s.Section.Render(t.title) + "\n")
-		switch {
-		case !t.decodeErr.IsEmpty():
-			b.WriteString(show(s.Error, text.Concat(text.Trusted("    cannot decode: "), t.decodeErr)) + "\n")
-			continue
-		case t.dec == nil || t.dec.Format != auth.FormatJWT:
-			b.WriteString(s.Subtle.Render("    not a JWT: an opaque token has no claims to show ("+text.Mask(t.raw)+")") + "\n")
-			if t.dpop {
-				b.WriteString(indentWrapped(opaqueDPoP, 4, in.width, s.Value.Render))
-			}
-			continue
-		}
-		b.WriteString(s.Subtle.Render("    header") + "\n")
-		in.claims(&b, t.dec.Header)
-		b.WriteString(s.Subtle.Render("    payload") + "\n")
-		in.claims(&b, t.dec.Payload)
-		sigW := max(16, in.width-15)
-		for i, l := range strings.Split(ansi.Wrap(in.signature(t), sigW, ""), "\n") {
-			if i == 0 {
-				b.WriteString("    " + s.FieldName.Render("signature") + "  " + l + "\n")
-			} else {
-				b.WriteString(strings.Repeat(" ", 15) + l + "\n")
-			}
-		}
+		in.tokenBody(&b, &in.tokens[i])
 	}
 	if in.source == pastedSource && len(in.tokens) == 1 && in.tokens[0].decodeErr.IsEmpty() {
 		// Where a key's liveness row would be: the server is asked only
 		// about a key's token (as `inspect --verify` without --key says).
-		for i, l := range strings.Split(ansi.Wrap(pastedLiveness, max(16, in.width-15), ""), "\n") {
-			if i == 0 {
-				b.WriteString("    " + s.FieldName.Render("server") + "     " + s.Subtle.Render(l) + "\n")
-			} else {
-				b.WriteString(strings.Repeat(" ", 15) + s.Subtle.Render(l) + "\n")
-			}
-		}
+		in.field(&b, "server", pastedLiveness, func(l string) string { return s.Subtle.Render(l) })
 	}
 	if len(in.tokens) == 0 {
 		b.WriteString("  " + s.Subtle.Render("No token to inspect: press p to paste one.") + "\n")
@@ -359,6 +331,43 @@ func (in *inspector) render() {
 		in.sum[i] = "  " + in.sum[i]
 	}
 	in.vp.SetHeight(max(1, in.height-1-len(in.sum))) // under the source and summary lines
+}
+
+// tokenBody writes what t is under its title: why it cannot be decoded,
+// that it is opaque, or a JWT's header, payload and signature.
+func (in *inspector) tokenBody(b *strings.Builder, t *inspected) {
+	s := in.c.styles
+	switch {
+	case !t.decodeErr.IsEmpty():
+		b.WriteString(show(s.Error, text.Concat(text.Trusted("    cannot decode: "), t.decodeErr)) + "\n")
+		return
+	case t.dec == nil || t.dec.Format != auth.FormatJWT:
+		b.WriteString(s.Subtle.Render("    not a JWT: an opaque token has no claims to show ("+text.Mask(t.raw)+")") + "\n")
+		if t.dpop {
+			b.WriteString(indentWrapped(opaqueDPoP, 4, in.width, s.Value.Render))
+		}
+		return
+	}
+	b.WriteString(s.Subtle.Render("    header") + "\n")
+	in.claims(b, t.dec.Header)
+	b.WriteString(s.Subtle.Render("    payload") + "\n")
+	in.claims(b, t.dec.Payload)
+	in.field(b, "signature", in.signature(*t), func(l string) string { return l })
+}
+
+// fieldIndent is where a field's value starts: "    name" padded to it.
+const fieldIndent = 15
+
+// field writes name and its value wrapped to the width beside it, each
+// line of the value through style, the lines after the first under it.
+func (in *inspector) field(b *strings.Builder, name, value string, style func(string) string) {
+	for i, l := range strings.Split(ansi.Wrap(value, max(16, in.width-fieldIndent), ""), "\n") {
+		if i == 0 {
+			b.WriteString("    " + in.c.styles.FieldName.Render(name) + strings.Repeat(" ", fieldIndent-4-len(name)) + style(l) + "\n")
+		} else {
+			b.WriteString(strings.Repeat(" ", fieldIndent) + style(l) + "\n")
+		}
+	}
 }
 
 // claims writes name: value lines, aligned, coloured by kind.

@@ -223,35 +223,56 @@ func (m *Model) startDueRenewals() tea.Cmd {
 	now := m.c.now.UnixNano()
 	var cmds []tea.Cmd
 	for len(r.due) > 0 && r.due[0].at <= now && len(r.inflight) < renewInFlight {
-		e := heap.Pop(&r.due).(renewEntry)
-		if !m.renewCurrent(e) {
+		row, ok := m.renewDue(heap.Pop(&r.due).(renewEntry), now)
+		if !ok {
 			continue
 		}
-		row := m.keys.row(e.row)
-		label, deadline := row.label, rowDeadline(row)
-		if f, ok := r.failed[row.id]; ok && f.deadline == deadline && (f.retryAt == 0 || now < f.retryAt) || r.inflight[label] {
-			if ok && f.deadline == deadline && f.retryAt > now {
-				// A list read again since: the retry's entry is gone with
-				// the old heap; keep one.
-				heap.Push(&r.due, renewEntry{at: f.retryAt, row: e.row, dl: e.dl})
-			}
-			continue
-		}
-		if m.active == screenDetails && m.details.key.Label == label {
-			// The details screen renews it (and says so) on its tick;
-			// looked at again in a second, for when it is closed first.
-			heap.Push(&r.due, renewEntry{at: now + int64(time.Second), row: e.row, dl: e.dl})
-			continue
-		}
-		// The refresh token may have ended since the entry was made (a
-		// late timer: the machine slept).
-		if !row.has(rowRenewsItself) && (!row.has(rowRefreshToken) || row.refresh != 0 && row.refresh <= now) {
-			continue
-		}
-		r.inflight[label] = true
-		cmds = append(cmds, m.renewCmd(label, row.id, deadline))
+		r.inflight[row.label] = true
+		cmds = append(cmds, m.renewCmd(row.label, row.id, rowDeadline(row)))
 	}
 	return tea.Batch(cmds...)
+}
+
+// renewDue is the row of due entry e when its key is to be renewed now:
+// not when e is stale, the key is held (renewing already, or failed for
+// this deadline and not due for a retry), or its refresh token ended; the key on the details screen is looked at
+// again in a second.
+func (m *Model) renewDue(e renewEntry, now int64) (*KeyRow, bool) {
+	r := &m.renew
+	if !m.renewCurrent(e) {
+		return nil, false
+	}
+	row := m.keys.row(e.row)
+	if r.held(row, e, now) {
+		return nil, false
+	}
+	if m.active == screenDetails && m.details.key.Label == row.label {
+		// The details screen renews it (and says so) on its tick;
+		// looked at again in a second, for when it is closed first.
+		heap.Push(&r.due, renewEntry{at: now + int64(time.Second), row: e.row, dl: e.dl})
+		return nil, false
+	}
+	// The refresh token may have ended since the entry was made (a
+	// late timer: the machine slept).
+	if !row.has(rowRenewsItself) && (!row.has(rowRefreshToken) || row.refresh != 0 && row.refresh <= now) {
+		return nil, false
+	}
+	return row, true
+}
+
+// held reports whether the key of due entry e (its row) waits: renewing
+// already, or failed for this deadline and not due for a retry yet (whose
+// entry is kept: a list read again since dropped it with the old heap).
+func (r *renewals) held(row *KeyRow, e renewEntry, now int64) bool {
+	f, ok := r.failed[row.id]
+	failed := ok && f.deadline == rowDeadline(row)
+	if !(failed && (f.retryAt == 0 || now < f.retryAt) || r.inflight[row.label]) {
+		return false
+	}
+	if failed && f.retryAt > now {
+		heap.Push(&r.due, renewEntry{at: f.retryAt, row: e.row, dl: e.dl})
+	}
+	return true
 }
 
 // renewCmd renews label's key through the backend.

@@ -491,77 +491,117 @@ func (m *Model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 	return m, tea.Batch(cmd, m.armRenew())
 }
 
-// dispatch hands msg to its handler.
+// dispatch hands msg to its handler: the terminal's and the clock's
+// messages, the key store's answers, the screens' answers; the rest goes
+// to the active screen.
 func (m *Model) dispatch(msg tea.Msg) tea.Cmd {
+	if cmd, ok := firstTaker(msg, m.dispatchTerminal, m.dispatchKeys, m.dispatchScreens); ok {
+		return cmd
+	}
+	return m.forward(msg)
+}
+
+// firstTaker is the command of the first handler that takes v (ok), in
+// order; a handler of one concern returns ok false for what is not its.
+func firstTaker[T any](v T, handlers ...func(T) (tea.Cmd, bool)) (cmd tea.Cmd, ok bool) {
+	for _, h := range handlers {
+		if cmd, ok := h(v); ok {
+			return cmd, true
+		}
+	}
+	return nil, false
+}
+
+// dispatchTerminal handles the terminal's messages (size, colours, keys,
+// the wheel), the clocks' and the clipboard's; ok is false for others.
+func (m *Model) dispatchTerminal(msg tea.Msg) (cmd tea.Cmd, ok bool) {
 	switch msg := msg.(type) {
 	case tea.WindowSizeMsg:
 		m.setSize(msg.Width, msg.Height)
-		return nil
+		return nil, true
 	case tea.BackgroundColorMsg:
 		m.handleBackground(msg.IsDark())
-		return nil
+		return nil, true
 	case tea.KeyPressMsg:
-		return m.handleKey(msg)
+		return m.handleKey(msg), true
 	case tea.MouseWheelMsg:
-		return m.forward(msg)
+		return m.forward(msg), true
 	case spinner.TickMsg:
-		return m.handleSpinner(msg)
+		return m.handleSpinner(msg), true
 	case tickMsg:
-		return m.handleTick(msg)
+		return m.handleTick(msg), true
+	case typedRedrawMsg:
+		m.typedRedraw = false // this Update's View draws what was typed
+		return nil, true
 	case clipCopiedMsg:
-		return m.handleClipCopied(msg)
+		return m.handleClipCopied(msg), true
 	case clipClearMsg:
-		return m.handleClipClear(msg)
+		return m.handleClipClear(msg), true
+	}
+	return nil, false
+}
+
+// dispatchKeys handles the key store's answers: keys loaded and changed,
+// a key's tokens, the unlock, operations, renewals; ok is false for
+// others.
+func (m *Model) dispatchKeys(msg tea.Msg) (cmd tea.Cmd, ok bool) {
+	switch msg := msg.(type) {
 	case keysLoadedMsg:
-		return tea.Batch(m.handleKeysLoaded(msg), m.recheckAfterLoad())
+		return tea.Batch(m.handleKeysLoaded(msg), m.recheckAfterLoad()), true
 	case changesMsg:
-		return m.handleChanges(msg)
+		return m.handleChanges(msg), true
 	case keyTokensMsg:
-		return m.handleKeyTokens(msg)
+		return m.handleKeyTokens(msg), true
 	case unlockedMsg:
-		return m.handleUnlocked(msg)
+		return m.handleUnlocked(msg), true
 	case unlockAskMsg:
-		return m.handleUnlockAsk(msg)
+		return m.handleUnlockAsk(msg), true
 	case opDoneMsg:
-		return m.handleOpDone(msg)
+		return m.handleOpDone(msg), true
 	case copyReadyMsg:
-		return m.handleCopyReady(msg)
+		return m.handleCopyReady(msg), true
 	case livenessMsg:
-		return m.handleLiveness(msg)
+		return m.handleLiveness(msg), true
 	case renewTickMsg:
-		return m.handleRenewTick(msg)
+		return m.handleRenewTick(msg), true
 	case renewedMsg:
-		return m.handleRenewed(msg)
+		return m.handleRenewed(msg), true
+	case storeChangedMsg:
+		return m.handleStoreChanged(), true
+	case stampMsg:
+		return m.handleStamp(msg), true
+	}
+	return nil, false
+}
+
+// dispatchScreens handles the answers for the screens: notices, the
+// grants' browser, prompts and client key, signature checks, the Request
+// and Activity screens'; ok is false for others.
+func (m *Model) dispatchScreens(msg tea.Msg) (cmd tea.Cmd, ok bool) {
+	switch msg := msg.(type) {
 	case noticeMsg:
 		m.notice = msg.text
-		return nil
-	case storeChangedMsg:
-		return m.handleStoreChanged()
-	case stampMsg:
-		return m.handleStamp(msg)
+		return nil, true
 	case browserMsg:
 		m.handleBrowser(msg)
-		return nil
+		return nil, true
 	case grantPromptMsg:
-		return m.handleGrantPrompt(msg)
+		return m.handleGrantPrompt(msg), true
 	case clientKeyMsg:
-		return m.handleClientKey(msg)
+		return m.handleClientKey(msg), true
 	case verifiedMsg:
 		m.req.end()
 		m.inspector.verified(msg)
-		return nil
+		return nil, true
 	case requestDoneMsg:
-		return m.handleRequestDone(msg)
+		return m.handleRequestDone(msg), true
 	case activityMsg:
-		return m.handleActivity(msg)
+		return m.handleActivity(msg), true
 	case requestsLoadedMsg, requestsMsg:
 		m.handleRequests(msg)
-		return nil
-	case typedRedrawMsg:
-		m.typedRedraw = false // this Update's View draws what was typed
-		return nil
+		return nil, true
 	}
-	return m.forward(msg)
+	return nil, false
 }
 
 // typedFrame is how long characters typed into the paste field wait for

@@ -118,53 +118,14 @@ func (l *Log) Verify() (Report, error) {
 		return Report{}, err
 	}
 	rep := Report{Files: files, Anchored: true}
+	c := &chainCheck{rep: &rep, first: true}
 	// Rotation removes a file only once Keep newer ones are rotated: with
 	// fewer, the files before the oldest were removed by someone else.
-	rotatedAway := l.rotatedCount(files) >= l.opts.Keep
-	prev, first := "", true
-	var start *Problem // the oldest file's start, when rotation did not remove what was before it
+	if n := l.rotatedCount(files); n < l.opts.Keep {
+		c.unrotated = fmt.Sprintf("it follows an entry the trail does not hold (files before it were removed: rotation keeps %d rotated files, the trail has %d)", l.opts.Keep, n)
+	}
 	for fi, path := range files {
-		newest := fi == len(files)-1
-		var pending *Problem // an unfinished line, a problem unless it is the trail's last
-		err := eachLine(path, func(n int, line []byte, complete bool) error {
-			if pending != nil {
-				return pending
-			}
-			e, err := decode(line)
-			if err != nil {
-				p := &Problem{File: path, Line: n, Entry: e, Reason: err.Error()}
-				if !complete {
-					p.Reason = "the line was cut short"
-					pending = p
-					return nil
-				}
-				return p
-			}
-			if first {
-				first = false
-				if e.Prev != "" && fi == 0 && rotatedNumber(path) > 1 {
-					rep.Anchored = false // its predecessor was rotated away
-					if !rotatedAway {
-						// Said unless a break further on names the damage.
-						start = &Problem{File: path, Line: n, Entry: e, Reason: fmt.Sprintf("it follows an entry the trail does not hold (files before it were removed: rotation keeps %d rotated files, the trail has %d)", l.opts.Keep, l.rotatedCount(files))}
-					}
-				} else if e.Prev != "" {
-					return &Problem{File: path, Line: n, Entry: e, Reason: "it follows an entry the trail does not hold (an entry before it was removed)"}
-				}
-			} else if e.Prev != prev {
-				return &Problem{File: path, Line: n, Entry: e, Reason: "it does not follow the entry before it (an entry was removed, added or moved)"}
-			}
-			prev = e.Hash
-			rep.Entries++
-			return nil
-		})
-		if pending != nil && err == nil {
-			if newest {
-				rep.Cut = true
-			} else {
-				err = pending
-			}
-		}
+		err := c.file(fi, path, fi == len(files)-1)
 		var p *Problem
 		if errors.As(err, &p) {
 			rep.Problem = p
@@ -174,10 +135,10 @@ func (l *Log) Verify() (Report, error) {
 			return rep, err
 		}
 	}
-	if rep.Problem == nil && start != nil {
-		rep.Problem, rep.Entries, prev = start, 0, ""
+	if rep.Problem == nil && c.start != nil {
+		rep.Problem, rep.Entries, c.prev = c.start, 0, ""
 	}
-	rep.Last = prev
+	rep.Last = c.prev
 	return rep, nil
 }
 
@@ -187,6 +148,70 @@ func (l *Log) rotatedCount(files []string) int {
 		return len(files) - 1
 	}
 	return len(files)
+}
+
+// chainCheck is Verify's walk: the report it fills, the hash of the entry
+// before and whether none came yet; unrotated is what to say of a first
+// entry whose predecessor's file is gone when rotation did not remove it
+// ("" when it did), start that problem once found.
+type chainCheck struct {
+	rep       *Report
+	prev      string
+	first     bool
+	unrotated string
+	start     *Problem
+}
+
+// file checks the entries of path, the fi'th file, oldest first; an
+// unfinished line is a problem unless it ends the newest file.
+func (c *chainCheck) file(fi int, path string, newest bool) error {
+	var pending *Problem // an unfinished line, a problem unless it is the trail's last
+	err := eachLine(path, func(n int, line []byte, complete bool) error {
+		if pending != nil {
+			return pending
+		}
+		e, err := decode(line)
+		if err != nil {
+			p := &Problem{File: path, Line: n, Entry: e, Reason: err.Error()}
+			if !complete {
+				p.Reason = "the line was cut short"
+				pending = p
+				return nil
+			}
+			return p
+		}
+		return c.link(fi, path, n, e)
+	})
+	if pending == nil || err != nil {
+		return err
+	}
+	if newest {
+		c.rep.Cut = true
+		return nil
+	}
+	return pending
+}
+
+// link checks that e, line n of path, follows the entry before it; the
+// trail's first entry may follow one rotated away.
+func (c *chainCheck) link(fi int, path string, n int, e Entry) error {
+	if c.first {
+		c.first = false
+		if e.Prev != "" && fi == 0 && rotatedNumber(path) > 1 {
+			c.rep.Anchored = false // its predecessor was rotated away
+			if c.unrotated != "" {
+				// Said unless a break further on names the damage.
+				c.start = &Problem{File: path, Line: n, Entry: e, Reason: c.unrotated}
+			}
+		} else if e.Prev != "" {
+			return &Problem{File: path, Line: n, Entry: e, Reason: "it follows an entry the trail does not hold (an entry before it was removed)"}
+		}
+	} else if e.Prev != c.prev {
+		return &Problem{File: path, Line: n, Entry: e, Reason: "it does not follow the entry before it (an entry was removed, added or moved)"}
+	}
+	c.prev = e.Hash
+	c.rep.Entries++
+	return nil
 }
 
 // tailBytes bounds what Tail reads of the current file's end.

@@ -176,11 +176,7 @@ func apiRun(ctx context.Context, opts *apiOptions) error {
 	if err != nil && !isAPIPath(opts.Target) {
 		return err
 	}
-	jq, err := compileJQ("--jq", opts.JQ)
-	if err != nil {
-		return err
-	}
-	nextJQ, err := compileJQ("--paginate-next", opts.PaginateNext)
+	jq, nextJQ, err := compileFilters(opts)
 	if err != nil {
 		return err
 	}
@@ -188,15 +184,9 @@ func apiRun(ctx context.Context, opts *apiOptions) error {
 	if err != nil {
 		return err
 	}
-	method := strings.ToUpper(opts.Method)
-	if method == "" {
-		method = http.MethodGet
-		if body.present() {
-			method = http.MethodPost
-		}
-	}
-	if opts.Paginate && method != http.MethodGet {
-		return usageErrorf("--paginate follows next links with GET; %s %s is sent once: leave out --paginate (or the body and -X)", text.Safe(method), text.Safe(opts.Target))
+	method, err := apiMethod(opts, body.present())
+	if err != nil {
+		return err
 	}
 	st, err := opts.Store()
 	if err != nil {
@@ -207,30 +197,16 @@ func apiRun(ctx context.Context, opts *apiOptions) error {
 	if err != nil {
 		return err
 	}
-	if target == nil {
-		if target, err = keyTarget(opts.Target, key); err != nil {
-			return err
-		}
+	if target, err = targetOf(target, opts.Target, key); err != nil {
+		return err
 	}
 	req, err := http.NewRequestWithContext(ctx, method, target.String(), body.reader)
 	if err != nil {
 		return usageErrorf("%s %s: %v", method, opts.Target, err)
 	}
 	req.GetBody, req.ContentLength = body.getBody, body.length
-	req.Header.Set("Accept", "application/json")
-	if body.present() {
-		req.Header.Set("Content-Type", "application/json")
-	}
-	for _, h := range opts.Headers {
-		name, value, ok := strings.Cut(h, ":")
-		name = strings.TrimSpace(name)
-		if !ok || name == "" || strings.ContainsAny(name, " \t\r\n") {
-			return usageErrorf("-H %s is not a header; write \"Name: value\"", text.ShellQuote(h))
-		}
-		if strings.EqualFold(name, "Authorization") {
-			return usageErrorf("-H Authorization: the key's token is the authorization; use shipkey curl for another")
-		}
-		req.Header.Set(name, strings.TrimSpace(value))
+	if err := setAPIHeaders(req.Header, opts.Headers, body.present()); err != nil {
+		return err
 	}
 
 	renewed := false
@@ -251,6 +227,63 @@ func apiRun(ctx context.Context, opts *apiOptions) error {
 		return err
 	}
 	return answerStatus(resp, renewed)
+}
+
+// compileFilters compiles --jq and --paginate-next (nil when not given).
+func compileFilters(opts *apiOptions) (jq, nextJQ *gojq.Code, err error) {
+	if jq, err = compileJQ("--jq", opts.JQ); err != nil {
+		return nil, nil, err
+	}
+	if nextJQ, err = compileJQ("--paginate-next", opts.PaginateNext); err != nil {
+		return nil, nil, err
+	}
+	return jq, nextJQ, nil
+}
+
+// targetOf is target, the full URL given, else path against key's
+// api_url.
+func targetOf(target *url.URL, path string, key store.Key) (*url.URL, error) {
+	if target != nil {
+		return target, nil
+	}
+	return keyTarget(path, key)
+}
+
+// apiMethod is -X, else GET, or POST with a body; --paginate takes GET
+// only.
+func apiMethod(opts *apiOptions, withBody bool) (string, error) {
+	method := strings.ToUpper(opts.Method)
+	if method == "" {
+		method = http.MethodGet
+		if withBody {
+			method = http.MethodPost
+		}
+	}
+	if opts.Paginate && method != http.MethodGet {
+		return "", usageErrorf("--paginate follows next links with GET; %s %s is sent once: leave out --paginate (or the body and -X)", text.Safe(method), text.Safe(opts.Target))
+	}
+	return method, nil
+}
+
+// setAPIHeaders sets the JSON headers (Content-Type with a body) and then
+// the -H headers, which may not be the authorization.
+func setAPIHeaders(h http.Header, headers []string, withBody bool) error {
+	h.Set("Accept", "application/json")
+	if withBody {
+		h.Set("Content-Type", "application/json")
+	}
+	for _, line := range headers {
+		name, value, ok := strings.Cut(line, ":")
+		name = strings.TrimSpace(name)
+		if !ok || name == "" || strings.ContainsAny(name, " \t\r\n") {
+			return usageErrorf("-H %s is not a header; write \"Name: value\"", text.ShellQuote(line))
+		}
+		if strings.EqualFold(name, "Authorization") {
+			return usageErrorf("-H Authorization: the key's token is the authorization; use shipkey curl for another")
+		}
+		h.Set(name, strings.TrimSpace(value))
+	}
+	return nil
 }
 
 // answerStatus is the exit for the answer's status, as token's codes go:

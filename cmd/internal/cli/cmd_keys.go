@@ -141,57 +141,97 @@ func (g *grantFlags) check(cmd *cobra.Command, missing *[]string) (auth.GrantTyp
 	if err != nil {
 		return "", "", usageErrorf("--grant %s is not one of %s", text.ShellQuote(g.Grant), grantNames())
 	}
+	gt := grant.Type()
 	*missing = append(*missing, missingFlags(cmd, "client-id")...)
-	if grant.Type() == auth.GrantPassword {
-		*missing = append(*missing, missingFlags(cmd, "username")...)
-	} else {
-		flags := []string{"remember-password", "password-stdin"}
-		if grant.Type() == auth.GrantClientCredentials || grant.Type() == auth.GrantJWTBearer {
-			flags = append(flags, "username") // no person signs in (the assertion names its subject)
-		}
-		for _, f := range flags {
-			if fl := cmd.Flags().Lookup(f); fl != nil && fl.Changed {
-				return "", "", usageErrorf("--%s is for the password grant, not --grant %s", f, grant.Type())
-			}
-		}
+	if err := checkUserFlags(cmd, gt, missing); err != nil {
+		return "", "", err
 	}
-	if cmd.Flags().Changed("callback-port") && grant.Type() != auth.GrantAuthCode {
-		return "", "", usageErrorf("--callback-port is for --grant %s", auth.GrantAuthCode)
+	if err := g.checkCallbackPort(cmd, gt); err != nil {
+		return "", "", err
 	}
-	if g.CallbackPort < 0 || g.CallbackPort > 65535 {
-		return "", "", usageErrorf("--callback-port %d is not a TCP port (1-65535)", g.CallbackPort)
-	}
-	generate := false
-	if fl := cmd.Flags().Lookup("generate-client-key"); fl != nil && fl.Changed {
-		generate = fl.Value.String() == "true"
-	}
-	method, err := g.clientAuthMethod(generate)
+	method, err := g.clientAuthMethod(flagSetTrue(cmd, "generate-client-key"))
 	if err != nil {
 		return "", "", err
 	}
-	if method == auth.ClientAuthNone && grant.Type() == auth.GrantClientCredentials {
+	if method == auth.ClientAuthNone && gt == auth.GrantClientCredentials {
 		return "", "", usageErrorf("--grant client-credentials needs the client's secret: drop --public-client")
 	}
-	for _, src := range []struct {
-		file, cmd, flags, what string
-		needed                 bool
-	}{
-		{g.AssertionFile, g.AssertionCmd, "--assertion-file FILE or --assertion-cmd CMD", "--grant " + string(auth.GrantJWTBearer), grant.Type() == auth.GrantJWTBearer},
+	if err := g.checkAssertions(gt, method, missing); err != nil {
+		return "", "", err
+	}
+	if g.TokenURL != "" && g.Issuer != "" {
+		return "", "", usageErrorf("--token-url and --issuer exclude each other (see: %s --help)", cmd.CommandPath())
+	}
+	return gt, method, nil
+}
+
+// checkUserFlags asks for --username with the password grant and refuses
+// the password grant's flags with the others (and --username where no
+// person signs in: the assertion names its subject).
+func checkUserFlags(cmd *cobra.Command, gt auth.GrantType, missing *[]string) error {
+	if gt == auth.GrantPassword {
+		*missing = append(*missing, missingFlags(cmd, "username")...)
+		return nil
+	}
+	flags := []string{"remember-password", "password-stdin"}
+	if gt == auth.GrantClientCredentials || gt == auth.GrantJWTBearer {
+		flags = append(flags, "username")
+	}
+	for _, f := range flags {
+		if flagChanged(cmd, f) {
+			return usageErrorf("--%s is for the password grant, not --grant %s", f, gt)
+		}
+	}
+	return nil
+}
+
+// checkCallbackPort refuses --callback-port outside authcode or outside
+// the TCP ports.
+func (g *grantFlags) checkCallbackPort(cmd *cobra.Command, gt auth.GrantType) error {
+	if cmd.Flags().Changed("callback-port") && gt != auth.GrantAuthCode {
+		return usageErrorf("--callback-port is for --grant %s", auth.GrantAuthCode)
+	}
+	if g.CallbackPort < 0 || g.CallbackPort > 65535 {
+		return usageErrorf("--callback-port %d is not a TCP port (1-65535)", g.CallbackPort)
+	}
+	return nil
+}
+
+// assertionSource is one pair of flags naming where an assertion comes
+// from: needed when the grant or client authentication takes it.
+type assertionSource struct {
+	file, cmd, flags, what string
+	needed                 bool
+}
+
+// checkAssertions asks for the assertion sources the grant and method
+// need and refuses the others, and both of one pair.
+func (g *grantFlags) checkAssertions(gt auth.GrantType, method auth.ClientAuthMethod, missing *[]string) error {
+	for _, src := range []assertionSource{
+		{g.AssertionFile, g.AssertionCmd, "--assertion-file FILE or --assertion-cmd CMD", "--grant " + string(auth.GrantJWTBearer), gt == auth.GrantJWTBearer},
 		{g.ClientAssertionFile, g.ClientAssertionCmd, "--client-assertion-file FILE or --client-assertion-cmd CMD", "--client-auth " + string(auth.ClientAssertion), method.Needs().External},
 	} {
 		switch given := src.file != "" || src.cmd != ""; {
 		case src.needed && !given:
 			*missing = append(*missing, src.flags)
 		case !src.needed && given:
-			return "", "", usageErrorf("%s are for %s", strings.Replace(src.flags, " or ", " and ", 1), src.what)
+			return usageErrorf("%s are for %s", strings.Replace(src.flags, " or ", " and ", 1), src.what)
 		case src.file != "" && src.cmd != "":
-			return "", "", usageErrorf("pass %s, not both", src.flags)
+			return usageErrorf("pass %s, not both", src.flags)
 		}
 	}
-	if g.TokenURL != "" && g.Issuer != "" {
-		return "", "", usageErrorf("--token-url and --issuer exclude each other (see: %s --help)", cmd.CommandPath())
-	}
-	return grant.Type(), method, nil
+	return nil
+}
+
+// flagChanged says whether cmd has the flag name and it was given.
+func flagChanged(cmd *cobra.Command, name string) bool {
+	fl := cmd.Flags().Lookup(name)
+	return fl != nil && fl.Changed
+}
+
+// flagSetTrue says whether cmd's boolean flag name was given as true.
+func flagSetTrue(cmd *cobra.Command, name string) bool {
+	return flagChanged(cmd, name) && cmd.Flags().Lookup(name).Value.String() == "true"
 }
 
 // clientAuthMethod is the client authentication the flags name:
@@ -272,33 +312,8 @@ the desktop's opener) and always print it.`,
     --assertion-file /var/run/ci/token --client-assertion-file /var/run/ci/token`,
 		Args: usageArgs(cobra.NoArgs),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			// Every missing flag in one message.
-			missing := missingFlags(cmd, "label")
-			if opts.PublicClient && (opts.SecretStdin || opts.BasicAuth) {
-				return usageErrorf("--public-client has no secret: drop --client-secret-stdin and --basic-auth")
-			}
-			grantType, method, err := opts.check(cmd, &missing)
-			if err != nil {
+			if err := opts.validate(cmd); err != nil {
 				return err
-			}
-			grant, _ := auth.GrantFor(grantType)
-			if method == auth.ClientAuthNone && opts.SecretStdin {
-				return usageErrorf("--client-auth none has no secret: drop --client-secret-stdin")
-			}
-			if opts.SecretStdin && opts.PasswordStdin {
-				return usageErrorf("--client-secret-stdin and --password-stdin both read stdin; pass one secret in its variable")
-			}
-			if len(missing) > 0 {
-				return usageErrorf("missing %s (see: %s --help)", strings.Join(missing, ", "), cmd.CommandPath())
-			}
-			if l := strings.TrimSpace(opts.Label); !text.IsClean(l) {
-				return usageErrorf("--label %s contains control characters; choose another", text.ShellQuote(l))
-			}
-			if opts.TeamName != "" && (grantType == auth.GrantJWTBearer || method.Needs().External) {
-				return usageErrorf("--team keys renew on every member's machine, and the assertion file or command is this machine's: drop --team")
-			}
-			if opts.TeamName != "" && !grant.Unattended(auth.Kept{Password: true}) {
-				return usageErrorf("--team keys renew on every member's machine without a person: use --grant password or client-credentials, not %s", grant.Type())
 			}
 			if runF != nil {
 				return runF(cmd.Context(), opts)
@@ -316,6 +331,48 @@ the desktop's opener) and always print it.`,
 	fl.StringVar(&opts.TeamName, "team", "", "make it a team key, shared end-to-end encrypted through the team's etcd (addressed TEAM/LABEL)")
 	fl.StringVar(&opts.APIURL, "api-url", "", "base URL of the API the tokens are for (shipkey api KEY /path resolves against it)")
 	return cmd
+}
+
+// validate finds what is missing or contradictory in keys new's flags, as
+// a usage error; every missing flag in one message.
+func (opts *keysNewOptions) validate(cmd *cobra.Command) error {
+	// Every missing flag in one message.
+	missing := missingFlags(cmd, "label")
+	if opts.PublicClient && (opts.SecretStdin || opts.BasicAuth) {
+		return usageErrorf("--public-client has no secret: drop --client-secret-stdin and --basic-auth")
+	}
+	grantType, method, err := opts.check(cmd, &missing)
+	if err != nil {
+		return err
+	}
+	if method == auth.ClientAuthNone && opts.SecretStdin {
+		return usageErrorf("--client-auth none has no secret: drop --client-secret-stdin")
+	}
+	if opts.SecretStdin && opts.PasswordStdin {
+		return usageErrorf("--client-secret-stdin and --password-stdin both read stdin; pass one secret in its variable")
+	}
+	if len(missing) > 0 {
+		return usageErrorf("missing %s (see: %s --help)", strings.Join(missing, ", "), cmd.CommandPath())
+	}
+	if l := strings.TrimSpace(opts.Label); !text.IsClean(l) {
+		return usageErrorf("--label %s contains control characters; choose another", text.ShellQuote(l))
+	}
+	return opts.checkTeam(grantType, method)
+}
+
+// checkTeam refuses, for a team key, the grants and client
+// authentications that need a person or this machine's assertion.
+func (opts *keysNewOptions) checkTeam(grantType auth.GrantType, method auth.ClientAuthMethod) error {
+	if opts.TeamName == "" {
+		return nil
+	}
+	if grantType == auth.GrantJWTBearer || method.Needs().External {
+		return usageErrorf("--team keys renew on every member's machine, and the assertion file or command is this machine's: drop --team")
+	}
+	if grant, _ := auth.GrantFor(grantType); !grant.Unattended(auth.Kept{Password: true}) {
+		return usageErrorf("--team keys renew on every member's machine without a person: use --grant password or client-credentials, not %s", grant.Type())
+	}
+	return nil
 }
 
 // clientAuthFlag is the method --client-auth names, or its aliases

@@ -176,31 +176,16 @@ func teamJoinRun(ctx context.Context, opts *teamJoinOptions) error {
 	if err != nil {
 		return err
 	}
-	if !store.ValidTeamName(tc.Name) {
-		return usageErrorf("team name %s: use letters, digits, - and _ (at most 40)", text.ShellQuote(tc.Name))
-	}
-	if !opts.Create {
-		if opts.Yes && len(opts.Fingerprints) > 0 {
-			return usageErrorf("give either --fingerprint or --yes, not both")
-		}
-		if err := checkFingerprints(opts.Fingerprints, tc.Name); err != nil {
-			return err
-		}
-		if !opts.IO.StdinTTY && !opts.Yes && len(opts.Fingerprints) == 0 {
-			return usageErrorf("team join %s: no terminal to ask whether its roster is the team's: pass --fingerprint SHA256:… (each member's, as shipkey team members %s shows them on a member's machine), or --yes to pin it unchecked", tc.Name, tc.Name)
-		}
+	if err := opts.check(tc.Name); err != nil {
+		return err
 	}
 	eng, err := opts.Team() // first: it may hand the command on
 	if err != nil {
 		return err
 	}
-	password := ""
-	if tc.User != "" {
-		password, err = readSecret(opts.IO, opts.Getenv, secretSource{What: "etcd password", Env: envEtcdPassword, Prompt: text.Cleanf("etcd password for %s: ", tc.User), Hint: "set " + envEtcdPassword})
-		if err != nil {
-			return err
-		}
-		opts.Secrets.Add(password)
+	password, err := opts.etcdPassword(tc.User)
+	if err != nil {
+		return err
 	}
 	if tc.Insecure {
 		opts.IO.ErrText().Linef("shipkey: warning: team %s: --etcd-insecure: plain http to %s; the etcd password and every request cross the network in the clear (the team's items stay encrypted and signed)", tc.Name, strings.Join(team.PlainRemote(tc.Endpoints), ","))
@@ -223,6 +208,40 @@ func teamJoinRun(ctx context.Context, opts *teamJoinOptions) error {
 	opts.IO.ErrText().Linef("  shipkey team add %s %s", tc.Name, card)
 	fmt.Fprintln(opts.IO.Out, card)
 	return nil
+}
+
+// check refuses a bad team name and, for a join, pinning flags that
+// contradict each other or a roster nobody can be asked about.
+func (opts *teamJoinOptions) check(name string) error {
+	if !store.ValidTeamName(name) {
+		return usageErrorf("team name %s: use letters, digits, - and _ (at most 40)", text.ShellQuote(name))
+	}
+	if opts.Create {
+		return nil
+	}
+	if opts.Yes && len(opts.Fingerprints) > 0 {
+		return usageErrorf("give either --fingerprint or --yes, not both")
+	}
+	if err := checkFingerprints(opts.Fingerprints, name); err != nil {
+		return err
+	}
+	if !opts.IO.StdinTTY && !opts.Yes && len(opts.Fingerprints) == 0 {
+		return usageErrorf("team join %s: no terminal to ask whether its roster is the team's: pass --fingerprint SHA256:… (each member's, as shipkey team members %s shows them on a member's machine), or --yes to pin it unchecked", name, name)
+	}
+	return nil
+}
+
+// etcdPassword reads the etcd password of user, when there is one.
+func (opts *teamJoinOptions) etcdPassword(user string) (string, error) {
+	if user == "" {
+		return "", nil
+	}
+	password, err := readSecret(opts.IO, opts.Getenv, secretSource{What: "etcd password", Env: envEtcdPassword, Prompt: text.Cleanf("etcd password for %s: ", user), Hint: "set " + envEtcdPassword})
+	if err != nil {
+		return "", err
+	}
+	opts.Secrets.Add(password)
+	return password, nil
 }
 
 // teamMemberOptions adds a member to a team or removes one.

@@ -168,31 +168,10 @@ func execRun(ctx context.Context, opts *execOptions) error {
 	defer signal.Stop(sigs)
 	ctx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
-	var (
-		mu    sync.Mutex
-		child *os.Process // set once the command has started
-	)
+	fwd := &signalForwarder{}
 	done := make(chan struct{})
 	defer close(done)
-	go func() {
-		for {
-			select {
-			case sig := <-sigs:
-				mu.Lock()
-				p := child
-				mu.Unlock()
-				switch s, ok := sig.(syscall.Signal); {
-				case p == nil && ok:
-					cancel(signalCause{s})
-				case p != nil && !fromOwnTerminal(sig):
-					_ = p.Signal(sig)
-				}
-			case <-done:
-				return
-			}
-		}
-	}()
-	const notRun = "the command was not run"
+	go fwd.run(sigs, done, cancel)
 
 	// Find the command first: a typo should not cost a token refresh.
 	path, err := exec.LookPath(opts.Command[0])
@@ -203,6 +182,53 @@ func execRun(ctx context.Context, opts *execOptions) error {
 	if err != nil {
 		return err
 	}
+	o := opts.tokenOptions()
+	svc := newKeys(st, opts.Team, opts.IO, opts.Secrets, opts.Now, nil)
+	tok, err := svc.Token(ctx, opts.Label, o)
+	ts, label := tok.TokenSet, tok.Key.Label // label: the key served on the socket
+	if sig, ok := stoppedBy(ctx); ok {
+		return signalExit(sig, notRun)
+	}
+	if err != nil {
+		return err
+	}
+
+	c := exec.Command(path, opts.Command[1:]...)
+	c.Args[0] = opts.Command[0]
+	c.Env = childEnv(opts.Environ(), opts.EnvName, ts.AccessToken)
+	if opts.Serve {
+		stop, err := opts.serveSocket(c, st, label)
+		if err != nil {
+			return err
+		}
+		defer stop()
+	}
+	if opts.TokenFile {
+		stop, err := opts.serveFile(c, st, svc, label)
+		if err != nil {
+			return err
+		}
+		defer stop()
+	}
+	c.Stdin, c.Stdout, c.Stderr = opts.IO.In, opts.IO.Out, opts.IO.ErrOut
+	if err := fwd.start(ctx, c, opts.Command[0]); err != nil {
+		return err
+	}
+	// Recorded once the child is there to name (its pid, its executable).
+	if err := recordChild(svc, c, tok.Name, o.Exchange, audit.Token, "exec", ts.AccessToken); err != nil {
+		_ = c.Wait()
+		return err
+	}
+	return childExit(c.Wait())
+}
+
+// notRun ends exec's lines for a command that did not start.
+const notRun = "the command was not run"
+
+// tokenOptions is how exec gets its token: valid for --min-valid, renewed
+// first with --force-refresh, for the exchange's audience; --serve and
+// --token-file take a key of this machine, --token-file one without DPoP.
+func (opts *execOptions) tokenOptions() keys.TokenOptions {
 	o := keys.TokenOptions{MinValid: opts.MinValid, Force: opts.ForceRefresh}
 	if opts.Exchange.set() {
 		o.Exchange = opts.Exchange.exchange()
@@ -221,60 +247,76 @@ func execRun(ctx context.Context, opts *execOptions) error {
 			return nil
 		}
 	}
-	svc := newKeys(st, opts.Team, opts.IO, opts.Secrets, opts.Now, nil)
-	tok, err := svc.Token(ctx, opts.Label, o)
-	ts, label := tok.TokenSet, tok.Key.Label // label: the key served on the socket
-	if sig, ok := stoppedBy(ctx); ok {
-		return signalExit(sig, notRun)
-	}
+	return o
+}
+
+// serveSocket starts --serve's token socket for label and names it in c's
+// environment; stop ends it.
+func (opts *execOptions) serveSocket(c *exec.Cmd, st *store.Store, label string) (stop func(), err error) {
+	sock, err := startTokenSocket(st, label, opts.Exchange.exchange(), opts.Secrets, func(uid, owner int) {
+		fmt.Fprintf(opts.IO.ErrOut, "shipkey: exec --serve: refused a connection from uid %d (only uid %d is served)\n", uid, owner)
+	})
 	if err != nil {
-		return err
+		return nil, fmt.Errorf("%s: %w", notRun, err)
 	}
+	c.Env = append(withoutVars(c.Env, envSocket), envSocket+"="+sock.Path)
+	return sock.Stop, nil
+}
 
-	c := exec.Command(path, opts.Command[1:]...)
-	c.Args[0] = opts.Command[0]
-	c.Env = childEnv(opts.Environ(), opts.EnvName, ts.AccessToken)
-	if opts.Serve {
-		sock, err := startTokenSocket(st, label, opts.Exchange.exchange(), opts.Secrets, func(uid, owner int) {
-			fmt.Fprintf(opts.IO.ErrOut, "shipkey: exec --serve: refused a connection from uid %d (only uid %d is served)\n", uid, owner)
-		})
-		if err != nil {
-			return fmt.Errorf("%s: %w", notRun, err)
-		}
-		defer sock.Stop()
-		c.Env = append(withoutVars(c.Env, envSocket), envSocket+"="+sock.Path)
+// serveFile starts --token-file's file for label and names it in c's
+// environment; stop ends it.
+func (opts *execOptions) serveFile(c *exec.Cmd, st *store.Store, svc *keys.Service, label string) (stop func(), err error) {
+	tf, err := startTokenFile(st, svc, label, func(format string, args ...any) {
+		fmt.Fprintf(opts.IO.ErrOut, "shipkey: exec: "+format+"\n", args...)
+	})
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", notRun, err)
 	}
-	if opts.TokenFile {
-		tf, err := startTokenFile(st, svc, label, func(format string, args ...any) {
-			fmt.Fprintf(opts.IO.ErrOut, "shipkey: exec: "+format+"\n", args...)
-		})
-		if err != nil {
-			return fmt.Errorf("%s: %w", notRun, err)
-		}
-		defer tf.Stop()
-		c.Env = append(withoutVars(c.Env, envTokenFile), envTokenFile+"="+tf.Path)
-	}
-	c.Stdin, c.Stdout, c.Stderr = opts.IO.In, opts.IO.Out, opts.IO.ErrOut
+	c.Env = append(withoutVars(c.Env, envTokenFile), envTokenFile+"="+tf.Path)
+	return tf.Stop, nil
+}
 
-	// Under mu, a signal is either seen here (not started) or passed on to
-	// the started command, never lost between.
-	mu.Lock()
+// signalForwarder passes exec's signals on to the command once it has
+// started; before, a signal ends exec (its cause on the context).
+type signalForwarder struct {
+	mu    sync.Mutex
+	child *os.Process // set once the command has started
+}
+
+// run forwards what comes on sigs until done closes.
+func (f *signalForwarder) run(sigs <-chan os.Signal, done <-chan struct{}, cancel context.CancelCauseFunc) {
+	for {
+		select {
+		case sig := <-sigs:
+			f.mu.Lock()
+			p := f.child
+			f.mu.Unlock()
+			switch s, ok := sig.(syscall.Signal); {
+			case p == nil && ok:
+				cancel(signalCause{s})
+			case p != nil && !fromOwnTerminal(sig):
+				_ = p.Signal(sig)
+			}
+		case <-done:
+			return
+		}
+	}
+}
+
+// start starts c (named name in errors) unless a signal stopped ctx:
+// under mu, a signal is either seen here (not started) or passed on to the
+// started command, never lost between.
+func (f *signalForwarder) start(ctx context.Context, c *exec.Cmd, name string) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
 	if sig, ok := stoppedBy(ctx); ok {
-		mu.Unlock()
 		return signalExit(sig, notRun)
 	}
 	if err := c.Start(); err != nil {
-		mu.Unlock()
-		return commandError(opts.Command[0], err)
+		return commandError(name, err)
 	}
-	child = c.Process
-	mu.Unlock()
-	// Recorded once the child is there to name (its pid, its executable).
-	if err := recordChild(svc, c, tok.Name, o.Exchange, audit.Token, "exec", ts.AccessToken); err != nil {
-		_ = c.Wait()
-		return err
-	}
-	return childExit(c.Wait())
+	f.child = c.Process
+	return nil
 }
 
 // childEnv is env without shipkey's secrets and without any earlier value of

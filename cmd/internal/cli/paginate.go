@@ -51,24 +51,11 @@ func paginate(opts *apiOptions, client *http.Client, req *http.Request, jq, next
 }
 
 func fetchPages(opts *apiOptions, client *http.Client, req *http.Request, w *pageWriter, jq, nextJQ *gojq.Code, renewed func() bool) error {
-	limit := opts.MaxPages
-	if limit <= 0 {
-		limit = maxPages
-	}
-	home := keys.Origin(req.URL)
-	seen := map[string]int{pageKey(req.URL): 1}
+	trail := newPageTrail(req.URL, opts.MaxPages)
 	for n := 1; ; n++ {
-		resp, err := client.Do(req)
+		resp, body, err := readPage(client, req, n)
 		if err != nil {
-			return apiError(req.Method, req.URL, err)
-		}
-		body, err := io.ReadAll(io.LimitReader(resp.Body, maxJQBody+1))
-		resp.Body.Close()
-		switch {
-		case err != nil:
-			return fmt.Errorf("reading page %d: %v", n, err)
-		case len(body) > maxJQBody:
-			return fmt.Errorf("page %d is larger than %d MiB: --paginate reads each page whole; ask for smaller pages", n, maxJQBody>>20)
+			return err
 		}
 		isJSONPage := isJSON(resp.Header.Get("Content-Type"))
 		var v any
@@ -77,17 +64,7 @@ func fetchPages(opts *apiOptions, client *http.Client, req *http.Request, w *pag
 				return fmt.Errorf("page %d: %w", n, err)
 			}
 		}
-		if opts.Include {
-			writeHead(w.out, resp)
-		}
-		switch {
-		case opts.Silent:
-		case v != nil && jq != nil:
-			err = printJQ(w.out, v, jq)
-		default:
-			err = w.page(body, isJSONPage)
-		}
-		if err != nil {
+		if err := writePage(opts, w, resp, body, v, jq, isJSONPage); err != nil {
 			return answerReadError(err)
 		}
 		if err := answerStatus(resp, renewed()); err != nil {
@@ -97,20 +74,79 @@ func fetchPages(opts *apiOptions, client *http.Client, req *http.Request, w *pag
 		if err != nil || next == nil {
 			return err
 		}
-		if o := keys.Origin(next); o != home {
-			return fmt.Errorf("page %d's next link goes to %s, not to %s where the pages come from: not followed (the key's token goes to its API only)",
-				n, text.Safe(o), text.Safe(home))
+		if err := trail.follow(next, n); err != nil {
+			return err
 		}
-		if m, ok := seen[pageKey(next)]; ok {
-			return fmt.Errorf("page %d's next link leads back to page %d: stopped (the API's next links go round in a loop)", n, m)
-		}
-		if n >= limit {
-			return fmt.Errorf("stopped after %d pages: the API still names a next page; narrow the request (a filter, or larger pages)", n)
-		}
-		seen[pageKey(next)] = n + 1
 		req = req.Clone(req.Context())
 		req.URL, req.Host = next, ""
 	}
+}
+
+// readPage fetches page n whole, up to maxJQBody.
+func readPage(client *http.Client, req *http.Request, n int) (*http.Response, []byte, error) {
+	resp, err := client.Do(req)
+	if err != nil {
+		return nil, nil, apiError(req.Method, req.URL, err)
+	}
+	body, err := io.ReadAll(io.LimitReader(resp.Body, maxJQBody+1))
+	resp.Body.Close()
+	switch {
+	case err != nil:
+		return nil, nil, fmt.Errorf("reading page %d: %v", n, err)
+	case len(body) > maxJQBody:
+		return nil, nil, fmt.Errorf("page %d is larger than %d MiB: --paginate reads each page whole; ask for smaller pages", n, maxJQBody>>20)
+	}
+	return resp, body, nil
+}
+
+// writePage writes one page as the flags ask: its head with --include,
+// nothing with --silent, the jq filter's output on its JSON (v), else
+// the body through w.
+func writePage(opts *apiOptions, w *pageWriter, resp *http.Response, body []byte, v any, jq *gojq.Code, isJSONPage bool) error {
+	if opts.Include {
+		writeHead(w.out, resp)
+	}
+	switch {
+	case opts.Silent:
+		return nil
+	case v != nil && jq != nil:
+		return printJQ(w.out, v, jq)
+	default:
+		return w.page(body, isJSONPage)
+	}
+}
+
+// pageTrail is where --paginate has been: the pages' origin, the pages
+// seen (by pageKey, with their number) and how many it may follow.
+type pageTrail struct {
+	home  string
+	seen  map[string]int
+	limit int
+}
+
+func newPageTrail(first *url.URL, maxPagesFlag int) *pageTrail {
+	limit := maxPagesFlag
+	if limit <= 0 {
+		limit = maxPages
+	}
+	return &pageTrail{home: keys.Origin(first), seen: map[string]int{pageKey(first): 1}, limit: limit}
+}
+
+// follow refuses page n's next link when it leaves the pages' origin,
+// leads back to a page seen or goes past the limit; else it records it.
+func (t *pageTrail) follow(next *url.URL, n int) error {
+	if o := keys.Origin(next); o != t.home {
+		return fmt.Errorf("page %d's next link goes to %s, not to %s where the pages come from: not followed (the key's token goes to its API only)",
+			n, text.Safe(o), text.Safe(t.home))
+	}
+	if m, ok := t.seen[pageKey(next)]; ok {
+		return fmt.Errorf("page %d's next link leads back to page %d: stopped (the API's next links go round in a loop)", n, m)
+	}
+	if n >= t.limit {
+		return fmt.Errorf("stopped after %d pages: the API still names a next page; narrow the request (a filter, or larger pages)", n)
+	}
+	t.seen[pageKey(next)] = n + 1
+	return nil
 }
 
 // pageKey is u as --paginate knows a page again: its query parameters in

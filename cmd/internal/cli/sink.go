@@ -279,40 +279,49 @@ func (s *tokenSink) step(ctx context.Context) time.Duration {
 	now := s.now()
 	ahead := sinkAhead(tokenLife(&key.Token))
 	if s.written == nil || !s.written.Access().ValidFor(now, ahead) || !sameToken(&key.Token, s.written) {
-		ts, err := s.svc.KeyToken(ctx, key, keys.TokenOptions{MinValid: ahead, Quiet: true})
-		if err != nil {
+		var err error
+		if ahead, err = s.renew(ctx, key, ahead); err != nil {
 			return s.fail(err)
 		}
-		if s.written == nil || ts.AccessToken != s.written.AccessToken {
-			// Each new token the file takes is one hand-out, recorded
-			// before it is written (every hand-out has an entry). Its
-			// receiver is this process, which keeps the file: who reads
-			// the file is not known (not the process that started serve).
-			// A write that failed is tried again with the same token:
-			// recorded once, not at every try.
-			if s.recorded != ts.AccessToken {
-				if err := s.svc.Record(key.Label, auth.Exchange{}, keys.HandOut{What: audit.Token, Via: "token file " + s.Path, To: audit.Self}, ts.AccessToken); err != nil {
-					return s.fail(err)
-				}
-				s.recorded = ts.AccessToken
-			}
-			fi, err := writeTokenFile(s.Path, ts.AccessToken)
-			if err != nil {
-				return s.fail(sinkWriteError{unwrapExecError(err)})
-			}
-			s.written, s.file = ts, fi
-		}
-		if s.failed != "" || s.gone != "" {
-			s.say("token file %s: written again (key %s's token, valid until %s)", text.Safe(s.Path), text.Safe(s.Label), text.Stamp(ts.AccessExpiry()))
-		}
-		s.failed, s.failedLogin, s.gone = "", false, ""
-		ahead = sinkAhead(tokenLife(ts))
 	}
 	exp := s.written.Access()
 	if !exp.Stated() {
 		return 0
 	}
 	return max(exp.At.Add(-ahead).Sub(now), time.Second/10)
+}
+
+// renew gets key's token valid for ahead and writes it when it is a new
+// one; it returns how far ahead of the new token's expiry to renew.
+func (s *tokenSink) renew(ctx context.Context, key store.Key, ahead time.Duration) (time.Duration, error) {
+	ts, err := s.svc.KeyToken(ctx, key, keys.TokenOptions{MinValid: ahead, Quiet: true})
+	if err != nil {
+		return 0, err
+	}
+	if s.written == nil || ts.AccessToken != s.written.AccessToken {
+		// Each new token the file takes is one hand-out, recorded
+		// before it is written (every hand-out has an entry). Its
+		// receiver is this process, which keeps the file: who reads
+		// the file is not known (not the process that started serve).
+		// A write that failed is tried again with the same token:
+		// recorded once, not at every try.
+		if s.recorded != ts.AccessToken {
+			if err := s.svc.Record(key.Label, auth.Exchange{}, keys.HandOut{What: audit.Token, Via: "token file " + s.Path, To: audit.Self}, ts.AccessToken); err != nil {
+				return 0, err
+			}
+			s.recorded = ts.AccessToken
+		}
+		fi, err := writeTokenFile(s.Path, ts.AccessToken)
+		if err != nil {
+			return 0, sinkWriteError{unwrapExecError(err)}
+		}
+		s.written, s.file = ts, fi
+	}
+	if s.failed != "" || s.gone != "" {
+		s.say("token file %s: written again (key %s's token, valid until %s)", text.Safe(s.Path), text.Safe(s.Label), text.Stamp(ts.AccessExpiry()))
+	}
+	s.failed, s.failedLogin, s.gone = "", false, ""
+	return sinkAhead(tokenLife(ts)), nil
 }
 
 // sameToken reports whether the key's stored token (metadata) is the one
@@ -341,25 +350,38 @@ func (s *tokenSink) fail(err error) time.Duration {
 	}
 	if line != s.failed {
 		s.failed, s.failedLogin = line, login
-		if s.written != nil {
-			what, kept := "renewing", ""
-			if errors.As(err, new(sinkWriteError)) {
-				what = "writing"
-			}
-			if fi, err := os.Lstat(s.Path); err != nil || s.file == nil || !os.SameFile(fi, s.file) {
-				kept = "; the file is gone, written again when it can be" // its directory went
-			} else if exp.Stated() {
-				kept = "; the token on file stays until it expires at " + text.Stamp(exp.At)
-			}
-			s.say("token file %s: %s key %s's token failed: %s%s", text.Safe(s.Path), what, text.Safe(s.Label), text.Safe(line), kept)
-		} else {
-			s.say("token file %s: no token for key %s: %s", text.Safe(s.Path), text.Safe(s.Label), text.Safe(line))
-		}
+		s.sayFailed(err, line, exp)
 	}
 	var left time.Duration
 	if s.written != nil && exp.Stated() {
 		left = exp.Remaining(now)
 	}
+	return sinkRetry(login, left)
+}
+
+// sayFailed says the failure line (err's, renewing or writing), and
+// whether the token on file (its expiry exp) stays until it expires or is
+// gone.
+func (s *tokenSink) sayFailed(err error, line string, exp auth.Expiry) {
+	if s.written == nil {
+		s.say("token file %s: no token for key %s: %s", text.Safe(s.Path), text.Safe(s.Label), text.Safe(line))
+		return
+	}
+	what, kept := "renewing", ""
+	if errors.As(err, new(sinkWriteError)) {
+		what = "writing"
+	}
+	if fi, err := os.Lstat(s.Path); err != nil || s.file == nil || !os.SameFile(fi, s.file) {
+		kept = "; the file is gone, written again when it can be" // its directory went
+	} else if exp.Stated() {
+		kept = "; the token on file stays until it expires at " + text.Stamp(exp.At)
+	}
+	s.say("token file %s: %s key %s's token failed: %s%s", text.Safe(s.Path), what, text.Safe(s.Label), text.Safe(line), kept)
+}
+
+// sinkRetry is when to try again after a failure, login when only a login
+// helps, left the time the token on file has.
+func sinkRetry(login bool, left time.Duration) time.Duration {
 	switch {
 	case login && left > 0:
 		return left // only a login helps: remove the file at its expiry
@@ -452,11 +474,25 @@ func (s *tokenSink) removeAtStop() {
 // their directories, else by reading the store's stamp every sinkPoll. A
 // change pending is not told twice.
 func watchStoreFiles(ctx context.Context, svc *keys.Service, n int) []chan struct{} {
+	out, tell := fanOut(n)
+	files := svc.StampFiles()
+	w, err := watchDirs(files)
+	if err != nil {
+		go pollStamp(ctx, svc, tell)
+		return out
+	}
+	go relayChanges(ctx, w, files, tell)
+	return out
+}
+
+// fanOut makes n channels of one pending signal each, and tell, which
+// signals each one unless a signal is pending.
+func fanOut(n int) ([]chan struct{}, func()) {
 	out := make([]chan struct{}, n)
 	for i := range out {
 		out[i] = make(chan struct{}, 1)
 	}
-	tell := func() {
+	return out, func() {
 		for _, c := range out {
 			select {
 			case c <- struct{}{}:
@@ -464,44 +500,52 @@ func watchStoreFiles(ctx context.Context, svc *keys.Service, n int) []chan struc
 			}
 		}
 	}
-	files := svc.StampFiles()
+}
+
+// errNoStampFiles is watchDirs's answer when the store names no files.
+var errNoStampFiles = errors.New("no stamp files")
+
+// watchDirs is an inotify watch of the directories of files.
+func watchDirs(files []string) (*fsnotify.Watcher, error) {
+	if len(files) == 0 {
+		return nil, errNoStampFiles
+	}
 	w, err := fsnotify.NewWatcher()
-	if err == nil && len(files) > 0 {
-		for _, d := range uniqueDirs(files) {
-			if err = w.Add(d); err != nil {
-				break
-			}
-		}
+	if err != nil {
+		return nil, err
 	}
-	if err != nil || len(files) == 0 {
-		if w != nil {
+	for _, d := range uniqueDirs(files) {
+		if err := w.Add(d); err != nil {
 			_ = w.Close()
+			return nil, err
 		}
-		go pollStamp(ctx, svc, tell)
-		return out
 	}
-	go func() {
-		defer w.Close()
-		for {
-			select {
-			case <-ctx.Done():
+	return w, nil
+}
+
+// relayChanges calls tell at each change of files that w sees (and at
+// each of its errors: an overflow may hide one) until ctx ends; it closes
+// w.
+func relayChanges(ctx context.Context, w *fsnotify.Watcher, files []string, tell func()) {
+	defer w.Close()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case ev, ok := <-w.Events:
+			if !ok {
 				return
-			case ev, ok := <-w.Events:
-				if !ok {
-					return
-				}
-				if ev.Op != fsnotify.Chmod && slices.Contains(files, filepath.Clean(ev.Name)) {
-					tell()
-				}
-			case _, ok := <-w.Errors:
-				if !ok {
-					return
-				}
-				tell() // an overflow: something may have changed
 			}
+			if ev.Op != fsnotify.Chmod && slices.Contains(files, filepath.Clean(ev.Name)) {
+				tell()
+			}
+		case _, ok := <-w.Errors:
+			if !ok {
+				return
+			}
+			tell() // an overflow: something may have changed
 		}
-	}()
-	return out
+	}
 }
 
 // uniqueDirs is the directories of files, each once.

@@ -186,22 +186,7 @@ func statusRun(ctx context.Context, opts *statusOptions) error {
 	if err != nil {
 		return err
 	}
-	now := opts.Now()
-	var needLogin, removedFrom []string
-	n := 0
-	verdict := func(k store.Key) keyVerdict {
-		n++
-		v := keyStatus(k, now)
-		switch {
-		case v.State == stateRemoved:
-			if !slices.Contains(removedFrom, k.Team) {
-				removedFrom = append(removedFrom, k.Team)
-			}
-		case !v.Usable:
-			needLogin = append(needLogin, k.Label)
-		}
-		return v
-	}
+	tally := &statusTally{now: opts.Now()}
 	bw := bufio.NewWriterSize(opts.IO.Out, 64<<10)
 	// One key, or every key one at a time from the index (then the team
 	// keys, as etcd holds them: whether this machine is still a member):
@@ -210,39 +195,17 @@ func statusRun(ctx context.Context, opts *statusOptions) error {
 	err = svc.Walk(ctx, opts.Label, keys.Checked, func(each keys.Each) error {
 		switch {
 		case opts.Quiet:
-			return each(func(k store.Key) error { verdict(k); return nil })
+			return each(func(k store.Key) error { tally.verdict(k); return nil })
 		case opts.JSON:
-			arr := &jsonArray{w: bw}
-			err := each(func(k store.Key) error {
-				v := verdict(k)
-				j := statusJSON{Label: k.Label, Default: k.Default, State: v.State, Usable: v.Usable, Detail: v.Detail, Secrets: keys.SecretsBackend(k)}
-				if !k.Token.ObtainedAt.IsZero() {
-					j.AccessExpiresAt = rfc3339OrNil(k.Token.AccessExpiry())
-					j.RefreshExpiresAt = rfc3339OrNil(k.Token.RefreshExpiresAt)
-				}
-				return arr.add(j)
-			})
-			if err != nil {
-				return err
-			}
-			return arr.close()
+			return writeStatusJSON(bw, each, tally)
 		default:
-			var cells []string // reused: writeTable keeps a row's bytes, not its cells
-			_, err := writeTable(bw, nil, each, func(k store.Key, pass int) []string {
-				if pass == 0 {
-					cells = statusCells(cells[:0], k, verdict(k))
-				} else {
-					cells = statusCells(cells[:0], k, keyStatus(k, now))
-				}
-				return cells
-			}, tableKeep, spillFile)
-			return err
+			return writeStatusTable(bw, each, tally)
 		}
 	})
 	if err != nil {
 		return err
 	}
-	if n == 0 {
+	if tally.n == 0 {
 		if opts.Quiet {
 			return &exitError{code: exitFailure}
 		}
@@ -254,31 +217,99 @@ func statusRun(ctx context.Context, opts *statusOptions) error {
 		}
 		fmt.Fprintln(opts.IO.Out, auditStatus(st))
 	}
+	return tally.outcome(opts.Quiet)
+}
 
-	if len(needLogin) == 0 && len(removedFrom) == 0 {
+// statusTally counts the keys status judged and keeps those that need a
+// login and the teams that removed this machine.
+type statusTally struct {
+	now                    time.Time
+	n                      int
+	needLogin, removedFrom []string
+}
+
+// verdict judges k and counts it.
+func (t *statusTally) verdict(k store.Key) keyVerdict {
+	t.n++
+	v := keyStatus(k, t.now)
+	switch {
+	case v.State == stateRemoved:
+		if !slices.Contains(t.removedFrom, k.Team) {
+			t.removedFrom = append(t.removedFrom, k.Team)
+		}
+	case !v.Usable:
+		t.needLogin = append(t.needLogin, k.Label)
+	}
+	return v
+}
+
+// writeStatusJSON writes each key's verdict as one element of a JSON
+// array, as it comes.
+func writeStatusJSON(bw *bufio.Writer, each keys.Each, t *statusTally) error {
+	arr := &jsonArray{w: bw}
+	err := each(func(k store.Key) error {
+		v := t.verdict(k)
+		j := statusJSON{Label: k.Label, Default: k.Default, State: v.State, Usable: v.Usable, Detail: v.Detail, Secrets: keys.SecretsBackend(k)}
+		if !k.Token.ObtainedAt.IsZero() {
+			j.AccessExpiresAt = rfc3339OrNil(k.Token.AccessExpiry())
+			j.RefreshExpiresAt = rfc3339OrNil(k.Token.RefreshExpiresAt)
+		}
+		return arr.add(j)
+	})
+	if err != nil {
+		return err
+	}
+	return arr.close()
+}
+
+// writeStatusTable writes each key's verdict as a row of the status
+// table; only writeTable's first pass counts.
+func writeStatusTable(bw *bufio.Writer, each keys.Each, t *statusTally) error {
+	var cells []string // reused: writeTable keeps a row's bytes, not its cells
+	_, err := writeTable(bw, nil, each, func(k store.Key, pass int) []string {
+		if pass == 0 {
+			cells = statusCells(cells[:0], k, t.verdict(k))
+		} else {
+			cells = statusCells(cells[:0], k, keyStatus(k, t.now))
+		}
+		return cells
+	}, tableKeep, spillFile)
+	return err
+}
+
+// outcome is status's exit: nil when every key is usable, else the
+// login-needed code (a failure when a team removed this machine, as no
+// login helps) with a line saying what to run, which quiet leaves out.
+func (t *statusTally) outcome(quiet bool) error {
+	if len(t.needLogin) == 0 && len(t.removedFrom) == 0 {
 		return nil
 	}
 	code := exitLoginNeeded
-	if len(removedFrom) > 0 {
+	if len(t.removedFrom) > 0 {
 		code = exitFailure // no login helps
 	}
-	if opts.Quiet {
+	if quiet {
 		return &exitError{code: code}
 	}
+	return &exitError{code: code, err: errors.New(strings.Join(t.says(), "; "))}
+}
+
+// says is what outcome tells: the removed teams, then the keys to log in.
+func (t *statusTally) says() []string {
 	var says []string
-	if len(removedFrom) > 0 {
+	if len(t.removedFrom) > 0 {
 		says = append(says, fmt.Sprintf("this machine was removed from %s %s, whose keys it can no longer use; to use them again, run shipkey team join %s --etcd … and ask a member to add the line it prints, else forget the team here: shipkey team leave %s",
-			plural(len(removedFrom), "team", "teams"), strings.Join(removedFrom, ", "), removedFrom[0], removedFrom[0]))
+			plural(len(t.removedFrom), "team", "teams"), strings.Join(t.removedFrom, ", "), t.removedFrom[0], t.removedFrom[0]))
 	}
-	if len(needLogin) > 0 {
-		quoted := make([]string, len(needLogin))
-		for i, l := range needLogin {
+	if len(t.needLogin) > 0 {
+		quoted := make([]string, len(t.needLogin))
+		for i, l := range t.needLogin {
 			quoted[i] = text.ShellQuote(l)
 		}
 		says = append(says, fmt.Sprintf("login needed for %s; run: shipkey login %s",
-			plural(len(needLogin), "API key ", "API keys ")+strings.Join(quoted, ", "), quoted[0]))
+			plural(len(t.needLogin), "API key ", "API keys ")+strings.Join(quoted, ", "), quoted[0]))
 	}
-	return &exitError{code: code, err: errors.New(strings.Join(says, "; "))}
+	return says
 }
 
 // statusCells appends to cells one row of the status table: the default
