@@ -116,8 +116,7 @@ func TestTmuxRequestCopyAsCurlRuns(t *testing.T) {
 	s.keys("4")
 	s.waitText(5*time.Second, "shipkey › Request")
 	s.requestField("Method")
-	s.keys("Right") // POST
-	s.waitText(5*time.Second, "POST")
+	s.pressUntil("Right", "‹ POST ›", 8) // GET → POST, each press awaited
 	s.requestURL("shipments?ref=it's")
 	s.requestField("Headers")
 	s.keys("-l", "X-Trace: a b")

@@ -180,7 +180,10 @@ func TestTokenFileKeptFresh(t *testing.T) {
 	if !eventually(10*time.Second, func() bool { _, err := os.Lstat(path); return errors.Is(err, fs.ErrNotExist) }) {
 		t.Fatalf("the token file is still there after the logout; stderr:\n%s", errBuf.String())
 	}
-	if !strings.Contains(errBuf.String(), "token file "+path+": removed: key k was logged out") {
+	// The file goes first, then the line is said: wait for it.
+	if !eventually(10*time.Second, func() bool {
+		return strings.Contains(errBuf.String(), "token file "+path+": removed: key k was logged out")
+	}) {
 		t.Errorf("the removal is not said; stderr:\n%s", errBuf.String())
 	}
 
