@@ -254,7 +254,7 @@ func (opts *execOptions) tokenOptions() keys.TokenOptions {
 // environment; stop ends it.
 func (opts *execOptions) serveSocket(c *exec.Cmd, st *store.Store, label string) (stop func(), err error) {
 	sock, err := startTokenSocket(st, label, opts.Exchange.exchange(), opts.Secrets, func(uid, owner int) {
-		fmt.Fprintf(opts.IO.ErrOut, "shipkey: exec --serve: refused a connection from uid %d (only uid %d is served)\n", uid, owner)
+		opts.IO.ErrText().Linef("shipkey: exec --serve: refused a connection from uid %d (only uid %d is served)", uid, owner)
 	})
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", notRun, err)
@@ -267,7 +267,7 @@ func (opts *execOptions) serveSocket(c *exec.Cmd, st *store.Store, label string)
 // environment; stop ends it.
 func (opts *execOptions) serveFile(c *exec.Cmd, st *store.Store, svc *keys.Service, label string) (stop func(), err error) {
 	tf, err := startTokenFile(st, svc, label, func(format string, args ...any) {
-		fmt.Fprintf(opts.IO.ErrOut, "shipkey: exec: "+format+"\n", args...)
+		opts.IO.ErrText().Line(text.Trusted("shipkey: exec: "), text.Cleanf(format, args...))
 	})
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", notRun, err)

@@ -215,7 +215,7 @@ func statusRun(ctx context.Context, opts *statusOptions) error {
 		if err := bw.Flush(); err != nil {
 			return err
 		}
-		fmt.Fprintln(opts.IO.Out, auditStatus(st))
+		opts.IO.OutText().Linef("%s", auditStatus(st))
 	}
 	return tally.outcome(opts.Quiet)
 }
