@@ -202,6 +202,10 @@ func TestTokenFileKeptFresh(t *testing.T) {
 	if !eventually(20*time.Second, func() bool { _, err := os.Lstat(failing); return errors.Is(err, fs.ErrNotExist) }) {
 		t.Fatalf("the token file is still there after its token expired; stderr:\n%s", errBuf.String())
 	}
+	// The file goes first, then the line is said: wait for it.
+	eventually(10*time.Second, func() bool {
+		return strings.Contains(errBuf.String(), "removed: key failing's token expired and could not be renewed")
+	})
 	said := errBuf.String()
 	failed, removed := strings.Index(said, "renewing key failing's token failed"), strings.Index(said, "removed: key failing's token expired and could not be renewed")
 	if removed < failed || !strings.Contains(said, "the token on file stays until it expires at") {
