@@ -407,11 +407,10 @@ type harness struct {
 	clipboard []string        // OSC 52 writes (tea.SetClipboard)
 	native    []string        // native clipboard writes
 	nativeCur string
-	nativeMu  sync.Mutex     // async mode writes the native clipboard from commands
-	inbox     chan tea.Msg   // async mode: what the commands report
-	inflight  sync.WaitGroup // async mode: the commands still running
-	opened    []string       // browser opens: "envOnly url"
-	openErr   error          // what opening a browser answers
+	nativeMu  sync.Mutex   // async mode writes the native clipboard from commands
+	inbox     chan tea.Msg // async mode: what the commands report
+	opened    []string     // browser opens: "envOnly url"
+	openErr   error        // what opening a browser answers
 }
 
 func newHarness(t *testing.T, setup func(*fakeStore)) *harness {
@@ -532,31 +531,14 @@ func (h *harness) deliver(msg tea.Msg) []tea.Cmd {
 }
 
 // async switches the harness to running commands on goroutines.
-func (h *harness) async() {
-	h.inbox = make(chan tea.Msg, 64)
-	// Before the test's temporary directories go (cleanups run last
-	// first): a command still running, such as the Request history's
-	// write after an answer, would write into them as they are removed.
-	h.t.Cleanup(func() {
-		done := make(chan struct{})
-		go func() { h.inflight.Wait(); close(done) }()
-		select {
-		case <-done:
-		case <-time.After(10 * time.Second): // a guard against a hang only
-		}
-	})
-}
+func (h *harness) async() { h.inbox = make(chan tea.Msg, 64) }
 
 func (h *harness) spawn(cmd tea.Cmd) {
 	if cmd == nil {
 		return
 	}
 	inbox := h.inbox
-	h.inflight.Add(1)
-	go func() {
-		defer h.inflight.Done()
-		inbox <- cmd()
-	}()
+	go func() { inbox <- cmd() }()
 }
 
 // pump delivers the messages of the commands in flight until cond holds;
