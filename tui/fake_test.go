@@ -5,6 +5,7 @@ import (
 	"encoding/base64"
 	"encoding/json"
 	"fmt"
+	"os"
 	"path/filepath"
 	"reflect"
 	"slices"
@@ -423,7 +424,7 @@ func newHarnessWith(t testing.TB, setup func(*fakeStore), edit func(*config)) *h
 	t.Helper()
 	h := &harness{t: t, clock: &clock{t: t0}}
 	h.st = newFakeStore(h.clock)
-	h.st.requests = store.NewRequestHistory(filepath.Join(t.TempDir(), store.RequestsFile), h.clock.Now)
+	h.st.requests = store.NewRequestHistory(filepath.Join(requestsDir(t), store.RequestsFile), h.clock.Now)
 	if setup != nil {
 		setup(h.st)
 	}
@@ -677,4 +678,18 @@ func (f *fakeStore) Stamp() (store.Stamp, error) {
 	defer f.mu.Unlock()
 	f.stampCalls++
 	return store.Stamp(fmt.Sprint(f.writes)), nil
+}
+
+// requestsDir is a directory for a harness's Request history, removed after
+// the test as far as it can be: unlike t.TempDir, a history write still
+// running when the test ends (a command the test did not wait for, such as
+// the write after an answer) does not fail the test's cleanup.
+func requestsDir(t testing.TB) string {
+	t.Helper()
+	dir, err := os.MkdirTemp("", "shipkey-tui-requests-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = os.RemoveAll(dir) })
+	return dir
 }
