@@ -30,23 +30,8 @@ func TestTokenFileRefreshTokenDiesFirst(t *testing.T) {
 	now := func() time.Time { return time.Now().Add(time.Duration(offset.Load())) }
 	cfg := authtest.DemoConfig()
 	cfg.AccessTTL, cfg.RefreshTTL, cfg.Now = 10*time.Minute, time.Minute, now
-	srv := authtest.NewServer(cfg)
-	t.Cleanup(srv.Close)
-	client, err := auth.NewClient(auth.Options{Now: now})
-	if err != nil {
-		t.Fatal(err)
-	}
-	st, err := store.Open(store.Options{ConfigDir: t.TempDir(), StateDir: t.TempDir(), Backend: "memory", Auth: client, Now: now, Warn: &bytes.Buffer{}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { st.Close() })
+	st, _, _ := sinkTestStore(t, cfg, now, "k", "out")
 	ctx := context.Background()
-	for _, label := range []string{"k", "out"} {
-		if _, _, err := st.Create(ctx, store.NewKey{Label: label, Definition: store.Definition{Connection: auth.Connection{AuthURL: srv.URL(), ClientID: authtest.DemoClientID}, Username: authtest.DemoUsername}, ClientSecret: authtest.DemoClientSecret, Password: authtest.DemoPassword}); err != nil {
-			t.Fatal(err)
-		}
-	}
 	svc := newKeys(st, nil, nil, nil, now, nil)
 	dir := t.TempDir()
 	var said []string
@@ -133,21 +118,8 @@ func TestTokenFileEntryNamesTheKeeper(t *testing.T) {
 	now := func() time.Time { return time.Now().Add(time.Duration(offset.Load())) }
 	cfg := authtest.DemoConfig()
 	cfg.Now = now
-	srv := authtest.NewServer(cfg)
-	t.Cleanup(srv.Close)
-	client, err := auth.NewClient(auth.Options{Now: now})
-	if err != nil {
-		t.Fatal(err)
-	}
-	st, err := store.Open(store.Options{ConfigDir: t.TempDir(), StateDir: t.TempDir(), Backend: "memory", Auth: client, Now: now, Warn: &bytes.Buffer{}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { st.Close() })
+	st, _, _ := sinkTestStore(t, cfg, now, "k")
 	ctx := context.Background()
-	if _, _, err := st.Create(ctx, store.NewKey{Label: "k", Definition: store.Definition{Connection: auth.Connection{AuthURL: srv.URL(), ClientID: authtest.DemoClientID}, Username: authtest.DemoUsername}, ClientSecret: authtest.DemoClientSecret, Password: authtest.DemoPassword}); err != nil {
-		t.Fatal(err)
-	}
 	svc := newKeys(st, nil, nil, nil, now, nil)
 	if svc.Audit() == nil {
 		t.Skip("the audit trail is off (" + EnvAudit + "=off)")
@@ -234,21 +206,7 @@ func TestTokenFileStaleTemporaryRemoved(t *testing.T) {
 // in one line, through a link to them too.
 func TestSinkRefusesTheStoreDirectories(t *testing.T) {
 	t.Parallel()
-	srv := authtest.NewServer(authtest.DemoConfig())
-	t.Cleanup(srv.Close)
-	client, err := auth.NewClient(auth.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	configDir, stateDir := t.TempDir(), t.TempDir()
-	st, err := store.Open(store.Options{ConfigDir: configDir, StateDir: stateDir, Backend: "memory", Auth: client, Warn: &bytes.Buffer{}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { st.Close() })
-	if _, _, err := st.Create(context.Background(), store.NewKey{Label: "k", Definition: store.Definition{Connection: auth.Connection{AuthURL: srv.URL(), ClientID: authtest.DemoClientID}, Username: authtest.DemoUsername}, ClientSecret: authtest.DemoClientSecret, Password: authtest.DemoPassword}); err != nil {
-		t.Fatal(err)
-	}
+	st, configDir, stateDir := sinkTestStore(t, authtest.DemoConfig(), time.Now, "k")
 	svc := newKeys(st, nil, nil, nil, time.Now, nil)
 	link := filepath.Join(t.TempDir(), "state")
 	if err := os.Symlink(stateDir, link); err != nil {
@@ -276,4 +234,30 @@ func TestSinkNotAtTheSocket(t *testing.T) {
 	if err := sinkNotSocket([]sinkSpec{{Path: filepath.Join(dir, "token"), Label: "k"}}, sock); err != nil {
 		t.Errorf("a token file beside the socket: %v", err)
 	}
+}
+
+// sinkTestStore is a store (secrets in memory) on a realm of cfg, with a
+// key of the demo user for each label; it returns the store and its
+// configuration and state directories.
+func sinkTestStore(t *testing.T, cfg authtest.Config, now func() time.Time, labels ...string) (st *store.Store, configDir, stateDir string) {
+	t.Helper()
+	srv := authtest.NewServer(cfg)
+	t.Cleanup(srv.Close)
+	client, err := auth.NewClient(auth.Options{Now: now})
+	if err != nil {
+		t.Fatal(err)
+	}
+	configDir, stateDir = t.TempDir(), t.TempDir()
+	st, err = store.Open(store.Options{ConfigDir: configDir, StateDir: stateDir, Backend: "memory", Auth: client, Now: now, Warn: &bytes.Buffer{}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { st.Close() })
+	for _, label := range labels {
+		def := store.Definition{Connection: auth.Connection{AuthURL: srv.URL(), ClientID: authtest.DemoClientID}, Username: authtest.DemoUsername}
+		if _, _, err := st.Create(context.Background(), store.NewKey{Label: label, Definition: def, ClientSecret: authtest.DemoClientSecret, Password: authtest.DemoPassword}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return st, configDir, stateDir
 }
