@@ -237,4 +237,4 @@ func TestTmuxFormGeneralErrorInSight(t *testing.T) {
 
 // chooseGrant moves the form's grant choice (focused) with → until it shows
 // name; the grants' order is the form's.
-func (s *tmuxSession) chooseGrant(name string) { s.pressUntil("Right", "‹ "+name, 8) }
+func (s *tmuxSession) chooseGrant(name string) { s.pressUntil("Right", "‹ "+name, 8, choiceLine) }

@@ -34,7 +34,7 @@ func requestHistoryHome(t *testing.T) (*tmuxHome, *authtest.ResourceServer) {
 }
 
 // requestField tabs to the Request screen's field name (at most a round).
-func (s *tmuxSession) requestField(name string) { s.pressUntil("Tab", "› "+name, 8) }
+func (s *tmuxSession) requestField(name string) { s.pressUntil("Tab", "› "+name, 8, focusLine) }
 
 // TestTmuxRequestHistorySurvivesARestart: at 80×24 and 40×10, two requests
 // sent from the Request screen (one with an X-Api-Key header and a token
@@ -119,7 +119,7 @@ func TestTmuxRequestCopyAsCurlRuns(t *testing.T) {
 	s.keys("4")
 	s.waitText(5*time.Second, "shipkey › Request")
 	s.requestField("Method")
-	s.pressUntil("Right", "‹ POST ›", 8) // GET → POST, each press awaited
+	s.pressUntil("Right", "‹ POST ›", 8, choiceLine) // GET → POST, each press awaited
 	s.requestURL("shipments?ref=it's")
 	s.requestField("Headers")
 	s.keys("-l", "X-Trace: a b")

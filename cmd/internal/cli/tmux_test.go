@@ -72,19 +72,46 @@ func (s *tmuxSession) waitText(limit time.Duration, subs ...string) string {
 }
 
 // pressUntil presses key until the screen shows want, at most most times:
-// one press at a time, each awaited on the screen, so that a slow frame
-// never makes a press go past what is wanted.
-func (s *tmuxSession) pressUntil(key, want string, most int) {
+// one press at a time, each awaited until part(screen), the part of the
+// screen that key moves, is no longer what it was. Waiting for any change
+// would take text typed just before (and drawn late) for the press's effect,
+// and the next press would go past want.
+func (s *tmuxSession) pressUntil(key, want string, most int, part func(screen string) string) {
 	s.t.Helper()
 	for range most {
 		screen := s.capture()
 		if strings.Contains(screen, want) {
 			return
 		}
+		before := part(screen)
 		s.keys(key)
-		s.waitFor("the screen after "+key, 5*time.Second, func(now string) bool { return now != screen })
+		s.waitFor("the screen after "+key, 5*time.Second, func(now string) bool { return part(now) != before })
 	}
 	s.waitText(5*time.Second, want)
+}
+
+// focusLine is the name of the form's field that has the focus ("› Name"),
+// not its value: text typed into the field and drawn late is no move.
+func focusLine(screen string) string {
+	for _, line := range strings.Split(screen, "\n") {
+		if rest, ok := strings.CutPrefix(strings.TrimSpace(line), "› "); ok {
+			if f := strings.Fields(rest); len(f) > 0 {
+				return f[0]
+			}
+			return rest
+		}
+	}
+	return ""
+}
+
+// choiceLine is the first line with a choice between arrows ("‹ GET ›").
+func choiceLine(screen string) string {
+	for _, line := range strings.Split(screen, "\n") {
+		if strings.Contains(line, "‹ ") {
+			return line
+		}
+	}
+	return ""
 }
 
 func (s *tmuxSession) keys(keys ...string) {
