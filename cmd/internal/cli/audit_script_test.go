@@ -28,10 +28,11 @@ type auditSeenKey struct{}
 // matched before with this way (via) and what, and that its receiver is:
 // self (this test process, which ran the command: its pid and executable),
 // pid=stdout (the pid the last command printed on its first line),
-// exe=NAME (an executable NAME resolves to on PATH, or named NAME). With
+// exe=NAME (an executable NAME resolves to on PATH, or named NAME),
+// ssh=SESSION (the ssh session named) or nossh (none). With
 // "none": every entry has been matched.
 //
-//	audited VIA WHAT [self | pid=stdout | exe=NAME]...
+//	audited VIA WHAT [self | pid=stdout | exe=NAME | ssh=SESSION | nossh]...
 //	audited none
 func cmdAudited(ts *testscript.TestScript, neg bool, args []string) {
 	if neg || (len(args) < 2 && (len(args) != 1 || args[0] != "none")) {
@@ -85,6 +86,14 @@ func cmdAudited(ts *testscript.TestScript, neg bool, args []string) {
 			ts.Check(err)
 			if e.To.PID != pid {
 				ts.Fatalf("received by pid %d, not by the command's %d", e.To.PID, pid)
+			}
+		case want == "nossh":
+			if e.To.SSH != "" {
+				ts.Fatalf("received in ssh session %q, want none", e.To.SSH)
+			}
+		case strings.HasPrefix(want, "ssh="):
+			if e.To.SSH != strings.TrimPrefix(want, "ssh=") {
+				ts.Fatalf("received in ssh session %q, want %q", e.To.SSH, strings.TrimPrefix(want, "ssh="))
 			}
 		case strings.HasPrefix(want, "exe="):
 			name := strings.TrimPrefix(want, "exe=")
