@@ -30,8 +30,9 @@ import (
 // renamed over PATH (a symbolic link at PATH is replaced, never followed),
 // so a reader sees the old token or the new one, never a part. It is
 // renewed when a quarter of the token's life is left (at most 5 minutes
-// ahead), written again when another process renewed the key, and
-// removed when the key is logged out or removed (another process's logout
+// ahead), written again when another process renewed the key or another
+// program removed or replaced the file (at once where its directory can be
+// watched), and removed when the key is logged out or removed (another process's logout
 // is seen through the store's files, as the app sees it), when the process
 // that keeps it stops, and when its token expired without a renewal (a
 // failed renewal keeps the last token while it is valid, and is tried
@@ -278,7 +279,11 @@ func (s *tokenSink) step(ctx context.Context) time.Duration {
 	}
 	now := s.now()
 	ahead := sinkAhead(tokenLife(&key.Token))
-	if s.written == nil || !s.written.Access().ValidFor(now, ahead) || !sameToken(&key.Token, s.written) {
+	if s.written != nil && !s.onDisk() && s.gone == "" {
+		s.gone = "removed or replaced by another program"
+		s.say("token file %s: %s", text.Safe(s.Path), s.gone)
+	}
+	if s.written == nil || !s.onDisk() || !s.written.Access().ValidFor(now, ahead) || !sameToken(&key.Token, s.written) {
 		var err error
 		if ahead, err = s.renew(ctx, key, ahead); err != nil {
 			return s.fail(err)
@@ -298,7 +303,7 @@ func (s *tokenSink) renew(ctx context.Context, key store.Key, ahead time.Duratio
 	if err != nil {
 		return 0, err
 	}
-	if s.written == nil || ts.AccessToken != s.written.AccessToken {
+	if s.written == nil || ts.AccessToken != s.written.AccessToken || !s.onDisk() {
 		// Each new token the file takes is one hand-out, recorded
 		// before it is written (every hand-out has an entry). Its
 		// receiver is this process, which keeps the file: who reads
@@ -322,6 +327,13 @@ func (s *tokenSink) renew(ctx context.Context, key store.Key, ahead time.Duratio
 	}
 	s.failed, s.failedLogin, s.gone = "", false, ""
 	return sinkAhead(tokenLife(ts)), nil
+}
+
+// onDisk reports whether the file at Path is the one this sink wrote last
+// (not removed, or replaced, by another program since).
+func (s *tokenSink) onDisk() bool {
+	fi, err := os.Lstat(s.Path)
+	return err == nil && s.file != nil && os.SameFile(fi, s.file)
 }
 
 // sameToken reports whether the key's stored token (metadata) is the one
@@ -371,7 +383,7 @@ func (s *tokenSink) sayFailed(err error, line string, exp auth.Expiry) {
 	if errors.As(err, new(sinkWriteError)) {
 		what = "writing"
 	}
-	if fi, err := os.Lstat(s.Path); err != nil || s.file == nil || !os.SameFile(fi, s.file) {
+	if !s.onDisk() {
 		kept = "; the file is gone, written again when it can be" // its directory went
 	} else if exp.Stated() {
 		kept = "; the token on file stays until it expires at " + text.Stamp(exp.At)
@@ -433,14 +445,67 @@ func runSinks(ctx context.Context, svc *keys.Service, sinks []*tokenSink) {
 	}
 	var wg sync.WaitGroup
 	changed := watchStoreFiles(ctx, svc, len(sinks))
+	touched := watchSinkFiles(ctx, sinks)
 	for i, s := range sinks {
-		wg.Go(func() { s.run(ctx, changed[i]) })
+		wg.Go(func() { s.run(ctx, changed[i], touched[i]) })
 	}
 	wg.Wait()
 }
 
-// run is one sink's loop: a step when it is due or the store changed.
-func (s *tokenSink) run(ctx context.Context, changed <-chan struct{}) {
+// watchSinkFiles tells each sink when its file changes on disk (another
+// program removed or replaced it: it is written again at once, not at the
+// next renewal). Where the directories cannot be watched, the channels
+// are nil: the file is written again at the next step.
+func watchSinkFiles(ctx context.Context, sinks []*tokenSink) []chan struct{} {
+	out := make([]chan struct{}, len(sinks))
+	paths := make([]string, len(sinks))
+	for i, s := range sinks {
+		paths[i] = s.Path
+	}
+	w, err := watchDirs(paths)
+	if err != nil {
+		return out
+	}
+	for i := range out {
+		out[i] = make(chan struct{}, 1)
+	}
+	go func() {
+		defer w.Close()
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case ev, ok := <-w.Events:
+				if !ok {
+					return
+				}
+				if i := slices.Index(paths, filepath.Clean(ev.Name)); i >= 0 && ev.Op != fsnotify.Chmod {
+					notify(out[i])
+				}
+			case _, ok := <-w.Errors:
+				if !ok {
+					return
+				}
+				for _, c := range out {
+					notify(c) // an overflow: any file may have changed
+				}
+			}
+		}
+	}()
+	return out
+}
+
+// notify leaves a signal pending on c unless one is.
+func notify(c chan struct{}) {
+	select {
+	case c <- struct{}{}:
+	default:
+	}
+}
+
+// run is one sink's loop: a step when it is due, the store changed or its
+// file changed on disk.
+func (s *tokenSink) run(ctx context.Context, changed, touched <-chan struct{}) {
 	timer := time.NewTimer(time.Hour)
 	defer timer.Stop()
 	for {
@@ -455,6 +520,7 @@ func (s *tokenSink) run(ctx context.Context, changed <-chan struct{}) {
 			s.removeAtStop()
 			return
 		case <-changed:
+		case <-touched:
 		case <-due:
 		}
 	}
@@ -463,7 +529,7 @@ func (s *tokenSink) run(ctx context.Context, changed <-chan struct{}) {
 // removeAtStop removes the file as the keeping process stops: no token is
 // left behind on disk.
 func (s *tokenSink) removeAtStop() {
-	if fi, err := os.Lstat(s.Path); err == nil && s.file != nil && os.SameFile(fi, s.file) {
+	if s.onDisk() {
 		_ = os.Remove(s.Path)
 	}
 	s.written, s.file = nil, nil
@@ -494,10 +560,7 @@ func fanOut(n int) ([]chan struct{}, func()) {
 	}
 	return out, func() {
 		for _, c := range out {
-			select {
-			case c <- struct{}{}:
-			default:
-			}
+			notify(c)
 		}
 	}
 }

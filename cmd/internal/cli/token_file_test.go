@@ -153,10 +153,11 @@ func TestTokenFileEntryNamesTheKeeper(t *testing.T) {
 	if len(got) != 2 || got[0].Via != "token file "+path || got[0].To.PID != os.Getpid() || got[1].Fingerprint == got[0].Fingerprint {
 		t.Fatalf("entries %+v; want two (the first token, the renewed one once), via the token file, to pid %d (this process)", got, os.Getpid())
 	}
-	// Said once, as a failure to write (the renewal worked), and not that
-	// a token stays on file.
-	if len(said) != 1 || !strings.Contains(said[0], "writing key k's token failed") || strings.Contains(said[0], "stays") {
-		t.Fatalf("said %q; want one line on the failed write", said)
+	// Said once that the file went, then once as a failure to write (the
+	// renewal worked), and not that a token stays on file.
+	if len(said) != 2 || !strings.Contains(said[0], "removed or replaced by another program") ||
+		!strings.Contains(said[1], "writing key k's token failed") || strings.Contains(said[1], "stays") {
+		t.Fatalf("said %q; want a line on the file gone, then one on the failed write", said)
 	}
 }
 
