@@ -41,7 +41,7 @@ const (
 	fieldClientSecret
 	fieldUsername
 	fieldPassword
-	fieldAssertionFile // the jwt-bearer grant's assertion file
+	fieldAssertionFile // the jwt-bearer grant's assertion: a file, or $ a command
 	fieldLabel
 	fieldScope
 	fieldAdvanced // the section toggle: shows the connection options below
@@ -51,7 +51,7 @@ const (
 	fieldGenerateKey         // a toggle: private_key_jwt with a key made here
 	fieldClientKey           // the client's private key file (private_key_jwt, TLS)
 	fieldClientCert          // the client certificate file (TLS)
-	fieldClientAssertionFile // the client_assertion method's assertion file
+	fieldClientAssertionFile // the client_assertion method's: a file, or $ a command
 	fieldDPoP                // a toggle: DPoP-bound tokens
 	fieldPAR                 // a toggle: push the authorization request (authcode)
 	fieldCallbackPort        // browser sign-in's fixed loopback port
@@ -167,10 +167,12 @@ func init() {
 		fieldPassword: {name: "password", label: "Password", kind: kindSecret, placeholder: "password", required: true,
 			when: grantField(fieldPassword), prefill: func(p Prefill) string { return p.Password },
 			fill: func(_ *form, v string, sub *submission) { sub.nk.Password = v }},
-		fieldAssertionFile: {name: "assertion_file", label: "Assertion file", required: true,
-			placeholder: "a CI token file, read again at every renewal",
+		fieldAssertionFile: {name: "assertion_file", label: "Assertion", required: true,
+			placeholder: "a CI token file, or $ a command printing one",
 			when:        grantField(fieldAssertionFile),
-			fill:        func(_ *form, v string, sub *submission) { sub.nk.AssertionFile = v }},
+			fill: func(_ *form, v string, sub *submission) {
+				sub.nk.AssertionFile, sub.nk.AssertionCmd = assertionFrom(v)
+			}},
 		fieldLabel: {name: "label", label: "Label", placeholder: "a name for this key", required: true,
 			prefill: func(p Prefill) string { return p.Label },
 			check: func(f *form, v string) string {
@@ -250,10 +252,12 @@ func init() {
 			when:        func(f *form) bool { return f.clientAuth().Needs().Cert },
 			prefill:     func(p Prefill) string { return p.ClientCertFile },
 			fill:        func(_ *form, v string, sub *submission) { sub.certFile = v }},
-		fieldClientAssertionFile: {name: "client_assertion_file", label: "Assertion file", advanced: true, required: true,
-			placeholder: "the client's token file (a CI token), read at every request",
+		fieldClientAssertionFile: {name: "client_assertion_file", label: "Client assertion", advanced: true, required: true,
+			placeholder: "the client's token file, or $ a command printing one",
 			when:        func(f *form) bool { return f.clientAuth().Needs().External },
-			fill:        func(_ *form, v string, sub *submission) { sub.nk.ClientAssertionFile = v }},
+			fill: func(_ *form, v string, sub *submission) {
+				sub.nk.ClientAssertionFile, sub.nk.ClientAssertionCmd = assertionFrom(v)
+			}},
 		fieldDPoP: {name: "dpop", label: "DPoP", kind: kindToggle, advanced: true,
 			on: "tokens bound to a DPoP key of this key's own", off: "bearer tokens (space: DPoP-bound)",
 			prefill: func(p Prefill) string { return onIf(p.DPoP) },
@@ -847,4 +851,14 @@ func (f *form) FullHelp() [][]key.Binding {
 		return [][]key.Binding{{k.Registered, k.Copy}, {k.Cancel, k.PageUp, k.PageDown}}
 	}
 	return [][]key.Binding{{k.NextField, k.PrevField, k.Choose, k.Advanced}, {k.Submit, k.Back, k.ForceQuit}}
+}
+
+// assertionFrom reads an assertion field: a file's path, or after a $ a
+// command that prints the assertion (split at spaces, no shell, as
+// --assertion-cmd), read or run again at every renewal.
+func assertionFrom(v string) (file, cmd string) {
+	if rest, ok := strings.CutPrefix(strings.TrimSpace(v), "$"); ok {
+		return "", strings.TrimSpace(rest)
+	}
+	return v, ""
 }

@@ -97,6 +97,9 @@ func readCapped(path string) ([]byte, error) {
 var flagAliases = map[string][2]string{
 	"basic-auth":    {"client-auth", string(auth.ClientSecretBasic)},
 	"public-client": {"client-auth", string(auth.ClientAuthNone)},
+	// The assertion fields take a file or, after $, a command.
+	"assertion-cmd":        {"assertion-file", ""},
+	"client-assertion-cmd": {"client-assertion-file", ""},
 }
 
 // fieldSetting writes a setting an error's hint names (by the command

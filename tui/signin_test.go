@@ -495,3 +495,25 @@ func TestAssertionFaultsFocusTheirFile(t *testing.T) {
 		t.Errorf("%v: field %d, want the client assertion file's", clientErr, got)
 	}
 }
+
+// An assertion field takes a file, or after $ a command that prints the
+// assertion (as --assertion-cmd): either is sent as the key's source.
+func TestFormAssertionFromACommand(t *testing.T) {
+	t.Parallel()
+	h := newFormHarness(t, Prefill{AuthURL: "https://auth.example.com", ClientID: "ci", Label: "ci", Grant: auth.GrantJWTBearer,
+		ClientAuth: auth.ClientAssertion}, nil)
+	f := h.m.form
+	f.inputs[fieldAssertionFile].SetValue("  $ gh-oidc-token --audience shipping ")
+	f.inputs[fieldClientAssertionFile].SetValue("/run/ci/client.jwt")
+	h.press("ctrl+s")
+	nk := h.st.lastNew
+	if nk.AssertionCmd != "gh-oidc-token --audience shipping" || nk.AssertionFile != "" ||
+		nk.ClientAssertionFile != "/run/ci/client.jwt" || nk.ClientAssertionCmd != "" {
+		t.Fatalf("sent %+v", nk.Definition)
+	}
+	for flag, want := range map[string]string{"assertion-cmd": "the Assertion field", "client-assertion-cmd": "the Client assertion field under Advanced"} {
+		if got := fieldSetting(flag, "CMD"); got != want {
+			t.Errorf("fieldSetting(%s) = %q, want %q", flag, got, want)
+		}
+	}
+}
