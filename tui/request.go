@@ -258,58 +258,110 @@ func (r *request) follow() {
 	r.pane.follow(content, line)
 }
 
+// Update dispatches by the screen's state: a request in flight takes only
+// esc, the answer has its own keys, and while editing the saved-requests
+// list or the fields get the message.
 func (r *request) Update(msg tea.Msg) (action, tea.Cmd) {
-	switch r.state {
-	case requestSending:
-		if k, ok := msg.(tea.KeyPressMsg); ok && key.Matches(k, r.c.keys.Cancel) {
-			return actCancelRequest{}, nil // the values stay
-		}
-		return nil, nil
-	case requestViewing:
+	switch {
+	case r.state == requestSending:
+		return r.updateSending(msg)
+	case r.state == requestViewing:
 		return r.updateViewing(msg)
-	}
-	if r.hist.listing {
+	case r.hist.listing:
 		return r.updateList(msg)
 	}
-	km := r.c.keys
-	if k, ok := msg.(tea.KeyPressMsg); ok {
-		switch {
-		case key.Matches(k, km.Back):
-			return actBack{}, nil
-		case key.Matches(k, km.Requests):
-			r.openList()
-			return nil, nil
-		case key.Matches(k, km.CopyCurl):
-			call, bad := r.validate()
-			if bad >= 0 {
-				return nil, r.focusOn(bad)
-			}
-			return r.copyCurl(call, nil)
-		case r.focus == reqFieldURL && key.Matches(k, km.Recall):
-			r.recall(k.String() == "up")
-			return nil, nil
-		case key.Matches(k, km.Send), key.Matches(k, km.Enter) && !isArea(r.focus):
-			return r.submit()
-		case key.Matches(k, km.TabNext), !isArea(r.focus) && key.Matches(k, km.NextField):
-			return nil, r.focusOn(r.focus + 1)
-		case key.Matches(k, km.TabPrev), !isArea(r.focus) && key.Matches(k, km.PrevField):
-			return nil, r.focusOn(r.focus - 1)
-		case !isArea(r.focus) && (key.Matches(k, km.PageUp) || key.Matches(k, km.PageDown)):
-			content, _ := r.content()
-			r.pane.scroll(msg, km, content, false)
-			return nil, nil
-		case isChoice(r.focus):
-			if key.Matches(k, km.Choose) {
-				r.change(k.String() == "left")
-			}
-			return nil, nil
-		}
+	return r.updateEditing(msg)
+}
+
+// updateSending handles a key while the request is in flight: esc cancels
+// it; nothing else does anything.
+func (r *request) updateSending(msg tea.Msg) (action, tea.Cmd) {
+	if k, ok := msg.(tea.KeyPressMsg); ok && key.Matches(k, r.c.keys.Cancel) {
+		return actCancelRequest{}, nil // the values stay
 	}
-	if _, ok := msg.(tea.MouseWheelMsg); ok {
-		content, _ := r.content()
-		r.pane.scroll(msg, km, content, false)
+	return nil, nil
+}
+
+// updateEditing handles the fields: a key the screen binds, the wheel
+// scrolling them, else the message goes to the focused field.
+func (r *request) updateEditing(msg tea.Msg) (action, tea.Cmd) {
+	switch msg := msg.(type) {
+	case tea.KeyPressMsg:
+		if act, cmd, done := r.editingCommand(msg); done {
+			return act, cmd
+		}
+		if cmd, done := r.editingMove(msg); done {
+			return nil, cmd
+		}
+	case tea.MouseWheelMsg:
+		r.scrollFields(msg)
 		return nil, nil
 	}
+	return r.typeInField(msg)
+}
+
+// editingCommand handles the keys that act on the request while editing:
+// back, the saved requests, copy as curl, recall, send. done is false for
+// any other key.
+func (r *request) editingCommand(k tea.KeyPressMsg) (act action, cmd tea.Cmd, done bool) {
+	km := r.c.keys
+	switch {
+	case key.Matches(k, km.Back):
+		return actBack{}, nil, true
+	case key.Matches(k, km.Requests):
+		r.openList()
+		return nil, nil, true
+	case key.Matches(k, km.CopyCurl):
+		call, bad := r.validate()
+		if bad >= 0 {
+			return nil, r.focusOn(bad), true
+		}
+		act, cmd := r.copyCurl(call, nil)
+		return act, cmd, true
+	case r.focus == reqFieldURL && key.Matches(k, km.Recall):
+		r.recall(k.String() == "up")
+		return nil, nil, true
+	case key.Matches(k, km.Send), key.Matches(k, km.Enter) && !isArea(r.focus):
+		act, cmd := r.submit()
+		return act, cmd, true
+	}
+	return nil, nil, false
+}
+
+// editingMove handles the keys that move among the fields or change a
+// choice: tab and the arrows (a text area keeps ↑/↓ and enter), the pages,
+// ←/→ on a choice, which takes no other key. done is false for any other
+// key: it is typed into the focused field.
+func (r *request) editingMove(k tea.KeyPressMsg) (tea.Cmd, bool) {
+	km := r.c.keys
+	area := isArea(r.focus)
+	switch {
+	case key.Matches(k, km.TabNext), !area && key.Matches(k, km.NextField):
+		return r.focusOn(r.focus + 1), true
+	case key.Matches(k, km.TabPrev), !area && key.Matches(k, km.PrevField):
+		return r.focusOn(r.focus - 1), true
+	case !area && (key.Matches(k, km.PageUp) || key.Matches(k, km.PageDown)):
+		r.scrollFields(k)
+		return nil, true
+	case isChoice(r.focus):
+		if key.Matches(k, km.Choose) {
+			r.change(k.String() == "left")
+		}
+		return nil, true
+	}
+	return nil, false
+}
+
+// scrollFields scrolls the fields by msg (a page key or the wheel).
+func (r *request) scrollFields(msg tea.Msg) {
+	content, _ := r.content()
+	r.pane.scroll(msg, r.c.keys, content, false)
+}
+
+// typeInField gives msg to the focused text field (a choice takes no
+// text); an edit forgets a recalled request, and a key clears the field's
+// error.
+func (r *request) typeInField(msg tea.Msg) (action, tea.Cmd) {
 	var cmd tea.Cmd
 	before := r.typed()
 	switch r.focus {
