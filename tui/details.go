@@ -170,85 +170,122 @@ func (d *details) token() *auth.TokenSet {
 	return &t
 }
 
+// Update dispatches by what has the keys: the password prompt, the logout
+// question, else the screen's keys (the pane scrolls first). Before the
+// key is read only back works; while an operation is in flight only the
+// keys that start none (viewKey) do.
 func (d *details) Update(msg tea.Msg) (action, tea.Cmd) {
-	k, ok := msg.(tea.KeyPressMsg)
-	if d.prompt {
+	switch {
+	case d.prompt:
 		return d.updatePrompt(msg)
-	}
-	if d.state == detailsConfirmLogout {
+	case d.state == detailsConfirmLogout:
 		return d.updateConfirmLogout(msg), nil
 	}
+	k, ok := msg.(tea.KeyPressMsg)
 	if d.pane.scroll(msg, d.c.keys, d.content(), true) || !ok {
 		return nil, nil
 	}
-	km := d.c.keys
 	if d.partial {
 		// Nothing to act on before the key is read (a moment).
-		if key.Matches(k, km.Back) {
+		if key.Matches(k, d.c.keys.Back) {
 			return actBack{}, nil
 		}
 		return nil, nil
 	}
+	if act, done := d.viewKey(k); done || d.busy() {
+		return act, nil
+	}
+	return d.sessionKey(k)
+}
+
+// viewKey handles the keys that start no operation on the key, so they
+// work while one is in flight: back, reveal, auto-refresh, inspect, copy.
+// done is false for any other key.
+func (d *details) viewKey(k tea.KeyPressMsg) (act action, done bool) {
+	km := d.c.keys
 	label := d.key.Label
 	switch {
 	case key.Matches(k, km.Back):
-		return actBack{}, nil
+		return actBack{}, true
 	case key.Matches(k, km.Reveal):
 		if d.reveal {
 			d.reveal = false
-			break
+			return nil, true
 		}
-		return actReveal{label: label, tokens: d.tokens}, nil // shown once recorded
+		return actReveal{label: label, tokens: d.tokens}, true // shown once recorded
 	case key.Matches(k, km.AutoRefresh):
 		d.auto = !d.auto
 		d.autoFailedFor = time.Time{}
+		return nil, true
 	case key.Matches(k, km.Inspect):
-		return actInspectKey{label: label}, nil
+		return actInspectKey{label: label}, true
 	case key.Matches(k, km.Copy), key.Matches(k, km.CopyHeader):
-		if d.tokens == nil || d.tokens.AccessToken == "" {
+		if !d.hasAccessToken() {
 			d.errMsg = "no token to copy: log in first (l)"
-			return nil, nil
+			return nil, true
 		}
-		return actCopy{label: label, header: key.Matches(k, km.CopyHeader), tokens: d.tokens}, nil
-	case d.busy():
-		return nil, nil
+		return actCopy{label: label, header: key.Matches(k, km.CopyHeader), tokens: d.tokens}, true
+	}
+	return nil, false
+}
+
+// sessionKey handles the keys that start an operation on the key's
+// session: check at the server, refresh, log in, log out.
+func (d *details) sessionKey(k tea.KeyPressMsg) (action, tea.Cmd) {
+	km := d.c.keys
+	switch {
 	case key.Matches(k, km.CheckServer):
-		if d.tokens == nil || d.tokens.AccessToken == "" {
+		if !d.hasAccessToken() {
 			d.errMsg = "no token to check: log in first (l)"
 			return nil, nil
 		}
 		d.errMsg = ""
-		return actCheckLive{label: label}, nil
+		return actCheckLive{label: d.key.Label}, nil
 	case key.Matches(k, km.Refresh):
 		if d.tokens == nil || d.tokens.RefreshToken == "" || d.ended {
 			d.errMsg = "nothing to refresh: log in again (l)"
 			return nil, nil
 		}
 		d.state, d.errMsg = detailsRefreshing, ""
-		return actRefresh{label: label}, nil
+		return actRefresh{label: d.key.Label}, nil
 	case key.Matches(k, km.Login):
-		if k.String() == "enter" && !d.sessionEnded() && d.tokens != nil {
-			return nil, nil // enter logs in again only once the session has ended
-		}
-		d.errMsg = ""
-		if d.key.RememberPassword || d.key.Grant.Or() != auth.GrantPassword {
-			// Nothing to type here: the remembered password, the client's
-			// secret, or a person on the sign-in screen.
-			d.state = detailsLoggingIn
-			return actLogin{label: label}, nil
-		}
-		d.state, d.prompt = detailsPassword, true
-		return nil, d.password.Focus()
+		return d.login(k.String() == "enter")
 	case key.Matches(k, km.Logout):
-		if d.tokens == nil && d.key.LoggedOut {
-			return nil, nil
-		}
-		d.state, d.errMsg = detailsConfirmLogout, ""
-		d.pane.set(d.content()) // with the question, its last line
-		d.pane.vp.GotoBottom()
-		return nil, nil
+		d.askLogout()
 	}
 	return nil, nil
+}
+
+// hasAccessToken reports whether the key's access token is at hand (to
+// copy or to check).
+func (d *details) hasAccessToken() bool { return d.tokens != nil && d.tokens.AccessToken != "" }
+
+// login logs in again: at once when nothing is to be typed here, else
+// through the password prompt. enter logs in only once the session has
+// ended (l always does).
+func (d *details) login(enter bool) (action, tea.Cmd) {
+	if enter && !d.sessionEnded() && d.tokens != nil {
+		return nil, nil // enter logs in again only once the session has ended
+	}
+	d.errMsg = ""
+	if d.key.RememberPassword || d.key.Grant.Or() != auth.GrantPassword {
+		// Nothing to type here: the remembered password, the client's
+		// secret, or a person on the sign-in screen.
+		d.state = detailsLoggingIn
+		return actLogin{label: d.key.Label}, nil
+	}
+	d.state, d.prompt = detailsPassword, true
+	return nil, d.password.Focus()
+}
+
+// askLogout asks "log out …? (y/n)", unless there is no session to end.
+func (d *details) askLogout() {
+	if d.tokens == nil && d.key.LoggedOut {
+		return
+	}
+	d.state, d.errMsg = detailsConfirmLogout, ""
+	d.pane.set(d.content()) // with the question, its last line
+	d.pane.vp.GotoBottom()
 }
 
 // updateConfirmLogout answers "log out …? (y/n)": y logs out, n or esc
@@ -435,27 +472,56 @@ func (d *details) status(now time.Time) (string, bool) {
 
 func (d *details) View() string { return d.pane.view(d.content()) }
 
-// content is every line of the screen; the pane shows what fits.
+// content is every line of the screen; the pane shows what fits. It is
+// built from sections: who the key is, its token, the expiries, the state
+// (with the server's word), and what is asked or went wrong.
 func (d *details) content() string {
-	s := d.c.styles
-	now := d.c.now
-	t := d.token()
-	const nameW = 20
-	var b strings.Builder
-	line := func(str string) { b.WriteString("  " + str + "\n") }
-
-	kw := d.key.Words()
-	label := kw.Label.String()
+	var b screenLines
 	if d.partial {
-		line(s.Value.Render(label))
-		b.WriteString("\n")
-		if d.errMsg != "" {
-			b.WriteString(indentWrapped("✗ "+d.errMsg, 2, d.width, s.Error.Render))
-		} else {
-			line(s.Subtle.Render("reading the key…"))
-		}
+		d.readingSection(&b)
 		return b.String()
 	}
+	t := d.token()
+	d.identitySection(&b)
+	b.WriteString("\n")
+	access := d.maskedAccess()
+	d.tokenSection(&b, t, access)
+	b.WriteString("\n")
+	d.expirySection(&b, t, access)
+	b.WriteString("\n")
+	d.stateSection(&b)
+	d.promptSection(&b)
+	return b.String()
+}
+
+// screenLines is a screen's content as it is built: line writes one line
+// inside the screen's two-column margin.
+type screenLines struct{ strings.Builder }
+
+func (b *screenLines) line(str string) { b.WriteString("  " + str + "\n") }
+
+// detailsNameW is the width of the details rows' name column.
+const detailsNameW = 20
+
+// readingSection is the screen while the key is read: its label, and the
+// wait (or why the read failed).
+func (d *details) readingSection(b *screenLines) {
+	s := d.c.styles
+	b.line(s.Value.Render(d.key.Words().Label.String()))
+	b.WriteString("\n")
+	if d.errMsg != "" {
+		b.WriteString(indentWrapped("✗ "+d.errMsg, 2, d.width, s.Error.Render))
+	} else {
+		b.line(s.Subtle.Render("reading the key…"))
+	}
+}
+
+// identitySection is who the key is: its label, user, realm, client and
+// grant, flowed over as many lines as the width needs.
+func (d *details) identitySection(b *screenLines) {
+	s := d.c.styles
+	kw := d.key.Words()
+	label := kw.Label.String()
 	pieces := []piece{{"", label}}
 	if d.key.Username != "" {
 		pieces = append(pieces, piece{"  ", kw.Username.String() + " @"}, piece{" ", kw.RealmURL.String()})
@@ -468,45 +534,64 @@ func (d *details) content() string {
 	}
 	for i, l := range flow(pieces, d.width-2) {
 		if rest, ok := strings.CutPrefix(l, label); i == 0 && ok {
-			line(s.Value.Render(label) + s.Subtle.Render(rest))
+			b.line(s.Value.Render(label) + s.Subtle.Render(rest))
 		} else {
-			line(s.Subtle.Render(l))
+			b.line(s.Subtle.Render(l))
 		}
 	}
-	b.WriteString("\n")
+}
 
-	access := d.key.Masked
+// maskedAccess is the access token masked ("" when there is none).
+func (d *details) maskedAccess() string {
 	if d.tokens != nil {
-		access = text.Mask(d.tokens.AccessToken)
+		return text.Mask(d.tokens.AccessToken)
 	}
-	switch {
-	case access == "":
-		line(s.row("Access token", nameW, s.Subtle.Render("none")))
-	case d.reveal && d.tokens != nil:
-		w := max(20, d.width-nameW-4)
-		parts := hardWrap(text.Safe(d.tokens.AccessToken), w)
-		line(s.row("Access token", nameW, s.Secret.Render(parts[0])))
-		for _, p := range parts[1:] {
-			line(strings.Repeat(" ", nameW) + s.Secret.Render(p))
-		}
-		line(strings.Repeat(" ", nameW) + s.Subtle.Render("(v hides)"))
-	default:
-		line(s.row("Access token", nameW, s.Secret.Render(access)+s.Subtle.Render("  (v reveals)")))
-	}
+	return d.key.Masked
+}
+
+// tokenSection is the token response's fields: the access token (masked,
+// or whole once revealed), its type, scope, session and when it came.
+func (d *details) tokenSection(b *screenLines, t *auth.TokenSet, access string) {
+	s := d.c.styles
+	d.accessRows(b, access)
 	dash := text.Trusted("—")
-	line(s.row("Token type", nameW, show(s.Value, text.Sanitize(t.TokenType).Or(dash))))
-	line(s.row("Scope", nameW, show(s.Value, text.Sanitize(t.Scope).Or(dash))))
-	line(s.row("Session state", nameW, show(s.Value, text.Sanitize(t.SessionState).Or(dash))))
+	b.line(s.row("Token type", detailsNameW, show(s.Value, text.Sanitize(t.TokenType).Or(dash))))
+	b.line(s.row("Scope", detailsNameW, show(s.Value, text.Sanitize(t.Scope).Or(dash))))
+	b.line(s.row("Session state", detailsNameW, show(s.Value, text.Sanitize(t.SessionState).Or(dash))))
 	if nbp, ok := notBeforePolicy(t); ok {
-		line(s.row("Not-before policy", nameW, s.Value.Render(nbp)))
+		b.line(s.row("Not-before policy", detailsNameW, s.Value.Render(nbp)))
 	}
 	obtained := text.Stamp(t.ObtainedAt)
 	if !t.ObtainedAt.IsZero() {
-		obtained += s.Subtle.Render("  (" + text.Relative(t.ObtainedAt, now) + ")")
+		obtained += s.Subtle.Render("  (" + text.Relative(t.ObtainedAt, d.c.now) + ")")
 	}
-	line(s.row("Obtained at", nameW, s.Value.Render(obtained)))
-	b.WriteString("\n")
+	b.line(s.row("Obtained at", detailsNameW, s.Value.Render(obtained)))
+}
 
+// accessRows is the access token's row: none, masked, or revealed whole
+// (wrapped over as many lines as it needs).
+func (d *details) accessRows(b *screenLines, access string) {
+	s := d.c.styles
+	const nameW = detailsNameW
+	switch {
+	case access == "":
+		b.line(s.row("Access token", nameW, s.Subtle.Render("none")))
+	case d.reveal && d.tokens != nil:
+		w := max(20, d.width-nameW-4)
+		parts := hardWrap(text.Safe(d.tokens.AccessToken), w)
+		b.line(s.row("Access token", nameW, s.Secret.Render(parts[0])))
+		for _, p := range parts[1:] {
+			b.line(strings.Repeat(" ", nameW) + s.Secret.Render(p))
+		}
+		b.line(strings.Repeat(" ", nameW) + s.Subtle.Render("(v hides)"))
+	default:
+		b.line(s.row("Access token", nameW, s.Secret.Render(access)+s.Subtle.Render("  (v reveals)")))
+	}
+}
+
+// expirySection is when the access and refresh tokens end, with their
+// countdowns, and a warning when the clock looks skewed.
+func (d *details) expirySection(b *screenLines, t *auth.TokenSet, access string) {
 	accessNone, refreshNone := auth.ExpiryNotStated, auth.ExpiryNotStated
 	switch {
 	case access == "": // logged out or never logged in: nothing expires
@@ -516,14 +601,19 @@ func (d *details) content() string {
 	default:
 		refreshNone = refreshExpiryUnstated(t)
 	}
-	line(d.expiryRow("Access expires", t.AccessExpiry(), time.Duration(t.ExpiresIn)*time.Second, accessNone))
-	line(d.expiryRow("Refresh expires", t.RefreshExpiresAt, time.Duration(t.RefreshExpiresIn)*time.Second, refreshNone))
+	b.line(d.expiryRow("Access expires", t.AccessExpiry(), time.Duration(t.ExpiresIn)*time.Second, accessNone))
+	b.line(d.expiryRow("Refresh expires", t.RefreshExpiresAt, time.Duration(t.RefreshExpiresIn)*time.Second, refreshNone))
 	if skew, bad := t.Skew(); bad {
-		line(s.Warn.Render(fmt.Sprintf("⚠ clock skew: the JWT's exp is %s off expires_in; check this machine's clock", skew.Round(time.Second))))
+		b.line(d.c.styles.Warn.Render(fmt.Sprintf("⚠ clock skew: the JWT's exp is %s off expires_in; check this machine's clock", skew.Round(time.Second))))
 	}
-	b.WriteString("\n")
+}
 
-	st, good := d.status(now)
+// stateSection is the verdict on the token with auto-refresh beside it
+// (under it when narrow), and the server's word on the token.
+func (d *details) stateSection(b *screenLines) {
+	s := d.c.styles
+	const nameW = detailsNameW
+	st, good := d.status(d.c.now)
 	stStyle := s.OK
 	if !good {
 		stStyle = s.Warn
@@ -536,31 +626,46 @@ func (d *details) content() string {
 	if lipgloss.Width(stateRow) > d.width-2 {
 		// Too narrow for the note beside the state: it goes on a line of
 		// its own, whole where that fits (it says whom auto-refresh serves).
-		line(s.row("State", nameW, stStyle.Render(st)))
+		b.line(s.row("State", nameW, stStyle.Render(st)))
 		if stateRow = s.row("", nameW, s.Subtle.Render(autoText)); lipgloss.Width(stateRow) > d.width-2 {
 			stateRow = s.Subtle.Render(autoText)
 		}
 	}
-	line(stateRow)
-	if parts, style, ok := d.serverLine(now); ok {
-		pieces := make([]piece, len(parts))
-		for i, p := range parts {
-			pieces[i] = piece{" ", p}
-		}
-		for i, l := range flow(pieces, max(20, d.width-nameW-2)) {
-			if i == 0 {
-				line(s.row("Server", nameW, style.Render(l)))
-			} else {
-				line(strings.Repeat(" ", nameW) + style.Render(l))
-			}
+	b.line(stateRow)
+	d.serverRows(b)
+}
+
+// serverRows is the Server row (serverLine), flowed under its name.
+func (d *details) serverRows(b *screenLines) {
+	parts, style, ok := d.serverLine(d.c.now)
+	if !ok {
+		return
+	}
+	const nameW = detailsNameW
+	pieces := make([]piece, len(parts))
+	for i, p := range parts {
+		pieces[i] = piece{" ", p}
+	}
+	for i, l := range flow(pieces, max(20, d.width-nameW-2)) {
+		if i == 0 {
+			b.line(d.c.styles.row("Server", nameW, style.Render(l)))
+		} else {
+			b.line(strings.Repeat(" ", nameW) + style.Render(l))
 		}
 	}
+}
+
+// promptSection is what the screen asks or reports last: the password
+// prompt, what went wrong, the logout question.
+func (d *details) promptSection(b *screenLines) {
+	s := d.c.styles
+	const nameW = detailsNameW
 	if d.prompt {
-		line(s.row("Password", nameW, d.password.View()))
+		b.line(s.row("Password", nameW, d.password.View()))
 		if d.errMsg != "" {
 			b.WriteString(indentWrapped("✗ "+d.errMsg, nameW+2, d.width, s.Error.Render))
 		}
-		line(strings.Repeat(" ", nameW) + s.Subtle.Render("enter logs in · esc cancels"))
+		b.line(strings.Repeat(" ", nameW) + s.Subtle.Render("enter logs in · esc cancels"))
 	} else if d.errMsg != "" {
 		b.WriteString(indentWrapped("✗ "+d.errMsg, 2, d.width, s.Error.Render))
 	}
@@ -568,7 +673,6 @@ func (d *details) content() string {
 		b.WriteString("\n")
 		b.WriteString(indentWrapped("Log out of \""+d.key.Shown().String()+"\"? Its tokens are dropped here and the session is ended at the server. (y/n)", 2, d.width, s.Warn.Render))
 	}
-	return b.String()
 }
 
 // serverLine says what the server thinks of the access token, in parts
