@@ -132,25 +132,14 @@ var formFields [fieldCount]fieldSpec
 func init() {
 	formFields = [fieldCount]fieldSpec{
 		fieldGrant: {name: "grant", label: "Grant", kind: kindChoice,
-			options: func(f *form) []string {
-				names := make([]string, len(f.grants))
-				for i, g := range f.grants {
-					names[i] = string(g)
-				}
-				return names
-			},
+			options: grantOptions,
 			title:   func(v string) string { return viewOf(auth.GrantType(v)).title },
 			prefill: func(p Prefill) string { return string(p.Grant.Or()) },
 			fill:    func(f *form, _ string, sub *submission) { sub.nk.Grant = f.grantType() }},
 		fieldAuthURL: {name: "auth_url", label: "Auth URL", placeholder: "https://auth.example.com",
 			prefill: func(p Prefill) string { return p.AuthURL },
-			check: func(f *form, v string) string {
-				if v == "" && f.shownValue(fieldTokenURL) == "" && f.shownValue(fieldIssuer) == "" {
-					return "required"
-				}
-				return checkURL(f, v)
-			},
-			fill: func(_ *form, v string, sub *submission) { sub.nk.Connection.AuthURL = strings.TrimRight(v, "/") }},
+			check:   checkAuthURL,
+			fill:    func(_ *form, v string, sub *submission) { sub.nk.Connection.AuthURL = strings.TrimRight(v, "/") }},
 		fieldRealm: {name: "realm", label: "Realm", placeholder: auth.DefaultRealm,
 			prefill: func(p Prefill) string { return cmp.Or(p.Realm, auth.DefaultRealm) },
 			fill:    func(_ *form, v string, sub *submission) { sub.nk.Connection.Realm = cmp.Or(v, auth.DefaultRealm) }},
@@ -175,16 +164,8 @@ func init() {
 			}},
 		fieldLabel: {name: "label", label: "Label", placeholder: "a name for this key", required: true,
 			prefill: func(p Prefill) string { return p.Label },
-			check: func(f *form, v string) string {
-				switch {
-				case !text.IsClean(v):
-					return "must not contain control characters"
-				case f.taken != nil && f.taken(v):
-					return "a key with this label exists; pick another"
-				}
-				return ""
-			},
-			fill: func(_ *form, v string, sub *submission) { sub.nk.Label = v }},
+			check:   checkLabel,
+			fill:    func(_ *form, v string, sub *submission) { sub.nk.Label = v }},
 		fieldScope: {name: "scope", label: "Scope", optional: true, placeholder: "optional, e.g. write",
 			prefill: func(p Prefill) string { return p.Scope },
 			fill:    func(_ *form, v string, sub *submission) { sub.nk.Connection.Scopes = strings.Fields(v) }},
@@ -196,43 +177,10 @@ func init() {
 			fill: func(_ *form, v string, sub *submission) { sub.nk.Connection.TokenURL = v }},
 		fieldIssuer: {name: "issuer", label: "Issuer", advanced: true, placeholder: "optional: an OIDC issuer (discovery)",
 			prefill: func(p Prefill) string { return p.Issuer },
-			check: func(f *form, v string) string {
-				if v != "" && f.shownValue(fieldTokenURL) != "" {
-					return "give a token URL or an issuer, not both"
-				}
-				return checkURL(f, v)
-			},
-			fill: func(_ *form, v string, sub *submission) { sub.nk.Connection.Issuer = v }},
+			check:   checkIssuer,
+			fill:    func(_ *form, v string, sub *submission) { sub.nk.Connection.Issuer = v }},
 		fieldClientAuth: {name: "client_auth", label: "Client auth", kind: kindChoice, advanced: true,
-			options: func(f *form) []string {
-				names := []string{""}
-				for _, m := range auth.ClientAuthMethods() {
-					if !m.Needs().Public || viewOf(f.grantType()).public {
-						names = append(names, string(m))
-					}
-				}
-				return names
-			},
-			title: func(v string) string {
-				switch auth.ClientAuthMethod(v) {
-				case "":
-					return "client secret (default)"
-				case auth.ClientAuthNone:
-					return "none (public client)"
-				}
-				return v
-			},
-			prefill: func(p Prefill) string {
-				switch {
-				case p.ClientAuth != "":
-					return string(p.ClientAuth)
-				case p.PublicClient:
-					return string(auth.ClientAuthNone)
-				case p.BasicAuth:
-					return string(auth.ClientSecretBasic)
-				}
-				return ""
-			},
+			options: clientAuthOptions, title: clientAuthTitle, prefill: clientAuthPrefill,
 			fill: func(_ *form, v string, sub *submission) { sub.nk.Connection.ClientAuth = auth.ClientAuthMethod(v) }},
 		fieldGenerateKey: {name: "generate_client_key", label: "Generate key", kind: kindToggle, advanced: true,
 			on: "make an EC P-256 key here; register it before the grant", off: "use a key file (space: generate one)",
@@ -241,12 +189,9 @@ func init() {
 			fill:    func(_ *form, v string, sub *submission) { sub.nk.GenerateClientKey = v != "" }},
 		fieldClientKey: {name: "client_key", label: "Client key file", advanced: true, required: true,
 			placeholder: "the client's private key: a PEM or JWK file",
-			when: func(f *form) bool {
-				n := f.clientAuth().Needs()
-				return n.Key && !(n.KeyMadeHere() && f.on[fieldGenerateKey])
-			},
-			prefill: func(p Prefill) string { return p.ClientKeyFile },
-			fill:    func(_ *form, v string, sub *submission) { sub.keyFile = v }},
+			when:        needsKeyFile,
+			prefill:     func(p Prefill) string { return p.ClientKeyFile },
+			fill:        func(_ *form, v string, sub *submission) { sub.keyFile = v }},
 		fieldClientCert: {name: "client_cert", label: "Client cert file", advanced: true, required: true,
 			placeholder: "the client certificate: a PEM file",
 			when:        func(f *form) bool { return f.clientAuth().Needs().Cert },
@@ -270,20 +215,110 @@ func init() {
 		fieldCallbackPort: {name: "callback_port", label: "Callback port", advanced: true,
 			placeholder: "optional: the registered port of http://127.0.0.1:PORT/callback",
 			when:        grantField(fieldCallbackPort),
-			prefill: func(p Prefill) string {
-				if p.CallbackPort > 0 {
-					return strconv.Itoa(p.CallbackPort)
-				}
-				return ""
-			},
-			check: func(_ *form, v string) string {
-				if n, err := strconv.Atoi(v); v != "" && (err != nil || n < 1 || n > 65535) {
-					return "a TCP port, 1 to 65535 (empty: any free port)"
-				}
-				return ""
-			},
-			fill: func(_ *form, v string, sub *submission) { sub.nk.CallbackPort, _ = strconv.Atoi(v) }}, // checked
+			prefill:     func(p Prefill) string { return portText(p.CallbackPort) },
+			check:       checkPort,
+			fill:        func(_ *form, v string, sub *submission) { sub.nk.CallbackPort, _ = strconv.Atoi(v) }}, // checked
 	}
+}
+
+// The fields' functions that decide something: the rows of formFields name
+// them.
+
+// grantOptions are the grants the Grant field offers.
+func grantOptions(f *form) []string {
+	names := make([]string, len(f.grants))
+	for i, g := range f.grants {
+		names[i] = string(g)
+	}
+	return names
+}
+
+// checkAuthURL: the auth URL is required unless a token URL or an issuer
+// says where tokens come from.
+func checkAuthURL(f *form, v string) string {
+	if v == "" && f.shownValue(fieldTokenURL) == "" && f.shownValue(fieldIssuer) == "" {
+		return "required"
+	}
+	return checkURL(f, v)
+}
+
+// checkLabel: a label is clean text that no other key has.
+func checkLabel(f *form, v string) string {
+	switch {
+	case !text.IsClean(v):
+		return "must not contain control characters"
+	case f.taken != nil && f.taken(v):
+		return "a key with this label exists; pick another"
+	}
+	return ""
+}
+
+// checkIssuer: an issuer is a URL, and not given beside a token URL.
+func checkIssuer(f *form, v string) string {
+	if v != "" && f.shownValue(fieldTokenURL) != "" {
+		return "give a token URL or an issuer, not both"
+	}
+	return checkURL(f, v)
+}
+
+// clientAuthOptions are the client authentication methods, the default
+// first; a public client only for a grant that may use one.
+func clientAuthOptions(f *form) []string {
+	names := []string{""}
+	for _, m := range auth.ClientAuthMethods() {
+		if !m.Needs().Public || viewOf(f.grantType()).public {
+			names = append(names, string(m))
+		}
+	}
+	return names
+}
+
+// clientAuthTitle names a client authentication method.
+func clientAuthTitle(v string) string {
+	switch auth.ClientAuthMethod(v) {
+	case "":
+		return "client secret (default)"
+	case auth.ClientAuthNone:
+		return "none (public client)"
+	}
+	return v
+}
+
+// clientAuthPrefill is the method a Prefill asks for, by name or by the
+// older flags.
+func clientAuthPrefill(p Prefill) string {
+	switch {
+	case p.ClientAuth != "":
+		return string(p.ClientAuth)
+	case p.PublicClient:
+		return string(auth.ClientAuthNone)
+	case p.BasicAuth:
+		return string(auth.ClientSecretBasic)
+	}
+	return ""
+}
+
+// needsKeyFile: the client's method signs with a key, and it is not one
+// generated here.
+func needsKeyFile(f *form) bool {
+	n := f.clientAuth().Needs()
+	return n.Key && !(n.KeyMadeHere() && f.on[fieldGenerateKey])
+}
+
+// portText is a port as the field shows it ("" for none).
+func portText(port int) string {
+	if port > 0 {
+		return strconv.Itoa(port)
+	}
+	return ""
+}
+
+// checkPort: a port is a TCP port, or empty.
+func checkPort(_ *form, v string) string {
+	if n, err := strconv.Atoi(v); v != "" && (err != nil || n < 1 || n > 65535) {
+		return "a TCP port, 1 to 65535 (empty: any free port)"
+	}
+	return ""
 }
 
 // isToggle reports whether field i is a toggle (Choose flips it), not text.
