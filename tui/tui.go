@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/signal"
 	"runtime/debug"
+	"slices"
 	"strings"
 	"syscall"
 	"time"
@@ -315,22 +316,42 @@ func Run(ctx context.Context, opts Options) error {
 	out := newTerminal(os.Stdout, opts.TraceFirstFrame)
 	ended := make(chan struct{})
 	defer close(ended)
-	// A large index is read once the first frame is out: its read would
-	// miss firstFrameBy anyway, and meanwhile take the CPU the first frame
-	// needs (at 100k keys, 25 ms of it).
-	big := opts.Store != nil && opts.Store.IndexBytes() > bigIndex
+	m.preload(opts.Store, out.firstFrame, ended)
+	defer m.watchFiles()()
+	p := tea.NewProgram(m, tea.WithContext(ctx), tea.WithFPS(frameRate), tea.WithoutSignalHandler(),
+		tea.WithColorProfile(stdoutProfile()), tea.WithEnvironment(termEnv(os.Environ())), tea.WithOutput(out))
+	if opts.Notices != nil {
+		// Send blocks until the program's loop runs; deliver from a goroutine.
+		opts.Notices.attach(func(msg tea.Msg) { go p.Send(msg) })
+		defer opts.Notices.detach()
+	}
+	defer quitOnSignals(p)()
+	_, err := p.Run()
+	if errors.Is(err, tea.ErrProgramKilled) && ctx.Err() != nil {
+		return nil // ended by ctx (a signal the caller handles): the terminal is restored
+	}
+	return err
+}
+
+// preload reads the first key list for the first frame (Run): it waits for
+// the read until firstFrameBy, then leaves the rest to Init (preloaded). A
+// large index is read once the first frame is out: its read would miss
+// firstFrameBy anyway, and meanwhile take the CPU the first frame needs
+// (at 100k keys, 25 ms of it). Nothing waits once ended is closed.
+func (m *Model) preload(st *store.Store, firstFrame, ended <-chan struct{}) {
+	big := st != nil && st.IndexBytes() > bigIndex
 	loaded := make(chan tea.Msg, 1)
 	go func(load tea.Cmd) {
 		if big {
 			select {
-			case <-out.firstFrame:
+			case <-firstFrame:
 			case <-ended:
 				return
 			}
 		}
 		msg := load()
-		if opts.Store != nil {
-			opts.Store.EndReadOnce()
+		if st != nil {
+			st.EndReadOnce()
 		}
 		loaded <- msg
 	}(m.loadKeys())
@@ -353,13 +374,19 @@ func Run(ctx context.Context, opts Options) error {
 		}
 	}
 	m.preread = true
+}
+
+// watchFiles watches the store's files and the audit trail's for changes
+// made by other processes, and returns what stops the watches.
+func (m *Model) watchFiles() (stop func()) {
+	var watches []*storeWatch
 	if files := stampFiles(m.cfg.backend); files != nil {
 		// Changes by other shipkey processes are seen through inotify; a
 		// store whose folders cannot be watched (not created yet), and a
 		// backend whose changes do not all land in files (team keys), is
 		// polled.
 		if sw, err := watchStore(files); err == nil {
-			defer sw.Close()
+			watches = append(watches, sw)
 			m.cfg.changes = sw.changes
 		}
 	}
@@ -367,23 +394,24 @@ func Run(ctx context.Context, opts Options) error {
 		// The Activity screen follows the trail's file the same way.
 		if err := os.MkdirAll(l.Dir(), 0o700); err == nil {
 			if sw, err := watchStore([]string{l.Path()}); err == nil {
-				defer sw.Close()
+				watches = append(watches, sw)
 				m.cfg.activityChanges = sw.changes
 			}
 		}
 	}
-	p := tea.NewProgram(m, tea.WithContext(ctx), tea.WithFPS(frameRate), tea.WithoutSignalHandler(),
-		tea.WithColorProfile(stdoutProfile()), tea.WithEnvironment(termEnv(os.Environ())), tea.WithOutput(out))
-	if opts.Notices != nil {
-		// Send blocks until the program's loop runs; deliver from a goroutine.
-		opts.Notices.attach(func(msg tea.Msg) { go p.Send(msg) })
-		defer opts.Notices.detach()
+	return func() {
+		for _, sw := range slices.Backward(watches) {
+			sw.Close()
+		}
 	}
+}
+
+// quitOnSignals asks p to quit when one of quitSignals arrives, until the
+// returned stop is called.
+func quitOnSignals(p *tea.Program) (stop func()) {
 	sigs := make(chan os.Signal, 1)
 	signal.Notify(sigs, quitSignals...)
-	defer signal.Stop(sigs)
 	done := make(chan struct{})
-	defer close(done)
 	go func() {
 		select {
 		case <-sigs:
@@ -391,11 +419,10 @@ func Run(ctx context.Context, opts Options) error {
 		case <-done:
 		}
 	}()
-	_, err := p.Run()
-	if errors.Is(err, tea.ErrProgramKilled) && ctx.Err() != nil {
-		return nil // ended by ctx (a signal the caller handles): the terminal is restored
+	return func() {
+		close(done)
+		signal.Stop(sigs)
 	}
-	return err
 }
 
 // quitSignals end the app.
