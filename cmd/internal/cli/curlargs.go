@@ -66,109 +66,139 @@ type curlRequest struct {
 
 // parseCurlArgs reads the method and URL arguments of curl's arguments.
 func parseCurlArgs(args []string) curlRequest {
-	var r curlRequest
-	var explicit, head, get, upload, data bool
-	take := func(i int) (string, int) { // the value of the option at i
-		if i+1 < len(args) {
-			return args[i+1], i + 1
-		}
-		return "", i
-	}
+	p := curlParse{args: args}
 	for i := 0; i < len(args); i++ {
 		a := args[i]
 		switch {
 		case a == "-" || !strings.HasPrefix(a, "-"):
-			r.URLs = append(r.URLs, i)
-			continue
+			p.r.URLs = append(p.r.URLs, i)
 		case strings.HasPrefix(a, "--"):
-			name := a
-			if n, ok := strings.CutPrefix(name, "--no-"); ok && !curlValueOptions[name] {
-				// --no-FLAG turns a flag off.
-				switch n {
-				case "head":
-					head = false
-				case "get":
-					get = false
-				}
-				continue
-			}
-			if exp, ok := strings.CutPrefix(name, "--expand-"); ok && curlValueOptions["--"+exp] {
-				name = "--" + exp // --expand-data: --data with variables
-			}
-			if !curlValueOptions[name] {
-				switch name {
-				case "--head":
-					head = true
-				case "--get":
-					get = true
-				case "--next":
-					r.Why = "--next makes several requests"
-				case "--location", "--location-trusted":
-					r.Follows = true
-				}
-				continue
-			}
-			var v string
-			v, i = take(i)
-			curlOption(name, v, &r, &explicit, &upload, &data)
+			i = p.long(i)
 		default: // short options, combined; a value ends them
-			for j := 1; j < len(a); j++ {
-				o := "-" + string(a[j])
-				if !curlValueOptions[o] {
-					switch o {
-					case "-I":
-						head = true
-					case "-G":
-						get = true
-					case "-:":
-						r.Why = "-: (--next) makes several requests"
-					case "-L":
-						r.Follows = true
-					}
-					continue
-				}
-				v := a[j+1:]
-				if v == "" {
-					v, i = take(i)
-				}
-				curlOption(o, v, &r, &explicit, &upload, &data)
-				break
-			}
+			i = p.shorts(i)
 		}
 	}
-	if !explicit {
-		switch {
-		case head:
-			r.Method = "HEAD"
-		case get:
-			r.Method = "GET"
-		case upload:
-			r.Method = "PUT"
-		case data:
-			r.Method = "POST"
-		default:
-			r.Method = "GET"
-		}
-	}
-	return r
+	p.r.Method = p.method()
+	return p.r
 }
 
-// curlOption notes what one value option says of the request.
-func curlOption(opt, v string, r *curlRequest, explicit, upload, data *bool) {
+// curlParse is a read of curl's arguments under way: the request so far,
+// and the flags and options that decide its method.
+type curlParse struct {
+	args                              []string
+	r                                 curlRequest
+	explicit, head, get, upload, data bool
+}
+
+// take is the value of the option at i, and the index it was at.
+func (p *curlParse) take(i int) (string, int) {
+	if i+1 < len(p.args) {
+		return p.args[i+1], i + 1
+	}
+	return "", i
+}
+
+// long reads the long option at i and returns the index of the last
+// argument it took (its value's).
+func (p *curlParse) long(i int) int {
+	name := p.args[i]
+	if n, ok := strings.CutPrefix(name, "--no-"); ok && !curlValueOptions[name] {
+		p.unflag(n) // --no-FLAG turns a flag off.
+		return i
+	}
+	if exp, ok := strings.CutPrefix(name, "--expand-"); ok && curlValueOptions["--"+exp] {
+		name = "--" + exp // --expand-data: --data with variables
+	}
+	if !curlValueOptions[name] {
+		p.flag(name)
+		return i
+	}
+	v, last := p.take(i)
+	p.option(name, v)
+	return last
+}
+
+// shorts reads the combined short options at i (-sSL, -XPOST, -X POST):
+// flags up to the first option that takes a value, glued to it or the
+// next argument. It returns the index of the last argument it took.
+func (p *curlParse) shorts(i int) int {
+	a := p.args[i]
+	for j := 1; j < len(a); j++ {
+		o := "-" + string(a[j])
+		if !curlValueOptions[o] {
+			p.flag(o)
+			continue
+		}
+		v := a[j+1:]
+		if v == "" {
+			v, i = p.take(i)
+		}
+		p.option(o, v)
+		break
+	}
+	return i
+}
+
+// flag notes what a flag (an option without a value), long or short,
+// says of the request.
+func (p *curlParse) flag(name string) {
+	switch name {
+	case "--head", "-I":
+		p.head = true
+	case "--get", "-G":
+		p.get = true
+	case "--next":
+		p.r.Why = "--next makes several requests"
+	case "-:":
+		p.r.Why = "-: (--next) makes several requests"
+	case "--location", "--location-trusted", "-L":
+		p.r.Follows = true
+	}
+}
+
+// unflag notes --no-name, which turns the flag --name off.
+func (p *curlParse) unflag(name string) {
+	switch name {
+	case "head":
+		p.head = false
+	case "get":
+		p.get = false
+	}
+}
+
+// option notes what one value option says of the request.
+func (p *curlParse) option(opt, v string) {
 	switch opt {
 	case "-X", "--request":
-		r.Method, *explicit = v, true
+		p.r.Method, p.explicit = v, true
 	case "-T", "--upload-file":
-		*upload = true
+		p.upload = true
 	case "-d", "--data", "--data-ascii", "--data-binary", "--data-raw", "--data-urlencode", "--json", "-F", "--form", "--form-string":
-		*data = true
+		p.data = true
 	case "--url":
-		r.URLs = append(r.URLs, -1) // counted; its value is not rewritten
+		p.r.URLs = append(p.r.URLs, -1) // counted; its value is not rewritten
 	case "-K", "--config":
-		r.Why = opt + " reads curl options from a file, which may name other URLs or methods"
+		p.r.Why = opt + " reads curl options from a file, which may name other URLs or methods"
 	case "--request-target":
-		r.RequestTarget = true
+		p.r.RequestTarget = true
 	}
+}
+
+// method is the request's method: -X's, else as curl picks it.
+func (p *curlParse) method() string {
+	switch {
+	case p.explicit:
+		return p.r.Method
+	case p.head:
+		return "HEAD"
+	case p.get:
+		return "GET"
+	case p.upload:
+		return "PUT"
+	case p.data:
+		return "POST"
+	}
+	return "GET"
 }
 
 // curlTarget resolves the one URL argument of args for a request with the
@@ -178,48 +208,79 @@ func curlOption(opt, v string, r *curlRequest, explicit, upload, data *bool) {
 // exactly one full URL.
 func curlTarget(args []string, apiURL func(path string) (string, error), strict bool) (method, target string, err error) {
 	r := parseCurlArgs(args)
-	for _, i := range r.URLs {
-		if i >= 0 && strings.HasPrefix(args[i], "/") {
-			full, err := apiURL(args[i])
-			if err != nil {
-				return "", "", err
-			}
-			args[i] = full
-		}
+	if err := resolveCurlPaths(args, r.URLs, apiURL); err != nil {
+		return "", "", err
 	}
 	if !strict {
 		return r.Method, "", nil
 	}
-	refuse := func(why string) error {
-		return usageErrorf("a DPoP proof is signed for one method and URL, and curl's arguments do not tell them (%s); give one URL and the method (-X), or use shipkey api", why)
+	if err := r.oneRequest(); err != nil {
+		return "", "", err
 	}
+	target = args[r.URLs[0]]
+	if err := r.fullTarget(args, target); err != nil {
+		return "", "", err
+	}
+	return r.Method, target, nil
+}
+
+// resolveCurlPaths puts a path argument (starting with /) among the URLs
+// after apiURL, in place.
+func resolveCurlPaths(args []string, urls []int, apiURL func(path string) (string, error)) error {
+	for _, i := range urls {
+		if i >= 0 && strings.HasPrefix(args[i], "/") {
+			full, err := apiURL(args[i])
+			if err != nil {
+				return err
+			}
+			args[i] = full
+		}
+	}
+	return nil
+}
+
+// refuseDPoP is the error of curl arguments that do not tell the one
+// method and URL a DPoP proof is signed for, and why.
+func refuseDPoP(why string) error {
+	return usageErrorf("a DPoP proof is signed for one method and URL, and curl's arguments do not tell them (%s); give one URL and the method (-X), or use shipkey api", why)
+}
+
+// oneRequest refuses a request a DPoP proof cannot be signed for: one that
+// follows redirects, asks for another target, or is not one request with
+// one URL argument.
+func (r curlRequest) oneRequest() error {
 	switch {
 	case r.Follows:
 		// curl keeps custom headers across hosts: the proof (and the token)
 		// would go wherever a redirect points.
-		return "", "", usageErrorf("-L/--location: a DPoP proof is signed for one request and cannot follow a redirect (curl would carry it, and the token, to the redirect's host); drop -L, or use shipkey api, which signs a proof for each request")
+		return usageErrorf("-L/--location: a DPoP proof is signed for one request and cannot follow a redirect (curl would carry it, and the token, to the redirect's host); drop -L, or use shipkey api, which signs a proof for each request")
 	case r.RequestTarget:
-		return "", "", usageErrorf("--request-target: the DPoP proof is signed for the URL, and the request would ask for another target; drop --request-target")
+		return usageErrorf("--request-target: the DPoP proof is signed for the URL, and the request would ask for another target; drop --request-target")
 	case r.Why != "":
-		return "", "", refuse(r.Why)
+		return refuseDPoP(r.Why)
 	case len(r.URLs) == 0:
-		return "", "", refuse("no URL")
+		return refuseDPoP("no URL")
 	case len(r.URLs) > 1:
-		return "", "", refuse(fmt.Sprintf("%d URLs", len(r.URLs)))
+		return refuseDPoP(fmt.Sprintf("%d URLs", len(r.URLs)))
 	case r.URLs[0] < 0:
-		return "", "", refuse("--url: give the URL as an argument")
+		return refuseDPoP("--url: give the URL as an argument")
 	}
-	target = args[r.URLs[0]]
-	u, perr := url.Parse(target)
+	return nil
+}
+
+// fullTarget refuses a target a DPoP proof cannot name: not a full http(s)
+// URL, a curl glob (several URLs), or a request without a method.
+func (r curlRequest) fullTarget(args []string, target string) error {
+	u, err := url.Parse(target)
 	switch {
-	case perr != nil || u.Host == "" || (u.Scheme != "https" && u.Scheme != "http"):
-		return "", "", refuse(text.ShellQuote(target) + " is not a full http(s) URL")
+	case err != nil || u.Host == "" || (u.Scheme != "https" && u.Scheme != "http"):
+		return refuseDPoP(text.ShellQuote(target) + " is not a full http(s) URL")
 	case strings.ContainsAny(u.Path+u.RawQuery, "{}[]") && !hasCurlFlag(args, "-g", "--globoff"):
-		return "", "", refuse(text.ShellQuote(target) + " is a curl glob (several URLs); add -g to send it as it is")
+		return refuseDPoP(text.ShellQuote(target) + " is a curl glob (several URLs); add -g to send it as it is")
 	case r.Method == "":
-		return "", "", refuse("-X without a method")
+		return refuseDPoP("-X without a method")
 	}
-	return r.Method, target, nil
+	return nil
 }
 
 // hasCurlFlag reports whether args hold the short flag (alone or among
