@@ -69,7 +69,8 @@ const exitInterrupted = 130
 // writing prompt to out. The terminal is put in raw mode for the read (and
 // always restored), so ctrl+c arrives as a key, not a signal: it returns
 // errInterrupted; ctrl+d on an empty line returns io.EOF. Backspace and
-// ctrl+u edit; other control keys and escape sequences are ignored.
+// ctrl+u edit; other control keys and escape sequences are ignored
+// (hiddenLine).
 func readHidden(in *os.File, out io.Writer, prompt text.Clean) (string, error) {
 	fd := int(in.Fd())
 	w := text.NewWriter(out)
@@ -86,10 +87,8 @@ func readHidden(in *os.File, out io.Writer, prompt text.Clean) (string, error) {
 		_, _ = io.WriteString(out, "\r\n")
 	}()
 	var (
-		line []rune
-		b    [1]byte
-		esc  int // 0 none, 1 after ESC, 2 inside a CSI/SS3 sequence
-		utf  []byte
+		h hiddenLine
+		b [1]byte
 	)
 	for {
 		n, err := in.Read(b[:])
@@ -99,47 +98,83 @@ func readHidden(in *os.File, out io.Writer, prompt text.Clean) (string, error) {
 			}
 			return "", fmt.Errorf("reading from the terminal: %w", err)
 		}
-		c := b[0]
-		switch {
-		case esc == 1:
-			esc = 0
-			if c == '[' || c == 'O' {
-				esc = 2
-			}
-			continue
-		case esc == 2:
-			if c >= 0x40 && c <= 0x7e {
-				esc = 0
-			}
-			continue
+		switch done, err := h.key(b[0]); {
+		case err != nil:
+			return "", err
+		case done:
+			return string(h.line), nil
 		}
-		switch c {
-		case 3: // ctrl+c
-			return "", errInterrupted
-		case 4: // ctrl+d
-			if len(line) == 0 {
-				return "", io.EOF
-			}
-		case '\r', '\n':
-			return string(line), nil
-		case 0x7f, 8: // backspace
-			if len(line) > 0 {
-				line = line[:len(line)-1]
-			}
-		case 0x15: // ctrl+u
-			line = line[:0]
-		case 0x1b:
-			esc = 1
-		default:
-			if c < 0x20 {
-				continue
-			}
-			utf = append(utf, c)
-			if r, size := utf8.DecodeRune(utf); r != utf8.RuneError || size > 1 || len(utf) >= utf8.UTFMax {
-				line = append(line, []rune(string(utf))...)
-				utf = utf[:0]
-			}
+	}
+}
+
+// hiddenLine is the line typed at a hidden prompt, a byte at a time, raw:
+// enter ends it, ctrl+c abandons it, ctrl+d on an empty line is the end
+// of input; backspace and ctrl+u edit; other control keys and escape
+// sequences (arrows, function keys) are ignored.
+type hiddenLine struct {
+	line []rune
+	esc  int    // 0 none, 1 after ESC, 2 inside a CSI/SS3 sequence
+	utf  []byte // the bytes of a rune not yet whole
+}
+
+// key takes one byte typed. done reports that the line ended (err nil) or
+// was abandoned (errInterrupted, io.EOF: then line is not the answer).
+func (h *hiddenLine) key(c byte) (done bool, err error) {
+	if h.escaped(c) {
+		return false, nil
+	}
+	switch c {
+	case 3: // ctrl+c
+		return true, errInterrupted
+	case 4: // ctrl+d
+		if len(h.line) == 0 {
+			return true, io.EOF
 		}
+	case '\r', '\n':
+		return true, nil
+	case 0x7f, 8: // backspace
+		if len(h.line) > 0 {
+			h.line = h.line[:len(h.line)-1]
+		}
+	case 0x15: // ctrl+u
+		h.line = h.line[:0]
+	case 0x1b:
+		h.esc = 1
+	default:
+		h.typed(c)
+	}
+	return false, nil
+}
+
+// escaped reports whether c belongs to an escape sequence (and so is
+// ignored), following where the sequence stands.
+func (h *hiddenLine) escaped(c byte) bool {
+	switch h.esc {
+	case 1:
+		h.esc = 0
+		if c == '[' || c == 'O' {
+			h.esc = 2
+		}
+		return true
+	case 2:
+		if c >= 0x40 && c <= 0x7e {
+			h.esc = 0
+		}
+		return true
+	}
+	return false
+}
+
+// typed adds a byte of text to the line: a rune once its UTF-8 bytes are
+// whole (an invalid one as it decodes); other control bytes are ignored.
+func (h *hiddenLine) typed(c byte) {
+	if c < 0x20 {
+		return
+	}
+	h.utf = append(h.utf, c)
+	if r, size := utf8.DecodeRune(h.utf); r != utf8.RuneError || size > 1 || len(h.utf) >= utf8.UTFMax {
+		h.line = append(h.line, []rune(string(h.utf))...)
+		h.utf = h.utf[:0]
 	}
 }
 

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"os"
 	"path/filepath"
@@ -294,5 +295,47 @@ func TestInspectReportsClockSkew(t *testing.T) {
 	}
 	if strings.Contains(out.String(), "Clock:") {
 		t.Fatalf("skew reported for synced clocks:\n%s", out.String())
+	}
+}
+
+// TestHiddenLineEditing pins the hidden prompt's line editing: what each
+// typed byte does to the line, and which keys end or abandon it.
+func TestHiddenLineEditing(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		name, typed, want string
+		err               error
+	}{
+		{"enter ends", "secret\r", "secret", nil},
+		{"newline ends", "secret\nmore", "secret", nil},
+		{"backspace and delete", "sex\x7fc\x08cret\r", "secret", nil},
+		{"backspace on empty", "\x7fs\r", "s", nil},
+		{"ctrl+u clears", "wrong\x15secret\r", "secret", nil},
+		{"arrows ignored", "se\x1b[Dcr\x1bOAet\r", "secret", nil},
+		{"alt key ignored", "s\x1bxecret\r", "secret", nil},
+		{"control bytes ignored", "se\x01\x02cret\r", "secret", nil},
+		{"utf-8 whole", "pä\xe2\x82\xacss\r", "pä€ss", nil},
+		{"invalid utf-8", "a\xffbcd\r", "a\ufffdbcd", nil},
+		{"ctrl+c", "secret\x03", "", errInterrupted},
+		{"ctrl+d on empty", "\x04", "", io.EOF},
+		{"ctrl+d mid-line ignored", "se\x04cret\r", "secret", nil},
+	} {
+		var h hiddenLine
+		var got string
+		var err error
+		for i := range len(tc.typed) {
+			done, kerr := h.key(tc.typed[i])
+			if kerr != nil {
+				err = kerr
+				break
+			}
+			if done {
+				got = string(h.line)
+				break
+			}
+		}
+		if got != tc.want || !errors.Is(err, tc.err) || (tc.err == nil) != (err == nil) {
+			t.Errorf("%s: %q gives %q, %v; want %q, %v", tc.name, tc.typed, got, err, tc.want, tc.err)
+		}
 	}
 }
