@@ -105,8 +105,7 @@ type keyVerdict struct {
 // A key that remembers its password logs in again by itself unless that
 // password was refused.
 func keyStatus(k store.Key, now time.Time) keyVerdict {
-	access, refresh := k.Token.Access(), k.Token.Refresh()
-	login := func() string { return "; run: shipkey login " + text.ShellQuote(k.Label) }
+	access := k.Token.Access()
 	switch {
 	case k.TeamRemoved:
 		return keyVerdict{stateRemoved, "removed from " + text.Safe(k.Team), "removed from team " + text.Safe(k.Team) +
@@ -114,46 +113,80 @@ func keyStatus(k store.Key, now time.Time) keyVerdict {
 	case !k.EndPending.IsZero():
 		return keyVerdict{stateEndPending, "end pending", when("logged out; ending the session at the server is pending since ",
 			k.EndPending, now, "; run: shipkey logout "+text.ShellQuote(k.Label)), false}
-	case k.LoggedOut && k.Token.ObtainedAt.IsZero():
-		if k.RenewsItself() {
-			return keyVerdict{stateLoggedOut, "logged out", "logged out; the " + k.Grant.String() + " grant gets a new token at the next use", true}
-		}
-		if k.RememberPassword {
-			return keyVerdict{stateLoggedOut, "logged out", "logged out; logs in again with the remembered password", true}
-		}
-		return keyVerdict{stateLoggedOut, "logged out", "logged out" + login(), false}
-	case k.LoggedOut && refresh.Stated() && !refresh.Expired(now):
-		return keyVerdict{stateSessionEnded, "session ended", "session ended (the server refused the refresh token)" + login(), false}
-	case k.LoggedOut && refresh.Expired(now):
-		return keyVerdict{stateLoginNeeded, "login needed", when("login needed: the refresh token expired ", refresh.At, now, login()), false}
 	case k.LoggedOut:
-		return keyVerdict{stateLoginNeeded, "login needed", "login needed" + login(), false}
+		return loggedOutStatus(k, now)
 	case k.Token.ObtainedAt.IsZero():
-		return keyVerdict{stateLoginNeeded, "login needed", "login needed: no token yet" + login(), false}
+		return keyVerdict{stateLoginNeeded, "login needed", "login needed: no token yet" + loginHint(k), false}
 	case !access.Expired(now):
-		if !access.Stated() {
-			return keyVerdict{stateValid, "valid", "valid (expiry: " + auth.ExpiryNotStated + ")", true}
-		}
-		return keyVerdict{stateValid, "valid", when("valid until ", access.At, now, ""), true}
-	case !k.HasRefreshToken && k.RenewsItself():
+		return validStatus(access, now)
+	case !k.HasRefreshToken:
+		return noRefreshStatus(k, access, now)
+	}
+	return refreshStatus(k, now)
+}
+
+// loginHint is the command that logs k in again, as status words end.
+func loginHint(k store.Key) string { return "; run: shipkey login " + text.ShellQuote(k.Label) }
+
+// loggedOutStatus is where a key marked logged out stands: logged out by
+// the user (its token metadata dropped), or found by renewal to need a
+// login: the session ended when the refresh token was refused within its
+// life, else it expired.
+func loggedOutStatus(k store.Key, now time.Time) keyVerdict {
+	refresh := k.Token.Refresh()
+	switch {
+	case k.Token.ObtainedAt.IsZero() && k.RenewsItself():
+		return keyVerdict{stateLoggedOut, "logged out", "logged out; the " + k.Grant.String() + " grant gets a new token at the next use", true}
+	case k.Token.ObtainedAt.IsZero() && k.RememberPassword:
+		return keyVerdict{stateLoggedOut, "logged out", "logged out; logs in again with the remembered password", true}
+	case k.Token.ObtainedAt.IsZero():
+		return keyVerdict{stateLoggedOut, "logged out", "logged out" + loginHint(k), false}
+	case refresh.Stated() && !refresh.Expired(now):
+		return keyVerdict{stateSessionEnded, "session ended", "session ended (the server refused the refresh token)" + loginHint(k), false}
+	case refresh.Expired(now):
+		return keyVerdict{stateLoginNeeded, "login needed", when("login needed: the refresh token expired ", refresh.At, now, loginHint(k)), false}
+	}
+	return keyVerdict{stateLoginNeeded, "login needed", "login needed" + loginHint(k), false}
+}
+
+// validStatus is a key whose access token has not expired.
+func validStatus(access auth.Expiry, now time.Time) keyVerdict {
+	if !access.Stated() {
+		return keyVerdict{stateValid, "valid", "valid (expiry: " + auth.ExpiryNotStated + ")", true}
+	}
+	return keyVerdict{stateValid, "valid", when("valid until ", access.At, now, ""), true}
+}
+
+// noRefreshStatus is a key whose access token expired and that has no
+// refresh token: its grant renews it, it logs in with the remembered
+// password, or it needs a login.
+func noRefreshStatus(k store.Key, access auth.Expiry, now time.Time) keyVerdict {
+	switch {
+	case k.RenewsItself():
 		return keyVerdict{stateRenewsItself, "renews itself", when("the access token expired ", access.At, now,
 			"; renews itself with the "+k.Grant.String()+" grant"), true}
-	case !k.HasRefreshToken && !k.RememberPassword:
-		return keyVerdict{stateLoginNeeded, "login needed", when("login needed: the access token expired ", access.At, now, " and there is no refresh token"+login()), false}
-	case !k.HasRefreshToken:
-		return keyVerdict{stateRefreshable, "login with remembered password",
-			when("the access token expired ", access.At, now, "; logs in again with the remembered password"), true}
+	case !k.RememberPassword:
+		return keyVerdict{stateLoginNeeded, "login needed", when("login needed: the access token expired ", access.At, now, " and there is no refresh token"+loginHint(k)), false}
+	}
+	return keyVerdict{stateRefreshable, "login with remembered password",
+		when("the access token expired ", access.At, now, "; logs in again with the remembered password"), true}
+}
+
+// refreshStatus is a key whose access token expired and that has a
+// refresh token: refreshable while it lives, else a login (by the
+// remembered password, or the person's).
+func refreshStatus(k store.Key, now time.Time) keyVerdict {
+	refresh := k.Token.Refresh()
+	switch {
+	case !refresh.Expired(now) && !refresh.Stated():
+		return keyVerdict{stateRefreshable, "refreshable", "access token expired; refreshable (refresh token expiry: " + k.Token.RefreshExpiryNote() + ")", true}
 	case !refresh.Expired(now):
-		if !refresh.Stated() {
-			return keyVerdict{stateRefreshable, "refreshable", "access token expired; refreshable (refresh token expiry: " + k.Token.RefreshExpiryNote() + ")", true}
-		}
 		return keyVerdict{stateRefreshable, "refreshable", when("refresh by ", refresh.At, now, " (the access token expired)"), true}
 	case k.RememberPassword:
 		return keyVerdict{stateRefreshable, "login with remembered password",
 			when("the refresh token expired ", refresh.At, now, "; logs in again with the remembered password"), true}
-	default:
-		return keyVerdict{stateLoginNeeded, "login needed", when("login needed: the refresh token expired ", refresh.At, now, login()), false}
 	}
+	return keyVerdict{stateLoginNeeded, "login needed", when("login needed: the refresh token expired ", refresh.At, now, loginHint(k)), false}
 }
 
 // when writes t absolute and relative between before and after:
