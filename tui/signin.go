@@ -30,7 +30,8 @@ type signin struct {
 	c             *common
 	width, height int
 	prompt        auth.Prompt
-	label         string // the key being created or logged in
+	words         signinWords // what it shows of prompt and label, cleaned
+	label         string      // the key being created or logged in
 	state         signinState
 	pane          pane
 }
@@ -45,6 +46,7 @@ func (s *signin) show(label string, p auth.Prompt) {
 		s.pane.vp.GotoTop()
 	}
 	s.label, s.prompt, s.state = label, p, signinWaiting
+	s.words = wordsOf(label, p)
 	s.retime(s.c.now)
 }
 
@@ -102,105 +104,157 @@ func (s *signin) content() string {
 	return c
 }
 
-// contentIn is content with URL lines of at most urlRoom cells.
+// contentIn is content with URL lines of at most urlRoom cells: what to
+// open (and the code to enter), the key and the countdown, the wait.
 func (s *signin) contentIn(urlRoom int) string {
+	var b screenLines
+	if s.device() {
+		s.deviceSection(&b, urlRoom)
+	} else {
+		s.browserSection(&b, urlRoom)
+	}
+	b.WriteString("\n")
+	s.keySection(&b)
+	b.WriteString("\n")
+	s.waitSection(&b)
+	return b.String()
+}
+
+// signinNameW is the width of the sign-in rows' name column.
+const signinNameW = 16
+
+// signinWords are the prompt's texts that the screen shows, cleaned when
+// the prompt arrived (show): they come from the server.
+type signinWords struct {
+	verifyURI, verifyURIComplete, authURL, redirectURI, userCode, label text.Clean
+}
+
+// wordsOf cleans what the screen shows of p, for the key label.
+func wordsOf(label string, p auth.Prompt) signinWords {
+	return signinWords{
+		verifyURI:         text.Sanitize(p.VerificationURI),
+		verifyURIComplete: text.Sanitize(p.VerificationURIComplete),
+		authURL:           text.Sanitize(p.AuthURL),
+		redirectURI:       text.Sanitize(p.RedirectURI),
+		userCode:          text.Sanitize(p.UserCode),
+		label:             text.Sanitize(label),
+	}
+}
+
+// deviceSection is the device code's: the URL to open, the code to enter
+// there, and the URL that carries the code when there is one.
+func (s *signin) deviceSection(b *screenLines, urlRoom int) {
+	st := s.c.styles
+	b.line(st.Subtle.Render("Device code: approve this key in a browser, on any device."))
+	b.WriteString("\n")
+	s.urlRows(b, "Open", s.words.verifyURI, urlRoom)
+	s.codeRows(b, s.words.userCode.String())
+	if !s.words.verifyURIComplete.IsEmpty() {
+		s.urlRows(b, "Or open", s.words.verifyURIComplete, urlRoom)
+	}
+}
+
+// codeRows shows the code whole: spaced out where it fits, else as typed,
+// else under its name instead of beside it, else without its box.
+func (s *signin) codeRows(b *screenLines, code string) {
+	st := s.c.styles
+	frame := st.Code.GetHorizontalFrameSize()
+	room := s.width - 2 - signinNameW
+	switch {
+	case lipgloss.Width(spaced(code))+frame <= room:
+		code = spaced(code)
+	case lipgloss.Width(code)+frame > room:
+		b.line(st.Subtle.Render("Enter the code"))
+		if lipgloss.Width(code)+frame <= s.width-2 {
+			for _, l := range strings.Split(st.Code.Render(code), "\n") {
+				b.line(l)
+			}
+		} else {
+			b.line(st.Value.Bold(true).Render(code))
+		}
+		return
+	}
+	box := strings.Split(st.Code.Render(code), "\n")
+	for i, l := range box {
+		name := ""
+		if i == len(box)/2 {
+			name = "Enter the code"
+		}
+		b.line(st.row(name, signinNameW, l))
+	}
+}
+
+// browserSection is the browser sign-in's: the URL to open and where the
+// browser comes back to.
+func (s *signin) browserSection(b *screenLines, urlRoom int) {
+	b.line(s.c.styles.Subtle.Render("Browser sign-in: finish signing in in a browser on this machine."))
+	b.WriteString("\n")
+	s.urlRows(b, "Open", s.words.authURL, urlRoom)
+	if !s.words.redirectURI.IsEmpty() {
+		s.urlRows(b, "Comes back to", s.words.redirectURI, urlRoom)
+	}
+}
+
+// urlRows shows the URL u under name, wrapped (urlWrap) beside it, or
+// under it when the host does not fit beside the name.
+func (s *signin) urlRows(b *screenLines, name string, url text.Clean, urlRoom int) {
+	st := s.c.styles
+	u := url.String()
+	if lipgloss.Width(urlHead(u)) > urlRoom-signinNameW {
+		// Too narrow for the host beside the name: the URL goes under it.
+		b.line(st.Subtle.Render(name))
+		for _, part := range urlWrap(u, max(20, urlRoom)) {
+			b.line(st.Value.Render(part))
+		}
+		return
+	}
+	parts := urlWrap(u, max(20, urlRoom-signinNameW))
+	b.line(st.row(name, signinNameW, st.Value.Render(parts[0])))
+	for _, part := range parts[1:] {
+		b.line(strings.Repeat(" ", signinNameW) + st.Value.Render(part))
+	}
+}
+
+// keySection is the key the grant is for and how long the code (or the
+// wait) lasts.
+func (s *signin) keySection(b *screenLines) {
+	st := s.c.styles
+	b.line(st.row("Key", signinNameW, show(st.Value, s.words.label)))
+	e := s.prompt.ExpiresAt
+	if e.IsZero() {
+		return
+	}
+	name := "Code expires"
+	if !s.device() {
+		name = "Waits until"
+	}
+	left := e.Sub(s.c.now)
+	cd := st.OK.Render("in " + text.Countdown(left))
+	if left <= 0 {
+		cd = st.Error.Render("expired")
+	}
+	b.line(st.row(name, signinNameW, cd+st.Subtle.Render("  ("+text.Stamp(e)+")")))
+}
+
+// waitSection says what the screen waits for, or that the wait ended.
+func (s *signin) waitSection(b *screenLines) {
 	st := s.c.styles
 	p := s.prompt
-	var b strings.Builder
-	const nameW = 16
-	line := func(str string) { b.WriteString("  " + str + "\n") }
-	url := func(name, u string) {
-		u = text.Safe(u)
-		parts := urlWrap(u, max(20, urlRoom-nameW))
-		if lipgloss.Width(urlHead(u)) > urlRoom-nameW {
-			// Too narrow for the host beside the name: the URL goes under it.
-			line(st.Subtle.Render(name))
-			for _, part := range urlWrap(u, max(20, urlRoom)) {
-				line(st.Value.Render(part))
-			}
-			return
-		}
-		line(st.row(name, nameW, st.Value.Render(parts[0])))
-		for _, part := range parts[1:] {
-			line(strings.Repeat(" ", nameW) + st.Value.Render(part))
-		}
-	}
-	if s.device() {
-		line(st.Subtle.Render("Device code: approve this key in a browser, on any device."))
-		b.WriteString("\n")
-		url("Open", p.VerificationURI)
-		// The code shows whole: spaced out where it fits, else as typed,
-		// else under its name instead of beside it, else without its box.
-		code := text.Safe(p.UserCode)
-		frame := st.Code.GetHorizontalFrameSize()
-		room := s.width - 2 - nameW
-		switch {
-		case lipgloss.Width(spaced(code))+frame <= room:
-			code = spaced(code)
-		case lipgloss.Width(code)+frame > room:
-			line(st.Subtle.Render("Enter the code"))
-			if lipgloss.Width(code)+frame <= s.width-2 {
-				for _, l := range strings.Split(st.Code.Render(code), "\n") {
-					line(l)
-				}
-			} else {
-				line(st.Value.Bold(true).Render(code))
-			}
-			code = ""
-		}
-		box := strings.Split(st.Code.Render(code), "\n")
-		for i, l := range box {
-			if code == "" {
-				break
-			}
-			name := ""
-			if i == len(box)/2 {
-				name = "Enter the code"
-			}
-			line(st.row(name, nameW, l))
-		}
-		if p.VerificationURIComplete != "" {
-			url("Or open", p.VerificationURIComplete)
-		}
-	} else {
-		line(st.Subtle.Render("Browser sign-in: finish signing in in a browser on this machine."))
-		b.WriteString("\n")
-		url("Open", p.AuthURL)
-		if p.RedirectURI != "" {
-			url("Comes back to", p.RedirectURI)
-		}
-	}
-	b.WriteString("\n")
-	line(st.row("Key", nameW, show(st.Value, text.Sanitize(s.label))))
-	if e := p.ExpiresAt; !e.IsZero() {
-		name := "Code expires"
-		if !s.device() {
-			name = "Waits until"
-		}
-		left := e.Sub(s.c.now)
-		cd := st.OK.Render("in " + text.Countdown(left))
-		if left <= 0 {
-			cd = st.Error.Render("expired")
-		}
-		line(st.row(name, nameW, cd+st.Subtle.Render("  ("+text.Stamp(e)+")")))
-	}
-	b.WriteString("\n")
 	switch {
 	case s.state == signinExpired && s.device():
-		line(st.Warn.Render("The code has expired; esc goes back to the form to start again."))
+		b.line(st.Warn.Render("The code has expired; esc goes back to the form to start again."))
 	case s.state == signinExpired:
-		line(st.Warn.Render("The wait has ended; esc goes back to the form to start again."))
+		b.line(st.Warn.Render("The wait has ended; esc goes back to the form to start again."))
 	case s.device():
 		wait := "Waiting for the approval…"
 		if p.Interval > 0 {
 			wait = "Waiting for the approval (asked every " + p.Interval.Round(time.Second).String() + ")…"
 		}
-		line(st.Subtle.Render(wait))
+		b.line(st.Subtle.Render(wait))
 	default:
-		line(st.Subtle.Render("Waiting for the browser…"))
+		b.line(st.Subtle.Render("Waiting for the browser…"))
 	}
-	line(st.Subtle.Render("Nothing is stored until the server answers; esc cancels."))
-	return b.String()
+	b.line(st.Subtle.Render("Nothing is stored until the server answers; esc cancels."))
 }
 
 // urlHead is a URL's scheme and host ("http://127.0.0.1:8080"), the part
