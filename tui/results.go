@@ -118,57 +118,77 @@ func (m *Model) handleKeyTokens(msg keyTokensMsg) tea.Cmd {
 	if msg.err == nil {
 		defer m.knowKey(msg.key)
 	}
+	m.endOp()
 	switch msg.op {
 	case opCreate:
-		m.endOp()
-		if !m.req.current(slotCreate, msg.seq) {
-			if msg.err == nil && msg.key.Label != "" {
-				// A cancelled grant that had already got its token: the
-				// key exists after all; say so rather than hide it.
-				m.toast, m.toastOK = text.Cleanf("API key %q was created before the cancel took effect.", msg.key.Shown()), true
-				return m.loadKeys()
-			}
-			return nil
-		}
-		m.endGrant()
-		if m.createCancel != nil {
-			m.createCancel() // releases the request's context
-			m.createCancel = nil
-		}
-		if msg.err != nil {
-			if m.active == screenSignin {
-				return tea.Batch(m.form.fail(msg.err), m.replace(screenForm))
-			}
-			return m.form.fail(msg.err)
-		}
-		m.form.state = formDone
-		m.setCurrent(msg.key.Label)
-		m.details.open(msg.key, msg.tokens)
-		m.toast, m.toastOK = text.Cleanf("API key %q created.", msg.key.Shown()), true
-		if viewOf(msg.key.Grant).waits {
-			// Whose account the key now uses (a browser may be signed in
-			// to another one).
-			if who := auth.SignedInAs(msg.tokens, m.c.now).Shown(); !who.IsEmpty() {
-				m.toast = text.Cleanf("API key %q created, signed in as %s.", msg.key.Shown(), who)
-			}
-		}
-		return tea.Batch(m.replace(screenDetails), m.loadKeys(), m.checkLive(msg.key.Label))
+		return m.handleCreated(msg)
 	case opInspect:
-		m.endOp()
-		if !m.req.current(slotInspect, msg.seq) {
-			return nil
-		}
-		if msg.err != nil || msg.tokens == nil {
-			m.toast, m.toastOK = text.Trusted("No token to inspect: log in first."), false
-			if msg.err != nil {
-				m.toast = text.Concat(text.Trusted("Cannot read the token: "), errClean(msg.err))
-			}
-			return nil
-		}
-		return m.loadInspector("key "+msg.label, keyTokens(msg.key, msg.tokens))
+		return m.handleInspected(msg)
 	}
-	// opOpen, opLogin, opRefresh: the details key's.
-	m.endOp()
+	return m.handleDetailsTokens(msg) // opOpen, opLogin, opRefresh
+}
+
+// handleCreated applies the answer of the form's create: the new key's
+// details, or the form again with what failed.
+func (m *Model) handleCreated(msg keyTokensMsg) tea.Cmd {
+	if !m.req.current(slotCreate, msg.seq) {
+		if msg.err == nil && msg.key.Label != "" {
+			// A cancelled grant that had already got its token: the
+			// key exists after all; say so rather than hide it.
+			m.toast, m.toastOK = text.Cleanf("API key %q was created before the cancel took effect.", msg.key.Shown()), true
+			return m.loadKeys()
+		}
+		return nil
+	}
+	m.endGrant()
+	if m.createCancel != nil {
+		m.createCancel() // releases the request's context
+		m.createCancel = nil
+	}
+	if msg.err != nil {
+		if m.active == screenSignin {
+			return tea.Batch(m.form.fail(msg.err), m.replace(screenForm))
+		}
+		return m.form.fail(msg.err)
+	}
+	m.form.state = formDone
+	m.setCurrent(msg.key.Label)
+	m.details.open(msg.key, msg.tokens)
+	m.toast, m.toastOK = m.createdToast(msg), true
+	return tea.Batch(m.replace(screenDetails), m.loadKeys(), m.checkLive(msg.key.Label))
+}
+
+// createdToast says the key was created and, for a grant where a person
+// signs in, whose account it now uses (a browser may be signed in to
+// another one).
+func (m *Model) createdToast(msg keyTokensMsg) text.Clean {
+	if viewOf(msg.key.Grant).waits {
+		if who := auth.SignedInAs(msg.tokens, m.c.now).Shown(); !who.IsEmpty() {
+			return text.Cleanf("API key %q created, signed in as %s.", msg.key.Shown(), who)
+		}
+	}
+	return text.Cleanf("API key %q created.", msg.key.Shown())
+}
+
+// handleInspected opens the inspector on the key's token, or says why
+// there is none.
+func (m *Model) handleInspected(msg keyTokensMsg) tea.Cmd {
+	if !m.req.current(slotInspect, msg.seq) {
+		return nil
+	}
+	if msg.err != nil || msg.tokens == nil {
+		m.toast, m.toastOK = text.Trusted("No token to inspect: log in first."), false
+		if msg.err != nil {
+			m.toast = text.Concat(text.Trusted("Cannot read the token: "), errClean(msg.err))
+		}
+		return nil
+	}
+	return m.loadInspector("key "+msg.label, keyTokens(msg.key, msg.tokens))
+}
+
+// handleDetailsTokens applies the answer of open, login or refresh of the
+// details key; a new token is checked at the server.
+func (m *Model) handleDetailsTokens(msg keyTokensMsg) tea.Cmd {
 	if !m.req.current(slotOp, msg.seq) || msg.label != m.details.key.Label {
 		return nil
 	}
