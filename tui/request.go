@@ -521,16 +521,37 @@ func (r *request) validate() (apiCall, int) {
 	if call.label == "" {
 		r.errs[reqFieldKey] = "no API key yet: get one first (n)"
 	}
-	call.audience = strings.TrimSpace(r.audience.Value())
-	if call.audience != "" && (strings.ContainsAny(call.audience, " \t") || !text.IsClean(call.audience)) {
-		r.errs[reqFieldAudience] = "an audience is a client id, one word; empty sends the key's own token"
-	}
+	call.audience, r.errs[reqFieldAudience] = checkAudience(r.audience.Value())
 	var err error
 	if call.url, err = r.target(); err != nil {
 		r.errs[reqFieldURL] = err.Error()
 	}
 	call.header.Set("Accept", "application/json")
-	for _, l := range strings.Split(r.headers.Value(), "\n") {
+	r.errs[reqFieldHeaders] = addHeaders(call.header, r.headers.Value())
+	call.body, r.errs[reqFieldBody] = checkBody(call.header, r.body.Value())
+	for i, e := range r.errs {
+		if e != "" {
+			return apiCall{}, i
+		}
+	}
+	return call, -1
+}
+
+// checkAudience is the Audience field's value, trimmed, and its error: an
+// audience is one clean word (empty: the key's own token).
+func checkAudience(v string) (audience, fault string) {
+	audience = strings.TrimSpace(v)
+	if audience != "" && (strings.ContainsAny(audience, " \t") || !text.IsClean(audience)) {
+		return audience, "an audience is a client id, one word; empty sends the key's own token"
+	}
+	return audience, ""
+}
+
+// addHeaders sets the Headers field's lines ("Name: value", blank lines
+// skipped) in h, and returns the error of the first line at fault ("" for
+// none): not a header, or the Authorization the key's token takes.
+func addHeaders(h http.Header, lines string) string {
+	for _, l := range strings.Split(lines, "\n") {
 		if strings.TrimSpace(l) == "" {
 			continue
 		}
@@ -538,34 +559,29 @@ func (r *request) validate() (apiCall, int) {
 		name = strings.TrimSpace(name)
 		switch {
 		case !ok || name == "" || strings.ContainsAny(name, " \t") || !text.IsClean(l):
-			r.errs[reqFieldHeaders] = fmt.Sprintf("%q is not a header: write Name: value", text.Safe(l))
+			return fmt.Sprintf("%q is not a header: write Name: value", text.Safe(l))
 		case strings.EqualFold(name, "Authorization"):
-			r.errs[reqFieldHeaders] = "Authorization is the key's token; give other headers"
-		default:
-			call.header.Set(name, strings.TrimSpace(value))
+			return "Authorization is the key's token; give other headers"
 		}
-		if r.errs[reqFieldHeaders] != "" {
-			break
-		}
+		h.Set(name, strings.TrimSpace(value))
 	}
-	call.body = r.body.Value()
-	if strings.TrimSpace(call.body) == "" {
-		call.body = ""
+	return ""
+}
+
+// checkBody is the Body field's value (blank: none) and its error: a body
+// is sent as JSON unless a Content-Type says otherwise, and then must be
+// JSON. It sets the Content-Type it defaults to in h.
+func checkBody(h http.Header, v string) (body, fault string) {
+	if strings.TrimSpace(v) == "" {
+		return "", ""
 	}
-	if call.body != "" {
-		if call.header.Get("Content-Type") == "" {
-			call.header.Set("Content-Type", "application/json")
-		}
-		if isJSONType(call.header.Get("Content-Type")) && !json.Valid([]byte(call.body)) {
-			r.errs[reqFieldBody] = "not JSON (for other text, add a Content-Type header)"
-		}
+	if h.Get("Content-Type") == "" {
+		h.Set("Content-Type", "application/json")
 	}
-	for i, e := range r.errs {
-		if e != "" {
-			return apiCall{}, i
-		}
+	if isJSONType(h.Get("Content-Type")) && !json.Valid([]byte(v)) {
+		return v, "not JSON (for other text, add a Content-Type header)"
 	}
-	return call, -1
+	return v, ""
 }
 
 // base is where the chosen key's requests go: its API URL (api_url),
@@ -651,57 +667,80 @@ func (r *request) View() string {
 // content is every line of the fields, and the line to keep in sight: the
 // focused field's, or while sending the line that says so.
 func (r *request) content() (string, int) {
-	s := r.c.styles
 	var b strings.Builder
 	focusLine := 0
-	indent := strings.Repeat(" ", reqLabelWidth+2)
 	for i := range reqFieldCount {
-		name := reqFieldNames[i]
-		marker, nameStyle := "  ", s.FieldName
 		if i == r.focus && r.state == requestEditing {
-			marker, nameStyle = s.Focused.Render("› "), s.Focused
 			focusLine = strings.Count(b.String(), "\n") + r.cursorRow(i)
 		}
-		var val string
-		switch i {
-		case reqFieldKey:
-			val = r.keyChoice()
-		case reqFieldMethod:
-			val = s.Subtle.Render("‹ ") + s.Value.Render(requestMethods[r.method]) + s.Subtle.Render(" ›")
-		case reqFieldURL:
-			val = r.url.View()
-		case reqFieldAudience:
-			val = r.audience.View()
-		case reqFieldHeaders:
-			val = r.headers.View()
-		case reqFieldBody:
-			val = r.body.View()
-		}
-		for j, l := range strings.Split(val, "\n") {
-			if j == 0 {
-				b.WriteString(marker + nameStyle.Render(name) + strings.Repeat(" ", reqLabelWidth-len(name)) + l + "\n")
-			} else {
-				b.WriteString(indent + l + "\n")
-			}
-		}
-		if e := r.errs[i]; e != "" {
-			b.WriteString(indentWrapped("✗ "+e, reqLabelWidth+2, r.width, s.Error.Render))
-		}
-		if i == reqFieldURL {
-			b.WriteString(r.recallLines())
-		}
+		r.fieldRows(&b, i)
 	}
 	b.WriteString("\n")
+	if r.state == requestSending {
+		focusLine = strings.Count(b.String(), "\n")
+	}
+	r.footer(&b)
+	return b.String(), focusLine
+}
+
+// fieldRows is field i: its name (marked when focused) beside its value's
+// lines, its error, and under the URL what recall offers.
+func (r *request) fieldRows(b *strings.Builder, i int) {
+	s := r.c.styles
+	name := reqFieldNames[i]
+	marker, nameStyle := "  ", s.FieldName
+	if i == r.focus && r.state == requestEditing {
+		marker, nameStyle = s.Focused.Render("› "), s.Focused
+	}
+	indent := strings.Repeat(" ", reqLabelWidth+2)
+	for j, l := range strings.Split(r.fieldView(i), "\n") {
+		if j == 0 {
+			b.WriteString(marker + nameStyle.Render(name) + strings.Repeat(" ", reqLabelWidth-len(name)) + l + "\n")
+		} else {
+			b.WriteString(indent + l + "\n")
+		}
+	}
+	if e := r.errs[i]; e != "" {
+		b.WriteString(indentWrapped("✗ "+e, reqLabelWidth+2, r.width, s.Error.Render))
+	}
+	if i == reqFieldURL {
+		b.WriteString(r.recallLines())
+	}
+}
+
+// fieldView is field i's value as it shows: a choice between arrows, or
+// the text field's view.
+func (r *request) fieldView(i int) string {
+	s := r.c.styles
+	switch i {
+	case reqFieldKey:
+		return r.keyChoice()
+	case reqFieldMethod:
+		return s.Subtle.Render("‹ ") + s.Value.Render(requestMethods[r.method]) + s.Subtle.Render(" ›")
+	case reqFieldURL:
+		return r.url.View()
+	case reqFieldAudience:
+		return r.audience.View()
+	case reqFieldHeaders:
+		return r.headers.View()
+	case reqFieldBody:
+		return r.body.View()
+	}
+	return ""
+}
+
+// footer is the line under the fields: sending, why the last request got
+// no answer, or how to send.
+func (r *request) footer(b *strings.Builder) {
+	s := r.c.styles
 	switch {
 	case r.state == requestSending:
-		focusLine = strings.Count(b.String(), "\n")
 		b.WriteString("  " + r.spinner() + " " + s.Subtle.Render("Sending… esc cancels"+waitingNote(r.wait.since, r.c.now)) + "\n")
 	case r.general != "":
 		b.WriteString(indentWrapped("✗ "+r.general, 2, r.width, s.Error.Render))
 	default:
 		b.WriteString(indentWrapped("ctrl+s sends with the key's token (renewed once if the API refuses it)", 2, r.width, s.Subtle.Render))
 	}
-	return b.String(), focusLine
 }
 
 // cursorRow is the row of field i's cursor below its first line (a text
