@@ -384,36 +384,57 @@ func (l *keyList) move(k tea.KeyPressMsg) bool {
 	return true
 }
 
+// handleKey handles a key while browsing: the keys that act on the list
+// (listKey), then those that act on the selected key (rowKey).
 func (l *keyList) handleKey(k tea.KeyPressMsg) (action, tea.Cmd) {
-	km := l.c.keys
 	l.errMsg = ""
+	if act, cmd, done := l.listKey(k); done {
+		return act, cmd
+	}
+	if sel := l.selected(); sel != nil {
+		return l.rowKey(k, sel)
+	}
+	return nil, nil
+}
+
+// listKey handles the keys that act on the list: back (which clears the
+// filter first), filter, sort, the cursor. done is false for any other key.
+func (l *keyList) listKey(k tea.KeyPressMsg) (act action, cmd tea.Cmd, done bool) {
+	km := l.c.keys
 	switch {
 	case key.Matches(k, km.Back):
 		if l.filter.Value() != "" {
 			l.filter.SetValue("")
 			l.refilter(true)
-			return nil, nil
+			return nil, nil, true
 		}
-		return actBack{}, nil
+		return actBack{}, nil, true
 	case key.Matches(k, km.Filter):
 		l.mode = listFiltering
-		return nil, l.filter.Focus()
+		return nil, l.filter.Focus(), true
 	case key.Matches(k, km.Sort):
 		l.sortBy((l.sortCol + 1) % len(KeyColumns))
-		return nil, nil
-	case l.move(k):
-		return nil, nil
+		return nil, nil, true
 	}
+	return nil, nil, l.move(k) || l.sortKey(k)
+}
+
+// sortKey sorts by the column whose key k is; it reports whether k was one.
+func (l *keyList) sortKey(k tea.KeyPressMsg) bool {
+	km := l.c.keys
 	for c, b := range []key.Binding{ColAPIKey: km.SortKey, ColLabel: km.SortLabel, ColLastUsed: km.SortUsed, ColAccess: km.SortAccess, ColRefresh: km.SortRefresh} {
 		if key.Matches(k, b) {
 			l.sortBy(c)
-			return nil, nil
+			return true
 		}
 	}
-	sel := l.selected()
-	if sel == nil {
-		return nil, nil
-	}
+	return false
+}
+
+// rowKey handles the keys that act on the selected key: open, copy,
+// inspect, set default, and ask to delete or rename it.
+func (l *keyList) rowKey(k tea.KeyPressMsg, sel *KeyRow) (action, tea.Cmd) {
+	km := l.c.keys
 	label := sel.label
 	switch {
 	case key.Matches(k, km.Enter):
@@ -586,35 +607,8 @@ func (l *keyList) View() string {
 // cells are formatted.
 func (l *keyList) tableView() string {
 	s := l.c.styles
-	now := l.c.now
-	cell := func(txt string, w int) string {
-		if ansi.StringWidth(txt) > w {
-			txt = ansi.Truncate(txt, w, "…")
-		}
-		return " " + txt + strings.Repeat(" ", max(0, w-ansi.StringWidth(txt))) + " "
-	}
 	var b strings.Builder
-	var head strings.Builder
-	for i, c := range l.cols {
-		title := KeyColumns[c].Title
-		arrowW := 0
-		if c == l.sortCol {
-			arrowW = 2
-		}
-		if KeyColumns[c].Short != "" && ansi.StringWidth(title)+arrowW > l.widths[i] {
-			title = KeyColumns[c].Short
-		}
-		if c == l.sortCol {
-			// The arrow always shows: the title gives way.
-			arrow := " ▲"
-			if l.desc {
-				arrow = " ▼"
-			}
-			title = ansi.Truncate(title, max(0, l.widths[i]-2), "") + arrow
-		}
-		head.WriteString(cell(title, l.widths[i]))
-	}
-	b.WriteString(s.Table.Header.UnsetPadding().Render(head.String()))
+	b.WriteString(l.headerView())
 	// The lines under the table (a question, an error) may have taken a row
 	// since the last scroll: keep the cursor in sight without changing state.
 	h, off := l.tableHeight(), l.offset
@@ -622,23 +616,10 @@ func (l *keyList) tableView() string {
 		off = l.cursor - h + 1
 	}
 	end := min(len(l.visible), off+h)
-	var line strings.Builder
 	rows := make([]string, 0, h)
+	var line strings.Builder
 	for n := off; n < end; n++ {
-		r := l.keys.row(l.visible[n])
-		line.Reset()
-		for i, c := range l.cols {
-			txt := KeyColumns[c].Cell(r, now, Live)
-			if f, ok := l.renewFailed[r.id]; ok && c == ColAccess && f.deadline == rowDeadline(r) {
-				txt = "renewal failed" // the status line said why
-			}
-			line.WriteString(cell(txt, l.widths[i]))
-		}
-		st := s.Table.Cell.UnsetPadding()
-		if n == l.cursor {
-			st = s.Table.Selected
-		}
-		rows = append(rows, st.Render(line.String()))
+		rows = append(rows, l.rowView(n, &line))
 	}
 	rows = markMore(rows, l.width, off > 0, end < len(l.visible), s.Subtle)
 	if len(rows) == 0 && l.query != "" && h > 0 {
@@ -652,6 +633,66 @@ func (l *keyList) tableView() string {
 		b.WriteString("\n")
 	}
 	return b.String()
+}
+
+// tableCell is one cell of the table: txt cut to w cells, padded, with a
+// space each side.
+func tableCell(txt string, w int) string {
+	if ansi.StringWidth(txt) > w {
+		txt = ansi.Truncate(txt, w, "…")
+	}
+	return " " + txt + strings.Repeat(" ", max(0, w-ansi.StringWidth(txt))) + " "
+}
+
+// headerView is the table's header: the columns' titles (short where the
+// long one does not fit), the sort column's with its arrow.
+func (l *keyList) headerView() string {
+	var head strings.Builder
+	for i, c := range l.cols {
+		head.WriteString(tableCell(l.columnTitle(c, l.widths[i]), l.widths[i]))
+	}
+	return l.c.styles.Table.Header.UnsetPadding().Render(head.String())
+}
+
+// columnTitle is column c's title in w cells.
+func (l *keyList) columnTitle(c, w int) string {
+	title := KeyColumns[c].Title
+	arrowW := 0
+	if c == l.sortCol {
+		arrowW = 2
+	}
+	if KeyColumns[c].Short != "" && ansi.StringWidth(title)+arrowW > w {
+		title = KeyColumns[c].Short
+	}
+	if c != l.sortCol {
+		return title
+	}
+	// The arrow always shows: the title gives way.
+	arrow := " ▲"
+	if l.desc {
+		arrow = " ▼"
+	}
+	return ansi.Truncate(title, max(0, w-2), "") + arrow
+}
+
+// rowView is the row of visible key n, its cells formatted in line (a
+// buffer the rows share), selected when the cursor is on it.
+func (l *keyList) rowView(n int, line *strings.Builder) string {
+	s := l.c.styles
+	r := l.keys.row(l.visible[n])
+	line.Reset()
+	for i, c := range l.cols {
+		txt := KeyColumns[c].Cell(r, l.c.now, Live)
+		if f, ok := l.renewFailed[r.id]; ok && c == ColAccess && f.deadline == rowDeadline(r) {
+			txt = "renewal failed" // the status line said why
+		}
+		line.WriteString(tableCell(txt, l.widths[i]))
+	}
+	st := s.Table.Cell.UnsetPadding()
+	if n == l.cursor {
+		st = s.Table.Selected
+	}
+	return st.Render(line.String())
 }
 
 func (l *keyList) ShortHelp() []key.Binding {
