@@ -116,28 +116,14 @@ func (m *Model) sendCmd(ctx context.Context, seq int, call apiCall) tea.Cmd {
 // data (more than maxAnswerBody: there is more).
 func newAnswer(resp *http.Response, data []byte, readErr error, renewed bool, elapsed time.Duration) *apiAnswer {
 	a := &apiAnswer{status: text.Sanitize(resp.Status).Or(text.Cleanf("%d", resp.StatusCode)), code: resp.StatusCode, renewed: renewed, elapsed: elapsed}
-	for _, name := range answerHeaders {
-		for _, v := range resp.Header.Values(name) {
-			a.headers = append(a.headers, text.Cleanf("%s: %s", name, v))
-		}
-	}
+	a.headers = answerHeaderLines(resp.Header)
 	cut := len(data) > maxAnswerBody
 	if cut {
 		data = data[:maxAnswerBody]
 	}
-	switch {
-	case readErr != nil:
-		a.note = text.Cleanf("the body broke off after %s: %v", text.Bytes(int64(len(data))), readErr)
-	case cut && resp.ContentLength > 0:
-		a.note = text.Cleanf("the first %s of %s are shown; the rest was not read", text.Bytes(maxAnswerBody), text.Bytes(resp.ContentLength))
-	case cut:
-		a.note = text.Cleanf("the first %s are shown; the rest was not read", text.Bytes(maxAnswerBody))
-	}
+	a.note = bodyNote(int64(len(data)), cut, readErr, resp.ContentLength)
 	if cut || readErr != nil {
-		// A character cut in two at the end is dropped.
-		for n := 0; n < utf8.UTFMax && len(data) > 0 && !utf8.Valid(data); n++ {
-			data = data[:len(data)-1]
-		}
+		data = dropCutRune(data)
 	}
 	if len(data) == 0 {
 		return a
@@ -146,15 +132,57 @@ func newAnswer(resp *http.Response, data []byte, readErr error, renewed bool, el
 		a.note = text.Cleanf("%s of %s, not shown (not text)", text.Bytes(int64(len(data))), resp.Header.Get("Content-Type"))
 		return a
 	}
+	whole := !cut && readErr == nil
+	a.body = bodyLines(data, whole && (isJSONType(resp.Header.Get("Content-Type")) || looksJSON(data)))
+	return a
+}
+
+// answerHeaderLines are the headers of answerHeaders that h holds, one
+// "Name: value" a value, cleaned.
+func answerHeaderLines(h http.Header) []text.Clean {
+	var lines []text.Clean
+	for _, name := range answerHeaders {
+		for _, v := range h.Values(name) {
+			lines = append(lines, text.Cleanf("%s: %s", name, v))
+		}
+	}
+	return lines
+}
+
+// bodyNote says what of a body the screen does not show: where it broke
+// off, or what was not read (shown bytes read; contentLength when the
+// answer stated it).
+func bodyNote(shown int64, cut bool, readErr error, contentLength int64) text.Clean {
+	switch {
+	case readErr != nil:
+		return text.Cleanf("the body broke off after %s: %v", text.Bytes(shown), readErr)
+	case cut && contentLength > 0:
+		return text.Cleanf("the first %s of %s are shown; the rest was not read", text.Bytes(maxAnswerBody), text.Bytes(contentLength))
+	case cut:
+		return text.Cleanf("the first %s are shown; the rest was not read", text.Bytes(maxAnswerBody))
+	}
+	return text.Clean{}
+}
+
+// dropCutRune drops a character cut in two at the end of data.
+func dropCutRune(data []byte) []byte {
+	for n := 0; n < utf8.UTFMax && len(data) > 0 && !utf8.Valid(data); n++ {
+		data = data[:len(data)-1]
+	}
+	return data
+}
+
+// bodyLines is a text body's lines, cleaned; indented first when it is
+// whole JSON (asJSON) that parses.
+func bodyLines(data []byte, asJSON bool) []string {
 	body := string(data)
-	if !cut && readErr == nil && (isJSONType(resp.Header.Get("Content-Type")) || looksJSON(data)) {
+	if asJSON {
 		var pretty bytes.Buffer
 		if json.Indent(&pretty, data, "", "  ") == nil {
 			body = pretty.String()
 		}
 	}
-	a.body = strings.Split(strings.TrimRight(text.SanitizeLines(body).String(), "\n "), "\n")
-	return a
+	return strings.Split(strings.TrimRight(text.SanitizeLines(body).String(), "\n "), "\n")
 }
 
 // isJSONType reports whether a Content-Type is JSON (application/json,
