@@ -12,56 +12,80 @@ import (
 // screens whose text field has focus come first; then the global keys; then
 // the active screen.
 func (m *Model) handleKey(k tea.KeyPressMsg) tea.Cmd {
-	km := m.c.keys
 	m.toast, m.notice = text.Clean{}, text.Clean{}
-	if key.Matches(k, km.ForceQuit) {
-		return m.quit()
-	}
-	if m.showHelp {
-		switch {
-		case key.Matches(k, km.Help), key.Matches(k, km.HelpTyping), key.Matches(k, km.Back):
-			m.showHelp = false
-		case key.Matches(k, km.Quit):
-			return m.quit()
-		default:
-			m.scrollHelp(k)
-		}
-		return nil
-	}
-	if m.screen().Capturing() {
-		// f1 opens the help from a text field; ? only where the focused
-		// field is not text (the form's grant, a toggle): in a text field,
-		// a hidden Client Secret included, ? is typed, as the footer's
-		// "f1 help" tells.
-		if key.Matches(k, km.HelpTyping) || (key.Matches(k, km.Help) && !m.typing()) {
-			m.openHelp()
-			return nil
-		}
-		return m.forward(k)
-	}
 	switch {
+	case key.Matches(k, m.c.keys.ForceQuit):
+		return m.quit()
+	case m.showHelp:
+		return m.helpKey(k)
+	case m.screen().Capturing():
+		return m.capturedKey(k)
+	}
+	if cmd, done := m.globalKey(k); done {
+		return cmd
+	}
+	return m.forward(k)
+}
+
+// helpKey handles a key while the help overlay shows: it closes, quits or
+// scrolls.
+func (m *Model) helpKey(k tea.KeyPressMsg) tea.Cmd {
+	km := m.c.keys
+	switch {
+	case key.Matches(k, km.Help), key.Matches(k, km.HelpTyping), key.Matches(k, km.Back):
+		m.showHelp = false
 	case key.Matches(k, km.Quit):
 		return m.quit()
-	case key.Matches(k, km.Help), key.Matches(k, km.HelpTyping):
+	default:
+		m.scrollHelp(k)
+	}
+	return nil
+}
+
+// capturedKey handles a key for a screen whose field has focus: it goes to
+// the screen, but for the key that opens the help.
+func (m *Model) capturedKey(k tea.KeyPressMsg) tea.Cmd {
+	km := m.c.keys
+	// f1 opens the help from a text field; ? only where the focused
+	// field is not text (the form's grant, a toggle): in a text field,
+	// a hidden Client Secret included, ? is typed, as the footer's
+	// "f1 help" tells.
+	if key.Matches(k, km.HelpTyping) || (key.Matches(k, km.Help) && !m.typing()) {
 		m.openHelp()
 		return nil
+	}
+	return m.forward(k)
+}
+
+// globalKey handles the keys every screen shares: quit, help, and those
+// that open another screen (not on a modal screen, which waits for a
+// person). done is false for any other key: it goes to the screen.
+func (m *Model) globalKey(k tea.KeyPressMsg) (cmd tea.Cmd, done bool) {
+	km := m.c.keys
+	switch {
+	case key.Matches(k, km.Quit):
+		return m.quit(), true
+	case key.Matches(k, km.Help), key.Matches(k, km.HelpTyping):
+		m.openHelp()
+		return nil, true
 	case m.active.modal():
 		// A screen waiting for a person: the keys that open other
 		// screens stand aside.
+		return nil, false
 	case key.Matches(k, km.Details):
-		return m.openCurrent()
+		return m.openCurrent(), true
 	case key.Matches(k, km.Keys):
-		return m.goTo(screenKeys)
+		return m.goTo(screenKeys), true
 	case key.Matches(k, km.Inspector):
-		return m.apply(m.inspectCurrent())
+		return m.apply(m.inspectCurrent()), true
 	case key.Matches(k, km.Request):
-		return m.openRequest()
+		return m.openRequest(), true
 	case key.Matches(k, km.Activity):
-		return m.openActivity()
+		return m.openActivity(), true
 	case key.Matches(k, km.NewKey) && m.active != screenForm:
-		return m.openForm()
+		return m.openForm(), true
 	}
-	return m.forward(k)
+	return nil, false
 }
 
 // typing reports whether the active screen's focus is a text field (keys
