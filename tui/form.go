@@ -549,46 +549,40 @@ func (f *form) toggleAdvanced() tea.Cmd {
 // Typing: the focused field takes text (? is typed there, f1 opens help).
 func (f *form) Typing() bool { return f.state == formEditing && isText(f.focus) }
 
+// Update dispatches by the form's state: the generated key's registration,
+// the fields while editing, else the wait for the request (or its end).
 func (f *form) Update(msg tea.Msg) (action, tea.Cmd) {
-	if f.state == formRegistering {
+	switch f.state {
+	case formRegistering:
 		return f.updateRegistering(msg)
+	case formEditing:
+		return f.updateEditing(msg)
 	}
-	if f.state != formEditing {
-		if k, ok := msg.(tea.KeyPressMsg); ok && key.Matches(k, f.c.keys.Back) {
-			if f.state == formSubmitting {
-				return actCancelGrant{}, nil // the request is cancelled, the values stay
-			}
-			return actBack{}, nil
+	return f.updateWaiting(msg)
+}
+
+// updateWaiting handles a key while the request is in flight (esc cancels
+// it; the values stay) or the key is made (esc goes back).
+func (f *form) updateWaiting(msg tea.Msg) (action, tea.Cmd) {
+	if k, ok := msg.(tea.KeyPressMsg); ok && key.Matches(k, f.c.keys.Back) {
+		if f.state == formSubmitting {
+			return actCancelGrant{}, nil // the request is cancelled, the values stay
 		}
-		return nil, nil
+		return actBack{}, nil
 	}
-	if k, ok := msg.(tea.KeyPressMsg); ok {
-		km := f.c.keys
-		switch {
-		case key.Matches(k, km.Back):
-			return actBack{}, nil
-		case key.Matches(k, km.Submit), key.Matches(k, km.Enter):
-			return f.submit()
-		case key.Matches(k, km.Advanced):
-			return nil, f.toggleAdvanced()
-		case key.Matches(k, km.NextField):
-			return nil, f.step(+1)
-		case key.Matches(k, km.PrevField):
-			return nil, f.step(-1)
-		case key.Matches(k, km.PageUp), key.Matches(k, km.PageDown):
-			content, _ := f.content()
-			f.pane.scroll(msg, f.c.keys, content, false)
-			return nil, nil
-		case !isText(f.focus):
-			if key.Matches(k, km.Choose) {
-				f.choose(k.String() == "left")
-			}
-			return nil, nil
+	return nil, nil
+}
+
+// updateEditing handles the fields: a key the form binds, the wheel
+// scrolling them, else the message goes to the focused text field.
+func (f *form) updateEditing(msg tea.Msg) (action, tea.Cmd) {
+	switch msg := msg.(type) {
+	case tea.KeyPressMsg:
+		if act, cmd, done := f.editingKey(msg); done {
+			return act, cmd
 		}
-	}
-	if _, ok := msg.(tea.MouseWheelMsg); ok {
-		content, _ := f.content()
-		f.pane.scroll(msg, f.c.keys, content, false)
+	case tea.MouseWheelMsg:
+		f.scrollFields(msg)
 		return nil, nil
 	}
 	if !isText(f.focus) {
@@ -600,6 +594,42 @@ func (f *form) Update(msg tea.Msg) (action, tea.Cmd) {
 		f.errs[f.focus] = ""
 	}
 	return nil, cmd
+}
+
+// editingKey handles the keys the form binds while editing: back, submit,
+// the Advanced section, moving among the fields, the pages, and on a
+// choice or toggle ←/→/space (it takes no other key). done is false for
+// any other key: it is typed into the focused field.
+func (f *form) editingKey(k tea.KeyPressMsg) (act action, cmd tea.Cmd, done bool) {
+	km := f.c.keys
+	switch {
+	case key.Matches(k, km.Back):
+		return actBack{}, nil, true
+	case key.Matches(k, km.Submit), key.Matches(k, km.Enter):
+		act, cmd := f.submit()
+		return act, cmd, true
+	case key.Matches(k, km.Advanced):
+		return nil, f.toggleAdvanced(), true
+	case key.Matches(k, km.NextField):
+		return nil, f.step(+1), true
+	case key.Matches(k, km.PrevField):
+		return nil, f.step(-1), true
+	case key.Matches(k, km.PageUp), key.Matches(k, km.PageDown):
+		f.scrollFields(k)
+		return nil, nil, true
+	case !isText(f.focus):
+		if key.Matches(k, km.Choose) {
+			f.choose(k.String() == "left")
+		}
+		return nil, nil, true
+	}
+	return nil, nil, false
+}
+
+// scrollFields scrolls the fields by msg (a page key or the wheel).
+func (f *form) scrollFields(msg tea.Msg) {
+	content, _ := f.content()
+	f.pane.scroll(msg, f.c.keys, content, false)
 }
 
 // updateRegistering: enter goes on (the key is registered), c copies the
@@ -779,46 +809,65 @@ func (f *form) content() (string, int) {
 	var b strings.Builder
 	focusLine := 0
 	b.WriteString(indentWrapped(viewOf(f.grantType()).about, 2, f.width, s.Subtle.Render) + "\n")
-	for i, spec := range formFields {
+	for i := range formFields {
 		if !f.shown(i) {
 			continue
 		}
-		name := spec.label
-		if spec.optional {
-			name += " (opt.)"
-		}
-		marker := "  "
-		nameStyle := s.FieldName
 		if i == f.focus && f.state == formEditing {
-			marker = s.Focused.Render("› ")
-			nameStyle = s.Focused
 			focusLine = strings.Count(b.String(), "\n")
 		}
-		pad := 18 - len(name)
-		var val string
-		switch spec.kind {
-		case kindChoice:
-			val = f.choiceView(i)
-		case kindSection:
-			val = s.Subtle.Render(spec.off)
-			if f.on[i] {
-				val = s.Subtle.Render(spec.on)
-			}
-		case kindToggle:
-			val = "[ ] " + s.Subtle.Render(spec.off)
-			if f.on[i] {
-				val = "[x] " + s.Subtle.Render(spec.on)
-			}
-		default:
-			val = f.inputs[i].View()
-		}
-		line := marker + nameStyle.Render(name) + strings.Repeat(" ", max(pad, 1)) + val
-		b.WriteString(line + "\n")
-		if e := f.errs[i]; e != "" {
-			b.WriteString(indentWrapped("✗ "+e, 20, f.width, s.Error.Render))
-		}
+		f.fieldRow(&b, i)
 	}
 	b.WriteString("\n")
+	f.footer(&b)
+	return b.String(), focusLine
+}
+
+// fieldRow is field i: its name (marked when focused) and value, and its
+// error under them.
+func (f *form) fieldRow(b *strings.Builder, i int) {
+	s := f.c.styles
+	spec := formFields[i]
+	name := spec.label
+	if spec.optional {
+		name += " (opt.)"
+	}
+	marker, nameStyle := "  ", s.FieldName
+	if i == f.focus && f.state == formEditing {
+		marker, nameStyle = s.Focused.Render("› "), s.Focused
+	}
+	pad := 18 - len(name)
+	b.WriteString(marker + nameStyle.Render(name) + strings.Repeat(" ", max(pad, 1)) + f.fieldValue(i) + "\n")
+	if e := f.errs[i]; e != "" {
+		b.WriteString(indentWrapped("✗ "+e, 20, f.width, s.Error.Render))
+	}
+}
+
+// fieldValue is field i's value as it shows, by its kind.
+func (f *form) fieldValue(i int) string {
+	s := f.c.styles
+	spec := formFields[i]
+	switch spec.kind {
+	case kindChoice:
+		return f.choiceView(i)
+	case kindSection:
+		if f.on[i] {
+			return s.Subtle.Render(spec.on)
+		}
+		return s.Subtle.Render(spec.off)
+	case kindToggle:
+		if f.on[i] {
+			return "[x] " + s.Subtle.Render(spec.on)
+		}
+		return "[ ] " + s.Subtle.Render(spec.off)
+	}
+	return f.inputs[i].View()
+}
+
+// footer is the line under the fields: the request under way, what failed
+// that belongs to no field, or how to submit.
+func (f *form) footer(b *strings.Builder) {
+	s := f.c.styles
 	switch {
 	case f.state == formSubmitting && viewOf(f.grantType()).waits:
 		b.WriteString("  " + f.spinner() + " " + s.Subtle.Render("Starting the "+viewOf(f.grantType()).title+"…") + "\n")
@@ -829,7 +878,6 @@ func (f *form) content() (string, int) {
 	default:
 		b.WriteString(s.Subtle.Render("  enter or ctrl+s requests the token; nothing is stored unless it succeeds") + "\n")
 	}
-	return b.String(), focusLine
 }
 
 // registeringContent is the generated client key's public key set and
