@@ -144,10 +144,18 @@ func (b *indexBuilder) add(k store.Key) error {
 	if e, ok := renewEntryOf(k, int32(n), b.now); ok {
 		b.renew = append(b.renew, e)
 	}
-	keep := func() *store.Key { c := k; return &c }
 	if n == 0 {
 		b.first = k
 	}
+	b.pick(&k)
+	return nil
+}
+
+// pick keeps a copy of k whole when the app needs it so: the key asked for
+// by label (want) or by id (the details'), the one "1" opens ($SHIPKEY_KEY's,
+// else the default), the newest.
+func (b *indexBuilder) pick(k *store.Key) {
+	keep := func() *store.Key { c := *k; return &c }
 	if k.Label == b.want && b.want != "" {
 		b.picks.want = keep()
 	}
@@ -160,7 +168,6 @@ func (b *indexBuilder) add(k store.Key) error {
 	if b.picks.newest == nil || k.CreatedAt.After(b.picks.newest.CreatedAt) {
 		b.picks.newest = keep()
 	}
-	return nil
 }
 
 // done returns the index and the keys kept whole.
