@@ -229,51 +229,19 @@ func (in *inspector) busy() bool {
 	return false
 }
 
+// Update dispatches by mode: the JWKS URL field, the paste field, else the
+// tokens shown (a paste lands in the paste field from there too).
 func (in *inspector) Update(msg tea.Msg) (action, tea.Cmd) {
-	if in.mode == inspectJWKS {
+	switch in.mode {
+	case inspectJWKS:
 		return in.updateJWKS(msg)
-	}
-	if in.mode == inspectPasting {
-		if k, ok := msg.(tea.KeyPressMsg); ok {
-			switch {
-			case key.Matches(k, in.c.keys.Back):
-				in.mode = inspectViewing
-				in.paste.Blur()
-				if len(in.tokens) == 0 {
-					return actBack{}, nil
-				}
-				return nil, nil
-			case key.Matches(k, in.c.keys.Enter):
-				raw := pastedToken(in.paste.Value())
-				if raw == "" {
-					in.errMsg = "paste a token first"
-					return nil, nil
-				}
-				in.paste.SetValue("")
-				return actInspectToken{raw: raw}, nil
-			}
-		}
-		in.paste.Update(msg)
-		return nil, nil
+	case inspectPasting:
+		return in.updatePasting(msg)
 	}
 	switch msg := msg.(type) {
 	case tea.KeyPressMsg:
-		switch {
-		case key.Matches(msg, in.c.keys.Back):
-			return actBack{}, nil
-		case key.Matches(msg, in.c.keys.Paste):
-			return nil, in.startPaste()
-		case key.Matches(msg, in.c.keys.JWKS) && len(in.tokens) > 0:
-			in.mode, in.errMsg = inspectJWKS, ""
-			in.jwksField.SetValue(in.jwks)
-			in.jwksField.CursorEnd()
-			return nil, in.jwksField.Focus()
-		case key.Matches(msg, in.c.keys.Top):
-			in.vp.GotoTop()
-			return nil, nil
-		case key.Matches(msg, in.c.keys.Bottom):
-			in.vp.GotoBottom()
-			return nil, nil
+		if act, cmd, done := in.viewingKey(msg); done {
+			return act, cmd
 		}
 	case tea.PasteMsg:
 		// A paste needs no p first: it lands in the paste field, for
@@ -285,6 +253,56 @@ func (in *inspector) Update(msg tea.Msg) (action, tea.Cmd) {
 	var cmd tea.Cmd
 	in.vp, cmd = in.vp.Update(msg)
 	return nil, cmd
+}
+
+// updatePasting handles the paste field: enter inspects what was pasted,
+// esc closes the field (and the screen, with no token shown).
+func (in *inspector) updatePasting(msg tea.Msg) (action, tea.Cmd) {
+	if k, ok := msg.(tea.KeyPressMsg); ok {
+		switch {
+		case key.Matches(k, in.c.keys.Back):
+			in.mode = inspectViewing
+			in.paste.Blur()
+			if len(in.tokens) == 0 {
+				return actBack{}, nil
+			}
+			return nil, nil
+		case key.Matches(k, in.c.keys.Enter):
+			raw := pastedToken(in.paste.Value())
+			if raw == "" {
+				in.errMsg = "paste a token first"
+				return nil, nil
+			}
+			in.paste.SetValue("")
+			return actInspectToken{raw: raw}, nil
+		}
+	}
+	in.paste.Update(msg)
+	return nil, nil
+}
+
+// viewingKey handles the keys of the tokens shown: back, paste, the JWKS
+// URL field, top and bottom. done is false for any other key: it scrolls.
+func (in *inspector) viewingKey(k tea.KeyPressMsg) (act action, cmd tea.Cmd, done bool) {
+	km := in.c.keys
+	switch {
+	case key.Matches(k, km.Back):
+		return actBack{}, nil, true
+	case key.Matches(k, km.Paste):
+		return nil, in.startPaste(), true
+	case key.Matches(k, km.JWKS) && len(in.tokens) > 0:
+		in.mode, in.errMsg = inspectJWKS, ""
+		in.jwksField.SetValue(in.jwks)
+		in.jwksField.CursorEnd()
+		return nil, in.jwksField.Focus(), true
+	case key.Matches(k, km.Top):
+		in.vp.GotoTop()
+		return nil, nil, true
+	case key.Matches(k, km.Bottom):
+		in.vp.GotoBottom()
+		return nil, nil, true
+	}
+	return nil, nil, false
 }
 
 // pastedToken finds the token in pasted text: surrounding whitespace and
@@ -540,44 +558,12 @@ func (in *inspector) summarize() []string {
 	case !t.decodeErr.IsEmpty():
 		return []string{title + " " + show(s.Error, text.Concat(text.Trusted("cannot decode: "), t.decodeErr))}
 	case t.dec == nil || t.dec.Format != auth.FormatJWT:
-		lines := []string{title + " " + s.Subtle.Render("opaque (not a JWT): no claims, no signature to check")}
-		if t.dpop {
-			lines = append(lines, "  "+s.Value.Render(ansi.Truncate("DPoP-bound: sent only with a proof by this key's DPoP key", max(10, in.width-4), "…")))
-		}
-		return lines
+		return in.opaqueSummary(title, t)
 	}
 	sep := s.Subtle.Render(" · ")
 	kind := show(s.Value, text.Concat(text.Trusted("JWT "), text.Sanitize(t.dec.Alg).Or(text.Trusted("—"))))
-	exp, expStyle := "no expiry", s.Value
-	if e := t.dec.ExpiresAt; !e.IsZero() {
-		if e.After(in.c.now) {
-			exp = "expires " + text.Relative(e, in.c.now)
-		} else {
-			exp, expStyle = "expired "+text.Relative(e, in.c.now), s.Error
-		}
-	}
-	var sig, reason string
-	sigStyle := s.Warn
-	switch {
-	case t.verifying:
-		sig, sigStyle = "checking signature…", s.Subtle
-	case t.ver.State == auth.SigVerified:
-		sig, sigStyle = "signature verified", s.OK
-	case t.ver.State == auth.SigFailed:
-		sig, sigStyle = "signature failed", s.Error
-		reason = t.ver.Reason.String()
-	default:
-		sig = "signature not verified"
-		// "issuer X is not one of your connections; not fetching its keys"
-		reason, _, _ = strings.Cut(sigReason(t).String(), ";")
-		reason = strings.TrimSpace(reason)
-		if t.ver.KeysUnavailable && in.jwks == "" {
-			reason += " (w: check with a JWKS URL)"
-		}
-		if hmacSigned(t) {
-			reason = sigReason(t).String()
-		}
-	}
+	exp, expStyle := in.expiryWords(t)
+	sig, reason, sigStyle := in.signatureWords(t)
 	if reason != "" {
 		if one := title + " " + kind + sep + sigStyle.Render(sig+": "+reason) + sep + expStyle.Render(exp); lipgloss.Width(one) <= in.width-2 {
 			return append(append([]string{one}, in.bindingLines(t)...), in.futureLines(t)...)
@@ -589,6 +575,53 @@ func (in *inspector) summarize() []string {
 		lines = append(lines, "  "+sigStyle.Render(fitReason(reason, iss.String(), in.width-4)))
 	}
 	return append(append(lines, in.bindingLines(t)...), in.futureLines(t)...)
+}
+
+// opaqueSummary is the summary of a token that is not a JWT, and whether
+// it is DPoP-bound.
+func (in *inspector) opaqueSummary(title string, t inspected) []string {
+	s := in.c.styles
+	lines := []string{title + " " + s.Subtle.Render("opaque (not a JWT): no claims, no signature to check")}
+	if t.dpop {
+		lines = append(lines, "  "+s.Value.Render(ansi.Truncate("DPoP-bound: sent only with a proof by this key's DPoP key", max(10, in.width-4), "…")))
+	}
+	return lines
+}
+
+// expiryWords say when t expires (or expired), and in which style.
+func (in *inspector) expiryWords(t inspected) (string, lipgloss.Style) {
+	s := in.c.styles
+	e := t.dec.ExpiresAt
+	switch {
+	case e.IsZero():
+		return "no expiry", s.Value
+	case e.After(in.c.now):
+		return "expires " + text.Relative(e, in.c.now), s.Value
+	}
+	return "expired " + text.Relative(e, in.c.now), s.Error
+}
+
+// signatureWords say where t's signature check stands, why it was not
+// verified (reason, "" when it was), and in which style.
+func (in *inspector) signatureWords(t inspected) (sig, reason string, style lipgloss.Style) {
+	s := in.c.styles
+	switch {
+	case t.verifying:
+		return "checking signature…", "", s.Subtle
+	case t.ver.State == auth.SigVerified:
+		return "signature verified", "", s.OK
+	case t.ver.State == auth.SigFailed:
+		return "signature failed", t.ver.Reason.String(), s.Error
+	case hmacSigned(t):
+		return "signature not verified", sigReason(t).String(), s.Warn
+	}
+	// "issuer X is not one of your connections; not fetching its keys"
+	reason, _, _ = strings.Cut(sigReason(t).String(), ";")
+	reason = strings.TrimSpace(reason)
+	if t.ver.KeysUnavailable && in.jwks == "" {
+		reason += " (w: check with a JWKS URL)"
+	}
+	return "signature not verified", reason, s.Warn
 }
 
 // bindingLines say what a bound token is bound to (cnf) and whether that is
