@@ -432,7 +432,6 @@ func keysNewRun(ctx context.Context, opts *keysNewOptions) error {
 	if err != nil {
 		return err
 	}
-	grant := auth.GrantType(opts.Grant)
 	// Check everything that can be checked before asking for anything secret:
 	// the connection's shape, the store, and that the label is free.
 	if err := conn.Validate(); err != nil {
@@ -442,22 +441,60 @@ func keysNewRun(ctx context.Context, opts *keysNewOptions) error {
 	if err != nil {
 		return err
 	}
-	var eng team.Engine
-	if opts.TeamName != "" {
-		if _, err := st.Team(opts.TeamName); err != nil {
-			return err
-		}
-		if eng, err = opts.Team(); err != nil { // before any secret is read: it may hand the command on
-			return err
-		}
-	} else if _, err := st.Key(strings.TrimSpace(opts.Label)); err == nil {
-		return fmt.Errorf("the label %s is already in use; choose another (see: shipkey keys list)", text.ShellQuote(strings.TrimSpace(opts.Label)))
-	} else if !errors.Is(err, store.ErrNotFound) {
+	eng, err := opts.destination(st)
+	if err != nil {
 		return err
 	}
-	var clientSecret, password string
+	sec, err := opts.readNewKeySecrets(method)
+	if err != nil {
+		return err
+	}
+	def := store.Definition{Grant: auth.GrantType(opts.Grant), Connection: conn, Username: opts.Username, APIURL: apiURL}
+	if opts.TeamName != "" {
+		return opts.createTeamKey(ctx, eng, def, sec)
+	}
+	def.CallbackPort, def.RememberPassword = opts.CallbackPort, opts.RememberPassword
+	opts.assertionSources(&def)
+	key, ts, err := st.Create(ctx, store.NewKey{Label: opts.Label, Definition: def, ClientSecret: sec.clientSecret, Password: sec.password, Prompt: newPrompter(opts.IO, opts.Getenv), Wait: opts.BrowserWait,
+		ClientKey: clientKey, ClientCert: clientCert, GenerateClientKey: opts.GenerateClientKey, OnClientKey: registerClientKey(opts.IO)})
+	if err != nil {
+		return interrupted(ctx, err)
+	}
+	opts.Secrets.Add(ts.AccessToken, ts.RefreshToken, ts.IDToken)
+	opts.IO.ErrText().Linef("Got API key %s (%s)%s", key.Shown(), lifetimes(key, opts.Now()), signedInAs(key.Grant, ts, opts.Now()))
+	return nil
+}
+
+// destination checks where the new key goes before any secret is read: the
+// team (whose engine it returns) exists, or the label is free here.
+func (opts *keysNewOptions) destination(st *store.Store) (team.Engine, error) {
+	label := strings.TrimSpace(opts.Label)
+	if opts.TeamName == "" {
+		_, err := st.Key(label)
+		switch {
+		case err == nil:
+			return nil, fmt.Errorf("the label %s is already in use; choose another (see: shipkey keys list)", text.ShellQuote(label))
+		case !errors.Is(err, store.ErrNotFound):
+			return nil, err
+		}
+		return nil, nil
+	}
+	if _, err := st.Team(opts.TeamName); err != nil {
+		return nil, err
+	}
+	return opts.Team() // before any secret is read: it may hand the command on
+}
+
+// newKeySecrets are the secrets keys new reads for the key.
+type newKeySecrets struct{ clientSecret, password string }
+
+// readNewKeySecrets reads the client secret (when method uses one) and the
+// password (password grant), each from its variable, stdin or a prompt.
+func (opts *keysNewOptions) readNewKeySecrets(method auth.ClientAuthMethod) (newKeySecrets, error) {
+	var sec newKeySecrets
+	var err error
 	if method.UsesSecret() {
-		clientSecret, err = readSecret(opts.IO, opts.Getenv, secretSource{
+		sec.clientSecret, err = readSecret(opts.IO, opts.Getenv, secretSource{
 			What:      "client secret",
 			Env:       envClientSecret,
 			FromStdin: opts.SecretStdin,
@@ -466,35 +503,27 @@ func keysNewRun(ctx context.Context, opts *keysNewOptions) error {
 			Hint:      "set " + envClientSecret + " or pass --client-secret-stdin (or --public-client for a client without one)",
 		})
 		if err != nil {
-			return err
+			return sec, err
 		}
-		opts.Secrets.Add(clientSecret)
+		opts.Secrets.Add(sec.clientSecret)
 	}
-	if grant.Or() == auth.GrantPassword {
-		password, err = readSecret(opts.IO, opts.Getenv, userPassword(opts.Username, opts.PasswordStdin))
+	if auth.GrantType(opts.Grant).Or() == auth.GrantPassword {
+		sec.password, err = readSecret(opts.IO, opts.Getenv, userPassword(opts.Username, opts.PasswordStdin))
 		if err != nil {
-			return err
+			return sec, err
 		}
-		opts.Secrets.Add(password)
+		opts.Secrets.Add(sec.password)
 	}
+	return sec, nil
+}
 
-	if opts.TeamName != "" {
-		tk, err := eng.CreateKey(ctx, opts.TeamName, team.NewKey{Label: strings.TrimSpace(opts.Label), Definition: store.Definition{Grant: grant, Connection: conn, Username: opts.Username, APIURL: apiURL}, ClientSecret: clientSecret, Password: password})
-		if err != nil {
-			return err
-		}
-		opts.IO.ErrText().Linef("Got team API key %s (%s), shared with every member of %s", tk.Address(), lifetimes(keys.TeamStoreKey(tk), opts.Now()), opts.TeamName)
-		return nil
-	}
-	def := store.Definition{Connection: conn, Grant: grant, CallbackPort: opts.CallbackPort, Username: opts.Username, RememberPassword: opts.RememberPassword, APIURL: apiURL}
-	opts.assertionSources(&def)
-	key, ts, err := st.Create(ctx, store.NewKey{Label: opts.Label, Definition: def, ClientSecret: clientSecret, Password: password, Prompt: newPrompter(opts.IO, opts.Getenv), Wait: opts.BrowserWait,
-		ClientKey: clientKey, ClientCert: clientCert, GenerateClientKey: opts.GenerateClientKey, OnClientKey: registerClientKey(opts.IO)})
+// createTeamKey creates the key in its team, through the team's engine.
+func (opts *keysNewOptions) createTeamKey(ctx context.Context, eng team.Engine, def store.Definition, sec newKeySecrets) error {
+	tk, err := eng.CreateKey(ctx, opts.TeamName, team.NewKey{Label: strings.TrimSpace(opts.Label), Definition: def, ClientSecret: sec.clientSecret, Password: sec.password})
 	if err != nil {
-		return interrupted(ctx, err)
+		return err
 	}
-	opts.Secrets.Add(ts.AccessToken, ts.RefreshToken, ts.IDToken)
-	opts.IO.ErrText().Linef("Got API key %s (%s)%s", key.Shown(), lifetimes(key, opts.Now()), signedInAs(key.Grant, ts, opts.Now()))
+	opts.IO.ErrText().Linef("Got team API key %s (%s), shared with every member of %s", tk.Address(), lifetimes(keys.TeamStoreKey(tk), opts.Now()), opts.TeamName)
 	return nil
 }
 
