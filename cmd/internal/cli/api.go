@@ -382,56 +382,73 @@ func (b requestBody) present() bool { return b.reader != nil }
 func apiBody(opts *apiOptions) (requestBody, error) {
 	switch {
 	case opts.Input == "-":
-		if f, ok := opts.IO.In.(*os.File); ok {
-			if fi, err := f.Stat(); err == nil && fi.Mode().IsRegular() {
-				return fileBody(f, fi.Size()), nil
-			}
-		}
-		return requestBody{reader: io.NopCloser(opts.IO.In), length: -1}, nil
+		return stdinBody(opts.IO.In), nil
 	case opts.Input != "":
-		f, err := os.Open(opts.Input)
-		if err != nil {
-			return requestBody{}, fmt.Errorf("--input: %w", err)
-		}
-		fi, err := f.Stat()
-		if err != nil {
-			return requestBody{}, err
-		}
-		if !fi.Mode().IsRegular() {
-			return requestBody{reader: f, length: -1}, nil
-		}
-		return fileBody(f, fi.Size()), nil
+		return inputFileBody(opts.Input)
 	case len(opts.RawFields)+len(opts.TypedFields) > 0:
-		obj := map[string]any{}
-		for _, kv := range opts.RawFields {
-			k, v, ok := strings.Cut(kv, "=")
-			if !ok || k == "" {
-				return requestBody{}, usageErrorf("-f %s is not key=value", text.ShellQuote(kv))
-			}
-			obj[k] = v
-		}
-		for _, kv := range opts.TypedFields {
-			k, v, ok := strings.Cut(kv, "=")
-			if !ok || k == "" {
-				return requestBody{}, usageErrorf("-F %s is not key=value", text.ShellQuote(kv))
-			}
-			val, err := typedField(opts.IO.In, v)
-			if err != nil {
-				return requestBody{}, err
-			}
-			obj[k] = val
-		}
-		data, err := json.Marshal(obj)
-		if err != nil {
-			return requestBody{}, err
-		}
-		return requestBody{
-			reader:  bytes.NewReader(data),
-			getBody: func() (io.ReadCloser, error) { return io.NopCloser(bytes.NewReader(data)), nil },
-			length:  int64(len(data)),
-		}, nil
+		return fieldsBody(opts.RawFields, opts.TypedFields, opts.IO.In)
 	}
 	return requestBody{}, nil
+}
+
+// stdinBody is --input -: a regular file on stdin is sent as a file (again
+// when asked), anything else as a stream.
+func stdinBody(in io.Reader) requestBody {
+	if f, ok := in.(*os.File); ok {
+		if fi, err := f.Stat(); err == nil && fi.Mode().IsRegular() {
+			return fileBody(f, fi.Size())
+		}
+	}
+	return requestBody{reader: io.NopCloser(in), length: -1}
+}
+
+// inputFileBody is --input FILE: a regular file, or a stream (a pipe).
+func inputFileBody(path string) (requestBody, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return requestBody{}, fmt.Errorf("--input: %w", err)
+	}
+	fi, err := f.Stat()
+	if err != nil {
+		return requestBody{}, err
+	}
+	if !fi.Mode().IsRegular() {
+		return requestBody{reader: f, length: -1}, nil
+	}
+	return fileBody(f, fi.Size()), nil
+}
+
+// fieldsBody is a JSON object of the -f fields (strings) and the -F ones
+// (typed: typedField, which may read stdin).
+func fieldsBody(raw, typed []string, stdin io.Reader) (requestBody, error) {
+	obj := map[string]any{}
+	for _, kv := range raw {
+		k, v, ok := strings.Cut(kv, "=")
+		if !ok || k == "" {
+			return requestBody{}, usageErrorf("-f %s is not key=value", text.ShellQuote(kv))
+		}
+		obj[k] = v
+	}
+	for _, kv := range typed {
+		k, v, ok := strings.Cut(kv, "=")
+		if !ok || k == "" {
+			return requestBody{}, usageErrorf("-F %s is not key=value", text.ShellQuote(kv))
+		}
+		val, err := typedField(stdin, v)
+		if err != nil {
+			return requestBody{}, err
+		}
+		obj[k] = val
+	}
+	data, err := json.Marshal(obj)
+	if err != nil {
+		return requestBody{}, err
+	}
+	return requestBody{
+		reader:  bytes.NewReader(data),
+		getBody: func() (io.ReadCloser, error) { return io.NopCloser(bytes.NewReader(data)), nil },
+		length:  int64(len(data)),
+	}, nil
 }
 
 // fileBody sends a regular file, sent again from its start when asked.
