@@ -381,39 +381,52 @@ func tokenRun(ctx context.Context, opts *tokenOptions) error {
 	var jkt string // the key's DPoP key thumbprint
 	tok, err := newKeys(st, opts.Team, opts.IO, opts.Secrets, opts.Now, nil).Token(ctx, opts.Label, keys.TokenOptions{
 		MinValid: opts.MinValid, Force: opts.ForceRefresh, Exchange: x, HandOut: opts.handOut(),
-		Local: func(key store.Key) (err error) {
-			if key.Connection.DPoP && x.IsZero() {
-				if opts.Header {
-					return dpopHeaderError(key.Label)
-				}
-				if opts.Output == outputJSON {
-					jkt, _, err = st.Binding(key.Label)
-				}
-			}
-			return err
-		},
+		Local: opts.dpopCheck(st, x, &jkt),
 	})
 	if err != nil {
 		return err
 	}
-	ts := tok.TokenSet
-	if !x.IsZero() && opts.Header && strings.EqualFold(ts.TokenType, auth.DPoPTokenType) {
+	if !x.IsZero() && opts.Header && strings.EqualFold(tok.TokenSet.TokenType, auth.DPoPTokenType) {
 		return dpopHeaderError(tok.Name)
 	}
+	return opts.writeTokenOut(tok, jkt, x)
+}
+
+// dpopCheck is token's check of a local key before its token is handed
+// out: a DPoP-bound token (not exchanged) is never handed out as a bare
+// header, and its JSON names the key's DPoP key (the thumbprint, in jkt).
+func (opts *tokenOptions) dpopCheck(st *store.Store, x auth.Exchange, jkt *string) func(store.Key) error {
+	return func(key store.Key) (err error) {
+		if key.Connection.DPoP && x.IsZero() {
+			if opts.Header {
+				return dpopHeaderError(key.Label)
+			}
+			if opts.Output == outputJSON {
+				*jkt, _, err = st.Binding(key.Label)
+			}
+		}
+		return err
+	}
+}
+
+// writeTokenOut writes what token hands out: the header (for curl's
+// config, or as it is), else the token in the output asked for.
+func (opts *tokenOptions) writeTokenOut(tok keys.Token, jkt string, x auth.Exchange) error {
+	ts := tok.TokenSet
 	switch {
 	case opts.Header && opts.CurlConfig:
-		line, cerr := curlConfigHeader(ts)
-		if cerr != nil {
-			return cerr
+		line, err := curlConfigHeader(ts)
+		if err != nil {
+			return err
 		}
 		_, err = io.WriteString(opts.IO.Out, line)
+		return err
 	case opts.Header:
 		// The header is data for a script (the token whole), not prose.
-		_, err = fmt.Fprintln(opts.IO.Out, "Authorization: "+ts.Header())
-	default:
-		err = writeToken(opts.IO.Out, opts.Output, tok.Name, jkt, x, ts)
+		_, err := fmt.Fprintln(opts.IO.Out, "Authorization: "+ts.Header())
+		return err
 	}
-	return err
+	return writeToken(opts.IO.Out, opts.Output, tok.Name, jkt, x, ts)
 }
 
 // logoutOptions ends a key's session.
