@@ -389,7 +389,15 @@ func tokenRun(ctx context.Context, opts *tokenOptions) error {
 	if !x.IsZero() && opts.Header && strings.EqualFold(tok.TokenSet.TokenType, auth.DPoPTokenType) {
 		return dpopHeaderError(tok.Name)
 	}
-	return opts.writeTokenOut(tok, jkt, x)
+	if opts.Header {
+		line, err := opts.headerLine(tok.TokenSet)
+		if err != nil {
+			return err
+		}
+		_, err = io.WriteString(opts.IO.Out, line)
+		return err
+	}
+	return writeToken(opts.IO.Out, opts.Output, tok.Name, jkt, x, tok.TokenSet)
 }
 
 // dpopCheck is token's check of a local key before its token is handed
@@ -409,24 +417,14 @@ func (opts *tokenOptions) dpopCheck(st *store.Store, x auth.Exchange, jkt *strin
 	}
 }
 
-// writeTokenOut writes what token hands out: the header (for curl's
-// config, or as it is), else the token in the output asked for.
-func (opts *tokenOptions) writeTokenOut(tok keys.Token, jkt string, x auth.Exchange) error {
-	ts := tok.TokenSet
-	switch {
-	case opts.Header && opts.CurlConfig:
-		line, err := curlConfigHeader(ts)
-		if err != nil {
-			return err
-		}
-		_, err = io.WriteString(opts.IO.Out, line)
-		return err
-	case opts.Header:
-		// The header is data for a script (the token whole), not prose.
-		_, err := fmt.Fprintln(opts.IO.Out, "Authorization: "+ts.Header())
-		return err
+// headerLine is token --header's line: for curl's config (--curl-config),
+// or the header as it is. It is data for a script (the token whole), not
+// prose.
+func (opts *tokenOptions) headerLine(ts *auth.TokenSet) (string, error) {
+	if opts.CurlConfig {
+		return curlConfigHeader(ts)
 	}
-	return writeToken(opts.IO.Out, opts.Output, tok.Name, jkt, x, ts)
+	return "Authorization: " + ts.Header() + "\n", nil
 }
 
 // logoutOptions ends a key's session.
