@@ -221,17 +221,20 @@ type tokenSink struct {
 	svc *keys.Service
 	now func() time.Time
 	say func(format string, args ...any) // one line on stderr
+	// shownPath and shownLabel are Path and Label as the lines say them,
+	// cleaned when the sink is made.
+	shownPath, shownLabel text.Clean
 
 	written *auth.TokenSet // the token in the file; nil: no file
 	// recorded is the token last recorded in the audit trail as handed out
 	// to the file.
 	recorded string
 	file     os.FileInfo // the file as written: removed only while it is that file
-	failed   string      // the failure said last ("" after a success)
+	failed   text.Clean  // the failure said last (empty after a success)
 	// failedLogin: that failure was a login needed (not said again in other
 	// words while it lasts).
 	failedLogin bool
-	gone        string // why the file is gone, as said last
+	gone        text.Clean // why the file is gone, as said last
 }
 
 // sinkAhead is how long before its expiry a token of life is renewed.
@@ -265,12 +268,12 @@ func (s *tokenSink) step(ctx context.Context) time.Duration {
 	key, err := s.st.Key(s.Label)
 	switch {
 	case errors.Is(err, store.ErrNotFound):
-		s.drop(fmt.Sprintf("key %s is gone (removed or renamed)", text.Safe(s.Label)))
+		s.drop(text.Cleanf("key %s is gone (removed or renamed)", s.shownLabel))
 		return 0
 	case err != nil:
 		return s.fail(err)
 	case loggedOut(key):
-		s.drop(fmt.Sprintf("key %s was logged out; written again after shipkey login %s", text.Safe(s.Label), text.ShellQuote(s.Label)))
+		s.drop(text.Cleanf("key %s was logged out; written again after shipkey login %s", s.shownLabel, text.ShellQuote(s.Label)))
 		return 0
 	case key.LoggedOut:
 		// Its refresh token is dead: only a login helps; the token in the
@@ -279,9 +282,9 @@ func (s *tokenSink) step(ctx context.Context) time.Duration {
 	}
 	now := s.now()
 	ahead := sinkAhead(tokenLife(&key.Token))
-	if s.written != nil && !s.onDisk() && s.gone == "" {
-		s.gone = "removed or replaced by another program"
-		s.say("token file %s: %s", text.Safe(s.Path), s.gone)
+	if s.written != nil && !s.onDisk() && s.gone.IsEmpty() {
+		s.gone = text.Trusted("removed or replaced by another program")
+		s.say("token file %s: %s", s.shownPath, s.gone)
 	}
 	if s.written == nil || !s.onDisk() || !s.written.Access().ValidFor(now, ahead) || !sameToken(&key.Token, s.written) {
 		var err error
@@ -322,10 +325,10 @@ func (s *tokenSink) renew(ctx context.Context, key store.Key, ahead time.Duratio
 		}
 		s.written, s.file = ts, fi
 	}
-	if s.failed != "" || s.gone != "" {
-		s.say("token file %s: written again (key %s's token, valid until %s)", text.Safe(s.Path), text.Safe(s.Label), text.Stamp(ts.AccessExpiry()))
+	if !s.failed.IsEmpty() || !s.gone.IsEmpty() {
+		s.say("token file %s: written again (key %s's token, valid until %s)", s.shownPath, s.shownLabel, text.Stamp(ts.AccessExpiry()))
 	}
-	s.failed, s.failedLogin, s.gone = "", false, ""
+	s.failed, s.failedLogin, s.gone = text.Clean{}, false, text.Clean{}
 	return sinkAhead(tokenLife(ts)), nil
 }
 
@@ -347,7 +350,7 @@ func sameToken(stored, written *auth.TokenSet) bool {
 // try again.
 func (s *tokenSink) fail(err error) time.Duration {
 	now := s.now()
-	line := oneLine(err)
+	line := text.Sanitize(oneLine(err)) // the error's words, from anywhere
 	login := errors.Is(err, store.ErrLoginNeeded) || auth.IsLoginRequired(err)
 	if login && s.failedLogin {
 		line = s.failed // said already, in the words of the renewal that found it
@@ -356,7 +359,7 @@ func (s *tokenSink) fail(err error) time.Duration {
 	if s.written != nil {
 		exp = s.written.Access()
 		if exp.Stated() && !now.Before(exp.At) {
-			s.drop(fmt.Sprintf("key %s's token expired and could not be renewed (%s)", text.Safe(s.Label), text.Safe(line)))
+			s.drop(text.Cleanf("key %s's token expired and could not be renewed (%s)", s.shownLabel, line))
 			s.failed = line
 		}
 	}
@@ -374,9 +377,9 @@ func (s *tokenSink) fail(err error) time.Duration {
 // sayFailed says the failure line (err's, renewing or writing), and
 // whether the token on file (its expiry exp) stays until it expires or is
 // gone.
-func (s *tokenSink) sayFailed(err error, line string, exp auth.Expiry) {
+func (s *tokenSink) sayFailed(err error, line text.Clean, exp auth.Expiry) {
 	if s.written == nil {
-		s.say("token file %s: no token for key %s: %s", text.Safe(s.Path), text.Safe(s.Label), text.Safe(line))
+		s.say("token file %s: no token for key %s: %s", s.shownPath, s.shownLabel, line)
 		return
 	}
 	what, kept := "renewing", ""
@@ -388,7 +391,7 @@ func (s *tokenSink) sayFailed(err error, line string, exp auth.Expiry) {
 	} else if exp.Stated() {
 		kept = "; the token on file stays until it expires at " + text.Stamp(exp.At)
 	}
-	s.say("token file %s: %s key %s's token failed: %s%s", text.Safe(s.Path), what, text.Safe(s.Label), text.Safe(line), kept)
+	s.say("token file %s: %s key %s's token failed: %s%s", s.shownPath, what, s.shownLabel, line, kept)
 }
 
 // sinkRetry is when to try again after a failure, login when only a login
@@ -416,14 +419,14 @@ func oneLine(err error) string { return strings.Join(strings.Fields(err.Error())
 
 // drop removes the file, when it is still the one written (or, before the
 // first write, a file left by an earlier run), and says why once.
-func (s *tokenSink) drop(why string) {
+func (s *tokenSink) drop(why text.Clean) {
 	fi, err := os.Lstat(s.Path)
 	removed := false
 	if err == nil && fi.Mode().IsRegular() && (s.file == nil || os.SameFile(fi, s.file)) {
 		removed = os.Remove(s.Path) == nil
 	}
 	if (removed || s.written != nil) && why != s.gone {
-		s.say("token file %s: removed: %s", text.Safe(s.Path), why)
+		s.say("token file %s: removed: %s", s.shownPath, why)
 	}
 	s.written, s.file, s.gone = nil, nil, why
 }
@@ -433,7 +436,8 @@ func (s *tokenSink) drop(why string) {
 func newSinks(st *store.Store, svc *keys.Service, specs []sinkSpec, say func(string, ...any)) []*tokenSink {
 	sinks := make([]*tokenSink, len(specs))
 	for i, spec := range specs {
-		sinks[i] = &tokenSink{sinkSpec: spec, st: st, svc: svc, now: time.Now, say: say}
+		sinks[i] = &tokenSink{sinkSpec: spec, st: st, svc: svc, now: time.Now, say: say,
+			shownPath: text.Sanitize(spec.Path), shownLabel: text.Sanitize(spec.Label)}
 	}
 	return sinks
 }
