@@ -260,7 +260,7 @@ func apiMethod(opts *apiOptions, withBody bool) (string, error) {
 		}
 	}
 	if opts.Paginate && method != http.MethodGet {
-		return "", usageErrorf("--paginate follows next links with GET; %s %s is sent once: leave out --paginate (or the body and -X)", text.Safe(method), text.Safe(opts.Target))
+		return "", usageErrorf("--paginate follows next links with GET; %s %s is sent once: leave out --paginate (or the body and -X)", method, opts.Target)
 	}
 	return method, nil
 }

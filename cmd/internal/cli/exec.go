@@ -242,7 +242,7 @@ func (opts *execOptions) tokenOptions() keys.TokenOptions {
 	if opts.TokenFile {
 		o.Local = func(k store.Key) error {
 			if k.Connection.DPoP {
-				return usageErrorf("--token-file: key %s's tokens are DPoP-bound, useless without a proof per request; use --serve (POST /v1/proof)", text.Safe(k.Label))
+				return usageErrorf("--token-file: key %s's tokens are DPoP-bound, useless without a proof per request; use --serve (POST /v1/proof)", k.Label)
 			}
 			return nil
 		}

@@ -151,39 +151,39 @@ func inspectRun(ctx context.Context, opts *inspectOptions) error {
 // --verify was asked and the signature failed or could not be checked, or
 // when the server no longer accepts the key's token; nil otherwise.
 func inspectVerdict(in inspection, verifyAsked bool, now time.Time) error {
-	var problems []string
+	var problems []text.Clean
 	if verifyAsked {
 		switch {
 		case in.Verified == nil:
-			problems = append(problems, "the signature cannot be checked ("+unverifiableWhy(in.Decoded)+")")
+			problems = append(problems, text.Cleanf("the signature cannot be checked (%s)", unverifiableWhy(in.Decoded)))
 		case in.Verified.State == auth.SigFailed:
-			why := "the signature is not valid"
-			if r := in.Verified.Reason; !r.IsEmpty() {
-				why += ": " + r.String()
-			}
-			problems = append(problems, why)
+			problems = append(problems, sigProblem(text.Trusted("the signature is not valid"), in.Verified.Reason))
 		case in.Verified.State != auth.SigVerified:
-			why := "the signature could not be checked"
-			if r := in.Verified.Reason; !r.IsEmpty() {
-				why += ": " + r.String()
-			}
-			problems = append(problems, why)
+			problems = append(problems, sigProblem(text.Trusted("the signature could not be checked"), in.Verified.Reason))
 		}
 	}
 	if in.Live != nil && in.Live.State == auth.LiveInactive {
 		if in.Decoded.Format == auth.FormatJWT && !in.Decoded.ExpiresAt.IsZero() && !now.Before(in.Decoded.ExpiresAt) {
-			problems = append(problems, "the access token of API key "+text.Safe(in.Label)+" has expired; shipkey token "+
-				text.ShellQuote(in.Label)+" renews it (a login is needed only when that fails)")
+			problems = append(problems, text.Cleanf("the access token of API key %s has expired; shipkey token %s renews it (a login is needed only when that fails)",
+				in.Label, text.ShellQuote(in.Label)))
 		} else {
-			problems = append(problems, "the server no longer accepts the access token of API key "+text.Safe(in.Label)+
-				" (revoked, or its session ended); shipkey token --force-refresh "+text.ShellQuote(in.Label)+
-				" gets a new one from its refresh token, and only when that is refused too is a login needed: shipkey login "+text.ShellQuote(in.Label))
+			problems = append(problems, text.Cleanf("the server no longer accepts the access token of API key %s (revoked, or its session ended); "+
+				"shipkey token --force-refresh %s gets a new one from its refresh token, and only when that is refused too is a login needed: shipkey login %s",
+				in.Label, text.ShellQuote(in.Label), text.ShellQuote(in.Label)))
 		}
 	}
 	if len(problems) == 0 {
 		return nil
 	}
-	return &exitError{code: exitFailure, err: errors.New(strings.Join(problems, "; "))}
+	return &exitError{code: exitFailure, err: errors.New(text.Join(problems, text.Trusted("; ")).String())}
+}
+
+// sigProblem is what is wrong with the signature, and why when known.
+func sigProblem(what, reason text.Clean) text.Clean {
+	if reason.IsEmpty() {
+		return what
+	}
+	return text.Concat(what, text.Trusted(": "), reason)
 }
 
 // unverifiableWhy says why a token that was never checked cannot be.

@@ -136,8 +136,8 @@ func newPageTrail(first *url.URL, maxPagesFlag int) *pageTrail {
 // leads back to a page seen or goes past the limit; else it records it.
 func (t *pageTrail) follow(next *url.URL, n int) error {
 	if o := keys.Origin(next); o != t.home {
-		return fmt.Errorf("page %d's next link goes to %s, not to %s where the pages come from: not followed (the key's token goes to its API only)",
-			n, text.Safe(o), text.Safe(t.home))
+		return text.Errorf("page %d's next link goes to %s, not to %s where the pages come from: not followed (the key's token goes to its API only)",
+			n, o, t.home)
 	}
 	if m, ok := t.seen[pageKey(next)]; ok {
 		return fmt.Errorf("page %d's next link leads back to page %d: stopped (the API's next links go round in a loop)", n, m)

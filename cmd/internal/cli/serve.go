@@ -233,7 +233,7 @@ func checkSinks(values []string, svc *keys.Service) ([]sinkSpec, error) {
 	for _, s := range specs {
 		for _, d := range []string{configDir, stateDir} {
 			if pathWithin(s.Path, d) {
-				return nil, usageErrorf("--sink %s: that is in shipkey's own directory %s, whose files a token file would replace; name a file elsewhere", text.Safe(s.Path), text.Safe(d))
+				return nil, usageErrorf("--sink %s: that is in shipkey's own directory %s, whose files a token file would replace; name a file elsewhere", s.Path, d)
 			}
 		}
 		key, err := svc.LocalKey(s.Label)
@@ -262,7 +262,7 @@ func sinkNotSocket(specs []sinkSpec, socket string) error {
 	}
 	for _, s := range specs {
 		if s.Path == abs {
-			return usageErrorf("--sink %s: that is the socket's path (--socket); name another file", text.Safe(s.Path))
+			return usageErrorf("--sink %s: that is the socket's path (--socket); name another file", s.Path)
 		}
 	}
 	return nil
@@ -392,7 +392,7 @@ func newTokenHandler(st *store.Store, keys []string, secrets *secretSet, via str
 func (h *tokenHandler) token(w http.ResponseWriter, r *http.Request) {
 	label := r.PathValue("label")
 	if len(h.keys) > 0 && !slices.Contains(h.keys, label) {
-		writeServeError(w, http.StatusForbidden, "not_served", fmt.Sprintf("key %s is not served here (serve --key)", text.Safe(label)))
+		writeServeError(w, http.StatusForbidden, "not_served", "key "+label+" is not served here (serve --key)") // cleaned there, label and all
 		return
 	}
 	minValid, err := parseMinValid(r.URL.Query().Get("min_valid"))

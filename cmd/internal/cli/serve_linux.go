@@ -37,7 +37,7 @@ func listenSocket(path string) (*socketListener, error) {
 	if err != nil {
 		return nil, err
 	}
-	show := text.Safe(path)
+	show := text.Sanitize(path) // as the errors name it
 	dir := filepath.Dir(path)
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return nil, fmt.Errorf("creating the socket's directory: %w", err)
@@ -58,14 +58,14 @@ func listenSocket(path string) (*socketListener, error) {
 	}
 	if fi, err := os.Lstat(path); err == nil {
 		if fi.Mode()&os.ModeSocket == 0 {
-			return nil, fmt.Errorf("%s exists and is not a socket; remove it or name another path", show)
+			return nil, text.Errorf("%s exists and is not a socket; remove it or name another path", show)
 		}
 		if c, err := net.DialTimeout("unix", path, time.Second); err == nil {
 			c.Close()
-			return nil, fmt.Errorf("%s: another server already listens on it", show)
+			return nil, text.Errorf("%s: another server already listens on it", show)
 		}
 		if err := os.Remove(path); err != nil {
-			return nil, fmt.Errorf("removing the stale socket %s: %w", show, err)
+			return nil, text.Errorf("removing the stale socket %s: %w", show, err)
 		}
 	} else if !errors.Is(err, os.ErrNotExist) {
 		return nil, err
@@ -74,7 +74,7 @@ func listenSocket(path string) (*socketListener, error) {
 	ln, err := net.ListenUnix("unix", &net.UnixAddr{Name: path, Net: "unix"})
 	unix.Umask(old)
 	if err != nil {
-		return nil, fmt.Errorf("listening on %s: %w", show, unwrapExecError(err))
+		return nil, text.Errorf("listening on %s: %w", show, unwrapExecError(err))
 	}
 	if err := os.Chmod(path, 0o600); err != nil {
 		ln.Close()

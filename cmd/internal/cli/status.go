@@ -108,8 +108,7 @@ func keyStatus(k store.Key, now time.Time) keyVerdict {
 	access := k.Token.Access()
 	switch {
 	case k.TeamRemoved:
-		return keyVerdict{stateRemoved, "removed from " + text.Safe(k.Team), "removed from team " + text.Safe(k.Team) +
-			": this machine is no member now (to be added again: shipkey team join " + text.ShellQuote(k.Team) + " --etcd …, then a member's team add; else: shipkey team leave " + text.ShellQuote(k.Team) + ")", false}
+		return removedStatus(k)
 	case !k.EndPending.IsZero():
 		return keyVerdict{stateEndPending, "end pending", when("logged out; ending the session at the server is pending since ",
 			k.EndPending, now, "; run: shipkey logout "+text.ShellQuote(k.Label)), false}
@@ -123,6 +122,13 @@ func keyStatus(k store.Key, now time.Time) keyVerdict {
 		return noRefreshStatus(k, access, now)
 	}
 	return refreshStatus(k, now)
+}
+
+// removedStatus is a team key whose team no longer has this machine.
+func removedStatus(k store.Key) keyVerdict {
+	team := k.Words().Team
+	return keyVerdict{stateRemoved, "removed from " + team.String(), text.Cleanf("removed from team %s: this machine is no member now "+
+		"(to be added again: shipkey team join %s --etcd …, then a member's team add; else: shipkey team leave %s)", team, text.ShellQuote(k.Team), text.ShellQuote(k.Team)).String(), false}
 }
 
 // loginHint is the command that logs k in again, as status words end.
@@ -352,7 +358,7 @@ func statusCells(cells []string, k store.Key, v keyVerdict) []string {
 	if k.Default {
 		mark = "* "
 	}
-	return append(cells, mark+text.Safe(k.Label), secretsWhere(k), v.Detail)
+	return append(cells, mark+k.Shown().String(), secretsWhere(k), v.Detail)
 }
 
 // secretsWhere names where a key's secrets are kept, from its metadata:
