@@ -466,7 +466,7 @@ func curlCommand(call apiCall) (string, []string) {
 		args = append(args, "-H", text.ShellQuote(h))
 	}
 	if q.Body != "" {
-		if strings.ContainsFunc(q.Body, func(c rune) bool { return c != '\n' && c != '\t' && text.Safe(string(c)) != string(c) }) {
+		if strings.ContainsFunc(q.Body, func(c rune) bool { return c != '\n' && c != '\t' && !text.IsClean(string(c)) }) {
 			gone = append(gone, "the body (it holds control characters)")
 		} else {
 			args = append(args, "--data-raw", "'"+strings.ReplaceAll(q.Body, "'", `'\''`)+"'")

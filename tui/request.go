@@ -197,6 +197,15 @@ func (r *request) label() string {
 	return ""
 }
 
+// shownLabel is the chosen key's label as the screen shows it, cleaned
+// when its row was made ("" with no keys).
+func (r *request) shownLabel() string {
+	if r.key < r.keys.len() {
+		return r.keys.row(int32(r.key)).Shown()
+	}
+	return ""
+}
+
 // choose picks the key labelled label (no change when there is none).
 func (r *request) choose(label string) {
 	if i, ok := r.keys.indexOf(label); ok {
@@ -765,7 +774,7 @@ func (r *request) keyChoice() string {
 	if r.keys.len() == 0 {
 		return s.Subtle.Render("no API keys yet")
 	}
-	name := text.Safe(r.label())
+	name := r.shownLabel()
 	if r.keys.len() < 2 {
 		return s.Value.Render(name)
 	}
