@@ -295,18 +295,26 @@ func TestTmuxDemo(t *testing.T) {
 	s.waitText(5*time.Second, buf[:40])
 	s.keys("v")
 
-	// API keys: the row, with a Last Used that is no longer "not yet".
+	// API keys: the row, with a Last Used that is no longer "not yet" (the
+	// table shows the copy's use once it has read the store again, in its
+	// own time: the row is awaited, not read at once).
 	s.keys("2")
-	screen = s.waitText(5*time.Second, "API Key", "Label", "Last Used", "* demo")
-	row := ""
-	for _, l := range strings.Split(screen, "\n") {
-		if strings.Contains(l, "* demo") {
-			row = l
+	s.waitText(5*time.Second, "API Key", "Label", "Last Used", "* demo")
+	demoRow := func(screen string) string {
+		for _, l := range strings.Split(screen, "\n") {
+			if strings.Contains(l, "* demo") {
+				return l
+			}
 		}
+		return ""
 	}
-	if strings.Contains(row, "never") || strings.Contains(row, "not yet") || !strings.Contains(row, "just now") {
-		t.Fatalf("Last Used after a copy: %q", row)
-	}
+	s.waitFor("Last Used after a copy to read \"just now\"", 5*time.Second, func(screen string) bool {
+		row := demoRow(screen)
+		if strings.Contains(row, "never") {
+			t.Fatalf("Last Used after a copy: %q", row)
+		}
+		return strings.Contains(row, "just now")
+	})
 
 	// The inspector on the current key.
 	s.keys("3")
@@ -443,8 +451,10 @@ func TestTmuxLoginPromptSurvivesWrongPassword(t *testing.T) {
 	s.keys("Enter")
 	s.waitText(10*time.Second, "✗", "enter logs in")
 	s.keys("-l", "Xyq")
-	time.Sleep(300 * time.Millisecond)
-	screen := s.waitText(5*time.Second, "Password", "enter logs in")
+	// The field masks each character it took: three dots once the app has
+	// read all three (a fixed pause instead let a slow app be judged
+	// before it read them).
+	screen := s.waitText(5*time.Second, "Password", "enter logs in", "•••")
 	if s.dead() || strings.Contains(screen, "logged out") {
 		t.Fatalf("a retyped password fired bindings:\n%s", screen)
 	}
@@ -570,8 +580,10 @@ func TestTmuxTrueColour(t *testing.T) {
 			s.waitText(10*time.Second, "Get API Key")
 			rgb := regexp.MustCompile(`\x1b\[[0-9;]*[34]8;2;`)
 			if !c.wantRGB {
-				s.keys("Tab") // a redraw after the first frame
-				s.waitText(5*time.Second, "Get API Key")
+				// A redraw after the first frame: the focus moves on.
+				before := focusLine(s.capture())
+				s.keys("Tab")
+				s.waitFor("the focus to move", 5*time.Second, func(screen string) bool { return focusLine(screen) != before })
 				out, _ := s.tmux("capture-pane", "-p", "-e", "-t", "t")
 				if rgb.MatchString(out) {
 					t.Fatalf("true colour under NO_COLOR:\n%q", out)
