@@ -100,7 +100,7 @@ func TestTmuxKeyAndTokenScreensAtSmallSizes(t *testing.T) {
 			}
 			noCutLines(t, screen, w)
 			s.keys("1")
-			s.waitText(5*time.Second, "Token details")
+			s.detailsRead(5 * time.Second)
 			s.keys("c")
 			token := s.buffer("shipkey-token")
 			iss := issuerOf(t, token)

@@ -44,7 +44,7 @@ func TestTmuxTableAndToastsAtSmallSizes(t *testing.T) {
 			s := h.start(size[0], size[1])
 			s.waitText(10*time.Second, "mine")
 			s.keys("1")
-			s.waitText(10*time.Second, "Token details")
+			s.detailsRead(10 * time.Second)
 			s.keys("c")
 			s.waitFor("the copy toast naming the outer tmux's buffers", 5*time.Second, func(screen string) bool {
 				return strings.Contains(screenText(screen), "your outer tmux also keeps it in its paste buffers, which the clear cannot reach (tmux: delete-buffer there).")

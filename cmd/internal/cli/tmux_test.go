@@ -114,6 +114,26 @@ func choiceLine(screen string) string {
 	return ""
 }
 
+// detailsRead waits for the token details with subs on the screen and no
+// operation in flight (the header's spinner): the screen shows at once,
+// from the key list, and the key's tokens come after with its read; c
+// before them finds no token to copy ("log in first").
+func (s *tmuxSession) detailsRead(limit time.Duration, subs ...string) string {
+	s.t.Helper()
+	return s.waitFor(fmt.Sprintf("the token details read, %q", subs), limit, func(screen string) bool {
+		head, _, _ := strings.Cut(screen, "\n")
+		if !strings.Contains(head, "Token details") || strings.ContainsAny(head, "⠋⠙⠹⠸⠼⠴⠦⠧⠇⠏") {
+			return false
+		}
+		for _, sub := range subs {
+			if !strings.Contains(screen, sub) {
+				return false
+			}
+		}
+		return true
+	})
+}
+
 func (s *tmuxSession) keys(keys ...string) {
 	s.t.Helper()
 	if out, err := s.tmux(append([]string{"send-keys", "-t", "t"}, keys...)...); err != nil {
@@ -404,7 +424,7 @@ func TestTmuxClipboardClearReachesTmux(t *testing.T) {
 	s := h.start(100, 30)
 	s.waitText(10*time.Second, "mine")
 	s.keys("1")
-	s.waitText(10*time.Second, "Token details", "Access expires")
+	s.detailsRead(10*time.Second, "Access expires")
 	s.keys("c")
 	s.waitText(5*time.Second, "Copied the access token to the tmux buffer and terminal clipboard; clears in 4s")
 	buf := s.buffer("shipkey-token")
@@ -444,7 +464,7 @@ func TestTmuxLoginPromptSurvivesWrongPassword(t *testing.T) {
 	s := h.start(100, 30)
 	s.waitText(10*time.Second, "mine")
 	s.keys("1")
-	s.waitText(10*time.Second, "Token details", "Access expires")
+	s.detailsRead(10*time.Second, "Access expires")
 	s.keys("l")
 	s.waitText(5*time.Second, "Password", "enter logs in")
 	s.keys("-l", "not-the-password")
