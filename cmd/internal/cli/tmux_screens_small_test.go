@@ -33,12 +33,14 @@ func (s *tmuxSession) scrolled(most int) []string {
 	return screens
 }
 
-// dismissToast presses k (a scroll up, nothing at the top) to take the
-// toast that shows text off the screen: any key does.
+// dismissToast waits for the toast that says text (wrapped or not), then
+// presses k (a scroll up, nothing at the top) to take it off the screen:
+// any key does.
 func (s *tmuxSession) dismissToast(text string) {
 	s.t.Helper()
+	s.waitFor("the toast "+text, 5*time.Second, func(screen string) bool { return strings.Contains(screenText(screen), text) })
 	s.keys("k")
-	s.waitFor("the toast to go", 5*time.Second, func(screen string) bool { return !strings.Contains(screen, text) })
+	s.waitFor("the toast to go", 5*time.Second, func(screen string) bool { return !strings.Contains(screenText(screen), text) })
 }
 
 // urlBrokenInWord returns a word of screens that is a piece of u cut inside
@@ -104,7 +106,6 @@ func TestTmuxKeyAndTokenScreensAtSmallSizes(t *testing.T) {
 			s.keys("c")
 			token := s.buffer("shipkey-token")
 			iss := issuerOf(t, token)
-			s.waitText(5*time.Second, "Copied the access token")
 			s.dismissToast("Copied the access token")
 
 			details := s.scrolled(h + 10)
