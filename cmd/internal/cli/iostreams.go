@@ -74,12 +74,14 @@ const exitInterrupted = 130
 func readHidden(in *os.File, out io.Writer, prompt text.Clean) (string, error) {
 	fd := int(in.Fd())
 	w := text.NewWriter(out)
-	w.Print(prompt)
 	old, err := term.MakeRaw(fd)
 	if err != nil {
-		w.Line()
+		w.Line(prompt)
 		return "", fmt.Errorf("reading from the terminal: %w", err)
 	}
+	// The prompt shows once the terminal echoes nothing: an answer typed
+	// as soon as it shows is never echoed.
+	w.Print(prompt)
 	defer func() {
 		_ = term.Restore(fd, old)
 		// Raw mode: no newline translation until restored. A carriage

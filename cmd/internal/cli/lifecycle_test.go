@@ -138,16 +138,25 @@ func TestShortLivedTokenLifecycle(t *testing.T) {
 	srv, offset := realmWithClock(t, 10*time.Minute)
 	c := newCLIRun(t, bin, 4*time.Minute)
 
+	begun := time.Now()
 	offset.Store(int64(-(10*time.Minute - 8*time.Second)))
 	c.newKey(srv, "k")
 	offset.Store(0)
 	first := c.token("k")
 	second := c.token("k")
-	if got := srv.Count("token"); got != 1 {
-		t.Fatalf("token requests after keys new and two `token` calls = %d, want 1 (the login)", got)
-	}
-	if first != second {
-		t.Fatalf("two `token` calls in a row printed different tokens")
+	// The token is due for renewal 6 s after begun at the earliest (its
+	// exp in whole seconds, less the margin, a tenth of its life). A loaded
+	// machine may take longer for keys new and the two calls, and a
+	// renewal is then right: the reuse is asserted when they came before.
+	if took := time.Since(begun); took < 6*time.Second {
+		if got := srv.Count("token"); got != 1 {
+			t.Fatalf("token requests after keys new and two `token` calls = %d, want 1 (the login)", got)
+		}
+		if first != second {
+			t.Fatalf("two `token` calls in a row printed different tokens")
+		}
+	} else {
+		t.Logf("keys new and two `token` calls took %v, past the token's renewal: its reuse not asserted", took)
 	}
 
 	// Let the access token expire: a bounded poll on what shipkey itself

@@ -115,7 +115,8 @@ func childKillSelf() {
 }
 
 // childTrapTerm writes its parent's pid (shipkey's) to FILE, then waits at
-// most 10 s for SIGTERM: on it, it prints "got SIGTERM" and exits 0.
+// most patience(10 s) for SIGTERM: on it, it prints "got SIGTERM" and
+// exits 0.
 //
 //	trapterm FILE
 func childTrapTerm() {
@@ -131,7 +132,7 @@ func childTrapTerm() {
 	case <-sigs:
 		fmt.Println("got SIGTERM")
 		os.Exit(0)
-	case <-time.After(10 * time.Second):
+	case <-time.After(patience(10 * time.Second)):
 		fmt.Println("no SIGTERM")
 		os.Exit(1)
 	}

@@ -34,7 +34,7 @@ func TestTmuxActivity(t *testing.T) {
 			s.waitText(10*time.Second, "mine token token pid")
 
 			s.keys("1")
-			s.waitText(5*time.Second, "shipkey › Token details")
+			s.detailsRead(5 * time.Second)
 			s.keys("c")
 			s.keys("5")
 			screen := s.waitText(10*time.Second, "mine copy app copy", "mine token token pid")

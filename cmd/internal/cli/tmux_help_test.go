@@ -26,13 +26,8 @@ func TestTmuxHelpScrollsOnSmallScreens(t *testing.T) {
 			s.keys("2")
 			s.waitText(5*time.Second, "API keys")
 			s.keys("?")
-			seen := s.waitText(5*time.Second, "Help")
-			for range 40 {
-				s.keys("j")
-				time.Sleep(20 * time.Millisecond)
-				seen += s.capture()
-			}
-			seen += s.capture()
+			s.waitText(5*time.Second, "Help")
+			seen := strings.Join(s.scrolled(40), "\n")
 			for _, w := range want {
 				if !strings.Contains(seen, w) {
 					t.Errorf("%dx%d: %q never shown in the help; last screen:\n%s", size[0], size[1], w, s.capture())

@@ -40,7 +40,7 @@ func (s *tmuxSession) requestField(name string) { s.pressUntil("Tab", "› "+nam
 // sent from the Request screen (one with an X-Api-Key header and a token
 // in its query) are in the state directory's requests.json, 0600, with no
 // token, no credential header and no query token; the app started again
-// recalls them with ↑ in the URL field, and ctrl+r lists them.
+// lists them (ctrl+r) and recalls them with ↑ in the URL field.
 func TestTmuxRequestHistorySurvivesARestart(t *testing.T) {
 	t.Parallel()
 	for _, size := range [][2]int{{80, 24}, {40, 10}} {
@@ -61,14 +61,19 @@ func TestTmuxRequestHistorySurvivesARestart(t *testing.T) {
 			s.keys("-l", "X-Api-Key: header-secret")
 			s.keys("C-s")
 			s.waitText(10*time.Second, "200 OK")
+			// The history is written beside the request, in its own time
+			// (the answer may come first), and q does not wait for it:
+			// quit once both requests are in the file.
+			path := filepath.Join(h.dir, "state", store.RequestsFile)
+			var data []byte
+			if !eventually(10*time.Second, func() bool {
+				data, _ = os.ReadFile(path)
+				return strings.Contains(string(data), "shipments") && strings.Contains(string(data), "parcels")
+			}) {
+				t.Fatalf("requests.json does not hold both requests:\n%s", data)
+			}
 			s.keys("q")
 			s.waitFor("the app to exit", 10*time.Second, func(string) bool { return s.dead() })
-
-			path := filepath.Join(h.dir, "state", store.RequestsFile)
-			data, err := os.ReadFile(path)
-			if err != nil {
-				t.Fatal(err)
-			}
 			tok := strings.TrimSpace(h.cli("token", "mine"))
 			for _, v := range []string{tok, "qsec", "header-secret", "X-Api-Key:", "Authorization:", "Bearer "} {
 				if strings.Contains(string(data), v) {
@@ -83,16 +88,18 @@ func TestTmuxRequestHistorySurvivesARestart(t *testing.T) {
 			s.waitText(10*time.Second, "mine")
 			s.keys("4")
 			s.waitText(5*time.Second, "shipkey › Request")
+			// The screen reads the history as it opens, in its own time
+			// (↑ before that recalls nothing): ctrl+r lists it once read.
+			s.keys("C-r")
+			screen := s.waitText(5*time.Second, "0 saved, 2 sent", "GET shipments")
+			noCutLines(t, screen, size[0])
+			s.keys("Escape")
+			s.waitText(5*time.Second, "› Key")
 			s.requestField("URL")
 			s.keys("Up")
 			s.waitText(5*time.Second, "parcels", "history 1 of 2")
 			s.keys("Up")
 			s.waitText(5*time.Second, "shipments", "history 2 of 2")
-			s.keys("C-r")
-			screen := s.waitText(5*time.Second, "0 saved, 2 sent", "GET shipments")
-			noCutLines(t, screen, size[0])
-			s.keys("Escape")
-			s.waitText(5*time.Second, "› URL")
 			s.keys("C-s")
 			s.waitText(10*time.Second, "200 OK")
 			s.keys("q")

@@ -185,14 +185,7 @@ func TestTmuxRequestAudienceAndFilter(t *testing.T) {
 	s.keys("C-s")
 	s.waitText(10*time.Second, "401 → renewed → 401 Unauthorized (not retried)")
 	s.edit()
-	for range 6 {
-		if strings.Contains(s.capture(), "› Audience") {
-			break
-		}
-		s.keys("Tab")
-		time.Sleep(50 * time.Millisecond)
-	}
-	s.waitText(5*time.Second, "› Audience")
+	s.requestField("Audience")
 	s.keys("-l", authtest.DemoDPoPClientID)
 	s.keys("C-s")
 	s.waitText(10*time.Second, "200 OK", "· key mine · audience "+authtest.DemoDPoPClientID, `"aud": [`)

@@ -11,16 +11,36 @@ import (
 	"time"
 )
 
-// scrolled is every screen shown while j scrolls the active screen n times.
-func (s *tmuxSession) scrolled(n int) []string {
+// scrolled is every screen shown while j scrolls the active screen down to
+// its end (no "↓ more"), at most most presses: one press at a time, each
+// awaited until the screen moved. Presses sent at a fixed pace were all
+// drawn at once on a busy machine, and the lines in between never captured.
+// (A change of something else, a countdown, may stand for a press's: the
+// next press then comes early, and a frame of one line's scroll is all that
+// can be missed.) A toast wider than the screen covers the body's last
+// lines, "↓ more" with them: dismiss it first (dismissToast).
+func (s *tmuxSession) scrolled(most int) []string {
 	s.t.Helper()
 	screens := []string{s.capture()}
-	for range n {
+	for range most {
+		before := screens[len(screens)-1]
+		if !strings.Contains(before, "↓ more") {
+			break
+		}
 		s.keys("j")
-		time.Sleep(20 * time.Millisecond)
-		screens = append(screens, s.capture())
+		screens = append(screens, s.waitFor("the screen after j", 5*time.Second, func(now string) bool { return now != before }))
 	}
 	return screens
+}
+
+// dismissToast waits for the toast that says text (wrapped or not), then
+// presses k (a scroll up, nothing at the top) to take it off the screen:
+// any key does.
+func (s *tmuxSession) dismissToast(text string) {
+	s.t.Helper()
+	s.waitFor("the toast "+text, 5*time.Second, func(screen string) bool { return strings.Contains(screenText(screen), text) })
+	s.keys("k")
+	s.waitFor("the toast to go", 5*time.Second, func(screen string) bool { return !strings.Contains(screenText(screen), text) })
 }
 
 // urlBrokenInWord returns a word of screens that is a piece of u cut inside
@@ -82,10 +102,11 @@ func TestTmuxKeyAndTokenScreensAtSmallSizes(t *testing.T) {
 			}
 			noCutLines(t, screen, w)
 			s.keys("1")
-			s.waitText(5*time.Second, "Token details")
+			s.detailsRead(5 * time.Second)
 			s.keys("c")
 			token := s.buffer("shipkey-token")
 			iss := issuerOf(t, token)
+			s.dismissToast("Copied the access token")
 
 			details := s.scrolled(h + 10)
 			all := strings.Join(details, "\n")
@@ -106,7 +127,11 @@ func TestTmuxKeyAndTokenScreensAtSmallSizes(t *testing.T) {
 			s.waitText(5*time.Second, "JWKS URL")
 			s.keys("-l", iss+"/protocol/openid-connect/certs")
 			s.keys("Enter")
-			screen = s.waitText(10*time.Second, "keys from")
+			// The signature is checked again with those keys ("checking…"
+			// until then): its outcome is what the scroll below looks for.
+			screen = s.waitFor("the signature checked with the JWKS URL", 10*time.Second, func(screen string) bool {
+				return strings.Contains(screen, "keys from") && !strings.Contains(screen, "checking")
+			})
 			noCutLines(t, screen, w)
 			checked := strings.Join(s.scrolled(40), "\n")
 			if !strings.Contains(checked, "verified (key") {

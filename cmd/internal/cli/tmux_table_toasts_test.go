@@ -17,17 +17,6 @@ import (
 // line wraps reads whole again.
 func screenText(screen string) string { return strings.Join(strings.Fields(screen), " ") }
 
-// scrolled is what the screen showed while j was pressed n times.
-func scrolled(s *tmuxSession, n int) string {
-	seen := ""
-	for range n {
-		seen += s.capture() + "\n"
-		s.keys("j")
-		time.Sleep(30 * time.Millisecond)
-	}
-	return seen
-}
-
 // wholeUserCode is a device code (the demo realm's XXXX-XXXX) shown whole,
 // spaced out or as typed.
 var wholeUserCode = regexp.MustCompile(`(?:^|[^A-Z])(?:[A-Z]{4}-[A-Z]{4}|(?:[A-Z] ){4}- (?:[A-Z] ){3}[A-Z])(?:$|[^A-Z])`)
@@ -55,7 +44,7 @@ func TestTmuxTableAndToastsAtSmallSizes(t *testing.T) {
 			s := h.start(size[0], size[1])
 			s.waitText(10*time.Second, "mine")
 			s.keys("1")
-			s.waitText(10*time.Second, "Token details")
+			s.detailsRead(10 * time.Second)
 			s.keys("c")
 			s.waitFor("the copy toast naming the outer tmux's buffers", 5*time.Second, func(screen string) bool {
 				return strings.Contains(screenText(screen), "your outer tmux also keeps it in its paste buffers, which the clear cannot reach (tmux: delete-buffer there).")
@@ -76,7 +65,7 @@ func TestTmuxTableAndToastsAtSmallSizes(t *testing.T) {
 			s.waitText(5*time.Second, "device code")
 			s.keys("Enter")
 			s.waitText(10*time.Second, "Sign in")
-			seen := scrolled(s, 12)
+			seen := strings.Join(s.scrolled(12), "\n")
 			whole := false
 			for _, l := range strings.Split(seen, "\n") {
 				if !strings.Contains(l, "user_code=") && wholeUserCode.MatchString(l) {
@@ -111,7 +100,7 @@ func TestTmuxTableAndToastsAtSmallSizes(t *testing.T) {
 
 			// Auto-refresh (on in the demo): the State row says it is for
 			// this key, on a line of its own where the row is too narrow.
-			if seen = scrolled(s, 12); !strings.Contains(screenText(seen), "auto-refresh on for this key") {
+			if seen = strings.Join(s.scrolled(12), "\n"); !strings.Contains(screenText(seen), "auto-refresh on for this key") {
 				t.Errorf("auto-refresh is not worded for this key; screens:\n%s", seen)
 			}
 

@@ -63,17 +63,20 @@ func TestTmuxForgedTeamTokenRefused(t *testing.T) {
 	// copied.
 	s.keys("Enter")
 	s.waitText(5*time.Second, "Token details")
+	// c again while the details are still being read: the key's read
+	// drops c ("reading the key…") or, ending, clears what c said. The
+	// whole wait is bounded by patience, each try by 2 s.
 	var screen string
-	for try := 0; ; try++ {
-		s.keys("c") // again if a busy app's frame showed before c was read
+	for end := time.Now().Add(patience(10 * time.Second)); ; {
+		s.keys("c")
 		screen = s.capture()
-		for end := time.Now().Add(2 * time.Second); !strings.Contains(screen, "no token to copy") && time.Now().Before(end); screen = s.capture() {
+		for try := time.Now().Add(2 * time.Second); !strings.Contains(screen, "no token to copy") && time.Now().Before(try); screen = s.capture() {
 			time.Sleep(50 * time.Millisecond)
 		}
 		if strings.Contains(screen, "no token to copy") {
 			break
 		}
-		if try == 4 {
+		if time.Now().After(end) {
 			t.Fatalf("c did not say there is no token to copy:\n%s", screen)
 		}
 	}

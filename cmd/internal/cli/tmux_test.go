@@ -114,6 +114,26 @@ func choiceLine(screen string) string {
 	return ""
 }
 
+// detailsRead waits for the token details with subs on the screen and no
+// operation in flight (the header's spinner): the screen shows at once,
+// from the key list, and the key's tokens come after with its read; c
+// before them finds no token to copy ("log in first").
+func (s *tmuxSession) detailsRead(limit time.Duration, subs ...string) string {
+	s.t.Helper()
+	return s.waitFor(fmt.Sprintf("the token details read, %q", subs), limit, func(screen string) bool {
+		head, _, _ := strings.Cut(screen, "\n")
+		if !strings.Contains(head, "Token details") || strings.ContainsAny(head, "⠋⠙⠹⠸⠼⠴⠦⠧⠇⠏") {
+			return false
+		}
+		for _, sub := range subs {
+			if !strings.Contains(screen, sub) {
+				return false
+			}
+		}
+		return true
+	})
+}
+
 func (s *tmuxSession) keys(keys ...string) {
 	s.t.Helper()
 	if out, err := s.tmux(append([]string{"send-keys", "-t", "t"}, keys...)...); err != nil {
@@ -295,18 +315,26 @@ func TestTmuxDemo(t *testing.T) {
 	s.waitText(5*time.Second, buf[:40])
 	s.keys("v")
 
-	// API keys: the row, with a Last Used that is no longer "not yet".
+	// API keys: the row, with a Last Used that is no longer "not yet" (the
+	// table shows the copy's use once it has read the store again, in its
+	// own time: the row is awaited, not read at once).
 	s.keys("2")
-	screen = s.waitText(5*time.Second, "API Key", "Label", "Last Used", "* demo")
-	row := ""
-	for _, l := range strings.Split(screen, "\n") {
-		if strings.Contains(l, "* demo") {
-			row = l
+	s.waitText(5*time.Second, "API Key", "Label", "Last Used", "* demo")
+	demoRow := func(screen string) string {
+		for _, l := range strings.Split(screen, "\n") {
+			if strings.Contains(l, "* demo") {
+				return l
+			}
 		}
+		return ""
 	}
-	if strings.Contains(row, "never") || strings.Contains(row, "not yet") || !strings.Contains(row, "just now") {
-		t.Fatalf("Last Used after a copy: %q", row)
-	}
+	s.waitFor("Last Used after a copy to read \"just now\"", 5*time.Second, func(screen string) bool {
+		row := demoRow(screen)
+		if strings.Contains(row, "never") {
+			t.Fatalf("Last Used after a copy: %q", row)
+		}
+		return strings.Contains(row, "just now")
+	})
 
 	// The inspector on the current key.
 	s.keys("3")
@@ -396,7 +424,7 @@ func TestTmuxClipboardClearReachesTmux(t *testing.T) {
 	s := h.start(100, 30)
 	s.waitText(10*time.Second, "mine")
 	s.keys("1")
-	s.waitText(10*time.Second, "Token details", "Access expires")
+	s.detailsRead(10*time.Second, "Access expires")
 	s.keys("c")
 	s.waitText(5*time.Second, "Copied the access token to the tmux buffer and terminal clipboard; clears in 4s")
 	buf := s.buffer("shipkey-token")
@@ -436,15 +464,17 @@ func TestTmuxLoginPromptSurvivesWrongPassword(t *testing.T) {
 	s := h.start(100, 30)
 	s.waitText(10*time.Second, "mine")
 	s.keys("1")
-	s.waitText(10*time.Second, "Token details", "Access expires")
+	s.detailsRead(10*time.Second, "Access expires")
 	s.keys("l")
 	s.waitText(5*time.Second, "Password", "enter logs in")
 	s.keys("-l", "not-the-password")
 	s.keys("Enter")
 	s.waitText(10*time.Second, "✗", "enter logs in")
 	s.keys("-l", "Xyq")
-	time.Sleep(300 * time.Millisecond)
-	screen := s.waitText(5*time.Second, "Password", "enter logs in")
+	// The field masks each character it took: three dots once the app has
+	// read all three (a fixed pause instead let a slow app be judged
+	// before it read them).
+	screen := s.waitText(5*time.Second, "Password", "enter logs in", "•••")
 	if s.dead() || strings.Contains(screen, "logged out") {
 		t.Fatalf("a retyped password fired bindings:\n%s", screen)
 	}
@@ -570,8 +600,10 @@ func TestTmuxTrueColour(t *testing.T) {
 			s.waitText(10*time.Second, "Get API Key")
 			rgb := regexp.MustCompile(`\x1b\[[0-9;]*[34]8;2;`)
 			if !c.wantRGB {
-				s.keys("Tab") // a redraw after the first frame
-				s.waitText(5*time.Second, "Get API Key")
+				// A redraw after the first frame: the focus moves on.
+				before := focusLine(s.capture())
+				s.keys("Tab")
+				s.waitFor("the focus to move", 5*time.Second, func(screen string) bool { return focusLine(screen) != before })
 				out, _ := s.tmux("capture-pane", "-p", "-e", "-t", "t")
 				if rgb.MatchString(out) {
 					t.Fatalf("true colour under NO_COLOR:\n%q", out)

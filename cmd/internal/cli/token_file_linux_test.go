@@ -6,6 +6,7 @@ import (
 	"encoding/base64"
 	"encoding/json"
 	"errors"
+	"io"
 	"io/fs"
 	"os"
 	"os/exec"
@@ -41,12 +42,14 @@ func jwtExp(t *testing.T, tok string) time.Time {
 }
 
 // tokenFileReader reads a token file in a tight loop until stopped,
-// keeping each distinct token in the order seen and when it was first
-// seen; anything but a missing file or a whole JWT is a failure.
+// keeping each distinct token in the order seen and when it was written
+// (the file's modification time: when the reader came to see it depends on
+// how busy the machine is); anything but a missing file or a whole JWT is a
+// failure.
 type tokenFileReader struct {
 	mu      sync.Mutex
 	tokens  []string
-	seenAt  []time.Time
+	seenAt  []time.Time // when each token was written
 	partial string
 	reads   int
 	stop    chan struct{}
@@ -63,8 +66,7 @@ func readTokenFile(path string, limit time.Duration) *tokenFileReader {
 				return
 			default:
 			}
-			data, err := os.ReadFile(path)
-			now := time.Now()
+			data, written, err := readWritten(path)
 			r.mu.Lock()
 			r.reads++
 			switch {
@@ -76,12 +78,31 @@ func readTokenFile(path string, limit time.Duration) *tokenFileReader {
 				}
 			case len(r.tokens) == 0 || r.tokens[len(r.tokens)-1] != string(data):
 				r.tokens = append(r.tokens, string(data))
-				r.seenAt = append(r.seenAt, now)
+				r.seenAt = append(r.seenAt, written)
 			}
 			r.mu.Unlock()
 		}
 	}()
 	return r
+}
+
+// readWritten reads the file at path and when it was last written (both
+// of the one file opened: a file renamed over it after is not mixed in).
+func readWritten(path string) ([]byte, time.Time, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, time.Time{}, err
+	}
+	defer f.Close()
+	data, err := io.ReadAll(f)
+	if err != nil {
+		return data, time.Time{}, err
+	}
+	fi, err := f.Stat()
+	if err != nil {
+		return data, time.Time{}, err
+	}
+	return data, fi.ModTime(), nil
 }
 
 func errString(err error) string {
