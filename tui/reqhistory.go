@@ -102,10 +102,10 @@ func (m *Model) requestsCmd(a actRequests) tea.Cmd {
 		return nil
 	}
 	h := m.backend.Requests()
-	return func() tea.Msg {
+	return m.writes.cmd(func() tea.Msg {
 		kr, err := a.change(h)
 		return requestsMsg{label: a.label, kr: kr, err: err}
-	}
+	})
 }
 
 // handleRequests takes what the store read or wrote; a damaged file (moved

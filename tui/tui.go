@@ -144,6 +144,7 @@ type config struct {
 // Model is the root tea.Model: it owns the screens, the store and every side
 // effect. Screens return intent; the root applies it.
 type Model struct {
+	writes   *storeWrites // the store writes Run finishes after the program
 	c        *common
 	cfg      config
 	backend  Backend
@@ -327,6 +328,7 @@ func Run(ctx context.Context, opts Options) error {
 	}
 	defer quitOnSignals(p)()
 	_, err := p.Run()
+	m.writes.finish()
 	if errors.Is(err, tea.ErrProgramKilled) && ctx.Err() != nil {
 		return nil // ended by ctx (a signal the caller handles): the terminal is restored
 	}
@@ -447,6 +449,7 @@ func newModel(cfg config) *Model {
 		cfg.clipName = "system clipboard"
 	}
 	m := &Model{
+		writes:   &storeWrites{},
 		cfg:      cfg,
 		backend:  cfg.backend,
 		ctx:      context.Background(),
