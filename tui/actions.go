@@ -208,6 +208,7 @@ func (m *Model) openDetails(label string) tea.Cmd {
 			m.details.open(r.Key(), nil)
 			m.details.partial = true
 		}
+		m.details.reading = true
 	}
 	return tea.Batch(m.goTo(screenDetails), m.startOp(), m.openCmd(m.req.start(slotOp), label), m.checkLive(label))
 }

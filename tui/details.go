@@ -51,6 +51,10 @@ type details struct {
 	// the key is being read (the screen says so and waits for it).
 	partial        bool
 	tokens         *auth.TokenSet // with secrets; nil when the key has none
+	// reading: the key's tokens are being read (the screen shows its
+	// metadata meanwhile); a copy asked for then waits for them (queued).
+	reading bool
+	queued  *actCopy
 	state          detailsState
 	reveal         bool
 	auto           bool
@@ -86,6 +90,7 @@ func (d *details) open(k store.Key, tokens *auth.TokenSet) {
 	switch {
 	case k.Label != d.key.Label || k.ID != d.key.ID:
 		d.reveal = false
+		d.queued = nil
 		d.autoFailedFor = time.Time{}
 		d.liveState = liveNone
 		d.pane.vp.GotoTop()
@@ -186,9 +191,11 @@ func (d *details) Update(msg tea.Msg) (action, tea.Cmd) {
 		return nil, nil
 	}
 	if d.partial {
-		// Nothing to act on before the key is read (a moment).
-		if key.Matches(k, d.c.keys.Back) {
-			return actBack{}, nil
+		// Nothing to act on before the key is read (a moment), but back,
+		// and a copy, done once the tokens come.
+		if km := d.c.keys; key.Matches(k, km.Back, km.Copy, km.CopyHeader) {
+			act, _ := d.viewKey(k)
+			return act, nil
 		}
 		return nil, nil
 	}
@@ -220,6 +227,11 @@ func (d *details) viewKey(k tea.KeyPressMsg) (act action, done bool) {
 	case key.Matches(k, km.Inspect):
 		return actInspectKey{label: label}, true
 	case key.Matches(k, km.Copy), key.Matches(k, km.CopyHeader):
+		if d.reading && d.tokens == nil {
+			// The tokens are on their way: copied when they come.
+			d.queued, d.errMsg = &actCopy{label: label, header: key.Matches(k, km.CopyHeader)}, ""
+			return nil, true
+		}
 		if !d.hasAccessToken() {
 			d.errMsg = "no token to copy: log in first (l)"
 			return nil, true
@@ -377,6 +389,7 @@ func (d *details) startAutoRefresh() action {
 // are then due).
 func (d *details) result(msg keyTokensMsg) bool {
 	if msg.op == opOpen {
+		d.reading = false
 		switch {
 		case msg.err != nil:
 			d.errMsg = errText(msg.err)
@@ -409,6 +422,25 @@ func (d *details) result(msg keyTokensMsg) bool {
 		d.autoFailedFor = refreshDeadline(d.tokens)
 	}
 	return false
+}
+
+// takeQueued is the copy asked for while the tokens were being read, once
+// they are here (nil while they are not, or when none was asked); with no
+// token to copy, the screen says so.
+func (d *details) takeQueued() action {
+	q := d.queued
+	if q == nil || d.reading {
+		return nil
+	}
+	d.queued = nil
+	if !d.hasAccessToken() || q.label != d.key.Label {
+		if d.errMsg == "" {
+			d.errMsg = "no token to copy: log in first (l)"
+		}
+		return nil
+	}
+	q.tokens = d.tokens
+	return *q
 }
 
 // loggedOut applies the answer of a logout and returns the sentence that

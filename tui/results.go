@@ -199,11 +199,16 @@ func (m *Model) handleDetailsTokens(msg keyTokensMsg) tea.Cmd {
 			back = m.replace(screenDetails)
 		}
 	}
-	if !m.details.result(msg) {
-		return back
+	renewed := m.details.result(msg)
+	var queued tea.Cmd
+	if a := m.details.takeQueued(); a != nil {
+		queued = m.apply(a)
+	}
+	if !renewed {
+		return tea.Batch(back, queued)
 	}
 	// A new token: ask the server about it, not about the old one.
-	return tea.Batch(back, m.loadKeys(), m.checkLive(msg.label))
+	return tea.Batch(back, queued, m.loadKeys(), m.checkLive(msg.label))
 }
 
 // handleLiveness applies a server check of the details key; the answer of
