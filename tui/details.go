@@ -49,12 +49,12 @@ type details struct {
 	key           store.Key
 	// partial: key is only what the key list's row knows (KeyRow.Key):
 	// the key is being read (the screen says so and waits for it).
-	partial        bool
-	tokens         *auth.TokenSet // with secrets; nil when the key has none
+	partial bool
+	tokens  *auth.TokenSet // with secrets; nil when the key has none
 	// reading: the key's tokens are being read (the screen shows its
 	// metadata meanwhile); a copy asked for then waits for them (queued).
-	reading bool
-	queued  *actCopy
+	reading        bool
+	queued         *actCopy
 	state          detailsState
 	reveal         bool
 	auto           bool

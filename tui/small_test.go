@@ -7,7 +7,10 @@ import (
 	"time"
 
 	"charm.land/bubbles/v2/spinner"
+	"charm.land/lipgloss/v2"
 	"github.com/charmbracelet/x/exp/golden"
+
+	"github.com/shipkey/shipkey/internal/text"
 )
 
 // harnessSmall is a model at width×height with enough keys that the table
@@ -134,4 +137,24 @@ func TestLogoutQuestionInSightWhenSmall(t *testing.T) {
 	h.send(windowSize(60, 15))
 	h.press("X")
 	h.mustShow("(y/n)")
+}
+
+// A message too long for the status line wraps over the body's last lines;
+// what it covers is still said to be there ("↓ more" on the last line kept),
+// and nothing is marked when it covers only blank lines.
+func TestWrappedToastKeepsMoreInSight(t *testing.T) {
+	t.Parallel()
+	h := harnessSmall(t, 40, 10)
+	h.press("1")
+	h.m.toast, h.m.toastOK = text.Trusted("Copied the access token to the terminal clipboard (OSC 52); clears in 30s"), true
+	v := h.view()
+	fitsExactly(t, v, 40, 10)
+	if !strings.Contains(v, "clears in 30s") || !strings.Contains(v, moreBelow) {
+		t.Fatalf("want the whole toast and %q:\n%s", moreBelow, v)
+	}
+
+	blank := cutBody("one\ntwo\n\n", 20, 2, lipgloss.NewStyle())
+	if strings.Contains(blank, moreBelow) {
+		t.Fatalf("blank lines cut, yet marked:\n%s", blank)
+	}
 }

@@ -731,11 +731,26 @@ func (m *Model) render() string {
 			lines = append(lines, wrapStyled(s.Error, "⚠ "+m.notice.String(), w)...)
 		}
 		lines = lines[:min(len(lines), max(1, bodyH))]
-		body = fitBlock(body, w, bodyH+1-len(lines))
+		body = cutBody(body, w, bodyH+1-len(lines), s.Subtle)
 		status = strings.Join(lines, "\n")
 	}
 	foot := m.footer()
 	return fitBlock(strings.Join([]string{head, "", body, status, foot}, "\n"), w, m.height)
+}
+
+// cutBody is body's first keep lines, width wide. When the lines it cuts
+// hold anything (the screen's own "↓ more" among them), the last line kept
+// says "↓ more": what a wrapped message covers is not lost from sight.
+func cutBody(body string, width, keep int, st lipgloss.Style) string {
+	all := strings.Split(body, "\n")
+	if keep <= 0 || len(all) <= keep {
+		return fitBlock(body, width, keep)
+	}
+	kept := strings.Split(fitBlock(strings.Join(all[:keep], "\n"), width, keep), "\n")
+	if strings.TrimSpace(ansi.Strip(strings.Join(all[keep:], ""))) != "" {
+		kept = markMore(kept, width, false, true, st)
+	}
+	return strings.Join(kept, "\n")
 }
 
 // wrapStyled word-wraps plain text to width and renders each line in st.
