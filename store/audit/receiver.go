@@ -42,6 +42,19 @@ func sshSession(getenv func(string) string) string {
 	}
 }
 
+// SSHSessionOf is the ssh session an environment (NAME=VALUE entries, as
+// exec.Cmd's Env) names: for a child that ended before it was described.
+func SSHSessionOf(env []string) string {
+	return sshSession(func(name string) string {
+		for i := len(env) - 1; i >= 0; i-- { // the last entry wins, as in exec
+			if v, ok := strings.CutPrefix(env[i], name+"="); ok {
+				return v
+			}
+		}
+		return ""
+	})
+}
+
 // envOf picks name's value out of a NUL-separated environment block.
 func envOf(block []byte) func(string) string {
 	return func(name string) string {

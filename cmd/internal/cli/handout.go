@@ -48,8 +48,9 @@ func handOut(what audit.What, via string) *keys.HandOut {
 }
 
 // recordChild records the hand-out of token to the child c just started:
-// its pid, and its executable and command line as the system says them (as
-// c ran them when the child has already ended: a zombie's are gone). When
+// its pid, and its executable, command line and ssh session as the system
+// says them (as c ran them when the child has already ended: a zombie's are
+// gone). When
 // the entry cannot be written the child is killed (no hand-out goes
 // unrecorded) and the error returned.
 func recordChild(svc *keys.Service, c *exec.Cmd, name string, x auth.Exchange, what audit.What, via, token string) error {
@@ -60,6 +61,13 @@ func recordChild(svc *keys.Service, c *exec.Cmd, name string, x auth.Exchange, w
 		}
 		if len(r.Cmdline) == 0 {
 			r.Cmdline = c.Args
+		}
+		if r.SSH == "" {
+			env := c.Env
+			if env == nil {
+				env = os.Environ()
+			}
+			r.SSH = audit.SSHSessionOf(env)
 		}
 		return r.Bounded()
 	}
