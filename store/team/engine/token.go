@@ -213,68 +213,80 @@ func (h *handle) fleetToken(ctx context.Context, label string, cached *cacheEntr
 	if err != nil {
 		return nil, err
 	}
-	// The cached id saves a listing; the definition and token are read again
-	// in one round trip (it may have been renamed or removed meanwhile).
-	id := ""
-	if cached != nil {
-		id = cached.Def.ID
+	id, cur, rev, def, err := h.findItem(ctx, cli, label, cached)
+	if err != nil {
+		return nil, err
 	}
-	var (
-		cur *auth.TokenSet
-		rev int64
-		d   *Definition
-	)
-	if id != "" {
-		if cur, rev, d, err = h.readItem(ctx, cli, id); err != nil {
-			return nil, err
-		}
-	}
-	if d == nil || d.Label != label {
-		s, err := h.read(ctx)
-		if err != nil {
-			return nil, err
-		}
-		ce := (&cacheFile{Keys: s.entries}).ByLabel(label)
-		if ce == nil {
-			return nil, text.Errorf("team %s: no key %s (shipkey keys list): %w", h.name(), label, ErrKeyNotFound)
-		}
-		id, cur, rev, d = ce.Def.ID, ce.Token, ce.TokenRev, &ce.Def
-	}
-	def := *d
 	if fits(cur, h.e.opts.Now(), opts) {
 		return cur, h.cacheToken(ctx, def, cur, rev)
 	}
+	return h.renew(ctx, cli, label, id, opts)
+}
 
-	// Due everywhere: one renewal for the fleet, under the team-wide mutex on
-	// a lease (a holder that dies frees it within the TTL).
+// findItem finds key label's id, definition and token (at its revision).
+// The cached id saves a listing; the definition and token are read again in
+// one round trip (it may have been renamed or removed meanwhile).
+func (h *handle) findItem(ctx context.Context, cli team.Driver, label string, cached *cacheEntry) (id string, cur *auth.TokenSet, rev int64, def Definition, err error) {
+	var d *Definition
+	if cached != nil && cached.Def.ID != "" {
+		id = cached.Def.ID
+		if cur, rev, d, err = h.readItem(ctx, cli, id); err != nil {
+			return "", nil, 0, Definition{}, err
+		}
+	}
+	if d != nil && d.Label == label {
+		return id, cur, rev, *d, nil
+	}
+	s, err := h.read(ctx)
+	if err != nil {
+		return "", nil, 0, Definition{}, err
+	}
+	ce := (&cacheFile{Keys: s.entries}).ByLabel(label)
+	if ce == nil {
+		return "", nil, 0, Definition{}, text.Errorf("team %s: no key %s (shipkey keys list): %w", h.name(), label, ErrKeyNotFound)
+	}
+	return ce.Def.ID, ce.Token, ce.TokenRev, ce.Def, nil
+}
+
+// renew renews key id's token once for the fleet: under the team-wide
+// mutex on a lease (a holder that dies frees it within the TTL), unless
+// another machine renewed it first.
+func (h *handle) renew(ctx context.Context, cli team.Driver, label, id string, opts TokenOptions) (*auth.TokenSet, error) {
 	mu, err := h.lockKey(ctx, cli, id)
 	if err != nil {
 		return nil, err
 	}
 	defer mu.Unlock()
-	cur, rev, d, err = h.readItem(ctx, cli, id)
+	cur, rev, d, err := h.readItem(ctx, cli, id)
 	if err != nil {
 		return nil, err
 	}
 	if d == nil {
 		return nil, text.Errorf("team %s: key %s was removed: %w", h.name(), label, ErrKeyNotFound)
 	}
-	def = *d
 	if fits(cur, h.e.opts.Now(), opts) {
-		return cur, h.cacheToken(ctx, def, cur, rev)
+		return cur, h.cacheToken(ctx, *d, cur, rev)
 	}
-	ts, err := h.obtain(ctx, def, cur)
+	ts, err := h.obtain(ctx, *d, cur)
 	if err != nil {
 		return nil, err
 	}
-	// Write for the roster as it is now, only while this machine still owns
-	// the mutex and nobody wrote the token since it was read.
-	for attempt := 0; ; attempt++ {
-		if attempt == 10 {
-			return nil, &Error{Team: h.name(), Msg: "the team keeps changing; try again"}
-		}
+	return h.writeRenewed(ctx, cli, mu, *d, id, ts, rev)
+}
+
+// again reports whether err is etcd's unavailability and, after a pause,
+// ctx still runs: worth another try.
+func again(ctx context.Context, err error) bool {
+	return errors.Is(err, ErrUnavailable) && pause(ctx)
+}
+
+// writeRenewed writes ts, key id's renewed token, for the roster as it is
+// now, only while this machine still owns the mutex mu and nobody wrote the
+// token since its revision rev; a few tries.
+func (h *handle) writeRenewed(ctx context.Context, cli team.Driver, mu team.Lock, def Definition, id string, ts *auth.TokenSet, rev int64) (*auth.TokenSet, error) {
+	for range 10 {
 		r, err := h.readRoster(ctx)
-		if errors.Is(err, ErrUnavailable) && pause(ctx) {
+		if again(ctx, err) {
 			continue
 		}
 		if err != nil {
@@ -289,41 +301,56 @@ func (h *handle) fleetToken(ctx context.Context, label string, cached *cacheEntr
 			revIs(tokenKey(h.name(), id), rev),
 			revIs(rosterKey(h.name()), r.Rev),
 		}, []op{put(tokenKey(h.name(), id), v)})
-		if err != nil {
-			// The write may or may not have been applied (a leader lost
-			// mid-request): keep the new token, look at what etcd holds,
-			// and write again unless it is ours.
-			err = h.etcdErr(err)
-			if !errors.Is(err, ErrUnavailable) || !pause(ctx) {
-				return nil, err
+		switch {
+		case err != nil:
+			var ours bool
+			if rev, ours, err = h.afterLostWrite(ctx, cli, id, ts, rev, h.etcdErr(err)); ours {
+				return ts, h.cacheToken(ctx, def, ts, rev)
 			}
-			stored, srev, _, rerr := h.readItem(ctx, cli, id)
-			if rerr != nil {
-				continue
-			}
-			if stored != nil && stored.AccessToken == ts.AccessToken {
-				return ts, h.cacheToken(ctx, def, ts, srev)
-			}
-			rev = srev
-			continue
-		}
-		if ok {
+		case ok:
 			return ts, h.cacheToken(ctx, def, ts, wrev)
+		default:
+			// The roster changed (re-encrypted items) or the lock was lost:
+			// take the token's new revision and write again, still the only
+			// renewal.
+			rev, err = h.tokenRev(ctx, cli, id, rev)
 		}
-		// The roster changed (re-encrypted items) or the lock was lost: take
-		// the token's new revision and write again, still the only renewal.
-		kvs, _, err := cli.Get(ctx, tokenKey(h.name(), id))
 		if err != nil {
-			err = h.etcdErr(err)
-			if !errors.Is(err, ErrUnavailable) || !pause(ctx) {
-				return nil, err
-			}
-			continue
-		}
-		if kvs[0] != nil {
-			rev = kvs[0].Rev
+			return nil, err
 		}
 	}
+	return nil, &Error{Team: h.name(), Msg: "the team keeps changing; try again"}
+}
+
+// afterLostWrite looks at what etcd holds after writing ts failed with err
+// (a leader lost mid-request: the write may or may not have been applied).
+// ours: etcd holds ts, at rev; otherwise the write is to be tried again at
+// rev, or, when err is not worth another try, err is returned.
+func (h *handle) afterLostWrite(ctx context.Context, cli team.Driver, id string, ts *auth.TokenSet, rev int64, err error) (_ int64, ours bool, _ error) {
+	if !again(ctx, err) {
+		return rev, false, err
+	}
+	stored, srev, _, rerr := h.readItem(ctx, cli, id)
+	if rerr != nil {
+		return rev, false, nil
+	}
+	return srev, stored != nil && stored.AccessToken == ts.AccessToken, nil
+}
+
+// tokenRev is key id's token's revision now (rev when it has none, or when
+// etcd did not answer and another try is worth it).
+func (h *handle) tokenRev(ctx context.Context, cli team.Driver, id string, rev int64) (int64, error) {
+	kvs, _, err := cli.Get(ctx, tokenKey(h.name(), id))
+	if err != nil {
+		if err = h.etcdErr(err); !again(ctx, err) {
+			return rev, err
+		}
+		return rev, nil
+	}
+	if kvs[0] != nil {
+		return kvs[0].Rev, nil
+	}
+	return rev, nil
 }
 
 // readItem reads the roster and a key's definition and token in one round
