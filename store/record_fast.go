@@ -342,6 +342,8 @@ func (fs *fastStruct) decode(d *fastDec, b []byte, root unsafe.Pointer) ([]byte,
 	return b, true
 }
 
+// decode reads the field's value from b into the struct at root, by the
+// field's kind, and returns what follows it.
 func (f *fastField) decode(d *fastDec, b []byte, root unsafe.Pointer) ([]byte, bool) {
 	fp := unsafe.Add(root, f.off)
 	switch f.kind {
@@ -353,54 +355,71 @@ func (f *fastField) decode(d *fastDec, b []byte, root unsafe.Pointer) ([]byte, b
 		d.setField(root, f, s)
 		return rest, true
 	case fastBool:
-		if len(b) == 0 || (b[0] != 0xf4 && b[0] != 0xf5) {
-			return nil, false
-		}
-		*(*bool)(fp) = b[0] == 0xf5
-		return b[1:], true
+		return cborBool(b, (*bool)(fp))
 	case fastInt, fastOptInt:
-		major, v, rest, ok := cborHead(b)
-		if !ok || (major != 0 && major != 1) || v > math.MaxInt64 {
-			return nil, false
-		}
-		i := int64(v)
-		if major == 1 {
-			i = -1 - i
-		}
-		switch {
-		case f.kind == fastInt:
-			*(*int64)(fp) = i
-		case d.share != nil && d.share.prev[f.slot].i != nil && *d.share.prev[f.slot].i == i:
-			*(**int64)(fp) = d.share.prev[f.slot].i
-		default:
-			q := new(int64)
-			*q = i
-			*(**int64)(fp) = q
-			if d.share != nil {
-				d.share.prev[f.slot].i = q
-			}
-		}
-		return rest, true
+		return f.decodeInt(d, b, fp)
 	case fastTime:
-		if len(b) > 0 && b[0] == 0xf6 { // null: the zero time
-			return b[1:], true
-		}
-		s, rest, ok := cborText(b)
-		if !ok {
-			return nil, false
-		}
-		// What time.Parse(time.RFC3339, s) returns (the library's
-		// reading), without copying s into a string.
-		if (*time.Time)(fp).UnmarshalText(s) != nil {
-			return nil, false
-		}
-		return rest, true
+		return cborTime(b, (*time.Time)(fp))
 	case fastStrings:
 		return d.strings(b, (*[]string)(fp), f.slot)
 	case fastNested:
 		return f.sub.decode(d, b, root)
 	}
 	return nil, false
+}
+
+// cborBool reads a CBOR true or false into *dst.
+func cborBool(b []byte, dst *bool) ([]byte, bool) {
+	if len(b) == 0 || (b[0] != 0xf4 && b[0] != 0xf5) {
+		return nil, false
+	}
+	*dst = b[0] == 0xf5
+	return b[1:], true
+}
+
+// cborTime reads an RFC 3339 text string into *dst, null as the zero time.
+func cborTime(b []byte, dst *time.Time) ([]byte, bool) {
+	if len(b) > 0 && b[0] == 0xf6 { // null: the zero time
+		return b[1:], true
+	}
+	s, rest, ok := cborText(b)
+	if !ok {
+		return nil, false
+	}
+	// What time.Parse(time.RFC3339, s) returns (the library's reading),
+	// without copying s into a string.
+	if dst.UnmarshalText(s) != nil {
+		return nil, false
+	}
+	return rest, true
+}
+
+// decodeInt reads a CBOR integer (one an int64 holds) into the field at fp:
+// an int64, or for fastOptInt a *int64, the record before's pointer when
+// the value is the same.
+func (f *fastField) decodeInt(d *fastDec, b []byte, fp unsafe.Pointer) ([]byte, bool) {
+	major, v, rest, ok := cborHead(b)
+	if !ok || (major != 0 && major != 1) || v > math.MaxInt64 {
+		return nil, false
+	}
+	i := int64(v)
+	if major == 1 {
+		i = -1 - i
+	}
+	switch {
+	case f.kind == fastInt:
+		*(*int64)(fp) = i
+	case d.share != nil && d.share.prev[f.slot].i != nil && *d.share.prev[f.slot].i == i:
+		*(**int64)(fp) = d.share.prev[f.slot].i
+	default:
+		q := new(int64)
+		*q = i
+		*(**int64)(fp) = q
+		if d.share != nil {
+			d.share.prev[f.slot].i = q
+		}
+	}
+	return rest, true
 }
 
 // strings reads a non-empty array of text strings into *dst: the list of
