@@ -201,7 +201,7 @@ func (s *Store) DPoPKey(label string) (*auth.DPoPKey, error) {
 	}
 	if sec.DPoPKey == "" {
 		if e.Connection.DPoP {
-			return nil, errors.New("key " + text.Safe(e.Label) + " holds no DPoP key; create it again with --dpop")
+			return nil, text.Errorf("key %s holds no DPoP key; create it again with --dpop", e.Label)
 		}
 		return nil, nil
 	}
@@ -217,7 +217,7 @@ func (s *Store) ClientKeyJWKS(label string) ([]byte, error) {
 	}
 	ca := sec.authOf(e.Definition)
 	if ca.Key == nil {
-		return nil, errors.New("key " + text.Safe(e.Label) + " has no client key")
+		return nil, text.Errorf("key %s has no client key", e.Label)
 	}
 	alg, err := auth.SigningAlg(ca.Key, nil)
 	if err != nil {

@@ -151,14 +151,14 @@ func (h *handle) markUnreachable() {
 // warnCachedWithoutAsking says that ce's token is handed out without asking
 // etcd, which did not answer at at.
 func (h *handle) warnCachedWithoutAsking(ce *cacheEntry, at time.Time) {
-	fmt.Fprintf(h.e.opts.Warn, "shipkey: warning: team %s: etcd did not answer at %s (under %s ago); handing out the cached token of %s without asking (valid until %s)\n",
-		h.name(), text.Stamp(at), OutageMemory, text.Safe(Address(h.name(), ce.Def.Label)), text.Stamp(ce.Token.AccessExpiry()))
+	fmt.Fprintln(h.e.opts.Warn, text.Cleanf("shipkey: warning: team %s: etcd did not answer at %s (under %s ago); handing out the cached token of %s without asking (valid until %s)",
+		h.name(), text.Stamp(at), OutageMemory, Address(h.name(), ce.Def.Label), text.Stamp(ce.Token.AccessExpiry())))
 }
 
 // warnCached says that ce's token is handed out without etcd.
 func (h *handle) warnCached(ce *cacheEntry) {
-	fmt.Fprintf(h.e.opts.Warn, "shipkey: warning: team %s: etcd did not answer within %s; handing out the cached token of %s (valid until %s)\n",
-		h.name(), h.timeout, text.Safe(Address(h.name(), ce.Def.Label)), text.Stamp(ce.Token.AccessExpiry()))
+	fmt.Fprintln(h.e.opts.Warn, text.Cleanf("shipkey: warning: team %s: etcd did not answer within %s; handing out the cached token of %s (valid until %s)",
+		h.name(), h.timeout, Address(h.name(), ce.Def.Label), text.Stamp(ce.Token.AccessExpiry())))
 }
 
 // stillShared reports whether etcd still holds the token set ce cached, at
