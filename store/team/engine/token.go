@@ -45,42 +45,14 @@ func (e *Engine) Token(ctx context.Context, team, label string, opts TokenOption
 	cached := h.readCache().ByLabel(label)
 	stale := int64(-1) // the revision of a cached token etcd no longer holds
 	if cached != nil && fits(cached.Token, e.opts.Now(), opts) {
-		// etcd did not answer a moment ago: a script calling token in a
-		// loop through an outage waits out the bound once per
-		// OutageMemory, not at every call.
-		if at, ok := h.unreachableSince(); ok {
-			h.warnCachedWithoutAsking(cached, at)
-			return cached.Token, nil
-		}
-		// One small read says whether the team still holds this token set
-		// (a logout elsewhere deletes it, a renewal replaces it).
-		current, err := h.stillShared(ctx, cached)
-		if err == nil && current {
-			return cached.Token, nil
+		if ts, handed, err := h.handCached(ctx, cached); handed || err != nil {
+			return ts, err
 		}
 		stale = cached.TokenRev
-		if err != nil {
-			if !errors.Is(err, ErrUnavailable) {
-				return nil, err
-			}
-			h.markUnreachable()
-			h.warnCached(cached)
-			return cached.Token, nil
-		}
 	}
-	// A label is user input: the lock of a key not cached yet is named by
-	// its hash, never by the label itself.
-	lockName := fmt.Sprintf("label-%x.lock", sha256.Sum256([]byte(label)))
-	if cached != nil {
-		lockName = "key-" + cached.Def.ID + ".lock"
-	}
-	unlock, err := h.lockFile(ctx, lockName)
+	unlock, err := h.lockFile(ctx, lockName(label, cached))
 	if err != nil {
-		if ctx.Err() == nil {
-			return nil, err
-		}
-		return h.outage(cached, &Error{Team: h.name(), Kind: ErrUnavailable,
-			Msg: fmt.Sprintf("etcd at %s did not answer within %s (another shipkey process of this machine was waiting on it)", strings.Join(h.tc.Endpoints, ","), h.timeout)})
+		return h.lockWaitFailed(ctx, cached, err)
 	}
 	defer unlock()
 	// etcd failed another process of this machine while this one waited
@@ -95,12 +67,65 @@ func (e *Engine) Token(ctx context.Context, team, label string, opts TokenOption
 	} else if ce != nil {
 		cached = ce
 	}
+	return h.sharedToken(ctx, label, cached, opts)
+}
+
+// handCached hands out cached, a token that fits, when etcd still holds it
+// (one small read: a logout elsewhere deletes it, a renewal replaces it) or
+// does not answer (with a warning). handed is false when etcd holds another
+// token set; err is an error other than etcd's unavailability.
+func (h *handle) handCached(ctx context.Context, cached *cacheEntry) (_ *auth.TokenSet, handed bool, _ error) {
+	// etcd did not answer a moment ago: a script calling token in a loop
+	// through an outage waits out the bound once per OutageMemory, not at
+	// every call.
+	if at, ok := h.unreachableSince(); ok {
+		h.warnCachedWithoutAsking(cached, at)
+		return cached.Token, true, nil
+	}
+	current, err := h.stillShared(ctx, cached)
+	switch {
+	case err == nil:
+		if current {
+			return cached.Token, true, nil
+		}
+		return nil, false, nil
+	case !errors.Is(err, ErrUnavailable):
+		return nil, false, err
+	}
+	h.markUnreachable()
+	h.warnCached(cached)
+	return cached.Token, true, nil
+}
+
+// lockName names the local lock of key label: by its id when cached, else
+// by the label's hash (a label is user input, never a file name itself).
+func lockName(label string, cached *cacheEntry) string {
+	if cached != nil {
+		return "key-" + cached.Def.ID + ".lock"
+	}
+	return fmt.Sprintf("label-%x.lock", sha256.Sum256([]byte(label)))
+}
+
+// lockWaitFailed ends a Token call whose wait for the local lock failed
+// with err: an outage when the bound passed (another process of this
+// machine was waiting on etcd), else err.
+func (h *handle) lockWaitFailed(ctx context.Context, cached *cacheEntry, err error) (*auth.TokenSet, error) {
+	if ctx.Err() == nil {
+		return nil, err
+	}
+	return h.outage(cached, &Error{Team: h.name(), Kind: ErrUnavailable,
+		Msg: fmt.Sprintf("etcd at %s did not answer within %s (another shipkey process of this machine was waiting on it)", strings.Join(h.tc.Endpoints, ","), h.timeout)})
+}
+
+// sharedToken is key label's token from etcd (renewed once for the fleet
+// when due), or on an outage the cached one while it has not expired.
+func (h *handle) sharedToken(ctx context.Context, label string, cached *cacheEntry, opts TokenOptions) (*auth.TokenSet, error) {
 	ts, err := h.fleetTokenRetry(ctx, label, cached, opts)
-	if err == nil {
+	switch {
+	case err == nil:
 		_ = os.Remove(h.unreachablePath()) // etcd answers again
 		return ts, nil
-	}
-	if errors.Is(err, ErrUnavailable) {
+	case errors.Is(err, ErrUnavailable):
 		return h.outage(cached, err)
 	}
 	return nil, err
