@@ -1010,14 +1010,7 @@ func (s *Store) RemoveWith(ctx context.Context, label string, opts RemoveOptions
 		return auth.EndResult{}, err
 	}
 	b := s.holder(ks)
-	if fb, ok := b.(*fileBackend); ok {
-		if fileExists(fb.dataPath()) || fileExists(fb.legacyPath()) {
-			if _, err := fb.unlock(); err != nil {
-				return auth.EndResult{}, err
-			}
-		}
-	}
-	if err := s.migrateSecrets(ctx, b); err != nil {
+	if err := s.openHolder(ctx, b); err != nil {
 		return auth.EndResult{}, err
 	}
 	var res auth.EndResult
@@ -1035,41 +1028,63 @@ func (s *Store) RemoveWith(ctx context.Context, label string, opts RemoveOptions
 	// no key names, which the sweep takes (sweepOrphans), never a key listed
 	// without its secrets.
 	ctx = context.WithoutCancel(ctx)
-	err = s.update(ctx, func(t *tx) error {
-		if _, ok, err := t.byID(e.ID); err != nil {
-			return err
-		} else if !ok {
-			return notFoundError(label)
-		}
-		if err := t.removeKey(e.ID); err != nil {
-			return err
-		}
-		return t.markRemoved(e.ID, b.Name())
-	})
-	if err != nil {
+	if err := s.removeDefinition(ctx, e.ID, label, b); err != nil {
 		return res, err
 	}
 	if removeCommitted != nil {
 		removeCommitted()
 	}
-	err = s.update(ctx, func(t *tx) error {
-		if err := b.Delete(e.ID); err != nil {
+	if err := s.removeSecrets(ctx, e.ID, label, b); err != nil {
+		return res, err
+	}
+	_ = removeFile(s.refreshLockPath(e.ID))
+	return res, serverErr
+}
+
+// openHolder readies b, the backend that holds a key's secrets, to read and
+// delete them: the file backend unlocked when it has a file, secrets of an
+// older layout moved.
+func (s *Store) openHolder(ctx context.Context, b secretsBackend) error {
+	if fb, ok := b.(*fileBackend); ok && (fileExists(fb.dataPath()) || fileExists(fb.legacyPath())) {
+		if _, err := fb.unlock(); err != nil {
+			return err
+		}
+	}
+	return s.migrateSecrets(ctx, b)
+}
+
+// removeDefinition removes key id (label) from the index and config.toml,
+// noting that its secrets in b are to go.
+func (s *Store) removeDefinition(ctx context.Context, id, label string, b secretsBackend) error {
+	return s.update(ctx, func(t *tx) error {
+		if _, ok, err := t.byID(id); err != nil {
+			return err
+		} else if !ok {
+			return notFoundError(label)
+		}
+		if err := t.removeKey(id); err != nil {
+			return err
+		}
+		return t.markRemoved(id, b.Name())
+	})
+}
+
+// removeSecrets deletes key id's secrets from b (a backend gone is said,
+// not an error) and then its state.
+func (s *Store) removeSecrets(ctx context.Context, id, label string, b secretsBackend) error {
+	return s.update(ctx, func(t *tx) error {
+		if err := b.Delete(id); err != nil {
 			if !errors.Is(err, ErrBackendMissing) {
 				return err
 			}
 			fmt.Fprintf(s.warn, "shipkey: warning: the secrets of key %s could not be deleted from the %s backend: %v\n",
 				quoteLabel(label), b.Name(), err)
 		}
-		if err := t.clearRemoved(e.ID); err != nil {
+		if err := t.clearRemoved(id); err != nil {
 			return err
 		}
-		return t.deleteState(e.ID)
+		return t.deleteState(id)
 	})
-	if err != nil {
-		return res, err
-	}
-	_ = removeFile(s.refreshLockPath(e.ID))
-	return res, serverErr
 }
 
 // Rename changes a key's label (ErrLabelTaken). The ID, and so the secrets,
