@@ -104,6 +104,29 @@ func (s *Store) warnFallback() {
 // happens only when a secret is first needed. A store of the one-file
 // layout (state.json) is migrated here, once.
 func Open(opts Options) (*Store, error) {
+	s, err := newStore(opts)
+	if err != nil {
+		return nil, err
+	}
+	if err := s.checkOwner(); err != nil {
+		return nil, err
+	}
+	// The choice made outside config.toml is known before the settings are
+	// read (a rebuild of state.db then may read the secrets).
+	s.choice = s.outsideChoice(opts.Backend)
+	set, err := s.readSettings()
+	if err != nil {
+		return nil, err
+	}
+	if err := s.choose(opts.Backend, set); err != nil {
+		return nil, err
+	}
+	return s, nil
+}
+
+// newStore is the store of opts' directories with its backends, nothing
+// read yet.
+func newStore(opts Options) (*Store, error) {
 	configDir, err := resolveDir(opts.ConfigDir, EnvConfigDir, xdg.ConfigHome)
 	if err != nil {
 		return nil, err
@@ -137,41 +160,43 @@ func Open(opts Options) (*Store, error) {
 	if s.readOnce.Load() {
 		s.fileBackend().beforeWait = s.hold.drop
 	}
-	if err := s.checkOwner(); err != nil {
-		return nil, err
+	return s, nil
+}
+
+// outsideChoice is the backend chosen outside config.toml (backend, else
+// the environment's), "" when none or one not known (checked by choose).
+func (s *Store) outsideChoice(backend string) string {
+	choice := backend
+	if choice == "" {
+		choice = os.Getenv(EnvSecrets)
 	}
-	// The choice made outside config.toml is known before the settings are
-	// read (a rebuild of state.db then may read the secrets).
-	switch {
-	case opts.Backend != "":
-		s.choice = opts.Backend
-	case os.Getenv(EnvSecrets) != "":
-		s.choice = os.Getenv(EnvSecrets)
+	if s.backends[choice] == nil && choice != BackendAuto {
+		return ""
 	}
-	if s.backends[s.choice] == nil && s.choice != BackendAuto {
-		s.choice = "" // checked below
-	}
-	set, err := s.readSettings()
-	if err != nil {
-		return nil, err
-	}
-	choice := opts.Backend
+	return choice
+}
+
+// choose sets the secrets backend: backend (an option), else the
+// environment's, else config.toml's setting (set); an unknown name is an
+// error.
+func (s *Store) choose(backend string, set Settings) error {
+	choice := backend
 	switch {
 	case choice != "":
 		if !userBackend(choice) && s.backends[choice] == nil {
-			return nil, text.Errorf("unknown secrets backend %q; use %s", text.Sanitize(choice), userBackendNames())
+			return text.Errorf("unknown secrets backend %q; use %s", text.Sanitize(choice), userBackendNames())
 		}
 	case os.Getenv(EnvSecrets) != "":
 		choice = os.Getenv(EnvSecrets)
 		if !userBackend(choice) {
-			return nil, text.Errorf("%s=%q is not a secrets backend; use %s", EnvSecrets, text.Sanitize(choice), userBackendNames())
+			return text.Errorf("%s=%q is not a secrets backend; use %s", EnvSecrets, text.Sanitize(choice), userBackendNames())
 		}
 		s.choiceFromEnv = choice != BackendAuto && (set.Secrets == "" || set.Secrets == BackendAuto)
 	default:
 		choice = set.Secrets // "auto" unless config.toml says otherwise
 	}
 	s.choice = choice
-	return s, nil
+	return nil
 }
 
 func resolveDir(opt, env, base string) (string, error) {
