@@ -279,56 +279,93 @@ func (s *Server) token(w http.ResponseWriter, r *http.Request, issuer string) {
 	if grant == grantTokenExchange && s.opts.NoTokenExchange {
 		grant = "unsupported"
 	}
-	switch grant {
-	case "":
+	serve, known := tokenGrants[grant]
+	switch {
+	case grant == "":
 		s.writeError(w, errf(http.StatusBadRequest, "invalid_request", "Missing form parameter: grant_type"))
 		return
-	case "password", "refresh_token", "client_credentials", grantDeviceCode, "authorization_code", grantTokenExchange, jwtBearerGrant:
-	default:
+	case !known:
 		s.writeError(w, errf(http.StatusBadRequest, "unsupported_grant_type", "Unsupported grant_type"))
 		return
 	}
-	client, e := s.authenticateClient(r, form)
-	if e == nil && client.TokenBasicOnly && form.Has("client_secret") {
-		e = errf(http.StatusUnauthorized, "invalid_client", "Client authentication with client_secret_post is not allowed for this client")
-	}
-	if e != nil {
+	g := grantRequest{form: form, r: r, issuer: issuer}
+	if g.client, e = s.tokenClient(r, form); e != nil {
 		s.writeError(w, e)
 		return
 	}
-	var bind binding
-	if client.AuthMethod == AuthTLSClient || client.AuthMethod == AuthSelfSignedTLS {
-		bind.x5t = certThumbprint(r) // certificate-bound tokens (RFC 8705 §3)
-	}
-	if bind.jkt, e = s.dpopProof(w, r, client); e != nil {
+	if g.bind, e = s.tokenBinding(w, r, g.client); e != nil {
 		s.writeError(w, e)
 		return
 	}
-	if n := s.currentDPoPNonce(); n != "" {
-		w.Header().Set("DPoP-Nonce", n)
-	}
-	var resp tokenResponse
-	switch grant {
-	case "password":
-		resp, e = s.passwordGrant(form, client, issuer, bind)
-	case "client_credentials":
-		resp, e = s.clientCredentialsGrant(form, client, issuer, bind)
-	case grantDeviceCode:
-		resp, e = s.deviceCodeGrant(form, client, issuer, bind)
-	case "authorization_code":
-		resp, e = s.authorizationCodeGrant(form, client, issuer, bind)
-	case grantTokenExchange:
-		resp, e = s.tokenExchangeGrant(form, client, issuer)
-	case jwtBearerGrant:
-		resp, e = s.jwtBearerGrantFor(form, r, client, issuer, bind)
-	default:
-		resp, e = s.refreshGrant(form, client, issuer, bind)
-	}
+	resp, e := serve(s, g)
 	if e != nil {
 		s.writeError(w, e)
 		return
 	}
 	writeJSON(w, http.StatusOK, resp)
+}
+
+// grantRequest is a token request to a grant: its form, the client it
+// authenticated and what its tokens are to be bound to.
+type grantRequest struct {
+	form   url.Values
+	r      *http.Request
+	client Client
+	issuer string
+	bind   binding
+}
+
+// tokenGrants are the grants the token endpoint serves, by grant_type.
+var tokenGrants = map[string]func(s *Server, g grantRequest) (tokenResponse, *oauthError){
+	"password": func(s *Server, g grantRequest) (tokenResponse, *oauthError) {
+		return s.passwordGrant(g.form, g.client, g.issuer, g.bind)
+	},
+	"client_credentials": func(s *Server, g grantRequest) (tokenResponse, *oauthError) {
+		return s.clientCredentialsGrant(g.form, g.client, g.issuer, g.bind)
+	},
+	grantDeviceCode: func(s *Server, g grantRequest) (tokenResponse, *oauthError) {
+		return s.deviceCodeGrant(g.form, g.client, g.issuer, g.bind)
+	},
+	"authorization_code": func(s *Server, g grantRequest) (tokenResponse, *oauthError) {
+		return s.authorizationCodeGrant(g.form, g.client, g.issuer, g.bind)
+	},
+	grantTokenExchange: func(s *Server, g grantRequest) (tokenResponse, *oauthError) {
+		return s.tokenExchangeGrant(g.form, g.client, g.issuer)
+	},
+	jwtBearerGrant: func(s *Server, g grantRequest) (tokenResponse, *oauthError) {
+		return s.jwtBearerGrantFor(g.form, g.r, g.client, g.issuer, g.bind)
+	},
+	"refresh_token": func(s *Server, g grantRequest) (tokenResponse, *oauthError) {
+		return s.refreshGrant(g.form, g.client, g.issuer, g.bind)
+	},
+}
+
+// tokenClient authenticates the client of a token request, refusing the
+// form's client_secret for a client that takes Basic only.
+func (s *Server) tokenClient(r *http.Request, form url.Values) (Client, *oauthError) {
+	client, e := s.authenticateClient(r, form)
+	if e == nil && client.TokenBasicOnly && form.Has("client_secret") {
+		e = errf(http.StatusUnauthorized, "invalid_client", "Client authentication with client_secret_post is not allowed for this client")
+	}
+	return client, e
+}
+
+// tokenBinding is what the tokens of client's request are bound to: its
+// certificate (RFC 8705 §3) and its DPoP proof's key; the answer carries
+// the current DPoP nonce.
+func (s *Server) tokenBinding(w http.ResponseWriter, r *http.Request, client Client) (binding, *oauthError) {
+	var bind binding
+	if client.AuthMethod == AuthTLSClient || client.AuthMethod == AuthSelfSignedTLS {
+		bind.x5t = certThumbprint(r) // certificate-bound tokens (RFC 8705 §3)
+	}
+	var e *oauthError
+	if bind.jkt, e = s.dpopProof(w, r, client); e != nil {
+		return binding{}, e
+	}
+	if n := s.currentDPoPNonce(); n != "" {
+		w.Header().Set("DPoP-Nonce", n)
+	}
+	return bind, nil
 }
 
 // grantedScope checks a requested scope and returns what is granted: openid
