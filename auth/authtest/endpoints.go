@@ -469,70 +469,15 @@ func (s *Server) aliveLocked(ss *session, now int64) bool {
 }
 
 func (s *Server) refreshGrant(form url.Values, client Client, issuer string, bind binding) (tokenResponse, *oauthError) {
-	raw := form.Get("refresh_token")
-	if raw == "" {
-		return tokenResponse{}, errf(http.StatusBadRequest, "invalid_request", "Missing form parameter: refresh_token")
-	}
-	p, err := s.parseRefresh(raw)
-	if err != nil {
-		return tokenResponse{}, errf(http.StatusBadRequest, "invalid_grant", "Invalid refresh token")
-	}
 	now := s.now().Unix()
-	if p.expiredAt(now) {
-		return tokenResponse{}, errf(http.StatusBadRequest, "invalid_grant", "Token is not active")
+	p, e := s.checkRefresh(form, client, now)
+	if e != nil {
+		return tokenResponse{}, e
 	}
-	if p.Azp != client.ID {
-		return tokenResponse{}, errf(http.StatusBadRequest, "invalid_grant", "Invalid refresh token. Token client and authorized client don't match")
+	u, sc, e := s.refreshSession(p, bind, now)
+	if e != nil {
+		return tokenResponse{}, e
 	}
-	if form.Has("scope") {
-		if _, _, e := s.grantedScope(form.Get("scope")); e != nil {
-			return tokenResponse{}, e
-		}
-	}
-
-	s.mu.Lock()
-	ss := s.sessions[p.Sid]
-	if !s.aliveLocked(ss, now) {
-		delete(s.sessions, p.Sid)
-		s.mu.Unlock()
-		desc := "Session not active"
-		if p.Typ == "Offline" {
-			desc = "Offline session not active"
-		}
-		return tokenResponse{}, errf(http.StatusBadRequest, "invalid_grant", desc)
-	}
-	rec := s.users[ss.username]
-	if rec == nil || rec.Disabled {
-		s.mu.Unlock()
-		return tokenResponse{}, errf(http.StatusBadRequest, "invalid_grant", "User disabled")
-	}
-	if ss.bind.x5t != "" && bind.x5t != ss.bind.x5t {
-		s.mu.Unlock()
-		return tokenResponse{}, errf(http.StatusUnauthorized, "unauthorized_client", "Client certificate missing, or its thumbprint and one in the refresh token did NOT match")
-	}
-	if ss.bind.jkt != "" && bind.jkt == "" {
-		s.mu.Unlock()
-		return tokenResponse{}, errf(http.StatusBadRequest, "invalid_request", "DPoP proof is missing")
-	}
-	if ss.bind.jkt != "" && bind.jkt != ss.bind.jkt {
-		s.mu.Unlock()
-		return tokenResponse{}, errf(http.StatusBadRequest, "invalid_dpop_proof", "DPoP proof public key thumbprint does not match the refresh token's")
-	}
-	if bind.jkt != "" {
-		ss.bind.jkt = bind.jkt
-	}
-	if s.rotate {
-		if ss.redeemed[p.Jti] {
-			delete(s.sessions, ss.id)
-			s.mu.Unlock()
-			return tokenResponse{}, errf(http.StatusBadRequest, "invalid_grant", "Maximum allowed refresh token reuse exceeded")
-		}
-		ss.redeemed[p.Jti] = true
-	}
-	ss.lastRefresh = now
-	u, sc := *rec, *ss
-	s.mu.Unlock()
-
 	resp, err := s.issue(issuer, u, sc, now)
 	if err != nil {
 		return tokenResponse{}, errf(http.StatusInternalServerError, "server_error", "could not sign the token")
@@ -540,10 +485,86 @@ func (s *Server) refreshGrant(form url.Values, client Client, issuer string, bin
 	if s.opts.NoRefreshRotation {
 		resp.RefreshToken, resp.RefreshExpiresIn = "", nil
 		s.mu.Lock()
-		s.lastRT = raw
+		s.lastRT = form.Get("refresh_token")
 		s.mu.Unlock()
 	}
 	return resp, nil
+}
+
+// checkRefresh checks a refresh request's token (present, valid, active at
+// unix second now, client's) and the scope it asks for.
+func (s *Server) checkRefresh(form url.Values, client Client, now int64) (*parsedToken, *oauthError) {
+	raw := form.Get("refresh_token")
+	if raw == "" {
+		return nil, errf(http.StatusBadRequest, "invalid_request", "Missing form parameter: refresh_token")
+	}
+	p, err := s.parseRefresh(raw)
+	if err != nil {
+		return nil, errf(http.StatusBadRequest, "invalid_grant", "Invalid refresh token")
+	}
+	if p.expiredAt(now) {
+		return nil, errf(http.StatusBadRequest, "invalid_grant", "Token is not active")
+	}
+	if p.Azp != client.ID {
+		return nil, errf(http.StatusBadRequest, "invalid_grant", "Invalid refresh token. Token client and authorized client don't match")
+	}
+	if form.Has("scope") {
+		if _, _, e := s.grantedScope(form.Get("scope")); e != nil {
+			return nil, e
+		}
+	}
+	return p, nil
+}
+
+// refreshSession is the user and session a refresh token p of a live
+// session renews at unix second now, with the request's binding: the
+// session's binding kept (a DPoP key learnt), the token redeemed when
+// tokens rotate. It returns copies.
+func (s *Server) refreshSession(p *parsedToken, bind binding, now int64) (userRecord, session, *oauthError) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	ss := s.sessions[p.Sid]
+	if !s.aliveLocked(ss, now) {
+		delete(s.sessions, p.Sid)
+		desc := "Session not active"
+		if p.Typ == "Offline" {
+			desc = "Offline session not active"
+		}
+		return userRecord{}, session{}, errf(http.StatusBadRequest, "invalid_grant", desc)
+	}
+	rec := s.users[ss.username]
+	if rec == nil || rec.Disabled {
+		return userRecord{}, session{}, errf(http.StatusBadRequest, "invalid_grant", "User disabled")
+	}
+	if e := ss.bind.check(bind); e != nil {
+		return userRecord{}, session{}, e
+	}
+	if bind.jkt != "" {
+		ss.bind.jkt = bind.jkt
+	}
+	if s.rotate {
+		if ss.redeemed[p.Jti] {
+			delete(s.sessions, ss.id)
+			return userRecord{}, session{}, errf(http.StatusBadRequest, "invalid_grant", "Maximum allowed refresh token reuse exceeded")
+		}
+		ss.redeemed[p.Jti] = true
+	}
+	ss.lastRefresh = now
+	return *rec, *ss, nil
+}
+
+// check checks a refresh request's binding (got) against the session's
+// (b): the same certificate, and a DPoP proof by the same key.
+func (b binding) check(got binding) *oauthError {
+	switch {
+	case b.x5t != "" && got.x5t != b.x5t:
+		return errf(http.StatusUnauthorized, "unauthorized_client", "Client certificate missing, or its thumbprint and one in the refresh token did NOT match")
+	case b.jkt != "" && got.jkt == "":
+		return errf(http.StatusBadRequest, "invalid_request", "DPoP proof is missing")
+	case b.jkt != "" && got.jkt != b.jkt:
+		return errf(http.StatusBadRequest, "invalid_dpop_proof", "DPoP proof public key thumbprint does not match the refresh token's")
+	}
+	return nil
 }
 
 func (s *Server) logout(w http.ResponseWriter, r *http.Request, _ string) {
