@@ -673,26 +673,14 @@ func (s *Server) introspect(w http.ResponseWriter, r *http.Request, _ string) {
 }
 
 func (s *Server) userinfo(w http.ResponseWriter, r *http.Request, _ string) {
-	tok, scheme := "", ""
-	if h := r.Header.Get("Authorization"); len(h) > 7 && strings.EqualFold(h[:7], "bearer ") {
-		tok, scheme = strings.TrimSpace(h[7:]), "Bearer"
-	} else if len(h) > 5 && strings.EqualFold(h[:5], "dpop ") {
-		tok, scheme = strings.TrimSpace(h[5:]), "DPoP"
-	}
-	if tok == "" && r.Method == http.MethodPost && isForm(r) && r.ParseForm() == nil {
-		tok = r.PostForm.Get("access_token")
-	}
-	challenge := func(code, desc string) *oauthError {
-		return &oauthError{status: http.StatusUnauthorized, code: code, desc: desc,
-			wwwAuthenticate: `Bearer realm="` + s.realm + `", error="` + code + `", error_description="` + desc + `"`}
-	}
+	tok, scheme := presentedToken(r)
 	if tok == "" {
 		s.writeError(w, errf(http.StatusBadRequest, "invalid_request", "Token not provided"))
 		return
 	}
 	p, err := s.parseAccess(tok)
 	if err != nil || p.Typ != "Bearer" || p.expiredAt(s.now().Unix()) {
-		s.writeError(w, challenge("invalid_token", "Token verification failed"))
+		s.writeError(w, s.bearerChallenge("invalid_token", "Token verification failed"))
 		return
 	}
 	if e := s.checkBoundToken(r, p, tok, scheme); e != nil {
@@ -701,33 +689,38 @@ func (s *Server) userinfo(w http.ResponseWriter, r *http.Request, _ string) {
 	}
 	_, u, ok := s.liveToken(tok)
 	if !ok {
-		s.writeError(w, challenge("invalid_token", "Session expired"))
+		s.writeError(w, s.bearerChallenge("invalid_token", "Session expired"))
 		return
 	}
 	scopes := strings.Fields(p.Scope)
 	if s.opts.UserinfoRequiresOpenID && !slices.Contains(scopes, "openid") {
-		e := challenge("insufficient_scope", "Missing openid scope")
-		s.writeError(w, e)
+		s.writeError(w, s.bearerChallenge("insufficient_scope", "Missing openid scope"))
 		return
 	}
-	out := map[string]any{"sub": p.Sub}
-	if slices.Contains(scopes, "email") && u.Email != "" {
-		out["email"] = u.Email
-		out["email_verified"] = u.EmailVerified
-	}
-	if slices.Contains(scopes, "profile") {
-		out["preferred_username"] = u.Username
-		if name := strings.TrimSpace(u.FirstName + " " + u.LastName); name != "" {
-			out["name"] = name
-		}
-		if u.FirstName != "" {
-			out["given_name"] = u.FirstName
-		}
-		if u.LastName != "" {
-			out["family_name"] = u.LastName
-		}
-	}
+	out := userClaims(*u, scopes)
+	out["sub"] = p.Sub
 	writeJSON(w, http.StatusOK, out)
+}
+
+// presentedToken is the access token a request carries and the scheme it
+// came by: the Authorization header's (Bearer or DPoP), else a form
+// body's access_token (scheme "").
+func presentedToken(r *http.Request) (tok, scheme string) {
+	if h := r.Header.Get("Authorization"); len(h) > 7 && strings.EqualFold(h[:7], "bearer ") {
+		tok, scheme = strings.TrimSpace(h[7:]), "Bearer"
+	} else if len(h) > 5 && strings.EqualFold(h[:5], "dpop ") {
+		tok, scheme = strings.TrimSpace(h[5:]), "DPoP"
+	}
+	if tok == "" && r.Method == http.MethodPost && isForm(r) && r.ParseForm() == nil {
+		tok = r.PostForm.Get("access_token")
+	}
+	return tok, scheme
+}
+
+// bearerChallenge is a 401 with a Bearer challenge naming code and desc.
+func (s *Server) bearerChallenge(code, desc string) *oauthError {
+	return &oauthError{status: http.StatusUnauthorized, code: code, desc: desc,
+		wwwAuthenticate: `Bearer realm="` + s.realm + `", error="` + code + `", error_description="` + desc + `"`}
 }
 
 func (s *Server) certs(w http.ResponseWriter, _ *http.Request, _ string) {

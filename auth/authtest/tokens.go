@@ -226,7 +226,7 @@ func resourceAccess(u userRecord, clientID string) (resource map[string]any, aud
 }
 
 // userClaims are the claims about u that scopes ask for (email, profile),
-// in both the access and the ID token.
+// in the access and ID tokens and userinfo's answer.
 func userClaims(u userRecord, scopes []string) map[string]any {
 	claims := map[string]any{}
 	if slices.Contains(scopes, "email") && u.Email != "" {
