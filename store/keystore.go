@@ -748,23 +748,12 @@ func (s *Store) Login(ctx context.Context, label string, opts LoginOptions) (Key
 	if err != nil {
 		return Key{}, nil, err
 	}
-	if !ks.EndPending.IsZero() {
-		// The old session must end before its tokens are replaced, unless
-		// the server refused for good (a key left pending before that was
-		// told apart): asking again would block the key for ever.
-		if _, err := s.endSession(ctx, e, ks, sec); err != nil && !auth.IsFinalRefusal(err) {
-			return Key{}, nil, &EndPendingError{Label: e.Label, Err: err}
-		}
+	if err := s.endPending(ctx, e, ks, sec); err != nil {
+		return Key{}, nil, err
 	}
-	req := e.request(sec)
-	req.Prompt, req.Wait = opts.Prompt, opts.Wait
-	if e.Grant.Or() == auth.GrantPassword {
-		if opts.Password != "" {
-			req.Password = opts.Password
-		}
-		if req.Password == "" {
-			return Key{}, nil, &LoginNeededError{Label: e.Label, Why: "no password is remembered for it"}
-		}
+	req, err := e.loginRequest(sec, opts)
+	if err != nil {
+		return Key{}, nil, err
 	}
 	ts, err := s.auth.Obtain(ctx, e.Grant, req)
 	if err != nil {
@@ -782,6 +771,38 @@ func (s *Store) Login(ctx context.Context, label string, opts LoginOptions) (Key
 		return Key{}, nil, err
 	}
 	return k, ts, nil
+}
+
+// endPending ends the session a logout left pending (ks.EndPending) before
+// its tokens are replaced, unless the server refused for good (a key left
+// pending before that was told apart): asking again would block the key for
+// ever.
+func (s *Store) endPending(ctx context.Context, e keyEntry, ks keyState, sec keySecrets) error {
+	if ks.EndPending.IsZero() {
+		return nil
+	}
+	if _, err := s.endSession(ctx, e, ks, sec); err != nil && !auth.IsFinalRefusal(err) {
+		return &EndPendingError{Label: e.Label, Err: err}
+	}
+	return nil
+}
+
+// loginRequest is the request of a login to the key: its grant's request
+// with opts' prompt, wait and password (or the one remembered, which the
+// password grant needs).
+func (e keyEntry) loginRequest(sec keySecrets, opts LoginOptions) (auth.Request, error) {
+	req := e.request(sec)
+	req.Prompt, req.Wait = opts.Prompt, opts.Wait
+	if e.Grant.Or() != auth.GrantPassword {
+		return req, nil
+	}
+	if opts.Password != "" {
+		req.Password = opts.Password
+	}
+	if req.Password == "" {
+		return auth.Request{}, &LoginNeededError{Label: e.Label, Why: "no password is remembered for it"}
+	}
+	return req, nil
 }
 
 // request is what the key's grant may use, from its definition and secrets.
