@@ -421,7 +421,7 @@ func (p *challengeParser) all() []Challenge {
 	var out []Challenge
 	for {
 		p.skipSpace()
-		for p.i < len(p.s) && p.s[p.i] == ',' {
+		for p.at(',') {
 			p.i++
 			p.skipSpace()
 		}
@@ -435,39 +435,47 @@ func (p *challengeParser) all() []Challenge {
 			out = append(out, c)
 			continue
 		}
-		// auth-params: name=value pairs separated by commas, until a token
-		// that is not followed by '=' (the next challenge's scheme).
-		for {
-			p.skipSpace()
-			save := p.i
-			name := p.token()
-			p.skipSpace()
-			if name == "" || p.i >= len(p.s) || p.s[p.i] != '=' {
-				p.i = save
-				break
-			}
-			p.i++
-			p.skipSpace()
-			var val string
-			if p.i < len(p.s) && p.s[p.i] == '"' {
-				v, ok := p.quoted()
-				if !ok {
-					out = append(out, c)
-					return out
-				}
-				val = v
-			} else {
-				val = p.token()
-			}
-			c.Params[strings.ToLower(name)] = val
-			p.skipSpace()
-			if p.i < len(p.s) && p.s[p.i] == ',' {
-				p.i++
-			}
-		}
+		whole := p.params(c.Params)
 		out = append(out, c)
-		if p.i >= len(p.s) {
+		if !whole || p.i >= len(p.s) {
 			return out
+		}
+	}
+}
+
+// at reports whether the next byte is c.
+func (p *challengeParser) at(c byte) bool { return p.i < len(p.s) && p.s[p.i] == c }
+
+// params reads auth-params into params: name=value pairs separated by
+// commas, until a token that is not followed by '=' (the next challenge's
+// scheme). whole is false when a quoted value does not end (the rest is
+// not read).
+func (p *challengeParser) params(params map[string]string) (whole bool) {
+	for {
+		p.skipSpace()
+		save := p.i
+		name := p.token()
+		p.skipSpace()
+		if name == "" || !p.at('=') {
+			p.i = save
+			return true
+		}
+		p.i++
+		p.skipSpace()
+		val := ""
+		if p.at('"') {
+			v, ok := p.quoted()
+			if !ok {
+				return false
+			}
+			val = v
+		} else {
+			val = p.token()
+		}
+		params[strings.ToLower(name)] = val
+		p.skipSpace()
+		if p.at(',') {
+			p.i++
 		}
 	}
 }
