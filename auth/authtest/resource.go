@@ -518,18 +518,7 @@ type Page struct {
 // the first page with loop set.
 func writePaged(w http.ResponseWriter, r *http.Request) {
 	q := r.URL.Query()
-	num := func(name string, def int) int {
-		if v, err := strconv.Atoi(q.Get(name)); err == nil && v >= 0 && v <= 100_000 {
-			return v
-		}
-		return def
-	}
-	pages, per, page := num("pages", 3), num("per", 2), num("page", 1)
-	if c, ok := strings.CutPrefix(q.Get("cursor"), "c"); ok {
-		if v, err := strconv.Atoi(c); err == nil && v > 0 {
-			page = v
-		}
-	}
+	pages, per, page := pageNumbers(q)
 	items := []PageItem{}
 	if page >= 1 && page <= pages {
 		for i := (page - 1) * per; i < page*per; i++ {
@@ -556,15 +545,7 @@ func writePaged(w http.ResponseWriter, r *http.Request) {
 	}
 	w.Header().Set("Content-Type", "application/json")
 	if q.Has("body") {
-		body := Page{Items: items}
-		if next != "" {
-			cursor := "c" + strconv.Itoa(page+1)
-			if page >= pages {
-				cursor = "c1"
-			}
-			body.Cursor, body.Next = &cursor, &next
-		}
-		_ = json.NewEncoder(w).Encode(body)
+		_ = json.NewEncoder(w).Encode(pageBody(items, next, page, pages))
 		return
 	}
 	links := []string{}
@@ -576,4 +557,36 @@ func writePaged(w http.ResponseWriter, r *http.Request) {
 	enc := json.NewEncoder(w)
 	enc.SetIndent("", "  ")
 	_ = enc.Encode(items)
+}
+
+// pageNumbers are /test/pages' numbers from its query: pages (default 3),
+// per (default 2) and the page asked for (default 1), by number or cursor.
+func pageNumbers(q url.Values) (pages, per, page int) {
+	num := func(name string, def int) int {
+		if v, err := strconv.Atoi(q.Get(name)); err == nil && v >= 0 && v <= 100_000 {
+			return v
+		}
+		return def
+	}
+	pages, per, page = num("pages", 3), num("per", 2), num("page", 1)
+	if c, ok := strings.CutPrefix(q.Get("cursor"), "c"); ok {
+		if v, err := strconv.Atoi(c); err == nil && v > 0 {
+			page = v
+		}
+	}
+	return pages, per, page
+}
+
+// pageBody is page's Page: its items and, unless next is "", the next
+// page's cursor (the first after the last) and path.
+func pageBody(items []PageItem, next string, page, pages int) Page {
+	body := Page{Items: items}
+	if next != "" {
+		cursor := "c" + strconv.Itoa(page+1)
+		if page >= pages {
+			cursor = "c1"
+		}
+		body.Cursor, body.Next = &cursor, &next
+	}
+	return body
 }
