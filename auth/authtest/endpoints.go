@@ -208,26 +208,12 @@ func (s *Server) authenticateClient(r *http.Request, form url.Values) (Client, *
 	if form.Has("client_assertion") || form.Has("client_assertion_type") {
 		return s.jwtClient(r, form)
 	}
-	var id, secret string
-	haveID, haveSecret := false, false
-	if h := r.Header.Get("Authorization"); h != "" {
-		if u, p, ok := parseBasic(h); ok {
-			id, secret, haveID, haveSecret = u, p, true, true
-		} else if !form.Has("client_id") {
-			return Client{}, &oauthError{status: http.StatusUnauthorized, wwwAuthenticate: `Basic realm="` + s.realm + `"`}
-		}
-	}
-	if form.Has("client_id") {
-		id, haveID = form.Get("client_id"), true
-	}
-	if form.Has("client_secret") {
-		secret, haveSecret = form.Get("client_secret"), true
-	}
-	if !haveID {
-		return Client{}, errf(http.StatusBadRequest, "invalid_client", "Missing client_id parameter")
+	cred, e := s.presentedCredentials(r, form)
+	if e != nil {
+		return Client{}, e
 	}
 	s.mu.Lock()
-	c, ok := s.clients[id]
+	c, ok := s.clients[cred.id]
 	s.mu.Unlock()
 	if !ok || c.Disabled {
 		return Client{}, errf(http.StatusUnauthorized, "invalid_client", "Invalid client or Invalid client credentials")
@@ -241,10 +227,40 @@ func (s *Server) authenticateClient(r *http.Request, form url.Values) (Client, *
 	if c.Secret == "" { // public client
 		return c, nil
 	}
-	if !haveSecret || subtle.ConstantTimeCompare([]byte(secret), []byte(c.Secret)) != 1 {
+	if !cred.haveSecret || subtle.ConstantTimeCompare([]byte(cred.secret), []byte(c.Secret)) != 1 {
 		return Client{}, errf(http.StatusUnauthorized, "unauthorized_client", "Invalid client or Invalid client credentials")
 	}
 	return c, nil
+}
+
+// credentials are the client id and secret a request presents.
+type credentials struct {
+	id, secret string
+	haveSecret bool
+}
+
+// presentedCredentials are the client's id and secret from HTTP Basic or
+// the form (the form's win); a client id is required.
+func (s *Server) presentedCredentials(r *http.Request, form url.Values) (credentials, *oauthError) {
+	var cred credentials
+	haveID := false
+	if h := r.Header.Get("Authorization"); h != "" {
+		if u, p, ok := parseBasic(h); ok {
+			cred, haveID = credentials{id: u, secret: p, haveSecret: true}, true
+		} else if !form.Has("client_id") {
+			return credentials{}, &oauthError{status: http.StatusUnauthorized, wwwAuthenticate: `Basic realm="` + s.realm + `"`}
+		}
+	}
+	if form.Has("client_id") {
+		cred.id, haveID = form.Get("client_id"), true
+	}
+	if form.Has("client_secret") {
+		cred.secret, cred.haveSecret = form.Get("client_secret"), true
+	}
+	if !haveID {
+		return credentials{}, errf(http.StatusBadRequest, "invalid_client", "Missing client_id parameter")
+	}
+	return cred, nil
 }
 
 func parseBasic(h string) (user, pass string, ok bool) {
