@@ -96,30 +96,48 @@ func (fs *fastStruct) add(t reflect.Type, base uintptr, slots *int) bool {
 		}
 		ff := fastField{name: name, off: base + f.Offset, slot: *slots}
 		*slots++
-		switch {
-		case f.Type == reflect.TypeFor[time.Time]():
-			ff.kind = fastTime
-		case f.Type.Kind() == reflect.String:
-			ff.kind = fastString
-		case f.Type.Kind() == reflect.Bool:
-			ff.kind = fastBool
-		case f.Type.Kind() == reflect.Int64, f.Type.Kind() == reflect.Int && f.Type.Size() == 8:
-			ff.kind = fastInt
-		case f.Type == reflect.TypeFor[*int64]():
-			ff.kind = fastOptInt
-		case f.Type == reflect.TypeFor[[]string]():
-			ff.kind = fastStrings
-		case f.Type.Kind() == reflect.Struct:
-			ff.kind, ff.sub = fastNested, &fastStruct{}
+		kind, ok := fastKindOf(f.Type)
+		if !ok {
+			return false
+		}
+		ff.kind = kind
+		if kind == fastNested {
+			ff.sub = &fastStruct{}
 			if !ff.sub.add(f.Type, base+f.Offset, slots) || len(ff.sub.fields) > 64 || !uniqueNames(ff.sub.fields) {
 				return false
 			}
-		default:
-			return false
 		}
 		fs.fields = append(fs.fields, ff)
 	}
 	return true
+}
+
+// fastKinds are the field types the fast decoder reads, in order: the
+// first that matches is the field's kind.
+var fastKinds = []struct {
+	is   func(t reflect.Type) bool
+	kind fastKind
+}{
+	{func(t reflect.Type) bool { return t == reflect.TypeFor[time.Time]() }, fastTime},
+	{func(t reflect.Type) bool { return t.Kind() == reflect.String }, fastString},
+	{func(t reflect.Type) bool { return t.Kind() == reflect.Bool }, fastBool},
+	{func(t reflect.Type) bool {
+		return t.Kind() == reflect.Int64 || t.Kind() == reflect.Int && t.Size() == 8
+	}, fastInt},
+	{func(t reflect.Type) bool { return t == reflect.TypeFor[*int64]() }, fastOptInt},
+	{func(t reflect.Type) bool { return t == reflect.TypeFor[[]string]() }, fastStrings},
+	{func(t reflect.Type) bool { return t.Kind() == reflect.Struct }, fastNested},
+}
+
+// fastKindOf is the kind of a field of type t; false when the fast decoder
+// does not read it.
+func fastKindOf(t reflect.Type) (fastKind, bool) {
+	for _, k := range fastKinds {
+		if k.is(t) {
+			return k.kind, true
+		}
+	}
+	return 0, false
 }
 
 // fastDecode decodes b into *p (a zero value of the struct fs describes);
