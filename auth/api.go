@@ -6,6 +6,7 @@ import (
 	"io"
 	"log/slog"
 	"net/http"
+	"net/url"
 	"strings"
 	"sync"
 	"time"
@@ -99,7 +100,7 @@ type apiTransport struct {
 var errNoDPoPKey = &Error{Kind: KindConfig, Msg: "the access token is DPoP-bound but the key has no DPoP key to sign proofs with", Hint: "log in again"}
 
 func (t *apiTransport) RoundTrip(req *http.Request) (*http.Response, error) {
-	if req.URL.Scheme != "https" && !(req.URL.Scheme == "http" && IsLoopback(req.URL.Hostname())) {
+	if !sendsTokenTo(req.URL) {
 		closeBody(req)
 		return nil, errInsecureURL
 	}
@@ -114,7 +115,7 @@ func (t *apiTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 	if req.Body != nil && req.Body != http.NoBody && req.GetBody == nil {
 		stream = &watchedBody{rc: req.Body}
 	}
-	nonceRetried, renewed := false, false
+	var tries retries
 	for {
 		r, err := t.prepare(req, ts, stream)
 		if err != nil {
@@ -124,29 +125,13 @@ func (t *apiTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 		if err != nil || resp.StatusCode != http.StatusUnauthorized {
 			return resp, err
 		}
-		nonce := t.dpop != nil && isDPoP(ts) && t.nonces.Remember(req.URL.String(), resp.Header) && asksNonce(resp.Header)
-		switch {
-		case nonce && !nonceRetried:
-			nonceRetried = true
-		case !renewed && InvalidTokenChallenge(resp.Header):
-			renewed = true
-		default:
+		nonce := t.askedNonce(req, ts, resp)
+		if !tries.again(nonce, resp.Header) {
 			return resp, nil // the 401 stands
 		}
-		// Send again: the body must be whole.
-		switch {
-		case req.GetBody != nil:
-			body, err := req.GetBody()
-			if err != nil {
-				return resp, nil
-			}
-			req = req.Clone(req.Context())
-			req.Body = body
-		case stream != nil:
-			if !stream.detach() {
-				return resp, nil // part of the body went out: it cannot be sent whole again
-			}
-			stream = &watchedBody{rc: stream.rc}
+		var whole bool
+		if req, stream, whole = rewind(req, stream); !whole {
+			return resp, nil
 		}
 		drain(resp)
 		if nonce {
@@ -156,6 +141,57 @@ func (t *apiTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 			return nil, err
 		}
 	}
+}
+
+// sendsTokenTo reports whether a token may be sent to u: https, or http to
+// a loopback host.
+func sendsTokenTo(u *url.URL) bool {
+	return u.Scheme == "https" || (u.Scheme == "http" && IsLoopback(u.Hostname()))
+}
+
+// askedNonce reports whether resp, a 401 to a DPoP-bound request, asks for
+// a DPoP nonce (which is remembered for the request's URL).
+func (t *apiTransport) askedNonce(req *http.Request, ts *TokenSet, resp *http.Response) bool {
+	return t.dpop != nil && isDPoP(ts) && t.nonces.Remember(req.URL.String(), resp.Header) && asksNonce(resp.Header)
+}
+
+// retries are the second tries of one request after a 401: one with the
+// nonce the server asked for, one with a renewed token.
+type retries struct{ nonce, renewed bool }
+
+// again reports whether a 401 (asking for a nonce, or with header h) is
+// worth sending again, and counts the try.
+func (r *retries) again(nonce bool, h http.Header) bool {
+	switch {
+	case nonce && !r.nonce:
+		r.nonce = true
+	case !r.renewed && InvalidTokenChallenge(h):
+		r.renewed = true
+	default:
+		return false
+	}
+	return true
+}
+
+// rewind makes req's body whole again to send it again: asked for anew, or
+// the watched stream when none of it was read. whole is false when it
+// cannot be.
+func rewind(req *http.Request, stream *watchedBody) (_ *http.Request, _ *watchedBody, whole bool) {
+	switch {
+	case req.GetBody != nil:
+		body, err := req.GetBody()
+		if err != nil {
+			return req, stream, false
+		}
+		req = req.Clone(req.Context())
+		req.Body = body
+	case stream != nil:
+		if !stream.detach() {
+			return req, stream, false // part of the body went out: it cannot be sent whole again
+		}
+		stream = &watchedBody{rc: stream.rc}
+	}
+	return req, stream, true
 }
 
 func isDPoP(ts *TokenSet) bool { return strings.EqualFold(ts.TokenType, DPoPTokenType) }
@@ -385,7 +421,7 @@ func (p *challengeParser) all() []Challenge {
 	var out []Challenge
 	for {
 		p.skipSpace()
-		for p.i < len(p.s) && p.s[p.i] == ',' {
+		for p.at(',') {
 			p.i++
 			p.skipSpace()
 		}
@@ -399,39 +435,47 @@ func (p *challengeParser) all() []Challenge {
 			out = append(out, c)
 			continue
 		}
-		// auth-params: name=value pairs separated by commas, until a token
-		// that is not followed by '=' (the next challenge's scheme).
-		for {
-			p.skipSpace()
-			save := p.i
-			name := p.token()
-			p.skipSpace()
-			if name == "" || p.i >= len(p.s) || p.s[p.i] != '=' {
-				p.i = save
-				break
-			}
-			p.i++
-			p.skipSpace()
-			var val string
-			if p.i < len(p.s) && p.s[p.i] == '"' {
-				v, ok := p.quoted()
-				if !ok {
-					out = append(out, c)
-					return out
-				}
-				val = v
-			} else {
-				val = p.token()
-			}
-			c.Params[strings.ToLower(name)] = val
-			p.skipSpace()
-			if p.i < len(p.s) && p.s[p.i] == ',' {
-				p.i++
-			}
-		}
+		whole := p.params(c.Params)
 		out = append(out, c)
-		if p.i >= len(p.s) {
+		if !whole || p.i >= len(p.s) {
 			return out
+		}
+	}
+}
+
+// at reports whether the next byte is c.
+func (p *challengeParser) at(c byte) bool { return p.i < len(p.s) && p.s[p.i] == c }
+
+// params reads auth-params into params: name=value pairs separated by
+// commas, until a token that is not followed by '=' (the next challenge's
+// scheme). whole is false when a quoted value does not end (the rest is
+// not read).
+func (p *challengeParser) params(params map[string]string) (whole bool) {
+	for {
+		p.skipSpace()
+		save := p.i
+		name := p.token()
+		p.skipSpace()
+		if name == "" || !p.at('=') {
+			p.i = save
+			return true
+		}
+		p.i++
+		p.skipSpace()
+		val := ""
+		if p.at('"') {
+			v, ok := p.quoted()
+			if !ok {
+				return false
+			}
+			val = v
+		} else {
+			val = p.token()
+		}
+		params[strings.ToLower(name)] = val
+		p.skipSpace()
+		if p.at(',') {
+			p.i++
 		}
 	}
 }

@@ -218,7 +218,7 @@ func triedLine(u string, err error) string {
 	case KindOf(err) == KindMalformedResponse:
 		why = "not a discovery document"
 	}
-	return text.Safe(u) + " (" + why + ")"
+	return text.Cleanf("%s (%s)", u, why).String()
 }
 
 // discover fetches the discovery document at wellKnown for issuer.

@@ -4,7 +4,6 @@ import (
 	"context"
 	"crypto"
 	"crypto/tls"
-	"fmt"
 	"net/url"
 	"strings"
 
@@ -138,7 +137,7 @@ func ParseClientAuthMethod(s string) (ClientAuthMethod, error) {
 		}
 		names = append(names, string(r.Method))
 	}
-	return "", configError(fmt.Sprintf("client authentication %q is not one shipkey knows", text.Safe(s)),
+	return "", configError(text.Cleanf("client authentication %q is not one shipkey knows", text.Sanitize(s)).String(),
 		"use one of "+strings.Join(names, ", "))
 }
 

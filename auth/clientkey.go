@@ -204,13 +204,8 @@ func SigningAlg(k crypto.Signer, supported []string) (jose.SignatureAlgorithm, e
 			return a, nil
 		}
 	}
-	return "", configError(fmt.Sprintf("the realm accepts client assertions signed with %s, and this key signs %s", joinSafe(supported), algs[0]),
+	return "", configError(text.Cleanf("the realm accepts client assertions signed with %s, and this key signs %s", strings.Join(supported, ", "), algs[0]).String(),
 		"use a key of a kind the realm accepts (--generate-client-key makes an ES256 key)")
-}
-
-// joinSafe joins server-sent algorithm names for a message, cleaned.
-func joinSafe(names []string) string {
-	return text.Safe(strings.Join(names, ", "))
 }
 
 // ParseClientCertificate pairs a PEM certificate chain (leaf first) with its

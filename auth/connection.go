@@ -191,18 +191,11 @@ func (c Connection) Normalize() (Connection, error) {
 	if err != nil || u.Host == "" || strings.ContainsAny(c.AuthURL, "?#") {
 		return c, nil // Validate says what is wrong
 	}
-	path := strings.TrimRight(u.EscapedPath(), "/")
-	for _, suffix := range []string{"/.well-known/openid-configuration", "/protocol/openid-connect"} {
-		if i := strings.Index(path, suffix); i >= 0 {
-			path = path[:i]
-		}
-	}
-	i := strings.LastIndex(path, "/realms/")
-	if i < 0 {
+	prefix, rawRealm, ok := realmPath(u)
+	if !ok {
 		c.AuthURL = strings.TrimRight(c.AuthURL, "/")
 		return c, nil
 	}
-	rawRealm := path[i+len("/realms/"):]
 	realm, err := url.PathUnescape(rawRealm)
 	if err != nil || realm == "" || strings.Contains(rawRealm, "/") {
 		return c, configError("the auth URL "+c.AuthURL+" has a realm path that shipkey cannot read",
@@ -212,9 +205,31 @@ func (c Connection) Normalize() (Connection, error) {
 		return c, configError(fmt.Sprintf("the auth URL names realm %s but the realm is set to %s", realm, c.Realm),
 			"drop the realm path from the auth URL, or set the realm to the one you mean")
 	}
-	base := u.Scheme + "://" + u.Host
-	prefix := path[:i]
 	c.Realm = realm
+	return c.atRealm(u.Scheme+"://"+u.Host, prefix, rawRealm)
+}
+
+// realmPath splits u's path (without a trailing /, /protocol/openid-connect/...
+// or /.well-known/openid-configuration) at its last /realms/: what comes
+// before it and the realm, still escaped; false when there is none.
+func realmPath(u *url.URL) (prefix, rawRealm string, ok bool) {
+	path := strings.TrimRight(u.EscapedPath(), "/")
+	for _, suffix := range []string{"/.well-known/openid-configuration", "/protocol/openid-connect"} {
+		if i := strings.Index(path, suffix); i >= 0 {
+			path = path[:i]
+		}
+	}
+	i := strings.LastIndex(path, "/realms/")
+	if i < 0 {
+		return "", "", false
+	}
+	return path[:i], path[i+len("/realms/"):], true
+}
+
+// atRealm is c with the realm URL base+prefix+/realms/rawRealm read: the
+// auth URL before /auth/realms/, or (Keycloak 17 and later, without /auth)
+// the issuer, which must not contradict one already set.
+func (c Connection) atRealm(base, prefix, rawRealm string) (Connection, error) {
 	if p, ok := strings.CutSuffix(prefix, "/auth"); ok {
 		c.AuthURL = base + p
 		return c, nil

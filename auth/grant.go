@@ -2,7 +2,6 @@ package auth
 
 import (
 	"context"
-	"fmt"
 	"strings"
 	"time"
 
@@ -173,7 +172,7 @@ func GrantFor(t GrantType) (Grant, error) {
 	for i, g := range grantTable {
 		names[i] = string(g.Type())
 	}
-	return nil, configError(fmt.Sprintf("grant %q is not one shipkey knows", text.Safe(string(t))),
+	return nil, configError(text.Cleanf("grant %q is not one shipkey knows", text.Sanitize(string(t))).String(),
 		"use one of "+strings.Join(names, ", "))
 }
 

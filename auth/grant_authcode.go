@@ -53,49 +53,79 @@ func randomString() string {
 
 func (authCodeGrant) Obtain(ctx context.Context, c *Client, r Request) (*TokenSet, error) {
 	const op = "authcode"
-	if err := r.Conn.Validate(); err != nil {
-		return nil, withOp(err, op)
-	}
-	if r.Prompt == nil {
-		return nil, &Error{Kind: KindInteractionRequired, Op: op, Msg: "signing in with a browser needs a person", Hint: "run the command in a terminal"}
-	}
-	ep, discovered, err := c.endpoints(ctx, r.Conn)
+	ep, discovered, err := c.interactiveEndpoints(ctx, r, op, "signing in with a browser needs a person",
+		"authorization", func(e *Endpoints) *string { return &e.Authorization })
 	if err != nil {
-		return nil, withOp(err, op)
-	}
-	if ep.Authorization == "" {
-		ep.Authorization = r.Conn.KeycloakEndpoints().Authorization
-	}
-	if ep.Authorization == "" {
-		return nil, &Error{Kind: KindConfig, Op: op, Msg: "the server offers no authorization endpoint", Hint: "use another grant, or set the auth URL of a Keycloak realm"}
+		return nil, err
 	}
 	tokenURL, err := c.tokenEndpoint(ctx, r.Conn)
 	if err != nil {
 		return nil, withOp(err, op)
 	}
-	issuer := ep.Issuer
-	if issuer == "" {
-		issuer = r.Conn.IssuerURL()
-	}
-
-	ln, err := net.Listen("tcp", net.JoinHostPort("127.0.0.1", strconv.Itoa(r.CallbackPort)))
+	ln, err := listenCallback(r.CallbackPort)
 	if err != nil {
-		hint := "try again"
-		if r.CallbackPort != 0 {
-			hint = "free the port, or register another callback port and pass it with {{callback-port}}"
-		}
-		return nil, &Error{Kind: KindConfig, Op: op, Msg: "cannot listen on 127.0.0.1:" + strconv.Itoa(r.CallbackPort), Hint: hint, Err: err}
+		return nil, err
 	}
 	redirect := fmt.Sprintf("http://127.0.0.1:%d/callback", ln.Addr().(*net.TCPAddr).Port)
-	scopes := grantScopes(r.Conn, ep, discovered)
-	cfg := &oauth2.Config{ClientID: r.Conn.ClientID, Endpoint: oauth2.Endpoint{AuthURL: ep.Authorization}, RedirectURL: redirect, Scopes: scopes}
+	a, err := c.authorizationURL(ctx, r, ep, grantScopes(r.Conn, ep, discovered), redirect)
+	if err != nil {
+		ln.Close()
+		return nil, err
+	}
+	code, err := c.awaitCallback(ctx, r, ep, ln, a)
+	if err != nil {
+		return nil, err
+	}
+	ts, err := c.token(ctx, r.Conn, r.ClientAuth, tokenCall{Op: op, Endpoint: tokenURL, Secrets: []string{code, a.verifier}, Form: url.Values{
+		"grant_type":    {"authorization_code"},
+		"code":          {code},
+		"redirect_uri":  {redirect},
+		"code_verifier": {a.verifier},
+	}})
+	if err != nil {
+		return nil, err
+	}
+	if a.nonce != "" {
+		if err := checkNonce(ts.IDToken, a.nonce, c.now()); err != nil {
+			return nil, &Error{Kind: KindMalformedResponse, Op: op, Msg: err.Error(), Hint: "nothing was stored; run the command again"}
+		}
+	}
+	if err := c.checkSignedIn(ctx, r, ts, op); err != nil {
+		return nil, err
+	}
+	return ts, nil
+}
 
-	state, verifier := randomString(), oauth2.GenerateVerifier()
-	opts := []oauth2.AuthCodeOption{oauth2.S256ChallengeOption(verifier)}
-	nonce := ""
+// listenCallback listens on 127.0.0.1 at port (0: any) for the browser.
+func listenCallback(port int) (net.Listener, error) {
+	ln, err := net.Listen("tcp", net.JoinHostPort("127.0.0.1", strconv.Itoa(port)))
+	if err != nil {
+		hint := "try again"
+		if port != 0 {
+			hint = "free the port, or register another callback port and pass it with {{callback-port}}"
+		}
+		return nil, &Error{Kind: KindConfig, Op: "authcode", Msg: "cannot listen on 127.0.0.1:" + strconv.Itoa(port), Hint: hint, Err: err}
+	}
+	return ln, nil
+}
+
+// authorization is one sign-in's authorization request: the URL the
+// browser is sent to and what checking the answer needs.
+type authorization struct {
+	url, redirect, state, verifier string
+	nonce                          string // "" unless openid is asked for
+}
+
+// authorizationURL builds the authorization request (PKCE S256, a nonce
+// when openid is asked for, the login hint, DPoP's key thumbprint), pushed
+// first (PAR, RFC 9126) when the server offers it and the connection allows.
+func (c *Client) authorizationURL(ctx context.Context, r Request, ep Endpoints, scopes []string, redirect string) (authorization, error) {
+	cfg := &oauth2.Config{ClientID: r.Conn.ClientID, Endpoint: oauth2.Endpoint{AuthURL: ep.Authorization}, RedirectURL: redirect, Scopes: scopes}
+	a := authorization{redirect: redirect, state: randomString(), verifier: oauth2.GenerateVerifier()}
+	opts := []oauth2.AuthCodeOption{oauth2.S256ChallengeOption(a.verifier)}
 	if slices.Contains(scopes, "openid") {
-		nonce = randomString()
-		opts = append(opts, oauth2.SetAuthURLParam("nonce", nonce))
+		a.nonce = randomString()
+		opts = append(opts, oauth2.SetAuthURLParam("nonce", a.nonce))
 	}
 	if u := strings.TrimSpace(r.Username); u != "" {
 		opts = append(opts, oauth2.SetAuthURLParam("login_hint", u)) // the person who must sign in
@@ -103,36 +133,28 @@ func (authCodeGrant) Obtain(ctx context.Context, c *Client, r Request) (*TokenSe
 	if r.ClientAuth.DPoP != nil {
 		opts = append(opts, oauth2.SetAuthURLParam("dpop_jkt", r.ClientAuth.DPoP.JKT()))
 	}
-	authURL := cfg.AuthCodeURL(state, opts...)
+	a.url = cfg.AuthCodeURL(a.state, opts...)
 	if ep.PAR != "" && !r.Conn.NoPAR {
-		if authURL, err = c.pushAuthorization(ctx, r.Conn, r.ClientAuth, ep, authURL); err != nil {
-			return nil, err
+		var err error
+		if a.url, err = c.pushAuthorization(ctx, r.Conn, r.ClientAuth, ep, a.url); err != nil {
+			return authorization{}, err
 		}
 	}
+	return a, nil
+}
 
-	results := make(chan callbackResult, 1)
-	start := newStartLink(op, authURL)
-	srv := &http.Server{
-		ReadHeaderTimeout: 10 * time.Second,
-		Handler: http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
-			if start.serve(w, req) {
-				return
-			}
-			if req.URL.Path != "/callback" {
-				http.NotFound(w, req)
-				return
-			}
-			res := readCallback(req, state, issuer, ep.IssParameter)
-			closePage(w, res.err)
-			if res.err != nil && errors.Is(res.err, errWrongState) {
-				return // not our browser's answer: keep waiting
-			}
-			select {
-			case results <- res:
-			default:
-			}
-		}),
+// awaitCallback serves ln (the start link and /callback), prompts the person
+// and waits for the browser to come back with a code; ln is closed when it
+// returns.
+func (c *Client) awaitCallback(ctx context.Context, r Request, ep Endpoints, ln net.Listener, a authorization) (string, error) {
+	const op = "authcode"
+	issuer := ep.Issuer
+	if issuer == "" {
+		issuer = r.Conn.IssuerURL()
 	}
+	results := make(chan callbackResult, 1)
+	start := newStartLink(op, a.url)
+	srv := &http.Server{ReadHeaderTimeout: 10 * time.Second, Handler: callbackHandler(start, results, a.state, issuer, ep.IssParameter)}
 	go func() { _ = srv.Serve(ln) }()
 	defer func() {
 		sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), time.Second)
@@ -144,46 +166,48 @@ func (authCodeGrant) Obtain(ctx context.Context, c *Client, r Request) (*TokenSe
 	if wait <= 0 {
 		wait = DefaultBrowserWait
 	}
-	r.Prompt(Prompt{Grant: GrantAuthCode, AuthURL: authURL, StartURL: start.url(ln.Addr().(*net.TCPAddr).Port), RedirectURI: redirect, PortFixed: r.CallbackPort != 0, ExpiresAt: c.now().Add(wait)})
+	r.Prompt(Prompt{Grant: GrantAuthCode, AuthURL: a.url, StartURL: start.url(ln.Addr().(*net.TCPAddr).Port), RedirectURI: a.redirect, PortFixed: r.CallbackPort != 0, ExpiresAt: c.now().Add(wait)})
 
 	timer := time.NewTimer(wait)
 	defer timer.Stop()
 	var res callbackResult
 	select {
 	case <-ctx.Done():
-		return nil, mapTransportError(ctx, op, ep.Authorization, ctx.Err())
+		return "", mapTransportError(ctx, op, ep.Authorization, ctx.Err())
 	case <-timer.C:
-		return nil, &Error{Kind: KindExpired, Op: op, Msg: "no browser came back within " + text.Span(wait), Hint: "run the command again and finish signing in in the browser"}
+		return "", &Error{Kind: KindExpired, Op: op, Msg: "no browser came back within " + text.Span(wait), Hint: "run the command again and finish signing in in the browser"}
 	case err := <-start.aborted:
-		return nil, err
+		return "", err
 	case res = <-results:
 	}
-	if res.err != nil {
-		var e *Error
-		if errors.As(res.err, &e) {
-			return nil, c.nameTheSwitch(ctx, r.Conn, r.ClientAuth, e)
-		}
-		return nil, res.err
+	var e *Error
+	if errors.As(res.err, &e) {
+		return "", c.nameTheSwitch(ctx, r.Conn, r.ClientAuth, e)
 	}
+	return res.code, res.err
+}
 
-	ts, err := c.token(ctx, r.Conn, r.ClientAuth, tokenCall{Op: op, Endpoint: tokenURL, Secrets: []string{res.code, verifier}, Form: url.Values{
-		"grant_type":    {"authorization_code"},
-		"code":          {res.code},
-		"redirect_uri":  {redirect},
-		"code_verifier": {verifier},
-	}})
-	if err != nil {
-		return nil, err
-	}
-	if nonce != "" {
-		if err := checkNonce(ts.IDToken, nonce, c.now()); err != nil {
-			return nil, &Error{Kind: KindMalformedResponse, Op: op, Msg: err.Error(), Hint: "nothing was stored; run the command again"}
+// callbackHandler answers the browser: the start link, and /callback, whose
+// first answer for this sign-in (state) goes to results.
+func callbackHandler(start *startLink, results chan<- callbackResult, state, issuer string, issRequired bool) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
+		if start.serve(w, req) {
+			return
 		}
-	}
-	if err := c.checkSignedIn(ctx, r, ts, op); err != nil {
-		return nil, err
-	}
-	return ts, nil
+		if req.URL.Path != "/callback" {
+			http.NotFound(w, req)
+			return
+		}
+		res := readCallback(req, state, issuer, issRequired)
+		closePage(w, res.err)
+		if res.err != nil && errors.Is(res.err, errWrongState) {
+			return // not our browser's answer: keep waiting
+		}
+		select {
+		case results <- res:
+		default:
+		}
+	})
 }
 
 var errWrongState = errors.New("the callback's state does not match this sign-in")

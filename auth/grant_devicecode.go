@@ -50,22 +50,83 @@ const maxDeviceInterval = time.Minute
 
 func (deviceCodeGrant) Obtain(ctx context.Context, c *Client, r Request) (*TokenSet, error) {
 	const op = "device-code"
+	ep, discovered, err := c.interactiveEndpoints(ctx, r, op, "the device code grant needs a person to approve it",
+		"device authorization", func(e *Endpoints) *string { return &e.DeviceAuthorization })
+	if err != nil {
+		return nil, err
+	}
+	d, err := c.authorizeDevice(ctx, r, ep, discovered)
+	if err != nil {
+		return nil, err
+	}
+	// A browser is handed a one-time loopback link to the complete URI,
+	// never the URI itself: it carries the user code.
+	var start *startLink
+	startURL := ""
+	if d.VerificationURIComplete != "" {
+		start = newStartLink(op, d.VerificationURIComplete)
+		var stop func()
+		startURL, stop = listenStartLink(start)
+		defer stop()
+	}
+	r.Prompt(Prompt{
+		Grant:                   GrantDeviceCode,
+		UserCode:                d.UserCode,
+		VerificationURI:         d.VerificationURI,
+		VerificationURIComplete: d.VerificationURIComplete,
+		ExpiresAt:               c.now().Add(d.wait),
+		Interval:                d.interval,
+		StartURL:                startURL,
+	})
+	ts, err := c.awaitDevice(ctx, r, d, start)
+	if err != nil {
+		return nil, err
+	}
+	if err := c.checkSignedIn(ctx, r, ts, op); err != nil {
+		return nil, err
+	}
+	return ts, nil
+}
+
+// interactiveEndpoints is what a grant that needs a person checks first: the
+// connection is valid, a person is there to prompt (else noPerson is said),
+// and the server has the endpoint field picks (what names it), discovered or
+// Keycloak's. discovered: the endpoints came from discovery.
+func (c *Client) interactiveEndpoints(ctx context.Context, r Request, op, noPerson, what string, field func(*Endpoints) *string) (Endpoints, bool, error) {
 	if err := r.Conn.Validate(); err != nil {
-		return nil, withOp(err, op)
+		return Endpoints{}, false, withOp(err, op)
 	}
 	if r.Prompt == nil {
-		return nil, &Error{Kind: KindInteractionRequired, Op: op, Msg: "the device code grant needs a person to approve it", Hint: "run the command in a terminal"}
+		return Endpoints{}, false, &Error{Kind: KindInteractionRequired, Op: op, Msg: noPerson, Hint: "run the command in a terminal"}
 	}
 	ep, discovered, err := c.endpoints(ctx, r.Conn)
 	if err != nil {
-		return nil, withOp(err, op)
+		return Endpoints{}, false, withOp(err, op)
 	}
-	if ep.DeviceAuthorization == "" {
-		ep.DeviceAuthorization = r.Conn.KeycloakEndpoints().DeviceAuthorization
+	if u := field(&ep); *u == "" {
+		kc := r.Conn.KeycloakEndpoints()
+		*u = *field(&kc)
 	}
-	if ep.DeviceAuthorization == "" {
-		return nil, &Error{Kind: KindConfig, Op: op, Msg: "the server offers no device authorization endpoint", Hint: "use another grant, or set the auth URL of a Keycloak realm"}
+	if *field(&ep) == "" {
+		return Endpoints{}, false, &Error{Kind: KindConfig, Op: op, Msg: "the server offers no " + what + " endpoint", Hint: "use another grant, or set the auth URL of a Keycloak realm"}
 	}
+	return ep, discovered, nil
+}
+
+// deviceAuthorization is a device authorization the server granted, checked,
+// with what polling for its tokens needs.
+type deviceAuthorization struct {
+	deviceAuthResponse
+	verifier string        // the PKCE verifier sent with it
+	secrets  []string      // what no error may show
+	wait     time.Duration // how long the code lives (bounded)
+	interval time.Duration // between polls (bounded)
+}
+
+// authorizeDevice sends the device authorization request (RFC 8628 §3.1)
+// and checks the answer.
+func (c *Client) authorizeDevice(ctx context.Context, r Request, ep Endpoints, discovered bool) (*deviceAuthorization, error) {
+	const op = "device-code"
 	// PKCE (RFC 7636) on the device grant too: a realm that sets a PKCE
 	// method for the client refuses a device request without it
 	// (keycloak#9710); a server that does not know it ignores it.
@@ -77,94 +138,88 @@ func (deviceCodeGrant) Obtain(ctx context.Context, c *Client, r Request) (*Token
 	if err != nil {
 		return nil, err
 	}
-	status := resp.Status
-	if status == http.StatusNotFound || status == http.StatusMethodNotAllowed || status == http.StatusNotImplemented {
+	switch status := resp.Status; status {
+	case http.StatusOK:
+	case http.StatusNotFound, http.StatusMethodNotAllowed, http.StatusNotImplemented:
 		// Nothing answers there (an HTML 404 page, most often): the server
 		// has no device grant, or not at the path guessed for Keycloak.
 		return nil, &Error{Kind: KindConfig, Op: op, Status: status,
 			Msg:  fmt.Sprintf("no device authorization endpoint at %s (status %d); this server may not support the device grant", ep.DeviceAuthorization, status),
 			Hint: "use another grant (--grant authcode, password or client-credentials), or check the auth URL"}
-	}
-	if status != http.StatusOK {
+	default:
 		return nil, c.nameTheSwitch(ctx, r.Conn, r.ClientAuth, resp.refusal(op, secrets))
 	}
-	body := resp.Body
 	var da deviceAuthResponse
-	if json.Unmarshal(body, &da) != nil {
+	if json.Unmarshal(resp.Body, &da) != nil {
 		return nil, malformed(op, "the device authorization answer is not JSON")
 	}
+	if err := da.check(); err != nil {
+		return nil, err
+	}
+	wait, interval := da.timing()
+	return &deviceAuthorization{deviceAuthResponse: da, verifier: verifier, secrets: secrets, wait: wait, interval: interval}, nil
+}
+
+// check checks the answer's codes and URIs, taking verification_url for a
+// missing verification_uri and dropping a complete URI that fails the check
+// (the plain URI and the code still work).
+func (da *deviceAuthResponse) check() error {
+	const op = "device-code"
 	if da.VerificationURI == "" {
 		da.VerificationURI = da.VerificationURL
 	}
 	switch {
 	case !visibleASCII(da.DeviceCode):
-		return nil, malformed(op, "the device authorization answer has no usable device_code")
+		return malformed(op, "the device authorization answer has no usable device_code")
 	case strings.TrimSpace(da.UserCode) == "" || !text.IsClean(da.UserCode) || len(da.UserCode) > 64:
-		return nil, malformed(op, "the device authorization answer has no usable user_code")
+		return malformed(op, "the device authorization answer has no usable user_code")
 	case checkPageURL(da.VerificationURI) != nil:
-		return nil, malformed(op, "the device authorization answer has no usable verification_uri")
+		return malformed(op, "the device authorization answer has no usable verification_uri")
 	}
 	if da.VerificationURIComplete != "" && checkPageURL(da.VerificationURIComplete) != nil {
-		da.VerificationURIComplete = "" // the plain URI and the code still work
+		da.VerificationURIComplete = ""
 	}
-	wait := time.Duration(toInt(da.ExpiresIn)) * time.Second
+	return nil
+}
+
+// timing is how long the code lives (at most maxDeviceWait) and the wait
+// between polls (five seconds when unsaid, RFC 8628 §3.2; at most
+// maxDeviceInterval).
+func (da *deviceAuthResponse) timing() (wait, interval time.Duration) {
+	wait = time.Duration(toInt(da.ExpiresIn)) * time.Second
 	if wait <= 0 || wait > maxDeviceWait {
 		wait = maxDeviceWait
 	}
-	interval := toInt(da.Interval)
-	if interval <= 0 {
-		interval = 5 // RFC 8628 §3.2
+	secs := toInt(da.Interval)
+	if secs <= 0 {
+		secs = 5
 	}
-	interval = min(interval, int64(maxDeviceInterval/time.Second))
-	// A browser is handed a one-time loopback link to the complete URI,
-	// never the URI itself: it carries the user code.
-	var start *startLink
-	startURL := ""
-	if da.VerificationURIComplete != "" {
-		start = newStartLink(op, da.VerificationURIComplete)
-		var stop func()
-		startURL, stop = listenStartLink(start)
-		defer stop()
-	}
-	r.Prompt(Prompt{
-		Grant:                   GrantDeviceCode,
-		UserCode:                da.UserCode,
-		VerificationURI:         da.VerificationURI,
-		VerificationURIComplete: da.VerificationURIComplete,
-		ExpiresAt:               c.now().Add(wait),
-		Interval:                time.Duration(interval) * time.Second,
-		StartURL:                startURL,
-	})
+	secs = min(secs, int64(maxDeviceInterval/time.Second))
+	return wait, time.Duration(secs) * time.Second
+}
 
+// awaitDevice polls for d's tokens until the code's life ends, ctx ends, or
+// start (when not nil) is aborted.
+func (c *Client) awaitDevice(ctx context.Context, r Request, d *deviceAuthorization, start *startLink) (*TokenSet, error) {
+	const op = "device-code"
 	tokenURL, err := c.tokenEndpoint(ctx, r.Conn)
 	if err != nil {
 		return nil, withOp(err, op)
 	}
-	waitCtx, cancel := context.WithTimeout(ctx, wait)
+	waitCtx, cancel := context.WithTimeout(ctx, d.wait)
 	defer cancel()
 	if start != nil {
-		abortCtx, abort := context.WithCancelCause(waitCtx)
-		defer abort(nil)
-		go func() {
-			select {
-			case err := <-start.aborted:
-				abort(err)
-			case <-abortCtx.Done():
-			}
-		}()
-		waitCtx = abortCtx
+		var stop func()
+		waitCtx, stop = start.abortable(waitCtx)
+		defer stop()
 	}
-	ts, err := c.pollDevice(waitCtx, r, tokenURL, da.DeviceCode, verifier, time.Duration(interval)*time.Second, secrets)
-	if start != nil && start.is(context.Cause(waitCtx)) {
+	ts, err := c.pollDevice(waitCtx, r, tokenURL, d.DeviceCode, d.verifier, d.interval, d.secrets)
+	switch {
+	case start != nil && start.is(context.Cause(waitCtx)):
 		return nil, context.Cause(waitCtx)
-	}
-	if err != nil && ctx.Err() == nil && waitCtx.Err() != nil {
+	case err != nil && ctx.Err() == nil && waitCtx.Err() != nil:
 		return nil, &Error{Kind: KindExpired, Op: op, Msg: "the device code expired before it was approved", Hint: "run the command again and approve the request within its time"}
-	}
-	if err != nil {
-		return nil, err
-	}
-	if err := c.checkSignedIn(ctx, r, ts, op); err != nil {
+	case err != nil:
 		return nil, err
 	}
 	return ts, nil

@@ -83,7 +83,7 @@ func pemKey(b *pem.Block) (any, error) {
 // FetchKeySet GETs the JWK Set at url (http only for loopback hosts).
 func (c *Client) FetchKeySet(ctx context.Context, url string) (KeySet, error) {
 	if err := CheckURL(url); err != nil {
-		return KeySet{}, errors.New(text.Safe(url) + " " + err.Error())
+		return KeySet{}, text.Errorf("%s %v", url, err)
 	}
 	keys, err := fetchJWKS(ctx, c.httpClient(), url)
 	if err != nil {

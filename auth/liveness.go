@@ -89,34 +89,49 @@ func (c *Client) Liveness(ctx context.Context, conn Connection, ca ClientAuth, a
 		ep.Introspection = conn.KeycloakEndpoints().Introspection
 	}
 	if ep.Introspection != "" {
-		via := text.Trusted("introspection")
-		resp, err := c.send(ctx, conn, ca, formRequest{Op: "introspect", Endpoint: ep.Introspection,
-			Form: url.Values{"token": {accessToken}, "token_type_hint": {"access_token"}}})
-		switch status := resp.Status; {
-		case err != nil:
-			return unknownFrom(via, err)
-		case status == http.StatusOK:
-			var ans struct {
-				Active *bool `json:"active"`
-			}
-			if json.Unmarshal(resp.Body, &ans) != nil || ans.Active == nil {
-				return Liveness{State: LiveUnknown, Via: via, Reason: text.Trusted("the introspection answer is not valid JSON with \"active\"")}
-			}
-			if *ans.Active {
-				return Liveness{State: LiveActive, Via: via}
-			}
-			return Liveness{State: LiveInactive, Via: via, Reason: text.Trusted("session ended or token revoked")}
-		case status == http.StatusUnauthorized || status == http.StatusForbidden || status == http.StatusNotFound:
-			c.logger.Debug("introspection unavailable; trying userinfo", "status", status)
-		default:
-			return unknownFrom(via, resp.refusal("introspect", secrets))
+		if l, answered := c.introspect(ctx, conn, ca, ep.Introspection, accessToken, secrets); answered {
+			return l
 		}
 	}
 	if ep.Userinfo == "" {
 		return Liveness{State: LiveUnknown, Reason: text.Trusted("the server offers neither token introspection nor userinfo")}
 	}
+	return c.userinfoLiveness(ctx, ep.Userinfo, accessToken, secrets)
+}
+
+// introspect asks the introspection endpoint at endpoint about
+// accessToken; answered is false when it is not available to this client
+// (401, 403 or 404), and userinfo is to be asked instead.
+func (c *Client) introspect(ctx context.Context, conn Connection, ca ClientAuth, endpoint, accessToken string, secrets []string) (_ Liveness, answered bool) {
+	via := text.Trusted("introspection")
+	resp, err := c.send(ctx, conn, ca, formRequest{Op: "introspect", Endpoint: endpoint,
+		Form: url.Values{"token": {accessToken}, "token_type_hint": {"access_token"}}})
+	switch status := resp.Status; {
+	case err != nil:
+		return unknownFrom(via, err), true
+	case status == http.StatusOK:
+		var ans struct {
+			Active *bool `json:"active"`
+		}
+		if json.Unmarshal(resp.Body, &ans) != nil || ans.Active == nil {
+			return Liveness{State: LiveUnknown, Via: via, Reason: text.Trusted("the introspection answer is not valid JSON with \"active\"")}, true
+		}
+		if *ans.Active {
+			return Liveness{State: LiveActive, Via: via}, true
+		}
+		return Liveness{State: LiveInactive, Via: via, Reason: text.Trusted("session ended or token revoked")}, true
+	case status == http.StatusUnauthorized || status == http.StatusForbidden || status == http.StatusNotFound:
+		c.logger.Debug("introspection unavailable; trying userinfo", "status", status)
+		return Liveness{}, false
+	}
+	return unknownFrom(via, resp.refusal("introspect", secrets)), true
+}
+
+// userinfoLiveness asks the userinfo endpoint at endpoint with
+// accessToken: a 200 is LiveActive, anything else LiveUnknown.
+func (c *Client) userinfoLiveness(ctx context.Context, endpoint, accessToken string, secrets []string) Liveness {
 	via := text.Trusted("userinfo")
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, ep.Userinfo, nil)
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, endpoint, nil)
 	if err != nil {
 		return Liveness{State: LiveUnknown, Via: via, Reason: text.Trusted("the userinfo URL is not valid")}
 	}
@@ -124,11 +139,11 @@ func (c *Client) Liveness(ctx context.Context, conn Connection, ca ClientAuth, a
 	req.Header.Set("Accept", "application/json")
 	resp, err := c.http.Do(req)
 	if err != nil {
-		return unknownFrom(via, mapTransportError(ctx, "userinfo", ep.Userinfo, err))
+		return unknownFrom(via, mapTransportError(ctx, "userinfo", endpoint, err))
 	}
 	body, err := readBody(resp)
 	if err != nil {
-		return unknownFrom(via, mapTransportError(ctx, "userinfo", ep.Userinfo, err))
+		return unknownFrom(via, mapTransportError(ctx, "userinfo", endpoint, err))
 	}
 	switch resp.StatusCode {
 	case http.StatusOK:

@@ -110,18 +110,10 @@ func lifetime(tok *oauth2.Token, key string) (secs int64, present bool, problem 
 // With dpop (the request carried a DPoP proof), token_type DPoP is accepted
 // too: the token is bound to the key (RFC 9449 §5).
 func (c *Client) tokenSet(op string, tok *oauth2.Token, dpop bool) (*TokenSet, error) {
-	if !b64token().MatchString(tok.AccessToken) {
-		return nil, malformed(op, "the access token holds characters a bearer token may not (RFC 6750 allows letters, digits and -._~+/ with trailing =)")
-	}
-	if tok.RefreshToken != "" && !visibleASCII(tok.RefreshToken) {
-		return nil, malformed(op, "the refresh token holds spaces, control characters or non-ASCII bytes")
-	}
-	idToken := extraString(tok, "id_token")
-	if idToken != "" && !visibleASCII(idToken) {
-		return nil, malformed(op, "the ID token holds spaces, control characters or non-ASCII bytes")
-	}
-	if tt := tok.TokenType; tt != "" && !strings.EqualFold(tt, "bearer") && !(dpop && strings.EqualFold(tt, DPoPTokenType)) {
-		return nil, malformed(op, "the token type is not Bearer (RFC 6749 §7.1: a client must not use a token type it does not understand)")
+	for _, check := range answerChecks {
+		if check.broken(tok, dpop) {
+			return nil, malformed(op, check.msg)
+		}
 	}
 	expiresIn, expiresStated, problem := lifetime(tok, "expires_in")
 	if problem != "" {
@@ -137,7 +129,7 @@ func (c *Client) tokenSet(op string, tok *oauth2.Token, dpop bool) (*TokenSet, e
 		AccessToken:      tok.AccessToken,
 		TokenType:        text.Safe(tok.TokenType),
 		RefreshToken:     tok.RefreshToken,
-		IDToken:          idToken,
+		IDToken:          extraString(tok, "id_token"),
 		ExpiresIn:        expiresIn,
 		RefreshExpiresIn: refreshIn,
 		SessionState:     text.Safe(extraString(tok, "session_state")),
@@ -157,20 +149,48 @@ func (c *Client) tokenSet(op string, tok *oauth2.Token, dpop bool) (*TokenSet, e
 		return nil, malformed(op, "the server sent an access token that has already expired (check this computer's clock if this repeats)")
 	}
 	if ts.RefreshToken != "" {
-		switch {
-		case refreshStated && refreshIn > 0:
-			ts.RefreshExpiresAt = now.Add(time.Duration(refreshIn) * time.Second)
-			ts.RefreshExpirySource = RefreshExpiryResponse
-		case refreshStated:
-			ts.RefreshExpirySource = RefreshExpiryOffline
-		default:
-			if exp := jwtExpiry(ts.RefreshToken); !exp.IsZero() && exp.Before(now.Add(MaxLifetime)) {
-				ts.RefreshExpiresAt = exp
-				ts.RefreshExpirySource = RefreshExpiryJWT
-			}
-		}
+		ts.setRefreshExpiry(refreshIn, refreshStated, now)
 	}
 	return ts, nil
+}
+
+// answerChecks are what the tokens and token type of a grant's answer must
+// be, in order (tokenSet's doc): the first broken is the refusal, msg what
+// is wrong (never the value). dpop: the request carried a DPoP proof.
+var answerChecks = []struct {
+	broken func(tok *oauth2.Token, dpop bool) bool
+	msg    string
+}{
+	{func(tok *oauth2.Token, _ bool) bool { return !b64token().MatchString(tok.AccessToken) },
+		"the access token holds characters a bearer token may not (RFC 6750 allows letters, digits and -._~+/ with trailing =)"},
+	{func(tok *oauth2.Token, _ bool) bool { return tok.RefreshToken != "" && !visibleASCII(tok.RefreshToken) },
+		"the refresh token holds spaces, control characters or non-ASCII bytes"},
+	{func(tok *oauth2.Token, _ bool) bool {
+		id := extraString(tok, "id_token")
+		return id != "" && !visibleASCII(id)
+	}, "the ID token holds spaces, control characters or non-ASCII bytes"},
+	{func(tok *oauth2.Token, dpop bool) bool {
+		tt := tok.TokenType
+		return tt != "" && !strings.EqualFold(tt, "bearer") && !(dpop && strings.EqualFold(tt, DPoPTokenType))
+	}, "the token type is not Bearer (RFC 6749 §7.1: a client must not use a token type it does not understand)"},
+}
+
+// setRefreshExpiry sets when the refresh token expires and what says so:
+// refresh_expires_in when stated (0: an offline token, no expiry), else
+// the refresh token's own JWT exp when it has one within MaxLifetime.
+func (ts *TokenSet) setRefreshExpiry(refreshIn int64, stated bool, now time.Time) {
+	switch {
+	case stated && refreshIn > 0:
+		ts.RefreshExpiresAt = now.Add(time.Duration(refreshIn) * time.Second)
+		ts.RefreshExpirySource = RefreshExpiryResponse
+	case stated:
+		ts.RefreshExpirySource = RefreshExpiryOffline
+	default:
+		if exp := jwtExpiry(ts.RefreshToken); !exp.IsZero() && exp.Before(now.Add(MaxLifetime)) {
+			ts.RefreshExpiresAt = exp
+			ts.RefreshExpirySource = RefreshExpiryJWT
+		}
+	}
 }
 
 // CheckStored applies a server answer's checks to a token set read back from

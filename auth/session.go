@@ -51,60 +51,90 @@ func (c *Client) EndSession(ctx context.Context, conn Connection, ca ClientAuth,
 		ep.Logout = conn.KeycloakEndpoints().Logout
 	}
 	if ts.RefreshToken != "" && ep.Logout != "" {
-		resp, err := c.send(ctx, conn, ca, formRequest{Op: op, Endpoint: ep.Logout, Form: url.Values{"refresh_token": {ts.RefreshToken}}})
-		switch status := resp.Status; {
-		case err != nil:
-			return EndResult{}, err
-		case (status == http.StatusOK || status == http.StatusNoContent) && !isMarkup(resp.Body):
-			return EndResult{Via: "logout"}, nil
-		case status == http.StatusNotFound || status == http.StatusMethodNotAllowed:
-			c.logger.Debug("no logout endpoint; trying revocation", "status", status)
-		case status/100 == 3 || status == http.StatusOK:
-			// A redirect or an HTML page: a sign-out page for browsers
-			// (OpenID RP-initiated logout), not an API that ends the session.
-			c.logger.Debug("the logout endpoint is a browser page; trying revocation", "status", status)
-		default:
-			e := resp.refusal(op, ca.secrets(conn, ts.RefreshToken, ts.AccessToken))
-			if e.Kind == KindLoginRequired {
-				return EndResult{Via: "logout", AlreadyEnded: true}, nil
-			}
-			return EndResult{}, e
+		if res, ended, err := c.endAtLogout(ctx, conn, ca, ts, ep.Logout); ended || err != nil {
+			return res, err
 		}
 	}
-
-	// Without discovery every endpoint is Keycloak's path, a guess: a 404
-	// there means the server offers no revocation, not a refusal.
-	revURL, guessed := ep.Revocation, !discovered
-	if revURL == "" && conn.AuthURL != "" {
-		revURL, guessed = conn.KeycloakEndpoints().Revocation, true
-	}
+	revURL, guessed := revocationEndpoint(conn, ep, discovered)
 	if revURL == "" {
 		return EndResult{}, nil
 	}
-	const rop = "revoke"
+	return c.endByRevocation(ctx, conn, ca, ts, revURL, guessed)
+}
+
+// revocationEndpoint is discovery's revocation endpoint, else Keycloak's
+// path when the connection has an auth URL; guessed when it is Keycloak's
+// path. Without discovery every endpoint is Keycloak's path, a guess: a 404
+// there means the server offers no revocation, not a refusal.
+func revocationEndpoint(conn Connection, ep Endpoints, discovered bool) (revURL string, guessed bool) {
+	revURL, guessed = ep.Revocation, !discovered
+	if revURL == "" && conn.AuthURL != "" {
+		revURL, guessed = conn.KeycloakEndpoints().Revocation, true
+	}
+	return revURL, guessed
+}
+
+// succeeded reports whether status is a plain success (200 or 204).
+func succeeded(status int) bool { return status == http.StatusOK || status == http.StatusNoContent }
+
+// absent reports whether status says nothing answers at the path (404 or
+// 405).
+func absent(status int) bool {
+	return status == http.StatusNotFound || status == http.StatusMethodNotAllowed
+}
+
+// endAtLogout sends ts's refresh token to the logout endpoint at logoutURL.
+// ended: the answer is EndSession's (the session ended, had ended, or the
+// server refused); otherwise revocation is tried next.
+func (c *Client) endAtLogout(ctx context.Context, conn Connection, ca ClientAuth, ts *TokenSet, logoutURL string) (res EndResult, ended bool, err error) {
+	const op = "logout"
+	resp, err := c.send(ctx, conn, ca, formRequest{Op: op, Endpoint: logoutURL, Form: url.Values{"refresh_token": {ts.RefreshToken}}})
+	switch status := resp.Status; {
+	case err != nil:
+		return EndResult{}, true, err
+	case succeeded(status) && !isMarkup(resp.Body):
+		return EndResult{Via: "logout"}, true, nil
+	case absent(status):
+		c.logger.Debug("no logout endpoint; trying revocation", "status", status)
+		return EndResult{}, false, nil
+	case status/100 == 3 || status == http.StatusOK:
+		// A redirect or an HTML page: a sign-out page for browsers
+		// (OpenID RP-initiated logout), not an API that ends the session.
+		c.logger.Debug("the logout endpoint is a browser page; trying revocation", "status", status)
+		return EndResult{}, false, nil
+	}
+	e := resp.refusal(op, ca.secrets(conn, ts.RefreshToken, ts.AccessToken))
+	if e.Kind == KindLoginRequired {
+		return EndResult{Via: "logout", AlreadyEnded: true}, true, nil
+	}
+	return EndResult{}, true, e
+}
+
+// endByRevocation revokes ts's tokens (RFC 7009) at revURL, the refresh
+// token first (which ends the session), then the access token. guessed:
+// revURL is Keycloak's path, not one the server named, so that nothing
+// answering there means no revocation rather than a refusal.
+func (c *Client) endByRevocation(ctx context.Context, conn Connection, ca ClientAuth, ts *TokenSet, revURL string, guessed bool) (EndResult, error) {
+	const op = "revoke"
 	var res EndResult
 	for _, t := range []struct{ token, hint string }{{ts.RefreshToken, "refresh_token"}, {ts.AccessToken, "access_token"}} {
 		if t.token == "" {
 			continue
 		}
-		resp, err := c.send(ctx, conn, ca, formRequest{Op: rop, Endpoint: revURL, Form: url.Values{"token": {t.token}, "token_type_hint": {t.hint}}})
-		if err != nil {
+		resp, err := c.send(ctx, conn, ca, formRequest{Op: op, Endpoint: revURL, Form: url.Values{"token": {t.token}, "token_type_hint": {t.hint}}})
+		switch {
+		case err != nil:
 			return res, err
-		}
-		switch status := resp.Status; {
-		case status == http.StatusOK || status == http.StatusNoContent:
+		case succeeded(resp.Status):
 			res.Via = "revocation"
-			continue
-		case guessed && res.Via == "" && (status == http.StatusNotFound || status == http.StatusMethodNotAllowed):
+		case guessed && res.Via == "" && absent(resp.Status):
 			return EndResult{}, nil // no revocation at Keycloak's path either
-		}
-		se := resp.serverError()
-		if se.Code == "unsupported_token_type" && res.Via != "" {
+		case res.Via != "" && resp.serverError().Code == "unsupported_token_type":
 			// RFC 7009 §2.2.1: the server does not revoke access tokens; the
 			// refresh token (and with it the session) is revoked.
-			continue
+		default:
+			return res, resp.refusal(op, ca.secrets(conn, ts.RefreshToken, ts.AccessToken))
 		}
-		return res, resp.refusal(rop, ca.secrets(conn, ts.RefreshToken, ts.AccessToken))
 	}
 	return res, nil
 }
@@ -134,7 +164,7 @@ func (c *Client) Logout(ctx context.Context, conn Connection, ca ClientAuth, ref
 	if err != nil {
 		return err
 	}
-	if resp.Status == http.StatusOK || resp.Status == http.StatusNoContent {
+	if succeeded(resp.Status) {
 		return nil
 	}
 	return resp.refusal(op, ca.secrets(conn, refreshToken))
@@ -164,7 +194,7 @@ func (c *Client) Revoke(ctx context.Context, conn Connection, ca ClientAuth, tok
 	if err != nil {
 		return err
 	}
-	if resp.Status == http.StatusOK || resp.Status == http.StatusNoContent {
+	if succeeded(resp.Status) {
 		return nil
 	}
 	return resp.refusal(op, ca.secrets(conn, token))

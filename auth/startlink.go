@@ -82,3 +82,17 @@ func listenStartLink(l *startLink) (string, func()) {
 
 // is reports whether err is the link's abort.
 func (l *startLink) is(err error) bool { return errors.Is(err, l.err) }
+
+// abortable is ctx, also ended (its cause the link's abort) when the link is
+// opened twice; stop ends the watch.
+func (l *startLink) abortable(ctx context.Context) (_ context.Context, stop func()) {
+	abortCtx, abort := context.WithCancelCause(ctx)
+	go func() {
+		select {
+		case err := <-l.aborted:
+			abort(err)
+		case <-abortCtx.Done():
+		}
+	}()
+	return abortCtx, func() { abort(nil) }
+}

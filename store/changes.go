@@ -111,7 +111,7 @@ func splitStamp(st Stamp) (fp string, seq uint64, ok bool) {
 func (s *Store) ChangesSince(since Stamp) (Changes, error) {
 	fpSince, seqSince, ok := splitStamp(since)
 	var ch Changes
-	err := s.view(func(t *tx) error {
+	err := s.view(func(t *tx) (err error) {
 		ch = Changes{All: true}
 		if t.btx == nil {
 			ch.Stamp = Stamp(fpAbsent + ";-;0")
@@ -123,45 +123,66 @@ func (s *Store) ChangesSince(since Stamp) (Changes, error) {
 		if !ok || fp != fpSince || seqSince > seq {
 			return nil
 		}
-		var ids []string
-		if seq > seqSince {
-			b := t.bucket(bucketChanges)
-			if b == nil {
-				return nil
-			}
-			c := b.Cursor()
-			k, v := c.Seek(seqKey(seqSince + 1))
-			if k == nil || string(k) != string(seqKey(seqSince+1)) {
-				return nil // forgotten: too far behind
-			}
-			seen := map[string]bool{}
-			for ; k != nil; k, v = c.Next() {
-				if id := string(v); !seen[id] {
-					if len(ids) == changesListed {
-						return nil
-					}
-					seen[id] = true
-					ids = append(ids, id)
-				}
-			}
+		ids, listed := t.changedIDs(seqSince, seq)
+		if !listed {
+			return nil
 		}
-		def := t.defaultLabel()
-		for _, id := range ids {
-			e, found, err := t.byID(id)
-			if err != nil {
-				return err
-			}
-			if !found {
-				return nil // a key gone: config.toml changed
-			}
-			k, err := t.key(e, def)
-			if err != nil {
-				return err
-			}
-			ch.Keys = append(ch.Keys, k)
+		var found bool
+		ch.Keys, found, err = t.keysOf(ids)
+		if err != nil || !found {
+			return err
 		}
 		ch.All = false
 		return nil
 	})
 	return ch, err
+}
+
+// changedIDs are the ids of the keys whose state changed after sequence
+// number since, up to seq, each once; listed is false when they cannot be
+// listed (the changes forgotten, too far behind, or more than
+// changesListed).
+func (t *tx) changedIDs(since, seq uint64) (ids []string, listed bool) {
+	if seq <= since {
+		return nil, true
+	}
+	b := t.bucket(bucketChanges)
+	if b == nil {
+		return nil, false
+	}
+	c := b.Cursor()
+	k, v := c.Seek(seqKey(since + 1))
+	if k == nil || string(k) != string(seqKey(since+1)) {
+		return nil, false // forgotten: too far behind
+	}
+	seen := map[string]bool{}
+	for ; k != nil; k, v = c.Next() {
+		if id := string(v); !seen[id] {
+			if len(ids) == changesListed {
+				return nil, false
+			}
+			seen[id] = true
+			ids = append(ids, id)
+		}
+	}
+	return ids, true
+}
+
+// keysOf are the keys of ids, read again; found is false when one is gone
+// (config.toml changed). On an error or a key gone, keys are those read
+// before.
+func (t *tx) keysOf(ids []string) (keys []Key, found bool, err error) {
+	def := t.defaultLabel()
+	for _, id := range ids {
+		e, ok, err := t.byID(id)
+		if err != nil || !ok {
+			return keys, false, err
+		}
+		k, err := t.key(e, def)
+		if err != nil {
+			return keys, false, err
+		}
+		keys = append(keys, k)
+	}
+	return keys, true, nil
 }

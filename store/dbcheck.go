@@ -117,10 +117,32 @@ func checkDBOpen(f *os.File, path string) error {
 	if size == 0 {
 		return nil
 	}
+	best, err := newestMeta(f)
+	if err != nil {
+		var dmg *DamagedDBError
+		if errors.As(err, &dmg) {
+			dmg.Path = path
+			return dmg
+		}
+		return fileError("read", path, err)
+	}
+	// Every page bbolt has written lies in the file, the root bucket and the
+	// freelist among them. (Damage inside a page is found while reading: see
+	// guardFaults.)
+	if !best.fits(size) {
+		return &DamagedDBError{Path: path, Reason: fmt.Sprintf("cut short at %d bytes", size)}
+	}
+	return nil
+}
+
+// newestMeta is the newer valid one of state.db's two meta pages (f); a
+// *DamagedDBError (its Path not set) when neither is valid, another error
+// when the first cannot be read.
+func newestMeta(f *os.File) (boltMeta, error) {
 	buf := make([]byte, 4096)
 	n, err := f.ReadAt(buf, 0)
 	if err != nil && !errors.Is(err, io.EOF) {
-		return fileError("read", path, err)
+		return boltMeta{}, err
 	}
 	first, err0 := parseBoltMeta(buf[:n])
 	best, found := first, err0 == nil
@@ -135,16 +157,16 @@ func checkDBOpen(f *os.File, path string) error {
 		}
 	}
 	if !found {
-		return &DamagedDBError{Path: path, Reason: "no valid meta page: " + err0.Error()}
+		return boltMeta{}, &DamagedDBError{Reason: "no valid meta page: " + err0.Error()}
 	}
-	// Every page bbolt has written lies in the file, the root bucket and the
-	// freelist among them. (Damage inside a page is found while reading: see
-	// guardFaults.)
-	pages := uint64(size / int64(best.pageSize))
-	if pages < 2 || best.hwm > pages || best.root >= pages || (best.freelist != noPage && best.freelist >= pages) {
-		return &DamagedDBError{Path: path, Reason: fmt.Sprintf("cut short at %d bytes", size)}
-	}
-	return nil
+	return best, nil
+}
+
+// fits reports whether every page m names (the high-water mark, the root
+// bucket, the freelist) lies in a file of size bytes.
+func (m boltMeta) fits(size int64) bool {
+	pages := uint64(size / int64(m.pageSize))
+	return pages >= 2 && m.hwm <= pages && m.root < pages && (m.freelist == noPage || m.freelist < pages)
 }
 
 // guardFaults makes a memory fault in this goroutine (a page of the mapped

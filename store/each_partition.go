@@ -111,10 +111,19 @@ func partitionStates(t *tx, ids, states *bolt.Bucket, bounds [][]byte, temp func
 		p.close()
 		return nil, err
 	}
+	if err := p.finish(); err != nil {
+		p.close()
+		return nil, err
+	}
+	return p, nil
+}
+
+// finish writes what each partition still buffers and notes the largest
+// partition's size and count.
+func (p *statePartitions) finish() error {
 	for i := range p.bufs {
 		if err := p.flush(i); err != nil {
-			p.close()
-			return nil, err
+			return err
 		}
 		p.bufs[i] = nil
 		size := 0
@@ -124,7 +133,7 @@ func partitionStates(t *tx, ids, states *bolt.Bucket, bounds [][]byte, temp func
 		p.largest.size = max(p.largest.size, size)
 		p.largest.count = max(p.largest.count, p.counts[i])
 	}
-	return p, nil
+	return nil
 }
 
 // partition is the index of the chunk that label belongs to.

@@ -367,36 +367,12 @@ func (s *bucketScan) page(id uint64, parent *scanFrame) []byte {
 	}
 	s.seen[id/64] |= 1 << (id % 64)
 	ps := uint64(s.pageSize)
-	if id < s.winAt || id >= s.winAt+s.winN {
-		end := id + 1
-		if parent != nil {
-			for i := parent.i + 1; i < parent.n; i++ {
-				c := s.child(parent, i)
-				if c < end || c > end+scanGap || (c+1-id)*ps > scanRun {
-					break
-				}
-				end = c + 1
-			}
-		}
-		end = min(end, s.pages)
-		if !s.read(&s.win, id, end-id) {
-			s.winN = 0
-			return nil
-		}
-		s.winAt, s.winN = id, end-id
+	if (id < s.winAt || id >= s.winAt+s.winN) && !s.readWindow(id, parent) {
+		return nil
 	}
 	p := s.win[(id-s.winAt)*ps:]
-	span := uint64(binary.NativeEndian.Uint32(p[12:])) + 1
-	if binary.NativeEndian.Uint64(p) != id {
-		s.fail("page %d says it is page %d", id, binary.NativeEndian.Uint64(p))
-		return nil
-	}
-	if f := binary.NativeEndian.Uint16(p[8:]); f != branchPageFlag && f != leafPageFlag {
-		s.fail("page %d is neither a branch nor a leaf (flags %#x)", id, f)
-		return nil
-	}
-	if span > s.pages-id {
-		s.fail("page %d runs past the file's pages", id)
+	span, ok := s.checkHeader(p, id)
+	if !ok {
 		return nil
 	}
 	if id+span <= s.winAt+s.winN {
@@ -406,6 +382,49 @@ func (s *bucketScan) page(id uint64, parent *scanFrame) []byte {
 		return nil
 	}
 	return s.single
+}
+
+// readWindow reads page id into the window, with the children of parent
+// (the branch being read) after id that follow it closely.
+func (s *bucketScan) readWindow(id uint64, parent *scanFrame) bool {
+	ps := uint64(s.pageSize)
+	end := id + 1
+	if parent != nil {
+		for i := parent.i + 1; i < parent.n; i++ {
+			c := s.child(parent, i)
+			if c < end || c > end+scanGap || (c+1-id)*ps > scanRun {
+				break
+			}
+			end = c + 1
+		}
+	}
+	end = min(end, s.pages)
+	if !s.read(&s.win, id, end-id) {
+		s.winN = 0
+		return false
+	}
+	s.winAt, s.winN = id, end-id
+	return true
+}
+
+// checkHeader checks the header of page id (p, its start): its id, a
+// branch or a leaf, within the file's pages; span is its length in pages,
+// overflow included.
+func (s *bucketScan) checkHeader(p []byte, id uint64) (span uint64, ok bool) {
+	span = uint64(binary.NativeEndian.Uint32(p[12:])) + 1
+	if binary.NativeEndian.Uint64(p) != id {
+		s.fail("page %d says it is page %d", id, binary.NativeEndian.Uint64(p))
+		return 0, false
+	}
+	if f := binary.NativeEndian.Uint16(p[8:]); f != branchPageFlag && f != leafPageFlag {
+		s.fail("page %d is neither a branch nor a leaf (flags %#x)", id, f)
+		return 0, false
+	}
+	if span > s.pages-id {
+		s.fail("page %d runs past the file's pages", id)
+		return 0, false
+	}
+	return span, true
 }
 
 // read reads n pages from page id into *buf.

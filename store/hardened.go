@@ -16,59 +16,16 @@ import (
 // addHardening checks what nk's client authentication needs and puts the
 // client key, certificate and a new DPoP key into sec in their stored forms.
 func (sec *keySecrets) addHardening(nk *NewKey) error {
-	m := nk.Connection.AuthMethod()
-	needs := m.Needs()
-	switch {
-	case nk.GenerateClientKey && len(nk.ClientKey) > 0:
-		return errors.New("pass either a client key file or --generate-client-key, not both")
-	case needs.Cert && (len(nk.ClientCert) == 0 || len(nk.ClientKey) == 0):
-		// Named before the key alone: a certificate method needs both, and
-		// its key is the certificate's, never one made here.
-		return errors.New("client authentication " + string(m) + " needs the client certificate and its private key: pass --client-cert FILE --client-key FILE")
-	case needs.Key && len(nk.ClientKey) == 0 && !nk.GenerateClientKey:
-		return errors.New("client authentication " + string(m) + " needs the client's private key: pass --client-key FILE (or --generate-client-key)")
-	case !needs.Key && (len(nk.ClientKey) > 0 || nk.GenerateClientKey):
-		return errors.New("a client key is for " + methodList(func(n auth.ClientAuthNeeds) bool { return n.Key }) + ", not client authentication " + string(m))
-	case needs.Secret && needs.Assertion && nk.ClientSecret == "":
-		return errors.New("client authentication " + string(m) + " signs with the client secret, and it is empty")
+	if err := checkHardening(nk); err != nil {
+		return err
 	}
 	if nk.GenerateClientKey {
-		k, err := auth.GenerateClientKey()
-		if err != nil {
+		if err := generateClientKey(nk); err != nil {
 			return err
-		}
-		if nk.ClientKey, err = auth.EncodeClientKey(k); err != nil {
-			return err
-		}
-		if nk.OnClientKey != nil {
-			jwks, err := auth.PublicJWKS(k, nk.Connection.ClientKeyID, jose.ES256)
-			if err != nil {
-				return err
-			}
-			if err := nk.OnClientKey(jwks); err != nil {
-				return err
-			}
 		}
 	}
-	if len(nk.ClientKey) > 0 {
-		k, _, err := auth.ParseClientKey(nk.ClientKey)
-		if err != nil {
-			return err
-		}
-		pemKey, err := auth.EncodeClientKey(k)
-		if err != nil {
-			return err
-		}
-		sec.ClientKey = string(pemKey)
-		if len(nk.ClientCert) > 0 {
-			cert, err := auth.ParseClientCertificate(nk.ClientCert, k)
-			if err != nil {
-				return err
-			}
-			sec.ClientCert = string(auth.EncodeClientCertificate(cert))
-		}
-	} else if len(nk.ClientCert) > 0 {
-		return errors.New("a client certificate needs its private key: pass --client-key FILE too")
+	if err := sec.addClientKey(nk); err != nil {
+		return err
 	}
 	if nk.Connection.DPoP {
 		k, err := auth.NewDPoPKey()
@@ -80,6 +37,115 @@ func (sec *keySecrets) addHardening(nk *NewKey) error {
 			return err
 		}
 		sec.DPoPKey = string(b)
+	}
+	return nil
+}
+
+// hardeningRules are what a new key's client key, certificate and secret
+// must be for its client authentication method m (whose needs are n), in
+// order: the first broken says what is wrong.
+var hardeningRules = []struct {
+	broken func(nk *NewKey, n auth.ClientAuthNeeds) bool
+	says   func(m auth.ClientAuthMethod) string
+}{
+	{
+		func(nk *NewKey, _ auth.ClientAuthNeeds) bool { return nk.GenerateClientKey && len(nk.ClientKey) > 0 },
+		func(auth.ClientAuthMethod) string {
+			return "pass either a client key file or --generate-client-key, not both"
+		},
+	},
+	{
+		// Named before the key alone: a certificate method needs both, and
+		// its key is the certificate's, never one made here.
+		func(nk *NewKey, n auth.ClientAuthNeeds) bool {
+			return n.Cert && (len(nk.ClientCert) == 0 || len(nk.ClientKey) == 0)
+		},
+		func(m auth.ClientAuthMethod) string {
+			return "client authentication " + string(m) + " needs the client certificate and its private key: pass --client-cert FILE --client-key FILE"
+		},
+	},
+	{
+		func(nk *NewKey, n auth.ClientAuthNeeds) bool {
+			return n.Key && len(nk.ClientKey) == 0 && !nk.GenerateClientKey
+		},
+		func(m auth.ClientAuthMethod) string {
+			return "client authentication " + string(m) + " needs the client's private key: pass --client-key FILE (or --generate-client-key)"
+		},
+	},
+	{
+		func(nk *NewKey, n auth.ClientAuthNeeds) bool {
+			return !n.Key && (len(nk.ClientKey) > 0 || nk.GenerateClientKey)
+		},
+		func(m auth.ClientAuthMethod) string {
+			return "a client key is for " + methodList(func(n auth.ClientAuthNeeds) bool { return n.Key }) + ", not client authentication " + string(m)
+		},
+	},
+	{
+		func(nk *NewKey, n auth.ClientAuthNeeds) bool {
+			return n.Secret && n.Assertion && nk.ClientSecret == ""
+		},
+		func(m auth.ClientAuthMethod) string {
+			return "client authentication " + string(m) + " signs with the client secret, and it is empty"
+		},
+	},
+}
+
+// checkHardening checks nk by hardeningRules.
+func checkHardening(nk *NewKey) error {
+	m := nk.Connection.AuthMethod()
+	needs := m.Needs()
+	for _, r := range hardeningRules {
+		if r.broken(nk, needs) {
+			return errors.New(r.says(m))
+		}
+	}
+	return nil
+}
+
+// generateClientKey makes nk's client key and hands its public key set to
+// nk.OnClientKey (to register with the realm).
+func generateClientKey(nk *NewKey) error {
+	k, err := auth.GenerateClientKey()
+	if err != nil {
+		return err
+	}
+	if nk.ClientKey, err = auth.EncodeClientKey(k); err != nil {
+		return err
+	}
+	if nk.OnClientKey == nil {
+		return nil
+	}
+	jwks, err := auth.PublicJWKS(k, nk.Connection.ClientKeyID, jose.ES256)
+	if err != nil {
+		return err
+	}
+	return nk.OnClientKey(jwks)
+}
+
+// addClientKey puts nk's client key, and its certificate (checked against
+// the key), into sec in their stored forms.
+func (sec *keySecrets) addClientKey(nk *NewKey) error {
+	if len(nk.ClientKey) == 0 {
+		if len(nk.ClientCert) > 0 {
+			return errors.New("a client certificate needs its private key: pass --client-key FILE too")
+		}
+		return nil
+	}
+	k, _, err := auth.ParseClientKey(nk.ClientKey)
+	if err != nil {
+		return err
+	}
+	pemKey, err := auth.EncodeClientKey(k)
+	if err != nil {
+		return err
+	}
+	sec.ClientKey = string(pemKey)
+	if len(nk.ClientCert) > 0 {
+		cert, err := auth.ParseClientCertificate(nk.ClientCert, k)
+		if err != nil {
+			return err
+		}
+		sec.ClientCert = string(auth.EncodeClientCertificate(cert))
 	}
 	return nil
 }
@@ -135,7 +201,7 @@ func (s *Store) DPoPKey(label string) (*auth.DPoPKey, error) {
 	}
 	if sec.DPoPKey == "" {
 		if e.Connection.DPoP {
-			return nil, errors.New("key " + text.Safe(e.Label) + " holds no DPoP key; create it again with --dpop")
+			return nil, text.Errorf("key %s holds no DPoP key; create it again with --dpop", e.Label)
 		}
 		return nil, nil
 	}
@@ -151,7 +217,7 @@ func (s *Store) ClientKeyJWKS(label string) ([]byte, error) {
 	}
 	ca := sec.authOf(e.Definition)
 	if ca.Key == nil {
-		return nil, errors.New("key " + text.Safe(e.Label) + " has no client key")
+		return nil, text.Errorf("key %s has no client key", e.Label)
 	}
 	alg, err := auth.SigningAlg(ca.Key, nil)
 	if err != nil {

@@ -123,95 +123,114 @@ var dbLocks sync.Map // path -> *sync.RWMutex
 // defaultLockWait). A missing file is os.ErrNotExist when reading.
 func (s *Store) openDB(ctx context.Context, write bool) (*bolt.DB, func(), error) {
 	path := s.dbPath()
-	v, _ := dbLocks.LoadOrStore(path, new(sync.RWMutex))
-	mu := v.(*sync.RWMutex)
-	if write {
-		s.hold.drop() // this process's own read lock would keep it out
-		if err := ensureDir(s.stateDir); err != nil {
-			return nil, nil, err
-		}
-		mu.Lock()
-	} else {
-		fi, err := os.Stat(path)
-		if err != nil {
-			if errors.Is(err, os.ErrNotExist) {
-				return nil, nil, os.ErrNotExist
-			}
-			return nil, nil, fileError("read", path, err)
-		}
-		if fi.Size() == 0 {
-			return nil, nil, os.ErrNotExist // being created: wait for its creator under store.lock
-		}
-		mu.RLock()
-	}
-	unlock := func() {
-		if write {
-			mu.Unlock()
-		} else {
-			mu.RUnlock()
-		}
+	unlock, err := s.lockDBInProcess(path, write)
+	if err != nil {
+		return nil, nil, err
 	}
 	wait := defaultLockWait
 	if d, ok := ctx.Deadline(); ok {
 		wait = max(time.Until(d), time.Millisecond)
 	}
-	var db *bolt.DB
 	seen := dbIdentity(path)
-	// One open of state.db: checked, then handed to bbolt. When it cannot
-	// be opened here, checkDBFile and bbolt say why.
+	db, f, err := openBolt(path, write, wait)
+	if err != nil {
+		unlock()
+		return nil, nil, dbOpenError(path, seen, err)
+	}
+	if f != nil && !write {
+		dbFiles.Store(db, f) // read by pread too (each_scan.go)
+	}
+	return db, func() { dbFiles.Delete(db); _ = db.Close(); unlock() }, nil
+}
+
+// lockDBInProcess takes this process's lock on state.db at path, shared
+// for reading, exclusive for writing, and returns its unlock. A state.db
+// missing or still being created is os.ErrNotExist when reading.
+func (s *Store) lockDBInProcess(path string, write bool) (unlock func(), err error) {
+	v, _ := dbLocks.LoadOrStore(path, new(sync.RWMutex))
+	mu := v.(*sync.RWMutex)
+	if write {
+		s.hold.drop() // this process's own read lock would keep it out
+		if err := ensureDir(s.stateDir); err != nil {
+			return nil, err
+		}
+		mu.Lock()
+		return mu.Unlock, nil
+	}
+	fi, err := os.Stat(path)
+	if err != nil {
+		if errors.Is(err, os.ErrNotExist) {
+			return nil, os.ErrNotExist
+		}
+		return nil, fileError("read", path, err)
+	}
+	if fi.Size() == 0 {
+		return nil, os.ErrNotExist // being created: wait for its creator under store.lock
+	}
+	mu.RLock()
+	return mu.RUnlock, nil
+}
+
+// openBolt opens state.db at path once: checked, then handed to bbolt, which
+// waits up to wait for another process's lock; f is the file bbolt reads
+// (nil when it opened its own). When it cannot be opened here, checkDBFile
+// and bbolt say why.
+func openBolt(path string, write bool, wait time.Duration) (db *bolt.DB, f *os.File, err error) {
 	flag := os.O_RDONLY
 	if write {
 		flag = os.O_RDWR | os.O_CREATE
 	}
 	bopts := &bolt.Options{Timeout: wait, ReadOnly: !write}
-	var err error
-	if f, ferr := os.OpenFile(path, flag, filePerm); ferr == nil {
-		if err = checkDBOpen(f, path); err != nil {
-			_ = f.Close()
+	if of, ferr := os.OpenFile(path, flag, filePerm); ferr == nil {
+		if err = checkDBOpen(of, path); err != nil {
+			_ = of.Close()
 		} else {
+			f = of
 			bopts.OpenFile = func(string, int, os.FileMode) (*os.File, error) { return f, nil }
 		}
 	} else {
 		err = checkDBFile(path)
 	}
-	if err == nil {
-		err = runGuarded(path, func() (err error) {
-			db, err = bolt.Open(path, filePerm, bopts)
-			return err
-		})
-		if err != nil && bopts.OpenFile != nil {
-			f, _ := bopts.OpenFile("", 0, 0)
+	if err != nil {
+		return nil, nil, err
+	}
+	err = runGuarded(path, func() (err error) {
+		db, err = bolt.Open(path, filePerm, bopts)
+		return err
+	})
+	if err != nil {
+		if f != nil {
 			_ = f.Close() // bbolt may have closed it already
 		}
+		return nil, nil, err
 	}
-	if err != nil {
-		unlock()
-		var dmg *DamagedDBError
-		switch {
-		case errors.As(err, &dmg):
-			dmg.seen = seen
-			return nil, nil, err
-		case errors.Is(err, berrors.ErrTimeout):
-			return nil, nil, lockWaitError(path, context.DeadlineExceeded)
-		case errors.Is(err, os.ErrNotExist):
-			return nil, nil, os.ErrNotExist
-		case errors.Is(err, fs.ErrPermission), errors.Is(err, syscall.EROFS), errors.Is(err, syscall.ENOSPC):
-			return nil, nil, fileError("open", path, err)
-		}
-		// What bbolt refuses to open (bad magic or checksum, a file too
-		// small, an unknown version…) is damage.
-		var pe *fs.PathError
-		reason := err.Error()
-		if errors.As(err, &pe) {
-			reason = pe.Err.Error()
-		}
-		return nil, nil, &DamagedDBError{Path: path, Reason: reason, seen: seen}
+	return db, f, nil
+}
+
+// dbOpenError is what opening state.db at path (seen: its identity then)
+// failing with err says: damage, a lock wait that ran out, no file, a file
+// system that refuses, or else damage that bbolt found.
+func dbOpenError(path, seen string, err error) error {
+	var dmg *DamagedDBError
+	switch {
+	case errors.As(err, &dmg):
+		dmg.seen = seen
+		return err
+	case errors.Is(err, berrors.ErrTimeout):
+		return lockWaitError(path, context.DeadlineExceeded)
+	case errors.Is(err, os.ErrNotExist):
+		return os.ErrNotExist
+	case errors.Is(err, fs.ErrPermission), errors.Is(err, syscall.EROFS), errors.Is(err, syscall.ENOSPC):
+		return fileError("open", path, err)
 	}
-	if bopts.OpenFile != nil && !write {
-		f, _ := bopts.OpenFile("", 0, 0)
-		dbFiles.Store(db, f) // read by pread too (each_scan.go)
+	// What bbolt refuses to open (bad magic or checksum, a file too small,
+	// an unknown version…) is damage.
+	var pe *fs.PathError
+	reason := err.Error()
+	if errors.As(err, &pe) {
+		reason = pe.Err.Error()
 	}
-	return db, func() { dbFiles.Delete(db); _ = db.Close(); unlock() }, nil
+	return &DamagedDBError{Path: path, Reason: reason, seen: seen}
 }
 
 // tx is one transaction on the store: state.db's index and state, and
@@ -622,70 +641,68 @@ func plural(n int, one, many string) string {
 // view runs fn on a read-only transaction over an index that matches
 // config.toml, rebuilding it first (under store.lock) when it does not.
 func (s *Store) view(fn func(t *tx) error) error {
-	for attempt := 0; ; attempt++ {
-		if s.readOnce.Load() {
-			if err, ok := s.viewHeld(fn); ok {
-				return err
-			}
-		}
-		fp, err := configFingerprint(s.configPath())
-		if err != nil {
-			return err
-		}
-		db, done, err := s.openDB(context.Background(), false)
-		if errors.Is(err, os.ErrNotExist) {
-			if fp == fpAbsent && !s.hasLegacyFiles() {
-				return fn(&tx{s: s}) // an empty store: nothing on disk yet
-			}
-			err = errStale
-		} else if dmg := (*DamagedDBError)(nil); errors.As(err, &dmg) {
-			// set aside below
-		} else if err != nil {
-			return err
-		} else {
-			fresh := false
-			err = runGuarded(s.dbPath(), func() error {
-				return db.View(func(btx *bolt.Tx) error {
-					t := &tx{s: s, btx: btx}
-					if !t.fresh(fp) {
-						return errStale
-					}
-					fresh = true
-					return fn(t)
-				})
-			})
-			dmg := (*DamagedDBError)(nil)
-			if !fresh || !s.readOnce.Load() || errors.As(err, &dmg) || !s.hold.keep(db, done, fp) {
-				done()
-			}
-		}
-		if dmg := (*DamagedDBError)(nil); errors.As(err, &dmg) && attempt < 3 {
-			if err := s.salvage(context.Background(), dmg); err != nil {
-				return err
-			}
-			continue
-		}
-		if !errors.Is(err, errStale) {
-			return err
-		}
-		if attempt == 3 {
-			return fmt.Errorf("%s keeps changing; try again", displayPath(s.configPath()))
-		}
-		if err := s.ensure(context.Background()); err != nil {
-			return err
-		}
-	}
+	return s.retryStale(context.Background(), func() (bool, error) { return s.viewOnce(fn) })
 }
 
-// write runs fn on a read-write transaction (state changes: Last Used,
-// tokens, logout). It does not take store.lock: bbolt's own lock orders
-// writers. When the index is stale it is rebuilt first. It never sweeps
-// (sweep.go): its cost must not grow with the number of keys.
-func (s *Store) write(ctx context.Context, fn func(t *tx) error) error {
-	ctx, cancel := lockContext(ctx)
-	defer cancel()
+// viewOnce is one attempt of view. final: its error (or nil) is view's,
+// not one to set aside a damaged state.db for or rebuild a stale index
+// after.
+func (s *Store) viewOnce(fn func(t *tx) error) (final bool, err error) {
+	if s.readOnce.Load() {
+		if err, ok := s.viewHeld(fn); ok {
+			return true, err
+		}
+	}
+	fp, err := configFingerprint(s.configPath())
+	if err != nil {
+		return true, err
+	}
+	db, done, err := s.openDB(context.Background(), false)
+	switch dmg := (*DamagedDBError)(nil); {
+	case errors.Is(err, os.ErrNotExist):
+		if fp == fpAbsent && !s.hasLegacyFiles() {
+			return true, fn(&tx{s: s}) // an empty store: nothing on disk yet
+		}
+		return false, errStale
+	case errors.As(err, &dmg):
+		return false, err // set aside by retryStale
+	case err != nil:
+		return true, err
+	}
+	return false, s.viewDB(db, done, fp, fn)
+}
+
+// viewDB runs fn on a read-only transaction of db when its index matches
+// config.toml of fingerprint fp (errStale otherwise), and closes db (done)
+// unless the store keeps it open for the next read (readOnce).
+func (s *Store) viewDB(db *bolt.DB, done func(), fp string, fn func(t *tx) error) error {
+	fresh := false
+	err := runGuarded(s.dbPath(), func() error {
+		return db.View(func(btx *bolt.Tx) error {
+			t := &tx{s: s, btx: btx}
+			if !t.fresh(fp) {
+				return errStale
+			}
+			fresh = true
+			return fn(t)
+		})
+	})
+	dmg := (*DamagedDBError)(nil)
+	if !fresh || !s.readOnce.Load() || errors.As(err, &dmg) || !s.hold.keep(db, done, fp) {
+		done()
+	}
+	return err
+}
+
+// retryStale runs once until it succeeds or fails otherwise: a damaged
+// state.db is set aside (under store.lock) and a stale index rebuilt before
+// the next attempt, a few times. An attempt whose result is final ends it.
+func (s *Store) retryStale(ctx context.Context, once func() (final bool, err error)) error {
 	for attempt := 0; ; attempt++ {
-		err := s.txn(ctx, false, fn)
+		final, err := once()
+		if final {
+			return err
+		}
 		if dmg := (*DamagedDBError)(nil); errors.As(err, &dmg) && attempt < 3 {
 			if err := s.salvage(ctx, dmg); err != nil {
 				return err
@@ -702,6 +719,16 @@ func (s *Store) write(ctx context.Context, fn func(t *tx) error) error {
 			return err
 		}
 	}
+}
+
+// write runs fn on a read-write transaction (state changes: Last Used,
+// tokens, logout). It does not take store.lock: bbolt's own lock orders
+// writers. When the index is stale it is rebuilt first. It never sweeps
+// (sweep.go): its cost must not grow with the number of keys.
+func (s *Store) write(ctx context.Context, fn func(t *tx) error) error {
+	ctx, cancel := lockContext(ctx)
+	defer cancel()
+	return s.retryStale(ctx, func() (bool, error) { return false, s.txn(ctx, false, fn) })
 }
 
 // update is write under store.lock, for changes of config.toml (new,
@@ -795,44 +822,14 @@ func (s *Store) txn(ctx context.Context, locked bool, fn func(t *tx) error) erro
 					return errStale
 				}
 				var err error
-				if migrated, err = t.migrate(); err != nil {
+				if migrated, err = t.freshen(fp); err != nil {
 					return err
-				}
-				switch {
-				case string(t.meta(metaConfig)) != fp || len(migrated) > 0:
-					if err := t.reindex(fp); err != nil {
-						return err
-					}
-					if err := t.restoreStates(); err != nil {
-						return err
-					}
-				case !t.teamsFresh(fp):
-					// An index that matches config.toml but lacks its
-					// teams (an earlier release wrote it): the teams are
-					// recorded, the keys stay (one parse of config.toml,
-					// not a rebuild).
-					if _, err := t.config(); err != nil {
-						return err
-					}
-					if err := t.putConfigMeta(fp); err != nil {
-						return err
-					}
 				}
 			}
 			if err := fn(t); err != nil {
 				return err
 			}
-			if t.cfgDirty {
-				if err := saveConfig(s.configPath(), t.cfg); err != nil {
-					return err
-				}
-				fp, err := configFingerprint(s.configPath())
-				if err != nil {
-					return err
-				}
-				return t.putConfigMeta(fp)
-			}
-			return nil
+			return t.saveChangedConfig()
 		})
 	})
 	if err != nil {
@@ -842,6 +839,51 @@ func (s *Store) txn(ctx context.Context, locked bool, fn func(t *tx) error) erro
 		s.finishMigration(migrated)
 	}
 	return nil
+}
+
+// freshen brings a stale index up to config.toml of fingerprint fp (the
+// caller holds store.lock): a legacy store migrated, the index rebuilt, or
+// only the teams recorded. migrated names the legacy files moved.
+func (t *tx) freshen(fp string) (migrated []string, err error) {
+	if migrated, err = t.migrate(); err != nil {
+		return nil, err
+	}
+	switch {
+	case string(t.meta(metaConfig)) != fp || len(migrated) > 0:
+		if err := t.reindex(fp); err != nil {
+			return nil, err
+		}
+		if err := t.restoreStates(); err != nil {
+			return nil, err
+		}
+	case !t.teamsFresh(fp):
+		// An index that matches config.toml but lacks its teams (an
+		// earlier release wrote it): the teams are recorded, the keys
+		// stay (one parse of config.toml, not a rebuild).
+		if _, err := t.config(); err != nil {
+			return nil, err
+		}
+		if err := t.putConfigMeta(fp); err != nil {
+			return nil, err
+		}
+	}
+	return migrated, nil
+}
+
+// saveChangedConfig writes config.toml when the transaction changed it, and
+// records its new fingerprint.
+func (t *tx) saveChangedConfig() error {
+	if !t.cfgDirty {
+		return nil
+	}
+	if err := saveConfig(t.s.configPath(), t.cfg); err != nil {
+		return err
+	}
+	fp, err := configFingerprint(t.s.configPath())
+	if err != nil {
+		return err
+	}
+	return t.putConfigMeta(fp)
 }
 
 // --- config changes -------------------------------------------------------------

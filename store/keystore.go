@@ -104,6 +104,29 @@ func (s *Store) warnFallback() {
 // happens only when a secret is first needed. A store of the one-file
 // layout (state.json) is migrated here, once.
 func Open(opts Options) (*Store, error) {
+	s, err := newStore(opts)
+	if err != nil {
+		return nil, err
+	}
+	if err := s.checkOwner(); err != nil {
+		return nil, err
+	}
+	// The choice made outside config.toml is known before the settings are
+	// read (a rebuild of state.db then may read the secrets).
+	s.choice = s.outsideChoice(opts.Backend)
+	set, err := s.readSettings()
+	if err != nil {
+		return nil, err
+	}
+	if err := s.choose(opts.Backend, set); err != nil {
+		return nil, err
+	}
+	return s, nil
+}
+
+// newStore is the store of opts' directories with its backends, nothing
+// read yet.
+func newStore(opts Options) (*Store, error) {
 	configDir, err := resolveDir(opts.ConfigDir, EnvConfigDir, xdg.ConfigHome)
 	if err != nil {
 		return nil, err
@@ -137,41 +160,43 @@ func Open(opts Options) (*Store, error) {
 	if s.readOnce.Load() {
 		s.fileBackend().beforeWait = s.hold.drop
 	}
-	if err := s.checkOwner(); err != nil {
-		return nil, err
+	return s, nil
+}
+
+// outsideChoice is the backend chosen outside config.toml (backend, else
+// the environment's), "" when none or one not known (checked by choose).
+func (s *Store) outsideChoice(backend string) string {
+	choice := backend
+	if choice == "" {
+		choice = os.Getenv(EnvSecrets)
 	}
-	// The choice made outside config.toml is known before the settings are
-	// read (a rebuild of state.db then may read the secrets).
-	switch {
-	case opts.Backend != "":
-		s.choice = opts.Backend
-	case os.Getenv(EnvSecrets) != "":
-		s.choice = os.Getenv(EnvSecrets)
+	if s.backends[choice] == nil && choice != BackendAuto {
+		return ""
 	}
-	if s.backends[s.choice] == nil && s.choice != BackendAuto {
-		s.choice = "" // checked below
-	}
-	set, err := s.readSettings()
-	if err != nil {
-		return nil, err
-	}
-	choice := opts.Backend
+	return choice
+}
+
+// choose sets the secrets backend: backend (an option), else the
+// environment's, else config.toml's setting (set); an unknown name is an
+// error.
+func (s *Store) choose(backend string, set Settings) error {
+	choice := backend
 	switch {
 	case choice != "":
 		if !userBackend(choice) && s.backends[choice] == nil {
-			return nil, text.Errorf("unknown secrets backend %q; use %s", text.Sanitize(choice), userBackendNames())
+			return text.Errorf("unknown secrets backend %q; use %s", text.Sanitize(choice), userBackendNames())
 		}
 	case os.Getenv(EnvSecrets) != "":
 		choice = os.Getenv(EnvSecrets)
 		if !userBackend(choice) {
-			return nil, text.Errorf("%s=%q is not a secrets backend; use %s", EnvSecrets, text.Sanitize(choice), userBackendNames())
+			return text.Errorf("%s=%q is not a secrets backend; use %s", EnvSecrets, text.Sanitize(choice), userBackendNames())
 		}
 		s.choiceFromEnv = choice != BackendAuto && (set.Secrets == "" || set.Secrets == BackendAuto)
 	default:
 		choice = set.Secrets // "auto" unless config.toml says otherwise
 	}
 	s.choice = choice
-	return s, nil
+	return nil
 }
 
 func resolveDir(opt, env, base string) (string, error) {
@@ -723,23 +748,12 @@ func (s *Store) Login(ctx context.Context, label string, opts LoginOptions) (Key
 	if err != nil {
 		return Key{}, nil, err
 	}
-	if !ks.EndPending.IsZero() {
-		// The old session must end before its tokens are replaced, unless
-		// the server refused for good (a key left pending before that was
-		// told apart): asking again would block the key for ever.
-		if _, err := s.endSession(ctx, e, ks, sec); err != nil && !auth.IsFinalRefusal(err) {
-			return Key{}, nil, &EndPendingError{Label: e.Label, Err: err}
-		}
+	if err := s.endPending(ctx, e, ks, sec); err != nil {
+		return Key{}, nil, err
 	}
-	req := e.request(sec)
-	req.Prompt, req.Wait = opts.Prompt, opts.Wait
-	if e.Grant.Or() == auth.GrantPassword {
-		if opts.Password != "" {
-			req.Password = opts.Password
-		}
-		if req.Password == "" {
-			return Key{}, nil, &LoginNeededError{Label: e.Label, Why: "no password is remembered for it"}
-		}
+	req, err := e.loginRequest(sec, opts)
+	if err != nil {
+		return Key{}, nil, err
 	}
 	ts, err := s.auth.Obtain(ctx, e.Grant, req)
 	if err != nil {
@@ -757,6 +771,38 @@ func (s *Store) Login(ctx context.Context, label string, opts LoginOptions) (Key
 		return Key{}, nil, err
 	}
 	return k, ts, nil
+}
+
+// endPending ends the session a logout left pending (ks.EndPending) before
+// its tokens are replaced, unless the server refused for good (a key left
+// pending before that was told apart): asking again would block the key for
+// ever.
+func (s *Store) endPending(ctx context.Context, e keyEntry, ks keyState, sec keySecrets) error {
+	if ks.EndPending.IsZero() {
+		return nil
+	}
+	if _, err := s.endSession(ctx, e, ks, sec); err != nil && !auth.IsFinalRefusal(err) {
+		return &EndPendingError{Label: e.Label, Err: err}
+	}
+	return nil
+}
+
+// loginRequest is the request of a login to the key: its grant's request
+// with opts' prompt, wait and password (or the one remembered, which the
+// password grant needs).
+func (e keyEntry) loginRequest(sec keySecrets, opts LoginOptions) (auth.Request, error) {
+	req := e.request(sec)
+	req.Prompt, req.Wait = opts.Prompt, opts.Wait
+	if e.Grant.Or() != auth.GrantPassword {
+		return req, nil
+	}
+	if opts.Password != "" {
+		req.Password = opts.Password
+	}
+	if req.Password == "" {
+		return auth.Request{}, &LoginNeededError{Label: e.Label, Why: "no password is remembered for it"}
+	}
+	return req, nil
 }
 
 // request is what the key's grant may use, from its definition and secrets.
@@ -1010,14 +1056,7 @@ func (s *Store) RemoveWith(ctx context.Context, label string, opts RemoveOptions
 		return auth.EndResult{}, err
 	}
 	b := s.holder(ks)
-	if fb, ok := b.(*fileBackend); ok {
-		if fileExists(fb.dataPath()) || fileExists(fb.legacyPath()) {
-			if _, err := fb.unlock(); err != nil {
-				return auth.EndResult{}, err
-			}
-		}
-	}
-	if err := s.migrateSecrets(ctx, b); err != nil {
+	if err := s.openHolder(ctx, b); err != nil {
 		return auth.EndResult{}, err
 	}
 	var res auth.EndResult
@@ -1035,41 +1074,63 @@ func (s *Store) RemoveWith(ctx context.Context, label string, opts RemoveOptions
 	// no key names, which the sweep takes (sweepOrphans), never a key listed
 	// without its secrets.
 	ctx = context.WithoutCancel(ctx)
-	err = s.update(ctx, func(t *tx) error {
-		if _, ok, err := t.byID(e.ID); err != nil {
-			return err
-		} else if !ok {
-			return notFoundError(label)
-		}
-		if err := t.removeKey(e.ID); err != nil {
-			return err
-		}
-		return t.markRemoved(e.ID, b.Name())
-	})
-	if err != nil {
+	if err := s.removeDefinition(ctx, e.ID, label, b); err != nil {
 		return res, err
 	}
 	if removeCommitted != nil {
 		removeCommitted()
 	}
-	err = s.update(ctx, func(t *tx) error {
-		if err := b.Delete(e.ID); err != nil {
+	if err := s.removeSecrets(ctx, e.ID, label, b); err != nil {
+		return res, err
+	}
+	_ = removeFile(s.refreshLockPath(e.ID))
+	return res, serverErr
+}
+
+// openHolder readies b, the backend that holds a key's secrets, to read and
+// delete them: the file backend unlocked when it has a file, secrets of an
+// older layout moved.
+func (s *Store) openHolder(ctx context.Context, b secretsBackend) error {
+	if fb, ok := b.(*fileBackend); ok && (fileExists(fb.dataPath()) || fileExists(fb.legacyPath())) {
+		if _, err := fb.unlock(); err != nil {
+			return err
+		}
+	}
+	return s.migrateSecrets(ctx, b)
+}
+
+// removeDefinition removes key id (label) from the index and config.toml,
+// noting that its secrets in b are to go.
+func (s *Store) removeDefinition(ctx context.Context, id, label string, b secretsBackend) error {
+	return s.update(ctx, func(t *tx) error {
+		if _, ok, err := t.byID(id); err != nil {
+			return err
+		} else if !ok {
+			return notFoundError(label)
+		}
+		if err := t.removeKey(id); err != nil {
+			return err
+		}
+		return t.markRemoved(id, b.Name())
+	})
+}
+
+// removeSecrets deletes key id's secrets from b (a backend gone is said,
+// not an error) and then its state.
+func (s *Store) removeSecrets(ctx context.Context, id, label string, b secretsBackend) error {
+	return s.update(ctx, func(t *tx) error {
+		if err := b.Delete(id); err != nil {
 			if !errors.Is(err, ErrBackendMissing) {
 				return err
 			}
 			fmt.Fprintf(s.warn, "shipkey: warning: the secrets of key %s could not be deleted from the %s backend: %v\n",
 				quoteLabel(label), b.Name(), err)
 		}
-		if err := t.clearRemoved(e.ID); err != nil {
+		if err := t.clearRemoved(id); err != nil {
 			return err
 		}
-		return t.deleteState(e.ID)
+		return t.deleteState(id)
 	})
-	if err != nil {
-		return res, err
-	}
-	_ = removeFile(s.refreshLockPath(e.ID))
-	return res, serverErr
 }
 
 // Rename changes a key's label (ErrLabelTaken). The ID, and so the secrets,

@@ -69,8 +69,8 @@ type LoginNeededError struct {
 }
 
 func (e *LoginNeededError) Error() string {
-	return fmt.Sprintf("key %s: login needed (%s); run: shipkey login %s",
-		text.Safe(e.Label), text.Safe(e.Why), text.ShellQuote(e.Label))
+	return text.Cleanf("key %s: login needed (%s); run: shipkey login %s",
+		e.Label, e.Why, text.ShellQuote(e.Label)).String()
 }
 
 // Unwrap returns ErrLoginNeeded and the cause.

@@ -96,30 +96,48 @@ func (fs *fastStruct) add(t reflect.Type, base uintptr, slots *int) bool {
 		}
 		ff := fastField{name: name, off: base + f.Offset, slot: *slots}
 		*slots++
-		switch {
-		case f.Type == reflect.TypeFor[time.Time]():
-			ff.kind = fastTime
-		case f.Type.Kind() == reflect.String:
-			ff.kind = fastString
-		case f.Type.Kind() == reflect.Bool:
-			ff.kind = fastBool
-		case f.Type.Kind() == reflect.Int64, f.Type.Kind() == reflect.Int && f.Type.Size() == 8:
-			ff.kind = fastInt
-		case f.Type == reflect.TypeFor[*int64]():
-			ff.kind = fastOptInt
-		case f.Type == reflect.TypeFor[[]string]():
-			ff.kind = fastStrings
-		case f.Type.Kind() == reflect.Struct:
-			ff.kind, ff.sub = fastNested, &fastStruct{}
+		kind, ok := fastKindOf(f.Type)
+		if !ok {
+			return false
+		}
+		ff.kind = kind
+		if kind == fastNested {
+			ff.sub = &fastStruct{}
 			if !ff.sub.add(f.Type, base+f.Offset, slots) || len(ff.sub.fields) > 64 || !uniqueNames(ff.sub.fields) {
 				return false
 			}
-		default:
-			return false
 		}
 		fs.fields = append(fs.fields, ff)
 	}
 	return true
+}
+
+// fastKinds are the field types the fast decoder reads, in order: the
+// first that matches is the field's kind.
+var fastKinds = []struct {
+	is   func(t reflect.Type) bool
+	kind fastKind
+}{
+	{func(t reflect.Type) bool { return t == reflect.TypeFor[time.Time]() }, fastTime},
+	{func(t reflect.Type) bool { return t.Kind() == reflect.String }, fastString},
+	{func(t reflect.Type) bool { return t.Kind() == reflect.Bool }, fastBool},
+	{func(t reflect.Type) bool {
+		return t.Kind() == reflect.Int64 || t.Kind() == reflect.Int && t.Size() == 8
+	}, fastInt},
+	{func(t reflect.Type) bool { return t == reflect.TypeFor[*int64]() }, fastOptInt},
+	{func(t reflect.Type) bool { return t == reflect.TypeFor[[]string]() }, fastStrings},
+	{func(t reflect.Type) bool { return t.Kind() == reflect.Struct }, fastNested},
+}
+
+// fastKindOf is the kind of a field of type t; false when the fast decoder
+// does not read it.
+func fastKindOf(t reflect.Type) (fastKind, bool) {
+	for _, k := range fastKinds {
+		if k.is(t) {
+			return k.kind, true
+		}
+	}
+	return 0, false
 }
 
 // fastDecode decodes b into *p (a zero value of the struct fs describes);
@@ -342,6 +360,8 @@ func (fs *fastStruct) decode(d *fastDec, b []byte, root unsafe.Pointer) ([]byte,
 	return b, true
 }
 
+// decode reads the field's value from b into the struct at root, by the
+// field's kind, and returns what follows it.
 func (f *fastField) decode(d *fastDec, b []byte, root unsafe.Pointer) ([]byte, bool) {
 	fp := unsafe.Add(root, f.off)
 	switch f.kind {
@@ -353,54 +373,71 @@ func (f *fastField) decode(d *fastDec, b []byte, root unsafe.Pointer) ([]byte, b
 		d.setField(root, f, s)
 		return rest, true
 	case fastBool:
-		if len(b) == 0 || (b[0] != 0xf4 && b[0] != 0xf5) {
-			return nil, false
-		}
-		*(*bool)(fp) = b[0] == 0xf5
-		return b[1:], true
+		return cborBool(b, (*bool)(fp))
 	case fastInt, fastOptInt:
-		major, v, rest, ok := cborHead(b)
-		if !ok || (major != 0 && major != 1) || v > math.MaxInt64 {
-			return nil, false
-		}
-		i := int64(v)
-		if major == 1 {
-			i = -1 - i
-		}
-		switch {
-		case f.kind == fastInt:
-			*(*int64)(fp) = i
-		case d.share != nil && d.share.prev[f.slot].i != nil && *d.share.prev[f.slot].i == i:
-			*(**int64)(fp) = d.share.prev[f.slot].i
-		default:
-			q := new(int64)
-			*q = i
-			*(**int64)(fp) = q
-			if d.share != nil {
-				d.share.prev[f.slot].i = q
-			}
-		}
-		return rest, true
+		return f.decodeInt(d, b, fp)
 	case fastTime:
-		if len(b) > 0 && b[0] == 0xf6 { // null: the zero time
-			return b[1:], true
-		}
-		s, rest, ok := cborText(b)
-		if !ok {
-			return nil, false
-		}
-		// What time.Parse(time.RFC3339, s) returns (the library's
-		// reading), without copying s into a string.
-		if (*time.Time)(fp).UnmarshalText(s) != nil {
-			return nil, false
-		}
-		return rest, true
+		return cborTime(b, (*time.Time)(fp))
 	case fastStrings:
 		return d.strings(b, (*[]string)(fp), f.slot)
 	case fastNested:
 		return f.sub.decode(d, b, root)
 	}
 	return nil, false
+}
+
+// cborBool reads a CBOR true or false into *dst.
+func cborBool(b []byte, dst *bool) ([]byte, bool) {
+	if len(b) == 0 || (b[0] != 0xf4 && b[0] != 0xf5) {
+		return nil, false
+	}
+	*dst = b[0] == 0xf5
+	return b[1:], true
+}
+
+// cborTime reads an RFC 3339 text string into *dst, null as the zero time.
+func cborTime(b []byte, dst *time.Time) ([]byte, bool) {
+	if len(b) > 0 && b[0] == 0xf6 { // null: the zero time
+		return b[1:], true
+	}
+	s, rest, ok := cborText(b)
+	if !ok {
+		return nil, false
+	}
+	// What time.Parse(time.RFC3339, s) returns (the library's reading),
+	// without copying s into a string.
+	if dst.UnmarshalText(s) != nil {
+		return nil, false
+	}
+	return rest, true
+}
+
+// decodeInt reads a CBOR integer (one an int64 holds) into the field at fp:
+// an int64, or for fastOptInt a *int64, the record before's pointer when
+// the value is the same.
+func (f *fastField) decodeInt(d *fastDec, b []byte, fp unsafe.Pointer) ([]byte, bool) {
+	major, v, rest, ok := cborHead(b)
+	if !ok || (major != 0 && major != 1) || v > math.MaxInt64 {
+		return nil, false
+	}
+	i := int64(v)
+	if major == 1 {
+		i = -1 - i
+	}
+	switch {
+	case f.kind == fastInt:
+		*(*int64)(fp) = i
+	case d.share != nil && d.share.prev[f.slot].i != nil && *d.share.prev[f.slot].i == i:
+		*(**int64)(fp) = d.share.prev[f.slot].i
+	default:
+		q := new(int64)
+		*q = i
+		*(**int64)(fp) = q
+		if d.share != nil {
+			d.share.prev[f.slot].i = q
+		}
+	}
+	return rest, true
 }
 
 // strings reads a non-empty array of text strings into *dst: the list of

@@ -142,57 +142,78 @@ func (s *Store) sweepRemoved() {
 // shipkey wrote itself (the last key removed, the `keys rm` killed before
 // its secrets went) sweeps like any other.
 func (s *Store) sweepOrphans() {
-	fp, err := configFingerprint(s.configPath())
-	if err != nil || fp == fpAbsent {
+	ids, ok := s.heldIDs()
+	if !ok {
 		return
-	}
-	ids, indexed := s.indexedIDs(fp)
-	if !indexed {
-		cfg, err := loadConfig(s.configPath())
-		if err != nil || len(cfg.Keys) == 0 {
-			return
-		}
-		ids = make(map[string]bool, len(cfg.Keys))
-		for _, e := range cfg.Keys {
-			ids[e.ID] = true
-		}
 	}
 	cutoff := time.Now().Add(-staleTemp)
 	for _, row := range backendTable {
-		f, ok := s.backends[row.name].(interface{ files() keyFiles })
-		if !ok {
-			continue
-		}
-		kf := f.files()
-		d, err := os.Open(kf.dir)
-		if err != nil {
-			continue
-		}
-		var gone []string
-		for {
-			names, err := d.Readdirnames(1024)
-			for _, name := range names {
-				id, ok := strings.CutSuffix(name, kf.ext)
-				if !ok || strings.HasPrefix(name, ".") || ids[id] || !validID(id) || isTeamSecret(id) {
-					continue
-				}
-				p := filepath.Join(kf.dir, name)
-				if fi, err := os.Lstat(p); err == nil && fi.Mode().IsRegular() && fi.ModTime().Before(cutoff) {
-					gone = append(gone, p)
-				}
-			}
-			if err != nil {
-				break
-			}
-		}
-		_ = d.Close()
-		for _, p := range gone {
-			_ = os.Remove(p)
-		}
-		if len(gone) > 0 {
-			syncDir(kf.dir)
+		if f, ok := s.backends[row.name].(interface{ files() keyFiles }); ok {
+			sweepKeyFiles(f.files(), ids, cutoff)
 		}
 	}
+}
+
+// heldIDs are the ids of the keys config.toml holds, from the index when it
+// matches config.toml, else from config.toml parsed; false when there is
+// nothing to sweep against (see sweepOrphans).
+func (s *Store) heldIDs() (map[string]bool, bool) {
+	fp, err := configFingerprint(s.configPath())
+	if err != nil || fp == fpAbsent {
+		return nil, false
+	}
+	if ids, indexed := s.indexedIDs(fp); indexed {
+		return ids, true
+	}
+	cfg, err := loadConfig(s.configPath())
+	if err != nil || len(cfg.Keys) == 0 {
+		return nil, false
+	}
+	ids := make(map[string]bool, len(cfg.Keys))
+	for _, e := range cfg.Keys {
+		ids[e.ID] = true
+	}
+	return ids, true
+}
+
+// sweepKeyFiles removes the secret files in kf, older than cutoff, of key
+// ids that ids does not hold (team secrets and hidden files are left).
+func sweepKeyFiles(kf keyFiles, ids map[string]bool, cutoff time.Time) {
+	d, err := os.Open(kf.dir)
+	if err != nil {
+		return
+	}
+	var gone []string
+	for {
+		names, err := d.Readdirnames(1024)
+		for _, name := range names {
+			if p, ok := orphanFile(kf, name, ids, cutoff); ok {
+				gone = append(gone, p)
+			}
+		}
+		if err != nil {
+			break
+		}
+	}
+	_ = d.Close()
+	for _, p := range gone {
+		_ = os.Remove(p)
+	}
+	if len(gone) > 0 {
+		syncDir(kf.dir)
+	}
+}
+
+// orphanFile reports whether name, in kf, is a regular secret file older
+// than cutoff of a key id that ids does not hold, and its path.
+func orphanFile(kf keyFiles, name string, ids map[string]bool, cutoff time.Time) (string, bool) {
+	id, ok := strings.CutSuffix(name, kf.ext)
+	if !ok || strings.HasPrefix(name, ".") || ids[id] || !validID(id) || isTeamSecret(id) {
+		return "", false
+	}
+	p := filepath.Join(kf.dir, name)
+	fi, err := os.Lstat(p)
+	return p, err == nil && fi.Mode().IsRegular() && fi.ModTime().Before(cutoff)
 }
 
 // indexedIDs returns the ids of the keys of state.db's index when it was

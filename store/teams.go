@@ -2,7 +2,6 @@ package store
 
 import (
 	"context"
-	"fmt"
 	"io"
 	"slices"
 	"strings"
@@ -138,7 +137,7 @@ func (s *Store) TeamSecrets(team string) (TeamSecrets, error) {
 	}
 	if !ok || sec.ClientSecret == "" {
 		return TeamSecrets{}, &keyError{
-			msg:  fmt.Sprintf("team %s: this machine's member identity is missing from the %s backend; join again (shipkey team join %s --etcd URL)", text.Safe(team), b.Name(), text.ShellQuote(team)),
+			msg:  text.Cleanf("team %s: this machine's member identity is missing from the %s backend; join again (shipkey team join %s --etcd URL)", team, b.Name(), text.ShellQuote(team)).String(),
 			kind: ErrSecretsMissing,
 		}
 	}

@@ -58,68 +58,93 @@ func dpopAlgNames() []string {
 // server's nonce when it asks for one. It returns the RFC 7638 thumbprint
 // (jkt) of the proof's key, which a bound token's cnf.jkt must equal.
 func CheckDPoP(proof string, req DPoPRequest) (jkt string, err error) {
-	bad := func(desc string) (string, error) {
-		return "", &DPoPError{Code: "invalid_dpop_proof", Description: desc}
-	}
 	if req.Now.IsZero() {
 		req.Now = time.Now()
 	}
 	if req.MaxAge <= 0 {
 		req.MaxAge = 60 * time.Second
 	}
+	key, c, err := parseDPoP(proof)
+	if err != nil {
+		return "", err
+	}
+	for _, check := range dpopChecks {
+		if check.broken(c, req) {
+			refusal := check.refusal // each caller its own error
+			return "", &refusal
+		}
+	}
+	tp, err := key.Thumbprint(crypto.SHA256)
+	if err != nil {
+		return "", invalidProof("No JWK in DPoP header")
+	}
+	if req.Replay != nil && !req.Replay.Fresh(c.Jti, time.Unix(*c.Iat, 0).Add(req.MaxAge), req.Now) {
+		return "", invalidProof("DPoP proof has already been used")
+	}
+	return base64.RawURLEncoding.EncodeToString(tp), nil
+}
+
+// invalidProof is a refusal of a proof, desc saying why.
+func invalidProof(desc string) *DPoPError {
+	return &DPoPError{Code: "invalid_dpop_proof", Description: desc}
+}
+
+// dpopClaims are a proof's claims.
+type dpopClaims struct {
+	Jti   string `json:"jti"`
+	Htm   string `json:"htm"`
+	Htu   string `json:"htu"`
+	Iat   *int64 `json:"iat"`
+	Ath   string `json:"ath"`
+	Nonce string `json:"nonce"`
+}
+
+// parseDPoP parses a proof: a compact JWS with typ dpop+jwt signed by the
+// public jwk in its header (returned), with the mandatory claims.
+func parseDPoP(proof string) (*jose.JSONWebKey, *dpopClaims, error) {
 	jws, err := jose.ParseSignedCompact(strings.TrimSpace(proof), dpopAlgs)
 	if err != nil || len(jws.Signatures) != 1 {
-		return bad("DPoP proof is not a signed JWT")
+		return nil, nil, invalidProof("DPoP proof is not a signed JWT")
 	}
 	h := jws.Signatures[0].Protected
 	if typ, _ := h.ExtraHeaders[jose.HeaderType].(string); typ != "dpop+jwt" {
-		return bad("Invalid or missing type in DPoP header: " + typ)
+		return nil, nil, invalidProof("Invalid or missing type in DPoP header: " + typ)
 	}
 	if h.JSONWebKey == nil || !h.JSONWebKey.IsPublic() || !h.JSONWebKey.Valid() {
-		return bad("No JWK in DPoP header")
+		return nil, nil, invalidProof("No JWK in DPoP header")
 	}
 	payload, err := jws.Verify(h.JSONWebKey)
 	if err != nil {
-		return bad("DPoP verification failure: signature")
+		return nil, nil, invalidProof("DPoP verification failure: signature")
 	}
-	var c struct {
-		Jti   string `json:"jti"`
-		Htm   string `json:"htm"`
-		Htu   string `json:"htu"`
-		Iat   *int64 `json:"iat"`
-		Ath   string `json:"ath"`
-		Nonce string `json:"nonce"`
-	}
+	var c dpopClaims
 	if json.Unmarshal(payload, &c) != nil || c.Jti == "" || c.Htm == "" || c.Htu == "" || c.Iat == nil {
-		return bad("DPoP mandatory claims are missing")
+		return nil, nil, invalidProof("DPoP mandatory claims are missing")
 	}
-	if c.Htm != req.Method {
-		return bad("DPoP HTTP method mismatch")
-	}
-	if !sameHTU(c.Htu, req.URL) {
-		return bad("DPoP HTTP URL mismatch")
-	}
-	iat := time.Unix(*c.Iat, 0)
-	if iat.After(req.Now.Add(req.MaxAge)) || iat.Before(req.Now.Add(-req.MaxAge)) {
-		return bad("DPoP proof is not active")
-	}
-	if req.AccessToken != "" {
-		sum := sha256.Sum256([]byte(req.AccessToken))
-		if c.Ath != base64.RawURLEncoding.EncodeToString(sum[:]) {
-			return bad("DPoP proof access token hash mismatch")
+	return h.JSONWebKey, &c, nil
+}
+
+// dpopChecks are what a proof's claims must match in req, in order: the
+// first broken is the refusal.
+var dpopChecks = []struct {
+	broken  func(c *dpopClaims, req DPoPRequest) bool
+	refusal DPoPError
+}{
+	{func(c *dpopClaims, req DPoPRequest) bool { return c.Htm != req.Method }, *invalidProof("DPoP HTTP method mismatch")},
+	{func(c *dpopClaims, req DPoPRequest) bool { return !sameHTU(c.Htu, req.URL) }, *invalidProof("DPoP HTTP URL mismatch")},
+	{func(c *dpopClaims, req DPoPRequest) bool {
+		iat := time.Unix(*c.Iat, 0)
+		return iat.After(req.Now.Add(req.MaxAge)) || iat.Before(req.Now.Add(-req.MaxAge))
+	}, *invalidProof("DPoP proof is not active")},
+	{func(c *dpopClaims, req DPoPRequest) bool {
+		if req.AccessToken == "" {
+			return false
 		}
-	}
-	if req.Nonce != "" && c.Nonce != req.Nonce {
-		return "", &DPoPError{Code: "use_dpop_nonce", Description: "Authorization server requires nonce in DPoP proof"}
-	}
-	tp, err := h.JSONWebKey.Thumbprint(crypto.SHA256)
-	if err != nil {
-		return bad("No JWK in DPoP header")
-	}
-	if req.Replay != nil && !req.Replay.Fresh(c.Jti, iat.Add(req.MaxAge), req.Now) {
-		return bad("DPoP proof has already been used")
-	}
-	return base64.RawURLEncoding.EncodeToString(tp), nil
+		sum := sha256.Sum256([]byte(req.AccessToken))
+		return c.Ath != base64.RawURLEncoding.EncodeToString(sum[:])
+	}, *invalidProof("DPoP proof access token hash mismatch")},
+	{func(c *dpopClaims, req DPoPRequest) bool { return req.Nonce != "" && c.Nonce != req.Nonce },
+		DPoPError{Code: "use_dpop_nonce", Description: "Authorization server requires nonce in DPoP proof"}},
 }
 
 // sameHTU compares a proof's htu with the request URL as RFC 9449 §4.3

@@ -208,26 +208,12 @@ func (s *Server) authenticateClient(r *http.Request, form url.Values) (Client, *
 	if form.Has("client_assertion") || form.Has("client_assertion_type") {
 		return s.jwtClient(r, form)
 	}
-	var id, secret string
-	haveID, haveSecret := false, false
-	if h := r.Header.Get("Authorization"); h != "" {
-		if u, p, ok := parseBasic(h); ok {
-			id, secret, haveID, haveSecret = u, p, true, true
-		} else if !form.Has("client_id") {
-			return Client{}, &oauthError{status: http.StatusUnauthorized, wwwAuthenticate: `Basic realm="` + s.realm + `"`}
-		}
-	}
-	if form.Has("client_id") {
-		id, haveID = form.Get("client_id"), true
-	}
-	if form.Has("client_secret") {
-		secret, haveSecret = form.Get("client_secret"), true
-	}
-	if !haveID {
-		return Client{}, errf(http.StatusBadRequest, "invalid_client", "Missing client_id parameter")
+	cred, e := s.presentedCredentials(r, form)
+	if e != nil {
+		return Client{}, e
 	}
 	s.mu.Lock()
-	c, ok := s.clients[id]
+	c, ok := s.clients[cred.id]
 	s.mu.Unlock()
 	if !ok || c.Disabled {
 		return Client{}, errf(http.StatusUnauthorized, "invalid_client", "Invalid client or Invalid client credentials")
@@ -241,10 +227,40 @@ func (s *Server) authenticateClient(r *http.Request, form url.Values) (Client, *
 	if c.Secret == "" { // public client
 		return c, nil
 	}
-	if !haveSecret || subtle.ConstantTimeCompare([]byte(secret), []byte(c.Secret)) != 1 {
+	if !cred.haveSecret || subtle.ConstantTimeCompare([]byte(cred.secret), []byte(c.Secret)) != 1 {
 		return Client{}, errf(http.StatusUnauthorized, "unauthorized_client", "Invalid client or Invalid client credentials")
 	}
 	return c, nil
+}
+
+// credentials are the client id and secret a request presents.
+type credentials struct {
+	id, secret string
+	haveSecret bool
+}
+
+// presentedCredentials are the client's id and secret from HTTP Basic or
+// the form (the form's win); a client id is required.
+func (s *Server) presentedCredentials(r *http.Request, form url.Values) (credentials, *oauthError) {
+	var cred credentials
+	haveID := false
+	if h := r.Header.Get("Authorization"); h != "" {
+		if u, p, ok := parseBasic(h); ok {
+			cred, haveID = credentials{id: u, secret: p, haveSecret: true}, true
+		} else if !form.Has("client_id") {
+			return credentials{}, &oauthError{status: http.StatusUnauthorized, wwwAuthenticate: `Basic realm="` + s.realm + `"`}
+		}
+	}
+	if form.Has("client_id") {
+		cred.id, haveID = form.Get("client_id"), true
+	}
+	if form.Has("client_secret") {
+		cred.secret, cred.haveSecret = form.Get("client_secret"), true
+	}
+	if !haveID {
+		return credentials{}, errf(http.StatusBadRequest, "invalid_client", "Missing client_id parameter")
+	}
+	return cred, nil
 }
 
 func parseBasic(h string) (user, pass string, ok bool) {
@@ -279,56 +295,93 @@ func (s *Server) token(w http.ResponseWriter, r *http.Request, issuer string) {
 	if grant == grantTokenExchange && s.opts.NoTokenExchange {
 		grant = "unsupported"
 	}
-	switch grant {
-	case "":
+	serve, known := tokenGrants[grant]
+	switch {
+	case grant == "":
 		s.writeError(w, errf(http.StatusBadRequest, "invalid_request", "Missing form parameter: grant_type"))
 		return
-	case "password", "refresh_token", "client_credentials", grantDeviceCode, "authorization_code", grantTokenExchange, jwtBearerGrant:
-	default:
+	case !known:
 		s.writeError(w, errf(http.StatusBadRequest, "unsupported_grant_type", "Unsupported grant_type"))
 		return
 	}
-	client, e := s.authenticateClient(r, form)
-	if e == nil && client.TokenBasicOnly && form.Has("client_secret") {
-		e = errf(http.StatusUnauthorized, "invalid_client", "Client authentication with client_secret_post is not allowed for this client")
-	}
-	if e != nil {
+	g := grantRequest{form: form, r: r, issuer: issuer}
+	if g.client, e = s.tokenClient(r, form); e != nil {
 		s.writeError(w, e)
 		return
 	}
-	var bind binding
-	if client.AuthMethod == AuthTLSClient || client.AuthMethod == AuthSelfSignedTLS {
-		bind.x5t = certThumbprint(r) // certificate-bound tokens (RFC 8705 §3)
-	}
-	if bind.jkt, e = s.dpopProof(w, r, client); e != nil {
+	if g.bind, e = s.tokenBinding(w, r, g.client); e != nil {
 		s.writeError(w, e)
 		return
 	}
-	if n := s.currentDPoPNonce(); n != "" {
-		w.Header().Set("DPoP-Nonce", n)
-	}
-	var resp tokenResponse
-	switch grant {
-	case "password":
-		resp, e = s.passwordGrant(form, client, issuer, bind)
-	case "client_credentials":
-		resp, e = s.clientCredentialsGrant(form, client, issuer, bind)
-	case grantDeviceCode:
-		resp, e = s.deviceCodeGrant(form, client, issuer, bind)
-	case "authorization_code":
-		resp, e = s.authorizationCodeGrant(form, client, issuer, bind)
-	case grantTokenExchange:
-		resp, e = s.tokenExchangeGrant(form, client, issuer)
-	case jwtBearerGrant:
-		resp, e = s.jwtBearerGrantFor(form, r, client, issuer, bind)
-	default:
-		resp, e = s.refreshGrant(form, client, issuer, bind)
-	}
+	resp, e := serve(s, g)
 	if e != nil {
 		s.writeError(w, e)
 		return
 	}
 	writeJSON(w, http.StatusOK, resp)
+}
+
+// grantRequest is a token request to a grant: its form, the client it
+// authenticated and what its tokens are to be bound to.
+type grantRequest struct {
+	form   url.Values
+	r      *http.Request
+	client Client
+	issuer string
+	bind   binding
+}
+
+// tokenGrants are the grants the token endpoint serves, by grant_type.
+var tokenGrants = map[string]func(s *Server, g grantRequest) (tokenResponse, *oauthError){
+	"password": func(s *Server, g grantRequest) (tokenResponse, *oauthError) {
+		return s.passwordGrant(g.form, g.client, g.issuer, g.bind)
+	},
+	"client_credentials": func(s *Server, g grantRequest) (tokenResponse, *oauthError) {
+		return s.clientCredentialsGrant(g.form, g.client, g.issuer, g.bind)
+	},
+	grantDeviceCode: func(s *Server, g grantRequest) (tokenResponse, *oauthError) {
+		return s.deviceCodeGrant(g.form, g.client, g.issuer, g.bind)
+	},
+	"authorization_code": func(s *Server, g grantRequest) (tokenResponse, *oauthError) {
+		return s.authorizationCodeGrant(g.form, g.client, g.issuer, g.bind)
+	},
+	grantTokenExchange: func(s *Server, g grantRequest) (tokenResponse, *oauthError) {
+		return s.tokenExchangeGrant(g.form, g.client, g.issuer)
+	},
+	jwtBearerGrant: func(s *Server, g grantRequest) (tokenResponse, *oauthError) {
+		return s.jwtBearerGrantFor(g.form, g.r, g.client, g.issuer, g.bind)
+	},
+	"refresh_token": func(s *Server, g grantRequest) (tokenResponse, *oauthError) {
+		return s.refreshGrant(g.form, g.client, g.issuer, g.bind)
+	},
+}
+
+// tokenClient authenticates the client of a token request, refusing the
+// form's client_secret for a client that takes Basic only.
+func (s *Server) tokenClient(r *http.Request, form url.Values) (Client, *oauthError) {
+	client, e := s.authenticateClient(r, form)
+	if e == nil && client.TokenBasicOnly && form.Has("client_secret") {
+		e = errf(http.StatusUnauthorized, "invalid_client", "Client authentication with client_secret_post is not allowed for this client")
+	}
+	return client, e
+}
+
+// tokenBinding is what the tokens of client's request are bound to: its
+// certificate (RFC 8705 §3) and its DPoP proof's key; the answer carries
+// the current DPoP nonce.
+func (s *Server) tokenBinding(w http.ResponseWriter, r *http.Request, client Client) (binding, *oauthError) {
+	var bind binding
+	if client.AuthMethod == AuthTLSClient || client.AuthMethod == AuthSelfSignedTLS {
+		bind.x5t = certThumbprint(r) // certificate-bound tokens (RFC 8705 §3)
+	}
+	var e *oauthError
+	if bind.jkt, e = s.dpopProof(w, r, client); e != nil {
+		return binding{}, e
+	}
+	if n := s.currentDPoPNonce(); n != "" {
+		w.Header().Set("DPoP-Nonce", n)
+	}
+	return bind, nil
 }
 
 // grantedScope checks a requested scope and returns what is granted: openid
@@ -432,70 +485,15 @@ func (s *Server) aliveLocked(ss *session, now int64) bool {
 }
 
 func (s *Server) refreshGrant(form url.Values, client Client, issuer string, bind binding) (tokenResponse, *oauthError) {
-	raw := form.Get("refresh_token")
-	if raw == "" {
-		return tokenResponse{}, errf(http.StatusBadRequest, "invalid_request", "Missing form parameter: refresh_token")
-	}
-	p, err := s.parseRefresh(raw)
-	if err != nil {
-		return tokenResponse{}, errf(http.StatusBadRequest, "invalid_grant", "Invalid refresh token")
-	}
 	now := s.now().Unix()
-	if p.expiredAt(now) {
-		return tokenResponse{}, errf(http.StatusBadRequest, "invalid_grant", "Token is not active")
+	p, e := s.checkRefresh(form, client, now)
+	if e != nil {
+		return tokenResponse{}, e
 	}
-	if p.Azp != client.ID {
-		return tokenResponse{}, errf(http.StatusBadRequest, "invalid_grant", "Invalid refresh token. Token client and authorized client don't match")
+	u, sc, e := s.refreshSession(p, bind, now)
+	if e != nil {
+		return tokenResponse{}, e
 	}
-	if form.Has("scope") {
-		if _, _, e := s.grantedScope(form.Get("scope")); e != nil {
-			return tokenResponse{}, e
-		}
-	}
-
-	s.mu.Lock()
-	ss := s.sessions[p.Sid]
-	if !s.aliveLocked(ss, now) {
-		delete(s.sessions, p.Sid)
-		s.mu.Unlock()
-		desc := "Session not active"
-		if p.Typ == "Offline" {
-			desc = "Offline session not active"
-		}
-		return tokenResponse{}, errf(http.StatusBadRequest, "invalid_grant", desc)
-	}
-	rec := s.users[ss.username]
-	if rec == nil || rec.Disabled {
-		s.mu.Unlock()
-		return tokenResponse{}, errf(http.StatusBadRequest, "invalid_grant", "User disabled")
-	}
-	if ss.bind.x5t != "" && bind.x5t != ss.bind.x5t {
-		s.mu.Unlock()
-		return tokenResponse{}, errf(http.StatusUnauthorized, "unauthorized_client", "Client certificate missing, or its thumbprint and one in the refresh token did NOT match")
-	}
-	if ss.bind.jkt != "" && bind.jkt == "" {
-		s.mu.Unlock()
-		return tokenResponse{}, errf(http.StatusBadRequest, "invalid_request", "DPoP proof is missing")
-	}
-	if ss.bind.jkt != "" && bind.jkt != ss.bind.jkt {
-		s.mu.Unlock()
-		return tokenResponse{}, errf(http.StatusBadRequest, "invalid_dpop_proof", "DPoP proof public key thumbprint does not match the refresh token's")
-	}
-	if bind.jkt != "" {
-		ss.bind.jkt = bind.jkt
-	}
-	if s.rotate {
-		if ss.redeemed[p.Jti] {
-			delete(s.sessions, ss.id)
-			s.mu.Unlock()
-			return tokenResponse{}, errf(http.StatusBadRequest, "invalid_grant", "Maximum allowed refresh token reuse exceeded")
-		}
-		ss.redeemed[p.Jti] = true
-	}
-	ss.lastRefresh = now
-	u, sc := *rec, *ss
-	s.mu.Unlock()
-
 	resp, err := s.issue(issuer, u, sc, now)
 	if err != nil {
 		return tokenResponse{}, errf(http.StatusInternalServerError, "server_error", "could not sign the token")
@@ -503,10 +501,86 @@ func (s *Server) refreshGrant(form url.Values, client Client, issuer string, bin
 	if s.opts.NoRefreshRotation {
 		resp.RefreshToken, resp.RefreshExpiresIn = "", nil
 		s.mu.Lock()
-		s.lastRT = raw
+		s.lastRT = form.Get("refresh_token")
 		s.mu.Unlock()
 	}
 	return resp, nil
+}
+
+// checkRefresh checks a refresh request's token (present, valid, active at
+// unix second now, client's) and the scope it asks for.
+func (s *Server) checkRefresh(form url.Values, client Client, now int64) (*parsedToken, *oauthError) {
+	raw := form.Get("refresh_token")
+	if raw == "" {
+		return nil, errf(http.StatusBadRequest, "invalid_request", "Missing form parameter: refresh_token")
+	}
+	p, err := s.parseRefresh(raw)
+	if err != nil {
+		return nil, errf(http.StatusBadRequest, "invalid_grant", "Invalid refresh token")
+	}
+	if p.expiredAt(now) {
+		return nil, errf(http.StatusBadRequest, "invalid_grant", "Token is not active")
+	}
+	if p.Azp != client.ID {
+		return nil, errf(http.StatusBadRequest, "invalid_grant", "Invalid refresh token. Token client and authorized client don't match")
+	}
+	if form.Has("scope") {
+		if _, _, e := s.grantedScope(form.Get("scope")); e != nil {
+			return nil, e
+		}
+	}
+	return p, nil
+}
+
+// refreshSession is the user and session a refresh token p of a live
+// session renews at unix second now, with the request's binding: the
+// session's binding kept (a DPoP key learnt), the token redeemed when
+// tokens rotate. It returns copies.
+func (s *Server) refreshSession(p *parsedToken, bind binding, now int64) (userRecord, session, *oauthError) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	ss := s.sessions[p.Sid]
+	if !s.aliveLocked(ss, now) {
+		delete(s.sessions, p.Sid)
+		desc := "Session not active"
+		if p.Typ == "Offline" {
+			desc = "Offline session not active"
+		}
+		return userRecord{}, session{}, errf(http.StatusBadRequest, "invalid_grant", desc)
+	}
+	rec := s.users[ss.username]
+	if rec == nil || rec.Disabled {
+		return userRecord{}, session{}, errf(http.StatusBadRequest, "invalid_grant", "User disabled")
+	}
+	if e := ss.bind.check(bind); e != nil {
+		return userRecord{}, session{}, e
+	}
+	if bind.jkt != "" {
+		ss.bind.jkt = bind.jkt
+	}
+	if s.rotate {
+		if ss.redeemed[p.Jti] {
+			delete(s.sessions, ss.id)
+			return userRecord{}, session{}, errf(http.StatusBadRequest, "invalid_grant", "Maximum allowed refresh token reuse exceeded")
+		}
+		ss.redeemed[p.Jti] = true
+	}
+	ss.lastRefresh = now
+	return *rec, *ss, nil
+}
+
+// check checks a refresh request's binding (got) against the session's
+// (b): the same certificate, and a DPoP proof by the same key.
+func (b binding) check(got binding) *oauthError {
+	switch {
+	case b.x5t != "" && got.x5t != b.x5t:
+		return errf(http.StatusUnauthorized, "unauthorized_client", "Client certificate missing, or its thumbprint and one in the refresh token did NOT match")
+	case b.jkt != "" && got.jkt == "":
+		return errf(http.StatusBadRequest, "invalid_request", "DPoP proof is missing")
+	case b.jkt != "" && got.jkt != b.jkt:
+		return errf(http.StatusBadRequest, "invalid_dpop_proof", "DPoP proof public key thumbprint does not match the refresh token's")
+	}
+	return nil
 }
 
 func (s *Server) logout(w http.ResponseWriter, r *http.Request, _ string) {
@@ -615,26 +689,14 @@ func (s *Server) introspect(w http.ResponseWriter, r *http.Request, _ string) {
 }
 
 func (s *Server) userinfo(w http.ResponseWriter, r *http.Request, _ string) {
-	tok, scheme := "", ""
-	if h := r.Header.Get("Authorization"); len(h) > 7 && strings.EqualFold(h[:7], "bearer ") {
-		tok, scheme = strings.TrimSpace(h[7:]), "Bearer"
-	} else if len(h) > 5 && strings.EqualFold(h[:5], "dpop ") {
-		tok, scheme = strings.TrimSpace(h[5:]), "DPoP"
-	}
-	if tok == "" && r.Method == http.MethodPost && isForm(r) && r.ParseForm() == nil {
-		tok = r.PostForm.Get("access_token")
-	}
-	challenge := func(code, desc string) *oauthError {
-		return &oauthError{status: http.StatusUnauthorized, code: code, desc: desc,
-			wwwAuthenticate: `Bearer realm="` + s.realm + `", error="` + code + `", error_description="` + desc + `"`}
-	}
+	tok, scheme := presentedToken(r)
 	if tok == "" {
 		s.writeError(w, errf(http.StatusBadRequest, "invalid_request", "Token not provided"))
 		return
 	}
 	p, err := s.parseAccess(tok)
 	if err != nil || p.Typ != "Bearer" || p.expiredAt(s.now().Unix()) {
-		s.writeError(w, challenge("invalid_token", "Token verification failed"))
+		s.writeError(w, s.bearerChallenge("invalid_token", "Token verification failed"))
 		return
 	}
 	if e := s.checkBoundToken(r, p, tok, scheme); e != nil {
@@ -643,33 +705,38 @@ func (s *Server) userinfo(w http.ResponseWriter, r *http.Request, _ string) {
 	}
 	_, u, ok := s.liveToken(tok)
 	if !ok {
-		s.writeError(w, challenge("invalid_token", "Session expired"))
+		s.writeError(w, s.bearerChallenge("invalid_token", "Session expired"))
 		return
 	}
 	scopes := strings.Fields(p.Scope)
 	if s.opts.UserinfoRequiresOpenID && !slices.Contains(scopes, "openid") {
-		e := challenge("insufficient_scope", "Missing openid scope")
-		s.writeError(w, e)
+		s.writeError(w, s.bearerChallenge("insufficient_scope", "Missing openid scope"))
 		return
 	}
-	out := map[string]any{"sub": p.Sub}
-	if slices.Contains(scopes, "email") && u.Email != "" {
-		out["email"] = u.Email
-		out["email_verified"] = u.EmailVerified
-	}
-	if slices.Contains(scopes, "profile") {
-		out["preferred_username"] = u.Username
-		if name := strings.TrimSpace(u.FirstName + " " + u.LastName); name != "" {
-			out["name"] = name
-		}
-		if u.FirstName != "" {
-			out["given_name"] = u.FirstName
-		}
-		if u.LastName != "" {
-			out["family_name"] = u.LastName
-		}
-	}
+	out := userClaims(*u, scopes)
+	out["sub"] = p.Sub
 	writeJSON(w, http.StatusOK, out)
+}
+
+// presentedToken is the access token a request carries and the scheme it
+// came by: the Authorization header's (Bearer or DPoP), else a form
+// body's access_token (scheme "").
+func presentedToken(r *http.Request) (tok, scheme string) {
+	if h := r.Header.Get("Authorization"); len(h) > 7 && strings.EqualFold(h[:7], "bearer ") {
+		tok, scheme = strings.TrimSpace(h[7:]), "Bearer"
+	} else if len(h) > 5 && strings.EqualFold(h[:5], "dpop ") {
+		tok, scheme = strings.TrimSpace(h[5:]), "DPoP"
+	}
+	if tok == "" && r.Method == http.MethodPost && isForm(r) && r.ParseForm() == nil {
+		tok = r.PostForm.Get("access_token")
+	}
+	return tok, scheme
+}
+
+// bearerChallenge is a 401 with a Bearer challenge naming code and desc.
+func (s *Server) bearerChallenge(code, desc string) *oauthError {
+	return &oauthError{status: http.StatusUnauthorized, code: code, desc: desc,
+		wwwAuthenticate: `Bearer realm="` + s.realm + `", error="` + code + `", error_description="` + desc + `"`}
 }
 
 func (s *Server) certs(w http.ResponseWriter, _ *http.Request, _ string) {

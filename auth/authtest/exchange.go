@@ -21,15 +21,8 @@ func (s *Server) tokenExchangeGrant(form url.Values, client Client, issuer strin
 	if !client.isConfidential() {
 		return tokenResponse{}, errf(http.StatusUnauthorized, "unauthorized_client", "Public client is not allowed to exchange token")
 	}
-	subject := form.Get("subject_token")
-	if subject == "" {
-		return tokenResponse{}, errf(http.StatusBadRequest, "invalid_request", "Parameter 'subject_token' missing")
-	}
-	if t := form.Get("subject_token_type"); t != "" && t != tokenTypeAccess {
-		return tokenResponse{}, errf(http.StatusBadRequest, "invalid_request", "Parameter 'subject_token' supports access tokens only")
-	}
-	if t := form.Get("requested_token_type"); t != "" && t != tokenTypeAccess {
-		return tokenResponse{}, errf(http.StatusBadRequest, "invalid_request", "requested_token_type unsupported")
+	if e := checkExchangeParams(form); e != nil {
+		return tokenResponse{}, e
 	}
 	audience := form.Get("audience")
 	s.mu.Lock()
@@ -38,25 +31,12 @@ func (s *Server) tokenExchangeGrant(form url.Values, client Client, issuer strin
 	if audience == "" || !known {
 		return tokenResponse{}, errf(http.StatusBadRequest, "invalid_request", "Audience not found")
 	}
-	p, u, ok := s.liveToken(subject)
-	if !ok || p.Typ != "Bearer" && p.Typ != "DPoP" {
-		return tokenResponse{}, errf(http.StatusBadRequest, "invalid_request", "Invalid token")
-	}
-	if p.Azp != client.ID && !slices.Contains(audiences(p.raw["aud"]), client.ID) {
-		return tokenResponse{}, errf(http.StatusBadRequest, "invalid_request", "Client is not within the token audience")
-	}
-	s.mu.Lock()
-	ss, alive := s.sessions[p.Sid]
-	var copied session
-	if alive {
-		copied = *ss
-	}
-	s.mu.Unlock()
-	if !alive {
-		return tokenResponse{}, errf(http.StatusBadRequest, "invalid_request", "Invalid token")
+	u, copied, e := s.exchangedSession(form.Get("subject_token"), client)
+	if e != nil {
+		return tokenResponse{}, e
 	}
 	copied.clientID, copied.audience, copied.bind = client.ID, audience, binding{}
-	resp, err := s.issue(issuer, *u, copied, s.now().Unix())
+	resp, err := s.issue(issuer, u, copied, s.now().Unix())
 	if err != nil {
 		return tokenResponse{}, errf(http.StatusInternalServerError, "server_error", "could not sign the token")
 	}
@@ -64,6 +44,39 @@ func (s *Server) tokenExchangeGrant(form url.Values, client Client, issuer strin
 	resp.RefreshToken, resp.RefreshExpiresIn, resp.IDToken = "", &zero, ""
 	resp.IssuedTokenType = tokenTypeAccess
 	return resp, nil
+}
+
+// checkExchangeParams checks an exchange's subject_token (present, an
+// access token) and requested_token_type (an access token).
+func checkExchangeParams(form url.Values) *oauthError {
+	switch {
+	case form.Get("subject_token") == "":
+		return errf(http.StatusBadRequest, "invalid_request", "Parameter 'subject_token' missing")
+	case form.Get("subject_token_type") != "" && form.Get("subject_token_type") != tokenTypeAccess:
+		return errf(http.StatusBadRequest, "invalid_request", "Parameter 'subject_token' supports access tokens only")
+	case form.Get("requested_token_type") != "" && form.Get("requested_token_type") != tokenTypeAccess:
+		return errf(http.StatusBadRequest, "invalid_request", "requested_token_type unsupported")
+	}
+	return nil
+}
+
+// exchangedSession is the user and a copy of the session of subject, a live
+// access token issued to client (its azp or one of its audiences).
+func (s *Server) exchangedSession(subject string, client Client) (userRecord, session, *oauthError) {
+	p, u, ok := s.liveToken(subject)
+	if !ok || p.Typ != "Bearer" && p.Typ != "DPoP" {
+		return userRecord{}, session{}, errf(http.StatusBadRequest, "invalid_request", "Invalid token")
+	}
+	if p.Azp != client.ID && !slices.Contains(audiences(p.raw["aud"]), client.ID) {
+		return userRecord{}, session{}, errf(http.StatusBadRequest, "invalid_request", "Client is not within the token audience")
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	ss, alive := s.sessions[p.Sid]
+	if !alive {
+		return userRecord{}, session{}, errf(http.StatusBadRequest, "invalid_request", "Invalid token")
+	}
+	return *u, *ss, nil
 }
 
 // audiences reads an aud claim: one string or a list.

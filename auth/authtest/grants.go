@@ -336,48 +336,22 @@ func redirectAllowed(c Client, uri string) bool {
 // username, password and action) answers with a redirect to the client.
 func (s *Server) authorizePage(w http.ResponseWriter, r *http.Request, issuer string) {
 	_ = r.ParseForm()
-	q := r.Form
-	s.mu.Lock()
-	client, ok := s.clients[q.Get("client_id")]
-	s.mu.Unlock()
-	if !ok || client.Disabled {
-		writePage(w, http.StatusBadRequest, page{Title: "Sign in", Message: "Client not found."})
+	client, q, ok := s.authorizeRequest(w, r, issuer)
+	if !ok {
 		return
 	}
-	requestURI := q.Get("request_uri")
-	if pushed, e := s.pushedParams(q, client); e != nil {
-		if requestURI == "" && redirectAllowed(client, q.Get("redirect_uri")) {
-			redirectError(w, r, q.Get("redirect_uri"), q.Get("state"), issuer, e)
-			return
-		}
-		writePage(w, http.StatusBadRequest, page{Title: "Sign in", Message: e.desc})
-		return
-	} else {
-		q = pushed
-	}
+	requestURI := r.Form.Get("request_uri")
 	redirect := q.Get("redirect_uri")
-	if !redirectAllowed(client, redirect) {
-		writePage(w, http.StatusBadRequest, page{Title: "Sign in", Message: "Invalid parameter: redirect_uri"})
-		return
-	}
 	back := func(params url.Values) {
 		params.Set("state", q.Get("state"))
 		params.Set("iss", issuer)
 		http.Redirect(w, r, redirect+"?"+params.Encode(), http.StatusFound)
 	}
-	switch {
-	case q.Get("response_type") != "code":
-		back(url.Values{"error": {"unsupported_response_type"}, "error_description": {"Unsupported response_type"}})
-		return
-	case client.NoStandardFlow:
-		back(url.Values{"error": {"unauthorized_client"}, "error_description": {"Client is not allowed to initiate browser login with given response_type. Standard flow is disabled for the client."}})
-		return
-	case q.Get("code_challenge") == "" && client.Secret == "":
-		back(url.Values{"error": {"invalid_request"}, "error_description": {"Missing parameter: code_challenge_method"}})
-		return
-	case q.Get("code_challenge") != "" && q.Get("code_challenge_method") != "S256":
-		back(url.Values{"error": {"invalid_request"}, "error_description": {"Invalid parameter: code challenge method is not configured one"}})
-		return
+	for _, check := range authorizeChecks {
+		if check.broken(q, client) {
+			back(url.Values{"error": {check.code}, "error_description": {check.desc}})
+			return
+		}
 	}
 	scope, _, e := s.grantedScope(q.Get("scope"))
 	if e != nil {
@@ -385,16 +359,7 @@ func (s *Server) authorizePage(w http.ResponseWriter, r *http.Request, issuer st
 		return
 	}
 	if r.Method == http.MethodGet || q.Get("action") == "" {
-		hidden := map[string]string{}
-		for _, k := range []string{"response_type", "client_id", "redirect_uri", "state", "scope", "nonce", "code_challenge", "code_challenge_method", "dpop_jkt"} {
-			if v := q.Get(k); v != "" {
-				hidden[k] = v
-			}
-		}
-		if requestURI != "" { // the pushed request, not its parameters
-			hidden = map[string]string{"client_id": client.ID, "request_uri": requestURI}
-		}
-		writePage(w, http.StatusOK, page{Title: "Sign in to " + s.realm, Action: issuer + "/protocol/openid-connect/auth", Form: true, Hidden: hidden})
+		s.loginPage(w, q, client, requestURI, issuer)
 		return
 	}
 	if q.Get("action") != "approve" {
@@ -416,6 +381,67 @@ func (s *Server) authorizePage(w http.ResponseWriter, r *http.Request, issuer st
 	s.mu.Unlock()
 	s.dropPAR(requestURI)
 	back(url.Values{"code": {code}})
+}
+
+// authorizeRequest is the authorization request's client and parameters
+// (those pushed, for a request_uri) with a redirect URI the client
+// registered; it answers a bad request itself (ok false).
+func (s *Server) authorizeRequest(w http.ResponseWriter, r *http.Request, issuer string) (_ Client, _ url.Values, ok bool) {
+	q := r.Form
+	s.mu.Lock()
+	client, ok := s.clients[q.Get("client_id")]
+	s.mu.Unlock()
+	if !ok || client.Disabled {
+		writePage(w, http.StatusBadRequest, page{Title: "Sign in", Message: "Client not found."})
+		return Client{}, nil, false
+	}
+	pushed, e := s.pushedParams(q, client)
+	if e != nil {
+		if q.Get("request_uri") == "" && redirectAllowed(client, q.Get("redirect_uri")) {
+			redirectError(w, r, q.Get("redirect_uri"), q.Get("state"), issuer, e)
+			return Client{}, nil, false
+		}
+		writePage(w, http.StatusBadRequest, page{Title: "Sign in", Message: e.desc})
+		return Client{}, nil, false
+	}
+	if !redirectAllowed(client, pushed.Get("redirect_uri")) {
+		writePage(w, http.StatusBadRequest, page{Title: "Sign in", Message: "Invalid parameter: redirect_uri"})
+		return Client{}, nil, false
+	}
+	return client, pushed, true
+}
+
+// authorizeChecks are what an authorization request must be for its
+// client, in order: the first broken is sent back to the client as its
+// error code and description.
+var authorizeChecks = []struct {
+	broken     func(q url.Values, c Client) bool
+	code, desc string
+}{
+	{func(q url.Values, _ Client) bool { return q.Get("response_type") != "code" },
+		"unsupported_response_type", "Unsupported response_type"},
+	{func(_ url.Values, c Client) bool { return c.NoStandardFlow },
+		"unauthorized_client", "Client is not allowed to initiate browser login with given response_type. Standard flow is disabled for the client."},
+	{func(q url.Values, c Client) bool { return q.Get("code_challenge") == "" && c.Secret == "" },
+		"invalid_request", "Missing parameter: code_challenge_method"},
+	{func(q url.Values, _ Client) bool {
+		return q.Get("code_challenge") != "" && q.Get("code_challenge_method") != "S256"
+	}, "invalid_request", "Invalid parameter: code challenge method is not configured one"},
+}
+
+// loginPage shows the login form for the request q (client's), carrying its
+// parameters, or for a pushed request only its request_uri.
+func (s *Server) loginPage(w http.ResponseWriter, q url.Values, client Client, requestURI, issuer string) {
+	hidden := map[string]string{}
+	for _, k := range []string{"response_type", "client_id", "redirect_uri", "state", "scope", "nonce", "code_challenge", "code_challenge_method", "dpop_jkt"} {
+		if v := q.Get(k); v != "" {
+			hidden[k] = v
+		}
+	}
+	if requestURI != "" { // the pushed request, not its parameters
+		hidden = map[string]string{"client_id": client.ID, "request_uri": requestURI}
+	}
+	writePage(w, http.StatusOK, page{Title: "Sign in to " + s.realm, Action: issuer + "/protocol/openid-connect/auth", Form: true, Hidden: hidden})
 }
 
 // authorizationCodeGrant redeems a code: once, by the client it was issued

@@ -64,14 +64,8 @@ func jwtFailed(reason string) *oauthError {
 
 // jwtClient authenticates a client by its RFC 7523 assertion.
 func (s *Server) jwtClient(r *http.Request, form url.Values) (Client, *oauthError) {
-	typ := form.Get("client_assertion_type")
-	switch {
-	case typ == "":
-		return Client{}, errf(http.StatusBadRequest, "invalid_client", "Parameter client_assertion_type is missing")
-	case typ != clientAssertionType:
-		return Client{}, errf(http.StatusBadRequest, "invalid_client", "Parameter client_assertion_type has value '"+typ+"' but expected is '"+clientAssertionType+"'")
-	case form.Get("client_assertion") == "":
-		return Client{}, errf(http.StatusBadRequest, "invalid_client", "client_assertion parameter missing")
+	if oe := checkAssertionParams(form); oe != nil {
+		return Client{}, oe
 	}
 	s.mu.Lock()
 	named, ok := s.clients[form.Get("client_id")]
@@ -79,18 +73,64 @@ func (s *Server) jwtClient(r *http.Request, form url.Values) (Client, *oauthErro
 	if ok && !named.Disabled && named.AuthMethod == AuthFederatedJWT {
 		return s.federatedClient(r, form, named)
 	}
-	jws, err := jose.ParseSignedCompact(form.Get("client_assertion"), append(dpopAlgs, jose.HS256, jose.HS384, jose.HS512, jose.RS384, jose.RS512, jose.PS384, jose.PS512))
-	if err != nil || len(jws.Signatures) != 1 {
-		return Client{}, jwtFailed("Invalid token")
+	jws, c, oe := parseClientAssertion(form.Get("client_assertion"))
+	if oe != nil {
+		return Client{}, oe
 	}
-	var c struct {
-		Iss, Sub, Jti string
-		Aud           audience
-		Exp           *int64
+	client, oe := s.assertingClient(form, c)
+	if oe != nil {
+		return Client{}, oe
+	}
+	verify, ok := assertionVerifiers[client.AuthMethod]
+	if !ok {
+		return Client{}, invalidClient()
+	}
+	if !verify(client, jws) {
+		return Client{}, jwtFailed("Signature on JWT token failed validation")
+	}
+	if oe := s.checkAssertionClaims(r, c); oe != nil {
+		return Client{}, oe
+	}
+	return client, nil
+}
+
+// assertionClaims are the claims of a client assertion the server reads.
+type assertionClaims struct {
+	Iss, Sub, Jti string
+	Aud           audience
+	Exp           *int64
+}
+
+// checkAssertionParams checks client_assertion_type and client_assertion.
+func checkAssertionParams(form url.Values) *oauthError {
+	switch typ := form.Get("client_assertion_type"); {
+	case typ == "":
+		return errf(http.StatusBadRequest, "invalid_client", "Parameter client_assertion_type is missing")
+	case typ != clientAssertionType:
+		return errf(http.StatusBadRequest, "invalid_client", "Parameter client_assertion_type has value '"+typ+"' but expected is '"+clientAssertionType+"'")
+	case form.Get("client_assertion") == "":
+		return errf(http.StatusBadRequest, "invalid_client", "client_assertion parameter missing")
+	}
+	return nil
+}
+
+// parseClientAssertion parses the assertion (one signature) and its claims,
+// unverified.
+func parseClientAssertion(assertion string) (*jose.JSONWebSignature, assertionClaims, *oauthError) {
+	var c assertionClaims
+	jws, err := jose.ParseSignedCompact(assertion, append(dpopAlgs, jose.HS256, jose.HS384, jose.HS512, jose.RS384, jose.RS512, jose.PS384, jose.PS512))
+	if err != nil || len(jws.Signatures) != 1 {
+		return nil, c, jwtFailed("Invalid token")
 	}
 	if json.Unmarshal(jws.UnsafePayloadWithoutVerification(), &c) != nil {
-		return Client{}, jwtFailed("Invalid token")
+		return nil, c, jwtFailed("Invalid token")
 	}
+	return jws, c, nil
+}
+
+// assertingClient is the client the assertion's subject names, which
+// client_id, when sent, must name too.
+func (s *Server) assertingClient(form url.Values, c assertionClaims) (Client, *oauthError) {
 	if c.Sub == "" {
 		return Client{}, errf(http.StatusBadRequest, "invalid_client", "Can't identify client. Subject missing on JWT token")
 	}
@@ -103,44 +143,55 @@ func (s *Server) jwtClient(r *http.Request, form url.Values) (Client, *oauthErro
 	if !ok || client.Disabled {
 		return Client{}, errf(http.StatusUnauthorized, "invalid_client", "Invalid client or Invalid client credentials")
 	}
-	alg := jose.SignatureAlgorithm(jws.Signatures[0].Protected.Algorithm)
-	var verified bool
-	switch client.AuthMethod {
-	case AuthPrivateKeyJWT:
-		if strings.HasPrefix(string(alg), "HS") {
-			break
+	return client, nil
+}
+
+// assertionVerifiers check an assertion's signature, by the client's
+// authentication method: a key the client registered (never an HMAC), or
+// HMAC under its secret. Another method is not authenticated by assertion.
+var assertionVerifiers = map[string]func(Client, *jose.JSONWebSignature) bool{
+	AuthPrivateKeyJWT: func(client Client, jws *jose.JSONWebSignature) bool {
+		if isHMAC(jws) {
+			return false
 		}
 		for _, k := range client.publicKeys(jws.Signatures[0].Protected.KeyID) {
 			if _, err := jws.Verify(k); err == nil {
-				verified = true
-				break
+				return true
 			}
 		}
-	case AuthClientSecretJWT:
-		if strings.HasPrefix(string(alg), "HS") {
-			_, err := jws.Verify([]byte(client.Secret))
-			verified = err == nil
+		return false
+	},
+	AuthClientSecretJWT: func(client Client, jws *jose.JSONWebSignature) bool {
+		if !isHMAC(jws) {
+			return false
 		}
-	default:
-		return Client{}, invalidClient()
-	}
-	if !verified {
-		return Client{}, jwtFailed("Signature on JWT token failed validation")
-	}
+		_, err := jws.Verify([]byte(client.Secret))
+		return err == nil
+	},
+}
+
+// isHMAC reports whether jws is signed with an HMAC algorithm (HS*).
+func isHMAC(jws *jose.JSONWebSignature) bool {
+	return strings.HasPrefix(jws.Signatures[0].Protected.Algorithm, "HS")
+}
+
+// checkAssertionClaims checks a verified assertion's issuer, expiry,
+// audience and id, which may be used once.
+func (s *Server) checkAssertionClaims(r *http.Request, c assertionClaims) *oauthError {
 	now := s.now()
 	switch {
 	case c.Iss != c.Sub:
-		return Client{}, jwtFailed("Issuer mismatch")
+		return jwtFailed("Issuer mismatch")
 	case c.Exp == nil || now.Unix() > *c.Exp:
-		return Client{}, jwtFailed("Token is not active")
+		return jwtFailed("Token is not active")
 	case !s.validAudience(r, c.Aud):
-		return Client{}, jwtFailed("Token audience doesn't match domain. Realm issuer is '" + s.issuerFor(r) + "' but audience from token is '" + strings.Join(c.Aud, " ") + "'")
+		return jwtFailed("Token audience doesn't match domain. Realm issuer is '" + s.issuerFor(r) + "' but audience from token is '" + strings.Join(c.Aud, " ") + "'")
 	case c.Jti == "":
-		return Client{}, jwtFailed("Missing ID on the token")
+		return jwtFailed("Missing ID on the token")
 	case !s.assertionJTIs.Fresh(c.Sub+" "+c.Jti, time.Unix(*c.Exp, 0), now):
-		return Client{}, jwtFailed("Token reuse detected")
+		return jwtFailed("Token reuse detected")
 	}
-	return client, nil
+	return nil
 }
 
 // audience is a JWT aud: one string or several.

@@ -187,61 +187,85 @@ func (rs *ResourceServer) Handler() http.Handler {
 
 func (rs *ResourceServer) serve(w http.ResponseWriter, r *http.Request) {
 	rs.count("requests")
+	info, scheme, ok := rs.authorize(w, r)
+	if !ok {
+		return
+	}
+	rs.count("accepted")
+	if route, ok := testRoutes[r.URL.Path]; ok {
+		route(w, r)
+		return
+	}
+	rs.echo(w, r, info, scheme)
+}
+
+// authorize checks the request's access token (introspected, for this API,
+// with its proof when bound) and answers a refusal itself: ok is false
+// then.
+func (rs *ResourceServer) authorize(w http.ResponseWriter, r *http.Request) (_ introspection, scheme string, ok bool) {
 	scheme, tok, ok := accessToken(r)
 	if !ok {
 		// RFC 6750 §3.1: no error code when the request carried no token.
 		rs.challenge(w, "", "")
-		return
+		return introspection{}, "", false
 	}
-	rs.mu.Lock()
-	forced := rs.refuseNext > 0
-	if forced {
-		rs.refuseNext--
-	}
-	rs.mu.Unlock()
-	if forced {
+	if rs.refusingNext() {
 		rs.challenge(w, "invalid_token", "The access token is not active")
-		return
+		return introspection{}, "", false
 	}
 	info, err := rs.introspectToken(r, tok)
+	code, desc := "", ""
 	switch {
 	case err != nil:
 		w.Header().Set("Content-Type", "application/json")
 		w.WriteHeader(http.StatusServiceUnavailable)
 		_ = json.NewEncoder(w).Encode(map[string]string{"error": "introspection failed", "error_description": err.Error()})
-		return
+		return introspection{}, "", false
 	case !info.Active:
-		rs.challenge(w, "invalid_token", "The access token is not active")
-		return
+		code, desc = "invalid_token", "The access token is not active"
+	case rs.cfg.Audience != "" && !slices.Contains(audiences(info.Audience), rs.cfg.Audience):
+		code, desc = "invalid_token", "The access token is not for this API (aud)"
+	default:
+		code, desc = rs.checkBinding(r, scheme, tok, info)
 	}
-	if rs.cfg.Audience != "" && !slices.Contains(audiences(info.Audience), rs.cfg.Audience) {
-		rs.challenge(w, "invalid_token", "The access token is not for this API (aud)")
-		return
-	}
-	if code, desc := rs.checkBinding(r, scheme, tok, info); code != "" {
+	if code != "" {
 		rs.challenge(w, code, desc)
-		return
+		return introspection{}, "", false
 	}
-	rs.count("accepted")
-	switch {
-	case r.URL.Path == "/test/large":
-		writeLarge(w, r)
-		return
-	case r.URL.Path == "/test/hostile" && r.URL.Query().Has("raw"):
-		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
-		_, _ = io.WriteString(w, hostileRaw)
-		return
-	case r.URL.Path == "/test/hostile":
+	return info, scheme, true
+}
+
+// refusingNext reports whether this request is one of those RefuseNext
+// asked to refuse, and counts it.
+func (rs *ResourceServer) refusingNext() bool {
+	rs.mu.Lock()
+	defer rs.mu.Unlock()
+	if rs.refuseNext <= 0 {
+		return false
+	}
+	rs.refuseNext--
+	return true
+}
+
+// testRoutes are the paths that answer with test data instead of an echo.
+var testRoutes = map[string]http.HandlerFunc{
+	"/test/large": writeLarge,
+	"/test/hostile": func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Query().Has("raw") {
+			w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+			_, _ = io.WriteString(w, hostileRaw)
+			return
+		}
 		w.Header().Set("Content-Type", "application/json")
 		_, _ = io.WriteString(w, hostileBody)
-		return
-	case r.URL.Path == "/test/bytes":
-		writeBytes(w, r)
-		return
-	case r.URL.Path == "/test/pages":
-		writePaged(w, r)
-		return
-	}
+	},
+	"/test/bytes": writeBytes,
+	"/test/pages": writePaged,
+}
+
+// echo answers with what the request was (Echo), its body hashed, with the
+// status /test/status/N asks for.
+func (rs *ResourceServer) echo(w http.ResponseWriter, r *http.Request, info introspection, scheme string) {
 	h := sha256.New()
 	n, err := io.Copy(h, r.Body)
 	if err != nil {
@@ -494,18 +518,7 @@ type Page struct {
 // the first page with loop set.
 func writePaged(w http.ResponseWriter, r *http.Request) {
 	q := r.URL.Query()
-	num := func(name string, def int) int {
-		if v, err := strconv.Atoi(q.Get(name)); err == nil && v >= 0 && v <= 100_000 {
-			return v
-		}
-		return def
-	}
-	pages, per, page := num("pages", 3), num("per", 2), num("page", 1)
-	if c, ok := strings.CutPrefix(q.Get("cursor"), "c"); ok {
-		if v, err := strconv.Atoi(c); err == nil && v > 0 {
-			page = v
-		}
-	}
+	pages, per, page := pageNumbers(q)
 	items := []PageItem{}
 	if page >= 1 && page <= pages {
 		for i := (page - 1) * per; i < page*per; i++ {
@@ -532,15 +545,7 @@ func writePaged(w http.ResponseWriter, r *http.Request) {
 	}
 	w.Header().Set("Content-Type", "application/json")
 	if q.Has("body") {
-		body := Page{Items: items}
-		if next != "" {
-			cursor := "c" + strconv.Itoa(page+1)
-			if page >= pages {
-				cursor = "c1"
-			}
-			body.Cursor, body.Next = &cursor, &next
-		}
-		_ = json.NewEncoder(w).Encode(body)
+		_ = json.NewEncoder(w).Encode(pageBody(items, next, page, pages))
 		return
 	}
 	links := []string{}
@@ -552,4 +557,36 @@ func writePaged(w http.ResponseWriter, r *http.Request) {
 	enc := json.NewEncoder(w)
 	enc.SetIndent("", "  ")
 	_ = enc.Encode(items)
+}
+
+// pageNumbers are /test/pages' numbers from its query: pages (default 3),
+// per (default 2) and the page asked for (default 1), by number or cursor.
+func pageNumbers(q url.Values) (pages, per, page int) {
+	num := func(name string, def int) int {
+		if v, err := strconv.Atoi(q.Get(name)); err == nil && v >= 0 && v <= 100_000 {
+			return v
+		}
+		return def
+	}
+	pages, per, page = num("pages", 3), num("per", 2), num("page", 1)
+	if c, ok := strings.CutPrefix(q.Get("cursor"), "c"); ok {
+		if v, err := strconv.Atoi(c); err == nil && v > 0 {
+			page = v
+		}
+	}
+	return pages, per, page
+}
+
+// pageBody is page's Page: its items and, unless next is "", the next
+// page's cursor (the first after the last) and path.
+func pageBody(items []PageItem, next string, page, pages int) Page {
+	body := Page{Items: items}
+	if next != "" {
+		cursor := "c" + strconv.Itoa(page+1)
+		if page >= pages {
+			cursor = "c1"
+		}
+		body.Cursor, body.Next = &cursor, &next
+	}
+	return body
 }

@@ -8,6 +8,7 @@ import (
 	"encoding/base64"
 	"encoding/json"
 	"errors"
+	"maps"
 	"slices"
 	"strings"
 	"sync"
@@ -177,48 +178,80 @@ var accountRoles = []string{"manage-account", "manage-account-links", "view-prof
 // second now. The caller holds no lock; u and ss are copies.
 func (s *Server) issue(issuer string, u userRecord, ss session, now int64) (tokenResponse, error) {
 	scopes := strings.Fields(ss.scope)
-	has := func(sc string) bool { return slices.Contains(scopes, sc) }
 	key := s.currentKey()
-
-	resource := map[string]any{}
-	var aud []string
-	clientNames := make([]string, 0, len(u.ClientRoles))
-	for c := range u.ClientRoles {
-		clientNames = append(clientNames, c)
+	claims := userClaims(u, scopes)
+	accessToken, err := sign(jose.RS256, key.priv, key.kid, s.accessClaims(issuer, u, ss, now, claims))
+	if err != nil {
+		return tokenResponse{}, err
 	}
-	slices.Sort(clientNames)
-	for _, c := range clientNames {
+	refreshToken, refreshIn, err := s.newRefreshToken(issuer, u, ss, now)
+	if err != nil {
+		return tokenResponse{}, err
+	}
+	resp := tokenResponse{
+		AccessToken:      accessToken,
+		ExpiresIn:        s.accessSecs,
+		RefreshExpiresIn: refreshIn,
+		RefreshToken:     refreshToken,
+		TokenType:        s.tokenType(ss),
+		SessionState:     ss.id,
+		Scope:            ss.scope,
+	}
+	if slices.Contains(scopes, "openid") {
+		if resp.IDToken, err = sign(jose.RS256, key.priv, key.kid, s.idClaims(issuer, u, ss, now, accessToken, claims)); err != nil {
+			return tokenResponse{}, err
+		}
+	}
+	return resp, nil
+}
+
+// resourceAccess is the access token's resource_access (u's client roles,
+// and the account client's, always) and its audiences: the clients u has
+// roles on other than ss's own, and account.
+func resourceAccess(u userRecord, clientID string) (resource map[string]any, aud []string) {
+	resource = map[string]any{}
+	for _, c := range slices.Sorted(maps.Keys(u.ClientRoles)) {
 		if len(u.ClientRoles[c]) == 0 {
 			continue
 		}
 		resource[c] = map[string]any{"roles": slices.Clone(u.ClientRoles[c])}
-		if c != ss.clientID && c != "account" {
+		if c != clientID && c != "account" {
 			aud = append(aud, c)
 		}
 	}
 	if _, ok := resource["account"]; !ok {
 		resource["account"] = map[string]any{"roles": accountRoles}
 	}
-	aud = append(aud, "account")
+	return resource, append(aud, "account")
+}
 
-	userClaims := map[string]any{}
-	if has("email") && u.Email != "" {
-		userClaims["email"] = u.Email
-		userClaims["email_verified"] = u.EmailVerified
+// userClaims are the claims about u that scopes ask for (email, profile),
+// in the access and ID tokens and userinfo's answer.
+func userClaims(u userRecord, scopes []string) map[string]any {
+	claims := map[string]any{}
+	if slices.Contains(scopes, "email") && u.Email != "" {
+		claims["email"] = u.Email
+		claims["email_verified"] = u.EmailVerified
 	}
-	if has("profile") {
-		userClaims["preferred_username"] = u.Username
-		if name := strings.TrimSpace(u.FirstName + " " + u.LastName); name != "" {
-			userClaims["name"] = name
-		}
-		if u.FirstName != "" {
-			userClaims["given_name"] = u.FirstName
-		}
-		if u.LastName != "" {
-			userClaims["family_name"] = u.LastName
+	if !slices.Contains(scopes, "profile") {
+		return claims
+	}
+	claims["preferred_username"] = u.Username
+	for claim, v := range map[string]string{
+		"name":        strings.TrimSpace(u.FirstName + " " + u.LastName),
+		"given_name":  u.FirstName,
+		"family_name": u.LastName,
+	} {
+		if v != "" {
+			claims[claim] = v
 		}
 	}
+	return claims
+}
 
+// accessClaims are the access token's claims.
+func (s *Server) accessClaims(issuer string, u userRecord, ss session, now int64, claims map[string]any) map[string]any {
+	resource, aud := resourceAccess(u, ss.clientID)
 	access := map[string]any{
 		"exp":             now + s.accessSecs,
 		"iat":             now,
@@ -237,21 +270,22 @@ func (s *Server) issue(issuer string, u userRecord, ss session, now int64) (toke
 	if cnf := ss.bind.cnf(); cnf != nil {
 		access["cnf"] = cnf
 	}
-	if ss.audience != "" {
+	switch {
+	case ss.audience != "":
 		access["aud"] = ss.audience // a token exchanged for another audience
-	} else if len(aud) == 1 {
+	case len(aud) == 1:
 		access["aud"] = aud[0]
-	} else {
+	default:
 		access["aud"] = aud
 	}
-	for k, v := range userClaims {
-		access[k] = v
-	}
-	accessToken, err := sign(jose.RS256, key.priv, key.kid, access)
-	if err != nil {
-		return tokenResponse{}, err
-	}
+	maps.Copy(access, claims)
+	return access
+}
 
+// newRefreshToken mints ss's refresh token (offline for an offline session)
+// and its lifetime in seconds, nil when not sent (an opaque token), and
+// notes it as the last one issued.
+func (s *Server) newRefreshToken(issuer string, u userRecord, ss session, now int64) (string, *int64, error) {
 	refresh := map[string]any{
 		"iat":   now,
 		"jti":   newUUID(),
@@ -270,72 +304,75 @@ func (s *Server) issue(issuer string, u userRecord, ss session, now int64) (toke
 		refreshIn = s.refreshSecs
 		refresh["exp"] = now + refreshIn
 	}
-	var refreshToken string
-	refreshInPtr := &refreshIn
+	refreshToken, refreshInPtr := "", &refreshIn
+	var err error
 	if s.opts.OpaqueRefreshTokens {
-		payload, err := json.Marshal(refresh)
-		if err != nil {
-			return tokenResponse{}, err
-		}
-		p, err := decodeVerified(payload)
-		if err != nil {
-			return tokenResponse{}, err
-		}
-		refreshToken = strings.ReplaceAll(newUUID()+newUUID(), "-", "")
+		refreshToken, err = s.opaqueToken(refresh)
 		refreshInPtr = nil
-		s.mu.Lock()
-		s.opaque[refreshToken] = p
-		s.mu.Unlock()
-	} else if refreshToken, err = sign(jose.HS512, s.hmacKey, s.hmacKid, refresh); err != nil {
-		return tokenResponse{}, err
+	} else {
+		refreshToken, err = sign(jose.HS512, s.hmacKey, s.hmacKid, refresh)
+	}
+	if err != nil {
+		return "", nil, err
 	}
 	s.mu.Lock()
 	s.lastRT = refreshToken
 	s.mu.Unlock()
+	return refreshToken, refreshInPtr, nil
+}
 
-	tokenType := "Bearer"
-	if s.opts.LowercaseTokenType {
-		tokenType = "bearer"
+// opaqueToken is a random token that stands for the claims, kept by the
+// server.
+func (s *Server) opaqueToken(claims map[string]any) (string, error) {
+	payload, err := json.Marshal(claims)
+	if err != nil {
+		return "", err
 	}
-	if ss.bind.jkt != "" {
-		tokenType = "DPoP"
+	p, err := decodeVerified(payload)
+	if err != nil {
+		return "", err
 	}
-	resp := tokenResponse{
-		AccessToken:      accessToken,
-		ExpiresIn:        s.accessSecs,
-		RefreshExpiresIn: refreshInPtr,
-		RefreshToken:     refreshToken,
-		TokenType:        tokenType,
-		SessionState:     ss.id,
-		Scope:            ss.scope,
+	token := strings.ReplaceAll(newUUID()+newUUID(), "-", "")
+	s.mu.Lock()
+	s.opaque[token] = p
+	s.mu.Unlock()
+	return token, nil
+}
+
+// tokenType is the token_type of ss's tokens: DPoP when bound, else Bearer
+// (lowercase when the server is told to be so).
+func (s *Server) tokenType(ss session) string {
+	switch {
+	case ss.bind.jkt != "":
+		return "DPoP"
+	case s.opts.LowercaseTokenType:
+		return "bearer"
 	}
-	if has("openid") {
-		sum := sha256.Sum256([]byte(accessToken))
-		id := map[string]any{
-			"exp":       now + s.accessSecs,
-			"iat":       now,
-			"auth_time": ss.started,
-			"jti":       newUUID(),
-			"iss":       issuer,
-			"aud":       ss.clientID,
-			"sub":       u.id,
-			"typ":       "ID",
-			"azp":       ss.clientID,
-			"sid":       ss.id,
-			"at_hash":   base64.RawURLEncoding.EncodeToString(sum[:16]),
-			"acr":       "1",
-		}
-		if ss.nonce != "" {
-			id["nonce"] = ss.nonce
-		}
-		for k, v := range userClaims {
-			id[k] = v
-		}
-		if resp.IDToken, err = sign(jose.RS256, key.priv, key.kid, id); err != nil {
-			return tokenResponse{}, err
-		}
+	return "Bearer"
+}
+
+// idClaims are the ID token's claims, at_hash that of accessToken.
+func (s *Server) idClaims(issuer string, u userRecord, ss session, now int64, accessToken string, claims map[string]any) map[string]any {
+	sum := sha256.Sum256([]byte(accessToken))
+	id := map[string]any{
+		"exp":       now + s.accessSecs,
+		"iat":       now,
+		"auth_time": ss.started,
+		"jti":       newUUID(),
+		"iss":       issuer,
+		"aud":       ss.clientID,
+		"sub":       u.id,
+		"typ":       "ID",
+		"azp":       ss.clientID,
+		"sid":       ss.id,
+		"at_hash":   base64.RawURLEncoding.EncodeToString(sum[:16]),
+		"acr":       "1",
 	}
-	return resp, nil
+	if ss.nonce != "" {
+		id["nonce"] = ss.nonce
+	}
+	maps.Copy(id, claims)
+	return id
 }
 
 func nonNil(s []string) []string {

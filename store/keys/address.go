@@ -2,7 +2,6 @@ package keys
 
 import (
 	"errors"
-	"fmt"
 	"os"
 	"sort"
 	"strconv"
@@ -86,8 +85,8 @@ func (s *Service) Suggest(label string, err error) error {
 		near[i] = text.ShellQuote(l)
 	}
 	return &notFoundError{
-		msg: fmt.Sprintf("no key labelled %s; did you mean %s? (see: shipkey keys list)",
-			text.Safe(strconv.Quote(label)), orList(near)),
+		msg: text.Cleanf("no key labelled %s; did you mean %s? (see: shipkey keys list)",
+			strconv.Quote(label), orList(near)).String(),
 		err: err,
 	}
 }

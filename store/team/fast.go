@@ -36,27 +36,15 @@ const fastBudget = 500 * time.Millisecond
 // all of it properly. It never writes anything.
 func CachedFast(ctx context.Context, st *store.Store, teamName, label string, minValid time.Duration, now time.Time) (*auth.TokenSet, bool) {
 	tc, err := st.Team(teamName)
-	if err != nil || tc.User != "" || (len(PlainRemote(tc.Endpoints)) > 0 && !tc.Insecure) || len(tc.Endpoints) == 0 {
+	if err != nil || !fastReachable(tc) {
 		return nil, false
 	}
 	dir := StateDir(st.StateDir(), teamName)
 	if _, err := os.Stat(filepath.Join(dir, UnreachableFileName)); err == nil {
 		return nil, false
 	}
-	sec, err := st.TeamSecrets(teamName)
-	if err != nil {
-		return nil, false
-	}
-	id, err := age.ParseX25519Identity(sec.Identity)
-	if err != nil {
-		return nil, false
-	}
-	c, err := ReadCache(filepath.Join(dir, CacheFileName), id)
-	if err != nil || c.Removed {
-		return nil, false
-	}
-	e := c.ByLabel(label)
-	if e == nil || e.Token == nil || e.Token.AccessToken == "" || e.TokenRev == 0 || !e.Token.Access().ValidFor(now, minValid) {
+	e, ok := cachedEntry(st, teamName, dir, label)
+	if !ok || e.Token == nil || e.Token.AccessToken == "" || e.TokenRev == 0 || !e.Token.Access().ValidFor(now, minValid) {
 		return nil, false
 	}
 	// The roster key is read in the same request: a roster written since
@@ -72,14 +60,45 @@ func CachedFast(ctx context.Context, st *store.Store, teamName, label string, mi
 	}
 	ctx, cancel := context.WithTimeout(ctx, fastBudget)
 	defer cancel()
-	body := rangesTxn(TokenKey(teamName, e.Def.ID), Prefix(teamName)+"roster")
-	for _, ep := range tc.Endpoints {
-		revs, ok := modRevisions(ctx, client, strings.TrimSuffix(ep, "/")+"/v3/kv/txn", body, 2)
-		if ok {
-			if revs[0] != e.TokenRev || revs[1] != rosterRev {
-				return nil, false
-			}
-			return e.Token, true
+	revs, ok := firstModRevisions(ctx, client, tc.Endpoints, rangesTxn(TokenKey(teamName, e.Def.ID), Prefix(teamName)+"roster"), 2)
+	if !ok || revs[0] != e.TokenRev || revs[1] != rosterRev {
+		return nil, false
+	}
+	return e.Token, true
+}
+
+// fastReachable reports whether CachedFast may ask the team's etcd itself:
+// it has endpoints, plain http only where the team allows it, and no etcd
+// user (whose password would need an authentication round trip).
+func fastReachable(tc store.TeamConn) bool {
+	return tc.User == "" && (len(PlainRemote(tc.Endpoints)) == 0 || tc.Insecure) && len(tc.Endpoints) > 0
+}
+
+// cachedEntry is key label's entry in the team's cache (in dir), opened
+// with this machine's member identity; false when there is none to read.
+func cachedEntry(st *store.Store, teamName, dir, label string) (*CacheEntry, bool) {
+	sec, err := st.TeamSecrets(teamName)
+	if err != nil {
+		return nil, false
+	}
+	id, err := age.ParseX25519Identity(sec.Identity)
+	if err != nil {
+		return nil, false
+	}
+	c, err := ReadCache(filepath.Join(dir, CacheFileName), id)
+	if err != nil || c.Removed {
+		return nil, false
+	}
+	e := c.ByLabel(label)
+	return e, e != nil
+}
+
+// firstModRevisions asks the endpoints in turn, until one answers or ctx
+// ends, for the mod revisions of the n keys body (a rangesTxn) reads.
+func firstModRevisions(ctx context.Context, client *http.Client, endpoints []string, body []byte, n int) ([]int64, bool) {
+	for _, ep := range endpoints {
+		if revs, ok := modRevisions(ctx, client, strings.TrimSuffix(ep, "/")+"/v3/kv/txn", body, n); ok {
+			return revs, true
 		}
 		if ctx.Err() != nil {
 			return nil, false

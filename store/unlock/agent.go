@@ -91,110 +91,175 @@ func ServeAgent(ctx context.Context, cfg AgentConfig) error {
 	if err != nil {
 		return err
 	}
-	if err := ensureAgentDir(filepath.Dir(cfg.Socket)); err != nil {
+	ln, err := listenAgent(cfg.Socket)
+	if err != nil {
 		return err
 	}
-	if c, err := net.DialTimeout("unix", cfg.Socket, agentDialTimeout); err == nil {
-		c.Close()
-		return fmt.Errorf("%s: %w", text.Path(cfg.Socket), ErrAgentRunning)
-	}
-	_ = os.Remove(cfg.Socket) // a stale socket of an agent that died
-	ln, err := net.ListenUnix("unix", &net.UnixAddr{Name: cfg.Socket, Net: "unix"})
-	if err != nil {
-		return fmt.Errorf("listen on %s: %w", text.Path(cfg.Socket), err)
-	}
 	defer ln.Close() // removes the socket file
-	if err := os.Chmod(cfg.Socket, 0o600); err != nil {
-		return text.FileError("chmod", cfg.Socket, err)
-	}
 	hardenAgent()
 	if cfg.Ready != nil {
 		cfg.Ready()
 	}
-
-	var (
-		mu      sync.Mutex
-		entries = map[string]*agentEntry{}
-		had     bool
-		done    = make(chan struct{})
-		once    sync.Once
-	)
-	stop := func() { once.Do(func() { close(done) }) }
-	start := time.Now()
-	expire := func(now time.Time) {
-		for k, e := range entries {
-			if now.Sub(e.usedAt) >= cfg.Idle || now.Sub(e.created) >= cfg.MaxAge {
-				delete(entries, k)
-			}
-		}
-		if len(entries) == 0 && (had || now.Sub(start) >= agentGrace) {
-			stop()
-		}
-	}
-	handle := func(c *net.UnixConn) {
-		defer c.Close()
-		_ = c.SetDeadline(time.Now().Add(agentIOTimeout))
-		if uid, known, err := PeerUID(c); err != nil || (known && uid != os.Getuid()) {
-			return
-		}
-		rd := bufio.NewReaderSize(c, 1024)
-		req, ok := agentAccept(c, rd, secret)
-		if !ok {
-			return
-		}
-		f := strings.Fields(req)
-		answer := "no"
-		mu.Lock()
-		now := time.Now()
-		expire(now)
-		switch {
-		case len(f) == 2 && f[0] == "get":
-			if e, ok := entries[f[1]]; ok {
-				e.usedAt = now
-				answer = "ok " + e.id
-			}
-		case len(f) == 3 && f[0] == "put":
-			if _, err := age.ParseX25519Identity(f[2]); err == nil {
-				entries[f[1]] = &agentEntry{id: f[2], created: now, usedAt: now}
-				had = true
-				answer = "ok"
-			}
-		case len(f) == 2 && f[0] == "forget":
-			if _, ok := entries[f[1]]; ok {
-				delete(entries, f[1])
-				answer = "ok"
-			}
-			if len(entries) == 0 {
-				defer stop()
-			}
-		}
-		mu.Unlock()
-		_, _ = c.Write([]byte(answer + "\n"))
-	}
-	go func() {
-		for {
-			c, err := ln.AcceptUnix()
-			if err != nil {
-				stop()
-				return
-			}
-			go handle(c)
-		}
-	}()
+	a := &agent{cfg: cfg, secret: secret, entries: map[string]*agentEntry{}, done: make(chan struct{}), start: time.Now()}
+	go a.accept(ln)
 	tick := time.NewTicker(time.Second)
 	defer tick.Stop()
 	for {
 		select {
 		case <-ctx.Done():
 			return nil
-		case <-done:
+		case <-a.done:
 			return nil
 		case now := <-tick.C:
-			mu.Lock()
-			expire(now)
-			mu.Unlock()
+			a.mu.Lock()
+			a.expire(now)
+			a.mu.Unlock()
 		}
 	}
+}
+
+// listenAgent listens on socket (0600) in its own directory (0700), unless
+// another agent answers there already.
+func listenAgent(socket string) (*net.UnixListener, error) {
+	if err := ensureAgentDir(filepath.Dir(socket)); err != nil {
+		return nil, err
+	}
+	if c, err := net.DialTimeout("unix", socket, agentDialTimeout); err == nil {
+		c.Close()
+		return nil, fmt.Errorf("%s: %w", text.Path(socket), ErrAgentRunning)
+	}
+	_ = os.Remove(socket) // a stale socket of an agent that died
+	ln, err := net.ListenUnix("unix", &net.UnixAddr{Name: socket, Net: "unix"})
+	if err != nil {
+		return nil, fmt.Errorf("listen on %s: %w", text.Path(socket), err)
+	}
+	if err := os.Chmod(socket, 0o600); err != nil {
+		ln.Close()
+		return nil, text.FileError("chmod", socket, err)
+	}
+	return ln, nil
+}
+
+// agent is a running agent's memory: its entries (under mu), whether it ever
+// had one, and done, closed (once) when it stops.
+type agent struct {
+	cfg    AgentConfig
+	secret []byte
+	start  time.Time
+
+	mu      sync.Mutex
+	entries map[string]*agentEntry
+	had     bool
+
+	done chan struct{}
+	once sync.Once
+}
+
+func (a *agent) stop() { a.once.Do(func() { close(a.done) }) }
+
+// expire forgets the entries past their idle time or maximum age, and stops
+// the agent when it holds nothing (once it had something or its grace ran
+// out). The caller holds mu.
+func (a *agent) expire(now time.Time) {
+	for k, e := range a.entries {
+		if now.Sub(e.usedAt) >= a.cfg.Idle || now.Sub(e.created) >= a.cfg.MaxAge {
+			delete(a.entries, k)
+		}
+	}
+	if len(a.entries) == 0 && (a.had || now.Sub(a.start) >= agentGrace) {
+		a.stop()
+	}
+}
+
+// accept serves each connection on ln until it fails (closed), then stops
+// the agent.
+func (a *agent) accept(ln *net.UnixListener) {
+	for {
+		c, err := ln.AcceptUnix()
+		if err != nil {
+			a.stop()
+			return
+		}
+		go a.serve(c)
+	}
+}
+
+// serve answers one connection: a peer of this user that proves it knows the
+// secret gets its request answered; any other is told nothing.
+func (a *agent) serve(c *net.UnixConn) {
+	defer c.Close()
+	_ = c.SetDeadline(time.Now().Add(agentIOTimeout))
+	if uid, known, err := PeerUID(c); err != nil || (known && uid != os.Getuid()) {
+		return
+	}
+	req, ok := agentAccept(c, bufio.NewReaderSize(c, 1024), a.secret)
+	if !ok {
+		return
+	}
+	answer, stop := a.answer(strings.Fields(req))
+	_, _ = c.Write([]byte(answer + "\n"))
+	if stop {
+		a.stop()
+	}
+}
+
+// answer answers a request's fields; stop: the agent holds nothing any more
+// and stops once the answer is sent.
+func (a *agent) answer(f []string) (answer string, stop bool) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	now := time.Now()
+	a.expire(now)
+	if len(f) == 0 {
+		return "no", false
+	}
+	r, ok := agentRequests[f[0]]
+	if !ok || len(f) != r.fields {
+		return "no", false
+	}
+	return r.do(a, f[1:], now)
+}
+
+// agentRequests are the requests the agent answers, by verb: how many fields
+// each has (the verb included) and what it does, under mu, with the other
+// fields.
+var agentRequests = map[string]struct {
+	fields int
+	do     func(a *agent, args []string, now time.Time) (answer string, stop bool)
+}{
+	"get":    {2, (*agent).get},
+	"put":    {3, (*agent).put},
+	"forget": {2, (*agent).forget},
+}
+
+// get: the identity kept under desc, its use extending its idle time.
+func (a *agent) get(args []string, now time.Time) (string, bool) {
+	e, ok := a.entries[args[0]]
+	if !ok {
+		return "no", false
+	}
+	e.usedAt = now
+	return "ok " + e.id, false
+}
+
+// put keeps an identity (one age parses) under desc.
+func (a *agent) put(args []string, now time.Time) (string, bool) {
+	if _, err := age.ParseX25519Identity(args[1]); err != nil {
+		return "no", false
+	}
+	a.entries[args[0]] = &agentEntry{id: args[1], created: now, usedAt: now}
+	a.had = true
+	return "ok", false
+}
+
+// forget drops desc's entry; an agent left with nothing stops.
+func (a *agent) forget(args []string, _ time.Time) (string, bool) {
+	answer := "no"
+	if _, ok := a.entries[args[0]]; ok {
+		delete(a.entries, args[0])
+		answer = "ok"
+	}
+	return answer, len(a.entries) == 0
 }
 
 // ensureAgentDir makes dir (0700) and checks that it is a directory of this

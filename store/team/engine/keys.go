@@ -49,49 +49,16 @@ func (h *handle) read(ctx context.Context) (*snapshot, error) {
 	}
 	h.freshSeen()
 	s := &snapshot{entries: map[string]*cacheEntry{}, rev: rev}
-	var rosterKV, catalogKV *team.KV
-	history := map[int64][]byte{}
-	var keys, tokens []*team.KV
-	for i := range kvs {
-		kv := &kvs[i]
-		k := kv.Key
-		switch {
-		case k == rosterKey(h.name()):
-			rosterKV = kv
-		case k == catalogKey(h.name()):
-			catalogKV = kv
-		case strings.HasPrefix(k, prefix(h.name())+"rosters/"):
-			var v int64
-			if _, err := fmt.Sscanf(strings.TrimPrefix(k, prefix(h.name())+"rosters/"), "%d", &v); err == nil {
-				history[v] = kv.Value
-			}
-		case strings.HasPrefix(k, keysPrefix(h.name())):
-			keys = append(keys, kv)
-		case strings.HasPrefix(k, tokensPrefix(h.name())):
-			tokens = append(tokens, kv)
-		}
-	}
-	if rosterKV == nil {
+	t := h.sortKVs(kvs)
+	if t.roster == nil {
 		return nil, &Error{Team: h.name(), Msg: "etcd holds no such team", Kind: ErrNoTeam}
 	}
-	hist := func(v int64) []byte { return history[v] }
-	if s.roster, err = h.accept(ctx, rosterKV.Value, rosterKV.Rev, rev, hist, false); err != nil {
+	hist := func(v int64) []byte { return t.history[v] }
+	if s.roster, err = h.accept(ctx, t.roster.Value, t.roster.Rev, rev, hist, false); err != nil {
 		return nil, err
 	}
-	// An item a member signed for a later roster than this machine's takes
-	// that roster through the chain first, and every item is read again.
-	for {
-		err := h.openAll(s, catalogKV, keys, tokens)
-		var be *team.BehindError
-		if !errors.As(err, &be) {
-			if err != nil {
-				return nil, err
-			}
-			break
-		}
-		if s.roster, err = h.catchUp(s.roster, be, hist); err != nil {
-			return nil, err
-		}
+	if err := h.openCaughtUp(s, t, hist); err != nil {
+		return nil, err
 	}
 	if !h.hasMe(s.roster) {
 		h.markRemoved(ctx)
@@ -102,6 +69,57 @@ func (h *handle) read(ctx context.Context) (*snapshot, error) {
 		c.Keys, c.SyncedAt, c.Removed = s.entries, h.e.opts.Now().UTC(), false
 	})
 	return s, nil
+}
+
+// teamKVs are a team's keys in etcd by what they hold: the roster, the
+// catalog, the former rosters by version, key definitions and tokens.
+type teamKVs struct {
+	roster, catalog *team.KV
+	history         map[int64][]byte
+	keys, tokens    []*team.KV
+}
+
+// sortKVs sorts the team's keys (a listing of its prefix) by what they
+// hold; others are left out.
+func (h *handle) sortKVs(kvs []team.KV) teamKVs {
+	t := teamKVs{history: map[int64][]byte{}}
+	rosters := prefix(h.name()) + "rosters/"
+	for i := range kvs {
+		kv := &kvs[i]
+		k := kv.Key
+		switch {
+		case k == rosterKey(h.name()):
+			t.roster = kv
+		case k == catalogKey(h.name()):
+			t.catalog = kv
+		case strings.HasPrefix(k, rosters):
+			var v int64
+			if _, err := fmt.Sscanf(strings.TrimPrefix(k, rosters), "%d", &v); err == nil {
+				t.history[v] = kv.Value
+			}
+		case strings.HasPrefix(k, keysPrefix(h.name())):
+			t.keys = append(t.keys, kv)
+		case strings.HasPrefix(k, tokensPrefix(h.name())):
+			t.tokens = append(t.tokens, kv)
+		}
+	}
+	return t
+}
+
+// openCaughtUp opens every item of t into s (openAll); an item a member
+// signed for a later roster than this machine's takes that roster through
+// the chain first, and every item is read again.
+func (h *handle) openCaughtUp(s *snapshot, t teamKVs, hist func(int64) []byte) error {
+	for {
+		err := h.openAll(s, t.catalog, t.keys, t.tokens)
+		var be *team.BehindError
+		if !errors.As(err, &be) {
+			return err
+		}
+		if s.roster, err = h.catchUp(s.roster, be, hist); err != nil {
+			return err
+		}
+	}
 }
 
 // openAll verifies and decrypts the catalog entry, keys and tokens of a

@@ -340,17 +340,7 @@ func (e *Engine) changeRoster(ctx context.Context, teamName string, change func(
 		if err != nil {
 			return err
 		}
-		after, err := h.reseal(bctx, cli, r.Rev, next, r.Version, func(kind, id string, value []byte) ([]byte, error) {
-			ct, seq, err := team.OpenItem(teamName, kind, id, r.Roster, value)
-			if err == nil && kind != kindCatalog {
-				// A record put back as it was is not signed anew.
-				err = h.notRolledBack(kind, id, seq)
-			}
-			if err != nil || kind == kindCatalog {
-				return ct, err
-			}
-			return open(ct, h.id)
-		})
+		after, err := h.reseal(bctx, cli, r.Rev, next, r.Version, h.itemOpener(teamName, r))
 		if errors.Is(err, errChanged) {
 			continue
 		}
@@ -368,6 +358,21 @@ func (e *Engine) changeRoster(ctx context.Context, teamName string, change func(
 		return err
 	}
 	return &Error{Team: teamName, Msg: "the team keeps changing; try again"}
+}
+
+// itemOpener opens an item of team signed under roster r: its plaintext,
+// the catalog's id as is. A record put back as it was is not signed anew.
+func (h *handle) itemOpener(teamName string, r roster) func(kind, id string, value []byte) ([]byte, error) {
+	return func(kind, id string, value []byte) ([]byte, error) {
+		ct, seq, err := team.OpenItem(teamName, kind, id, r.Roster, value)
+		if err == nil && kind != kindCatalog {
+			err = h.notRolledBack(kind, id, seq)
+		}
+		if err != nil || kind == kindCatalog {
+			return ct, err
+		}
+		return open(ct, h.id)
+	}
 }
 
 var errChanged = errors.New("changed meanwhile")
@@ -399,6 +404,20 @@ func (h *handle) commitRoster(ctx context.Context, cli team.Driver, rosterRev, a
 		return 0, errChanged
 	}
 	return rev, nil
+}
+
+// itemOf is the kind and id of the item team t keeps at key k: a key
+// definition, a token or the catalog; false for anything else.
+func itemOf(t, k string) (kind, id string, ok bool) {
+	switch {
+	case k == catalogKey(t):
+		return kindCatalog, kindCatalog, true
+	case strings.HasPrefix(k, keysPrefix(t)):
+		return kindKey, idOf(k, keysPrefix(t)), true
+	case strings.HasPrefix(k, tokensPrefix(t)):
+		return kindToken, idOf(k, tokensPrefix(t)), true
+	}
+	return "", "", false
 }
 
 // reseal re-encrypts every key, token and catalog entry of the team to to's
@@ -433,15 +452,8 @@ func (h *handle) reseal(ctx context.Context, cli team.Driver, rosterRev int64, t
 	}
 	for _, kv := range kvs {
 		k := kv.Key
-		var kind, id string
-		switch {
-		case k == catalogKey(t):
-			kind, id = kindCatalog, kindCatalog
-		case strings.HasPrefix(k, keysPrefix(t)):
-			kind, id = kindKey, idOf(k, keysPrefix(t))
-		case strings.HasPrefix(k, tokensPrefix(t)):
-			kind, id = kindToken, idOf(k, tokensPrefix(t))
-		default:
+		kind, id, ok := itemOf(t, k)
+		if !ok {
 			continue // the roster, its history, locks
 		}
 		cmps = append(cmps, revIs(k, kv.Rev))

@@ -137,17 +137,9 @@ func (e *Engine) login(ctx context.Context, team, label string, opts LoginOption
 		return nil, Key{}, err
 	}
 	defer l.mu.Unlock()
-	def := l.def
-	g, err := auth.GrantFor(def.Grant)
+	def, newPassword, g, err := loginGrant(team, label, l.def, opts)
 	if err != nil {
 		return nil, Key{}, err
-	}
-	newPassword := opts.Password != "" && opts.Password != def.Password && def.Grant.Or() == auth.GrantPassword
-	if newPassword {
-		def.Password, def.RememberPassword = opts.Password, true
-	}
-	if !g.Unattended(auth.Kept{Password: def.Password != ""}) {
-		return nil, Key{}, text.Errorf("team key %s: its %s grant needs a person; team keys run unattended grants only (client credentials, a password)", Address(team, label), def.Grant.Or())
 	}
 	ts, err := g.Obtain(ctx, e.opts.Auth, def.Request())
 	if err != nil {
@@ -156,25 +148,48 @@ func (e *Engine) login(ctx context.Context, team, label string, opts LoginOption
 	// A bound of its own: the server may have taken the auth timeout.
 	tctx, tcancel := h.bound(ctx)
 	defer tcancel()
-	r, err := h.readRoster(tctx)
+	rev, err := h.storeLogin(tctx, team, l, def, ts, newPassword)
 	if err != nil {
 		return nil, Key{}, err
+	}
+	ce := &cacheEntry{Def: def, Token: ts, TokenRev: rev}
+	return ts, h.key(ce, false), h.cacheToken(ctx, def, ts, rev)
+}
+
+// loginGrant is the grant a login to team key label (def) runs, and def
+// with opts' password when the password grant is given a new one
+// (newPassword, then remembered). A grant that needs a person is refused:
+// team keys run unattended.
+func loginGrant(team, label string, def Definition, opts LoginOptions) (_ Definition, newPassword bool, _ auth.Grant, _ error) {
+	g, err := auth.GrantFor(def.Grant)
+	if err != nil {
+		return def, false, nil, err
+	}
+	newPassword = opts.Password != "" && opts.Password != def.Password && def.Grant.Or() == auth.GrantPassword
+	if newPassword {
+		def.Password, def.RememberPassword = opts.Password, true
+	}
+	if !g.Unattended(auth.Kept{Password: def.Password != ""}) {
+		return def, false, nil, text.Errorf("team key %s: its %s grant needs a person; team keys run unattended grants only (client credentials, a password)", Address(team, label), def.Grant.Or())
+	}
+	return def, newPassword, g, nil
+}
+
+// storeLogin writes a login's tokens ts (and def, for a new password) to
+// team's etcd for the roster as it is now, and returns the revision written.
+// Only while this machine owns the mutex, the key still exists (and, for a
+// new password, its definition was not renamed meanwhile), nobody wrote the
+// token, and the roster is the one encrypted to.
+func (h *handle) storeLogin(ctx context.Context, team string, l *locked, def Definition, ts *auth.TokenSet, newPassword bool) (int64, error) {
+	r, err := h.readRoster(ctx)
+	if err != nil {
+		return 0, err
 	}
 	tv, err := h.sealItem(r, kindToken, def.ID, ts)
 	if err != nil {
-		return nil, Key{}, err
+		return 0, err
 	}
 	ops := []op{put(tokenKey(team, def.ID), tv)}
-	if newPassword {
-		kv, err := h.sealItem(r, kindKey, def.ID, def)
-		if err != nil {
-			return nil, Key{}, err
-		}
-		ops = append(ops, put(keyKey(team, def.ID), kv))
-	}
-	// Only while this machine owns the mutex, the key still exists (and,
-	// for a new password, its definition was not renamed meanwhile), nobody
-	// wrote the token, and the roster is the one encrypted to.
 	cmp := []cond{
 		l.mu.Held(),
 		{Kind: teamExists, Key: keyKey(team, def.ID)},
@@ -182,15 +197,19 @@ func (e *Engine) login(ctx context.Context, team, label string, opts LoginOption
 		revIs(rosterKey(team), r.Rev),
 	}
 	if newPassword {
+		kv, err := h.sealItem(r, kindKey, def.ID, def)
+		if err != nil {
+			return 0, err
+		}
+		ops = append(ops, put(keyKey(team, def.ID), kv))
 		cmp = append(cmp, revIs(catalogKey(team), l.catRev))
 	}
-	ok, rev, err := h.commit(tctx, l.cli, cmp, ops)
+	ok, rev, err := h.commit(ctx, l.cli, cmp, ops)
 	if err != nil {
-		return nil, Key{}, h.etcdErr(err)
+		return 0, h.etcdErr(err)
 	}
 	if !ok {
-		return nil, Key{}, &Error{Team: team, Msg: "the team changed meanwhile; run login again"}
+		return 0, &Error{Team: team, Msg: "the team changed meanwhile; run login again"}
 	}
-	ce := &cacheEntry{Def: def, Token: ts, TokenRev: rev}
-	return ts, h.key(ce, false), h.cacheToken(ctx, def, ts, rev)
+	return rev, nil
 }

@@ -45,42 +45,14 @@ func (e *Engine) Token(ctx context.Context, team, label string, opts TokenOption
 	cached := h.readCache().ByLabel(label)
 	stale := int64(-1) // the revision of a cached token etcd no longer holds
 	if cached != nil && fits(cached.Token, e.opts.Now(), opts) {
-		// etcd did not answer a moment ago: a script calling token in a
-		// loop through an outage waits out the bound once per
-		// OutageMemory, not at every call.
-		if at, ok := h.unreachableSince(); ok {
-			h.warnCachedWithoutAsking(cached, at)
-			return cached.Token, nil
-		}
-		// One small read says whether the team still holds this token set
-		// (a logout elsewhere deletes it, a renewal replaces it).
-		current, err := h.stillShared(ctx, cached)
-		if err == nil && current {
-			return cached.Token, nil
+		if ts, handed, err := h.handCached(ctx, cached); handed || err != nil {
+			return ts, err
 		}
 		stale = cached.TokenRev
-		if err != nil {
-			if !errors.Is(err, ErrUnavailable) {
-				return nil, err
-			}
-			h.markUnreachable()
-			h.warnCached(cached)
-			return cached.Token, nil
-		}
 	}
-	// A label is user input: the lock of a key not cached yet is named by
-	// its hash, never by the label itself.
-	lockName := fmt.Sprintf("label-%x.lock", sha256.Sum256([]byte(label)))
-	if cached != nil {
-		lockName = "key-" + cached.Def.ID + ".lock"
-	}
-	unlock, err := h.lockFile(ctx, lockName)
+	unlock, err := h.lockFile(ctx, lockName(label, cached))
 	if err != nil {
-		if ctx.Err() == nil {
-			return nil, err
-		}
-		return h.outage(cached, &Error{Team: h.name(), Kind: ErrUnavailable,
-			Msg: fmt.Sprintf("etcd at %s did not answer within %s (another shipkey process of this machine was waiting on it)", strings.Join(h.tc.Endpoints, ","), h.timeout)})
+		return h.lockWaitFailed(ctx, cached, err)
 	}
 	defer unlock()
 	// etcd failed another process of this machine while this one waited
@@ -95,12 +67,65 @@ func (e *Engine) Token(ctx context.Context, team, label string, opts TokenOption
 	} else if ce != nil {
 		cached = ce
 	}
+	return h.sharedToken(ctx, label, cached, opts)
+}
+
+// handCached hands out cached, a token that fits, when etcd still holds it
+// (one small read: a logout elsewhere deletes it, a renewal replaces it) or
+// does not answer (with a warning). handed is false when etcd holds another
+// token set; err is an error other than etcd's unavailability.
+func (h *handle) handCached(ctx context.Context, cached *cacheEntry) (_ *auth.TokenSet, handed bool, _ error) {
+	// etcd did not answer a moment ago: a script calling token in a loop
+	// through an outage waits out the bound once per OutageMemory, not at
+	// every call.
+	if at, ok := h.unreachableSince(); ok {
+		h.warnCachedWithoutAsking(cached, at)
+		return cached.Token, true, nil
+	}
+	current, err := h.stillShared(ctx, cached)
+	switch {
+	case err == nil:
+		if current {
+			return cached.Token, true, nil
+		}
+		return nil, false, nil
+	case !errors.Is(err, ErrUnavailable):
+		return nil, false, err
+	}
+	h.markUnreachable()
+	h.warnCached(cached)
+	return cached.Token, true, nil
+}
+
+// lockName names the local lock of key label: by its id when cached, else
+// by the label's hash (a label is user input, never a file name itself).
+func lockName(label string, cached *cacheEntry) string {
+	if cached != nil {
+		return "key-" + cached.Def.ID + ".lock"
+	}
+	return fmt.Sprintf("label-%x.lock", sha256.Sum256([]byte(label)))
+}
+
+// lockWaitFailed ends a Token call whose wait for the local lock failed
+// with err: an outage when the bound passed (another process of this
+// machine was waiting on etcd), else err.
+func (h *handle) lockWaitFailed(ctx context.Context, cached *cacheEntry, err error) (*auth.TokenSet, error) {
+	if ctx.Err() == nil {
+		return nil, err
+	}
+	return h.outage(cached, &Error{Team: h.name(), Kind: ErrUnavailable,
+		Msg: fmt.Sprintf("etcd at %s did not answer within %s (another shipkey process of this machine was waiting on it)", strings.Join(h.tc.Endpoints, ","), h.timeout)})
+}
+
+// sharedToken is key label's token from etcd (renewed once for the fleet
+// when due), or on an outage the cached one while it has not expired.
+func (h *handle) sharedToken(ctx context.Context, label string, cached *cacheEntry, opts TokenOptions) (*auth.TokenSet, error) {
 	ts, err := h.fleetTokenRetry(ctx, label, cached, opts)
-	if err == nil {
+	switch {
+	case err == nil:
 		_ = os.Remove(h.unreachablePath()) // etcd answers again
 		return ts, nil
-	}
-	if errors.Is(err, ErrUnavailable) {
+	case errors.Is(err, ErrUnavailable):
 		return h.outage(cached, err)
 	}
 	return nil, err
@@ -151,14 +176,14 @@ func (h *handle) markUnreachable() {
 // warnCachedWithoutAsking says that ce's token is handed out without asking
 // etcd, which did not answer at at.
 func (h *handle) warnCachedWithoutAsking(ce *cacheEntry, at time.Time) {
-	fmt.Fprintf(h.e.opts.Warn, "shipkey: warning: team %s: etcd did not answer at %s (under %s ago); handing out the cached token of %s without asking (valid until %s)\n",
-		h.name(), text.Stamp(at), OutageMemory, text.Safe(Address(h.name(), ce.Def.Label)), text.Stamp(ce.Token.AccessExpiry()))
+	fmt.Fprintln(h.e.opts.Warn, text.Cleanf("shipkey: warning: team %s: etcd did not answer at %s (under %s ago); handing out the cached token of %s without asking (valid until %s)",
+		h.name(), text.Stamp(at), OutageMemory, Address(h.name(), ce.Def.Label), text.Stamp(ce.Token.AccessExpiry())))
 }
 
 // warnCached says that ce's token is handed out without etcd.
 func (h *handle) warnCached(ce *cacheEntry) {
-	fmt.Fprintf(h.e.opts.Warn, "shipkey: warning: team %s: etcd did not answer within %s; handing out the cached token of %s (valid until %s)\n",
-		h.name(), h.timeout, text.Safe(Address(h.name(), ce.Def.Label)), text.Stamp(ce.Token.AccessExpiry()))
+	fmt.Fprintln(h.e.opts.Warn, text.Cleanf("shipkey: warning: team %s: etcd did not answer within %s; handing out the cached token of %s (valid until %s)",
+		h.name(), h.timeout, Address(h.name(), ce.Def.Label), text.Stamp(ce.Token.AccessExpiry())))
 }
 
 // stillShared reports whether etcd still holds the token set ce cached, at
@@ -213,68 +238,80 @@ func (h *handle) fleetToken(ctx context.Context, label string, cached *cacheEntr
 	if err != nil {
 		return nil, err
 	}
-	// The cached id saves a listing; the definition and token are read again
-	// in one round trip (it may have been renamed or removed meanwhile).
-	id := ""
-	if cached != nil {
-		id = cached.Def.ID
+	id, cur, rev, def, err := h.findItem(ctx, cli, label, cached)
+	if err != nil {
+		return nil, err
 	}
-	var (
-		cur *auth.TokenSet
-		rev int64
-		d   *Definition
-	)
-	if id != "" {
-		if cur, rev, d, err = h.readItem(ctx, cli, id); err != nil {
-			return nil, err
-		}
-	}
-	if d == nil || d.Label != label {
-		s, err := h.read(ctx)
-		if err != nil {
-			return nil, err
-		}
-		ce := (&cacheFile{Keys: s.entries}).ByLabel(label)
-		if ce == nil {
-			return nil, text.Errorf("team %s: no key %s (shipkey keys list): %w", h.name(), label, ErrKeyNotFound)
-		}
-		id, cur, rev, d = ce.Def.ID, ce.Token, ce.TokenRev, &ce.Def
-	}
-	def := *d
 	if fits(cur, h.e.opts.Now(), opts) {
 		return cur, h.cacheToken(ctx, def, cur, rev)
 	}
+	return h.renew(ctx, cli, label, id, opts)
+}
 
-	// Due everywhere: one renewal for the fleet, under the team-wide mutex on
-	// a lease (a holder that dies frees it within the TTL).
+// findItem finds key label's id, definition and token (at its revision).
+// The cached id saves a listing; the definition and token are read again in
+// one round trip (it may have been renamed or removed meanwhile).
+func (h *handle) findItem(ctx context.Context, cli team.Driver, label string, cached *cacheEntry) (id string, cur *auth.TokenSet, rev int64, def Definition, err error) {
+	var d *Definition
+	if cached != nil && cached.Def.ID != "" {
+		id = cached.Def.ID
+		if cur, rev, d, err = h.readItem(ctx, cli, id); err != nil {
+			return "", nil, 0, Definition{}, err
+		}
+	}
+	if d != nil && d.Label == label {
+		return id, cur, rev, *d, nil
+	}
+	s, err := h.read(ctx)
+	if err != nil {
+		return "", nil, 0, Definition{}, err
+	}
+	ce := (&cacheFile{Keys: s.entries}).ByLabel(label)
+	if ce == nil {
+		return "", nil, 0, Definition{}, text.Errorf("team %s: no key %s (shipkey keys list): %w", h.name(), label, ErrKeyNotFound)
+	}
+	return ce.Def.ID, ce.Token, ce.TokenRev, ce.Def, nil
+}
+
+// renew renews key id's token once for the fleet: under the team-wide
+// mutex on a lease (a holder that dies frees it within the TTL), unless
+// another machine renewed it first.
+func (h *handle) renew(ctx context.Context, cli team.Driver, label, id string, opts TokenOptions) (*auth.TokenSet, error) {
 	mu, err := h.lockKey(ctx, cli, id)
 	if err != nil {
 		return nil, err
 	}
 	defer mu.Unlock()
-	cur, rev, d, err = h.readItem(ctx, cli, id)
+	cur, rev, d, err := h.readItem(ctx, cli, id)
 	if err != nil {
 		return nil, err
 	}
 	if d == nil {
 		return nil, text.Errorf("team %s: key %s was removed: %w", h.name(), label, ErrKeyNotFound)
 	}
-	def = *d
 	if fits(cur, h.e.opts.Now(), opts) {
-		return cur, h.cacheToken(ctx, def, cur, rev)
+		return cur, h.cacheToken(ctx, *d, cur, rev)
 	}
-	ts, err := h.obtain(ctx, def, cur)
+	ts, err := h.obtain(ctx, *d, cur)
 	if err != nil {
 		return nil, err
 	}
-	// Write for the roster as it is now, only while this machine still owns
-	// the mutex and nobody wrote the token since it was read.
-	for attempt := 0; ; attempt++ {
-		if attempt == 10 {
-			return nil, &Error{Team: h.name(), Msg: "the team keeps changing; try again"}
-		}
+	return h.writeRenewed(ctx, cli, mu, *d, id, ts, rev)
+}
+
+// again reports whether err is etcd's unavailability and, after a pause,
+// ctx still runs: worth another try.
+func again(ctx context.Context, err error) bool {
+	return errors.Is(err, ErrUnavailable) && pause(ctx)
+}
+
+// writeRenewed writes ts, key id's renewed token, for the roster as it is
+// now, only while this machine still owns the mutex mu and nobody wrote the
+// token since its revision rev; a few tries.
+func (h *handle) writeRenewed(ctx context.Context, cli team.Driver, mu team.Lock, def Definition, id string, ts *auth.TokenSet, rev int64) (*auth.TokenSet, error) {
+	for range 10 {
 		r, err := h.readRoster(ctx)
-		if errors.Is(err, ErrUnavailable) && pause(ctx) {
+		if again(ctx, err) {
 			continue
 		}
 		if err != nil {
@@ -289,41 +326,56 @@ func (h *handle) fleetToken(ctx context.Context, label string, cached *cacheEntr
 			revIs(tokenKey(h.name(), id), rev),
 			revIs(rosterKey(h.name()), r.Rev),
 		}, []op{put(tokenKey(h.name(), id), v)})
-		if err != nil {
-			// The write may or may not have been applied (a leader lost
-			// mid-request): keep the new token, look at what etcd holds,
-			// and write again unless it is ours.
-			err = h.etcdErr(err)
-			if !errors.Is(err, ErrUnavailable) || !pause(ctx) {
-				return nil, err
+		switch {
+		case err != nil:
+			var ours bool
+			if rev, ours, err = h.afterLostWrite(ctx, cli, id, ts, rev, h.etcdErr(err)); ours {
+				return ts, h.cacheToken(ctx, def, ts, rev)
 			}
-			stored, srev, _, rerr := h.readItem(ctx, cli, id)
-			if rerr != nil {
-				continue
-			}
-			if stored != nil && stored.AccessToken == ts.AccessToken {
-				return ts, h.cacheToken(ctx, def, ts, srev)
-			}
-			rev = srev
-			continue
-		}
-		if ok {
+		case ok:
 			return ts, h.cacheToken(ctx, def, ts, wrev)
+		default:
+			// The roster changed (re-encrypted items) or the lock was lost:
+			// take the token's new revision and write again, still the only
+			// renewal.
+			rev, err = h.tokenRev(ctx, cli, id, rev)
 		}
-		// The roster changed (re-encrypted items) or the lock was lost: take
-		// the token's new revision and write again, still the only renewal.
-		kvs, _, err := cli.Get(ctx, tokenKey(h.name(), id))
 		if err != nil {
-			err = h.etcdErr(err)
-			if !errors.Is(err, ErrUnavailable) || !pause(ctx) {
-				return nil, err
-			}
-			continue
-		}
-		if kvs[0] != nil {
-			rev = kvs[0].Rev
+			return nil, err
 		}
 	}
+	return nil, &Error{Team: h.name(), Msg: "the team keeps changing; try again"}
+}
+
+// afterLostWrite looks at what etcd holds after writing ts failed with err
+// (a leader lost mid-request: the write may or may not have been applied).
+// ours: etcd holds ts, at rev; otherwise the write is to be tried again at
+// rev, or, when err is not worth another try, err is returned.
+func (h *handle) afterLostWrite(ctx context.Context, cli team.Driver, id string, ts *auth.TokenSet, rev int64, err error) (_ int64, ours bool, _ error) {
+	if !again(ctx, err) {
+		return rev, false, err
+	}
+	stored, srev, _, rerr := h.readItem(ctx, cli, id)
+	if rerr != nil {
+		return rev, false, nil
+	}
+	return srev, stored != nil && stored.AccessToken == ts.AccessToken, nil
+}
+
+// tokenRev is key id's token's revision now (rev when it has none, or when
+// etcd did not answer and another try is worth it).
+func (h *handle) tokenRev(ctx context.Context, cli team.Driver, id string, rev int64) (int64, error) {
+	kvs, _, err := cli.Get(ctx, tokenKey(h.name(), id))
+	if err != nil {
+		if err = h.etcdErr(err); !again(ctx, err) {
+			return rev, err
+		}
+		return rev, nil
+	}
+	if kvs[0] != nil {
+		return kvs[0].Rev, nil
+	}
+	return rev, nil
 }
 
 // readItem reads the roster and a key's definition and token in one round

@@ -111,53 +111,78 @@ func (h *handle) accept(ctx context.Context, data []byte, rev, at int64, history
 func (h *handle) acceptStrict(ctx context.Context, data []byte, rev int64, history func(int64) []byte, tofu bool) (roster, error) {
 	pin := h.pinned()
 	if pin == nil {
-		if team.IsUnsignedRoster(data) {
-			return roster{}, &Error{Team: h.name(), Kind: team.ErrUnsigned,
-				Msg: "its roster is unsigned (made by an older shipkey): its founder signs it with `shipkey team init " + h.name() + " --etcd …`, then the others join again"}
-		}
-		if !tofu {
-			return roster{}, &Error{Team: h.name(), Kind: team.ErrUnsigned,
-				Msg: "this machine has pinned no roster of the team (joined with an older shipkey): run `shipkey team join " + h.name() + " --etcd …` again and compare the fingerprints"}
-		}
-		r, err := team.Accept(h.name(), nil, data, history)
-		if err != nil {
-			return roster{}, h.refused("the roster", err)
-		}
-		return h.pin(r, data, rev)
+		return h.acceptUnpinned(data, rev, history, tofu)
 	}
 	base, _, err := team.ParseRoster(h.name(), pin)
 	if err != nil {
 		return roster{}, h.refused("the roster", fmt.Errorf("this machine's pinned roster is damaged (join again): %w", err))
 	}
-	pinRev := team.PinnedRosterRev(h.dir())
+	p := pinnedRoster{base: base, data: pin, rev: team.PinnedRosterRev(h.dir())}
 	cur, aerr := team.Accept(h.name(), pin, data, history)
 	same := aerr == nil && bytes.Equal(pin, data)
 	switch {
-	case same && (rev == pinRev || pinRev == 0 || tofu):
+	case same && (rev == p.rev || p.rev == 0 || tofu):
 		// The roster pinned, at the revision pinned; or a revision to
 		// learn (pinned by a shipkey that kept none, or joined again).
-		if rev != pinRev && rev != 0 {
+		if rev != p.rev && rev != 0 {
 			return h.pin(cur, data, rev)
 		}
 		return roster{Roster: cur, data: pin}, nil
-	case pinRev == 0 || rev == 0 || tofu:
+	case p.rev == 0 || rev == 0 || tofu:
 		// Nothing to compare the key's revision with.
 		if aerr == nil {
 			return h.pin(cur, data, rev)
 		}
-		h.warnRefused(fmt.Errorf("%w; using the roster v%d this machine pinned", h.refused("the roster", aerr), base.Version))
-		return roster{Roster: base, data: pin}, nil
+		return h.keepPinned(p, aerr), nil
 	}
-	// The roster key was written since this machine pinned: every value it
-	// held since, oldest first, then the one read now. The first roster of
-	// each version along the chain is the team's (another of the same
-	// version, an older one, one no member of the one before signed is
-	// not).
-	formers, complete, err := h.formerRosters(ctx, rev, pinRev)
+	return h.acceptWrittenSince(ctx, p, data, rev, history, cur, aerr)
+}
+
+// pinnedRoster is the roster this machine pinned: parsed, as signed, and
+// the roster key's revision it was pinned at (0: none kept).
+type pinnedRoster struct {
+	base team.Roster
+	data []byte
+	rev  int64
+}
+
+// acceptUnpinned accepts data, the roster at revision rev, on a machine
+// that pinned none: only on first use (tofu), and only a signed one.
+func (h *handle) acceptUnpinned(data []byte, rev int64, history func(int64) []byte, tofu bool) (roster, error) {
+	if team.IsUnsignedRoster(data) {
+		return roster{}, &Error{Team: h.name(), Kind: team.ErrUnsigned,
+			Msg: "its roster is unsigned (made by an older shipkey): its founder signs it with `shipkey team init " + h.name() + " --etcd …`, then the others join again"}
+	}
+	if !tofu {
+		return roster{}, &Error{Team: h.name(), Kind: team.ErrUnsigned,
+			Msg: "this machine has pinned no roster of the team (joined with an older shipkey): run `shipkey team join " + h.name() + " --etcd …` again and compare the fingerprints"}
+	}
+	r, err := team.Accept(h.name(), nil, data, history)
+	if err != nil {
+		return roster{}, h.refused("the roster", err)
+	}
+	return h.pin(r, data, rev)
+}
+
+// keepPinned says why the roster read was refused (why) and keeps the one
+// pinned.
+func (h *handle) keepPinned(p pinnedRoster, why error) roster {
+	h.warnRefused(fmt.Errorf("%w; using the roster v%d this machine pinned", h.refused("the roster", why), p.base.Version))
+	return roster{Roster: p.base, data: p.data}
+}
+
+// acceptWrittenSince accepts data, read at revision rev, when the roster key
+// was written since this machine pinned p: every value it held since,
+// oldest first, then the one read now. The first roster of each version
+// along the chain is the team's (another of the same version, an older one,
+// one no member of the one before signed is not). cur and aerr are what
+// accepting data after p gave.
+func (h *handle) acceptWrittenSince(ctx context.Context, p pinnedRoster, data []byte, rev int64, history func(int64) []byte, cur team.Roster, aerr error) (roster, error) {
+	formers, complete, err := h.formerRosters(ctx, rev, p.rev)
 	if err != nil {
 		return roster{}, err
 	}
-	best, bestData, bestRev := base, pin, pinRev
+	best, bestData, bestRev := p.base, p.data, p.rev
 	for _, kv := range append(formers, team.KV{Value: data, Rev: rev}) {
 		r, err := team.Accept(h.name(), bestData, kv.Value, history)
 		if err == nil && r.Version > best.Version {
@@ -165,7 +190,7 @@ func (h *handle) acceptStrict(ctx context.Context, data []byte, rev int64, histo
 		}
 	}
 	switch {
-	case best.Version > base.Version:
+	case best.Version > p.base.Version:
 		if bytes.Equal(bestData, data) {
 			return h.pin(best, data, rev)
 		}
@@ -174,12 +199,11 @@ func (h *handle) acceptStrict(ctx context.Context, data []byte, rev int64, histo
 		}
 		return h.pin(best, bestData, bestRev)
 	case !complete:
-		return roster{}, h.behind(fmt.Sprintf("etcd's roster was written again since this machine pinned v%d and what it held in between can no longer be read (compacted)", base.Version))
-	case same:
+		return roster{}, h.behind(fmt.Sprintf("etcd's roster was written again since this machine pinned v%d and what it held in between can no longer be read (compacted)", p.base.Version))
+	case aerr == nil && bytes.Equal(p.data, data):
 		return h.pin(cur, data, rev) // written again unchanged: nothing newer was ever there
 	}
-	h.warnRefused(fmt.Errorf("%w; using the roster v%d this machine pinned", h.refused("the roster", aerr), base.Version))
-	return roster{Roster: base, data: pin}, nil
+	return h.keepPinned(p, aerr), nil
 }
 
 // lookBack bounds formerRosters: the roster key's writes since a machine
