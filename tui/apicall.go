@@ -16,6 +16,7 @@ import (
 
 	tea "charm.land/bubbletea/v2"
 	"github.com/charmbracelet/x/ansi"
+	"github.com/shipkey/shipkey/auth"
 	"github.com/shipkey/shipkey/internal/text"
 	"github.com/shipkey/shipkey/store"
 )
@@ -59,7 +60,7 @@ func (c apiCall) whose() text.Clean {
 const maxAnswerBody = 256 << 10
 
 // answerHeaders are the response headers the screen shows, in this order.
-var answerHeaders = []string{"Content-Type", "Content-Length", "Location", "WWW-Authenticate", "DPoP-Nonce", "Retry-After", "ETag", "Cache-Control", "X-Request-Id"}
+var answerHeaders = []string{"Content-Type", "Content-Length", "Location", "Link", "WWW-Authenticate", "DPoP-Nonce", "Retry-After", "ETag", "Cache-Control", "X-Request-Id"}
 
 // apiAnswer is an answer as the screen shows it: every text in it is
 // clean, cleaned once when it arrived.
@@ -71,6 +72,11 @@ type apiAnswer struct {
 	headers []text.Clean // "Name: value"
 	body    []string     // the body's lines (JSON pretty-printed), cut from a text.Clean
 	note    text.Clean   // what of the body is not shown, and why
+	// next is the next page (Link: <…>; rel="next") as an absolute URL on
+	// the request's own origin, "" when there is none; nextAway says a
+	// next page on another origin, not followed with the key's token.
+	next     string
+	nextAway text.Clean
 }
 
 // sendCmd sends call with its key's token through the API client and
@@ -117,6 +123,7 @@ func (m *Model) sendCmd(ctx context.Context, seq int, call apiCall) tea.Cmd {
 func newAnswer(resp *http.Response, data []byte, readErr error, renewed bool, elapsed time.Duration) *apiAnswer {
 	a := &apiAnswer{status: text.Sanitize(resp.Status).Or(text.Cleanf("%d", resp.StatusCode)), code: resp.StatusCode, renewed: renewed, elapsed: elapsed}
 	a.headers = answerHeaderLines(resp.Header)
+	a.next, a.nextAway = nextPage(resp)
 	cut := len(data) > maxAnswerBody
 	if cut {
 		data = data[:maxAnswerBody]
@@ -135,6 +142,25 @@ func newAnswer(resp *http.Response, data []byte, readErr error, renewed bool, el
 	whole := !cut && readErr == nil
 	a.body = bodyLines(data, whole && (isJSONType(resp.Header.Get("Content-Type")) || looksJSON(data)))
 	return a
+}
+
+// nextPage is the answer's next page by its Link header, when it is on the
+// origin the request went to (the key's token goes nowhere else: as
+// shipkey api --paginate); else, the other origin, said.
+func nextPage(resp *http.Response) (next string, away text.Clean) {
+	link := auth.NextLink(resp.Header)
+	if link == "" || resp.Request == nil || resp.Request.URL == nil {
+		return "", text.Clean{}
+	}
+	base := resp.Request.URL
+	u, err := base.Parse(strings.TrimSpace(link))
+	switch {
+	case err != nil || (u.Scheme != "https" && u.Scheme != "http") || u.Host == "":
+		return "", text.Cleanf("the next page's link %s is not an http(s) URL: not followed", link)
+	case u.Scheme != base.Scheme || u.Host != base.Host:
+		return "", text.Cleanf("the next page is on %s://%s, not where this request went: not followed with the key's token", u.Scheme, u.Host)
+	}
+	return u.String(), text.Clean{}
 }
 
 // answerHeaderLines are the headers of answerHeaders that h holds, one
@@ -228,6 +254,12 @@ func (a *apiAnswer) render(s *Styles, sent apiCall, width int, query string) str
 	for _, h := range a.headers {
 		name, value, _ := strings.Cut(h.String(), ": ")
 		b.WriteString(indentWrapped(s.FieldName.Render(name+":")+" "+value, 2, width, s.Value.Render))
+	}
+	switch {
+	case a.next != "" && sent.method == http.MethodGet:
+		b.WriteString(indentWrapped("ctrl+n asks for the next page (its Link)", 2, width, s.Subtle.Render))
+	case !a.nextAway.IsEmpty():
+		b.WriteString(indentWrapped("— "+a.nextAway.String(), 2, width, s.Warn.Render))
 	}
 	b.WriteString("\n")
 	body := a.body

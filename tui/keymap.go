@@ -43,6 +43,9 @@ type KeyMap struct {
 	// sent requests; Requests lists them with the saved ones; CopyCurl
 	// copies a request as a shipkey curl command line.
 	Recall, Requests, CopyCurl key.Binding
+	// NextPage sends the request again for the answer's next page (its
+	// Link: rel="next").
+	NextPage key.Binding
 
 	// Scrolling (every screen whose content can exceed the body).
 	ScrollUp, ScrollDown, PageUp, PageDown, Top, Bottom key.Binding
@@ -112,6 +115,7 @@ func DefaultKeyMap() KeyMap {
 		Recall:      b([]string{"up", "down"}, "↑/↓", "recall history"),
 		Requests:    b([]string{"ctrl+r"}, "ctrl+r", "history & saved"),
 		CopyCurl:    b([]string{"ctrl+y"}, "ctrl+y", "copy as shipkey curl"),
+		NextPage:    b([]string{"ctrl+n"}, "ctrl+n", "next page"),
 		ScrollUp:    b([]string{"up", "k"}, "↑/k", "scroll up"),
 		ScrollDown:  b([]string{"down", "j"}, "↓/j", "scroll down"),
 		PageUp:      b([]string{"pgup"}, "pgup", "page up"),

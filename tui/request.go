@@ -417,6 +417,9 @@ func (r *request) updateViewing(msg tea.Msg) (action, tea.Cmd) {
 			return r.submit()
 		case key.Matches(k, km.CopyCurl):
 			return r.copyCurl(r.sent, nil)
+		case key.Matches(k, km.NextPage) && r.hasNextPage():
+			r.url.SetValue(r.answer.next)
+			return r.submit()
 		case key.Matches(k, km.Filter):
 			r.filtering = true
 			r.sizeView()
@@ -628,6 +631,12 @@ func resolveTarget(u, base, label string) (string, error) {
 	return u, nil
 }
 
+// hasNextPage reports whether the answer shown has a next page to ask for:
+// a GET's, on its own origin.
+func (r *request) hasNextPage() bool {
+	return r.answer != nil && r.answer.next != "" && r.sent.method == http.MethodGet
+}
+
 // sent records that the request went out.
 func (r *request) sending(call apiCall) { r.sent = call }
 
@@ -792,6 +801,8 @@ func (r *request) ShortHelp() []key.Binding {
 		return []key.Binding{k.Cancel, k.ForceQuit}
 	case r.filtering:
 		return []key.Binding{k.FilterKeep, k.FilterClear, k.PageDown, k.PageUp, k.ForceQuit}
+	case r.state == requestViewing && r.hasNextPage():
+		return []key.Binding{k.Edit, k.NextPage, k.Send, k.Filter, k.ScrollDown, k.ScrollUp, k.PageDown, k.Top, k.Bottom, k.CopyCurl, k.Quit}
 	case r.state == requestViewing:
 		return []key.Binding{k.Edit, k.Send, k.Filter, k.ScrollDown, k.ScrollUp, k.PageDown, k.Top, k.Bottom, k.CopyCurl, k.Quit}
 	case r.hist.naming:
@@ -808,6 +819,6 @@ func (r *request) ShortHelp() []key.Binding {
 
 func (r *request) FullHelp() [][]key.Binding {
 	k := r.c.keys
-	return [][]key.Binding{{k.TabNext, k.TabPrev, k.Choose, k.Send}, {k.Recall, k.Requests, k.CopyCurl, k.Rename, k.Delete},
+	return [][]key.Binding{{k.TabNext, k.TabPrev, k.Choose, k.Send, k.NextPage}, {k.Recall, k.Requests, k.CopyCurl, k.Rename, k.Delete},
 		{k.ScrollDown, k.ScrollUp, k.PageDown, k.PageUp, k.Top, k.Bottom, k.Filter, k.Edit}}
 }

@@ -122,6 +122,20 @@ func (rig *apiRig) serve(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Type", "text/plain")
 		_, _ = io.WriteString(w, "evil\x1b[2J\x1b[H copy\x1b]52;c;ZXZpbA==\x07me \u009b31mred \u202eesrever over\rwritten\x7f\n")
 		return
+	case "/pages":
+		// Three pages, each linking the next (relative, as many APIs
+		// do); ?away links another origin instead.
+		page := 1
+		_, _ = fmt.Sscan(r.URL.Query().Get("page"), &page)
+		switch {
+		case r.URL.Query().Has("away"):
+			w.Header().Set("Link", `<http://203.0.113.9/pages?page=2>; rel="next"`)
+		case page < 3:
+			w.Header().Set("Link", fmt.Sprintf(`</pages?page=%d>; rel="next", </pages?page=3>; rel="last"`, page+1))
+		}
+		w.Header().Set("Content-Type", "application/json")
+		_, _ = fmt.Fprintf(w, `[{"page":%d}]`, page)
+		return
 	case "/large":
 		w.Header().Set("Content-Type", "application/json")
 		n := 300

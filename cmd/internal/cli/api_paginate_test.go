@@ -121,20 +121,3 @@ func TestAPIPaginateRefuses(t *testing.T) {
 		t.Errorf("--paginate with POST: %v, want usage", err)
 	}
 }
-
-func TestLinkNext(t *testing.T) {
-	t.Parallel()
-	for _, tc := range []struct{ header, want string }{
-		{`<https://a/x?page=2>; rel="next", <https://a/x?page=9>; rel="last"`, "https://a/x?page=2"},
-		{`<https://a/x?page=9>; rel="last", <https://a/x?page=2>; rel=next`, "https://a/x?page=2"},
-		{`<https://a/1>; title="a, b; c"; rel="prev", <https://a/3>; REL="start Next"`, "https://a/3"},
-		{`<https://a/1>; rel="prev"`, ""},
-		{`garbage`, ""},
-		{``, ""},
-	} {
-		h := http.Header{"Link": {tc.header}}
-		if got := linkNext(h); got != tc.want {
-			t.Errorf("Link: %s: %q, want %q", tc.header, got, tc.want)
-		}
-	}
-}
