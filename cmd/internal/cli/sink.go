@@ -473,29 +473,15 @@ func watchSinkFiles(ctx context.Context, sinks []*tokenSink) []chan struct{} {
 	for i := range out {
 		out[i] = make(chan struct{}, 1)
 	}
-	go func() {
-		defer w.Close()
-		for {
-			select {
-			case <-ctx.Done():
-				return
-			case ev, ok := <-w.Events:
-				if !ok {
-					return
-				}
-				if i := slices.Index(paths, filepath.Clean(ev.Name)); i >= 0 && ev.Op != fsnotify.Chmod {
-					notify(out[i])
-				}
-			case _, ok := <-w.Errors:
-				if !ok {
-					return
-				}
-				for _, c := range out {
-					notify(c) // an overflow: any file may have changed
-				}
-			}
+	go relayChanges(ctx, w, paths, func(i int) {
+		if i >= 0 {
+			notify(out[i])
+			return
 		}
-	}()
+		for _, c := range out {
+			notify(c)
+		}
+	})
 	return out
 }
 
@@ -551,7 +537,7 @@ func watchStoreFiles(ctx context.Context, svc *keys.Service, n int) []chan struc
 		go pollStamp(ctx, svc, tell)
 		return out
 	}
-	go relayChanges(ctx, w, files, tell)
+	go relayChanges(ctx, w, files, func(int) { tell() })
 	return out
 }
 
@@ -590,10 +576,10 @@ func watchDirs(files []string) (*fsnotify.Watcher, error) {
 	return w, nil
 }
 
-// relayChanges calls tell at each change of files that w sees (and at
-// each of its errors: an overflow may hide one) until ctx ends; it closes
-// w.
-func relayChanges(ctx context.Context, w *fsnotify.Watcher, files []string, tell func()) {
+// relayChanges calls tell with the index in files of each change of one
+// that w sees, and with -1 at each of w's errors (an overflow may hide a
+// change of any), until ctx ends; it closes w.
+func relayChanges(ctx context.Context, w *fsnotify.Watcher, files []string, tell func(i int)) {
 	defer w.Close()
 	for {
 		select {
@@ -603,14 +589,14 @@ func relayChanges(ctx context.Context, w *fsnotify.Watcher, files []string, tell
 			if !ok {
 				return
 			}
-			if ev.Op != fsnotify.Chmod && slices.Contains(files, filepath.Clean(ev.Name)) {
-				tell()
+			if i := slices.Index(files, filepath.Clean(ev.Name)); i >= 0 && ev.Op != fsnotify.Chmod {
+				tell(i)
 			}
 		case _, ok := <-w.Errors:
 			if !ok {
 				return
 			}
-			tell() // an overflow: something may have changed
+			tell(-1) // an overflow: something may have changed
 		}
 	}
 }
