@@ -19,9 +19,9 @@ import (
 	"github.com/shipkey/shipkey/store"
 )
 
-// requestHistoryHome is a home with key "mine" whose api_url is a resource
-// server that introspects every token at the realm.
-func requestHistoryHome(t *testing.T) (*tmuxHome, *authtest.ResourceServer) {
+// apiHome is a home with key "mine" whose api_url is a resource server
+// that introspects every token at the realm srv.
+func apiHome(t *testing.T) (*tmuxHome, *authtest.Server, *authtest.ResourceServer) {
 	t.Helper()
 	srv := authtest.NewServer(authtest.DemoConfig())
 	t.Cleanup(srv.Close)
@@ -30,7 +30,7 @@ func requestHistoryHome(t *testing.T) (*tmuxHome, *authtest.ResourceServer) {
 	h := newTmuxHome(t, []string{"SHIPKEY_SECRETS=plaintext"})
 	h.newKey(srv, "mine")
 	h.cli("keys", "set", "mine", "--api-url", rs.URL()+"/v1")
-	return h, rs
+	return h, srv, rs
 }
 
 // requestField tabs to the Request screen's field name (at most a round).
@@ -46,7 +46,7 @@ func TestTmuxRequestHistorySurvivesARestart(t *testing.T) {
 	for _, size := range [][2]int{{80, 24}, {40, 10}} {
 		t.Run(fmt.Sprintf("%dx%d", size[0], size[1]), func(t *testing.T) {
 			t.Parallel()
-			h, _ := requestHistoryHome(t)
+			h, _, _ := apiHome(t)
 			s := h.start(size[0], size[1])
 			s.waitText(10*time.Second, "mine")
 			s.keys("4")
@@ -120,7 +120,7 @@ func TestTmuxRequestCopyAsCurlRuns(t *testing.T) {
 		}
 		t.Skip("curl not installed (apt-get install -y curl); skipping the copied line's run")
 	}
-	h, rs := requestHistoryHome(t)
+	h, _, rs := apiHome(t)
 	s := h.start(80, 24)
 	s.waitText(10*time.Second, "mine")
 	s.keys("4")

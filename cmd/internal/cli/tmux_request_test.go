@@ -114,13 +114,7 @@ func TestTmuxRequestRenewsARevokedToken(t *testing.T) {
 	for _, size := range [][2]int{{80, 24}, {60, 15}} {
 		t.Run(fmt.Sprintf("%dx%d", size[0], size[1]), func(t *testing.T) {
 			t.Parallel()
-			srv := authtest.NewServer(authtest.DemoConfig())
-			t.Cleanup(srv.Close)
-			rs := authtest.NewResourceServer(authtest.ResourceConfig{Issuer: srv.Issuer(), ClientID: authtest.DemoClientID, ClientSecret: authtest.DemoClientSecret})
-			t.Cleanup(rs.Close)
-			h := newTmuxHome(t, []string{"SHIPKEY_SECRETS=plaintext"})
-			h.newKey(srv, "mine")
-			h.cli("keys", "set", "mine", "--api-url", rs.URL()+"/v1")
+			h, srv, rs := apiHome(t)
 			s := h.start(size[0], size[1])
 			s.waitText(10*time.Second, "mine")
 			s.keys("4")
